@@ -1,0 +1,242 @@
+/*
+ * attention.h - attnd's attention core: tokenizer, deterministic embeddings
+ * and parameters, and a BLAS-backed multi-head attention forward pass.
+ *
+ * The core knows nothing of HTTP, JSON or images. Everything is float32,
+ * row-major. Shapes are written next to each array as [dim][dim]...
+ *
+ * Error convention: every fallible function returns an attn_status
+ * (ATTN_OK == 0) and, on failure, fills the caller's struct attn_error with
+ * the name of the offending field and a message naming the value.
+ *
+ * Threading: the core has no global mutable state and creates no threads;
+ * any number of threads may call it at once on distinct results. Parallelism
+ * inside one call comes only from OpenBLAS's own thread pool. A caller that
+ * runs T calls concurrently on C cores should give OpenBLAS max(1, C / T)
+ * threads (openblas_set_num_threads), so that T * BLAS threads <= C; attnd's
+ * server runs one call per worker thread with one BLAS thread each.
+ */
+#ifndef ATTN_ATTENTION_H
+#define ATTN_ATTENTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---------------------------------------------------------------- errors */
+
+typedef enum attn_status {
+    ATTN_OK = 0,
+    ATTN_E_INVALID,  /* a value is out of range or inconsistent with another */
+    ATTN_E_INPUT,    /* data is malformed: invalid UTF-8, NaN or Inf */
+    ATTN_E_TOO_BIG,  /* sizes whose product overflows or exceeds a cap */
+    ATTN_E_NOMEM     /* an allocation failed */
+} attn_status;
+
+struct attn_error {
+    char field[48];    /* e.g. "heads", "mask", "x"; "" when no field applies */
+    size_t index[3];   /* position inside field, when n_index > 0 */
+    int n_index;
+    char message[256]; /* human-readable, names the field and the value */
+};
+
+/* Short stable name of a status, e.g. "invalid". */
+const char *attn_status_name(attn_status status);
+
+/* ------------------------------------------------------------- tokenizer */
+
+struct attn_tokenize_options {
+    bool keep_case;      /* false: lowercase and strip accents (BERT uncased) */
+    bool special_tokens; /* true: wrap in [CLS] ... [SEP] */
+};
+
+struct attn_tokens {
+    size_t count;
+    char **text; /* [count] NUL-terminated UTF-8 strings */
+};
+
+/*
+ * Split UTF-8 text the way BERT's BasicTokenizer does: whitespace splits,
+ * each punctuation character and each CJK ideograph is a token of its own,
+ * control characters are dropped. text need not be NUL-terminated.
+ * At most max_tokens tokens (0: no cap); more is ATTN_E_TOO_BIG.
+ * On success the caller owns *out; release it with attn_tokens_free().
+ */
+attn_status attn_tokenize(const char *text, size_t len,
+                          const struct attn_tokenize_options *opts,
+                          size_t max_tokens, struct attn_tokens *out,
+                          struct attn_error *err);
+void attn_tokens_free(struct attn_tokens *tokens);
+
+/* ------------------------------------------------------- random streams */
+
+/*
+ * Every random number in attnd comes from a SplitMix64 stream keyed by
+ * (seed, label): state0 = seed XOR fnv1a64(label), and draw n (from 0) is
+ * mix64(state0 + (n + 1) * 0x9E3779B97F4A7C15). README gives the full spec.
+ */
+uint64_t attn_fnv1a64(const void *bytes, size_t len);
+uint64_t attn_stream_key(uint64_t seed, const char *label, size_t label_len);
+uint64_t attn_stream_draw(uint64_t key, uint64_t n);
+
+/*
+ * The embedding of one token: dim standard-normal floats from the stream
+ * labelled "token:" + text, by Box-Muller. Same text, same vector.
+ * out: [dim]
+ */
+void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
+                      float *out);
+
+/* ------------------------------------------------------------ parameters */
+
+/*
+ * Projection parameters in PyTorch's nn.Linear layout: weight is
+ * [out_features][in_features] and y = x * weight^T + bias.
+ * Any bias may be NULL (no bias). wo is NULL when there is no output
+ * projection.
+ */
+struct attn_params {
+    float *wq, *bq; /* [heads * d_k][d_model],     [heads * d_k]    */
+    float *wk, *bk; /* [kv_heads * d_k][d_ctx],    [kv_heads * d_k] */
+    float *wv, *bv; /* [kv_heads * d_v][d_ctx],    [kv_heads * d_v] */
+    float *wo, *bo; /* [d_out][heads * d_v],       [d_out]          */
+};
+
+/* ---------------------------------------------------------------- config */
+
+typedef enum attn_mode {
+    ATTN_MODE_PROJECTED = 0, /* Q, K, V projections, heads, optional W_o */
+    ATTN_MODE_BASIC          /* softmax(X * X^T) * X, no parameters      */
+} attn_mode;
+
+typedef enum attn_positional {
+    ATTN_POS_NONE = 0,
+    ATTN_POS_SINUSOIDAL, /* added to x and context before anything else */
+    ATTN_POS_ROPE        /* rotary, applied to each head of q and k     */
+} attn_positional;
+
+typedef enum attn_residual {
+    ATTN_RESIDUAL_NONE = 0,
+    ATTN_RESIDUAL_VALUE, /* output += V heads concatenated (ViT style) */
+    ATTN_RESIDUAL_INPUT  /* output += x (after positional encoding)   */
+} attn_residual;
+
+/* What the caller wants back; a bit set of these. */
+enum attn_want {
+    ATTN_WANT_WEIGHTS = 1u << 0,
+    ATTN_WANT_SCORES = 1u << 1,
+    ATTN_WANT_Q = 1u << 2,
+    ATTN_WANT_K = 1u << 3,
+    ATTN_WANT_V = 1u << 4,
+    ATTN_WANT_HEADS = 1u << 5,
+    ATTN_WANT_OUTPUT = 1u << 6,
+    ATTN_WANT_MEAN_WEIGHTS = 1u << 7
+};
+
+/*
+ * A zeroed struct is a valid start: projected mode, defaults everywhere.
+ * Sizes left 0 are resolved by attn_config_resolve().
+ */
+struct attn_config {
+    attn_mode mode;
+
+    /* shapes of the inputs */
+    size_t batch;   /* B, >= 1 (0 means 1) */
+    size_t n_query; /* N, tokens per sequence, >= 1 */
+    size_t d_model; /* width of x, >= 1 */
+    size_t n_ctx;   /* M, context tokens; 0 = self-attention (M = N) */
+    size_t d_ctx;   /* width of the context; 0 = d_model */
+    bool cross;     /* true when a separate context is passed */
+
+    /* heads */
+    size_t heads;    /* h; 0 means 8 in projected mode, 1 in basic mode */
+    size_t kv_heads; /* 0 means heads; must divide heads (1 = multi-query) */
+    size_t d_k;      /* per-head query/key size; 0 means d_model / heads */
+    size_t d_v;      /* per-head value size; 0 means d_model / heads */
+    size_t d_out;    /* 0 means d_model (heads * d_v with residual value
+                        or without an output projection) */
+
+    bool qkv_bias;  /* drawn parameters: W_q, W_k, W_v get a bias */
+    bool no_out_proj; /* skip W_o: output = heads concatenated */
+    bool out_bias;  /* drawn parameters: W_o gets a bias */
+
+    bool has_scale; /* false: 1/sqrt(d_k) (projected) or 1 (basic) */
+    float scale;
+
+    attn_residual residual;
+    attn_positional positional;
+    float rope_base; /* 0 means 10000 */
+
+    float dropout; /* 0 <= p < 1, inverted dropout on the weights */
+    uint64_t seed; /* parameters and dropout are drawn from it */
+
+    /* masks; any combination; a masked pair gets weight 0 */
+    bool causal;               /* query i may see keys j <= i */
+    const uint8_t *mask;       /* [N][M] or [B][N][M]; nonzero = may attend */
+    bool mask_batched;         /* mask has the leading [B] */
+    const uint8_t *key_padding; /* [M] or [B][M]; nonzero = ignore the key */
+    bool key_padding_batched;
+
+    /* explicit parameters (caller-owned); NULL: drawn from seed */
+    const struct attn_params *params;
+
+    unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
+    size_t max_elements;    /* cap on floats in the result; 0 = no cap */
+};
+
+/*
+ * Fill in defaults and check every size and combination, without touching
+ * data. Afterwards every size field of *cfg is nonzero and final.
+ */
+attn_status attn_config_resolve(struct attn_config *cfg,
+                                struct attn_error *err);
+
+/*
+ * Draw parameters for a resolved config from cfg->seed, as nn.Linear's
+ * default init does: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), each tensor from
+ * the stream labelled by its state_dict name ("q_proj.weight", ...).
+ * On success the caller owns *out; release it with attn_params_free().
+ */
+attn_status attn_params_draw(const struct attn_config *cfg,
+                             struct attn_params *out, struct attn_error *err);
+void attn_params_free(struct attn_params *params);
+
+/* ---------------------------------------------------------------- result */
+
+/*
+ * Arrays not asked for are NULL. Shapes, with B, h, g (kv_heads), N, M:
+ *   weights, scores: [B][h][N][M]  (scores are scaled, before the mask)
+ *   mean_weights:    [B][N][M]
+ *   q:               [B][N][h * d_k]   (after rotary encoding)
+ *   k:               [B][M][g * d_k]   (after rotary encoding)
+ *   v:               [B][M][g * d_v]
+ *   heads_out:       [B][N][h * d_v]
+ *   output:          [B][N][d_out]
+ *   fully_masked:    [B][N], 1 where every key was masked for that query;
+ *                    those rows have zero weights and zero head outputs.
+ */
+struct attn_result {
+    size_t batch, n_query, n_ctx, heads, kv_heads, d_k, d_v, d_out;
+    float *weights, *scores, *mean_weights;
+    float *q, *k, *v, *heads_out, *output;
+    uint8_t *fully_masked;
+    size_t n_fully_masked;
+};
+
+/*
+ * Multi-head attention forward pass.
+ *   x:       [B][N][d_model]
+ *   context: [B][M][d_ctx], or NULL for self-attention
+ * cfg is resolved first if it was not. On success the caller owns *out;
+ * release it with attn_result_free(). On failure *out is left empty.
+ */
+attn_status attn_forward(const struct attn_config *cfg, const float *x,
+                         const float *context, struct attn_result *out,
+                         struct attn_error *err);
+void attn_result_free(struct attn_result *result);
+
+/* Floating-point operations of the forward pass for a resolved config
+ * (2 per multiply-add), for metrics and benchmarks. */
+double attn_flops(const struct attn_config *cfg);
+
+#endif
