@@ -1,0 +1,302 @@
+/*
+ * config.c - defaults and validation of struct attn_config.
+ *
+ * Every later stage trusts what this file accepted: after
+ * attn_config_resolve() every size is nonzero, consistent, and every
+ * product the forward pass will form fits in size_t.
+ */
+#include "attention.h"
+#include "checked.h"
+#include "error.h"
+
+#include <math.h>
+
+#define DEFAULT_HEADS 8
+#define DEFAULT_ROPE_BASE 10000.0f
+
+static const char *residual_name(attn_residual residual)
+{
+    switch (residual) {
+    case ATTN_RESIDUAL_VALUE: return "value";
+    case ATTN_RESIDUAL_INPUT: return "input";
+    default: return "none";
+    }
+}
+
+/* A per-head size left 0 defaults to d_model / heads, which must divide. */
+static attn_status resolve_head_size(size_t *size, const char *field,
+                                     size_t d_model, size_t heads,
+                                     struct attn_error *err)
+{
+    if (*size)
+        return ATTN_OK;
+    if (d_model % heads)
+        return attn_fail(err, ATTN_E_INVALID, "heads",
+                         "heads (%zu) must divide d_model (%zu) when %s is "
+                         "not given",
+                         heads, d_model, field);
+    *size = d_model / heads;
+    return ATTN_OK;
+}
+
+static attn_status resolve_shapes(struct attn_config *cfg,
+                                  struct attn_error *err)
+{
+    if (cfg->batch == 0)
+        cfg->batch = 1;
+    if (cfg->n_query == 0)
+        return attn_fail(err, ATTN_E_INVALID, "n_query",
+                         "the input has no tokens; at least 1 is needed");
+    if (cfg->d_model == 0)
+        return attn_fail(err, ATTN_E_INVALID, "d_model",
+                         "d_model (0) must be at least 1");
+    if (!cfg->cross) {
+        if (cfg->n_ctx && cfg->n_ctx != cfg->n_query)
+            return attn_fail(err, ATTN_E_INVALID, "n_ctx",
+                             "n_ctx (%zu) must equal n_query (%zu) in "
+                             "self-attention",
+                             cfg->n_ctx, cfg->n_query);
+        if (cfg->d_ctx && cfg->d_ctx != cfg->d_model)
+            return attn_fail(err, ATTN_E_INVALID, "d_ctx",
+                             "d_ctx (%zu) must equal d_model (%zu) in "
+                             "self-attention",
+                             cfg->d_ctx, cfg->d_model);
+        cfg->n_ctx = cfg->n_query;
+        cfg->d_ctx = cfg->d_model;
+    } else {
+        if (cfg->n_ctx == 0)
+            return attn_fail(err, ATTN_E_INVALID, "context",
+                             "the context has no tokens; at least 1 is "
+                             "needed");
+        if (cfg->d_ctx == 0)
+            cfg->d_ctx = cfg->d_model;
+    }
+    return ATTN_OK;
+}
+
+static attn_status resolve_basic(struct attn_config *cfg,
+                                 struct attn_error *err)
+{
+    if (cfg->heads == 0)
+        cfg->heads = 1;
+    if (cfg->heads != 1)
+        return attn_fail(err, ATTN_E_INVALID, "heads",
+                         "heads (%zu) must be 1 in mode basic", cfg->heads);
+    if (cfg->kv_heads == 0)
+        cfg->kv_heads = 1;
+    if (cfg->kv_heads != 1)
+        return attn_fail(err, ATTN_E_INVALID, "kv_heads",
+                         "kv_heads (%zu) must be 1 in mode basic",
+                         cfg->kv_heads);
+    if (cfg->d_ctx != cfg->d_model)
+        return attn_fail(err, ATTN_E_INVALID, "context",
+                         "the context's width (%zu) must equal d_model (%zu) "
+                         "in mode basic",
+                         cfg->d_ctx, cfg->d_model);
+    const struct {
+        size_t *size;
+        const char *name;
+    } same[] = {{&cfg->d_k, "d_k"}, {&cfg->d_v, "d_v"}, {&cfg->d_out, "d_out"}};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        if (*same[i].size && *same[i].size != cfg->d_model)
+            return attn_fail(err, ATTN_E_INVALID, same[i].name,
+                             "%s (%zu) must equal d_model (%zu) in mode basic",
+                             same[i].name, *same[i].size, cfg->d_model);
+        *same[i].size = cfg->d_model;
+    }
+    if (cfg->params)
+        return attn_fail(err, ATTN_E_INVALID, "params",
+                         "params are not used in mode basic");
+    if (cfg->positional == ATTN_POS_ROPE)
+        return attn_fail(err, ATTN_E_INVALID, "positional",
+                         "positional 'rope' rotates projected queries and "
+                         "keys; it needs mode projected");
+    return ATTN_OK;
+}
+
+static attn_status resolve_projected(struct attn_config *cfg,
+                                     struct attn_error *err)
+{
+    if (cfg->heads == 0)
+        cfg->heads = DEFAULT_HEADS;
+    if (cfg->kv_heads == 0)
+        cfg->kv_heads = cfg->heads;
+    if (cfg->kv_heads > cfg->heads || cfg->heads % cfg->kv_heads)
+        return attn_fail(err, ATTN_E_INVALID, "kv_heads",
+                         "kv_heads (%zu) must divide heads (%zu)",
+                         cfg->kv_heads, cfg->heads);
+    attn_status st =
+        resolve_head_size(&cfg->d_k, "d_k", cfg->d_model, cfg->heads, err);
+    if (st)
+        return st;
+    st = resolve_head_size(&cfg->d_v, "d_v", cfg->d_model, cfg->heads, err);
+    if (st)
+        return st;
+    if (cfg->positional == ATTN_POS_ROPE && cfg->d_k % 2)
+        return attn_fail(err, ATTN_E_INVALID, "d_k",
+                         "positional 'rope' rotates pairs, so d_k (%zu) must "
+                         "be even",
+                         cfg->d_k);
+
+    size_t concat;
+    if (!size_mul(cfg->heads, cfg->d_v, &concat))
+        return attn_fail(err, ATTN_E_TOO_BIG, "heads",
+                         "heads (%zu) times d_v (%zu) overflows", cfg->heads,
+                         cfg->d_v);
+    /* Without W_o, or with V added back, the output is as wide as the
+     * concatenated heads; otherwise it keeps the model's width. */
+    const bool concat_wide =
+        cfg->no_out_proj || cfg->residual == ATTN_RESIDUAL_VALUE;
+    if (cfg->d_out == 0)
+        cfg->d_out = concat_wide ? concat : cfg->d_model;
+    if (cfg->no_out_proj && cfg->d_out != concat)
+        return attn_fail(err, ATTN_E_INVALID, "d_out",
+                         "d_out (%zu) must equal heads * d_v (%zu) without an "
+                         "output projection",
+                         cfg->d_out, concat);
+    if (cfg->residual == ATTN_RESIDUAL_VALUE && cfg->d_out != concat)
+        return attn_fail(err, ATTN_E_INVALID, "d_out",
+                         "residual 'value' needs d_out (%zu) to equal heads * "
+                         "d_v (%zu)",
+                         cfg->d_out, concat);
+    return ATTN_OK;
+}
+
+static attn_status check_options(struct attn_config *cfg,
+                                 struct attn_error *err)
+{
+    if (cfg->has_scale && !isfinite(cfg->scale))
+        return attn_fail(err, ATTN_E_INVALID, "scale",
+                         "scale (%g) must be a finite number",
+                         (double)cfg->scale);
+    if (!(cfg->dropout >= 0.0f && cfg->dropout < 1.0f))
+        return attn_fail(err, ATTN_E_INVALID, "dropout",
+                         "dropout (%g) must be at least 0 and below 1",
+                         (double)cfg->dropout);
+    if (cfg->rope_base == 0.0f)
+        cfg->rope_base = DEFAULT_ROPE_BASE;
+    if (!(isfinite(cfg->rope_base) && cfg->rope_base > 1.0f))
+        return attn_fail(err, ATTN_E_INVALID, "rope_base",
+                         "rope_base (%g) must be a finite number above 1",
+                         (double)cfg->rope_base);
+    if (cfg->residual == ATTN_RESIDUAL_INPUT && cfg->d_out != cfg->d_model)
+        return attn_fail(err, ATTN_E_INVALID, "d_out",
+                         "residual 'input' needs d_out (%zu) to equal d_model "
+                         "(%zu)",
+                         cfg->d_out, cfg->d_model);
+    if (cfg->residual != ATTN_RESIDUAL_NONE && cfg->n_ctx != cfg->n_query)
+        return attn_fail(err, ATTN_E_INVALID, "residual",
+                         "residual '%s' needs as many context tokens (%zu) as "
+                         "query tokens (%zu)",
+                         residual_name(cfg->residual), cfg->n_ctx,
+                         cfg->n_query);
+    if (cfg->want == 0)
+        cfg->want = ATTN_WANT_OUTPUT;
+    return ATTN_OK;
+}
+
+/* Every array the forward pass may form must have a size_t element count;
+ * the result as a whole must stay under the caller's cap. */
+static attn_status check_sizes(const struct attn_config *cfg,
+                               struct attn_error *err)
+{
+    const size_t b = cfg->batch, n = cfg->n_query, m = cfg->n_ctx;
+    const size_t h = cfg->heads, g = cfg->kv_heads;
+    size_t wide = cfg->d_model;
+    const size_t widths[] = {cfg->d_ctx, h * cfg->d_k, h * cfg->d_v,
+                             g * cfg->d_k, g * cfg->d_v, cfg->d_out};
+    size_t hk, hv;
+    if (!size_mul(h, cfg->d_k, &hk) || !size_mul(h, cfg->d_v, &hv))
+        return attn_fail(err, ATTN_E_TOO_BIG, "heads",
+                         "heads (%zu) times the head size overflows", h);
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (widths[i] > wide)
+            wide = widths[i];
+    size_t tokens = n > m ? n : m, rows, elems, total = 0;
+    if (!size_mul(b, tokens, &rows) || !size_mul(rows, wide, &elems) ||
+        elems > SIZE_MAX / sizeof(float) / 8)
+        return attn_fail(err, ATTN_E_TOO_BIG, "n_query",
+                         "batch (%zu) x tokens (%zu) x width (%zu) is too "
+                         "large",
+                         b, tokens, wide);
+    size_t per_head;
+    if (!size_mul3(b, n, m, &per_head) ||
+        per_head > SIZE_MAX / sizeof(float) / 8)
+        return attn_fail(err, ATTN_E_TOO_BIG, "n_query",
+                         "batch (%zu) x tokens (%zu) x context tokens (%zu) "
+                         "is too large",
+                         b, n, m);
+
+    const unsigned w = cfg->want;
+    size_t all_heads = 0;
+    if ((w & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES)) &&
+        !size_mul(per_head, h, &all_heads))
+        return attn_fail(err, ATTN_E_TOO_BIG, "heads",
+                         "weights for %zu heads of %zu x %zu pairs are too "
+                         "large",
+                         h, n, m);
+    const struct {
+        unsigned bit;
+        size_t count;
+    } parts[] = {
+        {ATTN_WANT_WEIGHTS, all_heads},      {ATTN_WANT_SCORES, all_heads},
+        {ATTN_WANT_MEAN_WEIGHTS, per_head},  {ATTN_WANT_Q, b * n * hk},
+        {ATTN_WANT_K, b * m * g * cfg->d_k}, {ATTN_WANT_V, b * m * g * cfg->d_v},
+        {ATTN_WANT_HEADS, b * n * hv},       {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if ((w & parts[i].bit) && !size_add_to(&total, parts[i].count))
+            return attn_fail(err, ATTN_E_TOO_BIG, "return",
+                             "the requested arrays are too large");
+    if (cfg->max_elements && total > cfg->max_elements)
+        return attn_fail(err, ATTN_E_TOO_BIG, "return",
+                         "the requested arrays hold %zu numbers; the limit is "
+                         "%zu",
+                         total, cfg->max_elements);
+    return ATTN_OK;
+}
+
+attn_status attn_config_resolve(struct attn_config *cfg,
+                                struct attn_error *err)
+{
+    if (cfg->mode != ATTN_MODE_PROJECTED && cfg->mode != ATTN_MODE_BASIC)
+        return attn_fail(err, ATTN_E_INVALID, "mode", "mode (%d) is unknown",
+                         (int)cfg->mode);
+    if (cfg->positional != ATTN_POS_NONE &&
+        cfg->positional != ATTN_POS_SINUSOIDAL &&
+        cfg->positional != ATTN_POS_ROPE)
+        return attn_fail(err, ATTN_E_INVALID, "positional",
+                         "positional (%d) is unknown", (int)cfg->positional);
+    if (cfg->residual != ATTN_RESIDUAL_NONE &&
+        cfg->residual != ATTN_RESIDUAL_VALUE &&
+        cfg->residual != ATTN_RESIDUAL_INPUT)
+        return attn_fail(err, ATTN_E_INVALID, "residual",
+                         "residual (%d) is unknown", (int)cfg->residual);
+    attn_status st = resolve_shapes(cfg, err);
+    if (st)
+        return st;
+    st = cfg->mode == ATTN_MODE_BASIC ? resolve_basic(cfg, err)
+                                      : resolve_projected(cfg, err);
+    if (st)
+        return st;
+    st = check_options(cfg, err);
+    if (st)
+        return st;
+    return check_sizes(cfg, err);
+}
+
+double attn_flops(const struct attn_config *cfg)
+{
+    const double b = (double)cfg->batch, n = (double)cfg->n_query,
+                 m = (double)cfg->n_ctx, h = (double)cfg->heads,
+                 g = (double)cfg->kv_heads, dk = (double)cfg->d_k,
+                 dv = (double)cfg->d_v;
+    double per_seq = h * n * m * (dk + dv); /* QK^T and PV */
+    if (cfg->mode == ATTN_MODE_PROJECTED) {
+        per_seq += n * (double)cfg->d_model * h * dk;
+        per_seq += m * (double)cfg->d_ctx * g * (dk + dv);
+        if (!cfg->no_out_proj)
+            per_seq += n * h * dv * (double)cfg->d_out;
+    }
+    return 2.0 * b * per_seq;
+}

@@ -1,0 +1,126 @@
+/*
+ * params.c - projection parameters: drawn from the seed like nn.Linear's
+ * default initialisation, or checked when the caller gives them.
+ */
+#include "attention.h"
+#include "checked.h"
+#include "error.h"
+#include "params.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t params_tensors(const struct attn_config *cfg,
+                      struct params_tensor out[PARAMS_MAX_TENSORS])
+{
+    const size_t hk = cfg->heads * cfg->d_k, gk = cfg->kv_heads * cfg->d_k;
+    const size_t gv = cfg->kv_heads * cfg->d_v, hv = cfg->heads * cfg->d_v;
+    const struct params_tensor all[PARAMS_MAX_TENSORS] = {
+        {"q_proj.weight", PARAMS_WQ, hk, cfg->d_model, true},
+        {"q_proj.bias", PARAMS_BQ, hk, cfg->d_model, false},
+        {"k_proj.weight", PARAMS_WK, gk, cfg->d_ctx, true},
+        {"k_proj.bias", PARAMS_BK, gk, cfg->d_ctx, false},
+        {"v_proj.weight", PARAMS_WV, gv, cfg->d_ctx, true},
+        {"v_proj.bias", PARAMS_BV, gv, cfg->d_ctx, false},
+        {"out_proj.weight", PARAMS_WO, cfg->d_out, hv, true},
+        {"out_proj.bias", PARAMS_BO, cfg->d_out, hv, false},
+    };
+    size_t n = 0;
+    for (size_t i = 0; i < PARAMS_MAX_TENSORS; i++) {
+        const bool is_out = all[i].slot >= PARAMS_WO;
+        const bool bias = !all[i].is_weight;
+        if (is_out && cfg->no_out_proj)
+            continue;
+        if (bias && !(is_out ? cfg->out_bias : cfg->qkv_bias))
+            continue;
+        out[n++] = all[i];
+    }
+    return n;
+}
+
+size_t params_tensor_count(const struct params_tensor *t)
+{
+    return t->is_weight ? t->rows * t->fan_in : t->rows;
+}
+
+float **params_slot(struct attn_params *p, enum params_slot slot)
+{
+    float **slots[] = {&p->wq, &p->bq, &p->wk, &p->bk,
+                       &p->wv, &p->bv, &p->wo, &p->bo};
+    return slots[slot];
+}
+
+attn_status attn_params_draw(const struct attn_config *cfg,
+                             struct attn_params *out, struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (cfg->mode != ATTN_MODE_PROJECTED || cfg->heads == 0)
+        return attn_fail(err, ATTN_E_INVALID, "mode",
+                         "parameters exist only for a resolved config in mode "
+                         "projected");
+    struct params_tensor tensors[PARAMS_MAX_TENSORS];
+    const size_t n = params_tensors(cfg, tensors);
+    for (size_t t = 0; t < n; t++) {
+        const size_t count = params_tensor_count(&tensors[t]);
+        float *values = malloc(count * sizeof *values);
+        if (!values) {
+            attn_params_free(out);
+            return attn_fail(err, ATTN_E_NOMEM, "params",
+                             "out of memory drawing %s (%zu numbers)",
+                             tensors[t].name, count);
+        }
+        *params_slot(out, tensors[t].slot) = values;
+        const uint64_t key = attn_stream_key(cfg->seed, tensors[t].name,
+                                             strlen(tensors[t].name));
+        const double bound = 1.0 / sqrt((double)tensors[t].fan_in);
+        // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        for (size_t i = 0; i < count; i++)
+            values[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
+    }
+    return ATTN_OK;
+}
+
+void attn_params_free(struct attn_params *params)
+{
+    if (!params)
+        return;
+    for (int s = 0; s < PARAMS_MAX_TENSORS; s++)
+        free(*params_slot(params, (enum params_slot)s));
+    memset(params, 0, sizeof *params);
+}
+
+attn_status params_check(const struct attn_config *cfg,
+                         const struct attn_params *p, struct attn_error *err)
+{
+    /* List every bias: explicit parameters have one whenever present. */
+    struct attn_config all_biases = *cfg;
+    all_biases.qkv_bias = all_biases.out_bias = true;
+    struct params_tensor tensors[PARAMS_MAX_TENSORS];
+    const size_t n = params_tensors(&all_biases, tensors);
+    struct attn_params *mutable_view = (struct attn_params *)p;
+    for (size_t t = 0; t < n; t++) {
+        const float *values = *params_slot(mutable_view, tensors[t].slot);
+        if (!values) {
+            if (!tensors[t].is_weight)
+                continue; /* an absent bias is no bias */
+            return attn_fail(err, ATTN_E_INVALID, "params",
+                             "params %s is missing", tensors[t].name);
+        }
+        const size_t count = params_tensor_count(&tensors[t]);
+        for (size_t i = 0; i < count; i++) {
+            if (isfinite(values[i]))
+                continue;
+            const size_t at[2] = {i / tensors[t].fan_in,
+                                  i % tensors[t].fan_in};
+            const int dims = tensors[t].is_weight ? 2 : 1;
+            const size_t *index = tensors[t].is_weight ? at : &i;
+            return attn_fail_at(err, ATTN_E_INPUT, tensors[t].name, dims,
+                                index, "params %s has %s at %zu",
+                                tensors[t].name,
+                                isnan(values[i]) ? "NaN" : "Inf", i);
+        }
+    }
+    return ATTN_OK;
+}

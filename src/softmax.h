@@ -1,0 +1,35 @@
+/*
+ * softmax.h - row softmax over attention scores where masked pairs hold
+ * -INFINITY, in two forms: a whole row at once, and an online (streaming)
+ * form that sees the keys a block at a time.
+ */
+#ifndef ATTN_SOFTMAX_H
+#define ATTN_SOFTMAX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * s[j] <- exp(s[j] - max) / sum over the row. Masked entries (-INFINITY)
+ * become exactly 0. Returns false, with the row all zero, when every entry
+ * is masked.  s: [m]
+ */
+bool softmax_row(float *s, size_t m);
+
+/* Running state of one query row across key blocks. */
+struct softmax_online {
+    float max;  /* largest score seen, -INFINITY before any */
+    double sum; /* sum of exp(score - max) over the keys seen */
+};
+
+void softmax_online_init(struct softmax_online *st);
+
+/*
+ * Fold a block of scores into st and turn them into exp(s - max) in place
+ * (masked ones into 0). Returns the factor by which everything accumulated
+ * before this block must be multiplied (0 when nothing was, 1 when the
+ * maximum did not grow).  s: [m]
+ */
+float softmax_online_block(struct softmax_online *st, float *s, size_t m);
+
+#endif
