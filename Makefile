@@ -70,8 +70,8 @@ $(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(CORE_LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_LIB)
+	$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
 unit: $(UNIT_BIN)
 	@status=0; for t in $(UNIT_BIN); do $$t || status=1; done; exit $$status

@@ -9,12 +9,15 @@
  * (ATTN_OK == 0) and, on failure, fills the caller's struct attn_error with
  * the name of the offending field and a message naming the value.
  *
- * Threading: the core has no global mutable state and creates no threads;
- * any number of threads may call it at once on distinct results. Parallelism
- * inside one call comes only from OpenBLAS's own thread pool. A caller that
- * runs T calls concurrently on C cores should give OpenBLAS max(1, C / T)
- * threads (openblas_set_num_threads), so that T * BLAS threads <= C; attnd's
- * server runs one call per worker thread with one BLAS thread each.
+ * Threading: the core has no global mutable state; any number of threads
+ * may call it at once. One call splits its work into units of fixed
+ * boundaries (rows of K/V, blocks of queries) and runs them on
+ * cfg->threads threads of its own, so its results are bit-identical for
+ * every thread count. OpenBLAS must then run one thread per product
+ * (openblas_set_num_threads(1), see attn_blas_single_thread()): its own
+ * threading changes rounding with its thread count, and two levels of
+ * threads would oversubscribe the cores. A program running T calls at once
+ * on C cores gives each call max(1, C / T) threads.
  */
 #ifndef ATTN_ATTENTION_H
 #define ATTN_ATTENTION_H
@@ -182,6 +185,7 @@ struct attn_config {
 
     unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
     size_t max_elements;    /* cap on floats in the result; 0 = no cap */
+    unsigned threads;       /* threads for this call; 0 means 1 */
 };
 
 /*
@@ -234,6 +238,13 @@ attn_status attn_forward(const struct attn_config *cfg, const float *x,
                          const float *context, struct attn_result *out,
                          struct attn_error *err);
 void attn_result_free(struct attn_result *result);
+
+/*
+ * Ask OpenBLAS for one thread per product, as the threading policy above
+ * requires. This is process-wide state of OpenBLAS, not of the core: call
+ * it once at start-up, before any attn_forward().
+ */
+void attn_blas_single_thread(void);
 
 /* Floating-point operations of the forward pass for a resolved config
  * (2 per multiply-add), for metrics and benchmarks. */

@@ -230,7 +230,8 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const unsigned w = cfg->want;
     size_t all_heads = 0;
     if ((w & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES)) &&
-        !size_mul(per_head, h, &all_heads))
+        (!size_mul(per_head, h, &all_heads) ||
+         all_heads > SIZE_MAX / sizeof(float) / 8))
         return attn_fail(err, ATTN_E_TOO_BIG, "heads",
                          "weights for %zu heads of %zu x %zu pairs are too "
                          "large",
@@ -245,7 +246,8 @@ static attn_status check_sizes(const struct attn_config *cfg,
         {ATTN_WANT_HEADS, b * n * hv},       {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        if ((w & parts[i].bit) && !size_add_to(&total, parts[i].count))
+        if ((w & parts[i].bit) && (!size_add_to(&total, parts[i].count) ||
+                                   total > SIZE_MAX / sizeof(float) / 8))
             return attn_fail(err, ATTN_E_TOO_BIG, "return",
                              "the requested arrays are too large");
     if (cfg->max_elements && total > cfg->max_elements)

@@ -1,9 +1,12 @@
 /*
  * forward.c - the multi-head attention forward pass.
  *
- * One call walks the batch; for each sequence it projects K and V once,
- * then walks the queries in blocks of QUERY_BLOCK rows: project Q, run every
- * head, project the output. Products go to cblas_sgemm with leading
+ * One call runs in two phases of independent units: the key phase gives
+ * each chunk of QUERY_BLOCK context rows its positions and its K and V
+ * projections; the query phase takes each block of QUERY_BLOCK queries of a
+ * sequence through its Q projection, every head and the output projection.
+ * Units have fixed boundaries and write disjoint rows, so a team of any
+ * size computes the same bits. Products go to cblas_sgemm with leading
  * dimensions, so a head is addressed inside the [rows][heads * d] matrices
  * rather than copied out.
  *
@@ -14,7 +17,8 @@
  *  - streaming: otherwise keys are taken KEY_BLOCK at a time with an online
  *    softmax, so nothing of size N x M ever exists.
  *
- * All scratch memory is sized up front and allocated once per call.
+ * All scratch memory is sized up front and allocated once per call, with
+ * one set of per-thread parts for each member of the team.
  */
 #include "attention.h"
 #include "checked.h"
@@ -26,6 +30,8 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,27 +45,32 @@ struct mask_view {
     size_t n_ctx;
 };
 
-/* Scratch for one call; pointers not needed by the config stay NULL. */
-struct workspace {
-    void *block;
-    float *x_pe, *c_pe;  /* [N][d_model], [M][d_ctx]: inputs + positions */
-    float *k, *v;        /* [M][g*d_k], [M][g*d_v] when not returned      */
-    float *q;            /* [QUERY_BLOCK][h*d_k] when not returned         */
-    float *heads;        /* [QUERY_BLOCK][h*d_v] when not returned         */
-    float *tile;         /* [QUERY_BLOCK][tile_ld]                         */
-    struct softmax_online *online; /* [QUERY_BLOCK]                        */
-    size_t tile_ld;
+/* Scratch of one thread; pointers its config does not need stay NULL. */
+struct scratch {
+    float *q;     /* [QUERY_BLOCK][h*d_k] when q is not returned */
+    float *heads; /* [QUERY_BLOCK][h*d_v] when heads are not returned */
+    float *tile;  /* [QUERY_BLOCK][tile_ld] */
+    struct softmax_online *online; /* [QUERY_BLOCK] */
 };
 
-/* State shared by every block of one call. */
+/* State shared by every unit of one call. Units write disjoint rows. */
 struct forward {
     const struct attn_config *cfg;
     const struct attn_params *p;
     struct attn_result *res;
-    struct workspace ws;
+    const float *x, *context;
+    float *x_pe, *c_pe;   /* [B][N][d_model], [B][M][d_ctx] with positions */
+    float *k, *v;         /* [B][M][g*d_k], [B][M][g*d_v] */
+    struct scratch *scratch; /* [threads] */
+    void *block;          /* the one allocation behind all scratch */
+    size_t tile_ld;
     bool full_path, need_pv;
     float scale;
     uint64_t dropout_key;
+    /* the phase being run by the team */
+    void (*unit)(struct forward *f, size_t unit, struct scratch *s);
+    size_t n_units;
+    atomic_size_t next_unit;
 };
 
 /* --------------------------------------------------------------- helpers */
@@ -156,61 +167,82 @@ static void plan_take(struct plan *pl, size_t *offset, size_t count,
         pl->overflow = true;
 }
 
-static attn_status workspace_init(struct forward *f, struct attn_error *err)
+static attn_status workspace_init(struct forward *f, unsigned threads,
+                                  struct attn_error *err)
 {
     const struct attn_config *c = f->cfg;
     const unsigned want = c->want;
     const bool projected = c->mode == ATTN_MODE_PROJECTED;
     const size_t qb = c->n_query < QUERY_BLOCK ? c->n_query : QUERY_BLOCK;
-    struct workspace *ws = &f->ws;
-    ws->tile_ld = f->full_path ? c->n_ctx
-                               : (c->n_ctx < KEY_BLOCK ? c->n_ctx : KEY_BLOCK);
+    const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
+    f->tile_ld = f->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
 
-    enum { X_PE, C_PE, K, V, Q, HEADS, TILE, ONLINE, N_PARTS };
+    /* shared parts, then one set of per-thread parts */
+    enum { X_PE, C_PE, K, V, SCRATCH, Q, HEADS, TILE, ONLINE, N_PARTS };
     size_t count[N_PARTS] = {0}, elem[N_PARTS], offset[N_PARTS] = {0};
     for (int i = 0; i < N_PARTS; i++)
         elem[i] = sizeof(float);
     elem[ONLINE] = sizeof(struct softmax_online);
+    elem[SCRATCH] = sizeof(struct scratch);
     if (c->positional == ATTN_POS_SINUSOIDAL) {
-        count[X_PE] = c->n_query * c->d_model;
+        count[X_PE] = b * n * c->d_model;
         if (c->cross)
-            count[C_PE] = c->n_ctx * c->d_ctx;
+            count[C_PE] = b * m * c->d_ctx;
     }
     if (projected && !(want & ATTN_WANT_K))
-        count[K] = c->n_ctx * c->kv_heads * c->d_k;
+        count[K] = b * m * c->kv_heads * c->d_k;
     if (projected && !(want & ATTN_WANT_V))
-        count[V] = c->n_ctx * c->kv_heads * c->d_v;
+        count[V] = b * m * c->kv_heads * c->d_v;
+    count[SCRATCH] = threads;
     if (projected && !(want & ATTN_WANT_Q))
         count[Q] = qb * c->heads * c->d_k;
     if (f->need_pv && !(want & ATTN_WANT_HEADS))
         count[HEADS] = qb * c->heads * c->d_v;
-    if (!f->full_path || (want & ATTN_WANT_WEIGHTS) == 0)
-        if (!size_mul(qb, ws->tile_ld, &count[TILE]))
+    if (!f->full_path || !(want & ATTN_WANT_WEIGHTS))
+        if (!size_mul(qb, f->tile_ld, &count[TILE]))
             count[TILE] = SIZE_MAX;
     if (!f->full_path)
         count[ONLINE] = qb;
 
     struct plan pl = {0, false};
-    for (int i = 0; i < N_PARTS; i++)
-        if (count[i])
-            plan_take(&pl, &offset[i], count[i], elem[i]);
+    for (int i = 0; i < N_PARTS; i++) {
+        const bool per_thread = i > SCRATCH;
+        for (unsigned t = 0; t < (per_thread ? threads : 1); t++) {
+            size_t at = 0;
+            if (count[i])
+                plan_take(&pl, &at, count[i], elem[i]);
+            if (t == 0)
+                offset[i] = at;
+        }
+    }
     if (pl.overflow)
         return attn_fail(err, ATTN_E_TOO_BIG, "n_query",
                          "the scratch memory for this input is too large");
-    if (pl.bytes == 0)
-        return ATTN_OK;
-    ws->block = aligned_alloc(WS_ALIGN, pl.bytes);
-    if (!ws->block)
+    f->block = aligned_alloc(WS_ALIGN, pl.bytes);
+    if (!f->block)
         return attn_fail(err, ATTN_E_NOMEM, "n_query",
                          "out of memory for %zu bytes of scratch", pl.bytes);
-    char *base = ws->block;
-    float **slots[] = {&ws->x_pe, &ws->c_pe, &ws->k, &ws->v,
-                       &ws->q,    &ws->heads, &ws->tile};
-    for (int i = 0; i < ONLINE; i++)
-        if (count[i])
-            *slots[i] = (float *)(void *)(base + offset[i]);
-    if (count[ONLINE])
-        ws->online = (struct softmax_online *)(void *)(base + offset[ONLINE]);
+    char *base = f->block;
+#define PART(i) (count[i] ? (void *)(base + offset[i]) : NULL)
+    f->x_pe = PART(X_PE);
+    f->c_pe = PART(C_PE);
+    f->k = (want & ATTN_WANT_K) ? f->res->k : PART(K);
+    f->v = (want & ATTN_WANT_V) ? f->res->v : PART(V);
+    f->scratch = PART(SCRATCH);
+    /* each per-thread part is laid out once per thread, back to back */
+    for (unsigned t = 0; t < threads; t++) {
+        struct scratch *s = &f->scratch[t];
+        s->q = PART(Q);
+        s->heads = PART(HEADS);
+        s->tile = PART(TILE);
+        s->online = PART(ONLINE);
+        for (int i = Q; i < N_PARTS; i++)
+            if (count[i]) {
+                size_t bytes = count[i] * elem[i] + WS_ALIGN - 1;
+                offset[i] += bytes & ~(size_t)(WS_ALIGN - 1);
+            }
+    }
+#undef PART
     return ATTN_OK;
 }
 
@@ -285,20 +317,20 @@ void attn_result_free(struct attn_result *result)
 struct block {
     size_t b, r0, rows;
     struct mask_view mv;
+    const float *x_pe;      /* [rows][d_model] */
     const float *q, *k, *v; /* q: [rows][ldq]; k, v: [M][ldk], [M][ldv] */
     size_t ldq, ldk, ldv;
     float *heads;           /* [rows][h * d_v] */
 };
 
 /* Full path: form the [rows][M] tile, mask, softmax, dropout, then P * V. */
-static void head_full(struct forward *f, const struct block *bk, size_t a,
-                      size_t g)
+static void head_full(struct forward *f, const struct block *bk,
+                      struct scratch *sc, size_t a, size_t g)
 {
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_ctx, h = c->heads, dk = c->d_k, dv = c->d_v;
     const size_t at = ((bk->b * h + a) * c->n_query + bk->r0) * m;
-    float *w = (c->want & ATTN_WANT_WEIGHTS) ? f->res->weights + at
-                                             : f->ws.tile;
+    float *w = (c->want & ATTN_WANT_WEIGHTS) ? f->res->weights + at : sc->tile;
     float *s = (c->want & ATTN_WANT_SCORES) ? f->res->scores + at : w;
 
     // S = scale * Q_a * K_g^T
@@ -330,14 +362,14 @@ static void head_full(struct forward *f, const struct block *bk, size_t a,
 
 /* Streaming path: keys in blocks, online softmax, nothing [N][M] held. */
 static void head_streaming(struct forward *f, const struct block *bk,
-                           size_t a, size_t g)
+                           struct scratch *sc, size_t a, size_t g)
 {
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_ctx, h = c->heads, dk = c->d_k, dv = c->d_v;
-    const size_t ldh = h * dv, ldt = f->ws.tile_ld;
+    const size_t ldh = h * dv, ldt = f->tile_ld;
     float *out = bk->heads + a * dv;
-    float *tile = f->ws.tile;
-    struct softmax_online *online = f->ws.online;
+    float *tile = sc->tile;
+    struct softmax_online *online = sc->online;
 
     for (size_t r = 0; r < bk->rows; r++) {
         memset(out + r * ldh, 0, dv * sizeof *out);
@@ -380,8 +412,7 @@ static void head_streaming(struct forward *f, const struct block *bk,
 
 /* ------------------------------------------------------ one query block */
 
-static void block_output(struct forward *f, const struct block *bk,
-                         const float *x_pe)
+static void block_output(struct forward *f, const struct block *bk)
 {
     const struct attn_config *c = f->cfg;
     const size_t d_out = c->d_out, hv = c->heads * c->d_v;
@@ -395,130 +426,215 @@ static void block_output(struct forward *f, const struct block *bk,
         const size_t group = c->heads / c->kv_heads, dv = c->d_v;
         for (size_t r = 0; r < bk->rows; r++)
             for (size_t a = 0; a < c->heads; a++) {
-                const float *v = bk->v + (bk->r0 + r) * bk->ldv + (a / group) * dv;
+                const float *v =
+                    bk->v + (bk->r0 + r) * bk->ldv + (a / group) * dv;
                 float *dst = o + r * d_out + a * dv;
                 for (size_t e = 0; e < dv; e++)
                     dst[e] += v[e];
             }
     } else if (c->residual == ATTN_RESIDUAL_INPUT) {
-        const float *x = x_pe + bk->r0 * c->d_model;
         for (size_t e = 0; e < bk->rows * d_out; e++)
-            o[e] += x[e];
+            o[e] += bk->x_pe[e];
     }
 }
 
-static void run_block(struct forward *f, struct block *bk, const float *x_pe)
+/* Rows [r0, r0 + n) of sequence b of a [B][n_rows][d] input, with
+ * sinusoidal positions added into pe when there is one. */
+static const float *rows_with_positions(const float *in, float *pe,
+                                        size_t n_rows, size_t d, size_t b,
+                                        size_t r0, size_t n)
+{
+    const size_t at = (b * n_rows + r0) * d;
+    if (!pe)
+        return in + at;
+    memcpy(pe + at, in + at, n * d * sizeof *pe);
+    posenc_add_sinusoidal(pe + at, n, d, r0);
+    return pe + at;
+}
+
+/* K and V of sequence b as projected (and rotated) into f->k and f->v, or,
+ * in basic mode, the context itself. */
+static void kv_views(const struct forward *f, size_t b, struct block *bk)
 {
     const struct attn_config *c = f->cfg;
+    const size_t m = c->n_ctx;
+    if (c->mode == ATTN_MODE_BASIC) {
+        /* the context with its positions, as the key phase left it */
+        const float *ctx = c->cross ? (f->c_pe ? f->c_pe : f->context)
+                                    : (f->x_pe ? f->x_pe : f->x);
+        bk->k = bk->v = ctx + b * m * c->d_ctx;
+        bk->ldk = bk->ldv = c->d_ctx;
+        return;
+    }
+    bk->ldk = c->kv_heads * c->d_k;
+    bk->ldv = c->kv_heads * c->d_v;
+    bk->k = f->k + b * m * bk->ldk;
+    bk->v = f->v + b * m * bk->ldv;
+}
+
+/* Without any head computed, still report the rows with no visible key. */
+static void flag_fully_masked(struct forward *f, const struct block *bk)
+{
+    const size_t m = f->cfg->n_ctx;
+    float *probe = malloc(m * sizeof *probe);
+    if (!probe)
+        return;
+    for (size_t r = 0; r < bk->rows; r++) {
+        const size_t i = bk->r0 + r;
+        for (size_t j = 0; j < m; j++)
+            probe[j] = 0.0f;
+        mask_row(&bk->mv, i, 0, probe, m);
+        size_t visible = 0;
+        for (size_t j = 0; j < m; j++)
+            visible += probe[j] == 0.0f;
+        if (!visible)
+            f->res->fully_masked[bk->b * f->cfg->n_query + i] = 1;
+    }
+    free(probe);
+}
+
+/* Unit of the query phase: one block of queries of one sequence. */
+static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t blocks = (c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
-    const size_t row0 = bk->b * c->n_query + bk->r0;
+    struct block bk = {.b = unit / blocks, .r0 = unit % blocks * QUERY_BLOCK};
+    const size_t n = c->n_query, m = c->n_ctx, b = bk.b;
+    bk.rows = n - bk.r0 < QUERY_BLOCK ? n - bk.r0 : QUERY_BLOCK;
+    const size_t row0 = b * n + bk.r0;
+    bk.mv = (struct mask_view){
+        .causal = c->causal,
+        .mask = c->mask ? c->mask + (c->mask_batched ? b * n * m : 0) : NULL,
+        .key_padding =
+            c->key_padding
+                ? c->key_padding + (c->key_padding_batched ? b * m : 0)
+                : NULL,
+        .n_ctx = m,
+    };
+    /* In self-attention the key phase already wrote these rows. */
+    bk.x_pe = f->x_pe && !c->cross ? f->x_pe + row0 * c->d_model
+              : rows_with_positions(f->x, f->x_pe, n, c->d_model, b,
+                                    bk.r0, bk.rows);
+    kv_views(f, b, &bk);
 
     if (c->mode == ATTN_MODE_PROJECTED) {
-        float *q = (c->want & ATTN_WANT_Q) ? f->res->q + row0 * hk : f->ws.q;
-        linear(x_pe + bk->r0 * c->d_model, bk->rows, c->d_model, f->p->wq,
-               f->p->bq, hk, q, hk);
+        float *q = (c->want & ATTN_WANT_Q) ? f->res->q + row0 * hk : sc->q;
+        linear(bk.x_pe, bk.rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
         if (c->positional == ATTN_POS_ROPE)
-            posenc_apply_rope(q, bk->rows, hk, c->heads, c->d_k, bk->r0,
+            posenc_apply_rope(q, bk.rows, hk, c->heads, c->d_k, bk.r0,
                               c->rope_base);
-        bk->q = q;
-        bk->ldq = hk;
+        bk.q = q;
+        bk.ldq = hk;
     } else {
-        bk->q = x_pe + bk->r0 * c->d_model;
-        bk->ldq = c->d_model;
+        bk.q = bk.x_pe;
+        bk.ldq = c->d_model;
         if (c->want & ATTN_WANT_Q)
-            memcpy(f->res->q + row0 * hk, bk->q, bk->rows * hk * sizeof(float));
+            memcpy(f->res->q + row0 * hk, bk.q, bk.rows * hk * sizeof(float));
     }
-    bk->heads = (c->want & ATTN_WANT_HEADS) ? f->res->heads_out + row0 * hv
-                                            : f->ws.heads;
+    bk.heads = (c->want & ATTN_WANT_HEADS) ? f->res->heads_out + row0 * hv
+                                           : sc->heads;
 
     const size_t group = c->heads / c->kv_heads;
     for (size_t a = 0; a < c->heads; a++) {
         if (f->full_path)
-            head_full(f, bk, a, a / group);
-        else
-            head_streaming(f, bk, a, a / group);
+            head_full(f, &bk, sc, a, a / group);
+        else if (f->need_pv)
+            head_streaming(f, &bk, sc, a, a / group);
     }
+    if (!f->full_path && !f->need_pv)
+        flag_fully_masked(f, &bk);
     if (c->want & ATTN_WANT_MEAN_WEIGHTS) {
-        float *mean = f->res->mean_weights + row0 * c->n_ctx;
-        for (size_t e = 0; e < bk->rows * c->n_ctx; e++)
+        float *mean = f->res->mean_weights + row0 * m;
+        for (size_t e = 0; e < bk.rows * m; e++)
             mean[e] /= (float)c->heads;
     }
     if (c->want & ATTN_WANT_OUTPUT)
-        block_output(f, bk, x_pe);
+        block_output(f, &bk);
 }
 
-/* --------------------------------------------------------- one sequence */
-
-/* x_b plus sinusoidal positions when asked, else x_b itself. */
-static const float *with_positions(const struct attn_config *c,
-                                   const float *x_b, float *scratch, size_t n,
-                                   size_t d)
+/* Unit of the key phase: KV_CHUNK context rows of one sequence get their
+ * positions, projections and rotations. */
+static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
 {
-    if (c->positional != ATTN_POS_SINUSOIDAL)
-        return x_b;
-    memcpy(scratch, x_b, n * d * sizeof *scratch);
-    posenc_add_sinusoidal(scratch, n, d, 0);
-    return scratch;
-}
-
-/* K and V for sequence b: projected (and rotated) into the result or the
- * workspace, or, in basic mode, the context itself. */
-static void project_kv(struct forward *f, size_t b, const float *c_pe,
-                       struct block *bk)
-{
+    (void)sc;
     const struct attn_config *c = f->cfg;
-    const size_t m = c->n_ctx, gk = c->kv_heads * c->d_k,
-                 gv = c->kv_heads * c->d_v;
+    const size_t m = c->n_ctx;
+    const size_t chunks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    const size_t b = unit / chunks, r0 = unit % chunks * QUERY_BLOCK;
+    const size_t rows = m - r0 < QUERY_BLOCK ? m - r0 : QUERY_BLOCK;
+    const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
+    const float *ctx =
+        c->cross ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b,
+                                       r0, rows)
+                 : rows_with_positions(f->x, f->x_pe, m, c->d_ctx, b, r0,
+                                       rows);
+    const size_t row0 = b * m + r0;
     if (c->mode == ATTN_MODE_BASIC) {
-        bk->k = bk->v = c_pe;
-        bk->ldk = bk->ldv = c->d_ctx;
         if (c->want & ATTN_WANT_K)
-            memcpy(f->res->k + b * m * gk, c_pe, m * gk * sizeof(float));
+            memcpy(f->res->k + row0 * gk, ctx, rows * gk * sizeof(float));
         if (c->want & ATTN_WANT_V)
-            memcpy(f->res->v + b * m * gv, c_pe, m * gv * sizeof(float));
+            memcpy(f->res->v + row0 * gv, ctx, rows * gv * sizeof(float));
         return;
     }
-    float *k = (c->want & ATTN_WANT_K) ? f->res->k + b * m * gk : f->ws.k;
-    float *v = (c->want & ATTN_WANT_V) ? f->res->v + b * m * gv : f->ws.v;
-    linear(c_pe, m, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
-    linear(c_pe, m, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
+    float *k = f->k + row0 * gk, *v = f->v + row0 * gv;
+    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
+    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
     if (c->positional == ATTN_POS_ROPE)
-        posenc_apply_rope(k, m, gk, c->kv_heads, c->d_k, 0, c->rope_base);
-    bk->k = k;
-    bk->v = v;
-    bk->ldk = gk;
-    bk->ldv = gv;
+        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
 }
 
-static void run_sequence(struct forward *f, size_t b, const float *x,
-                         const float *context)
+/* ----------------------------------------------------------------- team */
+
+struct member {
+    struct forward *f;
+    struct scratch *sc;
+};
+
+/* Take units until none is left. Which thread runs a unit never changes
+ * what the unit computes, so results do not depend on the team's size. */
+static void *member_run(void *arg)
 {
-    const struct attn_config *c = f->cfg;
-    const size_t n = c->n_query, m = c->n_ctx;
-    const float *x_pe = with_positions(c, x + b * n * c->d_model, f->ws.x_pe,
-                                       n, c->d_model);
-    const float *c_pe =
-        context ? with_positions(c, context + b * m * c->d_ctx, f->ws.c_pe, m,
-                                 c->d_ctx)
-                : x_pe;
-    struct block bk = {.b = b};
-    bk.mv = (struct mask_view){
-        .causal = c->causal,
-        .mask = c->mask ? c->mask + (c->mask_batched ? b * n * m : 0) : NULL,
-        .key_padding = c->key_padding
-                           ? c->key_padding + (c->key_padding_batched ? b * m : 0)
-                           : NULL,
-        .n_ctx = m,
-    };
-    project_kv(f, b, c_pe, &bk);
-    for (size_t r0 = 0; r0 < n; r0 += QUERY_BLOCK) {
-        bk.r0 = r0;
-        bk.rows = n - r0 < QUERY_BLOCK ? n - r0 : QUERY_BLOCK;
-        run_block(f, &bk, x_pe);
+    struct member *mb = arg;
+    struct forward *f = mb->f;
+    for (;;) {
+        const size_t u = atomic_fetch_add(&f->next_unit, 1);
+        if (u >= f->n_units)
+            return NULL;
+        f->unit(f, u, mb->sc);
     }
+}
+
+static void run_phase(struct forward *f, unsigned threads,
+                      void (*unit)(struct forward *, size_t, struct scratch *),
+                      size_t n_units)
+{
+    f->unit = unit;
+    f->n_units = n_units;
+    atomic_store(&f->next_unit, 0);
+    enum { MAX_TEAM = 64 };
+    pthread_t tid[MAX_TEAM];
+    struct member members[MAX_TEAM];
+    unsigned started = 0;
+    const unsigned want = threads < n_units ? threads : (unsigned)n_units;
+    for (unsigned t = 1; t < want && t < MAX_TEAM; t++) {
+        members[t] = (struct member){f, &f->scratch[t]};
+        if (pthread_create(&tid[t], NULL, member_run, &members[t]) != 0)
+            break; /* fewer helpers only means less parallelism */
+        started = t;
+    }
+    members[0] = (struct member){f, &f->scratch[0]};
+    member_run(&members[0]);
+    for (unsigned t = 1; t <= started; t++)
+        pthread_join(tid[t], NULL);
 }
 
 /* ---------------------------------------------------------------- entry */
+
+void attn_blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+}
 
 attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                          const float *context, struct attn_result *out,
@@ -545,7 +661,7 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
         return st;
 
     struct attn_params drawn = {0};
-    struct forward f = {.cfg = &cfg, .res = out};
+    struct forward f = {.cfg = &cfg, .res = out, .x = x, .context = context};
     if (cfg.mode == ATTN_MODE_PROJECTED) {
         if (cfg.params) {
             st = params_check(&cfg, cfg.params, err);
@@ -560,22 +676,27 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     f.full_path = cfg.want & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES |
                               ATTN_WANT_MEAN_WEIGHTS);
     f.need_pv = cfg.want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
-    f.scale = cfg.has_scale ? cfg.scale
-              : cfg.mode == ATTN_MODE_BASIC
-                  ? 1.0f
-                  : (float)(1.0 / sqrt((double)cfg.d_k));
+    f.scale = cfg.has_scale                 ? cfg.scale
+              : cfg.mode == ATTN_MODE_BASIC ? 1.0f
+                                            : (float)(1.0 / sqrt((double)cfg.d_k));
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
-    st = workspace_init(&f, err);
+    const unsigned threads =
+        cfg.threads == 0 ? 1 : cfg.threads > 64 ? 64 : cfg.threads;
+    st = result_init(&cfg, out, err);
     if (!st)
-        st = result_init(&cfg, out, err);
+        st = workspace_init(&f, threads, err);
     if (!st) {
-        for (size_t b = 0; b < cfg.batch; b++)
-            run_sequence(&f, b, x, context);
+        const size_t kv_chunks = (cfg.n_ctx + QUERY_BLOCK - 1) / QUERY_BLOCK;
+        const size_t q_blocks = (cfg.n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
+        run_phase(&f, threads, key_unit, cfg.batch * kv_chunks);
+        run_phase(&f, threads, query_unit, cfg.batch * q_blocks);
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
+    } else {
+        attn_result_free(out);
     }
-    free(f.ws.block);
+    free(f.block);
     attn_params_free(&drawn);
     return st;
 }

@@ -6,17 +6,18 @@
 #include "posenc.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 void posenc_add_sinusoidal(float *x, size_t n, size_t d, size_t pos0)
 {
-    for (size_t r = 0; r < n; r++) {
-        const double pos = (double)(pos0 + r);
-        float *row = x + r * d;
-        for (size_t c = 0; c < d; c++) {
-            // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
-            const double freq = pow(10000.0, -(double)(c & ~(size_t)1) / (double)d);
-            const double angle = pos * freq;
-            row[c] = (float)((double)row[c] + ((c & 1) ? cos(angle) : sin(angle)));
+    for (size_t c = 0; c < d; c++) {
+        // PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
+        const double freq = pow(10000.0, -(double)(c & ~(size_t)1) / (double)d);
+        const bool odd = c & 1;
+        for (size_t r = 0; r < n; r++) {
+            const double angle = (double)(pos0 + r) * freq;
+            float *v = x + r * d + c;
+            *v = (float)((double)*v + (odd ? cos(angle) : sin(angle)));
         }
     }
 }

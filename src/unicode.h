@@ -1,0 +1,53 @@
+/*
+ * unicode.h - the character properties the tokenizer needs; internal to the
+ * core. The tables behind these functions live in unicode_tables.c, which
+ * src/unicode_tables.py generates from Python's unicodedata (Unicode 14.0).
+ *
+ * All functions are pure lookups in constant tables: thread-safe, no state.
+ */
+#ifndef ATTN_UNICODE_H
+#define ATTN_UNICODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * What BERT's BasicTokenizer does with a code point. Every code point
+ * (0 .. 0x10FFFF) has exactly one class.
+ */
+enum unicode_class {
+    UNICODE_OTHER = 0, /* letters, digits, symbols: part of a word */
+    UNICODE_SPACE,     /* separates words: \t \n \r, Zs, U+2028, U+2029 */
+    UNICODE_DROP,      /* removed: Cc and Cf except \t \n \r, U+FFFD */
+    UNICODE_PUNCT,     /* a token of its own: P*, ASCII $+<=>^`|~ */
+    UNICODE_CJK,       /* a CJK ideograph: a token of its own */
+    UNICODE_MARK,      /* Mn whose NFD has only non-starters (ccc != 0) */
+    UNICODE_MARK_STARTER, /* Mn whose NFD has a starter (ccc == 0) */
+    UNICODE_COMBINING  /* not Mn, yet ccc != 0: NFD may reorder it */
+};
+
+/* The class of cp; code points above 0x10FFFF are UNICODE_OTHER. */
+enum unicode_class unicode_class(uint32_t cp);
+
+/*
+ * The canonical combining class of a UNICODE_COMBINING code point; 0 for
+ * every other code point that is not a nonspacing mark (Mn).
+ */
+unsigned unicode_ccc(uint32_t cp);
+
+/* The longest fold, in code points. */
+#define UNICODE_FOLD_MAX 3
+
+/*
+ * The uncased form of cp, as BERT computes it for a word:
+ * NFD(lowercase(cp)) without its nonspacing marks (Mn), written to out.
+ * Returns its length: 1 with out[0] == cp when cp is unchanged, 0 for a
+ * nonspacing mark, 2 or 3 for a Hangul syllable (decomposed into jamo) and
+ * for a few other characters. Lowercasing is the full mapping of one
+ * character, so capital sigma becomes σ, never the word-final ς.
+ * Classes UNICODE_SPACE and UNICODE_DROP are returned unchanged: the
+ * tokenizer never folds them.
+ */
+size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX]);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * support.c - a deliberately naive float64 attention: one loop per formula
+ * of README "The math", no blocking, no BLAS. The tests hold the core's
+ * BLAS kernels to it.
+ */
+#include "support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double *dalloc(size_t n)
+{
+    double *a = calloc(n ? n : 1, sizeof *a);
+    if (!a)
+        abort();
+    return a;
+}
+
+void ref_out_alloc(const struct attn_config *c, struct ref_out *out)
+{
+    const size_t b = c->batch, n = c->n_query, m = c->n_ctx, h = c->heads,
+                 g = c->kv_heads;
+    out->weights = dalloc(b * h * n * m);
+    out->scores = dalloc(b * h * n * m);
+    out->q = dalloc(b * n * h * c->d_k);
+    out->k = dalloc(b * m * g * c->d_k);
+    out->v = dalloc(b * m * g * c->d_v);
+    out->heads_out = dalloc(b * n * h * c->d_v);
+    out->output = dalloc(b * n * c->d_out);
+    out->fully_masked = calloc(b * n, 1);
+}
+
+void ref_out_free(struct ref_out *out)
+{
+    free(out->weights);
+    free(out->scores);
+    free(out->q);
+    free(out->k);
+    free(out->v);
+    free(out->heads_out);
+    free(out->output);
+    free(out->fully_masked);
+    memset(out, 0, sizeof *out);
+}
+
+/* y[r][o] = sum_i x[r][i] * w[o][i] + bias[o] */
+static void ref_linear(const double *x, size_t rows, size_t in, const float *w,
+                       const float *bias, size_t outs, double *y)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < outs; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (size_t i = 0; i < in; i++)
+                acc += x[r * in + i] * (double)w[o * in + i];
+            y[r * outs + o] = acc;
+        }
+}
+
+static void ref_sinusoidal(double *x, size_t n, size_t d)
+{
+    for (size_t pos = 0; pos < n; pos++)
+        for (size_t c = 0; c < d; c++) {
+            const double angle =
+                (double)pos / pow(10000.0, (double)(c - c % 2) / (double)d);
+            x[pos * d + c] += c % 2 ? cos(angle) : sin(angle);
+        }
+}
+
+static void ref_rope(double *x, size_t n, size_t heads, size_t dh, double base)
+{
+    for (size_t pos = 0; pos < n; pos++)
+        for (size_t a = 0; a < heads; a++)
+            for (size_t i = 0; i < dh / 2; i++) {
+                double *pr = x + pos * heads * dh + a * dh + 2 * i;
+                const double t = (double)pos * pow(base, -2.0 * (double)i / (double)dh);
+                const double p0 = pr[0], p1 = pr[1];
+                pr[0] = p0 * cos(t) - p1 * sin(t);
+                pr[1] = p0 * sin(t) + p1 * cos(t);
+            }
+}
+
+static bool allowed(const struct attn_config *c, size_t b, size_t i, size_t j)
+{
+    const size_t n = c->n_query, m = c->n_ctx;
+    if (c->causal && j > i)
+        return false;
+    if (c->mask && !c->mask[(c->mask_batched ? b * n * m : 0) + i * m + j])
+        return false;
+    if (c->key_padding && c->key_padding[(c->key_padding_batched ? b * m : 0) + j])
+        return false;
+    return true;
+}
+
+void ref_forward(const struct attn_config *c, const struct attn_params *p,
+                 const float *x, const float *context, struct ref_out *out)
+{
+    const size_t B = c->batch, N = c->n_query, M = c->n_ctx, H = c->heads,
+                 G = c->kv_heads, dm = c->d_model, dc = c->d_ctx, dk = c->d_k,
+                 dv = c->d_v, dout = c->d_out;
+    const bool basic = c->mode == ATTN_MODE_BASIC;
+    const double scale = c->has_scale ? c->scale : basic ? 1.0 : 1.0 / sqrt((double)dk);
+    const uint64_t drop_key = attn_stream_key(c->seed, "dropout", 7);
+    double *xb = dalloc(N * dm), *cb = dalloc(M * dc);
+    double *q = dalloc(N * H * dk), *k = dalloc(M * G * dk), *v = dalloc(M * G * dv);
+    double *heads = dalloc(N * H * dv), *row = dalloc(M);
+
+    for (size_t b = 0; b < B; b++) {
+        for (size_t e = 0; e < N * dm; e++)
+            xb[e] = x[b * N * dm + e];
+        const float *cs = context ? context + b * M * dc : x + b * N * dm;
+        for (size_t e = 0; e < M * dc; e++)
+            cb[e] = cs[e];
+        if (c->positional == ATTN_POS_SINUSOIDAL) {
+            ref_sinusoidal(xb, N, dm);
+            ref_sinusoidal(cb, M, dc);
+        }
+        if (basic) {
+            memcpy(q, xb, N * dm * sizeof *q);
+            memcpy(k, cb, M * dc * sizeof *k);
+            memcpy(v, cb, M * dc * sizeof *v);
+        } else {
+            ref_linear(xb, N, dm, p->wq, p->bq, H * dk, q);
+            ref_linear(cb, M, dc, p->wk, p->bk, G * dk, k);
+            ref_linear(cb, M, dc, p->wv, p->bv, G * dv, v);
+            if (c->positional == ATTN_POS_ROPE) {
+                ref_rope(q, N, H, dk, c->rope_base);
+                ref_rope(k, M, G, dk, c->rope_base);
+            }
+        }
+        memcpy(out->q + b * N * H * dk, q, N * H * dk * sizeof *q);
+        memcpy(out->k + b * M * G * dk, k, M * G * dk * sizeof *k);
+        memcpy(out->v + b * M * G * dv, v, M * G * dv * sizeof *v);
+
+        for (size_t a = 0; a < H; a++) {
+            const size_t g = a / (H / G);
+            for (size_t i = 0; i < N; i++) {
+                double mx = -INFINITY;
+                for (size_t j = 0; j < M; j++) {
+                    double s = 0.0;
+                    for (size_t e = 0; e < dk; e++)
+                        s += q[i * H * dk + a * dk + e] * k[j * G * dk + g * dk + e];
+                    s *= scale;
+                    out->scores[((b * H + a) * N + i) * M + j] = s;
+                    row[j] = allowed(c, b, i, j) ? s : -INFINITY;
+                    if (row[j] > mx)
+                        mx = row[j];
+                }
+                double sum = 0.0;
+                for (size_t j = 0; j < M; j++) {
+                    row[j] = mx == -INFINITY ? 0.0 : exp(row[j] - mx);
+                    sum += row[j];
+                }
+                if (mx == -INFINITY)
+                    out->fully_masked[b * N + i] = 1;
+                for (size_t j = 0; j < M; j++) {
+                    double w = sum > 0 ? row[j] / sum : 0.0;
+                    const uint64_t idx = ((b * H + a) * N + i) * M + j;
+                    if (c->dropout > 0.0f) {
+                        const double u = (double)(attn_stream_draw(drop_key, idx) >> 11) * 0x1.0p-53;
+                        w = u >= c->dropout ? w / (1.0 - c->dropout) : 0.0;
+                    }
+                    row[j] = w;
+                    out->weights[idx] = w;
+                }
+                for (size_t e = 0; e < dv; e++) {
+                    double acc = 0.0;
+                    for (size_t j = 0; j < M; j++)
+                        acc += row[j] * v[j * G * dv + g * dv + e];
+                    heads[i * H * dv + a * dv + e] = acc;
+                }
+            }
+        }
+        memcpy(out->heads_out + b * N * H * dv, heads, N * H * dv * sizeof *heads);
+
+        double *o = out->output + b * N * dout;
+        if (!basic && !c->no_out_proj)
+            ref_linear(heads, N, H * dv, p->wo, p->bo, dout, o);
+        else
+            memcpy(o, heads, N * dout * sizeof *o);
+        for (size_t i = 0; i < N; i++)
+            for (size_t e = 0; e < dout; e++) {
+                if (c->residual == ATTN_RESIDUAL_VALUE) {
+                    const size_t a = e / dv, g = a / (H / G);
+                    o[i * dout + e] += v[i * G * dv + g * dv + e % dv];
+                } else if (c->residual == ATTN_RESIDUAL_INPUT) {
+                    o[i * dout + e] += xb[i * dm + e];
+                }
+            }
+    }
+    free(xb);
+    free(cb);
+    free(q);
+    free(k);
+    free(v);
+    free(heads);
+    free(row);
+}
+
+double max_abs_diff(const float *got, const double *want, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)got[i] - want[i]);
+        if (!(d <= worst))
+            worst = d; /* NaN propagates as the worst */
+    }
+    return worst;
+}
+
+double max_tol_ratio(const float *got, const double *want, size_t n,
+                     double atol, double rtol)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double r = fabs((double)got[i] - want[i]) / (atol + rtol * fabs(want[i]));
+        if (!(r <= worst))
+            worst = r;
+    }
+    return worst;
+}
+
+void fill_normal(float *a, size_t n, uint64_t seed, float stddev)
+{
+    const uint64_t key = attn_stream_key(seed, "test", 4);
+    for (size_t i = 0; i < n; i += 2) {
+        const double u1 = 1.0 - (double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53;
+        const double u2 = (double)(attn_stream_draw(key, i + 1) >> 11) * 0x1.0p-53;
+        const double r = sqrt(-2.0 * log(u1)) * stddev;
+        a[i] = (float)(r * cos(6.283185307179586 * u2));
+        if (i + 1 < n)
+            a[i + 1] = (float)(r * sin(6.283185307179586 * u2));
+    }
+}

@@ -1,0 +1,507 @@
+/*
+ * test_forward.c - the forward pass against the plain-loop float64
+ * reference of support.c, over configurations that cover every feature,
+ * both kernel paths, blocking edges, errors and determinism.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "attention.h"
+#include "support.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALL_ARRAYS                                                             \
+    (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q | ATTN_WANT_K |        \
+     ATTN_WANT_V | ATTN_WANT_HEADS | ATTN_WANT_OUTPUT | ATTN_WANT_MEAN_WEIGHTS)
+
+/* Inputs of one test case, owned by the case. */
+struct fixture {
+    struct attn_config cfg; /* resolved */
+    struct attn_params params;
+    float *x, *context;
+    uint8_t *mask, *key_padding;
+};
+
+static void fixture_init(struct fixture *f, const struct attn_config *cfg,
+                         uint64_t data_seed, bool with_mask, bool with_padding)
+{
+    struct attn_error err;
+    memset(f, 0, sizeof *f);
+    f->cfg = *cfg;
+    f->cfg.want = ALL_ARRAYS;
+    assert_int_equal(attn_config_resolve(&f->cfg, &err), ATTN_OK);
+    const struct attn_config *c = &f->cfg;
+    const size_t nx = c->batch * c->n_query * c->d_model;
+    f->x = malloc(nx * sizeof *f->x);
+    fill_normal(f->x, nx, data_seed, 1.0f);
+    if (c->cross) {
+        const size_t nc = c->batch * c->n_ctx * c->d_ctx;
+        f->context = malloc(nc * sizeof *f->context);
+        fill_normal(f->context, nc, data_seed + 1, 1.0f);
+    }
+    if (with_mask) {
+        const size_t nm = c->batch * c->n_query * c->n_ctx;
+        f->mask = malloc(nm);
+        for (size_t i = 0; i < nm; i++)
+            f->mask[i] = attn_stream_draw(data_seed, i) % 4 != 0;
+        f->cfg.mask = f->mask;
+        f->cfg.mask_batched = true;
+    }
+    if (with_padding) {
+        const size_t np = c->batch * c->n_ctx;
+        f->key_padding = calloc(np, 1);
+        for (size_t i = 0; i < np; i++)
+            f->key_padding[i] = attn_stream_draw(data_seed + 7, i) % 5 == 0;
+        f->cfg.key_padding = f->key_padding;
+        f->cfg.key_padding_batched = true;
+    }
+    if (c->mode == ATTN_MODE_PROJECTED) {
+        assert_int_equal(attn_params_draw(c, &f->params, &err), ATTN_OK);
+        f->cfg.params = &f->params;
+    }
+}
+
+static void fixture_free(struct fixture *f)
+{
+    attn_params_free(&f->params);
+    free(f->x);
+    free(f->context);
+    free(f->mask);
+    free(f->key_padding);
+}
+
+static void expect_close(const char *what, const char *array, const float *got,
+                         const double *want, size_t n, double atol, double rtol)
+{
+    const double ratio = max_tol_ratio(got, want, n, atol, rtol);
+    if (!(ratio <= 1.0))
+        fail_msg("%s: %s differs from the float64 reference (%.3g x tolerance)",
+                 what, array, ratio);
+}
+
+/* Run f's config with want, compare every returned array to ref. */
+static void check_against(const char *what, const struct fixture *f,
+                          unsigned want, const struct ref_out *ref)
+{
+    struct attn_config cfg = f->cfg;
+    cfg.want = want;
+    struct attn_result res;
+    struct attn_error err;
+    attn_status st = attn_forward(&cfg, f->x, f->context, &res, &err);
+    if (st != ATTN_OK)
+        fail_msg("%s: %s", what, err.message);
+    const struct attn_config *c = &f->cfg;
+    const size_t b = c->batch, n = c->n_query, m = c->n_ctx, h = c->heads,
+                 g = c->kv_heads;
+    const double atol = 2e-5, rtol = 2e-4;
+    if (want & ATTN_WANT_WEIGHTS) {
+        const double d = max_abs_diff(res.weights, ref->weights, b * h * n * m);
+        if (!(d <= 1e-5 * (c->dropout > 0 ? 1.0 / (1.0 - c->dropout) : 1.0)))
+            fail_msg("%s: weights off by %g", what, d);
+    }
+    if (want & ATTN_WANT_SCORES)
+        expect_close(what, "scores", res.scores, ref->scores, b * h * n * m,
+                     atol, rtol);
+    if (want & ATTN_WANT_Q)
+        expect_close(what, "q", res.q, ref->q, b * n * h * c->d_k, atol, rtol);
+    if (want & ATTN_WANT_K)
+        expect_close(what, "k", res.k, ref->k, b * m * g * c->d_k, atol, rtol);
+    if (want & ATTN_WANT_V)
+        expect_close(what, "v", res.v, ref->v, b * m * g * c->d_v, atol, rtol);
+    if (want & ATTN_WANT_HEADS)
+        expect_close(what, "heads_out", res.heads_out, ref->heads_out,
+                     b * n * h * c->d_v, atol, rtol);
+    if (want & ATTN_WANT_OUTPUT)
+        expect_close(what, "output", res.output, ref->output,
+                     b * n * c->d_out, atol, rtol);
+    if (want & ATTN_WANT_MEAN_WEIGHTS) {
+        for (size_t bi = 0; bi < b; bi++)
+            for (size_t e = 0; e < n * m; e++) {
+                double mean = 0.0;
+                for (size_t a = 0; a < h; a++)
+                    mean += ref->weights[((bi * h + a) * n) * m + e];
+                mean /= (double)h;
+                if (fabs(res.mean_weights[bi * n * m + e] - mean) > 1e-5 * 2)
+                    fail_msg("%s: mean_weights[%zu][%zu] is %g, expected %g",
+                             what, bi, e, (double)res.mean_weights[bi * n * m + e],
+                             mean);
+            }
+    }
+    size_t masked = 0;
+    for (size_t i = 0; i < b * n; i++) {
+        if (res.fully_masked[i] != ref->fully_masked[i])
+            fail_msg("%s: fully_masked[%zu] is %d", what, i, res.fully_masked[i]);
+        masked += ref->fully_masked[i];
+    }
+    assert_int_equal(res.n_fully_masked, masked);
+    attn_result_free(&res);
+}
+
+/* Compare the full path (everything asked for) and the streaming path
+ * (only heads and output) with the reference. */
+static void check_case(const char *what, const struct attn_config *cfg,
+                       bool with_mask, bool with_padding)
+{
+    struct fixture f;
+    fixture_init(&f, cfg, 1234, with_mask, with_padding);
+    struct ref_out ref = {0};
+    ref_out_alloc(&f.cfg, &ref);
+    ref_forward(&f.cfg, f.cfg.params, f.x, f.context, &ref);
+    check_against(what, &f, ALL_ARRAYS, &ref);
+    check_against(what, &f, ATTN_WANT_HEADS | ATTN_WANT_OUTPUT, &ref);
+    check_against(what, &f, ATTN_WANT_OUTPUT, &ref);
+    check_against(what, &f, ATTN_WANT_SCORES | ATTN_WANT_OUTPUT, &ref);
+    check_against(what, &f, ATTN_WANT_WEIGHTS, &ref);
+    ref_out_free(&ref);
+    fixture_free(&f);
+}
+
+static void test_feature_matrix(void **state)
+{
+    (void)state;
+    struct {
+        const char *name;
+        struct attn_config cfg;
+        bool mask, padding;
+    } cases[] = {
+        {"defaults", {.n_query = 9, .d_model = 64}, false, false},
+        {"tutorial multihead", {.n_query = 12, .d_model = 14, .heads = 8,
+                                .d_k = 10, .d_v = 10, .out_bias = true}, false, false},
+        {"basic", {.mode = ATTN_MODE_BASIC, .n_query = 12, .d_model = 14}, false, false},
+        {"basic cross scaled", {.mode = ATTN_MODE_BASIC, .n_query = 5, .d_model = 6,
+                                .cross = true, .n_ctx = 8, .has_scale = true,
+                                .scale = 0.5f}, true, true},
+        {"vit value residual", {.batch = 2, .n_query = 10, .d_model = 49, .heads = 4,
+                                .d_k = 16, .d_v = 16, .qkv_bias = true, .out_bias = true,
+                                .has_scale = true, .scale = 0.2f,
+                                .residual = ATTN_RESIDUAL_VALUE}, false, false},
+        {"cross", {.batch = 2, .n_query = 5, .d_model = 16, .cross = true, .n_ctx = 7,
+                   .d_ctx = 12, .heads = 4, .qkv_bias = true, .out_bias = true}, false, false},
+        {"gqa", {.n_query = 9, .d_model = 32, .heads = 8, .kv_heads = 2}, false, false},
+        {"mqa causal", {.n_query = 9, .d_model = 32, .heads = 4, .kv_heads = 1,
+                        .causal = true}, false, false},
+        {"causal padding batch", {.batch = 3, .n_query = 11, .d_model = 24, .heads = 3,
+                                  .causal = true}, false, true},
+        {"mask padding", {.batch = 2, .n_query = 7, .d_model = 8, .heads = 2}, true, true},
+        {"sinusoidal", {.n_query = 13, .d_model = 20, .heads = 4,
+                        .positional = ATTN_POS_SINUSOIDAL}, false, false},
+        {"sinusoidal cross", {.n_query = 4, .d_model = 10, .heads = 2, .cross = true,
+                              .n_ctx = 6, .d_ctx = 7,
+                              .positional = ATTN_POS_SINUSOIDAL}, false, false},
+        {"rope", {.n_query = 13, .d_model = 32, .heads = 4,
+                  .positional = ATTN_POS_ROPE}, false, false},
+        {"rope cross gqa", {.n_query = 5, .d_model = 16, .heads = 4, .kv_heads = 2,
+                            .cross = true, .n_ctx = 9, .positional = ATTN_POS_ROPE},
+         false, false},
+        {"dropout", {.batch = 2, .n_query = 6, .d_model = 12, .heads = 3,
+                     .dropout = 0.3f, .seed = 7}, false, false},
+        {"residual input no out_proj", {.n_query = 6, .d_model = 12, .heads = 3,
+                                        .no_out_proj = true,
+                                        .residual = ATTN_RESIDUAL_INPUT}, false, false},
+        {"d_k d_v independent", {.n_query = 6, .d_model = 20, .heads = 3, .d_k = 6,
+                                 .d_v = 5, .d_out = 11}, false, false},
+        {"one token", {.n_query = 1, .d_model = 4, .heads = 2}, false, false},
+        {"blocks causal", {.n_query = 300, .d_model = 16, .heads = 2, .cross = true,
+                           .n_ctx = 1100, .causal = true}, false, false},
+        {"blocks padded", {.batch = 2, .n_query = 257, .d_model = 8, .heads = 1,
+                           .cross = true, .n_ctx = 513}, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(cases[i].name, &cases[i].cfg, cases[i].mask, cases[i].padding);
+}
+
+/* README: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
+static void test_precision_at_scale(void **state)
+{
+    (void)state;
+    const struct attn_config cfg = {.n_query = 512, .d_model = 1024, .heads = 8,
+                                    .qkv_bias = true, .out_bias = true};
+    struct fixture f;
+    fixture_init(&f, &cfg, 99, false, false);
+    struct ref_out ref = {0};
+    ref_out_alloc(&f.cfg, &ref);
+    ref_forward(&f.cfg, f.cfg.params, f.x, NULL, &ref);
+    check_against("n 512 d 1024", &f, ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT, &ref);
+    check_against("n 512 d 1024 streaming", &f, ATTN_WANT_OUTPUT, &ref);
+    ref_out_free(&ref);
+    fixture_free(&f);
+}
+
+static void test_fully_masked_rows(void **state)
+{
+    (void)state;
+    const size_t n = 4, m = 5;
+    uint8_t mask[4 * 5];
+    memset(mask, 1, sizeof mask);
+    memset(mask + 2 * m, 0, m); /* query 2 may see nothing */
+    uint8_t padding[2 * 5] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1}; /* batch 1: all */
+    struct attn_config cfg = {.batch = 2, .n_query = n, .d_model = 8, .heads = 2,
+                              .cross = true, .n_ctx = m, .mask = mask,
+                              .key_padding = padding, .key_padding_batched = true};
+    struct fixture f;
+    fixture_init(&f, &cfg, 5, false, false);
+    for (unsigned want = ATTN_WANT_OUTPUT; want; want = want == ATTN_WANT_OUTPUT ? ALL_ARRAYS : 0) {
+        struct attn_config c = f.cfg;
+        c.want = want;
+        struct attn_result res;
+        struct attn_error err;
+        assert_int_equal(attn_forward(&c, f.x, f.context, &res, &err), ATTN_OK);
+        assert_int_equal(res.n_fully_masked, 1 + n);
+        assert_int_equal(res.fully_masked[2], 1);
+        assert_int_equal(res.fully_masked[1], 0);
+        for (size_t i = 0; i < 2 * n * c.d_out; i++)
+            assert_true(isfinite(res.output[i]));
+        if (res.weights) {
+            for (size_t a = 0; a < 2; a++)
+                for (size_t j = 0; j < m; j++)
+                    assert_true(res.weights[(a * n + 2) * m + j] == 0.0f);
+            for (size_t e = n * m * 2; e < 2 * 2 * n * m; e++)
+                assert_true(res.weights[e] == 0.0f);
+            for (size_t e = 0; e < 2 * n * c.heads * c.d_v; e++)
+                if (e >= n * c.heads * c.d_v ||
+                    (e / (c.heads * c.d_v)) == 2)
+                    assert_true(res.heads_out[e] == 0.0f);
+        }
+        attn_result_free(&res);
+    }
+    fixture_free(&f);
+}
+
+static void test_huge_logits_are_stable(void **state)
+{
+    (void)state;
+    /* basic mode: scores = x x^T reach about 1e4 */
+    float x[3 * 2] = {100, 0, 99, 1, -100, 0};
+    struct attn_config cfg = {.mode = ATTN_MODE_BASIC, .n_query = 3, .d_model = 2,
+                              .want = ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT};
+    struct attn_result res;
+    struct attn_error err;
+    assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_OK);
+    for (size_t i = 0; i < 3; i++) {
+        double sum = 0;
+        for (size_t j = 0; j < 3; j++) {
+            assert_true(isfinite(res.weights[i * 3 + j]));
+            sum += res.weights[i * 3 + j];
+        }
+        assert_true(fabs(sum - 1.0) < 1e-6);
+    }
+    /* row 0: scores 1e4, 9900, -1e4: all weight on key 0 */
+    assert_true(res.weights[0] == 1.0f);
+    assert_true(res.weights[2] == 0.0f);
+    attn_result_free(&res);
+
+    cfg.want = ATTN_WANT_OUTPUT; /* the streaming path too */
+    assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_OK);
+    /* key 1 keeps exp(-100) of the weight: a denormal, not zero */
+    assert_true(res.output[0] == 100.0f && fabsf(res.output[1]) < 1e-30f);
+    attn_result_free(&res);
+}
+
+static void expect_error(struct attn_config cfg, attn_status status,
+                         const char *field, const char *message)
+{
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&cfg, &err), status);
+    assert_string_equal(err.field, field);
+    if (message)
+        assert_string_equal(err.message, message);
+}
+
+static void test_config_errors(void **state)
+{
+    (void)state;
+    expect_error((struct attn_config){.n_query = 3, .d_model = 64, .heads = 6},
+                 ATTN_E_INVALID, "heads",
+                 "heads (6) must divide d_model (64) when d_k is not given");
+    expect_error((struct attn_config){.n_query = 3, .d_model = 64, .heads = 8,
+                                      .kv_heads = 3},
+                 ATTN_E_INVALID, "kv_heads", "kv_heads (3) must divide heads (8)");
+    expect_error((struct attn_config){.n_query = 3, .d_model = 12, .heads = 4,
+                                      .positional = ATTN_POS_ROPE},
+                 ATTN_E_INVALID, "d_k",
+                 "positional 'rope' rotates pairs, so d_k (3) must be even");
+    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .dropout = 1.0f},
+                 ATTN_E_INVALID, "dropout", "dropout (1) must be at least 0 and below 1");
+    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .heads = 2,
+                                      .d_out = 5, .residual = ATTN_RESIDUAL_VALUE},
+                 ATTN_E_INVALID, "d_out", NULL);
+    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .heads = 2,
+                                      .cross = true, .n_ctx = 4,
+                                      .residual = ATTN_RESIDUAL_INPUT},
+                 ATTN_E_INVALID, "residual", NULL);
+    expect_error((struct attn_config){.mode = ATTN_MODE_BASIC, .n_query = 3,
+                                      .d_model = 8, .heads = 2},
+                 ATTN_E_INVALID, "heads", "heads (2) must be 1 in mode basic");
+    expect_error((struct attn_config){.n_query = 0, .d_model = 8},
+                 ATTN_E_INVALID, "n_query", NULL);
+    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .has_scale = true,
+                                      .scale = NAN},
+                 ATTN_E_INVALID, "scale", NULL);
+    expect_error((struct attn_config){.mode = 7, .n_query = 3, .d_model = 8},
+                 ATTN_E_INVALID, "mode", NULL);
+    /* sizes whose products overflow are refused before any allocation */
+    expect_error((struct attn_config){.n_query = SIZE_MAX / 2, .d_model = 8,
+                                      .heads = 2},
+                 ATTN_E_TOO_BIG, "n_query", NULL);
+    expect_error((struct attn_config){.n_query = (size_t)1 << 28, .d_model = 64,
+                                      .heads = 64, .want = ATTN_WANT_WEIGHTS},
+                 ATTN_E_TOO_BIG, "heads", NULL);
+    expect_error((struct attn_config){.n_query = 100, .d_model = 8, .heads = 2,
+                                      .want = ATTN_WANT_WEIGHTS, .max_elements = 1000},
+                 ATTN_E_TOO_BIG, "return",
+                 "the requested arrays hold 20000 numbers; the limit is 1000");
+}
+
+static void test_nonfinite_inputs_rejected(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, &(struct attn_config){.batch = 2, .n_query = 3, .d_model = 4,
+                                           .heads = 2}, 3, false, false);
+    struct attn_result res;
+    struct attn_error err;
+    f.x[1 * 12 + 2 * 4 + 1] = NAN;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
+    assert_string_equal(err.field, "x");
+    assert_string_equal(err.message, "x[1][2][1] is NaN");
+    assert_int_equal(err.n_index, 3);
+    assert_null(res.output);
+    f.x[1 * 12 + 2 * 4 + 1] = 0.5f;
+    f.params.wk[3] = INFINITY;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
+    assert_string_equal(err.field, "k_proj.weight");
+    f.params.wk[3] = 0.0f;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_OK);
+    attn_result_free(&res);
+    fixture_free(&f);
+}
+
+static void test_params_follow_spec(void **state)
+{
+    (void)state;
+    struct attn_config cfg = {.n_query = 2, .d_model = 6, .heads = 2, .qkv_bias = true,
+                              .seed = 42};
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+    struct attn_params p;
+    assert_int_equal(attn_params_draw(&cfg, &p, &err), ATTN_OK);
+    const uint64_t key = attn_stream_key(42, "k_proj.bias", 11);
+    for (size_t i = 0; i < 6; i++) {
+        const double u = (double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53;
+        assert_true(p.bk[i] == (float)((2 * u - 1) / sqrt(6.0)));
+    }
+    assert_null(p.bo);
+    assert_non_null(p.wo);
+    for (size_t i = 0; i < 36; i++)
+        assert_true(fabsf(p.wq[i]) <= 1 / sqrtf(6.0f));
+    attn_params_free(&p);
+    assert_null(p.wq);
+}
+
+/* ------------------------------------------------------------ determinism */
+
+struct det_job {
+    const struct fixture *f;
+    unsigned threads;
+    float *output;
+    float *weights;
+};
+
+static void *det_run(void *arg)
+{
+    struct det_job *job = arg;
+    struct attn_config cfg = job->f->cfg;
+    cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
+    cfg.threads = job->threads;
+    struct attn_result res;
+    struct attn_error err;
+    if (attn_forward(&cfg, job->f->x, NULL, &res, &err) != ATTN_OK)
+        return NULL;
+    const size_t no = cfg.batch * cfg.n_query * job->f->cfg.d_out;
+    const size_t nw = cfg.batch * cfg.heads * cfg.n_query * cfg.n_query;
+    job->output = malloc(no * sizeof(float));
+    job->weights = malloc(nw * sizeof(float));
+    memcpy(job->output, res.output, no * sizeof(float));
+    memcpy(job->weights, res.weights, nw * sizeof(float));
+    attn_result_free(&res);
+    return job;
+}
+
+/* The same inputs give the same bits whatever the team size, and from
+ * callers on many threads at once (README "Threads"). */
+static void test_bit_identical_across_runs_and_threads(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f, &(struct attn_config){.batch = 2, .n_query = 600, .d_model = 96,
+                                           .heads = 6, .dropout = 0.1f,
+                                           .positional = ATTN_POS_ROPE},
+                 11, false, false);
+    const size_t no = 2 * 600 * 96, nw = 2 * 6 * 600 * 600;
+    attn_blas_single_thread();
+    struct det_job base = {&f, 1, NULL, NULL};
+    assert_non_null(det_run(&base));
+    for (unsigned threads = 2; threads <= 5; threads++) {
+        struct det_job again = {&f, threads, NULL, NULL};
+        assert_non_null(det_run(&again));
+        assert_memory_equal(base.output, again.output, no * sizeof(float));
+        assert_memory_equal(base.weights, again.weights, nw * sizeof(float));
+        free(again.output);
+        free(again.weights);
+    }
+
+    enum { CALLERS = 4 };
+    pthread_t tid[CALLERS];
+    struct det_job jobs[CALLERS];
+    for (int t = 0; t < CALLERS; t++) {
+        jobs[t] = (struct det_job){&f, (unsigned)t % 2 + 1, NULL, NULL};
+        assert_int_equal(pthread_create(&tid[t], NULL, det_run, &jobs[t]), 0);
+    }
+    for (int t = 0; t < CALLERS; t++) {
+        assert_int_equal(pthread_join(tid[t], NULL), 0);
+        assert_non_null(jobs[t].output);
+        assert_memory_equal(base.output, jobs[t].output, no * sizeof(float));
+        assert_memory_equal(base.weights, jobs[t].weights, nw * sizeof(float));
+        free(jobs[t].output);
+        free(jobs[t].weights);
+    }
+    free(base.output);
+    free(base.weights);
+    fixture_free(&f);
+}
+
+static void test_flops(void **state)
+{
+    (void)state;
+    struct attn_config cfg = {.n_query = 10, .d_model = 64, .heads = 8};
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+    /* q, k, v, o projections 4 * 10*64*64, scores and PV 2 * 8*10*10*8 */
+    assert_true(attn_flops(&cfg) == 2.0 * (4 * 10 * 64 * 64 + 2 * 8 * 10 * 10 * 8));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_feature_matrix),
+        cmocka_unit_test(test_precision_at_scale),
+        cmocka_unit_test(test_fully_masked_rows),
+        cmocka_unit_test(test_huge_logits_are_stable),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_nonfinite_inputs_rejected),
+        cmocka_unit_test(test_params_follow_spec),
+        cmocka_unit_test(test_bit_identical_across_runs_and_threads),
+        cmocka_unit_test(test_flops),
+    };
+    return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
+}
