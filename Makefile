@@ -35,7 +35,7 @@ pc_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
 CORE_SRC := $(wildcard src/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB := $(BUILD)/libattn.a
-CORE_LIBS := $(call pc_libs,$(PKG_CORE)) -lm
+CORE_LIBS := $(call pc_libs,$(PKG_CORE)) -lm -pthread
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -59,19 +59,23 @@ deps:
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	@ar rcs $@ $^
 
 # ------------------------------------------------------------------ tests
 $(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_LIB)
-	$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
 unit: $(UNIT_BIN)
 	@status=0; for t in $(UNIT_BIN); do $$t || status=1; done; exit $$status
@@ -84,10 +88,12 @@ asan:
 # ------------------------------------------------------------------ bench
 $(BUILD)/bench/%.o: tests/bench/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Isrc $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
 $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
-	$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
 
 bench: $(BENCH_BIN)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
