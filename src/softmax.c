@@ -5,8 +5,8 @@
  *
  * Exponentials are the hot spot of attention after the products, so the
  * row kernels work eight floats at a time with GCC/Clang vector extensions
- * (SSE on any x86-64, AVX2 + FMA where the CPU has them, picked at load
- * time). Every element, tail included, goes through the same vector code,
+ * (SSE on any x86-64, AVX2 + FMA where the CPU has them, picked per
+ * call). Every element, tail included, goes through the same vector code,
  * so a value never depends on where it sits in a row.
  */
 #include "softmax.h"
@@ -18,11 +18,25 @@
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-#if defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_ADDRESS__)
-#define KERNEL __attribute__((target_clones("arch=haswell", "default")))
+/* x86-64 CPUs with AVX2 and FMA get a second build of each row kernel,
+ * chosen per call from the CPU's feature bits. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_AVX2_BUILD 1
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
 #else
-#define KERNEL
+#define HAVE_AVX2_BUILD 0
 #endif
+
+static bool cpu_has_avx2_fma(void)
+{
+#if HAVE_AVX2_BUILD
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+#define ALWAYS_INLINE_EXP static inline __attribute__((always_inline))
 
 /* Below this exp(x) is under FLT_MIN; it is returned as exactly 0. */
 #define EXP_FLOOR -87.0f
@@ -37,7 +51,7 @@ typedef int32_t v8i __attribute__((vector_size(32)));
  * exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in
  * [-ln2/2, ln2/2], exp(r) by Cephes' degree-6 polynomial.
  */
-static inline void exp_v8(v8f *xp)
+ALWAYS_INLINE_EXP void exp_v8(v8f *xp)
 {
     v8f x = *xp;
     const v8f zero = {0};
@@ -59,19 +73,32 @@ static inline void exp_v8(v8f *xp)
     *xp = SELECT(underflow, zero, p * (v8f)bits);
 }
 
-/* The first n of s, padded to eight with pad. */
-static inline void load8(v8f *v, const float *s, size_t n, float pad)
+/* The first n (< 8) of s, padded to eight with pad. */
+static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
 {
     *v = (v8f){pad, pad, pad, pad, pad, pad, pad, pad};
     memcpy(v, s, n * sizeof *s);
 }
 
-KERNEL static float row_max(const float *s, size_t m)
+/*
+ * The row kernels. Bodies are always inlined into a plain and an AVX2 +
+ * FMA wrapper, so each build gets its own instruction selection. Whole
+ * groups of eight load with a constant-size copy (one vector load); the
+ * tail goes through the same vector code, padded.
+ */
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE float row_max_body(const float *s, size_t m)
 {
     v8f mx, v;
-    load8(&mx, s, 0, -INFINITY);
-    for (size_t j = 0; j < m; j += 8) {
-        load8(&v, s + j, m - j < 8 ? m - j : 8, -INFINITY);
+    load_tail(&mx, s, 0, -INFINITY);
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        memcpy(&v, s + j, sizeof v);
+        mx = SELECT(v > mx, v, mx);
+    }
+    if (j < m) {
+        load_tail(&v, s + j, m - j, -INFINITY);
         mx = SELECT(v > mx, v, mx);
     }
     float best = mx[0];
@@ -81,18 +108,24 @@ KERNEL static float row_max(const float *s, size_t m)
 }
 
 /* s[j] <- exp(s[j] - shift); returns the sum, accumulated per lane in
- * float (64 terms at most per lane per 512-key block) and across lanes in
- * double. */
-KERNEL static double exp_shifted(float *s, size_t m, float shift)
+ * float (at most 64 terms per lane for a 512-key block) and across lanes
+ * in double. */
+ALWAYS_INLINE double exp_shifted_body(float *s, size_t m, float shift)
 {
-    v8f acc = {0};
-    for (size_t j = 0; j < m; j += 8) {
-        const size_t n = m - j < 8 ? m - j : 8;
-        v8f e;
-        load8(&e, s + j, n, -INFINITY);
+    v8f acc = {0}, e;
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        memcpy(&e, s + j, sizeof e);
         e -= shift;
         exp_v8(&e);
-        memcpy(s + j, &e, n * sizeof *s);
+        memcpy(s + j, &e, sizeof e);
+        acc += e;
+    }
+    if (j < m) {
+        load_tail(&e, s + j, m - j, -INFINITY);
+        e -= shift;
+        exp_v8(&e);
+        memcpy(s + j, &e, (m - j) * sizeof *s);
         acc += e;
     }
     double sum = 0.0;
@@ -101,16 +134,27 @@ KERNEL static double exp_shifted(float *s, size_t m, float shift)
     return sum;
 }
 
-KERNEL static void scale_row(float *s, size_t m, float factor)
+ALWAYS_INLINE void scale_row_body(float *s, size_t m, float factor)
 {
-    for (size_t j = 0; j < m; j += 8) {
-        const size_t n = m - j < 8 ? m - j : 8;
-        v8f v;
-        load8(&v, s + j, n, 0.0f);
-        v *= factor;
-        memcpy(s + j, &v, n * sizeof *s);
-    }
+    for (size_t j = 0; j < m; j++)
+        s[j] *= factor;
 }
+
+static float row_max_plain(const float *s, size_t m) { return row_max_body(s, m); }
+static double exp_shifted_plain(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
+static void scale_row_plain(float *s, size_t m, float f) { scale_row_body(s, m, f); }
+#if HAVE_AVX2_BUILD
+AVX2_TARGET static float row_max_avx2(const float *s, size_t m) { return row_max_body(s, m); }
+AVX2_TARGET static double exp_shifted_avx2(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
+AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f) { scale_row_body(s, m, f); }
+#define DISPATCH(name, ...) (cpu_has_avx2_fma() ? name##_avx2(__VA_ARGS__) : name##_plain(__VA_ARGS__))
+#else
+#define DISPATCH(name, ...) name##_plain(__VA_ARGS__)
+#endif
+
+static float row_max(const float *s, size_t m) { return DISPATCH(row_max, s, m); }
+static double exp_shifted(float *s, size_t m, float shift) { return DISPATCH(exp_shifted, s, m, shift); }
+static void scale_row(float *s, size_t m, float f) { DISPATCH(scale_row, s, m, f); }
 
 bool softmax_row(float *s, size_t m)
 {
