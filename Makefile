@@ -78,7 +78,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_L
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
 unit: $(UNIT_BIN)
-	@status=0; for t in $(UNIT_BIN); do $$t || status=1; done; exit $$status
+	@tests/run-cmocka $(UNIT_BIN)
 
 test: unit
 
