@@ -21,11 +21,14 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 
 # Debian packages, by what needs them.
 APT_BUILD := make gcc pkg-config libopenblas-dev
-APT_TEST := libcmocka-dev libcjson-dev
-APT_ALL := $(APT_BUILD) $(APT_TEST)
+APT_SERVER := libmicrohttpd-dev libcjson-dev libpng-dev libfreetype-dev fonts-dejavu-core
+APT_TEST := libcmocka-dev libcurl4-openssl-dev curl
+APT_ALL := $(APT_BUILD) $(APT_SERVER) $(APT_TEST)
 PKG_CORE := openblas
-PKG_TEST := cmocka libcjson
-PKG_ALL := $(PKG_CORE) $(PKG_TEST)
+PKG_SERVER := libmicrohttpd libcjson libpng freetype2
+PKG_TEST := cmocka libcjson libcurl libpng
+PKG_ALL := $(PKG_CORE) $(PKG_SERVER) $(PKG_TEST)
+FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -40,10 +43,21 @@ CORE_LIBS := $(call pc_libs,$(PKG_CORE)) -lm -pthread
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
+SERVER_LIB := $(BUILD)/libattnd.a
+SERVER_LIBS := $(call pc_libs,$(PKG_SERVER))
+ATTND := $(BUILD)/attnd
+
+SERVER_TEST_SRC := $(wildcard tests/server/test_*.c)
+SERVER_TEST_BIN := $(SERVER_TEST_SRC:tests/server/%.c=$(BUILD)/tests/server/%)
+INTEG_SRC := $(wildcard tests/integration/test_*.c)
+INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
+
 BENCH_BIN := $(BUILD)/bench_attention
 
-.PHONY: all test unit asan bench golden deps clean format
-all: $(CORE_LIB) $(UNIT_BIN) $(BENCH_BIN)
+.PHONY: all test unit server-unit integration asan bench golden deps clean format run
+all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 # ------------------------------------------------------------ dependencies
 DEPS_STAMP := $(BUILD)/.deps-ok
@@ -67,6 +81,35 @@ $(CORE_LIB): $(CORE_OBJ)
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
+# ----------------------------------------------------------------- server
+$(BUILD)/server/%.o: server/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+
+# The OpenAPI document is kept as JSON in the repo and compiled in.
+$(BUILD)/gen/openapi_json.c: server/openapi.json
+	@mkdir -p $(@D)
+	@{ echo '/* generated from server/openapi.json */'; \
+	   echo 'extern const char openapi_json[];'; echo 'const char openapi_json[] ='; \
+	   sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
+
+$(BUILD)/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Wno-overlength-strings -c $< -o $@
+
+$(SERVER_LIB): $(SERVER_OBJ)
+	@rm -f $@
+	@echo "  AR      $@"
+	@ar rcs $@ $^
+
+$(ATTND): $(BUILD)/server/main.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
+run: $(ATTND)
+	$(ATTND) --web-root web
+
 # ------------------------------------------------------------------ tests
 $(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -77,13 +120,39 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_L
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
+$(BUILD)/tests/server/%.o: tests/server/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+
+$(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
+
+$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/integration $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
+
+INTEG_SUPPORT := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%.o,$(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c)))
+$(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_SUPPORT)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) -lm
+
 unit: $(UNIT_BIN)
 	@tests/run-cmocka $(UNIT_BIN)
 
-test: unit
+server-unit: $(SERVER_TEST_BIN)
+	@tests/run-cmocka $(SERVER_TEST_BIN)
+
+integration: $(ATTND) $(INTEG_BIN)
+	@ATTND_BIN=$(ATTND) tests/run-cmocka $(INTEG_BIN)
+
+test: $(UNIT_BIN) $(SERVER_TEST_BIN) $(ATTND) $(INTEG_BIN)
+	@ATTND_BIN=$(ATTND) tests/run-cmocka $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN)
 
 asan:
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" unit
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" test
 
 # ------------------------------------------------------------------ bench
 $(BUILD)/bench/%.o: tests/bench/%.c | $(DEPS_STAMP)

@@ -1,0 +1,118 @@
+/*
+ * buf.c - growable, capped byte buffer.
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_init(struct buf *b, size_t cap_bytes)
+{
+    memset(b, 0, sizeof *b);
+    b->cap_bytes = cap_bytes;
+}
+
+void buf_free(struct buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->alloc = 0;
+}
+
+/* Make room for extra more bytes plus the terminating NUL. */
+static bool buf_reserve(struct buf *b, size_t extra)
+{
+    if (extra > b->cap_bytes || b->len > b->cap_bytes - extra)
+        return false;
+    const size_t need = b->len + extra + 1;
+    if (need <= b->alloc)
+        return true;
+    size_t grown = b->alloc ? b->alloc : 256;
+    while (grown < need)
+        grown = grown > SIZE_MAX / 2 ? need : grown * 2;
+    char *p = realloc(b->data, grown);
+    if (!p)
+        return false;
+    b->data = p;
+    b->alloc = grown;
+    return true;
+}
+
+bool buf_append(struct buf *b, const void *bytes, size_t len)
+{
+    if (!buf_reserve(b, len))
+        return false;
+    if (len)
+        memcpy(b->data + b->len, bytes, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+bool buf_append_str(struct buf *b, const char *s)
+{
+    return buf_append(b, s, strlen(s));
+}
+
+bool buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !buf_reserve(b, (size_t)n))
+        return false;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return true;
+}
+
+bool buf_append_json_string(struct buf *b, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (!buf_append(b, "\"", 1))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t n = 2;
+        switch (*p) {
+        case '"': esc[1] = '"'; break;
+        case '\\': esc[1] = '\\'; break;
+        case '\n': esc[1] = 'n'; break;
+        case '\r': esc[1] = 'r'; break;
+        case '\t': esc[1] = 't'; break;
+        case '\b': esc[1] = 'b'; break;
+        case '\f': esc[1] = 'f'; break;
+        default:
+            if (*p >= 0x20) {
+                if (!buf_append(b, p, 1))
+                    return false;
+                continue;
+            }
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[*p >> 4];
+            esc[5] = hex[*p & 15];
+            n = 6;
+        }
+        if (!buf_append(b, esc, n))
+            return false;
+    }
+    return buf_append(b, "\"", 1);
+}
+
+char *buf_take(struct buf *b, size_t *len)
+{
+    char *data = b->data;
+    if (len)
+        *len = b->len;
+    b->data = NULL;
+    b->len = b->alloc = 0;
+    return data;
+}

@@ -1,0 +1,31 @@
+/*
+ * buf.h - a growable byte buffer with a cap fixed at init. Appends past
+ * the cap or past memory fail and leave the buffer as it was.
+ */
+#ifndef ATTND_BUF_H
+#define ATTND_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct buf {
+    char *data; /* owned; NUL-terminated after every append */
+    size_t len, cap_bytes, alloc;
+};
+
+void buf_init(struct buf *b, size_t cap_bytes);
+void buf_free(struct buf *b);
+bool buf_append(struct buf *b, const void *bytes, size_t len);
+bool buf_append_str(struct buf *b, const char *s);
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+bool buf_printf(struct buf *b, const char *fmt, ...);
+/* Append s as a JSON string literal, quotes included. */
+bool buf_append_json_string(struct buf *b, const char *s);
+
+/* Hand the bytes over: the caller owns the returned pointer (free()),
+ * the buffer is left empty. */
+char *buf_take(struct buf *b, size_t *len);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * font.h - text for the heatmap labels: one font file (DejaVu Sans) read
+ * into memory once, and per render a FreeType library and face of its own
+ * that measure and draw UTF-8 text into an RGB or RGBA canvas.
+ *
+ * Threads: heatmap_font_init() and heatmap_font_free() (declared in
+ * heatmap.h) must not run while anything renders; between them the font
+ * bytes are immutable and any number of threads may each use their own
+ * struct font. A struct font itself belongs to one thread.
+ *
+ * Text is drawn one code point per glyph, without shaping: enough for
+ * token labels. Invalid UTF-8 shows as U+FFFD, characters the font lacks
+ * as its box glyph (.notdef).
+ */
+#ifndef ATTND_FONT_H
+#define ATTND_FONT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* An image to draw into: [height][width][channels] bytes, row-major,
+ * channels 3 (RGB) or 4 (RGBA, not premultiplied). Owned by the caller. */
+struct font_canvas {
+    unsigned char *pixels;
+    int width, height;
+    unsigned channels;
+};
+
+enum font_angle {
+    FONT_HORIZONTAL = 0,
+    FONT_DIAGONAL /* turned 45 degrees, rising to the right */
+};
+
+/* Pixel sizes font_open() and font_set_size() accept. */
+#define FONT_MIN_PX 6u
+#define FONT_MAX_PX 96u
+
+/* Text beyond this many code points (or bytes) is cut with an ellipsis. */
+#define FONT_MAX_GLYPHS 256u
+#define FONT_MAX_TEXT_BYTES 4096u
+
+struct font;
+
+/*
+ * A face of the font loaded by heatmap_font_init(), at px pixels per em.
+ * On success the caller owns the result and releases it with font_close().
+ * Returns NULL with a message in err when no font is loaded, px is out of
+ * range, or FreeType fails.
+ */
+struct font *font_open(unsigned px, char *err, size_t err_len);
+void font_close(struct font *f);
+
+/* Change the size (FONT_MIN_PX .. FONT_MAX_PX); false if refused. */
+bool font_set_size(struct font *f, unsigned px);
+
+/* Metrics at the current size, in whole pixels. */
+int font_ascent(const struct font *f);     /* line top above the baseline */
+int font_descent(const struct font *f);    /* line bottom below it, >= 0 */
+int font_cap_height(const struct font *f); /* height of "H" */
+
+/*
+ * Advance width in pixels of utf8 (NUL-terminated; NULL reads as "") set
+ * at angle, measured along the baseline, after the truncation font_draw()
+ * would apply for max_width.
+ */
+int font_text_width(struct font *f, const char *utf8, int max_width,
+                    enum font_angle angle);
+
+/*
+ * Draw utf8 with its baseline starting at pixel (x, y) and running at
+ * angle, blending rgb over the canvas by the glyph coverage. When
+ * max_width > 0 and the text is wider, it is cut after a whole character
+ * and ends with an ellipsis so that it fits. Pixels off the canvas are
+ * skipped, so any position is safe.
+ */
+void font_draw(struct font *f, struct font_canvas *c, int x, int y,
+               const char *utf8, int max_width, enum font_angle angle,
+               const unsigned char rgb[3]);
+
+#endif

@@ -1,0 +1,74 @@
+/*
+ * heatmap.h - attention weights drawn as PNG heatmaps: one matrix, or a
+ * titled grid of matrices, with token labels, titles and a colorbar.
+ *
+ * Knows nothing of HTTP or JSON; the server hands it float matrices and
+ * label strings and gets PNG bytes back.
+ */
+#ifndef ATTND_HEATMAP_H
+#define ATTND_HEATMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum heatmap_colormap { HEATMAP_VIRIDIS = 0, HEATMAP_MAGMA, HEATMAP_GRAY };
+
+/* Parse "viridis", "magma" or "gray"; false if unknown. */
+bool heatmap_colormap_parse(const char *name, enum heatmap_colormap *out);
+const char *heatmap_colormap_name(enum heatmap_colormap map);
+
+/* One matrix of weights. values: [rows][cols], row-major. */
+struct heatmap_matrix {
+    const float *values;
+    size_t rows, cols;
+    const char *title; /* drawn above the matrix when labels are on */
+};
+
+struct heatmap_options {
+    enum heatmap_colormap colormap;
+    unsigned cell;       /* pixels per weight; 0 = automatic */
+    bool labels;         /* false: the bare matrix, nothing else */
+    const char *title;   /* title over a grid (n > 1); may be NULL */
+    const char *const *row_labels; /* [rows] query tokens, UTF-8 */
+    const char *const *col_labels; /* [cols] key tokens, UTF-8 */
+    size_t max_pixels;   /* cap on width * height; 0 = no cap */
+};
+
+/* A PNG text chunk; written as iTXt when the text is not ASCII. */
+struct heatmap_text {
+    const char *key;
+    const char *text;
+};
+
+/*
+ * Render n matrices of the same shape as one PNG image: n == 1 gives a
+ * single heatmap, n > 1 a grid (about square, row-major in the given order)
+ * sharing one colour scale and one colorbar. The colour scale runs from 0
+ * to the largest value over all matrices (1 when all are 0).
+ *
+ * Layout with labels: the title on top, query tokens down the left, key
+ * tokens along the top (turned 45 degrees when longer than a cell), a
+ * colorbar with tick values on the right. Without labels the image is
+ * exactly cols * cell by rows * cell pixels per matrix (grids add a 1-cell
+ * gutter between matrices).
+ *
+ * Automatic cell size: large enough that the matrix area is at least 300
+ * pixels on its longer side, at most 48 pixels, at least 1.
+ *
+ * On success returns true and *png (malloc'd; the caller frees it with
+ * free()) holds *png_len bytes. On failure returns false with a message in
+ * err (e.g. the image would exceed max_pixels, or the font is missing).
+ */
+bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
+                        const struct heatmap_options *opts,
+                        const struct heatmap_text *texts, size_t n_texts,
+                        unsigned char **png, size_t *png_len, char *err,
+                        size_t err_len);
+
+/* The font used for labels (DejaVu Sans); overridable for tests. Reads the
+ * file once; safe to call before any thread starts. Returns false with a
+ * message in err if the font cannot be loaded. */
+bool heatmap_font_init(const char *path, char *err, size_t err_len);
+void heatmap_font_free(void);
+
+#endif

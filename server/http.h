@@ -1,0 +1,24 @@
+/*
+ * http.h - the HTTP front: libmicrohttpd in its own thread pool, the route
+ * table, and the life of one exchange from first byte to access-log line.
+ */
+#ifndef ATTND_HTTP_H
+#define ATTND_HTTP_H
+
+#include "options.h"
+
+#include <stdbool.h>
+
+struct http_server;
+
+/* Listen as o says. NULL with a message on stderr when it cannot. */
+struct http_server *http_start(const struct options *o);
+
+/* Stop taking new connections, answer /healthz with 503, let requests in
+ * flight finish (at most grace_seconds), then stop. */
+void http_drain_and_stop(struct http_server *s, unsigned grace_seconds);
+
+/* The port actually bound (useful with --port 0 in tests). */
+unsigned http_port(const struct http_server *s);
+
+#endif

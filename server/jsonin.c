@@ -1,0 +1,357 @@
+/*
+ * jsonin.c - typed, bounded reads from cJSON trees. Every refusal names
+ * the field as the client wrote it, the value it sent, and its pointer.
+ */
+#include "jsonin.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jpath_root(struct jpath *p, const char *key)
+{
+    jpath_key(p, NULL, key);
+}
+
+/* Append src to dst (capacity cap), cutting it short rather than
+ * overflowing: pointers and names are for messages, and fields that long
+ * are refused anyway. */
+static void append(char *dst, size_t cap, const char *src)
+{
+    const size_t used = strnlen(dst, cap - 1);
+    size_t n = strlen(src);
+    if (n > cap - 1 - used)
+        n = cap - 1 - used;
+    memcpy(dst + used, src, n);
+    dst[used + n] = '\0';
+}
+
+void jpath_key(struct jpath *out, const struct jpath *parent, const char *key)
+{
+    struct jpath p = {"", ""};
+    if (parent) {
+        append(p.pointer, sizeof p.pointer, parent->pointer);
+        append(p.name, sizeof p.name, parent->name);
+    }
+    append(p.pointer, sizeof p.pointer, "/");
+    for (const char *k = key; *k; k++) { /* RFC 6901 escapes */
+        const char one[2] = {*k, '\0'};
+        append(p.pointer, sizeof p.pointer,
+               *k == '~' ? "~0" : *k == '/' ? "~1" : one);
+    }
+    if (p.name[0])
+        append(p.name, sizeof p.name, ".");
+    append(p.name, sizeof p.name, key);
+    *out = p;
+}
+
+void jpath_index(struct jpath *out, const struct jpath *parent, size_t index)
+{
+    struct jpath p = *parent;
+    char num[24];
+    snprintf(num, sizeof num, "/%zu", index);
+    append(p.pointer, sizeof p.pointer, num);
+    snprintf(num, sizeof num, "[%zu]", index);
+    append(p.name, sizeof p.name, num);
+    *out = p;
+}
+
+const char *jsonin_kind(const cJSON *v)
+{
+    if (!v)
+        return "missing";
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsBool(v))
+        return "a boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
+    return "an object";
+}
+
+void jsonin_show(const cJSON *v, char *out, size_t len)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(out, len, "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v))
+        snprintf(out, len, "\"%.40s%s\"", v->valuestring,
+                 strlen(v->valuestring) > 40 ? "..." : "");
+    else if (cJSON_IsBool(v))
+        snprintf(out, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
+    else
+        snprintf(out, len, "%s", jsonin_kind(v));
+}
+
+static bool wrong_type(const cJSON *v, const struct jpath *at,
+                       const char *expected, struct problem *pb)
+{
+    char shown[64];
+    jsonin_show(v, shown, sizeof shown);
+    if (cJSON_IsNumber(v) || cJSON_IsString(v) || cJSON_IsBool(v))
+        return problem_set(pb, 422, at->pointer, "%s is %s (%s); expected %s",
+                           at->name, jsonin_kind(v), shown, expected);
+    return problem_set(pb, 422, at->pointer, "%s is %s; expected %s", at->name,
+                       jsonin_kind(v), expected);
+}
+
+bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
+                 size_t *out, struct problem *pb)
+{
+    if (!cJSON_IsNumber(v))
+        return wrong_type(v, at, "an integer", pb);
+    const double d = v->valuedouble;
+    if (d != floor(d))
+        return problem_set(pb, 422, at->pointer,
+                           "%s (%.17g) must be an integer", at->name, d);
+    if (d < (double)lo || d > (double)hi)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (%.17g) must be between %zu and %zu", at->name,
+                           d, lo, hi);
+    *out = (size_t)d;
+    return true;
+}
+
+bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,
+                 struct problem *pb)
+{
+    if (!cJSON_IsBool(v))
+        return wrong_type(v, at, "true or false", pb);
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+static bool to_float(const cJSON *v, const struct jpath *at, float *out,
+                     struct problem *pb)
+{
+    const double d = v->valuedouble;
+    if (!isfinite(d) || fabs(d) > FLT_MAX)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (%.17g) is outside the float32 range", at->name,
+                           d);
+    *out = (float)d;
+    return true;
+}
+
+bool jsonin_float(const cJSON *v, const struct jpath *at, float *out,
+                  struct problem *pb)
+{
+    if (!cJSON_IsNumber(v))
+        return wrong_type(v, at, "a number", pb);
+    return to_float(v, at, out, pb);
+}
+
+bool jsonin_u64(const cJSON *v, const struct jpath *at, uint64_t *out,
+                struct problem *pb)
+{
+    if (cJSON_IsString(v)) {
+        const char *s = v->valuestring;
+        char *end = NULL;
+        if (*s < '0' || *s > '9' || strlen(s) > 20)
+            return problem_set(pb, 422, at->pointer,
+                               "%s (\"%.40s\") must be an unsigned 64-bit "
+                               "integer",
+                               at->name, s);
+        errno = 0;
+        const unsigned long long u = strtoull(s, &end, 10);
+        if (*end || errno == ERANGE)
+            return problem_set(pb, 422, at->pointer,
+                               "%s (\"%.40s\") must be an unsigned 64-bit "
+                               "integer",
+                               at->name, s);
+        *out = (uint64_t)u;
+        return true;
+    }
+    if (!cJSON_IsNumber(v))
+        return wrong_type(v, at, "an unsigned 64-bit integer", pb);
+    const double d = v->valuedouble;
+    /* A JSON number beyond 2^53 may already have lost digits. */
+    if (d != floor(d) || d < 0 || d > 9007199254740992.0)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (%.17g) must be an integer from 0 to 2^53; "
+                           "send larger seeds as a string of digits",
+                           at->name, d);
+    *out = (uint64_t)d;
+    return true;
+}
+
+bool jsonin_enum(const cJSON *v, const struct jpath *at,
+                 const char *const *names, size_t n, int *out,
+                 struct problem *pb)
+{
+    char allowed[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof allowed; i++)
+        used += (size_t)snprintf(allowed + used, sizeof allowed - used,
+                                 "%s\"%s\"", i ? (i + 1 == n ? " or " : ", ") : "",
+                                 names[i]);
+    if (!cJSON_IsString(v))
+        return wrong_type(v, at, allowed, pb);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v->valuestring, names[i])) {
+            *out = (int)i;
+            return true;
+        }
+    return problem_set(pb, 422, at->pointer, "%s (\"%.40s\") must be %s",
+                       at->name, v->valuestring, allowed);
+}
+
+/* ------------------------------------------------------------- tensors */
+
+/* Walk the shape of v: depth and sizes, refusing ragged or empty arrays.
+ * Leaves are checked by the caller's element reader. */
+static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
+                         size_t dims[3], int *rank_out, struct problem *pb)
+{
+    if (!cJSON_IsArray(v))
+        return wrong_type(v, at, rank == 1   ? "an array"
+                                 : rank == 2 ? "an array of arrays"
+                                             : "an array of arrays",
+                          pb);
+    int depth = 0;
+    const cJSON *probe = v;
+    while (cJSON_IsArray(probe) && depth < 4) {
+        const int len = cJSON_GetArraySize(probe);
+        if (len == 0) {
+            if (depth == 0)
+                return problem_set(pb, 422, at->pointer, "%s is empty",
+                                   at->name);
+            struct jpath first = *at;
+            for (int d = 0; d < depth; d++)
+                jpath_index(&first, &first, 0);
+            return problem_set(pb, 422, first.pointer, "%s is empty",
+                               first.name);
+        }
+        dims[depth] = (size_t)len;
+        depth++;
+        probe = probe->child;
+    }
+    const bool rank_ok = rank ? depth == rank : depth == 2 || depth == 3;
+    if (!rank_ok) {
+        if (rank)
+            return problem_set(pb, 422, at->pointer,
+                               "%s has %d dimension%s; expected %d", at->name,
+                               depth, depth == 1 ? "" : "s", rank);
+        return problem_set(pb, 422, at->pointer,
+                           "%s has %d dimension%s; expected 2 (tokens x "
+                           "width) or 3 (batch x tokens x width)",
+                           at->name, depth, depth == 1 ? "" : "s");
+    }
+    *rank_out = depth;
+    return true;
+}
+
+typedef bool (*leaf_reader)(const cJSON *v, const struct jpath *at,
+                            void *dst, size_t i, struct problem *pb);
+
+static bool read_float_leaf(const cJSON *v, const struct jpath *at, void *dst,
+                            size_t i, struct problem *pb)
+{
+    if (!cJSON_IsNumber(v))
+        return wrong_type(v, at, "a number", pb);
+    return to_float(v, at, (float *)dst + i, pb);
+}
+
+static bool read_bool_leaf(const cJSON *v, const struct jpath *at, void *dst,
+                           size_t i, struct problem *pb)
+{
+    uint8_t *b = dst;
+    if (cJSON_IsBool(v)) {
+        b[i] = cJSON_IsTrue(v);
+        return true;
+    }
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
+        b[i] = v->valuedouble != 0;
+        return true;
+    }
+    return wrong_type(v, at, "true, false, 1 or 0", pb);
+}
+
+/* Fill dst in row-major order, checking every row's length against dims. */
+static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
+                        int rank, const size_t dims[3], leaf_reader read,
+                        void *dst, size_t *next, struct problem *pb)
+{
+    const size_t len = (size_t)cJSON_GetArraySize(v);
+    if (len != dims[level]) {
+        const char *what = level + 1 == rank ? "numbers" : "rows";
+        return problem_set(pb, 422, at->pointer, "%s has %zu %s; expected %zu",
+                           at->name, len, what, dims[level]);
+    }
+    size_t i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, v)
+    {
+        struct jpath sub;
+        jpath_index(&sub, at, i++);
+        if (level + 1 < rank) {
+            if (!cJSON_IsArray(item))
+                return wrong_type(item, &sub, "an array", pb);
+            if (!tensor_fill(item, &sub, level + 1, rank, dims, read, dst, next,
+                             pb))
+                return false;
+        } else if (!read(item, &sub, dst, (*next)++, pb)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
+                        size_t max_elements, size_t elem, leaf_reader read,
+                        void **out, size_t dims[3], int *rank_out,
+                        struct problem *pb)
+{
+    *out = NULL;
+    dims[0] = dims[1] = dims[2] = 1;
+    if (!tensor_shape(v, at, rank, dims, rank_out, pb))
+        return false;
+    size_t count = 1;
+    for (int i = 0; i < *rank_out; i++) {
+        if (dims[i] > max_elements || count > max_elements / dims[i])
+            return problem_set(pb, 413, at->pointer,
+                               "%s holds more than %zu numbers", at->name,
+                               max_elements);
+        count *= dims[i];
+    }
+    void *dst = malloc(count * elem);
+    if (!dst)
+        return problem_set(pb, 503, at->pointer,
+                           "out of memory reading %s (%zu numbers)", at->name,
+                           count);
+    size_t next = 0;
+    if (!tensor_fill(v, at, 0, *rank_out, dims, read, dst, &next, pb)) {
+        free(dst);
+        return false;
+    }
+    *out = dst;
+    return true;
+}
+
+bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
+                   size_t max_elements, float **out, size_t dims[3],
+                   int *rank_out, struct problem *pb)
+{
+    void *p;
+    const bool ok = tensor_read(v, at, rank, max_elements, sizeof(float),
+                                read_float_leaf, &p, dims, rank_out, pb);
+    *out = p;
+    return ok;
+}
+
+bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
+                        size_t max_elements, uint8_t **out, size_t dims[3],
+                        int *rank_out, struct problem *pb)
+{
+    void *p;
+    const bool ok = tensor_read(v, at, rank, max_elements, 1, read_bool_leaf,
+                                &p, dims, rank_out, pb);
+    *out = p;
+    return ok;
+}

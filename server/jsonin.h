@@ -1,0 +1,61 @@
+/*
+ * jsonin.h - typed reads from a cJSON tree with problem reports that name
+ * the field, the value and its JSON pointer.
+ */
+#ifndef ATTND_JSONIN_H
+#define ATTND_JSONIN_H
+
+#include "problem.h"
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A JSON pointer (RFC 6901) under construction, and its dotted name for
+ * messages: "/embeddings/3/5" and "embeddings[3][5]". */
+struct jpath {
+    char pointer[128];
+    char name[128];
+};
+
+void jpath_root(struct jpath *p, const char *key);
+void jpath_key(struct jpath *out, const struct jpath *parent, const char *key);
+void jpath_index(struct jpath *out, const struct jpath *parent, size_t index);
+
+/* "a string", "an array", ... for messages. */
+const char *jsonin_kind(const cJSON *v);
+
+/* The value's text for messages: numbers as given, strings quoted and
+ * shortened, containers by kind. */
+void jsonin_show(const cJSON *v, char *out, size_t len);
+
+bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
+                 size_t *out, struct problem *pb);
+bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,
+                 struct problem *pb);
+bool jsonin_float(const cJSON *v, const struct jpath *at, float *out,
+                  struct problem *pb);
+bool jsonin_u64(const cJSON *v, const struct jpath *at, uint64_t *out,
+                struct problem *pb);
+/* One of names[0..n); *out gets its index. */
+bool jsonin_enum(const cJSON *v, const struct jpath *at,
+                 const char *const *names, size_t n, int *out,
+                 struct problem *pb);
+
+/*
+ * A rectangular array of numbers of rank 1, 2 or 3 (rank 0 accepts 2 or 3)
+ * into a new float array (the caller frees it). dims gets the shape;
+ * ragged rows, non-numbers, empty arrays and values outside float32 are
+ * refused with the exact position. max_elements caps the total.
+ */
+bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
+                   size_t max_elements, float **out, size_t dims[3],
+                   int *rank_out, struct problem *pb);
+
+/* The same for booleans (true, false, 1, 0) into uint8_t. */
+bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
+                        size_t max_elements, uint8_t **out, size_t dims[3],
+                        int *rank_out, struct problem *pb);
+
+#endif

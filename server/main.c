@@ -1,0 +1,62 @@
+/*
+ * main.c - attnd: settings, start, signals, drain.
+ *
+ * SIGINT and SIGTERM are taken by sigwait() in the main thread, which is
+ * the only thread that sees them: the server stops accepting, lets the
+ * requests in flight finish, and exits 0.
+ */
+#include "attention.h"
+#include "heatmap.h"
+#include "http.h"
+#include "options.h"
+#include "probe.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define DRAIN_SECONDS 8
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    switch (options_load(&opt, argc, argv, stdout, stderr)) {
+    case OPTIONS_EXIT_OK: return 0;
+    case OPTIONS_EXIT_ERROR: return 2;
+    case OPTIONS_RUN: break;
+    }
+    if (opt.probe_url[0])
+        return probe_url(opt.probe_url, 5) ? 0 : 1;
+
+    /* Block the stop signals before any thread starts, so every thread
+     * inherits the mask and only sigwait() below receives them. */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    char err[256];
+    if (!heatmap_font_init(opt.font, err, sizeof err)) {
+        fprintf(stderr, "attnd: %s\n", err);
+        return 1;
+    }
+    attn_blas_single_thread(); /* the core's threading policy */
+    struct http_server *srv = http_start(&opt);
+    if (!srv) {
+        heatmap_font_free();
+        return 1;
+    }
+    fprintf(stderr, "attnd: serving http://%s:%u/ (%u computation%s at once)\n",
+            opt.bind, http_port(srv), opt.threads, opt.threads == 1 ? "" : "s");
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "attnd: %s: finishing requests in flight\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http_drain_and_stop(srv, DRAIN_SECONDS);
+    heatmap_font_free();
+    fprintf(stderr, "attnd: stopped\n");
+    return 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * metrics.h - counters for GET /metrics in Prometheus' text format:
+ * requests by route and status, a latency histogram, bytes out, attention
+ * FLOPs and requests in flight. Lock-free; safe from every thread.
+ */
+#ifndef ATTND_METRICS_H
+#define ATTND_METRICS_H
+
+#include <stddef.h>
+
+enum metrics_route {
+    ROUTE_ATTENTION, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_OPENAPI,
+    ROUTE_STATIC, ROUTE_OTHER, N_ROUTES
+};
+
+const char *metrics_route_name(enum metrics_route r);
+
+void metrics_request_started(void);
+void metrics_request_done(enum metrics_route route, int status,
+                          double seconds, size_t bytes_out);
+void metrics_add_flops(double flops);
+
+/* The exposition text; the caller frees it with free(). */
+char *metrics_render(size_t *len);
+
+#endif

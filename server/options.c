@@ -1,0 +1,203 @@
+/*
+ * options.c - flags and ATTND_* variables, from one table so that --help,
+ * the environment and argv can never disagree.
+ */
+#include "options.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef ATTND_FONT
+#define ATTND_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+#endif
+
+enum kind { K_STRING, K_SIZE, K_UINT, K_BOOL };
+
+struct flag {
+    const char *name; /* --name; the variable is ATTND_NAME */
+    enum kind kind;
+    size_t offset;
+    size_t size;     /* of the string field */
+    size_t lo, hi;   /* numeric range */
+    const char *help;
+};
+
+#define FIELD(f) offsetof(struct options, f), sizeof(((struct options *)0)->f)
+
+static const struct flag flags[] = {
+    {"bind", K_STRING, FIELD(bind), 0, 0, "address to listen on"},
+    {"port", K_UINT, FIELD(port), 1, 65535, "TCP port"},
+    {"threads", K_UINT, FIELD(threads), 1, 256,
+     "computations at once, one core each (default: the core count)"},
+    {"max-body", K_SIZE, FIELD(max_body), 1024, SIZE_MAX / 2,
+     "largest request body in bytes"},
+    {"max-tokens", K_SIZE, FIELD(max_tokens), 1, 1u << 20,
+     "most tokens in one sequence"},
+    {"max-dim", K_SIZE, FIELD(max_dim), 1, 1u << 20,
+     "largest d_model, d_k, d_v, d_out or embedding width"},
+    {"max-heads", K_SIZE, FIELD(max_heads), 1, 1u << 16, "most heads"},
+    {"max-output", K_SIZE, FIELD(max_output), 1, SIZE_MAX / 64,
+     "most numbers in one response"},
+    {"timeout", K_UINT, FIELD(timeout), 1, 86400,
+     "seconds a connection may stay idle"},
+    {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
+     "requests that may wait for a computation slot before 503"},
+    {"api-key", K_STRING, FIELD(api_key), 0, 0,
+     "bearer token required on /attention (default: none)"},
+    {"web-root", K_STRING, FIELD(web_root), 0, 0,
+     "directory of the web page"},
+    {"font", K_STRING, FIELD(font), 0, 0, "TrueType font for image labels"},
+    {"quiet", K_BOOL, FIELD(quiet), 0, 1, "no access log"},
+};
+enum { N_FLAGS = sizeof flags / sizeof flags[0] };
+
+static void defaults(struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    snprintf(o->bind, sizeof o->bind, "127.0.0.1");
+    o->port = 8080;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->threads = cores > 0 ? (unsigned)cores : 1;
+    o->max_body = (size_t)32 << 20;
+    o->max_tokens = 4096;
+    o->max_dim = 4096;
+    o->max_heads = 128;
+    o->max_output = (size_t)64 << 20;
+    o->timeout = 30;
+    o->max_queue = 64;
+    snprintf(o->web_root, sizeof o->web_root, "web");
+    snprintf(o->font, sizeof o->font, "%s", ATTND_FONT);
+}
+
+static void usage(FILE *out)
+{
+    struct options d;
+    defaults(&d);
+    fprintf(out,
+            "usage: attnd [options]\n"
+            "       attnd --probe URL   (GET URL on this host; exit 0 on "
+            "2xx: a health check)\n\n"
+            "Every option can also be set by an environment variable, e.g. "
+            "--max-body by\nATTND_MAX_BODY; the flag wins.\n\n");
+    for (int i = 0; i < N_FLAGS; i++) {
+        const struct flag *f = &flags[i];
+        char var[48] = "ATTND_";
+        for (size_t k = 0; f->name[k] && k + 7 < sizeof var; k++)
+            var[6 + k] = f->name[k] == '-' ? '_' : (char)toupper(f->name[k]);
+        const char *p = (const char *)&d + f->offset;
+        char shown[1100];
+        switch (f->kind) {
+        case K_STRING: snprintf(shown, sizeof shown, "\"%s\"", p); break;
+        case K_SIZE: snprintf(shown, sizeof shown, "%zu", *(const size_t *)(const void *)p); break;
+        case K_UINT: snprintf(shown, sizeof shown, "%u", *(const unsigned *)(const void *)p); break;
+        case K_BOOL: snprintf(shown, sizeof shown, "off"); break;
+        }
+        fprintf(out, "  --%-12s %-22s %s (default %s)\n", f->name, var, f->help,
+                shown);
+    }
+}
+
+/* Set flag f from text; false with a message when the value is bad. */
+static bool set_value(struct options *o, const struct flag *f,
+                      const char *value, const char *source, FILE *err)
+{
+    char *p = (char *)o + f->offset;
+    if (f->kind == K_STRING) {
+        if (strlen(value) >= f->size) {
+            fprintf(err, "attnd: %s: value is longer than %zu bytes\n", source,
+                    f->size - 1);
+            return false;
+        }
+        snprintf(p, f->size, "%s", value);
+        return true;
+    }
+    if (f->kind == K_BOOL) {
+        const bool on = !strcmp(value, "1") || !strcmp(value, "true");
+        if (!on && strcmp(value, "0") && strcmp(value, "false")) {
+            fprintf(err, "attnd: %s (\"%s\") must be true or false\n", source,
+                    value);
+            return false;
+        }
+        *(bool *)(void *)p = on;
+        return true;
+    }
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(value, &end, 10);
+    if (!*value || *end || *value == '-' || errno == ERANGE || v < f->lo ||
+        v > f->hi) {
+        fprintf(err, "attnd: %s (\"%s\") must be an integer from %zu to %zu\n",
+                source, value, f->lo, f->hi);
+        return false;
+    }
+    if (f->kind == K_SIZE)
+        *(size_t *)(void *)p = (size_t)v;
+    else
+        *(unsigned *)(void *)p = (unsigned)v;
+    return true;
+}
+
+enum options_result options_load(struct options *o, int argc, char **argv,
+                                 FILE *out, FILE *err)
+{
+    defaults(o);
+    for (int i = 0; i < N_FLAGS; i++) {
+        char var[48] = "ATTND_";
+        for (size_t k = 0; flags[i].name[k] && k + 7 < sizeof var; k++)
+            var[6 + k] = flags[i].name[k] == '-' ? '_'
+                                                 : (char)toupper(flags[i].name[k]);
+        const char *v = getenv(var);
+        if (v && *v && !set_value(o, &flags[i], v, var, err))
+            return OPTIONS_EXIT_ERROR;
+    }
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
+            usage(out);
+            return OPTIONS_EXIT_OK;
+        }
+        if (!strcmp(arg, "--probe")) {
+            if (a + 1 >= argc) {
+                fprintf(err, "attnd: --probe needs a URL\n");
+                return OPTIONS_EXIT_ERROR;
+            }
+            snprintf(o->probe_url, sizeof o->probe_url, "%s", argv[++a]);
+            continue;
+        }
+        if (strncmp(arg, "--", 2)) {
+            fprintf(err, "attnd: unexpected argument \"%s\" (see --help)\n",
+                    arg);
+            return OPTIONS_EXIT_ERROR;
+        }
+        const char *name = arg + 2, *eq = strchr(name, '=');
+        const size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct flag *f = NULL;
+        for (int i = 0; i < N_FLAGS && !f; i++)
+            if (strlen(flags[i].name) == len &&
+                !strncmp(flags[i].name, name, len))
+                f = &flags[i];
+        if (!f) {
+            fprintf(err, "attnd: unknown option \"%s\" (see --help)\n", arg);
+            return OPTIONS_EXIT_ERROR;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value && f->kind == K_BOOL)
+            value = "true";
+        if (!value) {
+            if (a + 1 >= argc) {
+                fprintf(err, "attnd: --%s needs a value\n", f->name);
+                return OPTIONS_EXIT_ERROR;
+            }
+            value = argv[++a];
+        }
+        char source[64];
+        snprintf(source, sizeof source, "--%s", f->name);
+        if (!set_value(o, f, value, source, err))
+            return OPTIONS_EXIT_ERROR;
+    }
+    return OPTIONS_RUN;
+}

@@ -1,0 +1,49 @@
+/*
+ * png.h - an RGB or RGBA image encoded as PNG in memory, with text chunks.
+ *
+ * The prefix is pngw_ ("PNG writer") because libpng owns png_*. Beware the
+ * file name: with -Iserver on the command line, <png.h> finds this file
+ * rather than libpng's, so code that needs libpng includes
+ * <libpng16/png.h>.
+ *
+ * Output is deterministic: the same pixels and texts give the same bytes
+ * (fixed zlib level and filters, no tIME chunk). Thread-safe: no shared
+ * state.
+ */
+#ifndef ATTND_PNG_H
+#define ATTND_PNG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Caps on what pngw_encode accepts. */
+#define PNGW_MAX_SIDE 65535u       /* width or height, pixels */
+#define PNGW_MAX_TEXTS 32u         /* text chunks */
+#define PNGW_MAX_TEXT_BYTES 65536u /* one chunk's text */
+
+/*
+ * A text chunk. key: 1 to 79 printable ASCII characters without leading,
+ * trailing or doubled spaces (the PNG keyword rules, narrowed to ASCII).
+ * text: NUL-terminated UTF-8; written as tEXt when it is printable ASCII
+ * (newlines allowed), otherwise as uncompressed iTXt.
+ */
+struct pngw_text {
+    const char *key;
+    const char *text;
+};
+
+/*
+ * Encode pixels: [height][width][channels] bytes, row-major, 8 bits per
+ * sample, channels 3 (RGB) or 4 (RGBA, not premultiplied).
+ *
+ * max_bytes caps the encoded size; past it the encoder stops and fails.
+ * On success returns true and the caller owns *out (*out_len bytes),
+ * released with free(). On failure returns false, leaves *out NULL and
+ * writes a message to err (err_len bytes, may be 0).
+ */
+bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
+                 unsigned channels, const struct pngw_text *texts,
+                 size_t n_texts, size_t max_bytes, unsigned char **out,
+                 size_t *out_len, char *err, size_t err_len);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * problem.c - errors as application/problem+json.
+ */
+#include "problem.h"
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+bool problem_set(struct problem *pb, int status, const char *pointer,
+                 const char *fmt, ...)
+{
+    memset(pb, 0, sizeof *pb);
+    pb->status = status;
+    snprintf(pb->pointer, sizeof pb->pointer, "%s", pointer ? pointer : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pb->detail, sizeof pb->detail, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+bool problem_from_core(struct problem *pb, attn_status st,
+                       const struct attn_error *err,
+                       const struct problem_field *fields, size_t n_fields)
+{
+    /* A failed allocation is the server's lack of room, not the
+     * client's mistake; everything else the core refuses is the input's. */
+    const int status = st == ATTN_E_NOMEM ? 503 : 422;
+    const char *pointer = "";
+    for (size_t i = 0; i < n_fields; i++)
+        if (!strcmp(fields[i].field, err->field)) {
+            pointer = fields[i].pointer;
+            break;
+        }
+    problem_set(pb, status, pointer, "%s", err->message);
+    if (status == 503)
+        pb->retry_after = 1;
+    return false;
+}
+
+const char *problem_title(int status)
+{
+    switch (status) {
+    case 400: return "malformed request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
+    case 404: return "not found";
+    case 405: return "method not allowed";
+    case 406: return "not acceptable";
+    case 413: return "request too large";
+    case 415: return "unsupported media type";
+    case 422: return "invalid request";
+    case 503: return "service unavailable";
+    default: return "error";
+    }
+}
+
+char *problem_body(const struct problem *pb, size_t *len)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    bool ok = buf_printf(&b, "{\"type\":\"about:blank\",\"status\":%d,\"title\":",
+                         pb->status) &&
+              buf_append_json_string(&b, problem_title(pb->status)) &&
+              buf_append_str(&b, ",\"detail\":") &&
+              buf_append_json_string(&b, pb->detail);
+    if (ok && pb->pointer[0])
+        ok = buf_append_str(&b, ",\"pointer\":") &&
+             buf_append_json_string(&b, pb->pointer);
+    ok = ok && buf_append_str(&b, "}\n");
+    if (!ok) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, len);
+}

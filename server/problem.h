@@ -1,0 +1,44 @@
+/*
+ * problem.h - the one place where a failure becomes an HTTP answer:
+ * application/problem+json (RFC 9457) with status, title, a detail that
+ * names the field and the value, and a JSON pointer where one applies.
+ */
+#ifndef ATTND_PROBLEM_H
+#define ATTND_PROBLEM_H
+
+#include "attention.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct problem {
+    int status;          /* HTTP status */
+    char detail[320];
+    char pointer[128];   /* "" when no field applies */
+    char allow[64];      /* for 405: the Allow header */
+    long retry_after;    /* for 503: seconds, 0 = none */
+};
+
+/* Fill pb and return false, so parsers can `return problem_set(...)`. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+bool problem_set(struct problem *pb, int status, const char *pointer,
+                 const char *fmt, ...);
+
+/* The core's error as a problem: status from the core's status, pointer
+ * from err->field through the table the caller gives (field -> pointer). */
+struct problem_field {
+    const char *field, *pointer;
+};
+bool problem_from_core(struct problem *pb, attn_status st,
+                       const struct attn_error *err,
+                       const struct problem_field *fields, size_t n_fields);
+
+/* The short title for a status, e.g. "invalid request" for 422. */
+const char *problem_title(int status);
+
+/* The problem+json body; the caller frees it with free(). */
+char *problem_body(const struct problem *pb, size_t *len);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * render.h - the PNG answer of /attention: the weights a request asked to
+ * see, with the request's tokens as labels.
+ */
+#ifndef ATTND_RENDER_H
+#define ATTND_RENDER_H
+
+#include "problem.h"
+#include "request.h"
+
+#include <stddef.h>
+
+/*
+ * One head, the mean over heads, or a grid of all heads, of sequence
+ * req->png.batch. PNG text chunks carry the tokens, the head and the
+ * minimum and maximum weight shown. On success *png (malloc'd, free())
+ * holds *len bytes.
+ */
+bool render_png(const struct request *req, const struct attn_result *res,
+                size_t max_pixels, unsigned char **png, size_t *len,
+                struct problem *pb);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * request.h - an /attention request, decoded from a JSON body or from GET
+ * query parameters, validated, and ready for the core.
+ */
+#ifndef ATTND_REQUEST_H
+#define ATTND_REQUEST_H
+
+#include "attention.h"
+#include "heatmap.h"
+#include "problem.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Limits from the server's flags; every request is held to them. */
+struct request_limits {
+    size_t max_tokens;  /* per sequence */
+    size_t max_dim;     /* d_model, d_k, d_v, d_out, embedding width */
+    size_t max_heads;
+    size_t max_batch;
+    size_t max_output;  /* floats in one response */
+};
+
+/* One input sequence set: x [batch][n][d] and, for text, its tokens. */
+struct request_input {
+    bool present;
+    bool from_text;      /* sentence or tokens (else embeddings) */
+    bool batched;        /* the embeddings had a batch dimension */
+    const char *pointer; /* JSON pointer of the input, e.g. "/sentence" */
+    struct attn_tokens tokens; /* owned; count == n for text input */
+    float *x;            /* owned, [batch][n][d] */
+    size_t batch, n, d;
+};
+
+/* What a PNG answer shows. */
+enum request_head_kind { HEAD_ONE, HEAD_MEAN, HEAD_ALL };
+
+struct request_png {
+    bool wanted;
+    enum request_head_kind head_kind;
+    size_t head;  /* for HEAD_ONE */
+    size_t batch; /* which sequence */
+    enum heatmap_colormap colormap;
+    unsigned cell; /* 0: automatic */
+    bool labels;
+};
+
+/* Extra arrays a client can ask for beyond the core's own. */
+enum request_extra {
+    REQUEST_WANT_EMBEDDINGS = 1u << 0,
+    REQUEST_WANT_PARAMS = 1u << 1
+};
+
+struct request {
+    struct request_input input, context;
+    struct attn_config cfg;  /* resolved before the request is accepted */
+    struct attn_params params; /* owned; explicit or drawn when needed */
+    bool explicit_params;
+    uint8_t *mask, *key_padding; /* owned */
+    const char *mask_name;       /* "none", "causal" or "explicit" */
+    bool lowercase, special_tokens, bias;
+    int precision;           /* 0: shortest round-trip */
+    unsigned extra;          /* bit set of enum request_extra */
+    bool return_given_empty; /* "return": [] */
+    struct request_png png;
+};
+
+void request_init(struct request *req);
+void request_free(struct request *req);
+
+/*
+ * Decode and validate a JSON body of len bytes. On failure fills *pb (the
+ * problem to answer with) and returns false; the request may hold partial
+ * state and must still be freed.
+ */
+bool request_parse_json(struct request *req, const char *body, size_t len,
+                        const struct request_limits *lim, struct problem *pb);
+
+/*
+ * The same from GET query parameters, given as (key, value) pairs; every
+ * scalar option of the JSON form is accepted, plus "context" (a context
+ * sentence) and "return" (comma-separated).
+ */
+struct request_param {
+    const char *key, *value;
+};
+bool request_parse_query(struct request *req, const struct request_param *p,
+                         size_t n, const struct request_limits *lim,
+                         struct problem *pb);
+
+/*
+ * PNG options (format, head, batch, colormap, cell, labels) from query
+ * parameters; other keys are ignored here. accept_png: the Accept header
+ * asked for image/png. Checked against the resolved config.
+ */
+bool request_parse_png(struct request *req, const struct request_param *p,
+                       size_t n, bool accept_png, struct problem *pb);
+
+#endif

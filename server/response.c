@@ -1,0 +1,417 @@
+/*
+ * response.c - the JSON body of an attention answer as a list of pieces:
+ * short texts (tokens, config, warnings) assembled up front, and float
+ * arrays formatted on demand, a few kilobytes at a time.
+ */
+#include "response.h"
+#include "buf.h"
+#include "jsonnum.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PIECES 64
+#define STAGE_BYTES 65536
+#define TEXT_CAP ((size_t)64 << 20)
+
+/* A piece of the body: text[begin, end) of the stream's text buffer, or a
+ * float array of the given shape. */
+struct piece {
+    size_t begin, end;
+    const float *values;
+    size_t dims[4];
+    int ndim;
+};
+
+struct response_stream {
+    struct request req;
+    struct attn_result res;
+    struct buf text;
+    struct piece pieces[MAX_PIECES];
+    size_t n_pieces;
+    /* where reading stands */
+    size_t piece, element, text_at;
+    char stage[STAGE_BYTES + 64];
+    size_t stage_len, stage_at;
+};
+
+/* ---------------------------------------------------------- assembly */
+
+static bool add_text_piece(struct response_stream *s, size_t begin)
+{
+    if (s->n_pieces == MAX_PIECES)
+        return false;
+    s->pieces[s->n_pieces++] =
+        (struct piece){.begin = begin, .end = s->text.len};
+    return true;
+}
+
+/* Everything appended to s->text since the last piece becomes a piece. */
+static bool flush_text(struct response_stream *s, size_t *mark)
+{
+    if (s->text.len == *mark)
+        return true;
+    const bool ok = add_text_piece(s, *mark);
+    *mark = s->text.len;
+    return ok;
+}
+
+static bool add_array(struct response_stream *s, size_t *mark,
+                      const char *name, const float *values, int ndim,
+                      const size_t *dims)
+{
+    struct buf *t = &s->text;
+    if (!buf_printf(t, ",\"%s\":", name) || !flush_text(s, mark) ||
+        s->n_pieces == MAX_PIECES)
+        return false;
+    struct piece p = {.values = values, .ndim = ndim};
+    for (int i = 0; i < ndim; i++)
+        p.dims[i] = dims[i];
+    s->pieces[s->n_pieces++] = p;
+    return true;
+}
+
+/* An array with an optional leading batch dimension. */
+static bool add_batched(struct response_stream *s, size_t *mark,
+                        const char *name, const float *values, size_t d0,
+                        size_t d1, size_t d2)
+{
+    const bool batched = s->req.input.batched;
+    size_t dims[4] = {s->res.batch, d0, d1, d2};
+    const int inner = d2 ? 3 : 2;
+    return batched ? add_array(s, mark, name, values, inner + 1, dims)
+                   : add_array(s, mark, name, values, inner, dims + 1);
+}
+
+static bool add_tokens(struct buf *t, const char *name,
+                       const struct request_input *in)
+{
+    if (!buf_printf(t, "\"%s\":", name))
+        return false;
+    if (!in->from_text)
+        return buf_append_str(t, "null");
+    if (!buf_append_str(t, "["))
+        return false;
+    for (size_t i = 0; i < in->tokens.count; i++)
+        if ((i && !buf_append_str(t, ",")) ||
+            !buf_append_json_string(t, in->tokens.text[i]))
+            return false;
+    return buf_append_str(t, "]");
+}
+
+static bool add_number(struct buf *t, const char *name, float v, int precision)
+{
+    char num[JSONNUM_MAX];
+    jsonnum_format(v, precision, num);
+    return buf_printf(t, ",\"%s\":%s", name, num);
+}
+
+static const char *residual_name(attn_residual r)
+{
+    return r == ATTN_RESIDUAL_VALUE   ? "value"
+           : r == ATTN_RESIDUAL_INPUT ? "input"
+                                      : "none";
+}
+
+static const char *positional_name(attn_positional p)
+{
+    return p == ATTN_POS_SINUSOIDAL ? "sinusoidal"
+           : p == ATTN_POS_ROPE     ? "rope"
+                                    : "none";
+}
+
+/* Every resolved value, defaults filled in. */
+static bool add_config(struct buf *t, const struct request *req)
+{
+    const struct attn_config *c = &req->cfg;
+    const bool basic = c->mode == ATTN_MODE_BASIC;
+    const float scale = c->has_scale ? c->scale
+                        : basic      ? 1.0f
+                                     : (float)(1.0 / sqrt((double)c->d_k));
+    static const char *const names[] = {"weights", "scores", "q", "k", "v",
+                                        "heads_output", "output",
+                                        "mean_weights"};
+    static const unsigned bits[] = {
+        ATTN_WANT_WEIGHTS, ATTN_WANT_SCORES, ATTN_WANT_Q,
+        ATTN_WANT_K,       ATTN_WANT_V,      ATTN_WANT_HEADS,
+        ATTN_WANT_OUTPUT,  ATTN_WANT_MEAN_WEIGHTS};
+    bool ok =
+        buf_printf(t,
+                   ",\"config\":{\"mode\":\"%s\",\"batch\":%zu,"
+                   "\"tokens\":%zu,\"d_model\":%zu",
+                   basic ? "basic" : "projected", c->batch, c->n_query,
+                   c->d_model) &&
+        (!c->cross ||
+         buf_printf(t, ",\"context_tokens\":%zu,\"d_context\":%zu", c->n_ctx,
+                    c->d_ctx)) &&
+        buf_printf(t,
+                   ",\"heads\":%zu,\"kv_heads\":%zu,\"d_k\":%zu,\"d_v\":%zu,"
+                   "\"d_out\":%zu,\"bias\":%s,\"out_proj\":%s",
+                   c->heads, c->kv_heads, c->d_k, c->d_v, c->d_out,
+                   req->bias ? "true" : "false",
+                   !basic && !c->no_out_proj ? "true" : "false") &&
+        add_number(t, "scale", scale, 0) &&
+        buf_printf(t,
+                   ",\"residual\":\"%s\",\"mask\":\"%s\",\"key_padding\":%s,"
+                   "\"positional\":\"%s\"",
+                   residual_name(c->residual), req->mask_name,
+                   c->key_padding ? "true" : "false",
+                   positional_name(c->positional)) &&
+        add_number(t, "dropout", c->dropout, 0) &&
+        buf_printf(t,
+                   ",\"seed\":%" PRIu64 ",\"lowercase\":%s,"
+                   "\"special_tokens\":%s,\"params\":\"%s\"",
+                   c->seed, req->lowercase ? "true" : "false",
+                   req->special_tokens ? "true" : "false",
+                   basic                  ? "none"
+                   : req->explicit_params ? "given"
+                                          : "seed") &&
+        (req->precision ? buf_printf(t, ",\"precision\":%d", req->precision)
+                        : buf_append_str(t, ",\"precision\":\"shortest\"")) &&
+        buf_append_str(t, ",\"return\":[");
+    bool first = true;
+    for (size_t i = 0; ok && i < sizeof bits / sizeof bits[0]; i++)
+        if (c->want & bits[i]) {
+            ok = buf_printf(t, "%s\"%s\"", first ? "" : ",", names[i]);
+            first = false;
+        }
+    if (ok && (req->extra & REQUEST_WANT_EMBEDDINGS)) {
+        ok = buf_printf(t, "%s\"embeddings\"", first ? "" : ",");
+        first = false;
+    }
+    if (ok && (req->extra & REQUEST_WANT_PARAMS))
+        ok = buf_printf(t, "%s\"params\"", first ? "" : ",");
+    return ok && buf_append_str(t, "]}");
+}
+
+static bool add_params(struct response_stream *s, size_t *mark)
+{
+    const struct request *req = &s->req;
+    const struct attn_config *c = &req->cfg;
+    const struct attn_params *p = &req->params;
+    const size_t hk = c->heads * c->d_k, gk = c->kv_heads * c->d_k,
+                 gv = c->kv_heads * c->d_v, hv = c->heads * c->d_v;
+    const struct {
+        const char *module;
+        const float *w, *b;
+        size_t rows, cols;
+    } mods[] = {
+        {"q_proj", p->wq, p->bq, hk, c->d_model},
+        {"k_proj", p->wk, p->bk, gk, c->d_ctx},
+        {"v_proj", p->wv, p->bv, gv, c->d_ctx},
+        {"out_proj", p->wo, p->bo, c->d_out, hv},
+    };
+    if (!buf_append_str(&s->text, ",\"params\":{"))
+        return false;
+    bool first = true;
+    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
+        if (!mods[i].w)
+            continue;
+        const size_t wdims[2] = {mods[i].rows, mods[i].cols};
+        if (!buf_printf(&s->text, "%s\"%s\":{\"weight\":", first ? "" : ",",
+                        mods[i].module) ||
+            !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
+            return false;
+        first = false;
+        s->pieces[s->n_pieces++] =
+            (struct piece){.values = mods[i].w, .ndim = 2,
+                           .dims = {wdims[0], wdims[1]}};
+        if (mods[i].b) {
+            if (!buf_append_str(&s->text, ",\"bias\":") ||
+                !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
+                return false;
+            s->pieces[s->n_pieces++] =
+                (struct piece){.values = mods[i].b, .ndim = 1,
+                               .dims = {mods[i].rows}};
+        }
+        if (!buf_append_str(&s->text, "}"))
+            return false;
+    }
+    return buf_append_str(&s->text, "}");
+}
+
+char *response_warnings_json(const struct request *req,
+                             const struct attn_result *res)
+{
+    struct buf t;
+    buf_init(&t, 1 << 20);
+    bool ok = buf_append_str(&t, "[");
+    if (ok && res->n_fully_masked) {
+        ok = buf_printf(&t,
+                        "{\"code\":\"fully_masked_rows\",\"message\":\"%zu "
+                        "query row%s can attend to no key; %s weights and "
+                        "head outputs are 0\",\"rows\":[",
+                        res->n_fully_masked,
+                        res->n_fully_masked == 1 ? "" : "s",
+                        res->n_fully_masked == 1 ? "its" : "their");
+        size_t listed = 0;
+        for (size_t i = 0; ok && i < res->batch * res->n_query; i++) {
+            if (!res->fully_masked[i])
+                continue;
+            ok = req->input.batched
+                     ? buf_printf(&t, "%s[%zu,%zu]", listed ? "," : "",
+                                  i / res->n_query, i % res->n_query)
+                     : buf_printf(&t, "%s%zu", listed ? "," : "",
+                                  i % res->n_query);
+            listed++;
+        }
+        ok = ok && buf_append_str(&t, "]}");
+    }
+    ok = ok && buf_append_str(&t, "]");
+    if (!ok) {
+        buf_free(&t);
+        return NULL;
+    }
+    return buf_take(&t, NULL);
+}
+
+static bool assemble(struct response_stream *s)
+{
+    const struct request *req = &s->req;
+    const struct attn_result *r = &s->res;
+    const struct attn_config *c = &req->cfg;
+    struct buf *t = &s->text;
+    size_t mark = 0;
+    const size_t h = r->heads, n = r->n_query, m = r->n_ctx;
+    if (!buf_append_str(t, "{") || !add_tokens(t, "tokens", &req->input) ||
+        (c->cross && (!buf_append_str(t, ",") ||
+                      !add_tokens(t, "context_tokens", &req->context))) ||
+        !add_config(t, req))
+        return false;
+    if (req->extra & REQUEST_WANT_EMBEDDINGS) {
+        if (!add_batched(s, &mark, "embeddings", req->input.x, n, c->d_model, 0))
+            return false;
+        if (c->cross && !add_batched(s, &mark, "context_embeddings",
+                                     req->context.x, m, c->d_ctx, 0))
+            return false;
+    }
+    const struct {
+        const char *name;
+        const float *values;
+        size_t d0, d1, d2;
+    } arrays[] = {
+        {"q", r->q, n, h * r->d_k, 0},
+        {"k", r->k, m, r->kv_heads * r->d_k, 0},
+        {"v", r->v, m, r->kv_heads * r->d_v, 0},
+        {"scores", r->scores, h, n, m},
+        {"weights", r->weights, h, n, m},
+        {"mean_weights", r->mean_weights, n, m, 0},
+        {"heads_output", r->heads_out, n, h * r->d_v, 0},
+        {"output", r->output, n, r->d_out, 0},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (arrays[i].values &&
+            !add_batched(s, &mark, arrays[i].name, arrays[i].values,
+                         arrays[i].d0, arrays[i].d1, arrays[i].d2))
+            return false;
+    if ((req->extra & REQUEST_WANT_PARAMS) && c->mode == ATTN_MODE_PROJECTED &&
+        !add_params(s, &mark))
+        return false;
+    char *warnings = response_warnings_json(req, r);
+    const bool ok = warnings && buf_printf(t, ",\"warnings\":%s}\n", warnings);
+    free(warnings);
+    return ok && flush_text(s, &mark);
+}
+
+struct response_stream *response_stream_new(struct request *req,
+                                            struct attn_result *res)
+{
+    struct response_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        request_free(req);
+        attn_result_free(res);
+        return NULL;
+    }
+    s->req = *req;
+    s->res = *res;
+    /* the request's views into itself move along with it */
+    if (s->req.cfg.params == &req->params)
+        s->req.cfg.params = &s->req.params;
+    memset(req, 0, sizeof *req);
+    memset(res, 0, sizeof *res);
+    buf_init(&s->text, TEXT_CAP);
+    if (!assemble(s)) {
+        response_stream_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Format array elements into the stage until it is nearly full. */
+static void render_array(struct response_stream *s, const struct piece *p)
+{
+    size_t stride[4], total = 1;
+    for (int k = p->ndim - 1; k >= 0; k--) {
+        total *= p->dims[k];
+        stride[k] = total;
+    }
+    const int precision = s->req.precision;
+    while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
+        const size_t i = s->element;
+        char *out = s->stage + s->stage_len;
+        size_t n = 0;
+        for (int k = 0; k < p->ndim; k++)
+            if (i % stride[k] == 0)
+                out[n++] = '[';
+        n += jsonnum_format(p->values[i], precision, out + n);
+        for (int k = p->ndim - 1; k >= 0; k--)
+            if ((i + 1) % stride[k] == 0)
+                out[n++] = ']';
+        if (i + 1 < total)
+            out[n++] = ',';
+        s->stage_len += n;
+        s->element++;
+    }
+    if (s->element == total) {
+        s->piece++;
+        s->element = 0;
+    }
+}
+
+size_t response_stream_read(struct response_stream *s, char *out, size_t max)
+{
+    size_t written = 0;
+    while (written < max) {
+        if (s->stage_at < s->stage_len) {
+            size_t n = s->stage_len - s->stage_at;
+            if (n > max - written)
+                n = max - written;
+            memcpy(out + written, s->stage + s->stage_at, n);
+            s->stage_at += n;
+            written += n;
+            continue;
+        }
+        if (s->piece == s->n_pieces)
+            break;
+        const struct piece *p = &s->pieces[s->piece];
+        if (!p->values) { /* text goes out straight from the buffer */
+            const size_t left = p->end - p->begin - s->text_at;
+            size_t n = left < max - written ? left : max - written;
+            memcpy(out + written, s->text.data + p->begin + s->text_at, n);
+            s->text_at += n;
+            written += n;
+            if (s->text_at == p->end - p->begin) {
+                s->text_at = 0;
+                s->piece++;
+            }
+            continue;
+        }
+        s->stage_len = s->stage_at = 0;
+        render_array(s, p);
+    }
+    return written;
+}
+
+void response_stream_free(struct response_stream *s)
+{
+    if (!s)
+        return;
+    request_free(&s->req);
+    attn_result_free(&s->res);
+    buf_free(&s->text);
+    free(s);
+}
