@@ -9,6 +9,7 @@
 #include "checked.h"
 #include "error.h"
 
+#include <limits.h>
 #include <math.h>
 
 #define DEFAULT_HEADS 8
@@ -46,7 +47,8 @@ static attn_status resolve_shapes(struct attn_config *cfg,
         cfg->batch = 1;
     if (cfg->n_query == 0)
         return attn_fail(err, ATTN_E_INVALID, "n_query",
-                         "the input has no tokens; at least 1 is needed");
+                         "n_query (0): the input has no tokens; at least 1 "
+                         "is needed");
     if (cfg->d_model == 0)
         return attn_fail(err, ATTN_E_INVALID, "d_model",
                          "d_model (0) must be at least 1");
@@ -65,9 +67,9 @@ static attn_status resolve_shapes(struct attn_config *cfg,
         cfg->d_ctx = cfg->d_model;
     } else {
         if (cfg->n_ctx == 0)
-            return attn_fail(err, ATTN_E_INVALID, "context",
-                             "the context has no tokens; at least 1 is "
-                             "needed");
+            return attn_fail(err, ATTN_E_INVALID, "n_ctx",
+                             "n_ctx (0): the context has no tokens; at least "
+                             "1 is needed");
         if (cfg->d_ctx == 0)
             cfg->d_ctx = cfg->d_model;
     }
@@ -192,6 +194,10 @@ static attn_status check_options(struct attn_config *cfg,
                          cfg->n_query);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
+    const unsigned known = (ATTN_WANT_MEAN_WEIGHTS << 1) - 1;
+    if (cfg->want & ~known)
+        return attn_fail(err, ATTN_E_INVALID, "want",
+                         "want (0x%x) has unknown bits", cfg->want);
     return ATTN_OK;
 }
 
@@ -226,6 +232,38 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "batch (%zu) x tokens (%zu) x context tokens (%zu) "
                          "is too large",
                          b, n, m);
+
+    /* OpenBLAS takes int sizes: every width and length must fit one. */
+    const struct {
+        const char *field;
+        size_t value;
+    } dims[] = {{"n_query", n},          {"n_ctx", m},
+                {"d_model", cfg->d_model}, {"d_ctx", cfg->d_ctx},
+                {"d_k", hk},             {"d_v", hv},
+                {"d_out", cfg->d_out}};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        if (dims[i].value > INT_MAX)
+            return attn_fail(err, ATTN_E_TOO_BIG, dims[i].field,
+                             "%s (%zu, times heads where it applies) is "
+                             "larger than %d",
+                             dims[i].field, dims[i].value, INT_MAX);
+    /* The parameter tensors: out_features x in_features each. */
+    const struct {
+        const char *name;
+        size_t rows, cols;
+    } tensors[] = {{"q_proj.weight", hk, cfg->d_model},
+                   {"k_proj.weight", g * cfg->d_k, cfg->d_ctx},
+                   {"v_proj.weight", g * cfg->d_v, cfg->d_ctx},
+                   {"out_proj.weight", cfg->d_out, hv}};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        size_t count;
+        if (!size_mul(tensors[i].rows, tensors[i].cols, &count) ||
+            count > SIZE_MAX / sizeof(float) / 8)
+            return attn_fail(err, ATTN_E_TOO_BIG, "d_model",
+                             "%s would be %zu x %zu, too large",
+                             tensors[i].name, tensors[i].rows,
+                             tensors[i].cols);
+    }
 
     const unsigned w = cfg->want;
     size_t all_heads = 0;

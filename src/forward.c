@@ -2,7 +2,7 @@
  * forward.c - the multi-head attention forward pass.
  *
  * One call runs in two phases of independent units: the key phase gives
- * each chunk of QUERY_BLOCK context rows its positions and its K and V
+ * each chunk of KV_CHUNK context rows its positions and its K and V
  * projections; the query phase takes each block of QUERY_BLOCK queries of a
  * sequence through its Q projection, every head and the output projection.
  * Units have fixed boundaries and write disjoint rows, so a team of any
@@ -35,7 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { QUERY_BLOCK = 256, KEY_BLOCK = 512, WS_ALIGN = 64 };
+enum { QUERY_BLOCK = 256, KV_CHUNK = 256, KEY_BLOCK = 512, WS_ALIGN = 64,
+       MAX_TEAM = 64 };
 
 /* Which keys one sequence's queries may see. */
 struct mask_view {
@@ -71,6 +72,9 @@ struct forward {
     void (*unit)(struct forward *f, size_t unit, struct scratch *s);
     size_t n_units;
     atomic_size_t next_unit;
+    /* the first unit whose products overflowed float32, if any */
+    atomic_flag overflowed;
+    size_t overflow_b, overflow_row;
 };
 
 /* --------------------------------------------------------------- helpers */
@@ -121,6 +125,23 @@ static void dropout_row(const struct forward *f, size_t b, size_t head,
     for (size_t j = 0; j < nj; j++)
         p[j] = rng_unit(f->dropout_key, base + j) >= rate ? p[j] * keep_scale
                                                           : 0.0f;
+}
+
+/* Remember the first place where finite inputs gave non-finite products. */
+static void note_overflow(struct forward *f, size_t b, size_t row)
+{
+    if (!atomic_flag_test_and_set(&f->overflowed)) {
+        f->overflow_b = b;
+        f->overflow_row = row;
+    }
+}
+
+static bool rows_finite(const float *a, size_t count)
+{
+    for (size_t e = 0; e < count; e++)
+        if (!isfinite(a[e]))
+            return false;
+    return true;
 }
 
 static const char *nonfinite_name(float v)
@@ -343,10 +364,15 @@ static void head_full(struct forward *f, const struct block *bk,
         float *row = w + r * m;
         const size_t i = bk->r0 + r;
         mask_row(&bk->mv, i, 0, row, m);
-        if (!softmax_row(row, m))
+        const enum softmax_status st = softmax_row(row, m);
+        if (st == SOFTMAX_ALL_MASKED) {
             f->res->fully_masked[bk->b * c->n_query + i] = 1;
-        else if (c->dropout > 0.0f)
+        } else if (st == SOFTMAX_OVERFLOW) {
+            note_overflow(f, bk->b, i);
+            memset(row, 0, m * sizeof *row);
+        } else if (c->dropout > 0.0f) {
             dropout_row(f, bk->b, a, i, 0, row, m);
+        }
     }
     if (c->want & ATTN_WANT_MEAN_WEIGHTS) {
         float *mean = f->res->mean_weights + (bk->b * c->n_query + bk->r0) * m;
@@ -389,7 +415,12 @@ static void head_streaming(struct forward *f, const struct block *bk,
             float *row = tile + r * ldt;
             const size_t i = bk->r0 + r;
             mask_row(&bk->mv, i, j0, row, nj);
-            const float rescale = softmax_online_block(&online[r], row, nj);
+            float rescale;
+            if (softmax_online_block(&online[r], row, nj, &rescale) ==
+                SOFTMAX_OVERFLOW) {
+                note_overflow(f, bk->b, i);
+                memset(row, 0, nj * sizeof *row);
+            }
             if (rescale != 1.0f)
                 cblas_sscal((int)dv, rescale, out + r * ldh, 1);
             if (c->dropout > 0.0f)
@@ -472,25 +503,24 @@ static void kv_views(const struct forward *f, size_t b, struct block *bk)
     bk->v = f->v + b * m * bk->ldv;
 }
 
+static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
+{
+    return !(mv->causal && j > i) && !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
+           !(mv->key_padding && mv->key_padding[j]);
+}
+
 /* Without any head computed, still report the rows with no visible key. */
 static void flag_fully_masked(struct forward *f, const struct block *bk)
 {
     const size_t m = f->cfg->n_ctx;
-    float *probe = malloc(m * sizeof *probe);
-    if (!probe)
-        return;
     for (size_t r = 0; r < bk->rows; r++) {
         const size_t i = bk->r0 + r;
-        for (size_t j = 0; j < m; j++)
-            probe[j] = 0.0f;
-        mask_row(&bk->mv, i, 0, probe, m);
-        size_t visible = 0;
-        for (size_t j = 0; j < m; j++)
-            visible += probe[j] == 0.0f;
-        if (!visible)
+        size_t j = 0;
+        while (j < m && !key_visible(&bk->mv, i, j))
+            j++;
+        if (j == m)
             f->res->fully_masked[bk->b * f->cfg->n_query + i] = 1;
     }
-    free(probe);
 }
 
 /* Unit of the query phase: one block of queries of one sequence. */
@@ -549,8 +579,13 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
         for (size_t e = 0; e < bk.rows * m; e++)
             mean[e] /= (float)c->heads;
     }
-    if (c->want & ATTN_WANT_OUTPUT)
+    if (c->want & ATTN_WANT_OUTPUT) {
         block_output(f, &bk);
+        if (!rows_finite(f->res->output + row0 * c->d_out, bk.rows * c->d_out))
+            note_overflow(f, b, bk.r0);
+    }
+    if ((c->want & ATTN_WANT_HEADS) && !rows_finite(bk.heads, bk.rows * hv))
+        note_overflow(f, b, bk.r0);
 }
 
 /* Unit of the key phase: KV_CHUNK context rows of one sequence get their
@@ -560,9 +595,9 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
     (void)sc;
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_ctx;
-    const size_t chunks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
-    const size_t b = unit / chunks, r0 = unit % chunks * QUERY_BLOCK;
-    const size_t rows = m - r0 < QUERY_BLOCK ? m - r0 : QUERY_BLOCK;
+    const size_t chunks = (m + KV_CHUNK - 1) / KV_CHUNK;
+    const size_t b = unit / chunks, r0 = unit % chunks * KV_CHUNK;
+    const size_t rows = m - r0 < KV_CHUNK ? m - r0 : KV_CHUNK;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
     const float *ctx =
         c->cross ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b,
@@ -582,6 +617,8 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
     linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
     if (c->positional == ATTN_POS_ROPE)
         posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
+    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
+        note_overflow(f, b, r0);
 }
 
 /* ----------------------------------------------------------------- team */
@@ -612,7 +649,6 @@ static void run_phase(struct forward *f, unsigned threads,
     f->unit = unit;
     f->n_units = n_units;
     atomic_store(&f->next_unit, 0);
-    enum { MAX_TEAM = 64 };
     pthread_t tid[MAX_TEAM];
     struct member members[MAX_TEAM];
     unsigned started = 0;
@@ -681,18 +717,34 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                                             : (float)(1.0 / sqrt((double)cfg.d_k));
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
-    const unsigned threads =
-        cfg.threads == 0 ? 1 : cfg.threads > 64 ? 64 : cfg.threads;
+    /* a team larger than the number of units would only idle */
+    const size_t kv_units = cfg.batch * ((cfg.n_ctx + KV_CHUNK - 1) / KV_CHUNK);
+    const size_t q_units =
+        cfg.batch * ((cfg.n_query + QUERY_BLOCK - 1) / QUERY_BLOCK);
+    const size_t most_units = kv_units > q_units ? kv_units : q_units;
+    unsigned threads = cfg.threads == 0 ? 1 : cfg.threads;
+    if (threads > MAX_TEAM)
+        threads = MAX_TEAM;
+    if (threads > most_units)
+        threads = (unsigned)most_units;
+    atomic_flag_clear(&f.overflowed);
     st = result_init(&cfg, out, err);
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st) {
-        const size_t kv_chunks = (cfg.n_ctx + QUERY_BLOCK - 1) / QUERY_BLOCK;
-        const size_t q_blocks = (cfg.n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
-        run_phase(&f, threads, key_unit, cfg.batch * kv_chunks);
-        run_phase(&f, threads, query_unit, cfg.batch * q_blocks);
+        run_phase(&f, threads, key_unit, kv_units);
+        run_phase(&f, threads, query_unit, q_units);
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
+        if (atomic_flag_test_and_set(&f.overflowed)) {
+            const size_t at[2] = {f.overflow_b, f.overflow_row};
+            st = attn_fail_at(err, ATTN_E_INPUT, "x", 2, at,
+                              "the products overflow float32 (sequence %zu, "
+                              "row %zu): the inputs, parameters or scale are "
+                              "too large",
+                              f.overflow_b, f.overflow_row);
+            attn_result_free(out);
+        }
     } else {
         attn_result_free(out);
     }

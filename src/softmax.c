@@ -36,7 +36,7 @@ static bool cpu_has_avx2_fma(void)
 #endif
 }
 
-#define ALWAYS_INLINE_EXP static inline __attribute__((always_inline))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* Below this exp(x) is under FLT_MIN; it is returned as exactly 0. */
 #define EXP_FLOOR -87.0f
@@ -51,7 +51,7 @@ static bool cpu_has_avx2_fma(void)
  * exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in
  * [-ln2/2, ln2/2], exp(r) by Cephes' degree-6 polynomial.
  */
-ALWAYS_INLINE_EXP void exp_v8(v8f *xp)
+ALWAYS_INLINE void exp_v8(v8f *xp)
 {
     v8f x = *xp;
     const v8f zero = {0};
@@ -86,8 +86,6 @@ static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
  * groups of eight load with a constant-size copy (one vector load); the
  * tail goes through the same vector code, padded.
  */
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
 ALWAYS_INLINE float row_max_body(const float *s, size_t m)
 {
     v8f mx, v;
@@ -105,6 +103,26 @@ ALWAYS_INLINE float row_max_body(const float *s, size_t m)
     for (int l = 1; l < 8; l++)
         best = mx[l] > best ? mx[l] : best;
     return best;
+}
+
+/* True when some score is NaN or +Inf: the products overflowed float32. */
+ALWAYS_INLINE bool row_overflowed_body(const float *s, size_t m)
+{
+    v8i bad = {0};
+    v8f v;
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) {
+        memcpy(&v, s + j, sizeof v);
+        bad |= (v != v) | (v == INFINITY);
+    }
+    if (j < m) {
+        load_tail(&v, s + j, m - j, 0.0f);
+        bad |= (v != v) | (v == INFINITY);
+    }
+    int any = 0;
+    for (int l = 0; l < 8; l++)
+        any |= bad[l];
+    return any != 0;
 }
 
 /* s[j] <- exp(s[j] - shift); returns the sum, accumulated per lane in
@@ -141,10 +159,12 @@ ALWAYS_INLINE void scale_row_body(float *s, size_t m, float factor)
 }
 
 static float row_max_plain(const float *s, size_t m) { return row_max_body(s, m); }
+static bool row_overflowed_plain(const float *s, size_t m) { return row_overflowed_body(s, m); }
 static double exp_shifted_plain(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
 static void scale_row_plain(float *s, size_t m, float f) { scale_row_body(s, m, f); }
 #if HAVE_AVX2_BUILD
 AVX2_TARGET static float row_max_avx2(const float *s, size_t m) { return row_max_body(s, m); }
+AVX2_TARGET static bool row_overflowed_avx2(const float *s, size_t m) { return row_overflowed_body(s, m); }
 AVX2_TARGET static double exp_shifted_avx2(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
 AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f) { scale_row_body(s, m, f); }
 #define DISPATCH(name, ...) (cpu_has_avx2_fma() ? name##_avx2(__VA_ARGS__) : name##_plain(__VA_ARGS__))
@@ -153,19 +173,22 @@ AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f) { scale_row_
 #endif
 
 static float row_max(const float *s, size_t m) { return DISPATCH(row_max, s, m); }
+static bool row_overflowed(const float *s, size_t m) { return DISPATCH(row_overflowed, s, m); }
 static double exp_shifted(float *s, size_t m, float shift) { return DISPATCH(exp_shifted, s, m, shift); }
 static void scale_row(float *s, size_t m, float f) { DISPATCH(scale_row, s, m, f); }
 
-bool softmax_row(float *s, size_t m)
+enum softmax_status softmax_row(float *s, size_t m)
 {
+    if (row_overflowed(s, m))
+        return SOFTMAX_OVERFLOW;
     const float mx = row_max(s, m);
     if (mx == -INFINITY) {
         memset(s, 0, m * sizeof *s);
-        return false;
+        return SOFTMAX_ALL_MASKED;
     }
     const double sum = exp_shifted(s, m, mx);
     scale_row(s, m, (float)(1.0 / sum));
-    return true;
+    return SOFTMAX_OK;
 }
 
 void softmax_online_init(struct softmax_online *st)
@@ -174,20 +197,23 @@ void softmax_online_init(struct softmax_online *st)
     st->sum = 0.0;
 }
 
-float softmax_online_block(struct softmax_online *st, float *s, size_t m)
+enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
+                                         size_t m, float *rescale)
 {
+    *rescale = 1.0f;
+    if (row_overflowed(s, m))
+        return SOFTMAX_OVERFLOW;
     const float block_max = row_max(s, m);
     if (block_max == -INFINITY) {
         memset(s, 0, m * sizeof *s);
-        return 1.0f;
+        return SOFTMAX_OK;
     }
     // online softmax: rescale the running sum when the max grows
-    float rescale = 1.0f;
     if (block_max > st->max) {
-        rescale = st->max == -INFINITY ? 0.0f : expf(st->max - block_max);
-        st->sum *= rescale;
+        *rescale = st->max == -INFINITY ? 0.0f : expf(st->max - block_max);
+        st->sum *= *rescale;
         st->max = block_max;
     }
     st->sum += exp_shifted(s, m, st->max);
-    return rescale;
+    return SOFTMAX_OK;
 }

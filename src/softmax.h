@@ -9,12 +9,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+enum softmax_status {
+    SOFTMAX_OK,
+    SOFTMAX_ALL_MASKED, /* every entry was -INFINITY; the row is now 0 */
+    SOFTMAX_OVERFLOW    /* a score is NaN or +Inf; the row is untouched */
+};
+
 /*
  * s[j] <- exp(s[j] - max) / sum over the row. Masked entries (-INFINITY)
- * become exactly 0. Returns false, with the row all zero, when every entry
- * is masked.  s: [m]
+ * become exactly 0.  s: [m]
  */
-bool softmax_row(float *s, size_t m);
+enum softmax_status softmax_row(float *s, size_t m);
 
 /* Running state of one query row across key blocks. */
 struct softmax_online {
@@ -26,10 +31,11 @@ void softmax_online_init(struct softmax_online *st);
 
 /*
  * Fold a block of scores into st and turn them into exp(s - max) in place
- * (masked ones into 0). Returns the factor by which everything accumulated
- * before this block must be multiplied (0 when nothing was, 1 when the
- * maximum did not grow).  s: [m]
+ * (masked ones into 0). *rescale gets the factor by which everything
+ * accumulated before this block must be multiplied (0 when nothing was, 1
+ * when the maximum did not grow).  s: [m]
  */
-float softmax_online_block(struct softmax_online *st, float *s, size_t m);
+enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
+                                         size_t m, float *rescale);
 
 #endif

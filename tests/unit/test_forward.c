@@ -356,10 +356,65 @@ static void test_config_errors(void **state)
     expect_error((struct attn_config){.n_query = (size_t)1 << 28, .d_model = 64,
                                       .heads = 64, .want = ATTN_WANT_WEIGHTS},
                  ATTN_E_TOO_BIG, "heads", NULL);
+    /* parameter tensors whose sizes overflow are refused too */
+    expect_error((struct attn_config){.n_query = 1, .d_model = 1, .heads = 1u << 15,
+                                      .kv_heads = 1, .d_k = 1, .d_v = 1u << 15,
+                                      .d_out = (size_t)1 << 32, .want = ATTN_WANT_Q},
+                 ATTN_E_TOO_BIG, "d_out", NULL);
+    expect_error((struct attn_config){.n_query = 1, .d_model = 1, .heads = 1,
+                                      .d_k = (size_t)1 << 33, .d_v = 1},
+                 ATTN_E_TOO_BIG, "d_k", NULL);
+    expect_error((struct attn_config){.n_query = 2, .d_model = 8, .want = 1u << 9},
+                 ATTN_E_INVALID, "want", "want (0x200) has unknown bits");
     expect_error((struct attn_config){.n_query = 100, .d_model = 8, .heads = 2,
                                       .want = ATTN_WANT_WEIGHTS, .max_elements = 1000},
                  ATTN_E_TOO_BIG, "return",
                  "the requested arrays hold 20000 numbers; the limit is 1000");
+}
+
+/* Finite inputs whose products overflow float32 are refused on both
+ * kernel paths, never answered with NaN or a false "fully masked". */
+static void test_overflowing_products_rejected(void **state)
+{
+    (void)state;
+    float x[2 * 2] = {1e20f, -1e20f, 2e20f, 1e20f};
+    struct attn_config cfg = {.mode = ATTN_MODE_BASIC, .n_query = 2, .d_model = 2};
+    for (int pass = 0; pass < 2; pass++) {
+        cfg.want = pass ? ATTN_WANT_OUTPUT : ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT;
+        struct attn_result res;
+        struct attn_error err;
+        assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INPUT);
+        assert_string_equal(err.field, "x");
+        assert_null(res.output);
+        assert_null(res.weights);
+    }
+    struct fixture f;
+    fixture_init(&f, &(struct attn_config){.n_query = 3, .d_model = 4, .heads = 1,
+                                           .has_scale = true, .scale = 3e38f},
+                 8, false, false);
+    struct attn_result res;
+    struct attn_error err;
+    f.cfg.want = ATTN_WANT_OUTPUT;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
+    fixture_free(&f);
+}
+
+/* Rows with no visible key are reported even when no head is computed. */
+static void test_fully_masked_reported_without_heads(void **state)
+{
+    (void)state;
+    uint8_t padding[4] = {1, 1, 1, 1};
+    struct fixture f;
+    fixture_init(&f, &(struct attn_config){.n_query = 4, .d_model = 4, .heads = 2,
+                                           .key_padding = padding},
+                 2, false, false);
+    f.cfg.want = ATTN_WANT_Q;
+    struct attn_result res;
+    struct attn_error err;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_OK);
+    assert_int_equal(res.n_fully_masked, 4);
+    attn_result_free(&res);
+    fixture_free(&f);
 }
 
 static void test_nonfinite_inputs_rejected(void **state)
@@ -499,6 +554,8 @@ int main(void)
         cmocka_unit_test(test_huge_logits_are_stable),
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_nonfinite_inputs_rejected),
+        cmocka_unit_test(test_overflowing_products_rejected),
+        cmocka_unit_test(test_fully_masked_reported_without_heads),
         cmocka_unit_test(test_params_follow_spec),
         cmocka_unit_test(test_bit_identical_across_runs_and_threads),
         cmocka_unit_test(test_flops),
