@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+/* The tables, packed: 256 entries read better that way. */
+/* clang-format off */
 static const unsigned char colormap_viridis[COLORMAP_SIZE][3] = {
     {68, 1, 84}, {68, 2, 86}, {69, 4, 87}, {69, 5, 89}, {70, 7, 90},
     {70, 8, 92}, {70, 10, 93}, {70, 11, 94}, {71, 13, 96}, {71, 14, 97},
@@ -199,6 +201,8 @@ static const unsigned char colormap_gray[COLORMAP_SIZE][3] = {
     {250, 250, 250}, {251, 251, 251}, {252, 252, 252}, {253, 253, 253},
     {254, 254, 254}, {255, 255, 255},
 };
+
+/* clang-format on */
 
 static const struct {
     const char *name;

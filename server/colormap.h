@@ -22,7 +22,6 @@ const unsigned char (*colormap_table(enum heatmap_colormap map))[3];
 unsigned colormap_index(float t);
 
 /* rgb = the colour of t on a 0..1 scale in map (clamped as above). */
-void colormap_lookup(enum heatmap_colormap map, float t,
-                     unsigned char rgb[3]);
+void colormap_lookup(enum heatmap_colormap map, float t, unsigned char rgb[3]);
 
 #endif

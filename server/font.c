@@ -51,7 +51,8 @@ struct font_run {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void font_fail(char *err, size_t err_len, const char *fmt, ...)
+static void
+font_fail(char *err, size_t err_len, const char *fmt, ...)
 {
     if (!err || err_len == 0)
         return;
@@ -223,8 +224,7 @@ int font_cap_height(const struct font *f)
  * fit the pixel grid only before the turn. */
 static FT_Int32 font_load_flags(enum font_angle angle)
 {
-    return angle == FONT_HORIZONTAL ? FT_LOAD_TARGET_LIGHT
-                                    : FT_LOAD_NO_HINTING;
+    return angle == FONT_HORIZONTAL ? FT_LOAD_TARGET_LIGHT : FT_LOAD_NO_HINTING;
 }
 
 /*
@@ -286,8 +286,8 @@ static void font_layout(struct font *f, const char *utf8, int max_width,
     const FT_Pos limit = max_width > 0 ? (FT_Pos)max_width * 64 : 0;
     const bool kern = FT_HAS_KERNING(f->face);
     const unsigned char *s = (const unsigned char *)(utf8 ? utf8 : "");
-    const unsigned char *end = s + strnlen((const char *)s,
-                                           FONT_MAX_TEXT_BYTES);
+    const unsigned char *end =
+        s + strnlen((const char *)s, FONT_MAX_TEXT_BYTES);
     bool spaces[FONT_MAX_GLYPHS];
     FT_Pos pen = 0;
     FT_UInt prev = 0;
@@ -377,8 +377,8 @@ static void font_blit(struct font_canvas *c, const FT_Bitmap *bm, int x0,
                 const unsigned da = d[3] * (255 - a) / 255;
                 const unsigned oa = a + da;
                 for (int k = 0; k < 3; k++)
-                    d[k] = (unsigned char)((rgb[k] * a + d[k] * da +
-                                            oa / 2) / oa);
+                    d[k] =
+                        (unsigned char)((rgb[k] * a + d[k] * da + oa / 2) / oa);
                 d[3] = (unsigned char)oa;
             } else {
                 for (int k = 0; k < 3; k++)

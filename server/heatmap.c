@@ -33,7 +33,7 @@
 
 /* Caps on what comes from outside. */
 #define HEATMAP_MAX_MATRICES 1024u
-#define HEATMAP_MAX_CELL 256u /* an explicit cell size */
+#define HEATMAP_MAX_CELL 256u   /* an explicit cell size */
 #define HEATMAP_MAX_SIDE 32768u /* image width or height */
 /* Pixels of one image even when max_pixels is 0: 192 MiB of RGB. */
 #define HEATMAP_MAX_AREA ((size_t)64 << 20)
@@ -44,17 +44,17 @@
 #define HEATMAP_AUTO_MAX_CELL 48u
 
 /* Layout, in pixels. */
-#define HEATMAP_MARGIN 12      /* around everything */
-#define HEATMAP_LABEL_GAP 6    /* between labels and their matrix */
-#define HEATMAP_TITLE_GAP 10   /* below the image title */
-#define HEATMAP_PANEL_GAP 4    /* below a panel title */
-#define HEATMAP_GRID_GAP_X 28  /* between panels, besides their labels */
+#define HEATMAP_MARGIN 12     /* around everything */
+#define HEATMAP_LABEL_GAP 6   /* between labels and their matrix */
+#define HEATMAP_TITLE_GAP 10  /* below the image title */
+#define HEATMAP_PANEL_GAP 4   /* below a panel title */
+#define HEATMAP_GRID_GAP_X 28 /* between panels, besides their labels */
 #define HEATMAP_GRID_GAP_Y 22
-#define HEATMAP_BAR_GAP 18     /* matrices to colorbar */
+#define HEATMAP_BAR_GAP 18 /* matrices to colorbar */
 #define HEATMAP_BAR_W 16
 #define HEATMAP_BAR_MIN_H 80
 #define HEATMAP_TICK_LEN 4
-#define HEATMAP_TICK_GAP 4     /* tick mark to its value */
+#define HEATMAP_TICK_GAP 4 /* tick mark to its value */
 #define HEATMAP_MAX_TICKS 5
 /* Cells smaller than this get no labels at all: a label could not be told
  * apart from its neighbours' rows. */
@@ -89,12 +89,12 @@ struct heatmap_layout {
     unsigned px, panel_px, title_px; /* font sizes */
     size_t row_step, col_step;       /* label every k-th; 0 = none */
     enum font_angle key_angle;
-    int label_max_w;       /* labels longer than this get an ellipsis */
-    int left_ext;          /* panel room left of the matrix */
-    int key_h;             /* key labels above the matrix */
-    int key_base;          /* key baseline (or turned anchor) above it */
-    int panel_title_h;     /* 0 when no panel has a title */
-    const char *title;     /* over the image; NULL for none */
+    int label_max_w;   /* labels longer than this get an ellipsis */
+    int left_ext;      /* panel room left of the matrix */
+    int key_h;         /* key labels above the matrix */
+    int key_base;      /* key baseline (or turned anchor) above it */
+    int panel_title_h; /* 0 when no panel has a title */
+    const char *title; /* over the image; NULL for none */
     int title_w;
     int bar_x, bar_y, bar_h;
     struct heatmap_ticks ticks;
@@ -103,7 +103,8 @@ struct heatmap_layout {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void heatmap_fail(char *err, size_t err_len, const char *fmt, ...)
+static void
+heatmap_fail(char *err, size_t err_len, const char *fmt, ...)
 {
     if (!err || err_len == 0)
         return;
@@ -136,9 +137,8 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
         return false;
     }
     if (!mats || n < 1 || n > HEATMAP_MAX_MATRICES) {
-        heatmap_fail(err, err_len,
-                     "heatmap: %zu matrices, expected 1 to %u", mats ? n : 0,
-                     HEATMAP_MAX_MATRICES);
+        heatmap_fail(err, err_len, "heatmap: %zu matrices, expected 1 to %u",
+                     mats ? n : 0, HEATMAP_MAX_MATRICES);
         return false;
     }
     if ((unsigned)opts->colormap > HEATMAP_GRAY) {
@@ -155,14 +155,13 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
     if (rows < 1 || cols < 1 || rows > HEATMAP_MAX_SIDE ||
         cols > HEATMAP_MAX_SIDE) {
         heatmap_fail(err, err_len,
-                     "heatmap: matrix of %zu x %zu, sides 1 to %u", rows,
-                     cols, HEATMAP_MAX_SIDE);
+                     "heatmap: matrix of %zu x %zu, sides 1 to %u", rows, cols,
+                     HEATMAP_MAX_SIDE);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         if (!mats[i].values) {
-            heatmap_fail(err, err_len, "heatmap: matrix %zu has no values",
-                         i);
+            heatmap_fail(err, err_len, "heatmap: matrix %zu has no values", i);
             return false;
         }
         if (mats[i].rows != rows || mats[i].cols != cols) {
@@ -173,9 +172,13 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
             return false;
         }
     }
-    if (n_texts > PNGW_MAX_TEXTS || (n_texts > 0 && !texts)) {
-        heatmap_fail(err, err_len, "heatmap: %zu texts, at most %u",
-                     n_texts, PNGW_MAX_TEXTS);
+    if (n_texts > PNGW_MAX_TEXTS) {
+        heatmap_fail(err, err_len, "heatmap: %zu texts, at most %u", n_texts,
+                     PNGW_MAX_TEXTS);
+        return false;
+    }
+    if (n_texts > 0 && !texts) {
+        heatmap_fail(err, err_len, "heatmap: %zu texts but no array", n_texts);
         return false;
     }
     return true;
@@ -266,8 +269,7 @@ found:
         if (decimals > 6)
             snprintf(s, len, "%.3g", t->value[i]);
         else
-            snprintf(s, len, "%.*f", decimals < 0 ? 0 : decimals,
-                     t->value[i]);
+            snprintf(s, len, "%.*f", decimals < 0 ? 0 : decimals, t->value[i]);
         /* 0.50 -> 0.5, 1.00 -> 1 */
         if (decimals > 0 && decimals <= 6 && strchr(s, '.')) {
             size_t end = strlen(s);
@@ -281,8 +283,8 @@ found:
 
 /* The text of label i: labels[i] ("" for a NULL entry), or the index when
  * there are no labels at all. */
-static const char *heatmap_label(const char *const *labels, size_t i,
-                                 char *buf, size_t len)
+static const char *heatmap_label(const char *const *labels, size_t i, char *buf,
+                                 size_t len)
 {
     if (!labels) {
         snprintf(buf, len, "%zu", i);
@@ -321,8 +323,8 @@ static int heatmap_layout_rows(struct heatmap_layout *l, struct font *f,
     for (size_t r = 0; l->row_step && r < l->rows; r += l->row_step) {
         char buf[32];
         const char *s = heatmap_label(opts->row_labels, r, buf, sizeof buf);
-        w = heatmap_max(w, font_text_width(f, s, l->label_max_w,
-                                           FONT_HORIZONTAL));
+        w = heatmap_max(w,
+                        font_text_width(f, s, l->label_max_w, FONT_HORIZONTAL));
     }
     return w;
 }
@@ -379,16 +381,15 @@ static int heatmap_layout_keys(struct heatmap_layout *l, struct font *f,
         right = heatmap_max(right, xc + heatmap_diag(mid) +
                                        heatmap_diag(w + desc) - l->mat_w);
     }
-    *left_over = heatmap_max(0, heatmap_diag(asc) - heatmap_diag(mid) -
-                                    l->cell / 2);
+    *left_over =
+        heatmap_max(0, heatmap_diag(asc) - heatmap_diag(mid) - l->cell / 2);
     l->key_h = top + 2;
     return right;
 }
 
 /* The labelled layout: labels, titles and colorbar around the grid. */
 static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
-                                    const struct heatmap_matrix *mats,
-                                    size_t n,
+                                    const struct heatmap_matrix *mats, size_t n,
                                     const struct heatmap_options *opts,
                                     float vmax)
 {
@@ -415,7 +416,7 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
 
     /* the image title: the matrix's own for one matrix, else the grid's */
     l->title = n == 1 && mats[0].title && mats[0].title[0] ? mats[0].title
-                                                            : opts->title;
+                                                           : opts->title;
     if (l->title && !l->title[0])
         l->title = NULL;
     int title_h = 0;
@@ -423,8 +424,8 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     if (l->title) {
         font_set_size(f, l->title_px);
         title_h = font_ascent(f) + font_descent(f) + HEATMAP_TITLE_GAP;
-        l->title_w = font_text_width(f, l->title, HEATMAP_TITLE_MAX_W,
-                                     FONT_HORIZONTAL);
+        l->title_w =
+            font_text_width(f, l->title, HEATMAP_TITLE_MAX_W, FONT_HORIZONTAL);
     }
 
     /* panels: the gap between matrices holds the next panel's row labels
@@ -435,10 +436,10 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     l->pitch_y = l->mat_h + HEATMAP_GRID_GAP_Y + l->panel_title_h + l->key_h;
     l->x0 = HEATMAP_MARGIN + l->left_ext;
     l->y0 = HEATMAP_MARGIN + title_h + l->panel_title_h + l->key_h;
-    const int grid_right = l->x0 + ((int)l->grid_cols - 1) * l->pitch_x +
-                           l->mat_w;
-    const int grid_bottom = l->y0 + ((int)l->grid_rows - 1) * l->pitch_y +
-                            l->mat_h;
+    const int grid_right =
+        l->x0 + ((int)l->grid_cols - 1) * l->pitch_x + l->mat_w;
+    const int grid_bottom =
+        l->y0 + ((int)l->grid_rows - 1) * l->pitch_y + l->mat_h;
 
     /* colorbar from the first matrix top to the last matrix bottom, clear
      * of the turned labels of lower panel rows */
@@ -454,35 +455,28 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
                        &l->ticks);
     l->ticks.max_w = 0;
     for (size_t i = 0; i < l->ticks.n; i++)
-        l->ticks.max_w = heatmap_max(
-            l->ticks.max_w,
-            font_text_width(f, l->ticks.text[i], 0, FONT_HORIZONTAL));
+        l->ticks.max_w =
+            heatmap_max(l->ticks.max_w, font_text_width(f, l->ticks.text[i], 0,
+                                                        FONT_HORIZONTAL));
 
     int right = l->bar_x + HEATMAP_BAR_W + HEATMAP_TICK_LEN + HEATMAP_TICK_GAP +
                 l->ticks.max_w;
     right = heatmap_max(right, grid_right + key_right);
-    l->width = heatmap_max(right + HEATMAP_MARGIN,
-                           l->title_w + 2 * HEATMAP_MARGIN);
+    l->width =
+        heatmap_max(right + HEATMAP_MARGIN, l->title_w + 2 * HEATMAP_MARGIN);
     const int bottom =
         heatmap_max(grid_bottom, l->bar_y + l->bar_h + (cap + 1) / 2 + 2);
     l->height = bottom + HEATMAP_MARGIN;
 }
 
-/* Font size for labels: a little larger with larger cells, 11 to 14 px. */
-static unsigned heatmap_label_px(int cell)
-{
-    const int px = 10 + cell / 8;
-    return (unsigned)(px < 11 ? 11 : px > 14 ? 14 : px);
-}
-
 /*
- * Compute the layout; with labels f is opened here and owned by the
- * caller afterwards (font_close). Fails when the image would pass the caps.
+ * Cell and matrix sizes and the bare layout: enough to bound the image, and
+ * the values to be read, before any value is read.
  */
-static bool heatmap_layout(struct heatmap_layout *l,
-                           const struct heatmap_matrix *mats, size_t n,
-                           const struct heatmap_options *opts, float vmax,
-                           struct font **f, char *err, size_t err_len)
+static bool heatmap_layout_cells(struct heatmap_layout *l,
+                                 const struct heatmap_matrix *mats, size_t n,
+                                 const struct heatmap_options *opts, char *err,
+                                 size_t err_len)
 {
     memset(l, 0, sizeof *l);
     l->rows = mats[0].rows;
@@ -504,19 +498,16 @@ static bool heatmap_layout(struct heatmap_layout *l,
     l->cell = (int)cell;
     l->mat_w = (int)mat_w;
     l->mat_h = (int)mat_h;
+    heatmap_layout_bare(l);
+    return true;
+}
 
-    if (!opts->labels) {
-        heatmap_layout_bare(l);
-    } else {
-        l->px = heatmap_label_px(l->cell);
-        l->panel_px = l->px + 1;
-        l->title_px = l->px + 3;
-        *f = font_open(l->px, err, err_len);
-        if (!*f)
-            return false;
-        heatmap_layout_labelled(l, *f, mats, n, opts, vmax);
-    }
-
+/* Whether the image fits HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA and
+ * max_pixels. */
+static bool heatmap_check_size(const struct heatmap_layout *l,
+                               const struct heatmap_options *opts, char *err,
+                               size_t err_len)
+{
     size_t area = 0;
     const bool fits = l->width <= (int)HEATMAP_MAX_SIDE &&
                       l->height <= (int)HEATMAP_MAX_SIDE &&
@@ -538,14 +529,41 @@ static bool heatmap_layout(struct heatmap_layout *l,
     return true;
 }
 
+/* Font size for labels: a little larger with larger cells, 11 to 14 px. */
+static unsigned heatmap_label_px(int cell)
+{
+    const int px = 10 + cell / 8;
+    return (unsigned)(px < 11 ? 11 : px > 14 ? 14 : px);
+}
+
+/*
+ * Replace the bare layout by the labelled one. *f is opened here and owned
+ * by the caller afterwards, also on failure (font_close).
+ */
+static bool heatmap_layout_labels(struct heatmap_layout *l,
+                                  const struct heatmap_matrix *mats, size_t n,
+                                  const struct heatmap_options *opts,
+                                  float vmax, struct font **f, char *err,
+                                  size_t err_len)
+{
+    l->px = heatmap_label_px(l->cell);
+    l->panel_px = l->px + 1;
+    l->title_px = l->px + 3;
+    *f = font_open(l->px, err, err_len);
+    if (!*f)
+        return false;
+    heatmap_layout_labelled(l, *f, mats, n, opts, vmax);
+    return heatmap_check_size(l, opts, err, err_len);
+}
+
 /* -------------------------------------------------------------- drawing */
 
 static void heatmap_fill(struct font_canvas *c, int x, int y, int w, int h,
                          const unsigned char rgb[3])
 {
     for (int yy = y; yy < y + h; yy++) {
-        unsigned char *p = c->pixels + ((size_t)yy * (size_t)c->width +
-                                        (size_t)x) * 3;
+        unsigned char *p =
+            c->pixels + ((size_t)yy * (size_t)c->width + (size_t)x) * 3;
         for (int xx = 0; xx < w; xx++, p += 3) {
             p[0] = rgb[0];
             p[1] = rgb[1];
@@ -601,10 +619,17 @@ static void heatmap_draw_token_labels(struct font_canvas *c,
         const int y = my + (int)r * l->cell + (l->cell + cap) / 2;
         font_draw(f, c, mx - HEATMAP_LABEL_GAP - w, y, s, l->label_max_w,
                   FONT_HORIZONTAL, heatmap_ink);
+        if (l->row_step > 1) /* a mark shows which of the rows is meant */
+            heatmap_fill(c, mx - HEATMAP_LABEL_GAP + 2,
+                         my + (int)r * l->cell + l->cell / 2,
+                         HEATMAP_LABEL_GAP - 3, 1, heatmap_axis);
     }
     for (size_t k = 0; l->col_step && k < l->cols; k += l->col_step) {
         const char *s = heatmap_label(opts->col_labels, k, buf, sizeof buf);
         const int xc = mx + (int)k * l->cell + l->cell / 2;
+        if (l->col_step > 1)
+            heatmap_fill(c, xc, my - HEATMAP_LABEL_GAP + 2, 1,
+                         HEATMAP_LABEL_GAP - 3, heatmap_axis);
         if (l->key_angle == FONT_HORIZONTAL) {
             const int w =
                 font_text_width(f, s, l->label_max_w, FONT_HORIZONTAL);
@@ -671,11 +696,9 @@ static void heatmap_draw_colorbar(struct font_canvas *c,
 }
 
 static void heatmap_draw_labels(struct font_canvas *c,
-                                const struct heatmap_layout *l,
-                                struct font *f,
+                                const struct heatmap_layout *l, struct font *f,
                                 const struct heatmap_matrix *mats, size_t n,
-                                const struct heatmap_options *opts,
-                                float vmax)
+                                const struct heatmap_options *opts, float vmax)
 {
     for (size_t i = 0; i < n; i++) {
         int mx, my;
@@ -683,21 +706,21 @@ static void heatmap_draw_labels(struct font_canvas *c,
         heatmap_draw_token_labels(c, l, f, opts, mx, my);
         if (l->panel_title_h && mats[i].title) {
             font_set_size(f, l->panel_px);
-            const int base = my - l->key_h - HEATMAP_PANEL_GAP -
-                             font_descent(f);
+            const int base =
+                my - l->key_h - HEATMAP_PANEL_GAP - font_descent(f);
             /* within this panel's share of the row */
             const int lo = mx - l->left_ext;
-            heatmap_draw_centred(c, f, mats[i].title, mx, l->mat_w, lo,
-                                 heatmap_max(lo + l->pitch_x -
-                                                 HEATMAP_GRID_GAP_X / 2,
-                                             mx + l->mat_w),
-                                 base);
+            heatmap_draw_centred(
+                c, f, mats[i].title, mx, l->mat_w, lo,
+                heatmap_max(lo + l->pitch_x - HEATMAP_GRID_GAP_X / 2,
+                            mx + l->mat_w),
+                base);
         }
     }
     if (l->title) {
         font_set_size(f, l->title_px);
-        const int right = l->x0 + ((int)l->grid_cols - 1) * l->pitch_x +
-                          l->mat_w;
+        const int right =
+            l->x0 + ((int)l->grid_cols - 1) * l->pitch_x + l->mat_w;
         heatmap_draw_centred(c, f, l->title, l->x0, right - l->x0,
                              HEATMAP_MARGIN, l->width - HEATMAP_MARGIN,
                              HEATMAP_MARGIN + font_ascent(f));
@@ -717,26 +740,20 @@ bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
     *png_len = 0;
     if (err && err_len)
         err[0] = '\0';
-    float vmax;
     if (!heatmap_check_inputs(mats, n, opts, texts, n_texts, err, err_len))
         return false;
-    /* The matrix area alone is under HEATMAP_MAX_AREA pixels once the
-     * layout passes, but values are read first: bound them here. */
-    size_t elems;
-    if (!size_mul3(n, mats[0].rows, mats[0].cols, &elems) ||
-        elems > HEATMAP_MAX_AREA) {
-        heatmap_fail(err, err_len,
-                     "heatmap: %zu matrices of %zu x %zu are over %zu "
-                     "values",
-                     n, mats[0].rows, mats[0].cols, HEATMAP_MAX_AREA);
+    /* The bare image has a pixel or more per value: once it passes the
+     * caps, so does reading the values. */
+    struct heatmap_layout l;
+    if (!heatmap_layout_cells(&l, mats, n, opts, err, err_len) ||
+        !heatmap_check_size(&l, opts, err, err_len))
         return false;
-    }
+    float vmax;
     if (!heatmap_scan_max(mats, n, &vmax, err, err_len))
         return false;
-
-    struct heatmap_layout l;
     struct font *f = NULL;
-    if (!heatmap_layout(&l, mats, n, opts, vmax, &f, err, err_len)) {
+    if (opts->labels &&
+        !heatmap_layout_labels(&l, mats, n, opts, vmax, &f, err, err_len)) {
         font_close(f);
         return false;
     }

@@ -30,7 +30,7 @@ struct flag {
 
 static const struct flag flags[] = {
     {"bind", K_STRING, FIELD(bind), 0, 0, "address to listen on"},
-    {"port", K_UINT, FIELD(port), 1, 65535, "TCP port"},
+    {"port", K_UINT, FIELD(port), 0, 65535, "TCP port (0: any free port)"},
     {"threads", K_UINT, FIELD(threads), 1, 256,
      "computations at once, one core each (default: the core count)"},
     {"max-body", K_SIZE, FIELD(max_body), 1024, SIZE_MAX / 2,

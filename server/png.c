@@ -30,7 +30,8 @@ struct pngw_state {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static void pngw_fail(char *err, size_t err_len, const char *fmt, ...)
+static void
+pngw_fail(char *err, size_t err_len, const char *fmt, ...)
 {
     if (!err || err_len == 0)
         return;
@@ -136,8 +137,8 @@ static bool pngw_key_ok(const char *key)
     return true;
 }
 
-static bool pngw_check_texts(const struct pngw_text *texts, size_t n,
-                             char *err, size_t err_len)
+static bool pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
+                             size_t err_len)
 {
     if (n > PNGW_MAX_TEXTS) {
         pngw_fail(err, err_len, "png: %zu text chunks, at most %u allowed", n,
@@ -153,9 +154,8 @@ static bool pngw_check_texts(const struct pngw_text *texts, size_t n,
                       i);
             return false;
         }
-        if (!texts[i].text ||
-            strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
-                PNGW_MAX_TEXT_BYTES) {
+        if (!texts[i].text || strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
+                                  PNGW_MAX_TEXT_BYTES) {
             pngw_fail(err, err_len,
                       "png: text \"%s\": missing or longer than %u bytes",
                       texts[i].key, PNGW_MAX_TEXT_BYTES);
@@ -191,8 +191,7 @@ static bool pngw_write(png_structp png, png_infop info,
     for (size_t i = 0; i < n_texts; i++) {
         png_text t;
         memset(&t, 0, sizeof t);
-        const bool plain =
-            pngw_is_plain((const unsigned char *)texts[i].text);
+        const bool plain = pngw_is_plain((const unsigned char *)texts[i].text);
         t.compression =
             plain ? PNG_TEXT_COMPRESSION_NONE : PNG_ITXT_COMPRESSION_NONE;
         t.key = (png_charp)(uintptr_t)texts[i].key; /* libpng copies */
@@ -238,9 +237,9 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
         pngw_fail(err, err_len, "png: out of memory");
         return false;
     }
-    const bool ok = pngw_write(png, info, pixels, (png_uint_32)width,
-                               (png_uint_32)height, channels, texts, n_texts,
-                               &s);
+    const bool ok =
+        pngw_write(png, info, pixels, (png_uint_32)width, (png_uint_32)height,
+                   channels, texts, n_texts, &s);
     png_destroy_write_struct(&png, &info);
     if (!ok) {
         free(s.data);

@@ -30,7 +30,8 @@ static const struct {
     {"kv_heads", OPT_INT},      {"d_model", OPT_INT},
     {"d_k", OPT_INT},           {"d_v", OPT_INT},
     {"d_out", OPT_INT},         {"bias", OPT_BOOL},
-    {"out_proj", OPT_BOOL},     {"scale", OPT_NUMBER},
+    {"out_proj", OPT_BOOL},     {"out_bias", OPT_BOOL},
+    {"scale", OPT_NUMBER},
     {"residual", OPT_STRING},   {"mask", OPT_STRING},
     {"key_padding", OPT_JSON_ONLY}, {"positional", OPT_STRING},
     {"dropout", OPT_NUMBER},    {"seed", OPT_U64},
@@ -187,6 +188,9 @@ static bool read_options(struct request *req, const cJSON *root,
     c->positional = (attn_positional)positional;
     c->no_out_proj = !out_proj;
     c->qkv_bias = c->out_bias = req->bias;
+    /* out_bias alone: ViT's qkv_bias=False with a biased projection */
+    if (!read_bool_option(root, "out_bias", &c->out_bias, pb))
+        return false;
     if (mode == 1 && !field(root, "heads"))
         c->heads = 1; /* the server's default of 8 heads is for projected */
     else if (!c->heads)
@@ -700,8 +704,8 @@ static bool read_params(struct request *req, const cJSON *v,
         return problem_set(pb, 422, "/out_proj",
                            "params has out_proj tensors but out_proj is "
                            "false");
-    req->bias = req->params.bq || req->params.bk || req->params.bv ||
-                req->params.bo;
+    c->qkv_bias = req->params.bq || req->params.bk || req->params.bv;
+    c->out_bias = req->params.bo != NULL;
     c->params = &req->params;
     return true;
 }

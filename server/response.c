@@ -148,10 +148,13 @@ static bool add_config(struct buf *t, const struct request *req)
                     c->d_ctx)) &&
         buf_printf(t,
                    ",\"heads\":%zu,\"kv_heads\":%zu,\"d_k\":%zu,\"d_v\":%zu,"
-                   "\"d_out\":%zu,\"bias\":%s,\"out_proj\":%s",
+                   "\"d_out\":%zu,\"bias\":%s,\"out_proj\":%s,"
+                   "\"out_bias\":%s",
                    c->heads, c->kv_heads, c->d_k, c->d_v, c->d_out,
-                   req->bias ? "true" : "false",
-                   !basic && !c->no_out_proj ? "true" : "false") &&
+                   !basic && c->qkv_bias ? "true" : "false",
+                   !basic && !c->no_out_proj ? "true" : "false",
+                   !basic && !c->no_out_proj && c->out_bias ? "true"
+                                                             : "false") &&
         add_number(t, "scale", scale, 0) &&
         buf_printf(t,
                    ",\"residual\":\"%s\",\"mask\":\"%s\",\"key_padding\":%s,"

@@ -1,0 +1,253 @@
+/*
+ * harness.c - the real server as a child process, reached over loopback.
+ */
+#include "harness.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void pause_ms(long ms)
+{
+    nanosleep(&(struct timespec){.tv_sec = ms / 1000,
+                                 .tv_nsec = (ms % 1000) * 1000000L},
+              NULL);
+}
+
+char *read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    const long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *data = malloc((size_t)size + 1);
+    if (data && fread(data, 1, (size_t)size, fp) != (size_t)size) {
+        free(data);
+        data = NULL;
+    }
+    fclose(fp);
+    if (data) {
+        data[size] = '\0';
+        if (len)
+            *len = (size_t)size;
+    }
+    return data;
+}
+
+/* The port from the "serving http://host:port/" line of the log. */
+static unsigned port_from_log(const char *path)
+{
+    char *log = read_file(path, NULL);
+    unsigned port = 0;
+    if (log) {
+        const char *at = strstr(log, "serving http://");
+        const char *colon = at ? strchr(at + 15, ':') : NULL;
+        if (colon)
+            port = (unsigned)strtoul(colon + 1, NULL, 10);
+        free(log);
+    }
+    return port;
+}
+
+bool server_start(struct server *s, const char *const *extra_args)
+{
+    static int serial;
+    memset(s, 0, sizeof *s);
+    const char *bin = getenv("ATTND_BIN") ? getenv("ATTND_BIN") : "build/attnd";
+    snprintf(s->log_path, sizeof s->log_path, "/tmp/attnd-test-%d-%d.log",
+             (int)getpid(), serial++);
+    const char *argv[64] = {bin, "--port", "0", "--bind", "127.0.0.1",
+                            "--threads", "2"};
+    int argc = 7;
+    bool web_given = false;
+    for (int i = 0; extra_args && extra_args[i] && argc < 62; i++) {
+        web_given = web_given || !strcmp(extra_args[i], "--web-root");
+        argv[argc++] = extra_args[i];
+    }
+    if (!web_given) {
+        argv[argc++] = "--web-root";
+        argv[argc++] = "web";
+    }
+    argv[argc] = NULL;
+    s->pid = fork();
+    if (s->pid < 0)
+        return false;
+    if (s->pid == 0) {
+        FILE *log = freopen(s->log_path, "w", stderr);
+        (void)log;
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    const double deadline = now() + 10.0;
+    while (now() < deadline) {
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return false; /* exited during start-up */
+        }
+        if (!s->port)
+            s->port = port_from_log(s->log_path);
+        if (s->port) {
+            struct reply r;
+            if (http_call(s, "GET", "/healthz", NULL, 0, NULL, &r)) {
+                const bool up = r.status == 200;
+                reply_free(&r);
+                if (up)
+                    return true;
+            }
+        }
+        pause_ms(20);
+    }
+    server_stop(s, 1.0);
+    return false;
+}
+
+int server_stop(struct server *s, double timeout_seconds)
+{
+    if (s->pid <= 0)
+        return -1;
+    kill(s->pid, SIGTERM);
+    const double deadline = now() + timeout_seconds;
+    int status = 0;
+    while (now() < deadline) {
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        pause_ms(10);
+    }
+    kill(s->pid, SIGKILL); /* only our own child, and only if it hangs */
+    waitpid(s->pid, &status, 0);
+    s->pid = 0;
+    return -1;
+}
+
+struct sink {
+    char *data;
+    size_t len;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *cls)
+{
+    struct sink *k = cls;
+    const size_t add = size * n;
+    char *grown = realloc(k->data, k->len + add + 1);
+    if (!grown)
+        return 0;
+    memcpy(grown + k->len, p, add);
+    k->data = grown;
+    k->len += add;
+    k->data[k->len] = '\0';
+    return add;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *cls)
+{
+    struct reply *r = cls;
+    const size_t add = size * n, used = strlen(r->headers);
+    if (used + add + 1 < sizeof r->headers) {
+        memcpy(r->headers + used, p, add);
+        r->headers[used + add] = '\0';
+    }
+    return add;
+}
+
+bool http_call(const struct server *s, const char *method, const char *path,
+               const char *body, size_t body_len, const char *const *headers,
+               struct reply *out)
+{
+    memset(out, 0, sizeof *out);
+    CURL *curl = curl_easy_init();
+    if (!curl)
+        return false;
+    char url[2048];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s->port, path);
+    struct sink sink = {calloc(1, 1), 0};
+    struct curl_slist *list = NULL;
+    for (int i = 0; headers && headers[i]; i++)
+        list = curl_slist_append(list, headers[i]);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    if (!strcmp(method, "HEAD"))
+        curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    if (body) {
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, out);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L); /* send "/../" as is */
+    const CURLcode rc = curl_easy_perform(curl);
+    if (rc == CURLE_OK) {
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+        char *type = NULL;
+        curl_easy_getinfo(curl, CURLINFO_CONTENT_TYPE, &type);
+        snprintf(out->content_type, sizeof out->content_type, "%s",
+                 type ? type : "");
+        out->body = sink.data;
+        out->len = sink.len;
+    } else {
+        free(sink.data);
+    }
+    curl_slist_free_all(list);
+    curl_easy_cleanup(curl);
+    return rc == CURLE_OK;
+}
+
+void reply_free(struct reply *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+bool reply_header(const struct reply *r, const char *name, char *out,
+                  size_t len)
+{
+    const size_t n = strlen(name);
+    for (const char *line = r->headers; line && *line;) {
+        if (!strncasecmp(line, name, n) && line[n] == ':') {
+            const char *v = line + n + 1;
+            while (*v == ' ')
+                v++;
+            size_t k = 0;
+            while (v[k] && v[k] != '\r' && v[k] != '\n' && k + 1 < len) {
+                out[k] = v[k];
+                k++;
+            }
+            out[k] = '\0';
+            return true;
+        }
+        line = strchr(line, '\n');
+        if (line)
+            line++;
+    }
+    return false;
+}
+
+bool post_json(const struct server *s, const char *path, const char *json,
+               struct reply *out)
+{
+    const char *headers[] = {"Content-Type: application/json", NULL};
+    return http_call(s, "POST", path, json, strlen(json), headers, out);
+}

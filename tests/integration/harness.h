@@ -1,0 +1,52 @@
+/*
+ * harness.h - integration tests against the real attnd binary: start it
+ * on a free loopback port, talk to it with libcurl, stop it by its PID.
+ */
+#ifndef ATTND_HARNESS_H
+#define ATTND_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct server {
+    pid_t pid;
+    unsigned port;
+    char log_path[256];
+    char web_root[512];
+};
+
+/* Start $ATTND_BIN (default build/attnd) with extra arguments (NULL-
+ * terminated) on port 0 and wait until /healthz answers. */
+bool server_start(struct server *s, const char *const *extra_args);
+
+/* SIGTERM, wait for the exit; returns the exit status (or -1). */
+int server_stop(struct server *s, double timeout_seconds);
+
+struct reply {
+    long status;
+    char *body; /* NUL-terminated, owned */
+    size_t len;
+    char content_type[128];
+    char headers[4096]; /* raw response headers */
+};
+
+/* method "GET", "POST", ...; body may be NULL; headers a NULL-terminated
+ * list of "Name: value" lines, may be NULL. */
+bool http_call(const struct server *s, const char *method, const char *path,
+               const char *body, size_t body_len, const char *const *headers,
+               struct reply *out);
+void reply_free(struct reply *r);
+
+/* The value of a response header (case-insensitive name) into out. */
+bool reply_header(const struct reply *r, const char *name, char *out,
+                  size_t len);
+
+/* POST a JSON body to /attention (extra headers may be NULL). */
+bool post_json(const struct server *s, const char *path, const char *json,
+               struct reply *out);
+
+/* Read a whole file (the caller frees the result); NULL on failure. */
+char *read_file(const char *path, size_t *len);
+
+#endif
