@@ -132,7 +132,7 @@ $(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(COR
 $(BUILD)/tests/integration/%.o: tests/integration/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/integration $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
 
 INTEG_SUPPORT := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%.o,$(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c)))
 $(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_SUPPORT)

@@ -294,8 +294,10 @@ static void font_layout(struct font *f, const char *utf8, int max_width,
 
     FT_Set_Transform(f->face, NULL, NULL);
     run->n = 0;
-    /* one place stays free for the ellipsis */
-    while (s < end && run->n < FONT_MAX_GLYPHS - 1) {
+    /* One place stays free for the ellipsis; past the limit the text will
+     * be cut anyway, so the rest is not looked at. */
+    while (s < end && run->n < FONT_MAX_GLYPHS - 1 &&
+           (limit == 0 || pen <= limit)) {
         uint32_t cp;
         s += font_utf8_next(s, end, &cp);
         const FT_UInt g = FT_Get_Char_Index(f->face, cp); /* 0: .notdef */

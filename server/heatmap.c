@@ -22,7 +22,7 @@
 #include "checked.h"
 #include "colormap.h"
 #include "font.h"
-#include "png.h"
+#include "pngw.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -47,7 +47,7 @@
 #define HEATMAP_MARGIN 12     /* around everything */
 #define HEATMAP_LABEL_GAP 6   /* between labels and their matrix */
 #define HEATMAP_TITLE_GAP 10  /* below the image title */
-#define HEATMAP_PANEL_GAP 4   /* below a panel title */
+#define HEATMAP_PANEL_GAP 6   /* below a panel title */
 #define HEATMAP_GRID_GAP_X 28 /* between panels, besides their labels */
 #define HEATMAP_GRID_GAP_Y 22
 #define HEATMAP_BAR_GAP 18 /* matrices to colorbar */
@@ -235,7 +235,7 @@ static void heatmap_grid_shape(size_t n, size_t *across, size_t *down)
 }
 
 /*
- * Tick values: the largest "nice" step (1, 2, 2.5 or 5 times a power of
+ * Tick values: the smallest "nice" step (1, 2, 2.5 or 5 times a power of
  * ten) that gives at most max_n ticks from 0 to vmax; that leaves at least
  * 3 for max_n >= 4, since the steps grow at most 2x. Texts are the values
  * with as many decimals as the step needs: 0, 0.25, 0.5, 0.75, 1.
@@ -558,13 +558,19 @@ static bool heatmap_layout_labels(struct heatmap_layout *l,
 
 /* -------------------------------------------------------------- drawing */
 
+/* A solid rectangle, clipped to the canvas (the layout keeps everything
+ * inside; the clip makes sure a slip there cannot write out of bounds). */
 static void heatmap_fill(struct font_canvas *c, int x, int y, int w, int h,
                          const unsigned char rgb[3])
 {
-    for (int yy = y; yy < y + h; yy++) {
+    const int x1 = x + w > c->width ? c->width : x + w;
+    const int y1 = y + h > c->height ? c->height : y + h;
+    x = x < 0 ? 0 : x;
+    y = y < 0 ? 0 : y;
+    for (int yy = y; yy < y1; yy++) {
         unsigned char *p =
             c->pixels + ((size_t)yy * (size_t)c->width + (size_t)x) * 3;
-        for (int xx = 0; xx < w; xx++, p += 3) {
+        for (int xx = x; xx < x1; xx++, p += 3) {
             p[0] = rgb[0];
             p[1] = rgb[1];
             p[2] = rgb[2];
@@ -771,13 +777,16 @@ bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
         heatmap_draw_labels(&canvas, &l, f, mats, n, opts, vmax);
     font_close(f);
 
+    /* raw rows plus half again for zlib's worst case and the chunks, and
+     * the texts (each under PNGW_MAX_TEXT_BYTES, or pngw_encode refuses) */
     struct pngw_text pt[PNGW_MAX_TEXTS];
+    size_t cap = bytes + bytes / 2 + ((size_t)1 << 20);
     for (size_t i = 0; i < n_texts; i++) {
         pt[i].key = texts[i].key;
         pt[i].text = texts[i].text;
+        if (texts[i].text)
+            cap += strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) + 128;
     }
-    /* raw rows plus half again for zlib's worst case, chunks and texts */
-    const size_t cap = bytes + bytes / 2 + ((size_t)4 << 20);
     const bool ok =
         pngw_encode(canvas.pixels, (size_t)l.width, (size_t)l.height, 3, pt,
                     n_texts, cap, png, png_len, err, err_len);

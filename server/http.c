@@ -358,7 +358,9 @@ static enum MHD_Result answer_attention(struct exchange *ex,
         return MHD_NO;
     if (etag) {
         MHD_add_response_header(r, "ETag", etag);
-        MHD_add_response_header(r, "Cache-Control", "public, max-age=86400");
+        MHD_add_response_header(r, "Cache-Control",
+                                s->opt.api_key[0] ? "private, max-age=86400"
+                                                  : "public, max-age=86400");
     } else {
         MHD_add_response_header(r, "Cache-Control", "no-store");
     }
@@ -416,7 +418,10 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
             MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         if (r) {
             MHD_add_response_header(r, "ETag", etag);
-            MHD_add_response_header(r, "Cache-Control", "public, max-age=86400");
+            MHD_add_response_header(r, "Cache-Control",
+                                    ex->srv->opt.api_key[0]
+                                        ? "private, max-age=86400"
+                                        : "public, max-age=86400");
         }
         return queue(ex, conn, 304, r, 0);
     }
@@ -427,6 +432,11 @@ static enum MHD_Result handle_attention_post(struct exchange *ex,
                                              struct MHD_Connection *conn)
 {
     struct problem pb;
+    if (!authorized(ex, conn)) {
+        problem_set(&pb, 401, "", "/attention needs the API key as "
+                                  "\"Authorization: Bearer <key>\"");
+        return respond_problem(ex, conn, &pb);
+    }
     const char *type =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) ||
@@ -440,6 +450,20 @@ static enum MHD_Result handle_attention_post(struct exchange *ex,
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct query_collect q = {.n = 0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &q);
+    if (q.overflow) {
+        problem_set(&pb, 422, "", "more than %d query parameters",
+                    MAX_QUERY_PARAMS);
+        return respond_problem(ex, conn, &pb);
+    }
+    for (size_t i = 0; i < q.n; i++)
+        if (!request_is_png_param(q.params[i].key)) {
+            problem_set(&pb, 422, "",
+                        "query parameter \"%.60s\" is not taken by POST; "
+                        "options go in the JSON body (only format, head, "
+                        "batch, colormap, cell and labels go in the URL)",
+                        q.params[i].key);
+            return respond_problem(ex, conn, &pb);
+        }
     struct request req;
     request_init(&req);
     struct request_limits lim;
@@ -529,7 +553,9 @@ static const struct route {
 enum { N_ROUTES_TABLE = sizeof routes / sizeof routes[0] };
 
 /* The route for method and path; NULL with pb set (404 or 405) if none. */
-static const struct route *route_find(const char *method, const char *path,
+static const struct route *route_find(const struct http_server *s,
+                                      const char *method, const char *path,
+                                      enum metrics_route *metric,
                                       struct problem *pb)
 {
     /* HEAD is GET without the body; MHD drops the body for us. */
@@ -543,13 +569,17 @@ static const struct route *route_find(const char *method, const char *path,
         if (!r->path && path_known)
             break; /* a named path never falls through to static files */
         path_known = path_known || r->path;
+        *metric = r->metric;
         if (!strcmp(r->method, m))
             return r;
         const size_t used = strlen(allow);
         snprintf(allow + used, sizeof allow - used, "%s%s%s", used ? ", " : "",
                  r->method, !strcmp(r->method, "GET") ? ", HEAD" : "");
     }
-    if (!path_known && strcmp(m, "GET")) {
+    /* Another method on the web root: 405 where a file is, else 404. */
+    if (!path_known && strcmp(m, "GET") &&
+        !(s->web_root[0] && static_exists(s->web_root, path))) {
+        *metric = ROUTE_OTHER;
         problem_set(pb, 404, "", "no such endpoint: %.20s %.200s", method,
                     path);
         return NULL;
@@ -614,7 +644,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                     s->opt.max_body);
         return respond_problem(ex, conn, &pb);
     }
-    const struct route *r = route_find(method, url, &pb);
+    const struct route *r = route_find(s, method, url, &ex->route, &pb);
     if (!r)
         return respond_problem(ex, conn, &pb);
     ex->route = r->metric;

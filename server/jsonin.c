@@ -315,7 +315,7 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
     size_t count = 1;
     for (int i = 0; i < *rank_out; i++) {
         if (dims[i] > max_elements || count > max_elements / dims[i])
-            return problem_set(pb, 413, at->pointer,
+            return problem_set(pb, 422, at->pointer,
                                "%s holds more than %zu numbers", at->name,
                                max_elements);
         count *= dims[i];

@@ -156,7 +156,6 @@ static bool read_return(struct request *req, const cJSON *v,
         else if (!strcmp(return_names[which], "params"))
             req->extra |= REQUEST_WANT_PARAMS;
     }
-    req->return_given_empty = i == 0;
     return true;
 }
 
@@ -377,7 +376,10 @@ static bool read_input(struct request *req, struct request_input *in,
         return false;
     in->batch = 1;
     in->n = in->tokens.count;
-    in->d = req->cfg.d_model ? req->cfg.d_model : DEFAULT_D_MODEL;
+    /* a text context is embedded as wide as the input it is attended from */
+    in->d = in != &req->input  ? req->input.d
+            : req->cfg.d_model ? req->cfg.d_model
+                               : DEFAULT_D_MODEL;
     size_t count;
     if (__builtin_mul_overflow(in->n, in->d, &count) || count > lim->max_output)
         return problem_set(pb, 422, at.pointer,
@@ -742,11 +744,15 @@ static bool resolve(struct request *req, const struct request_limits *lim,
         {"dropout", "/dropout"},   {"residual", "/residual"},
         {"positional", "/positional"}, {"return", "/return"},
         {"n_query", req->input.pointer}, {"context", "/context"},
-        {"d_ctx", "/context"},
+        {"n_ctx", "/context"},           {"d_ctx", "/context"},
     };
     c->max_elements = lim->max_output;
+    /* The core reads "nothing" as "the output"; "return": [] means
+     * tokens and config only, so keep the client's set. */
+    const unsigned want = c->want;
     struct attn_error err;
     const attn_status st = attn_config_resolve(c, &err);
+    c->want = want;
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err, fields,
                                  sizeof fields / sizeof fields[0]);
@@ -821,7 +827,7 @@ bool request_parse_json(struct request *req, const char *body, size_t len,
 
 /* ------------------------------------------------------- GET parameters */
 
-static bool is_png_param(const char *key)
+bool request_is_png_param(const char *key)
 {
     for (size_t i = 0; i < sizeof png_params / sizeof png_params[0]; i++)
         if (!strcmp(key, png_params[i]))
@@ -849,7 +855,9 @@ static cJSON *query_value(enum option_kind kind, const char *key,
     case OPT_NUMBER: {
         const double d = strtod(value, &end);
         if (!*value || *end) {
-            problem_set(pb, 422, "", "%s (\"%.40s\") must be a number", key,
+            char at[80];
+            snprintf(at, sizeof at, "/%.70s", key);
+            problem_set(pb, 422, at, "%s (\"%.40s\") must be a number", key,
                         value);
             return NULL;
         }
@@ -862,8 +870,12 @@ static cJSON *query_value(enum option_kind kind, const char *key,
             return cJSON_CreateTrue();
         if (!strcmp(value, "false") || !strcmp(value, "0"))
             return cJSON_CreateFalse();
-        problem_set(pb, 422, "", "%s (\"%.40s\") must be true or false", key,
-                    value);
+        {
+            char at[80];
+            snprintf(at, sizeof at, "/%.70s", key);
+            problem_set(pb, 422, at, "%s (\"%.40s\") must be true or false",
+                        key, value);
+        }
         return NULL;
     case OPT_LIST: {
         cJSON *arr = cJSON_CreateArray();
@@ -896,13 +908,15 @@ bool request_parse_query(struct request *req, const struct request_param *p,
         return problem_set(pb, 503, "", "out of memory");
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
-        if (is_png_param(p[i].key))
+        if (request_is_png_param(p[i].key))
             continue;
         size_t k = 0;
         while (k < N_OPTIONS && strcmp(options[k].name, p[i].key))
             k++;
         if (k == N_OPTIONS || options[k].kind == OPT_JSON_ONLY) {
-            ok = problem_set(pb, 422, "",
+            char at[80];
+            snprintf(at, sizeof at, "/%.70s", p[i].key);
+            ok = problem_set(pb, 422, at,
                              k == N_OPTIONS
                                  ? "unknown query parameter \"%.60s\""
                                  : "query parameter \"%.60s\" is only "

@@ -62,7 +62,6 @@ struct request {
     bool lowercase, special_tokens, bias;
     int precision;           /* 0: shortest round-trip */
     unsigned extra;          /* bit set of enum request_extra */
-    bool return_given_empty; /* "return": [] */
     struct request_png png;
 };
 
@@ -88,6 +87,10 @@ struct request_param {
 bool request_parse_query(struct request *req, const struct request_param *p,
                          size_t n, const struct request_limits *lim,
                          struct problem *pb);
+
+/* Whether key is one of the query parameters that shape a PNG answer:
+ * format, head, batch, colormap, cell, labels. */
+bool request_is_png_param(const char *key);
 
 /*
  * PNG options (format, head, batch, colormap, cell, labels) from query

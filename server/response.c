@@ -184,7 +184,7 @@ static bool add_config(struct buf *t, const struct request *req)
         ok = buf_printf(t, "%s\"embeddings\"", first ? "" : ",");
         first = false;
     }
-    if (ok && (req->extra & REQUEST_WANT_PARAMS))
+    if (ok && (req->extra & REQUEST_WANT_PARAMS) && !basic)
         ok = buf_printf(t, "%s\"params\"", first ? "" : ",");
     return ok && buf_append_str(t, "]}");
 }

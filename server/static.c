@@ -94,9 +94,10 @@ static int read_file(const char *path, struct static_file *out)
     return 200;
 }
 
-int static_load(const char *root, const char *url, struct static_file *out)
+/* The canonical path of the file url names under root, or 404. */
+static int static_resolve(const char *root, const char *url,
+                          char resolved[PATH_MAX])
 {
-    memset(out, 0, sizeof *out);
     if (!path_is_plain(url))
         return 404;
     char joined[PATH_MAX];
@@ -104,20 +105,38 @@ int static_load(const char *root, const char *url, struct static_file *out)
     if ((size_t)snprintf(joined, sizeof joined, "%s%s%s", root, url,
                          dir_url ? "index.html" : "") >= sizeof joined)
         return 404;
-    char resolved[PATH_MAX];
     if (!realpath(joined, resolved))
         return 404;
     const size_t root_len = strlen(root);
     if (strncmp(resolved, root, root_len) || resolved[root_len] != '/')
         return 404; /* a symlink led outside the root */
     struct stat st;
-    if (stat(resolved, &st) == 0 && S_ISDIR(st.st_mode)) {
-        /* a directory without its slash: serve its index, never a list */
+    if (stat(resolved, &st) != 0)
+        return 404;
+    if (S_ISDIR(st.st_mode)) {
+        /* a directory without its slash: its index, never a listing */
         const size_t len = strlen(resolved);
-        if (len + sizeof "/index.html" > sizeof resolved)
+        if (len + sizeof "/index.html" > PATH_MAX)
             return 404;
         memcpy(resolved + len, "/index.html", sizeof "/index.html");
+        if (stat(resolved, &st) != 0)
+            return 404;
     }
+    return S_ISREG(st.st_mode) ? 200 : 404;
+}
+
+bool static_exists(const char *root, const char *url)
+{
+    char resolved[PATH_MAX];
+    return static_resolve(root, url, resolved) == 200;
+}
+
+int static_load(const char *root, const char *url, struct static_file *out)
+{
+    memset(out, 0, sizeof *out);
+    char resolved[PATH_MAX];
+    if (static_resolve(root, url, resolved) != 200)
+        return 404;
     const int status = read_file(resolved, out);
     if (status == 200)
         out->content_type = static_content_type(resolved);

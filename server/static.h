@@ -6,6 +6,7 @@
 #ifndef ATTND_STATIC_H
 #define ATTND_STATIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct static_file {
@@ -21,6 +22,9 @@ struct static_file {
  * directories mean their index.html. Returns 200 with *out filled, or 404.
  */
 int static_load(const char *root, const char *url, struct static_file *out);
+
+/* Whether static_load() would find a file for url. */
+bool static_exists(const char *root, const char *url);
 
 /* The content type for a file name's extension. */
 const char *static_content_type(const char *name);

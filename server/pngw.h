@@ -1,25 +1,21 @@
 /*
- * png.h - an RGB or RGBA image encoded as PNG in memory, with text chunks.
+ * pngw.h - an RGB or RGBA image encoded as PNG in memory, with text chunks.
  *
- * The prefix is pngw_ ("PNG writer") because libpng owns png_*. Beware the
- * file name: with -Iserver on the command line, <png.h> finds this file
- * rather than libpng's, so code that needs libpng includes
- * <libpng16/png.h>.
- *
+ * The prefix is pngw_ ("PNG writer") because libpng owns png_*.
  * Output is deterministic: the same pixels and texts give the same bytes
  * (fixed zlib level and filters, no tIME chunk). Thread-safe: no shared
  * state.
  */
-#ifndef ATTND_PNG_H
-#define ATTND_PNG_H
+#ifndef ATTND_PNGW_H
+#define ATTND_PNGW_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 /* Caps on what pngw_encode accepts. */
-#define PNGW_MAX_SIDE 65535u       /* width or height, pixels */
-#define PNGW_MAX_TEXTS 32u         /* text chunks */
-#define PNGW_MAX_TEXT_BYTES 65536u /* one chunk's text */
+#define PNGW_MAX_SIDE 65535u           /* width or height, pixels */
+#define PNGW_MAX_TEXTS 32u             /* text chunks */
+#define PNGW_MAX_TEXT_BYTES (1u << 20) /* one chunk's text */
 
 /*
  * A text chunk. key: 1 to 79 printable ASCII characters without leading,

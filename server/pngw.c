@@ -1,14 +1,14 @@
 /*
- * png.c - PNG encoding into a growable memory buffer with libpng.
+ * pngw.c - PNG encoding into a growable memory buffer with libpng.
  *
  * libpng reports errors by longjmp. Everything that must be released after
  * such a jump lives in pngw_encode, which does not call setjmp; the
  * function that does (pngw_write) returns at once after a jump and reads
  * none of its locals, which the jump may have left indeterminate.
  */
-#include "png.h"
+#include "pngw.h"
 
-#include <libpng16/png.h> /* not <png.h>: see png.h */
+#include <png.h>
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -1,0 +1,893 @@
+/*
+ * test_heatmap.c - heatmap PNGs decoded back with libpng and checked:
+ * sizes, colours against matplotlib's published colormap values, text
+ * chunks, label margins, grid layout, determinism, caps and bad input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "colormap.h"
+#include "heatmap.h"
+#include "pngw.h"
+
+#include <png.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* heatmap_font_init's default: ATTND_FONT, DejaVu Sans */
+#define FONT NULL
+
+static const char *const sentence[9] = {
+    "the", "cat", "chased", "the", "mouse", "because", "it", "was", "hungry"};
+
+/* ------------------------------------------------------------ decoding */
+
+#define MAX_TEXTS 8
+
+/* A decoded PNG: RGB pixels [h][w][3] and its text chunks. */
+struct image {
+    unsigned w, h;
+    unsigned char *rgb;
+    int n_text;
+    char key[MAX_TEXTS][80];
+    char *text[MAX_TEXTS];
+    int compression[MAX_TEXTS];
+};
+
+struct reader {
+    const unsigned char *p;
+    size_t len, pos;
+};
+
+static void read_bytes(png_structp png, png_bytep out, size_t n)
+{
+    struct reader *r = png_get_io_ptr(png);
+    if (n > r->len - r->pos)
+        png_error(png, "truncated");
+    memcpy(out, r->p + r->pos, n);
+    r->pos += n;
+}
+
+static void image_free(struct image *img)
+{
+    free(img->rgb);
+    for (int i = 0; i < img->n_text; i++)
+        free(img->text[i]);
+    memset(img, 0, sizeof *img);
+}
+
+/* Decode an 8-bit RGB PNG; fails the test on anything else. */
+static void decode(const unsigned char *data, size_t len, struct image *img)
+{
+    memset(img, 0, sizeof *img);
+    assert_true(len > 8 && png_sig_cmp(data, 0, 8) == 0);
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    assert_non_null(png);
+    png_infop info = png_create_info_struct(png);
+    assert_non_null(info);
+    struct reader r = {data, len, 0};
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_read_struct(&png, &info, NULL);
+        fail_msg("libpng could not decode the heatmap");
+    }
+    png_set_read_fn(png, &r, read_bytes);
+    png_read_info(png, info);
+    assert_int_equal(png_get_color_type(png, info), PNG_COLOR_TYPE_RGB);
+    assert_int_equal(png_get_bit_depth(png, info), 8);
+    img->w = png_get_image_width(png, info);
+    img->h = png_get_image_height(png, info);
+    img->rgb = malloc((size_t)img->w * img->h * 3);
+    assert_non_null(img->rgb);
+    for (unsigned y = 0; y < img->h; y++)
+        png_read_row(png, img->rgb + (size_t)y * img->w * 3, NULL);
+    png_read_end(png, info);
+    png_textp t;
+    int n = 0;
+    png_get_text(png, info, &t, &n);
+    assert_true(n <= MAX_TEXTS);
+    for (int i = 0; i < n; i++) {
+        snprintf(img->key[i], sizeof img->key[i], "%s", t[i].key);
+        img->text[i] = strdup(t[i].text);
+        img->compression[i] = t[i].compression;
+    }
+    img->n_text = n;
+    png_destroy_read_struct(&png, &info, NULL);
+}
+
+static const unsigned char *px(const struct image *img, unsigned x, unsigned y)
+{
+    return img->rgb + ((size_t)y * img->w + x) * 3;
+}
+
+static bool is_white(const unsigned char *p)
+{
+    return p[0] == 255 && p[1] == 255 && p[2] == 255;
+}
+
+/* Render and decode in one step; the render must succeed. */
+static void render(const struct heatmap_matrix *m, size_t n,
+                   const struct heatmap_options *o,
+                   const struct heatmap_text *t, size_t nt, struct image *img)
+{
+    unsigned char *png = NULL;
+    size_t len = 0;
+    char err[256];
+    if (!heatmap_render_png(m, n, o, t, nt, &png, &len, err, sizeof err))
+        fail_msg("render failed: %s", err);
+    decode(png, len, img);
+    free(png);
+}
+
+/* The table entry nearest to rgb (squared RGB distance). */
+static unsigned nearest_index(enum heatmap_colormap map,
+                              const unsigned char *rgb)
+{
+    const unsigned char(*t)[3] = colormap_table(map);
+    unsigned best = 0;
+    long best_d = -1;
+    for (unsigned i = 0; i < COLORMAP_SIZE; i++) {
+        long d = 0;
+        for (int k = 0; k < 3; k++)
+            d += (long)(t[i][k] - rgb[k]) * (t[i][k] - rgb[k]);
+        if (best_d < 0 || d < best_d)
+            best_d = d, best = i;
+    }
+    return best;
+}
+
+/* Attention-like rows: a bright diagonal over a falling background. */
+static void fill_weights(float *w, size_t rows, size_t cols, unsigned seed)
+{
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = 0; c < cols; c++)
+            w[r * cols + c] = (float)((r * 7 + c * 3 + seed) % 11) / 40.0f +
+                              (r == c ? 0.5f : 0.0f);
+    }
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[256];
+    if (!heatmap_font_init(FONT, err, sizeof err)) {
+        fprintf(stderr, "heatmap_font_init: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    heatmap_font_free();
+    return 0;
+}
+
+static void test_colormap_tables(void **state)
+{
+    (void)state;
+    /* matplotlib: viridis(0) = #440154, viridis(0.5) = #21918c,
+     * viridis(1) = #fde725, magma(0) = #000004, magma(1) = #fcfdbf */
+    const unsigned char(*v)[3] = colormap_table(HEATMAP_VIRIDIS);
+    const unsigned char(*m)[3] = colormap_table(HEATMAP_MAGMA);
+    const unsigned char(*g)[3] = colormap_table(HEATMAP_GRAY);
+    assert_memory_equal(v[0], ((unsigned char[]){0x44, 0x01, 0x54}), 3);
+    assert_memory_equal(v[128], ((unsigned char[]){0x21, 0x91, 0x8c}), 3);
+    assert_memory_equal(v[255], ((unsigned char[]){0xfd, 0xe7, 0x25}), 3);
+    assert_memory_equal(m[0], ((unsigned char[]){0x00, 0x00, 0x04}), 3);
+    assert_memory_equal(m[255], ((unsigned char[]){0xfc, 0xfd, 0xbf}), 3);
+    for (unsigned i = 0; i < COLORMAP_SIZE; i++) {
+        assert_true(g[i][0] == i && g[i][1] == i && g[i][2] == i);
+        /* both maps grow lighter all the way (Rec. 709 luma, 0.5 slack
+         * for the 8-bit rounding) */
+        if (i > 0) {
+            for (int k = 0; k < 2; k++) {
+                const unsigned char(*t)[3] = k ? m : v;
+                const double y0 = 0.2126 * t[i - 1][0] + 0.7152 * t[i - 1][1] +
+                                  0.0722 * t[i - 1][2];
+                const double y1 =
+                    0.2126 * t[i][0] + 0.7152 * t[i][1] + 0.0722 * t[i][2];
+                assert_true(y1 > y0 - 0.5);
+            }
+        }
+    }
+    assert_int_equal(colormap_index(0.0f), 0);
+    assert_int_equal(colormap_index(0.5f), 128);
+    assert_int_equal(colormap_index(1.0f), 255);
+    assert_int_equal(colormap_index(-3.0f), 0);
+    assert_int_equal(colormap_index(7.0f), 255);
+    assert_int_equal(colormap_index(NAN), 0);
+
+    enum heatmap_colormap map;
+    const char *names[] = {"viridis", "magma", "gray"};
+    for (int i = 0; i < 3; i++) {
+        assert_true(heatmap_colormap_parse(names[i], &map));
+        assert_int_equal(map, i);
+        assert_string_equal(heatmap_colormap_name(map), names[i]);
+    }
+    assert_false(heatmap_colormap_parse("jet", &map));
+    assert_false(heatmap_colormap_parse("", &map));
+    assert_false(heatmap_colormap_parse(NULL, &map));
+}
+
+/* Without labels the image is the matrix alone, pixel for pixel. */
+static void test_bare_is_exact(void **state)
+{
+    (void)state;
+    float w[15];
+    for (int i = 0; i < 15; i++)
+        w[i] = (float)((i * 7) % 15) / 10.0f; /* max 1.4 */
+    struct heatmap_matrix m = {w, 3, 5, "ignored without labels"};
+    struct heatmap_options o = {.colormap = HEATMAP_MAGMA, .cell = 7};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_int_equal(img.w, 35);
+    assert_int_equal(img.h, 21);
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_MAGMA);
+    for (unsigned y = 0; y < img.h; y++) {
+        for (unsigned x = 0; x < img.w; x++) {
+            const float v = w[(y / 7) * 5 + x / 7];
+            const unsigned want = (unsigned)lroundf(v / 1.4f * 255.0f);
+            assert_memory_equal(px(&img, x, y), t[want], 3);
+        }
+    }
+    image_free(&img);
+
+    /* automatic cells: 300 px on the longer side, 1 to 48 px a cell */
+    static float big[1600];
+    const struct {
+        size_t rows, cols;
+        unsigned w, h;
+    } cases[] = {{9, 9, 306, 306}, {1, 1, 48, 48},     {1, 700, 700, 1},
+                 {3, 12, 300, 75}, {40, 40, 320, 320}, {100, 3, 9, 300}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct heatmap_matrix a = {big, cases[i].rows, cases[i].cols, NULL};
+        struct heatmap_options ao = {.colormap = HEATMAP_VIRIDIS};
+        render(&a, 1, &ao, NULL, 0, &img);
+        assert_int_equal(img.w, cases[i].w);
+        assert_int_equal(img.h, cases[i].h);
+        image_free(&img);
+    }
+}
+
+/* Cells along a rising row get rising colours, for each colormap. */
+static void test_colours_follow_weights(void **state)
+{
+    (void)state;
+    float w[16];
+    for (int i = 0; i < 16; i++)
+        w[i] = (float)i / 15.0f;
+    for (int map = HEATMAP_VIRIDIS; map <= HEATMAP_MAGMA; map++) {
+        struct heatmap_matrix m = {w, 1, 16, NULL};
+        struct heatmap_options o = {.colormap = map, .cell = 4};
+        struct image img;
+        render(&m, 1, &o, NULL, 0, &img);
+        unsigned prev = 0;
+        for (unsigned c = 0; c < 16; c++) {
+            const unsigned idx = nearest_index(map, px(&img, c * 4 + 2, 2));
+            assert_true(abs((int)idx - (int)lroundf(w[c] * 255.0f)) <= 1);
+            if (c > 0)
+                assert_true(idx > prev);
+            prev = idx;
+        }
+        image_free(&img);
+    }
+}
+
+/* Weights above 1 (dropout scaling): the scale runs to the largest. */
+static void test_scale_uses_max(void **state)
+{
+    (void)state;
+    float w[4] = {0.0f, 1.25f, 2.5f, 0.625f};
+    struct heatmap_matrix m = {w, 2, 2, NULL};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS, .cell = 3};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_VIRIDIS);
+    assert_memory_equal(px(&img, 1, 1), t[0], 3);
+    assert_memory_equal(px(&img, 4, 1), t[128], 3);
+    assert_memory_equal(px(&img, 1, 4), t[255], 3);
+    assert_memory_equal(px(&img, 4, 4), t[64], 3);
+    image_free(&img);
+
+    /* all zero: the scale is 0 .. 1 and every cell the low end */
+    float z[4] = {0};
+    m.values = z;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_memory_equal(px(&img, 4, 4), t[0], 3);
+    image_free(&img);
+}
+
+/* The bounding box of the matrix: pixels of colormap colours (never gray
+ * in viridis and magma, unlike text) in runs of at least min_run, longer
+ * than the colorbar is wide. */
+static void find_matrix(const struct image *img, enum heatmap_colormap map,
+                        unsigned min_run, unsigned box[4])
+{
+    const unsigned char(*t)[3] = colormap_table(map);
+    unsigned x0 = img->w, y0 = img->h, x1 = 0, y1 = 0;
+    for (unsigned y = 0; y < img->h; y++) {
+        unsigned run = 0;
+        for (unsigned x = 0; x < img->w; x++) {
+            const unsigned char *p = px(img, x, y);
+            const bool in_map = !(p[0] == p[1] && p[1] == p[2]) &&
+                                !memcmp(p, t[nearest_index(map, p)], 3);
+            run = in_map ? run + 1 : 0;
+            if (run >= min_run) {
+                if (x + 1 - run < x0)
+                    x0 = x + 1 - run;
+                if (x > x1)
+                    x1 = x;
+                if (y < y0)
+                    y0 = y;
+                if (y > y1)
+                    y1 = y;
+            }
+        }
+    }
+    box[0] = x0, box[1] = y0, box[2] = x1, box[3] = y1;
+}
+
+static size_t count_ink(const struct image *img, unsigned x0, unsigned y0,
+                        unsigned x1, unsigned y1)
+{
+    size_t n = 0;
+    for (unsigned y = y0; y < y1; y++)
+        for (unsigned x = x0; x < x1; x++)
+            n += !is_white(px(img, x, y));
+    return n;
+}
+
+/* With labels: tokens left and above the matrix, a colorbar right of it. */
+static void test_labels_in_margins(void **state)
+{
+    (void)state;
+    float w[81];
+    fill_weights(w, 9, 9, 0);
+    struct heatmap_matrix m = {w, 9, 9, "layer 1, head 1"};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS,
+                                .labels = true,
+                                .row_labels = sentence,
+                                .col_labels = sentence};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_true(img.w >= 300 && img.h >= 300);
+    assert_true(img.w > 306 && img.h > 306);
+    unsigned box[4];
+    find_matrix(&img, HEATMAP_VIRIDIS, 40, box);
+    assert_int_equal(box[2] - box[0] + 1, 306);
+    assert_int_equal(box[3] - box[1] + 1, 306);
+    assert_true(box[0] > 20 && box[1] > 40);
+    /* row labels: ink left of the matrix, level with it */
+    assert_true(count_ink(&img, 0, box[1], box[0] - 2, box[3]) > 200);
+    /* key labels and title: ink above it */
+    assert_true(count_ink(&img, box[0], 0, box[2], box[1] - 2) > 300);
+    /* colorbar and ticks: ink right of it */
+    assert_true(count_ink(&img, box[2] + 3, box[1], img.w, box[3]) > 1000);
+    /* every row label: some ink level with each row, left of the matrix */
+    for (unsigned r = 0; r < 9; r++) {
+        const unsigned y = box[1] + r * 34;
+        assert_true(count_ink(&img, 0, y + 8, box[0] - 2, y + 26) > 10);
+    }
+    /* nothing below the matrix but margin */
+    assert_int_equal(count_ink(&img, 0, box[3] + 1, box[2], img.h), 0);
+    image_free(&img);
+
+    /* labels off: not one pixel outside the colormap */
+    o.labels = false;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_int_equal(img.w, 306);
+    assert_int_equal(img.h, 306);
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_VIRIDIS);
+    for (unsigned y = 0; y < img.h; y++) {
+        for (unsigned x = 0; x < img.w; x++) {
+            const unsigned char *p = px(&img, x, y);
+            assert_memory_equal(p, t[nearest_index(HEATMAP_VIRIDIS, p)], 3);
+        }
+    }
+    image_free(&img);
+}
+
+/* The gray map with labels: every pixel is a gray, cells darker to
+ * lighter with the weight. */
+static void test_gray_is_gray(void **state)
+{
+    (void)state;
+    float w[81];
+    for (int i = 0; i < 81; i++)
+        w[i] = (float)i / 80.0f;
+    struct heatmap_matrix m = {w, 9, 9, "gray"};
+    struct heatmap_options o = {.colormap = HEATMAP_GRAY,
+                                .labels = true,
+                                .row_labels = sentence,
+                                .col_labels = sentence};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    for (unsigned y = 0; y < img.h; y++) {
+        for (unsigned x = 0; x < img.w; x++) {
+            const unsigned char *p = px(&img, x, y);
+            assert_true(p[0] == p[1] && p[1] == p[2]);
+        }
+    }
+    image_free(&img);
+    o.labels = false;
+    o.cell = 5;
+    render(&m, 1, &o, NULL, 0, &img);
+    int prev = -1;
+    for (unsigned i = 0; i < 81; i++) {
+        const int lum = px(&img, (i % 9) * 5 + 2, (i / 9) * 5 + 2)[0];
+        assert_int_equal(lum, (int)lroundf(w[i] * 255.0f));
+        assert_true(lum >= prev);
+        prev = lum;
+    }
+    image_free(&img);
+}
+
+static void test_text_chunks(void **state)
+{
+    (void)state;
+    float w[4] = {0.1f, 0.9f, 0.5f, 0.5f};
+    struct heatmap_matrix m = {w, 2, 2, NULL};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS, .cell = 2};
+    const struct heatmap_text texts[] = {
+        {"Title", "attention weights"},
+        {"Tokens", "the cat \xe6\xb3\xa8\xe6\x84\x8f \xf0\x9f\x99\x82"},
+        {"Comment", "two\nlines"},
+    };
+    struct image img;
+    render(&m, 1, &o, texts, 3, &img);
+    assert_int_equal(img.n_text, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(img.key[i], texts[i].key);
+        assert_string_equal(img.text[i], texts[i].text);
+    }
+    assert_int_equal(img.compression[0], PNG_TEXT_COMPRESSION_NONE); /* tEXt */
+    assert_int_equal(img.compression[1], PNG_ITXT_COMPRESSION_NONE); /* iTXt */
+    assert_int_equal(img.compression[2], PNG_TEXT_COMPRESSION_NONE);
+    image_free(&img);
+
+    /* bad keys and texts fail with a message */
+    const struct heatmap_text bad[][1] = {
+        {{"", "x"}},
+        {{" lead", "x"}},
+        {{"two  spaces", "x"}},
+        {{"K\xc3\xa9y", "x"}},
+        {{"0123456789012345678901234567890123456789012345678901234567890123"
+          "4567890123456789", /* 80 characters */
+          "x"}},
+        {{"Key", "\xff\xfe"}},
+        {{"Key", "\xed\xa0\x80"}}, /* a surrogate */
+        {{"Key", NULL}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        unsigned char *png = (unsigned char *)1;
+        size_t len = 1;
+        char err[256] = "";
+        if (heatmap_render_png(&m, 1, &o, bad[i], 1, &png, &len, err,
+                               sizeof err))
+            fail_msg("text %zu accepted", i);
+        assert_null(png);
+        assert_int_equal(len, 0);
+        assert_true(strlen(err) > 10);
+    }
+}
+
+static void test_grid_layout(void **state)
+{
+    (void)state;
+    float w[8][81];
+    struct heatmap_matrix m[8];
+    char titles[8][32];
+    for (int h = 0; h < 8; h++) {
+        fill_weights(w[h], 9, 9, (unsigned)h);
+        snprintf(titles[h], sizeof titles[h], "head %d of 8", h + 1);
+        m[h] = (struct heatmap_matrix){w[h], 9, 9, titles[h]};
+    }
+    /* 8 panels: 3 across, 3 down, the last place empty; 1-cell gutters */
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS, .cell = 10};
+    struct image img;
+    render(m, 8, &o, NULL, 0, &img);
+    assert_int_equal(img.w, 3 * 90 + 2 * 10);
+    assert_int_equal(img.h, 3 * 90 + 2 * 10);
+    float vmax = 0;
+    for (int h = 0; h < 8; h++)
+        for (int i = 0; i < 81; i++)
+            vmax = w[h][i] > vmax ? w[h][i] : vmax;
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_VIRIDIS);
+    for (int h = 0; h < 8; h++) {
+        const unsigned x = (unsigned)(h % 3) * 100, y = (unsigned)(h / 3) * 100;
+        for (int i = 0; i < 81; i += 10) {
+            const unsigned want = colormap_index(w[h][i] / vmax);
+            assert_memory_equal(
+                px(&img, x + (i % 9) * 10 + 5, y + (i / 9) * 10 + 5), t[want],
+                3);
+        }
+    }
+    assert_int_equal(count_ink(&img, 90, 0, 100, img.h), 0);  /* gutter */
+    assert_int_equal(count_ink(&img, 0, 190, img.w, 200), 0); /* gutter */
+    assert_int_equal(count_ink(&img, 200, 200, 290, 290), 0); /* 9th place */
+    image_free(&img);
+
+    /* with labels: three labelled panels across and down */
+    o.cell = 0;
+    o.labels = true;
+    o.title = "layer 1";
+    o.row_labels = sentence;
+    o.col_labels = sentence;
+    render(m, 8, &o, NULL, 0, &img);
+    assert_true(img.w >= 3 * 306 + 2 * 60 && img.w <= 1600);
+    assert_true(img.h >= 3 * 306 + 2 * 60 && img.h <= 1600);
+    /* the empty ninth place stays white */
+    assert_int_equal(count_ink(&img, img.w * 70 / 100, img.h * 75 / 100,
+                               img.w * 85 / 100, img.h * 95 / 100),
+                     0);
+    image_free(&img);
+}
+
+struct job {
+    const struct heatmap_matrix *m;
+    size_t n;
+    const struct heatmap_options *o;
+    unsigned char *png;
+    size_t len;
+};
+
+static void *render_job(void *arg)
+{
+    struct job *j = arg;
+    char err[256];
+    if (!heatmap_render_png(j->m, j->n, j->o, NULL, 0, &j->png, &j->len, err,
+                            sizeof err))
+        j->png = NULL;
+    return NULL;
+}
+
+/* Same input, same bytes: again, and from several threads at once. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    float w[4][81];
+    struct heatmap_matrix m[4];
+    for (int h = 0; h < 4; h++) {
+        fill_weights(w[h], 9, 9, (unsigned)h);
+        m[h] = (struct heatmap_matrix){w[h], 9, 9, "head"};
+    }
+    struct heatmap_options o = {.colormap = HEATMAP_MAGMA,
+                                .labels = true,
+                                .title = "grid",
+                                .row_labels = sentence,
+                                .col_labels = sentence};
+    struct job base = {m, 4, &o, NULL, 0};
+    render_job(&base);
+    assert_non_null(base.png);
+    enum { THREADS = 4 };
+    struct job jobs[THREADS];
+    pthread_t tid[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i] = (struct job){m, (size_t)(i % 2 ? 4 : 1), &o, NULL, 0};
+        assert_int_equal(pthread_create(&tid[i], NULL, render_job, &jobs[i]),
+                         0);
+    }
+    struct job again = {m, 4, &o, NULL, 0};
+    render_job(&again);
+    assert_int_equal(again.len, base.len);
+    assert_memory_equal(again.png, base.png, base.len);
+    struct job single = {m, 1, &o, NULL, 0};
+    render_job(&single);
+    for (int i = 0; i < THREADS; i++) {
+        assert_int_equal(pthread_join(tid[i], NULL), 0);
+        const struct job *want = i % 2 ? &base : &single;
+        assert_non_null(jobs[i].png);
+        assert_int_equal(jobs[i].len, want->len);
+        assert_memory_equal(jobs[i].png, want->png, want->len);
+        free(jobs[i].png);
+    }
+    /* no timestamp chunk */
+    for (size_t i = 8; i + 8 <= base.len;) {
+        const size_t n = (size_t)base.png[i] << 24 | base.png[i + 1] << 16 |
+                         base.png[i + 2] << 8 | base.png[i + 3];
+        assert_true(memcmp(base.png + i + 4, "tIME", 4) != 0);
+        i += n + 12;
+    }
+    free(base.png);
+    free(again.png);
+    free(single.png);
+}
+
+static void test_max_pixels(void **state)
+{
+    (void)state;
+    float w[81];
+    fill_weights(w, 9, 9, 1);
+    struct heatmap_matrix m = {w, 9, 9, NULL};
+    struct heatmap_options o = {
+        .colormap = HEATMAP_VIRIDIS, .cell = 10, .max_pixels = 8099};
+    unsigned char *png = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    assert_false(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_null(png);
+    assert_non_null(strstr(err, "90 x 90"));
+    assert_non_null(strstr(err, "max_pixels"));
+    o.max_pixels = 8100;
+    assert_true(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    free(png);
+
+    /* labels count too: the bare 8100 px pass, the labelled image not */
+    o.labels = true;
+    o.row_labels = o.col_labels = sentence;
+    o.max_pixels = 9000;
+    assert_false(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_non_null(strstr(err, "max_pixels"));
+
+    /* the built-in caps hold with max_pixels 0 */
+    static float big[4 * 3000];
+    struct heatmap_matrix tall = {big, 3000, 4, NULL};
+    o = (struct heatmap_options){.colormap = HEATMAP_GRAY, .cell = 20};
+    assert_false(
+        heatmap_render_png(&tall, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_non_null(strstr(err, "3000"));
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    float w[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+    struct heatmap_matrix ok = {w, 2, 3, NULL};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS};
+    unsigned char *png = NULL;
+    size_t len = 0;
+    char err[256];
+
+#define REFUSED(mats, n, opts, texts, nt, needle)                              \
+    do {                                                                       \
+        err[0] = '\0';                                                         \
+        assert_false(heatmap_render_png(mats, n, opts, texts, nt, &png, &len,  \
+                                        err, sizeof err));                     \
+        assert_null(png);                                                      \
+        if (!strstr(err, needle))                                              \
+            fail_msg("message \"%s\" lacks \"%s\"", err, needle);              \
+    } while (0)
+
+    REFUSED(&ok, 1, NULL, NULL, 0, "options");
+    REFUSED(NULL, 1, &o, NULL, 0, "matrices");
+    REFUSED(&ok, 0, &o, NULL, 0, "matrices");
+    struct heatmap_matrix empty = {w, 0, 3, NULL};
+    REFUSED(&empty, 1, &o, NULL, 0, "0 x 3");
+    struct heatmap_matrix no_values = {NULL, 2, 3, NULL};
+    REFUSED(&no_values, 1, &o, NULL, 0, "no values");
+    struct heatmap_matrix two[2] = {ok, {w, 3, 2, NULL}};
+    REFUSED(two, 2, &o, NULL, 0, "3 x 2");
+    float neg[6] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, 0.6f};
+    struct heatmap_matrix negative = {neg, 2, 3, NULL};
+    REFUSED(&negative, 1, &o, NULL, 0, "[0][2]");
+    float inf[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, INFINITY};
+    struct heatmap_matrix infinite = {inf, 2, 3, NULL};
+    REFUSED(&infinite, 1, &o, NULL, 0, "[1][2]");
+    struct heatmap_options big_cell = {.cell = 1000};
+    REFUSED(&ok, 1, &big_cell, NULL, 0, "cell 1000");
+    struct heatmap_options bad_map = {.colormap = (enum heatmap_colormap)7};
+    REFUSED(&ok, 1, &bad_map, NULL, 0, "colormap");
+    struct heatmap_matrix huge = {w, (size_t)1 << 40, 3, NULL};
+    REFUSED(&huge, 1, &o, NULL, 0, "matrix of");
+    struct heatmap_matrix wide = {w, 2, 20000, NULL};
+    struct heatmap_options cell2 = {.cell = 2};
+    REFUSED(&wide, 1, &cell2, NULL, 0, "32768");
+    const struct heatmap_text many[40] = {{"k", "v"}};
+    REFUSED(&ok, 1, &o, many, 40, "40 texts");
+    REFUSED(&ok, 1, &o, NULL, 1, "no array");
+#undef REFUSED
+}
+
+static void test_font_errors(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_false(
+        heatmap_font_init("/nonexistent/attnd/font.ttf", err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/attnd/font.ttf"));
+
+    char path[] = "/tmp/attnd_test_font_XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "not a font at all", 17), 17);
+    close(fd);
+    err[0] = '\0';
+    assert_false(heatmap_font_init(path, err, sizeof err));
+    assert_non_null(strstr(err, path));
+    unlink(path);
+
+    /* the font loaded before still serves */
+    float w[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    struct heatmap_matrix m = {w, 2, 2, "t"};
+    struct heatmap_options o = {.labels = true};
+    unsigned char *png = NULL;
+    size_t len = 0;
+    assert_true(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    free(png);
+
+    /* without a font, labelled renders fail cleanly, bare ones work */
+    heatmap_font_free();
+    assert_false(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_null(png);
+    assert_non_null(strstr(err, "font"));
+    o.labels = false;
+    assert_true(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    free(png);
+    assert_true(heatmap_font_init(FONT, err, sizeof err));
+}
+
+/* Labels the font lacks, broken UTF-8 and very long tokens draw without
+ * harm, and long ones are cut short rather than widening the image. */
+static void test_awkward_tokens(void **state)
+{
+    (void)state;
+    char *long_token = malloc(20001);
+    assert_non_null(long_token);
+    for (int i = 0; i < 20000; i++)
+        long_token[i] = (char)('a' + i % 26);
+    long_token[20000] = '\0';
+    char *long_cjk = malloc(3 * 3000 + 1);
+    assert_non_null(long_cjk);
+    for (int i = 0; i < 3000; i++)
+        memcpy(long_cjk + 3 * i, "\xe6\xb3\xa8", 3);
+    long_cjk[3 * 3000] = '\0';
+    const char *tokens[12] = {
+        "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b", /* CJK */
+        "\xf0\x9f\x99\x82\xf0\x9f\x8e\x89",     /* emoji */
+        long_token,
+        long_cjk,
+        "\xff\xfe\xc3", /* broken UTF-8, cut mid-character */
+        "\xed\xa0\x80 surrogate",
+        "",
+        NULL,
+        "tab\there\nnewline",
+        "   ",
+        "e\xcc\x81\xcc\x81\xcc\x81", /* stacked combining marks */
+        "\xe2\x80\xae"
+        "rtl override",
+    };
+    float w[144];
+    fill_weights(w, 12, 12, 3);
+    struct heatmap_matrix m = {w, 12, 12, long_token};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS,
+                                .labels = true,
+                                .row_labels = tokens,
+                                .col_labels = tokens};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_true(img.w < 1000 && img.h < 1000);
+    image_free(&img);
+    /* and as the grid title and panel titles */
+    struct heatmap_matrix two[2] = {m, m};
+    o.title = long_cjk;
+    render(two, 2, &o, NULL, 0, &img);
+    assert_true(img.w < 2000 && img.h < 1000);
+    image_free(&img);
+    free(long_token);
+    free(long_cjk);
+}
+
+/* Thousands of tokens: labels thin out or go, nothing overflows. */
+static void test_many_tokens(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    static char names[N][24];
+    static const char *labels[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "token%d", i);
+        labels[i] = names[i];
+    }
+    float *w = malloc((size_t)N * 3 * sizeof *w);
+    assert_non_null(w);
+    for (size_t i = 0; i < (size_t)N * 3; i++)
+        w[i] = (float)(i % 7) / 7.0f;
+    struct heatmap_matrix m = {w, N, 3, "tall"};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS,
+                                .labels = true,
+                                .row_labels = labels,
+                                .col_labels = labels};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_true(img.h >= N && img.h < N + 200);
+    image_free(&img);
+
+    /* 60 x 60 at 6 px: every k-th label, lines of text kept apart */
+    float *sq = malloc(60 * 60 * sizeof *sq);
+    assert_non_null(sq);
+    fill_weights(sq, 60, 60, 5);
+    struct heatmap_matrix s = {sq, 60, 60, NULL};
+    o.cell = 6;
+    render(&s, 1, &o, NULL, 0, &img);
+    unsigned box[4];
+    find_matrix(&img, HEATMAP_VIRIDIS, 40, box);
+    assert_int_equal(box[3] - box[1] + 1, 360);
+    /* the label column has blank rows between the lines of text */
+    size_t blank = 0;
+    for (unsigned y = box[1]; y <= box[3]; y++)
+        blank += count_ink(&img, 0, y, box[0] - 8, y + 1) == 0;
+    assert_true(blank > 120);
+    assert_true(count_ink(&img, 0, box[1], box[0] - 8, box[3]) > 500);
+    image_free(&img);
+    free(sq);
+    free(w);
+}
+
+/* The PNG writer alone: its output cap fails cleanly mid-stream (a
+ * longjmp out of libpng that must leak nothing), bad shapes are refused. */
+static void test_png_writer(void **state)
+{
+    (void)state;
+    static unsigned char rgba[64 * 64 * 4];
+    uint32_t x = 2463534242u; /* xorshift32: noise that does not deflate */
+    for (size_t i = 0; i < sizeof rgba; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        rgba[i] = (unsigned char)(x >> 24);
+    }
+    unsigned char *out = NULL;
+    size_t len = 0;
+    char err[256] = "";
+    assert_true(pngw_encode(rgba, 64, 64, 4, NULL, 0, sizeof rgba * 2, &out,
+                            &len, err, sizeof err));
+    assert_true(len > 64 * 64 * 3);
+    const size_t full = len;
+    free(out);
+    assert_false(pngw_encode(rgba, 64, 64, 4, NULL, 0, full - 1, &out, &len,
+                             err, sizeof err));
+    assert_null(out);
+    assert_non_null(strstr(err, "cap"));
+    assert_true(pngw_encode(rgba, 64, 64, 4, NULL, 0, full, &out, &len, err,
+                            sizeof err));
+    assert_int_equal(len, full);
+    free(out);
+    assert_false(pngw_encode(rgba, 64, 64, 2, NULL, 0, full, &out, &len, err,
+                             sizeof err));
+    assert_false(pngw_encode(rgba, 0, 64, 3, NULL, 0, full, &out, &len, err,
+                             sizeof err));
+    assert_false(pngw_encode(rgba, 70000, 1, 3, NULL, 0, full, &out, &len, err,
+                             sizeof err));
+    assert_null(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_colormap_tables),
+        cmocka_unit_test(test_bare_is_exact),
+        cmocka_unit_test(test_colours_follow_weights),
+        cmocka_unit_test(test_scale_uses_max),
+        cmocka_unit_test(test_labels_in_margins),
+        cmocka_unit_test(test_gray_is_gray),
+        cmocka_unit_test(test_text_chunks),
+        cmocka_unit_test(test_grid_layout),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_max_pixels),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_font_errors),
+        cmocka_unit_test(test_awkward_tokens),
+        cmocka_unit_test(test_many_tokens),
+        cmocka_unit_test(test_png_writer),
+    };
+    return cmocka_run_group_tests_name("heatmap", tests, setup, teardown);
+}
