@@ -4,6 +4,9 @@
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
 #   make bench      the attention benchmark; writes build/bench.json
+#   make fuzz       build the libFuzzer targets (clang) and run each for
+#                   FUZZ_SECONDS (60) on its corpus
+#   make fuzz-regress  run each fuzzer once over its committed corpus
 #   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
 #   make deps       install the Debian packages all of the above need
 #
@@ -23,7 +26,8 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 APT_BUILD := make gcc pkg-config libopenblas-dev
 APT_SERVER := libmicrohttpd-dev libcjson-dev libpng-dev libfreetype-dev fonts-dejavu-core
 APT_TEST := libcmocka-dev libcurl4-openssl-dev curl
-APT_ALL := $(APT_BUILD) $(APT_SERVER) $(APT_TEST)
+APT_WEB := nodejs npm chromium
+APT_ALL := $(APT_BUILD) $(APT_SERVER) $(APT_TEST) $(APT_WEB)
 PKG_CORE := openblas
 PKG_SERVER := libmicrohttpd libcjson libpng freetype2
 PKG_TEST := cmocka libcjson libcurl libpng
@@ -56,19 +60,28 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
 
-.PHONY: all test unit server-unit integration asan bench golden deps clean format run
+.PHONY: all test c-test unit server-unit integration web-test asan bench golden deps clean format run \
+        fuzz fuzz-build fuzz-regress
 all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 # ------------------------------------------------------------ dependencies
 DEPS_STAMP := $(BUILD)/.deps-ok
 $(DEPS_STAMP): Makefile
-	@if pkg-config --exists $(PKG_ALL) 2>/dev/null; then :; \
+	@if pkg-config --exists $(PKG_ALL) 2>/dev/null && [ -f $(FONT) ] && \
+	    command -v curl >/dev/null && command -v node >/dev/null && \
+	    command -v npm >/dev/null && [ -x /usr/bin/chromium ]; then :; \
 	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
 	@mkdir -p $(@D) && touch $@
 
 deps:
 	$(SUDO) apt-get update
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_ALL)
+	cd tests/web && npm ci --no-audit --no-fund
+
+# The browser tests' node modules (playwright-core; the browser is Debian's).
+WEB_MODULES := tests/web/node_modules/.package-lock.json
+$(WEB_MODULES): tests/web/package.json tests/web/package-lock.json | $(DEPS_STAMP)
+	cd tests/web && npm ci --no-audit --no-fund
 
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c | $(DEPS_STAMP)
@@ -148,11 +161,20 @@ server-unit: $(SERVER_TEST_BIN)
 integration: $(ATTND) $(INTEG_BIN)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(INTEG_BIN)
 
-test: $(UNIT_BIN) $(SERVER_TEST_BIN) $(ATTND) $(INTEG_BIN)
-	@ATTND_BIN=$(ATTND) tests/run-cmocka $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN)
+web-test: $(ATTND) $(WEB_MODULES)
+	@ATTND_BIN=$(abspath $(ATTND)) node --test tests/web/
+
+C_TESTS := $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN)
+c-test: $(C_TESTS) $(ATTND)
+	@ATTND_BIN=$(ATTND) tests/run-cmocka $(C_TESTS)
+
+# Everything: C units, the server's units, integration against the real
+# binary, then the page in a real browser.
+test: c-test
+	@$(MAKE) --no-print-directory web-test
 
 asan:
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" test
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" c-test
 
 # ------------------------------------------------------------------ bench
 $(BUILD)/bench/%.o: tests/bench/%.c | $(DEPS_STAMP)
@@ -166,6 +188,86 @@ $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 
 bench: $(BENCH_BIN)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
+
+# ------------------------------------------------------------------- fuzz
+# libFuzzer targets tests/fuzz/fuzz_*.c, each linked with every core and
+# server object (not main.c), all built with clang, ASan and UBSan into
+# $(BUILD)/fuzz/. New inputs go to $(BUILD)/fuzz/corpus_*, crashes to
+# $(BUILD)/fuzz/fuzz_*-crash-*; tests/fuzz/corpus_* is only read.
+# Not part of `make test`.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_ARGS ?=
+APT_FUZZ := clang libclang-rt-dev
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -MMD -MP \
+               $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_NAMES := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_DIR)/%)
+FUZZ_OBJ := $(CORE_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(SERVER_SRC:%.c=$(FUZZ_DIR)/obj/%.o) \
+            $(FUZZ_DIR)/obj/gen/openapi_json.o $(FUZZ_DIR)/obj/tests/fuzz/pipeline.o
+FUZZ_RUN := -timeout=10 -rss_limit_mb=2048
+FUZZ_STAMP := $(FUZZ_DIR)/.deps-ok
+
+$(FUZZ_STAMP): Makefile | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);' \
+	      'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
+	      '{ return (int)(d && n && 0); }' > $(@D)/probe.c
+	@if $(FUZZ_CC) -fsanitize=fuzzer $(@D)/probe.c -o $(@D)/probe 2>/dev/null; then :; \
+	 else echo "attnd: installing $(APT_FUZZ) for the fuzzers"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_FUZZ); fi
+	@rm -f $(@D)/probe.c $(@D)/probe && touch $@
+
+$(FUZZ_DIR)/obj/src/%.o: src/%.c | $(FUZZ_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+
+$(FUZZ_DIR)/obj/server/%.o: server/%.c | $(FUZZ_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+
+$(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c | $(FUZZ_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-overlength-strings -c $< -o $@
+
+$(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c | $(FUZZ_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+
+$(FUZZ_BIN): $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_OBJ)
+	@echo "  LD      $@"
+	@$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+# fuzz_X runs on tests/fuzz/corpus_X (and what earlier runs found), with a
+# dictionary where one helps; GET parameters share the JSON field names.
+FUZZ_DICT_fuzz_request := tests/fuzz/request.dict
+FUZZ_DICT_fuzz_query := tests/fuzz/request.dict
+fuzz_run = mkdir -p $(FUZZ_DIR)/corpus_$(1:fuzz_%=%) && \
+    echo "  FUZZ    $(1), $(FUZZ_SECONDS) s" && \
+    $(FUZZ_DIR)/$(1) $(FUZZ_RUN) -max_total_time=$(FUZZ_SECONDS) \
+        $(if $(FUZZ_DICT_$(1)),-dict=$(FUZZ_DICT_$(1))) \
+        -artifact_prefix=$(FUZZ_DIR)/$(1)- $(FUZZ_ARGS) \
+        $(FUZZ_DIR)/corpus_$(1:fuzz_%=%) tests/fuzz/corpus_$(1:fuzz_%=%)
+
+fuzz: $(FUZZ_BIN)
+	@$(foreach f,$(FUZZ_NAMES),$(call fuzz_run,$(f)) && ) true
+
+# Every committed input once (files, not directories: nothing is written).
+fuzz-regress: $(FUZZ_BIN)
+	@for f in $(FUZZ_NAMES); do \
+	    t=$${f#fuzz_}; \
+	    echo "  REGRESS $$f ($$(ls tests/fuzz/corpus_$$t | wc -l) inputs)"; \
+	    $(FUZZ_DIR)/$$f $(FUZZ_RUN) tests/fuzz/corpus_$$t/* >$(FUZZ_DIR)/$$f.log 2>&1 \
+	        || { tail -n 40 $(FUZZ_DIR)/$$f.log; exit 1; }; \
+	done
 
 # ----------------------------------------------------------------- golden
 golden:

@@ -232,6 +232,15 @@ static bool read_options(struct request *req, const cJSON *root,
 
 /* ------------------------------------------------------------- inputs */
 
+/* Append s to a token block being filled; *next is where its bytes go. */
+static void tokens_push(struct attn_tokens *tokens, char **next, const char *s)
+{
+    const size_t n = strlen(s) + 1;
+    memcpy(*next, s, n);
+    tokens->text[tokens->count++] = *next;
+    *next += n;
+}
+
 /* Tokens of a text input, from "sentence" or "tokens". */
 static bool read_text(struct request *req, struct request_input *in,
                       const cJSON *sentence, const cJSON *tokens,
@@ -279,12 +288,10 @@ static bool read_text(struct request *req, struct request_input *in,
         return problem_set(pb, 422, at->pointer,
                            "%s has %zu tokens; the limit is %zu (--max-tokens)",
                            at->name, given + extra, lim->max_tokens);
-    in->tokens.text = calloc(given + extra, sizeof *in->tokens.text);
-    if (!in->tokens.text)
-        return problem_set(pb, 503, at->pointer, "out of memory");
-    size_t i = 0;
-    if (extra)
-        in->tokens.text[in->tokens.count++] = strdup("[CLS]");
+    /* Checked and measured first, then copied into one block, the
+     * pointers then the bytes, laid out as attn_tokenize() lays out its
+     * result: attn_tokens_free() releases the block, not each string. */
+    size_t i = 0, bytes = extra ? sizeof "[CLS]" + sizeof "[SEP]" : 0;
     const cJSON *t;
     cJSON_ArrayForEach(t, tokens)
     {
@@ -308,13 +315,20 @@ static bool read_text(struct request *req, struct request_input *in,
                                              ? strstr(err.message, " at byte")
                                              : "");
         attn_tokens_free(&probe);
-        in->tokens.text[in->tokens.count++] = strdup(t->valuestring);
+        bytes += strlen(t->valuestring) + 1;
     }
+    const size_t count = given + extra;
+    char **block = malloc(count * sizeof *block + bytes);
+    if (!block)
+        return problem_set(pb, 503, at->pointer, "out of memory");
+    in->tokens.text = block;
+    char *next = (char *)(block + count);
     if (extra)
-        in->tokens.text[in->tokens.count++] = strdup("[SEP]");
-    for (size_t k = 0; k < in->tokens.count; k++)
-        if (!in->tokens.text[k])
-            return problem_set(pb, 503, at->pointer, "out of memory");
+        tokens_push(&in->tokens, &next, "[CLS]");
+    cJSON_ArrayForEach(t, tokens)
+        tokens_push(&in->tokens, &next, t->valuestring);
+    if (extra)
+        tokens_push(&in->tokens, &next, "[SEP]");
     return true;
 }
 

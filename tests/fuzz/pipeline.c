@@ -1,0 +1,154 @@
+/*
+ * pipeline.c - the steps after parsing, shared by fuzz_request and
+ * fuzz_query, so that every parsed input is also computed and encoded.
+ */
+#include "pipeline.h"
+#include "attend.h"
+#include "heatmap.h"
+#include "render.h"
+#include "response.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+/* http.c's MAX_PNG_PIXELS: the PNG cap a real request meets */
+#define MAX_PIXELS ((size_t)64 << 20)
+
+const struct request_limits fuzz_limits = {
+    .max_tokens = 512,
+    .max_dim = 256,
+    .max_heads = 16,
+    .max_output = (size_t)1 << 20,
+};
+
+void fuzz_init(void)
+{
+    static bool done;
+    char err[256];
+    if (done)
+        return;
+    attn_blas_single_thread(); /* as the server's main() does */
+    if (!heatmap_font_init(FONT_PATH, err, sizeof err)) {
+        fprintf(stderr, "fuzz: %s\n", err);
+        abort();
+    }
+    done = true;
+}
+
+void fuzz_check_problem(const struct problem *pb)
+{
+    if (pb->status < 400 || pb->status > 599 || !pb->detail[0]) {
+        fprintf(stderr, "fuzz: refusal with status %d, detail \"%s\"\n",
+                pb->status, pb->detail);
+        abort();
+    }
+    size_t len = 0;
+    char *body = problem_body(pb, &len);
+    if (!body)
+        return; /* out of memory: nothing to check */
+    cJSON *doc = cJSON_ParseWithLength(body, len);
+    if (!doc) {
+        fprintf(stderr, "fuzz: problem body is not JSON: %.*s\n", (int)len,
+                body);
+        abort();
+    }
+    cJSON_Delete(doc);
+    free(body);
+}
+
+size_t fuzz_split_query(char *text, size_t len, struct request_param *p,
+                        bool *overflow)
+{
+    size_t n = 0;
+    *overflow = false;
+    text[len] = '\0';
+    /* a NUL ends a C string, so it ends the query as it would in MHD */
+    len = strlen(text);
+    for (char *at = text; at <= text + len;) {
+        char *amp = memchr(at, '&', (size_t)(text + len - at));
+        char *end = amp ? amp : text + len;
+        *end = '\0';
+        if (end > at) { /* "a&&b": empty pairs are skipped, as MHD does */
+            if (n == FUZZ_MAX_PARAMS) {
+                *overflow = true;
+                break;
+            }
+            char *eq = strchr(at, '=');
+            if (eq)
+                *eq = '\0';
+            p[n++] = (struct request_param){at, eq ? eq + 1 : ""};
+        }
+        at = end + 1;
+    }
+    return n;
+}
+
+/* Read the whole JSON stream and check that it parses. */
+static void drain_json(struct response_stream *s)
+{
+    size_t len = 0, cap = 1 << 16;
+    char *all = malloc(cap);
+    if (!all)
+        abort();
+    for (;;) {
+        if (cap - len < 4096) {
+            char *grown = realloc(all, cap * 2);
+            if (!grown)
+                abort();
+            all = grown;
+            cap *= 2;
+        }
+        /* odd sizes, so pieces end in every possible place */
+        const size_t got = response_stream_read(s, all + len, 4093);
+        if (got == 0)
+            break;
+        if (got > 4093)
+            abort();
+        len += got;
+    }
+    cJSON *doc = cJSON_ParseWithLength(all, len);
+    if (!doc) {
+        fprintf(stderr, "fuzz: response body is not JSON (%zu bytes): %.300s\n",
+                len, all);
+        abort();
+    }
+    cJSON_Delete(doc);
+    free(all);
+}
+
+void fuzz_pipeline_run(struct request *req)
+{
+    struct attn_result res;
+    struct problem pb;
+    memset(&pb, 0, sizeof pb);
+    if (!attend_run(req, 1, &res, &pb)) {
+        fuzz_check_problem(&pb);
+        request_free(req);
+        return;
+    }
+    if (req->png.wanted) {
+        unsigned char *png = NULL;
+        size_t len = 0;
+        if (render_png(req, &res, MAX_PIXELS, &png, &len, &pb)) {
+            static const unsigned char sig[8] = {0x89, 'P', 'N', 'G',
+                                                 '\r', '\n', 0x1a, '\n'};
+            if (len < 8 || memcmp(png, sig, 8))
+                abort();
+            free(png);
+        } else {
+            fuzz_check_problem(&pb);
+        }
+        attn_result_free(&res);
+        request_free(req);
+        return;
+    }
+    /* the stream takes req and res, and frees them even when it fails */
+    struct response_stream *s = response_stream_new(req, &res);
+    if (!s)
+        return;
+    drain_json(s);
+    response_stream_free(s);
+}

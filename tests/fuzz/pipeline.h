@@ -1,0 +1,49 @@
+/*
+ * pipeline.h - what the server does with a request once it has been
+ * parsed, for the fuzz targets: compute, then encode as JSON or PNG, with
+ * the checks a client would make on the answer.
+ */
+#ifndef ATTND_FUZZ_PIPELINE_H
+#define ATTND_FUZZ_PIPELINE_H
+
+#include "problem.h"
+#include "request.h"
+
+#include <stdbool.h>
+
+/* The limits every fuzz target parses with: small enough that one input
+ * stays well under a second, large enough to reach every code path. */
+extern const struct request_limits fuzz_limits;
+
+/* Start-up as the server's main() does: OpenBLAS on one thread, the
+ * label font loaded once. Aborts if the font is missing, since every PNG
+ * input would then fail the same uninteresting way. */
+void fuzz_init(void);
+
+/*
+ * Run a parsed request as http.c's answer_attention() does: attend_run()
+ * with one thread, then render_png() when req->png.wanted, else the JSON
+ * stream read to its end. Takes ownership of req (it is freed here).
+ * Aborts when an answer is malformed: a JSON body that does not parse, a
+ * PNG without its signature, a problem without a status or detail.
+ */
+void fuzz_pipeline_run(struct request *req);
+
+/* At most this many query parameters, as http.c's MAX_QUERY_PARAMS. */
+#define FUZZ_MAX_PARAMS 64
+
+/*
+ * Split text (len bytes, modified in place, text[len] must be writable and
+ * is set to NUL) into key=value pairs on '&' and the first '=' of each, as
+ * libmicrohttpd hands them to the server after percent-decoding. A pair
+ * without '=' gets the value "". Returns how many pairs went into p, at
+ * most FUZZ_MAX_PARAMS; more than that is *overflow (the server's 422).
+ */
+size_t fuzz_split_query(char *text, size_t len, struct request_param *p,
+                        bool *overflow);
+
+/* Check a refusal the way a client sees it: a 4xx/5xx status, a detail,
+ * and a problem+json body that parses. Aborts otherwise. */
+void fuzz_check_problem(const struct problem *pb);
+
+#endif

@@ -1,0 +1,226 @@
+// The page in a real headless Chromium (Debian's /usr/bin/chromium, driven
+// by playwright-core) against the real server on a loopback port.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const shots = fileURLToPath(new URL('./screenshots/', import.meta.url));
+const SENTENCE = 'The cat chased the mouse because it was hungry';
+let server, base, browser;
+
+function startServer() {
+  const bin = process.env.ATTND_BIN || `${root}build/attnd`;
+  const child = spawn(bin, ['--port', '0', '--web-root', `${root}web`, '--threads', '2'],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`attnd did not start: ${log}`)), 10000);
+    child.stderr.on('data', (chunk) => {
+      log += chunk;
+      const m = log.match(/serving http:\/\/127\.0\.0\.1:(\d+)\//);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: `http://127.0.0.1:${m[1]}` });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`attnd exited (${code}): ${log}`)));
+  });
+}
+
+before(async () => {
+  ({ child: server, url: base } = await startServer());
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  mkdirSync(shots, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill('SIGTERM');
+});
+
+async function openPage(path = '/', viewport = { width: 1280, height: 800 }) {
+  const page = await browser.newPage({ viewport });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.errors = errors;
+  await page.goto(`${base}${path}`);
+  await waitForHeatmaps(page);
+  return page;
+}
+
+// Every image of the grid loaded and decoded, and the enlarged head drawn.
+async function waitForHeatmaps(page, count) {
+  await page.waitForFunction((n) => {
+    const imgs = [...document.querySelectorAll('#grid img')];
+    const enlarged = document.querySelector('#matrix img');
+    return imgs.length > 0 && (n === undefined || imgs.length === n) &&
+      imgs.every((i) => i.complete && i.naturalWidth > 0) &&
+      enlarged && enlarged.complete && enlarged.naturalWidth > 0 &&
+      document.querySelector('#controls').getAttribute('aria-busy') !== 'true';
+  }, count, { timeout: 20000 });
+}
+
+async function apiWeights(query) {
+  const r = await fetch(`${base}/attention?${query}&return=weights`);
+  assert.equal(r.status, 200);
+  return (await r.json()).weights;
+}
+
+// Hover the centre of cell (i, j) of the enlarged head; return the tooltip.
+async function hoverCell(page, i, j) {
+  const img = page.locator('#matrix .cells img');
+  await img.scrollIntoViewIfNeeded();
+  const box = await img.boundingBox();
+  const n = await page.evaluate(() => Number(getComputedStyle(document.querySelector('#matrix')).getPropertyValue('--rows')));
+  const m = await page.evaluate(() => Number(getComputedStyle(document.querySelector('#matrix')).getPropertyValue('--cols')));
+  await page.mouse.move(box.x + (j + 0.5) * box.width / m, box.y + (i + 0.5) * box.height / n);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  return page.textContent('#tooltip');
+}
+
+test('the default sentence gives one heatmap per head plus the mean', async () => {
+  const page = await openPage();
+  assert.equal(await page.inputValue('#sentence'), SENTENCE);
+  const widths = await page.$$eval('#grid img', (imgs) => imgs.map((i) => i.naturalWidth));
+  assert.equal(widths.length, 8 + 1);
+  assert.ok(widths.every((w) => w > 0));
+  const captions = await page.$$eval('#grid button span', (s) => s.map((x) => x.textContent));
+  assert.deepEqual(captions.slice(0, 2), ['head 0', 'head 1']);
+  assert.equal(captions[8], 'mean of 8');
+  // the thumbnails are the server's labelled PNGs, by URL
+  const src = await page.getAttribute('#grid img', 'src');
+  assert.match(src, /^\/attention\?sentence=The\+cat.*format=png/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('hovering a cell of the enlarged head shows the weight the JSON has', async () => {
+  const page = await openPage();
+  await page.click('#grid button[data-head="3"]');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Head 3 of 8');
+  await waitForHeatmaps(page);
+  const weights = await apiWeights(`sentence=${encodeURIComponent(SENTENCE)}`);
+  for (const [i, j] of [[0, 0], [2, 5], [8, 8], [4, 1]]) {
+    const tip = await hoverCell(page, i, j);
+    const [pair, value] = tip.split(': ');
+    const tokens = SENTENCE.toLowerCase().split(' ');
+    assert.equal(pair, `${tokens[i]} → ${tokens[j]}`);
+    assert.equal(Number(value), weights[3][i][j]);
+  }
+  assert.match(await page.textContent('#readout'), /→/);
+  await page.close();
+});
+
+test('with a causal mask, a cell above the diagonal reads 0', async () => {
+  const page = await openPage();
+  await page.selectOption('#mask', 'causal');
+  await page.waitForFunction(() => location.search.includes('mask=causal'));
+  await page.waitForFunction(() => document.querySelector('#grid img').src.includes('mask=causal'));
+  await waitForHeatmaps(page);
+  const tip = await hoverCell(page, 1, 6);
+  assert.equal(tip.split(': ')[1], '0');
+  const below = await hoverCell(page, 6, 1);
+  assert.ok(Number(below.split(': ')[1]) > 0);
+  await page.close();
+});
+
+test('a bad input shows the server\'s message next to its field', async () => {
+  const page = await openPage();
+  await page.fill('#heads', '6');
+  await page.waitForFunction(() => document.querySelector('#heads-error').textContent !== '');
+  assert.equal(await page.textContent('#heads-error'),
+    'heads (6) must divide d_model (64) when d_k is not given');
+  assert.equal(await page.getAttribute('#heads', 'aria-invalid'), 'true');
+  // fixing it clears the message
+  await page.fill('#heads', '4');
+  await page.waitForFunction(() => document.querySelector('#heads-error').textContent === '');
+  await waitForHeatmaps(page, 4 + 1);
+  await page.close();
+});
+
+test('the shared URL restores the form and the heatmaps', async () => {
+  const page = await openPage();
+  await page.fill('#heads', '4');
+  await page.fill('#seed', '11');
+  await page.fill('#context', 'a dog slept');
+  await waitForHeatmaps(page, 4 + 1);
+  await page.waitForFunction(() => location.search.includes('seed=11') && location.search.includes('context='));
+  await page.click('#grid button[data-head="2"]');
+  await page.waitForFunction(() => location.search.includes('head=2'));
+  const shared = page.url();
+  await page.close();
+
+  const again = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await again.goto(shared);
+  await waitForHeatmaps(again, 4 + 1);
+  assert.equal(await again.inputValue('#heads'), '4');
+  assert.equal(await again.inputValue('#seed'), '11');
+  assert.equal(await again.inputValue('#context'), 'a dog slept');
+  assert.equal(await again.textContent('#enlarged-title'), 'Head 2 of 4');
+  assert.equal(await again.getAttribute('#grid button[data-head="2"]', 'aria-pressed'), 'true');
+  await again.close();
+});
+
+test('the lines view draws one line per query-key pair', async () => {
+  const page = await openPage();
+  assert.equal(await page.locator('#lines line').count(), 9 * 9);
+  // cross-attention: 9 queries x 3 keys
+  await page.fill('#context', 'a dog slept');
+  await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 27);
+  // hovering a token keeps only its lines
+  await page.hover('#lines text.token >> nth=0');
+  const lit = await page.locator('#lines line.lit').count();
+  assert.equal(lit, 3);
+  await page.close();
+});
+
+test('keyboard alone: tab to the sentence, type, press Enter', async () => {
+  const page = await openPage();
+  await page.keyboard.press('Tab'); // the first radio
+  await page.keyboard.press('Tab'); // the sentence
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'sentence');
+  await page.fill('#sentence', 'dogs bark');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 4);
+  // the matrix is reachable and readable with the arrow keys
+  await page.focus('#matrix .cells');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  assert.match(await page.textContent('#readout'), /^dogs → bark: /);
+  await page.close();
+});
+
+test('embeddings can be pasted instead of a sentence', async () => {
+  const page = await openPage();
+  await page.check('input[name=kind][value=embeddings]');
+  await page.fill('#embeddings', '[[1, 0, 0, 1], [0, 1, 0, 1], [1, 1, 0, 0]]');
+  await page.fill('#heads', '2');
+  await waitForHeatmaps(page, 2 + 1);
+  assert.match(await page.getAttribute('#grid img', 'src'), /^blob:/);
+  await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 9);
+  await page.fill('#embeddings', '[[1, 0], [0');
+  await page.waitForFunction(() => document.querySelector('#embeddings-error').textContent !== '');
+  await page.close();
+});
+
+test('screenshots at 1280x800 and 390x844 without horizontal overflow', async () => {
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    for (const scheme of ['light', 'dark']) {
+      const page = await browser.newPage({ viewport: { width, height }, colorScheme: scheme });
+      await page.goto(base);
+      await waitForHeatmaps(page, 9);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(overflow <= width, `page is ${overflow}px wide at ${width}px`);
+      await page.screenshot({ path: `${shots}page-${width}x${height}-${scheme}.png`, fullPage: true });
+      await page.close();
+    }
+  }
+});
