@@ -65,11 +65,18 @@ BENCH_BIN := $(BUILD)/bench_attention
 all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 # ------------------------------------------------------------ dependencies
-DEPS_STAMP := $(BUILD)/.deps-ok
+# Two stamps: what building attnd needs (all a container build installs),
+# and what the tests need besides. Either missing runs `make deps` once.
+DEPS_STAMP := $(BUILD)/.deps-build-ok
+TEST_DEPS_STAMP := $(BUILD)/.deps-test-ok
 $(DEPS_STAMP): Makefile
-	@if pkg-config --exists $(PKG_ALL) 2>/dev/null && [ -f $(FONT) ] && \
-	    command -v curl >/dev/null && command -v node >/dev/null && \
-	    command -v npm >/dev/null && [ -x /usr/bin/chromium ]; then :; \
+	@if pkg-config --exists $(PKG_CORE) $(PKG_SERVER) 2>/dev/null && [ -f $(FONT) ]; then :; \
+	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
+	@mkdir -p $(@D) && touch $@
+
+$(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
+	@if pkg-config --exists $(PKG_TEST) 2>/dev/null && command -v curl >/dev/null && \
+	    command -v node >/dev/null && command -v npm >/dev/null && [ -x /usr/bin/chromium ]; then :; \
 	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
 	@mkdir -p $(@D) && touch $@
 
@@ -80,7 +87,7 @@ deps:
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
-$(WEB_MODULES): tests/web/package.json tests/web/package-lock.json | $(DEPS_STAMP)
+$(WEB_MODULES): tests/web/package.json tests/web/package-lock.json | $(TEST_DEPS_STAMP)
 	cd tests/web && npm ci --no-audit --no-fund
 
 # ------------------------------------------------------------------- core
@@ -124,7 +131,7 @@ run: $(ATTND)
 	$(ATTND) --web-root web
 
 # ------------------------------------------------------------------ tests
-$(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/%.o: tests/unit/%.c | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
@@ -133,7 +140,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_L
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
-$(BUILD)/tests/server/%.o: tests/server/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/server/%.o: tests/server/%.c | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
@@ -142,7 +149,7 @@ $(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(COR
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
 
-$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(TEST_DEPS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
@@ -280,3 +287,12 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ----------------------------------------------------------------- docker
+# The Dockerfile carried out in Debian chroots (no Docker engine needed),
+# with a smoke test of the page, a JSON answer and a PNG answer.
+DOCKERFILE_CHECK ?= ../shared/tools/dockerfile-check
+.PHONY: docker-check
+docker-check:
+	@command -v debootstrap >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap
+	$(SUDO) python3 $(DOCKERFILE_CHECK) --context . --port 8080 --smoke 'sh tests/docker/smoke.sh'
