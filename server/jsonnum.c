@@ -118,12 +118,18 @@ size_t jsonnum_format(float f, int precision, char *out)
         exp10--;
     else if (pow10i(exp10 + 1) <= d)
         exp10++;
-    const double half_ulp =
-        0.5 * ((double)nextafterf(fabsf(f), INFINITY) - (double)fabsf(f));
+    /* Half the gaps to the neighbouring floats: decimals strictly inside
+     * read back as f. The gap below is half the one above at powers of
+     * two; past FLT_MAX there is no float above. */
+    const float a = fabsf(f);
+    const double gap_lo = 0.5 * ((double)a - (double)nextafterf(a, 0.0f));
+    const float up = nextafterf(a, INFINITY);
+    const double gap_hi = isinf(up) ? gap_lo : 0.5 * ((double)up - (double)a);
+    const double inside = (gap_lo < gap_hi ? gap_lo : gap_hi) * 0.999999;
+    const double outside = (gap_lo > gap_hi ? gap_lo : gap_hi) * 1.000001;
 
     const int first = precision ? precision : 1;
     const int last = precision ? precision : 9;
-    size_t len = 0;
     for (int p = first; p <= last; p++) {
         const int shift = p - 1 - exp10;
         const double scaled = d * pow10i(shift);
@@ -133,14 +139,17 @@ size_t jsonnum_format(float f, int precision, char *out)
             digits /= 10;
             e++;
         }
-        /* Cheap filter before the exact check: too far from f to read
-         * back. The margin only ever lets extra candidates through. */
-        const double value = (double)digits * pow10i(e - (p - 1));
-        if (!precision && p < 9 && fabs(value - d) > half_ulp * 1.000001)
+        if (precision || p == 9) /* nine digits always read back */
+            return write_decimal(out, negative, digits, p, e);
+        /* Does the decimal read back as f? Its distance from f, in double,
+         * is off by far less than the margin; only a candidate within the
+         * margin of the half-ulp boundary needs strtof()'s exact answer. */
+        const double off = fabs((double)digits * pow10i(e - (p - 1)) - d);
+        if (off > outside)
             continue;
-        len = write_decimal(out, negative, digits, p, e);
-        if (precision || p == 9 || strtof(out, NULL) == f)
+        const size_t len = write_decimal(out, negative, digits, p, e);
+        if (off < inside || strtof(out, NULL) == f)
             return len;
     }
-    return len;
+    return 0; /* not reached: nine digits return above */
 }

@@ -100,6 +100,19 @@ static void test_special_values(void **state)
     }
 }
 
+/* Powers of two: the gap below is half the gap above. */
+static void test_powers_of_two(void **state)
+{
+    (void)state;
+    for (int k = -149; k <= 127; k++) {
+        const float f = ldexpf(1.0f, k);
+        check_one(f);
+        check_one(nextafterf(f, 0.0f));
+        check_one(nextafterf(f, INFINITY));
+    }
+    check_one(3.40282347e38f);
+}
+
 static void test_random_bit_patterns(void **state)
 {
     (void)state;
@@ -149,6 +162,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_special_values),
+        cmocka_unit_test(test_powers_of_two),
         cmocka_unit_test(test_random_bit_patterns),
         cmocka_unit_test(test_weights_range),
         cmocka_unit_test(test_fixed_precision_matches_printf),
