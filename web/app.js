@@ -264,6 +264,12 @@ function selectedMatrix(sh) {
 }
 
 async function render(mine) {
+  const sequences = result.data.config.batch;
+  const pick = $('batch');
+  $('batch-field').hidden = sequences < 2;
+  pick.replaceChildren(...[...Array(sequences).keys()].map((b) => new Option(String(b), String(b))));
+  if (!(Number(state.batch) < sequences)) state.batch = '0';
+  pick.value = state.batch;
   const sh = shape();
   if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
   $('results').hidden = false;
@@ -462,6 +468,11 @@ form.addEventListener('input', (e) => {
   const s = readForm();
   showErrors(localErrors(s));
   debounce = setTimeout(() => compute(false), 450);
+});
+$('batch').addEventListener('change', (e) => {
+  state.batch = e.target.value;
+  history.replaceState(null, '', `${location.pathname}?${pageQuery(state)}`.replace(/\?$/, ''));
+  render(generation);
 });
 $('embeddings-file').addEventListener('change', async (e) => {
   const file = e.target.files[0];

@@ -206,6 +206,12 @@ test('embeddings can be pasted instead of a sentence', async () => {
   await waitForHeatmaps(page, 2 + 1);
   assert.match(await page.getAttribute('#grid img', 'src'), /^blob:/);
   await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 9);
+  // a batch: one sequence at a time, chosen in the page and kept in the URL
+  await page.fill('#embeddings', '[[[1, 0, 0, 1], [0, 1, 0, 1]], [[1, 1, 0, 0], [0, 0, 1, 1]]]');
+  await page.waitForSelector('#batch-field:not([hidden])');
+  await page.selectOption('#batch', '1');
+  await page.waitForFunction(() => location.search.includes('batch=1'));
+  await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 4);
   await page.fill('#embeddings', '[[1, 0], [0');
   await page.waitForFunction(() => document.querySelector('#embeddings-error').textContent !== '');
   await page.close();
