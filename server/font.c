@@ -3,6 +3,7 @@
  * per render, glyph runs laid out along a baseline and blended into an
  * image.
  */
+#include "errbuf.h"
 #include "font.h"
 
 #include "heatmap.h" /* heatmap_font_init, heatmap_font_free */
@@ -48,27 +49,13 @@ struct font_run {
     FT_Pos width;
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-font_fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (!err || err_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
 /* Read all of path into a malloc'd buffer; NULL with a message on error. */
 static unsigned char *font_read_file(const char *path, size_t *len, char *err,
                                      size_t err_len)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        font_fail(err, err_len, "font %s: %s", path, strerror(errno));
+        errbuf_set(err, err_len, "font %s: %s", path, strerror(errno));
         return NULL;
     }
     unsigned char *data = NULL;
@@ -76,18 +63,18 @@ static unsigned char *font_read_file(const char *path, size_t *len, char *err,
     if (fseek(fp, 0, SEEK_END) == 0)
         size = ftell(fp);
     if (size <= 0 || size > FONT_MAX_FILE_BYTES || fseek(fp, 0, SEEK_SET)) {
-        font_fail(err, err_len,
+        errbuf_set(err, err_len,
                   "font %s: not a regular file of 1 byte to %ld MiB", path,
                   FONT_MAX_FILE_BYTES >> 20);
         goto out;
     }
     data = malloc((size_t)size);
     if (!data) {
-        font_fail(err, err_len, "font %s: out of memory", path);
+        errbuf_set(err, err_len, "font %s: out of memory", path);
         goto out;
     }
     if (fread(data, 1, (size_t)size, fp) != (size_t)size) {
-        font_fail(err, err_len, "font %s: read failed", path);
+        errbuf_set(err, err_len, "font %s: read failed", path);
         free(data);
         data = NULL;
         goto out;
@@ -119,10 +106,10 @@ bool heatmap_font_init(const char *path, char *err, size_t err_len)
         FT_Done_FreeType(lib); /* also frees face */
     if (!ok) {
         if (e)
-            font_fail(err, err_len, "font %s: FreeType error 0x%02x", path,
+            errbuf_set(err, err_len, "font %s: FreeType error 0x%02x", path,
                       (unsigned)e);
         else
-            font_fail(err, err_len,
+            errbuf_set(err, err_len,
                       "font %s: not a scalable font with a Unicode charmap",
                       path);
         free(data);
@@ -144,14 +131,14 @@ void heatmap_font_free(void)
 struct font *font_open(unsigned px, char *err, size_t err_len)
 {
     if (!font_file) {
-        font_fail(err, err_len,
+        errbuf_set(err, err_len,
                   "label font not loaded (heatmap_font_init was not called "
                   "or failed)");
         return NULL;
     }
     struct font *f = calloc(1, sizeof *f);
     if (!f) {
-        font_fail(err, err_len, "font: out of memory");
+        errbuf_set(err, err_len, "font: out of memory");
         return NULL;
     }
     FT_Error e = FT_Init_FreeType(&f->lib);
@@ -159,7 +146,7 @@ struct font *font_open(unsigned px, char *err, size_t err_len)
         e = FT_New_Memory_Face(f->lib, font_file, (FT_Long)font_file_len, 0,
                                &f->face);
     if (e) {
-        font_fail(err, err_len, "font: FreeType error 0x%02x", (unsigned)e);
+        errbuf_set(err, err_len, "font: FreeType error 0x%02x", (unsigned)e);
         font_close(f);
         return NULL;
     }
@@ -167,7 +154,7 @@ struct font *font_open(unsigned px, char *err, size_t err_len)
     if (!f->ellipsis)
         f->ellipsis = FT_Get_Char_Index(f->face, '.');
     if (!font_set_size(f, px)) {
-        font_fail(err, err_len, "font: size %u px refused (%u to %u)", px,
+        errbuf_set(err, err_len, "font: size %u px refused (%u to %u)", px,
                   FONT_MIN_PX, FONT_MAX_PX);
         font_close(f);
         return NULL;

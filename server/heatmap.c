@@ -17,6 +17,7 @@
  *
  * The image title sits above everything.
  */
+#include "errbuf.h"
 #include "heatmap.h"
 
 #include "checked.h"
@@ -100,20 +101,6 @@ struct heatmap_layout {
     struct heatmap_ticks ticks;
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-heatmap_fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (!err || err_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
-
 static int heatmap_max(int a, int b)
 {
     return a > b ? a : b;
@@ -133,39 +120,39 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
                                  size_t n_texts, char *err, size_t err_len)
 {
     if (!opts) {
-        heatmap_fail(err, err_len, "heatmap: no options");
+        errbuf_set(err, err_len, "heatmap: no options");
         return false;
     }
     if (!mats || n < 1 || n > HEATMAP_MAX_MATRICES) {
-        heatmap_fail(err, err_len, "heatmap: %zu matrices, expected 1 to %u",
+        errbuf_set(err, err_len, "heatmap: %zu matrices, expected 1 to %u",
                      mats ? n : 0, HEATMAP_MAX_MATRICES);
         return false;
     }
     if ((unsigned)opts->colormap > HEATMAP_GRAY) {
-        heatmap_fail(err, err_len, "heatmap: unknown colormap %u",
+        errbuf_set(err, err_len, "heatmap: unknown colormap %u",
                      (unsigned)opts->colormap);
         return false;
     }
     if (opts->cell > HEATMAP_MAX_CELL) {
-        heatmap_fail(err, err_len, "heatmap: cell %u px, at most %u",
+        errbuf_set(err, err_len, "heatmap: cell %u px, at most %u",
                      opts->cell, HEATMAP_MAX_CELL);
         return false;
     }
     const size_t rows = mats[0].rows, cols = mats[0].cols;
     if (rows < 1 || cols < 1 || rows > HEATMAP_MAX_SIDE ||
         cols > HEATMAP_MAX_SIDE) {
-        heatmap_fail(err, err_len,
+        errbuf_set(err, err_len,
                      "heatmap: matrix of %zu x %zu, sides 1 to %u", rows, cols,
                      HEATMAP_MAX_SIDE);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         if (!mats[i].values) {
-            heatmap_fail(err, err_len, "heatmap: matrix %zu has no values", i);
+            errbuf_set(err, err_len, "heatmap: matrix %zu has no values", i);
             return false;
         }
         if (mats[i].rows != rows || mats[i].cols != cols) {
-            heatmap_fail(err, err_len,
+            errbuf_set(err, err_len,
                          "heatmap: matrix %zu is %zu x %zu, matrix 0 is "
                          "%zu x %zu",
                          i, mats[i].rows, mats[i].cols, rows, cols);
@@ -173,12 +160,12 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
         }
     }
     if (n_texts > PNGW_MAX_TEXTS) {
-        heatmap_fail(err, err_len, "heatmap: %zu texts, at most %u", n_texts,
+        errbuf_set(err, err_len, "heatmap: %zu texts, at most %u", n_texts,
                      PNGW_MAX_TEXTS);
         return false;
     }
     if (n_texts > 0 && !texts) {
-        heatmap_fail(err, err_len, "heatmap: %zu texts but no array", n_texts);
+        errbuf_set(err, err_len, "heatmap: %zu texts but no array", n_texts);
         return false;
     }
     return true;
@@ -198,7 +185,7 @@ static bool heatmap_scan_max(const struct heatmap_matrix *mats, size_t n,
         const float *v = mats[m].values;
         for (size_t i = 0; i < rows * cols; i++) {
             if (!(v[i] >= 0.0f) || !isfinite(v[i])) {
-                heatmap_fail(err, err_len,
+                errbuf_set(err, err_len,
                              "heatmap: matrix %zu [%zu][%zu] is %g; weights "
                              "must be finite and >= 0",
                              m, i / cols, i % cols, (double)v[i]);
@@ -487,7 +474,7 @@ static bool heatmap_layout_cells(struct heatmap_layout *l,
     size_t mat_w, mat_h;
     if (!size_mul(l->cols, cell, &mat_w) || !size_mul(l->rows, cell, &mat_h) ||
         mat_w > HEATMAP_MAX_SIDE || mat_h > HEATMAP_MAX_SIDE) {
-        heatmap_fail(err, err_len,
+        errbuf_set(err, err_len,
                      "heatmap: a %zu x %zu matrix at %u px per cell is over "
                      "%u px on a side",
                      l->rows, l->cols, cell, HEATMAP_MAX_SIDE);
@@ -513,14 +500,14 @@ static bool heatmap_check_size(const struct heatmap_layout *l,
                       l->height <= (int)HEATMAP_MAX_SIDE &&
                       size_mul((size_t)l->width, (size_t)l->height, &area);
     if (!fits || area > HEATMAP_MAX_AREA) {
-        heatmap_fail(err, err_len,
+        errbuf_set(err, err_len,
                      "heatmap: image of %d x %d px is over the limit of %u "
                      "px a side and %zu px in all",
                      l->width, l->height, HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA);
         return false;
     }
     if (opts->max_pixels && area > opts->max_pixels) {
-        heatmap_fail(err, err_len,
+        errbuf_set(err, err_len,
                      "heatmap: image of %d x %d = %zu px exceeds max_pixels "
                      "%zu",
                      l->width, l->height, area, opts->max_pixels);
@@ -766,7 +753,7 @@ bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
     const size_t bytes = (size_t)l.width * (size_t)l.height * 3;
     struct font_canvas canvas = {malloc(bytes), l.width, l.height, 3};
     if (!canvas.pixels) {
-        heatmap_fail(err, err_len, "heatmap: out of memory for %d x %d px",
+        errbuf_set(err, err_len, "heatmap: out of memory for %d x %d px",
                      l.width, l.height);
         font_close(f);
         return false;

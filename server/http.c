@@ -127,6 +127,21 @@ static enum MHD_Result respond_text(struct exchange *ex,
     return queue(ex, conn, status, from_heap(copy, len, content_type), len);
 }
 
+/* 304 for a conditional GET whose tag still matches. */
+static enum MHD_Result respond_not_modified(struct exchange *ex,
+                                            struct MHD_Connection *conn,
+                                            const char *etag,
+                                            const char *cache_control)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (r) {
+        MHD_add_response_header(r, "ETag", etag);
+        MHD_add_response_header(r, "Cache-Control", cache_control);
+    }
+    return queue(ex, conn, 304, r, 0);
+}
+
 /* The one place a problem becomes a response. */
 static enum MHD_Result respond_problem(struct exchange *ex,
                                        struct MHD_Connection *conn,
@@ -292,6 +307,14 @@ static void add_timing(struct MHD_Response *r, double parse_s,
     MHD_add_response_header(r, "Server-Timing", timing);
 }
 
+/* Answers are deterministic, so GETs may be cached; only privately when
+ * a key guards them. */
+static const char *attention_cache_control(const struct http_server *s)
+{
+    return s->opt.api_key[0] ? "private, max-age=86400"
+                             : "public, max-age=86400";
+}
+
 /* Parse (done by the caller), compute, encode, respond. Owns req. */
 static enum MHD_Result answer_attention(struct exchange *ex,
                                         struct MHD_Connection *conn,
@@ -358,9 +381,7 @@ static enum MHD_Result answer_attention(struct exchange *ex,
         return MHD_NO;
     if (etag) {
         MHD_add_response_header(r, "ETag", etag);
-        MHD_add_response_header(r, "Cache-Control",
-                                s->opt.api_key[0] ? "private, max-age=86400"
-                                                  : "public, max-age=86400");
+        MHD_add_response_header(r, "Cache-Control", attention_cache_control(s));
     } else {
         MHD_add_response_header(r, "Cache-Control", "no-store");
     }
@@ -414,16 +435,7 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
     if (match && (strstr(match, etag) || !strcmp(match, "*"))) {
         request_free(&req);
-        struct MHD_Response *r =
-            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        if (r) {
-            MHD_add_response_header(r, "ETag", etag);
-            MHD_add_response_header(r, "Cache-Control",
-                                    ex->srv->opt.api_key[0]
-                                        ? "private, max-age=86400"
-                                        : "public, max-age=86400");
-        }
-        return queue(ex, conn, 304, r, 0);
+        return respond_not_modified(ex, conn, etag, attention_cache_control(ex->srv));
     }
     return answer_attention(ex, conn, &req, seconds_since(&t0), etag);
 }
@@ -522,11 +534,7 @@ static enum MHD_Result handle_static(struct exchange *ex,
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
     if (match && strstr(match, f.etag)) {
         free(f.body);
-        struct MHD_Response *r =
-            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        if (r)
-            MHD_add_response_header(r, "ETag", f.etag);
-        return queue(ex, conn, 304, r, 0);
+        return respond_not_modified(ex, conn, f.etag, "no-cache");
     }
     struct MHD_Response *r = from_heap(f.body, f.len, f.content_type);
     if (r) {

@@ -6,6 +6,7 @@
  * function that does (pngw_write) returns at once after a jump and reads
  * none of its locals, which the jump may have left indeterminate.
  */
+#include "errbuf.h"
 #include "pngw.h"
 
 #include <png.h>
@@ -26,20 +27,6 @@ struct pngw_state {
     size_t len, cap, max_bytes;
     char message[160]; /* libpng's error text, for err */
 };
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-pngw_fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (!err || err_len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 static void pngw_on_error(png_structp png, png_const_charp msg)
 {
@@ -141,13 +128,13 @@ static bool pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
                              size_t err_len)
 {
     if (n > PNGW_MAX_TEXTS) {
-        pngw_fail(err, err_len, "png: %zu text chunks, at most %u allowed", n,
+        errbuf_set(err, err_len, "png: %zu text chunks, at most %u allowed", n,
                   PNGW_MAX_TEXTS);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         if (!pngw_key_ok(texts[i].key)) {
-            pngw_fail(err, err_len,
+            errbuf_set(err, err_len,
                       "png: text %zu: key must be 1-79 printable ASCII "
                       "characters without leading, trailing or double "
                       "spaces",
@@ -156,13 +143,13 @@ static bool pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
         }
         if (!texts[i].text || strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
                                   PNGW_MAX_TEXT_BYTES) {
-            pngw_fail(err, err_len,
+            errbuf_set(err, err_len,
                       "png: text \"%s\": missing or longer than %u bytes",
                       texts[i].key, PNGW_MAX_TEXT_BYTES);
             return false;
         }
         if (!pngw_is_utf8((const unsigned char *)texts[i].text)) {
-            pngw_fail(err, err_len, "png: text \"%s\" is not valid UTF-8",
+            errbuf_set(err, err_len, "png: text \"%s\" is not valid UTF-8",
                       texts[i].key);
             return false;
         }
@@ -215,14 +202,14 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     *out_len = 0;
     if (!pixels || width < 1 || height < 1 || width > PNGW_MAX_SIDE ||
         height > PNGW_MAX_SIDE || (channels != 3 && channels != 4)) {
-        pngw_fail(err, err_len,
+        errbuf_set(err, err_len,
                   "png: bad image %zu x %zu x %u (sides 1-%u, 3 or 4 "
                   "channels)",
                   width, height, channels, PNGW_MAX_SIDE);
         return false;
     }
     if (n_texts > 0 && !texts) {
-        pngw_fail(err, err_len, "png: %zu texts but no array", n_texts);
+        errbuf_set(err, err_len, "png: %zu texts but no array", n_texts);
         return false;
     }
     if (!pngw_check_texts(texts, n_texts, err, err_len))
@@ -234,7 +221,7 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
         png_destroy_write_struct(&png, NULL);
-        pngw_fail(err, err_len, "png: out of memory");
+        errbuf_set(err, err_len, "png: out of memory");
         return false;
     }
     const bool ok =
@@ -243,7 +230,7 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     png_destroy_write_struct(&png, &info);
     if (!ok) {
         free(s.data);
-        pngw_fail(err, err_len, "png: %s (image %zu x %zu)", s.message, width,
+        errbuf_set(err, err_len, "png: %s (image %zu x %zu)", s.message, width,
                   height);
         return false;
     }
