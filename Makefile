@@ -83,7 +83,6 @@ $(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
 deps:
 	$(SUDO) apt-get update
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_ALL)
-	cd tests/web && npm ci --no-audit --no-fund
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json

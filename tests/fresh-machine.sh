@@ -47,9 +47,20 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
     debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
         fail "debootstrap (see $root.debootstrap.log)"
 fi
+# The host's network, as the new machine would have its own: name
+# servers, apt proxy, and the certificate authorities this network's
+# TLS goes through (for the npm registry).
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 grep -hiE '^Acquire::(https?|ftp)::Proxy' /etc/apt/apt.conf /etc/apt/apt.conf.d/* 2>/dev/null \
     >"$root/etc/apt/apt.conf.d/99host-proxy" || true
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+extra_ca=""
+if [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -f "$NODE_EXTRA_CA_CERTS" ]; then
+    mkdir -p "$root$(dirname "$NODE_EXTRA_CA_CERTS")"
+    cp "$NODE_EXTRA_CA_CERTS" "$root$NODE_EXTRA_CA_CERTS"
+    extra_ca="NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS"
+fi
 for m in proc sys dev dev/pts; do mkdir -p "$root/$m"; done
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
@@ -61,7 +72,7 @@ rm -rf "$root/root/attnd"
 git clone -q "$repo" "$root/root/attnd"
 
 in_chroot() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-    TERM=dumb LANG=C.UTF-8 /bin/sh -c "$1"; }
+    TERM=dumb LANG=C.UTF-8 $extra_ca /bin/sh -c "$1"; }
 
 say "the one prerequisite README names: make"
 in_chroot 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends make' \
@@ -72,7 +83,7 @@ if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
     fail "port $port is already in use on this host"
 fi
 setsid chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-    /bin/sh -c 'cd /root/attnd && exec make run' >"$root.run.log" 2>&1 &
+    $extra_ca /bin/sh -c 'cd /root/attnd && exec make run' >"$root.run.log" 2>&1 &
 run_pid=$!
 served=no
 for _ in $(seq 1 900); do   # up to 15 minutes: it installs and builds first
