@@ -40,10 +40,11 @@ cleanup() {
     return 0
 }
 trap cleanup EXIT INT TERM
+cleanup   # mounts left by a run that was killed
 
 if [ ! -x "$root/usr/bin/apt-get" ]; then
     say "debootstrap bookworm into $root from $mirror"
-    rm -rf "$root"
+    rm -rf --one-file-system "$root"
     debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
         fail "debootstrap (see $root.debootstrap.log)"
 fi
@@ -68,7 +69,7 @@ mount --rbind /dev "$root/dev"
 mountpoint -q "$root/dev/shm" || mount -t tmpfs shm "$root/dev/shm"
 
 say "a clone of the repository"
-rm -rf "$root/root/attnd"
+rm -rf --one-file-system "$root/root/attnd"
 git clone -q "$repo" "$root/root/attnd"
 
 in_chroot() { chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
