@@ -42,7 +42,9 @@ pc_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
 CORE_SRC := $(wildcard src/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB := $(BUILD)/libattn.a
-CORE_LIBS := $(call pc_libs,$(PKG_CORE)) -lm -pthread
+# Recursive (=), not :=: pkg-config must run after `make deps` has installed
+# the packages, on a machine that had none when make started.
+CORE_LIBS = $(call pc_libs,$(PKG_CORE)) -lm -pthread
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -50,7 +52,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
-SERVER_LIBS := $(call pc_libs,$(PKG_SERVER))
+SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
 ATTND := $(BUILD)/attnd
 
 SERVER_TEST_SRC := $(wildcard tests/server/test_*.c)
