@@ -23,7 +23,7 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Debian packages, by what needs them.
-APT_BUILD := make gcc pkg-config libopenblas-dev
+APT_BUILD := make gcc libc6-dev pkg-config libopenblas-dev
 APT_SERVER := libmicrohttpd-dev libcjson-dev libpng-dev libfreetype-dev fonts-dejavu-core
 APT_TEST := libcmocka-dev libcurl4-openssl-dev curl
 APT_WEB := nodejs npm chromium
@@ -62,7 +62,7 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
 
-.PHONY: all test c-test unit server-unit integration web-test asan bench golden deps clean format run \
+.PHONY: deps-build all test c-test unit server-unit integration web-test asan bench golden deps clean format run \
         fuzz fuzz-build fuzz-regress
 all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
@@ -72,8 +72,9 @@ all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BI
 DEPS_STAMP := $(BUILD)/.deps-build-ok
 TEST_DEPS_STAMP := $(BUILD)/.deps-test-ok
 $(DEPS_STAMP): Makefile
-	@if pkg-config --exists $(PKG_CORE) $(PKG_SERVER) 2>/dev/null && [ -f $(FONT) ]; then :; \
-	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
+	@if command -v $(CC) >/dev/null && pkg-config --exists $(PKG_CORE) $(PKG_SERVER) 2>/dev/null && \
+	    [ -f $(FONT) ]; then :; \
+	 else echo "attnd: installing missing packages (make deps-build)"; $(MAKE) --no-print-directory deps-build; fi
 	@mkdir -p $(@D) && touch $@
 
 $(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
@@ -82,9 +83,15 @@ $(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
 	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
 	@mkdir -p $(@D) && touch $@
 
+# deps: everything the build, the tests and the benchmarks need;
+# deps-build: only what building and running attnd needs (make run).
 deps:
 	$(SUDO) apt-get update
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_ALL)
+
+deps-build:
+	$(SUDO) apt-get update
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_BUILD) $(APT_SERVER)
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
