@@ -72,6 +72,35 @@ bool buf_printf(struct buf *b, const char *fmt, ...)
     return true;
 }
 
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, surrogates or values above U+10FFFF), or 0 when none starts
+ * there. Stops at a NUL, which is never a continuation byte. */
+static size_t utf8_sequence(const unsigned char *s)
+{
+    const unsigned c = s[0];
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : lo;
+        hi = c == 0xED ? 0x9F : hi;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : lo;
+        hi = c == 0xF4 ? 0x8F : hi;
+    } else {
+        return 0;
+    }
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
 bool buf_append_json_string(struct buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
@@ -89,6 +118,20 @@ bool buf_append_json_string(struct buf *b, const char *s)
         case '\b': esc[1] = 'b'; break;
         case '\f': esc[1] = 'f'; break;
         default:
+            if (*p >= 0x80) {
+                /* JSON text must be UTF-8 (RFC 8259): a byte that starts
+                 * no well-formed sequence, such as a stray byte a client
+                 * sent or a character cut short by "%.40s", goes out as
+                 * U+FFFD */
+                const size_t seq = utf8_sequence(p);
+                const bool ok = seq ? buf_append(b, p, seq)
+                                    : buf_append(b, "\xEF\xBF\xBD", 3);
+                if (!ok)
+                    return false;
+                if (seq)
+                    p += seq - 1;
+                continue;
+            }
             if (*p >= 0x20) {
                 if (!buf_append(b, p, 1))
                     return false;

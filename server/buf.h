@@ -21,7 +21,8 @@ bool buf_append_str(struct buf *b, const char *s);
 __attribute__((format(printf, 2, 3)))
 #endif
 bool buf_printf(struct buf *b, const char *fmt, ...);
-/* Append s as a JSON string literal, quotes included. */
+/* Append s as a JSON string literal, quotes included. Bytes that are not
+ * well-formed UTF-8 go out as U+FFFD, so the text stays valid JSON. */
 bool buf_append_json_string(struct buf *b, const char *s);
 
 /* Hand the bytes over: the caller owns the returned pointer (free()),

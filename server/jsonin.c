@@ -228,7 +228,8 @@ static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
             return problem_set(pb, 422, first.pointer, "%s is empty",
                                first.name);
         }
-        dims[depth] = (size_t)len;
+        if (depth < 3) /* a fourth level is only counted, to be refused */
+            dims[depth] = (size_t)len;
         depth++;
         probe = probe->child;
     }

@@ -184,7 +184,9 @@ struct attn_config {
     const struct attn_params *params;
 
     unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
-    size_t max_elements;    /* cap on floats in the result; 0 = no cap */
+    size_t max_elements;    /* cap on floats in the result and, apart,
+                               on K and V and on drawn weights, which a
+                               projected pass holds; 0 = no cap */
     unsigned threads;       /* threads for this call; 0 means 1; at most
                                64 and at most one per unit of work are used */
 };

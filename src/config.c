@@ -251,10 +251,12 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const struct {
         const char *name;
         size_t rows, cols;
-    } tensors[] = {{"q_proj.weight", hk, cfg->d_model},
-                   {"k_proj.weight", g * cfg->d_k, cfg->d_ctx},
-                   {"v_proj.weight", g * cfg->d_v, cfg->d_ctx},
-                   {"out_proj.weight", cfg->d_out, hv}};
+        bool used;
+    } tensors[] = {{"q_proj.weight", hk, cfg->d_model, true},
+                   {"k_proj.weight", g * cfg->d_k, cfg->d_ctx, true},
+                   {"v_proj.weight", g * cfg->d_v, cfg->d_ctx, true},
+                   {"out_proj.weight", cfg->d_out, hv, !cfg->no_out_proj}};
+    size_t weights = 0; /* each under SIZE_MAX / 32: the sum cannot wrap */
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
         size_t count;
         if (!size_mul(tensors[i].rows, tensors[i].cols, &count) ||
@@ -263,6 +265,8 @@ static attn_status check_sizes(const struct attn_config *cfg,
                              "%s would be %zu x %zu, too large",
                              tensors[i].name, tensors[i].rows,
                              tensors[i].cols);
+        if (tensors[i].used)
+            weights += count;
     }
 
     const unsigned w = cfg->want;
@@ -293,6 +297,25 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "the requested arrays hold %zu numbers; the limit is "
                          "%zu",
                          total, cfg->max_elements);
+    if (!cfg->max_elements || cfg->mode != ATTN_MODE_PROJECTED)
+        return ATTN_OK;
+    /* A projected pass also holds K and V of every sequence, returned or
+     * not, and draws the weights the caller does not give: arrays as large
+     * as any it returns, from the same sizes, so they meet the same cap.
+     * Neither sum can wrap: each term is under SIZE_MAX / 32 by the checks
+     * above. */
+    const size_t kv = b * m * g * (cfg->d_k + cfg->d_v);
+    if (kv > cfg->max_elements)
+        return attn_fail(err, ATTN_E_TOO_BIG, "kv_heads",
+                         "keys and values of %zu x %zu context tokens with "
+                         "kv_heads (%zu) x (d_k + d_v) (%zu) hold %zu numbers; "
+                         "the limit is %zu",
+                         b, m, g, cfg->d_k + cfg->d_v, kv, cfg->max_elements);
+    if (!cfg->params && weights > cfg->max_elements)
+        return attn_fail(err, ATTN_E_TOO_BIG, "d_model",
+                         "the drawn projection weights hold %zu numbers; the "
+                         "limit is %zu",
+                         weights, cfg->max_elements);
     return ATTN_OK;
 }
 

@@ -97,7 +97,7 @@ if [ "$served" = yes ]; then
     curl -fsS "http://127.0.0.1:$port/attention" -H 'Content-Type: application/json' \
         -d '{"sentence": "The cat chased the mouse"}' | grep -q '"weights"' || served=no
 fi
-kill -TERM -- "-$run_pid" 2>/dev/null || true   # the process group this script started
+kill -TERM "-$run_pid" 2>/dev/null || true   # the process group this script started
 wait "$run_pid" 2>/dev/null || true
 [ "$served" = yes ] || fail "make run did not serve the page and the API (see $root.run.log)"
 say "make run served http://127.0.0.1:$port/ and answered /attention"

@@ -38,6 +38,39 @@ void fuzz_init(void)
     done = true;
 }
 
+/* Strict UTF-8 (RFC 3629), as JSON text must be (RFC 8259 section 8.1). */
+static bool utf8_valid(const unsigned char *s, size_t len)
+{
+    for (size_t i = 0; i < len;) {
+        const unsigned c = s[i];
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c < 0xE0) {
+            n = 2;
+        } else if (c >= 0xE0 && c < 0xF0) {
+            n = 3;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
+        } else if (c >= 0xF0 && c < 0xF5) {
+            n = 4;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
+        } else {
+            return false;
+        }
+        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi)
+            return false;
+        for (size_t k = 2; k < n; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return false;
+        i += n;
+    }
+    return true;
+}
+
 void fuzz_check_problem(const struct problem *pb)
 {
     if (pb->status < 400 || pb->status > 599 || !pb->detail[0]) {
@@ -50,8 +83,8 @@ void fuzz_check_problem(const struct problem *pb)
     if (!body)
         return; /* out of memory: nothing to check */
     cJSON *doc = cJSON_ParseWithLength(body, len);
-    if (!doc) {
-        fprintf(stderr, "fuzz: problem body is not JSON: %.*s\n", (int)len,
+    if (!doc || !utf8_valid((const unsigned char *)body, len)) {
+        fprintf(stderr, "fuzz: problem body is not UTF-8 JSON: %.*s\n", (int)len,
                 body);
         abort();
     }
@@ -110,8 +143,9 @@ static void drain_json(struct response_stream *s)
         len += got;
     }
     cJSON *doc = cJSON_ParseWithLength(all, len);
-    if (!doc) {
-        fprintf(stderr, "fuzz: response body is not JSON (%zu bytes): %.300s\n",
+    if (!doc || !utf8_valid((const unsigned char *)all, len)) {
+        fprintf(stderr,
+                "fuzz: response body is not UTF-8 JSON (%zu bytes): %.300s\n",
                 len, all);
         abort();
     }

@@ -370,6 +370,20 @@ static void test_config_errors(void **state)
                                       .want = ATTN_WANT_WEIGHTS, .max_elements = 1000},
                  ATTN_E_TOO_BIG, "return",
                  "the requested arrays hold 20000 numbers; the limit is 1000");
+    /* K and V, held though not returned, meet the same cap: 2 sequences
+     * of 300 context tokens, 2 kv heads of d_k + d_v = 4 + 4 */
+    expect_error((struct attn_config){.batch = 2, .n_query = 1, .cross = true,
+                                      .n_ctx = 300, .d_model = 8, .d_ctx = 8,
+                                      .heads = 2, .max_elements = 4000},
+                 ATTN_E_TOO_BIG, "kv_heads",
+                 "keys and values of 2 x 300 context tokens with kv_heads (2) "
+                 "x (d_k + d_v) (8) hold 9600 numbers; the limit is 4000");
+    /* so do drawn weights: 4 tensors of 64 x 64 */
+    expect_error((struct attn_config){.n_query = 1, .d_model = 64, .heads = 1,
+                                      .max_elements = 10000},
+                 ATTN_E_TOO_BIG, "d_model",
+                 "the drawn projection weights hold 16384 numbers; the limit "
+                 "is 10000");
 }
 
 /* Finite inputs whose products overflow float32 are refused on both
