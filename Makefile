@@ -64,7 +64,7 @@ BENCH_BIN := $(BUILD)/bench_attention
 
 .PHONY: deps-build all test c-test unit server-unit integration web-test asan bench golden deps clean format run \
         fuzz fuzz-build fuzz-regress
-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN) $(BENCH_BIN)
+all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 # ------------------------------------------------------------ dependencies
 # Two stamps: what building attnd needs (all a container build installs),
@@ -179,7 +179,27 @@ integration: $(ATTND) $(INTEG_BIN)
 web-test: $(ATTND) $(WEB_MODULES)
 	@ATTND_BIN=$(abspath $(ATTND)) node --test tests/web/
 
-C_TESTS := $(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN)
+# Each fuzz target's committed corpus replayed as cmocka tests, built with
+# the compiler and flags of everything else (no libFuzzer needed).
+REPLAY_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_BIN := $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c | $(TEST_DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+
+$(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c | $(TEST_DEPS_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $< ($*)"
+	@$(CC) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/corpus_$*"' $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
+
+$(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay_%.o $(BUILD)/tests/fuzz/fuzz_%.o \
+                              $(BUILD)/tests/fuzz/pipeline.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
+
+C_TESTS := $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN)
+.SECONDARY: $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%.o) $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o) $(BUILD)/tests/fuzz/pipeline.o
 c-test: $(C_TESTS) $(ATTND)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(C_TESTS)
 
@@ -209,7 +229,7 @@ bench: $(BENCH_BIN)
 # server object (not main.c), all built with clang, ASan and UBSan into
 # $(BUILD)/fuzz/. New inputs go to $(BUILD)/fuzz/corpus_*, crashes to
 # $(BUILD)/fuzz/fuzz_*-crash-*; tests/fuzz/corpus_* is only read.
-# Not part of `make test`.
+# Not part of `make test`, which replays the committed corpora instead.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_ARGS ?=

@@ -386,52 +386,65 @@ static void head_full(struct forward *f, const struct block *bk,
                     (int)bk->ldv, 0.0f, bk->heads + a * dv, (int)(h * dv));
 }
 
-/* Streaming path: keys in blocks, online softmax, nothing [N][M] held. */
-static void head_streaming(struct forward *f, const struct block *bk,
-                           struct scratch *sc, size_t a, size_t g)
+/* Streaming path, one block of keys for head a: fold keys [j0, j0 + nj)
+ * into the running softmax of each row and into its head output.
+ * k, v: the rows of key j0 in K and V (ld bk->ldk, bk->ldv); out: the
+ * block's head a output (ld h * d_v); online: [rows]. */
+static void stream_keys(struct forward *f, const struct block *bk, float *tile,
+                        struct softmax_online *online, float *out, size_t a,
+                        size_t g, size_t j0, size_t nj, const float *k,
+                        const float *v)
 {
     const struct attn_config *c = f->cfg;
-    const size_t m = c->n_ctx, h = c->heads, dk = c->d_k, dv = c->d_v;
-    const size_t ldh = h * dv, ldt = f->tile_ld;
-    float *out = bk->heads + a * dv;
-    float *tile = sc->tile;
-    struct softmax_online *online = sc->online;
+    const size_t dk = c->d_k, dv = c->d_v, ldh = c->heads * dv;
+    const size_t ldt = f->tile_ld;
+    // S = scale * Q_a * K_g[j0 : j0 + nj]^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows,
+                (int)nj, (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq,
+                k + g * dk, (int)bk->ldk, 0.0f, tile, (int)ldt);
+    for (size_t r = 0; r < bk->rows; r++) {
+        float *row = tile + r * ldt;
+        const size_t i = bk->r0 + r;
+        mask_row(&bk->mv, i, j0, row, nj);
+        float rescale;
+        if (softmax_online_block(&online[r], row, nj, &rescale) ==
+            SOFTMAX_OVERFLOW) {
+            note_overflow(f, bk->b, i);
+            memset(row, 0, nj * sizeof *row);
+        }
+        if (rescale != 1.0f)
+            cblas_sscal((int)dv, rescale, out + r * ldh, 1);
+        if (c->dropout > 0.0f)
+            dropout_row(f, bk->b, a, i, j0, row, nj);
+    }
+    // head_a += exp(S - max) * V_g[j0 : j0 + nj]
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk->rows,
+                (int)dv, (int)nj, 1.0f, tile, (int)ldt, v + g * dv,
+                (int)bk->ldv, 1.0f, out, (int)ldh);
+}
 
+/* Whether a causal block has no key at or after j0 that any row sees. */
+static bool keys_all_in_future(const struct forward *f, const struct block *bk,
+                               size_t j0)
+{
+    return f->cfg->causal && j0 > bk->r0 + bk->rows - 1;
+}
+
+static void stream_start(const struct block *bk, size_t dv, size_t ldh,
+                         struct softmax_online *online, float *out)
+{
     for (size_t r = 0; r < bk->rows; r++) {
         memset(out + r * ldh, 0, dv * sizeof *out);
         softmax_online_init(&online[r]);
     }
-    const size_t last_row = bk->r0 + bk->rows - 1;
-    for (size_t j0 = 0; j0 < m; j0 += ldt) {
-        if (c->causal && j0 > last_row)
-            break; /* every later key is in every row's future */
-        const size_t nj = m - j0 < ldt ? m - j0 : ldt;
-        // S = scale * Q_a * K_g[j0 : j0 + nj]^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows,
-                    (int)nj, (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq,
-                    bk->k + j0 * bk->ldk + g * dk, (int)bk->ldk, 0.0f, tile,
-                    (int)ldt);
-        for (size_t r = 0; r < bk->rows; r++) {
-            float *row = tile + r * ldt;
-            const size_t i = bk->r0 + r;
-            mask_row(&bk->mv, i, j0, row, nj);
-            float rescale;
-            if (softmax_online_block(&online[r], row, nj, &rescale) ==
-                SOFTMAX_OVERFLOW) {
-                note_overflow(f, bk->b, i);
-                memset(row, 0, nj * sizeof *row);
-            }
-            if (rescale != 1.0f)
-                cblas_sscal((int)dv, rescale, out + r * ldh, 1);
-            if (c->dropout > 0.0f)
-                dropout_row(f, bk->b, a, i, j0, row, nj);
-        }
-        // head_a += exp(S - max) * V_g[j0 : j0 + nj]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk->rows,
-                    (int)dv, (int)nj, 1.0f, tile, (int)ldt,
-                    bk->v + j0 * bk->ldv + g * dv, (int)bk->ldv, 1.0f, out,
-                    (int)ldh);
-    }
+}
+
+/* Divide each row's head output by its softmax sum, or flag the row. */
+static void stream_finish(struct forward *f, const struct block *bk,
+                          const struct softmax_online *online, float *out)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t dv = c->d_v, ldh = c->heads * dv;
     for (size_t r = 0; r < bk->rows; r++) {
         if (online[r].sum == 0.0) {
             f->res->fully_masked[bk->b * c->n_query + bk->r0 + r] = 1;
@@ -439,6 +452,23 @@ static void head_streaming(struct forward *f, const struct block *bk,
         }
         cblas_sscal((int)dv, (float)(1.0 / online[r].sum), out + r * ldh, 1);
     }
+}
+
+/* Streaming path with every key at hand: keys in blocks, online softmax,
+ * nothing [N][M] held. */
+static void head_streaming(struct forward *f, const struct block *bk,
+                           struct scratch *sc, size_t a, size_t g)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t m = c->n_ctx, dv = c->d_v, ldt = f->tile_ld;
+    float *out = bk->heads + a * dv;
+    stream_start(bk, dv, c->heads * dv, sc->online, out);
+    for (size_t j0 = 0; j0 < m && !keys_all_in_future(f, bk, j0); j0 += ldt) {
+        const size_t nj = m - j0 < ldt ? m - j0 : ldt;
+        stream_keys(f, bk, sc->tile, sc->online, out, a, g, j0, nj,
+                    bk->k + j0 * bk->ldk, bk->v + j0 * bk->ldv);
+    }
+    stream_finish(f, bk, sc->online, out);
 }
 
 /* ------------------------------------------------------ one query block */
