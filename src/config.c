@@ -299,9 +299,10 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          total, cfg->max_elements);
     if (!cfg->max_elements || cfg->mode != ATTN_MODE_PROJECTED)
         return ATTN_OK;
-    /* A projected pass also holds K and V of every sequence, returned or
-     * not, and draws the weights the caller does not give: arrays as large
-     * as any it returns, from the same sizes, so they meet the same cap.
+    /* A projected pass may also hold K and V of every sequence, returned
+     * or not, and draws the weights the caller does not give: arrays as
+     * large as any it returns, from the same sizes, so they meet the same
+     * cap.
      * Neither sum can wrap: each term is under SIZE_MAX / 32 by the checks
      * above. */
     const size_t kv = b * m * g * (cfg->d_k + cfg->d_v);

@@ -17,6 +17,15 @@
  *  - streaming: otherwise keys are taken KEY_BLOCK at a time with an online
  *    softmax, so nothing of size N x M ever exists.
  *
+ * When the streaming path needs neither K nor V afterwards and the context
+ * spans several key blocks, the loops turn inside out (key-outer): for
+ * each sequence, all its queries are projected first, then each block of
+ * keys is projected and folded into every query's running softmax, then
+ * the rows are finished. Only one block of K and V exists at a time, so
+ * memory holds Q and the head outputs (N rows) rather than K and V (M rows,
+ * twice); each query block sees the same key blocks in the same order, so
+ * the bits are those of the other order.
+ *
  * All scratch memory is sized up front and allocated once per call, with
  * one set of per-thread parts for each member of the team.
  */
@@ -52,6 +61,8 @@ struct scratch {
     float *heads; /* [QUERY_BLOCK][h*d_v] when heads are not returned */
     float *tile;  /* [QUERY_BLOCK][tile_ld] */
     struct softmax_online *online; /* [QUERY_BLOCK] */
+    float *out;   /* [QUERY_BLOCK][d_out] when head outputs are projected
+                     in place (key-outer) */
 };
 
 /* State shared by every unit of one call. Units write disjoint rows. */
@@ -61,8 +72,16 @@ struct forward {
     struct attn_result *res;
     const float *x, *context;
     float *x_pe, *c_pe;   /* [B][N][d_model], [B][M][d_ctx] with positions */
-    float *k, *v;         /* [B][M][g*d_k], [B][M][g*d_v] */
+    float *k, *v;         /* [B][M][g*d_k], [B][M][g*d_v]; key-outer: the
+                             block in hand, [KEY_BLOCK][g*d_k], [..][g*d_v] */
     struct scratch *scratch; /* [threads] */
+    /* key-outer only: the sequence and key block in hand, and its state */
+    bool key_outer, heads_in_output;
+    size_t seq, j0, nj;
+    float *q_seq;         /* [N][h*d_k] when q is not returned */
+    float *heads_seq;     /* [N][h*d_v] when held neither in heads_out nor
+                             in output */
+    struct softmax_online *online_seq; /* [h][N] */
     void *block;          /* the one allocation behind all scratch */
     size_t tile_ld;
     bool full_path, need_pv;
@@ -199,31 +218,45 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
     f->tile_ld = f->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
 
     /* shared parts, then one set of per-thread parts */
-    enum { X_PE, C_PE, K, V, SCRATCH, Q, HEADS, TILE, ONLINE, N_PARTS };
+    enum { X_PE, C_PE, K, V, Q_SEQ, HEADS_SEQ, ONLINE_SEQ, SCRATCH,
+           Q, HEADS, TILE, ONLINE, OUT, N_PARTS };
     size_t count[N_PARTS] = {0}, elem[N_PARTS], offset[N_PARTS] = {0};
     for (int i = 0; i < N_PARTS; i++)
         elem[i] = sizeof(float);
-    elem[ONLINE] = sizeof(struct softmax_online);
+    elem[ONLINE] = elem[ONLINE_SEQ] = sizeof(struct softmax_online);
     elem[SCRATCH] = sizeof(struct scratch);
     if (c->positional == ATTN_POS_SINUSOIDAL) {
         count[X_PE] = b * n * c->d_model;
         if (c->cross)
             count[C_PE] = b * m * c->d_ctx;
     }
-    if (projected && !(want & ATTN_WANT_K))
-        count[K] = b * m * c->kv_heads * c->d_k;
-    if (projected && !(want & ATTN_WANT_V))
-        count[V] = b * m * c->kv_heads * c->d_v;
+    const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
     count[SCRATCH] = threads;
-    if (projected && !(want & ATTN_WANT_Q))
-        count[Q] = qb * c->heads * c->d_k;
-    if (f->need_pv && !(want & ATTN_WANT_HEADS))
-        count[HEADS] = qb * c->heads * c->d_v;
+    if (f->key_outer) {
+        count[K] = KEY_BLOCK * c->kv_heads * c->d_k;
+        count[V] = KEY_BLOCK * c->kv_heads * c->d_v;
+        if (!(want & ATTN_WANT_Q))
+            count[Q_SEQ] = n * hk;
+        if (!(want & ATTN_WANT_HEADS) && !f->heads_in_output)
+            count[HEADS_SEQ] = n * hv;
+        count[ONLINE_SEQ] = c->heads * n;
+        if (f->heads_in_output && !c->no_out_proj)
+            count[OUT] = qb * c->d_out;
+    } else {
+        if (projected && !(want & ATTN_WANT_K))
+            count[K] = b * m * c->kv_heads * c->d_k;
+        if (projected && !(want & ATTN_WANT_V))
+            count[V] = b * m * c->kv_heads * c->d_v;
+        if (projected && !(want & ATTN_WANT_Q))
+            count[Q] = qb * hk;
+        if (f->need_pv && !(want & ATTN_WANT_HEADS))
+            count[HEADS] = qb * hv;
+        if (!f->full_path)
+            count[ONLINE] = qb;
+    }
     if (!f->full_path || !(want & ATTN_WANT_WEIGHTS))
         if (!size_mul(qb, f->tile_ld, &count[TILE]))
             count[TILE] = SIZE_MAX;
-    if (!f->full_path)
-        count[ONLINE] = qb;
 
     struct plan pl = {0, false};
     for (int i = 0; i < N_PARTS; i++) {
@@ -249,6 +282,9 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
     f->c_pe = PART(C_PE);
     f->k = (want & ATTN_WANT_K) ? f->res->k : PART(K);
     f->v = (want & ATTN_WANT_V) ? f->res->v : PART(V);
+    f->q_seq = PART(Q_SEQ);
+    f->heads_seq = PART(HEADS_SEQ);
+    f->online_seq = PART(ONLINE_SEQ);
     f->scratch = PART(SCRATCH);
     /* each per-thread part is laid out once per thread, back to back */
     for (unsigned t = 0; t < threads; t++) {
@@ -257,6 +293,7 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
         s->heads = PART(HEADS);
         s->tile = PART(TILE);
         s->online = PART(ONLINE);
+        s->out = PART(OUT);
         for (int i = Q; i < N_PARTS; i++)
             if (count[i]) {
                 size_t bytes = count[i] * elem[i] + WS_ALIGN - 1;
@@ -473,15 +510,22 @@ static void head_streaming(struct forward *f, const struct block *bk,
 
 /* ------------------------------------------------------ one query block */
 
-static void block_output(struct forward *f, const struct block *bk)
+/* The block's output rows from its head outputs, which may already sit in
+ * those rows (key-outer): then the projection goes through sc->out. */
+static void block_output(struct forward *f, const struct block *bk,
+                         struct scratch *sc)
 {
     const struct attn_config *c = f->cfg;
     const size_t d_out = c->d_out, hv = c->heads * c->d_v;
     float *o = f->res->output + (bk->b * c->n_query + bk->r0) * d_out;
-    if (c->mode == ATTN_MODE_PROJECTED && !c->no_out_proj)
-        linear(bk->heads, bk->rows, hv, f->p->wo, f->p->bo, d_out, o, d_out);
-    else
+    if (c->mode == ATTN_MODE_PROJECTED && !c->no_out_proj) {
+        float *dst = o == bk->heads ? sc->out : o;
+        linear(bk->heads, bk->rows, hv, f->p->wo, f->p->bo, d_out, dst, d_out);
+        if (dst != o)
+            memcpy(o, dst, bk->rows * d_out * sizeof *o);
+    } else if (o != bk->heads) {
         memcpy(o, bk->heads, bk->rows * d_out * sizeof *o);
+    }
 
     if (c->residual == ATTN_RESIDUAL_VALUE) {
         const size_t group = c->heads / c->kv_heads, dv = c->d_v;
@@ -553,25 +597,53 @@ static void flag_fully_masked(struct forward *f, const struct block *bk)
     }
 }
 
+/* The query block of sequence b starting at row r0, with its mask. */
+static struct block block_at(const struct forward *f, size_t b, size_t r0)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t n = c->n_query, m = c->n_ctx;
+    return (struct block){
+        .b = b,
+        .r0 = r0,
+        .rows = n - r0 < QUERY_BLOCK ? n - r0 : QUERY_BLOCK,
+        .mv = {.causal = c->causal,
+               .mask = c->mask ? c->mask + (c->mask_batched ? b * n * m : 0)
+                               : NULL,
+               .key_padding = c->key_padding
+                                  ? c->key_padding +
+                                        (c->key_padding_batched ? b * m : 0)
+                                  : NULL,
+               .n_ctx = m},
+    };
+}
+
+/* What a block hands back once its head outputs are complete: the output
+ * rows, and the checks that nothing overflowed on the way. */
+static void block_finish(struct forward *f, const struct block *bk,
+                         struct scratch *sc)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t row0 = bk->b * c->n_query + bk->r0;
+    if (c->want & ATTN_WANT_OUTPUT) {
+        block_output(f, bk, sc);
+        if (!rows_finite(f->res->output + row0 * c->d_out,
+                         bk->rows * c->d_out))
+            note_overflow(f, bk->b, bk->r0);
+    }
+    if ((c->want & ATTN_WANT_HEADS) &&
+        !rows_finite(bk->heads, bk->rows * c->heads * c->d_v))
+        note_overflow(f, bk->b, bk->r0);
+}
+
 /* Unit of the query phase: one block of queries of one sequence. */
 static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 {
     const struct attn_config *c = f->cfg;
     const size_t blocks = (c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
-    struct block bk = {.b = unit / blocks, .r0 = unit % blocks * QUERY_BLOCK};
+    struct block bk = block_at(f, unit / blocks, unit % blocks * QUERY_BLOCK);
     const size_t n = c->n_query, m = c->n_ctx, b = bk.b;
-    bk.rows = n - bk.r0 < QUERY_BLOCK ? n - bk.r0 : QUERY_BLOCK;
     const size_t row0 = b * n + bk.r0;
-    bk.mv = (struct mask_view){
-        .causal = c->causal,
-        .mask = c->mask ? c->mask + (c->mask_batched ? b * n * m : 0) : NULL,
-        .key_padding =
-            c->key_padding
-                ? c->key_padding + (c->key_padding_batched ? b * m : 0)
-                : NULL,
-        .n_ctx = m,
-    };
     /* In self-attention the key phase already wrote these rows. */
     bk.x_pe = f->x_pe && !c->cross ? f->x_pe + row0 * c->d_model
               : rows_with_positions(f->x, f->x_pe, n, c->d_model, b,
@@ -609,13 +681,7 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
         for (size_t e = 0; e < bk.rows * m; e++)
             mean[e] /= (float)c->heads;
     }
-    if (c->want & ATTN_WANT_OUTPUT) {
-        block_output(f, &bk);
-        if (!rows_finite(f->res->output + row0 * c->d_out, bk.rows * c->d_out))
-            note_overflow(f, b, bk.r0);
-    }
-    if ((c->want & ATTN_WANT_HEADS) && !rows_finite(bk.heads, bk.rows * hv))
-        note_overflow(f, b, bk.r0);
+    block_finish(f, &bk, sc);
 }
 
 /* Unit of the key phase: KV_CHUNK context rows of one sequence get their
@@ -649,6 +715,115 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
         posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
     if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
         note_overflow(f, b, r0);
+}
+
+/* ------------------------------------------------------------ key-outer */
+
+/* Where the head outputs of sequence f->seq, row r0 on, are accumulated:
+ * the returned heads, the output rows themselves (same width), or scratch. */
+static float *key_outer_heads(const struct forward *f, size_t r0)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t row0 = f->seq * c->n_query + r0;
+    if (c->want & ATTN_WANT_HEADS)
+        return f->res->heads_out + row0 * c->heads * c->d_v;
+    if (f->heads_in_output)
+        return f->res->output + row0 * c->d_out;
+    return f->heads_seq + r0 * c->heads * c->d_v;
+}
+
+/* Where the queries of sequence f->seq, row r0 on, are kept. */
+static float *key_outer_q(const struct forward *f, size_t r0)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t hk = c->heads * c->d_k;
+    return (c->want & ATTN_WANT_Q) ? f->res->q + (f->seq * c->n_query + r0) * hk
+                                   : f->q_seq + r0 * hk;
+}
+
+/* The views of a query block of the sequence in hand. */
+static struct block key_outer_block(const struct forward *f, size_t unit)
+{
+    const struct attn_config *c = f->cfg;
+    struct block bk = block_at(f, f->seq, unit * QUERY_BLOCK);
+    const size_t row0 = bk.b * c->n_query + bk.r0;
+    bk.q = key_outer_q(f, bk.r0);
+    bk.ldq = c->heads * c->d_k;
+    bk.ldk = c->kv_heads * c->d_k;
+    bk.ldv = c->kv_heads * c->d_v;
+    bk.heads = key_outer_heads(f, bk.r0);
+    bk.x_pe = (f->x_pe ? f->x_pe : f->x) + row0 * c->d_model;
+    return bk;
+}
+
+/* Unit: a query block's positions and Q, and its running softmax reset. */
+static void key_outer_queries(struct forward *f, size_t unit,
+                              struct scratch *sc)
+{
+    (void)sc;
+    const struct attn_config *c = f->cfg;
+    const struct block bk = key_outer_block(f, unit);
+    const size_t hk = c->heads * c->d_k, dv = c->d_v;
+    const float *x = rows_with_positions(f->x, f->x_pe, c->n_query, c->d_model,
+                                         bk.b, bk.r0, bk.rows);
+    float *q = key_outer_q(f, bk.r0);
+    linear(x, bk.rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
+    if (c->positional == ATTN_POS_ROPE)
+        posenc_apply_rope(q, bk.rows, hk, c->heads, c->d_k, bk.r0,
+                          c->rope_base);
+    for (size_t a = 0; a < c->heads; a++)
+        stream_start(&bk, dv, c->heads * dv,
+                     f->online_seq + a * c->n_query + bk.r0, bk.heads + a * dv);
+}
+
+/* Unit: KV_CHUNK rows of the key block in hand get their K and V. */
+static void key_outer_keys(struct forward *f, size_t unit, struct scratch *sc)
+{
+    (void)sc;
+    const struct attn_config *c = f->cfg;
+    const size_t m = c->n_ctx, b = f->seq;
+    const size_t r0 = f->j0 + unit * KV_CHUNK, end = f->j0 + f->nj;
+    const size_t rows = end - r0 < KV_CHUNK ? end - r0 : KV_CHUNK;
+    const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
+    /* in self-attention the query units already added the positions */
+    const float *ctx =
+        c->cross ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b,
+                                       r0, rows)
+                 : (f->x_pe ? f->x_pe : f->x) + (b * m + r0) * c->d_ctx;
+    float *k = f->k + (r0 - f->j0) * gk, *v = f->v + (r0 - f->j0) * gv;
+    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
+    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
+    if (c->positional == ATTN_POS_ROPE)
+        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
+    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
+        note_overflow(f, b, r0);
+}
+
+/* Unit: a query block folds the key block in hand into every head. */
+static void key_outer_attend(struct forward *f, size_t unit,
+                             struct scratch *sc)
+{
+    const struct attn_config *c = f->cfg;
+    const struct block bk = key_outer_block(f, unit);
+    if (keys_all_in_future(f, &bk, f->j0))
+        return;
+    const size_t group = c->heads / c->kv_heads;
+    for (size_t a = 0; a < c->heads; a++)
+        stream_keys(f, &bk, sc->tile, f->online_seq + a * c->n_query + bk.r0,
+                    bk.heads + a * c->d_v, a, a / group, f->j0, f->nj, f->k,
+                    f->v);
+}
+
+/* Unit: a query block's head outputs normalised, then its output rows. */
+static void key_outer_finish(struct forward *f, size_t unit,
+                             struct scratch *sc)
+{
+    const struct attn_config *c = f->cfg;
+    const struct block bk = key_outer_block(f, unit);
+    for (size_t a = 0; a < c->heads; a++)
+        stream_finish(f, &bk, f->online_seq + a * c->n_query + bk.r0,
+                      bk.heads + a * c->d_v);
+    block_finish(f, &bk, sc);
 }
 
 /* ----------------------------------------------------------------- team */
@@ -693,6 +868,26 @@ static void run_phase(struct forward *f, unsigned threads,
     member_run(&members[0]);
     for (unsigned t = 1; t <= started; t++)
         pthread_join(tid[t], NULL);
+}
+
+/* Every sequence in turn: its queries, then each key block, then its rows. */
+static void run_key_outer(struct forward *f, unsigned threads)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t n = c->n_query, m = c->n_ctx;
+    const size_t q_units = (n + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    for (f->seq = 0; f->seq < c->batch; f->seq++) {
+        run_phase(f, threads, key_outer_queries, q_units);
+        for (f->j0 = 0; f->j0 < m; f->j0 += KEY_BLOCK) {
+            if (c->causal && f->j0 >= n)
+                break; /* no query sees these keys */
+            f->nj = m - f->j0 < KEY_BLOCK ? m - f->j0 : KEY_BLOCK;
+            run_phase(f, threads, key_outer_keys,
+                      (f->nj + KV_CHUNK - 1) / KV_CHUNK);
+            run_phase(f, threads, key_outer_attend, q_units);
+        }
+        run_phase(f, threads, key_outer_finish, q_units);
+    }
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -742,6 +937,14 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     f.full_path = cfg.want & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES |
                               ATTN_WANT_MEAN_WEIGHTS);
     f.need_pv = cfg.want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
+    /* key-outer pays off when K and V would outgrow one key block, and
+     * only when nothing needs them whole afterwards */
+    f.key_outer = !f.full_path && f.need_pv &&
+                  cfg.mode == ATTN_MODE_PROJECTED && cfg.n_ctx > KEY_BLOCK &&
+                  !(cfg.want & (ATTN_WANT_K | ATTN_WANT_V)) &&
+                  cfg.residual != ATTN_RESIDUAL_VALUE;
+    f.heads_in_output = f.key_outer && !(cfg.want & ATTN_WANT_HEADS) &&
+                        cfg.heads * cfg.d_v == cfg.d_out;
     f.scale = cfg.has_scale                 ? cfg.scale
               : cfg.mode == ATTN_MODE_BASIC ? 1.0f
                                             : (float)(1.0 / sqrt((double)cfg.d_k));
@@ -762,8 +965,12 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st) {
-        run_phase(&f, threads, key_unit, kv_units);
-        run_phase(&f, threads, query_unit, q_units);
+        if (f.key_outer) {
+            run_key_outer(&f, threads);
+        } else {
+            run_phase(&f, threads, key_unit, kv_units);
+            run_phase(&f, threads, query_unit, q_units);
+        }
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
         if (atomic_flag_test_and_set(&f.overflowed)) {

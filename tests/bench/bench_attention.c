@@ -6,8 +6,10 @@
  *   bench_attention --rss N D_MODEL HEADS   (one forward; prints peak RSS)
  *
  * For each shape it reports the median time of a forward pass with and
- * without weights, its GFLOP/s, and the GFLOP/s of a 2048^3 cblas_sgemm
- * measured just before, on all cores, as the ceiling. The forward pass runs
+ * without weights, its GFLOP/s, and as the ceiling the GFLOP/s of a 2048^3
+ * cblas_sgemm on all cores. The three are timed in interleaved rounds (one
+ * sgemm, one pass without weights, one with), so that a busy neighbour on
+ * a shared machine slows both sides of each ratio alike. The forward pass runs
  * its own team of one thread per core with single-threaded OpenBLAS, as the
  * core's threading policy says; the ceiling gives OpenBLAS all the cores.
  * Memory is measured in a fresh process so that nothing else counts.
@@ -52,31 +54,6 @@ static void fill(float *a, size_t n, uint64_t seed)
         a[i] = (float)((double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-/* Repeat fn until min_reps runs and min_seconds have passed (at most
- * max_reps), return the median seconds of one run. */
-struct timed {
-    double (*run)(void *ctx); /* returns seconds of one run, < 0 on error */
-    void *ctx;
-};
-
-static double time_median(struct timed t, int min_reps, int max_reps,
-                          double min_seconds)
-{
-    double samples[64];
-    if (max_reps > 64)
-        max_reps = 64;
-    int n = 0;
-    double spent = 0.0;
-    while (n < max_reps && (n < min_reps || spent < min_seconds)) {
-        const double s = t.run(t.ctx);
-        if (s < 0)
-            return -1.0;
-        samples[n++] = s;
-        spent += s;
-    }
-    return median(samples, (size_t)n);
-}
-
 struct sgemm_ctx {
     float *a, *b, *c;
     int n;
@@ -118,14 +95,17 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/* GFLOP/s of a CEILING_SIZE^3 sgemm with OpenBLAS on every core. */
-static double sgemm_ceiling(struct sgemm_ctx *s, bool quick)
+/* Seconds of one CEILING_SIZE^3 sgemm with OpenBLAS on every core. */
+static double ceiling_once(struct sgemm_ctx *s)
 {
     openblas_set_num_threads((int)cores());
-    const double t = time_median((struct timed){run_sgemm, s}, quick ? 3 : 5,
-                                 quick ? 3 : 15, quick ? 0.2 : 1.0);
+    const double t = run_sgemm(s);
     attn_blas_single_thread();
-    return 2.0 * s->n * (double)s->n * s->n / t * 1e-9;
+    /* OpenBLAS's workers spin for a while after a threaded call before
+     * they sleep; let them, so they do not compete with the pass timed
+     * next */
+    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 300000000}, NULL);
+    return t;
 }
 
 struct shape {
@@ -158,15 +138,33 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
     }
     out->shape = sh;
     out->flops = attn_flops(&f.cfg);
-    out->ceiling = sgemm_ceiling(sg, quick);
-    const int reps = quick ? 3 : 7;
-    const double budget = quick ? 0.2 : 1.5;
-    run_forward(&f); /* warm up caches and OpenBLAS buffers */
-    out->ms_plain = 1e3 * time_median((struct timed){run_forward, &f}, reps, 41, budget);
-    f.cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
-    out->ms_weights = 1e3 * time_median((struct timed){run_forward, &f}, reps, 41, budget);
+    /* rounds until min_rounds are done and budget seconds spent */
+    enum { MAX_ROUNDS = 41 };
+    const int min_rounds = quick ? 3 : 7;
+    const double budget = quick ? 0.5 : 4.0;
+    double sgemm_s[MAX_ROUNDS], plain_s[MAX_ROUNDS], weights_s[MAX_ROUNDS];
+    int rounds = 0;
+    double spent = 0.0;
+    bool ok = run_forward(&f) >= 0; /* warm up caches and OpenBLAS buffers */
+    while (ok && rounds < MAX_ROUNDS && (rounds < min_rounds || spent < budget)) {
+        sgemm_s[rounds] = ceiling_once(sg);
+        f.cfg.want = ATTN_WANT_OUTPUT;
+        run_forward(&f); /* caches and clocks back up after the pause */
+        plain_s[rounds] = run_forward(&f);
+        f.cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
+        weights_s[rounds] = run_forward(&f);
+        ok = plain_s[rounds] >= 0 && weights_s[rounds] >= 0;
+        spent += sgemm_s[rounds] + plain_s[rounds] + weights_s[rounds];
+        rounds++;
+    }
     free(x);
-    return out->ms_plain > 0 && out->ms_weights > 0;
+    if (!ok)
+        return false;
+    const double n = sg->n;
+    out->ceiling = 2.0 * n * n * n / median(sgemm_s, (size_t)rounds) * 1e-9;
+    out->ms_plain = 1e3 * median(plain_s, (size_t)rounds);
+    out->ms_weights = 1e3 * median(weights_s, (size_t)rounds);
+    return true;
 }
 
 /* ------------------------------------------------------------- memory */

@@ -215,6 +215,11 @@ static void test_feature_matrix(void **state)
                            .n_ctx = 1100, .causal = true}, false, false},
         {"blocks padded", {.batch = 2, .n_query = 257, .d_model = 8, .heads = 1,
                            .cross = true, .n_ctx = 513}, true, true},
+        {"blocks rope dropout gqa", {.n_query = 600, .d_model = 16, .heads = 4,
+                                     .kv_heads = 2, .dropout = 0.1f, .seed = 5,
+                                     .positional = ATTN_POS_ROPE,
+                                     .residual = ATTN_RESIDUAL_INPUT},
+         false, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(cases[i].name, &cases[i].cfg, cases[i].mask, cases[i].padding);
@@ -549,6 +554,99 @@ static void test_bit_identical_across_runs_and_threads(void **state)
     fixture_free(&f);
 }
 
+/* Forward with want and threads; the chosen array copied out (NULL on
+ * failure). */
+static float *run_copy(const struct fixture *f, unsigned want, unsigned threads,
+                       bool heads)
+{
+    struct attn_config cfg = f->cfg;
+    cfg.want = want;
+    cfg.threads = threads;
+    struct attn_result res;
+    struct attn_error err;
+    if (attn_forward(&cfg, f->x, f->context, &res, &err) != ATTN_OK) {
+        print_error("%s\n", err.message);
+        return NULL;
+    }
+    const size_t count = cfg.batch * cfg.n_query *
+                         (heads ? cfg.heads * cfg.d_v : f->cfg.d_out);
+    float *copy = malloc(count * sizeof *copy);
+    memcpy(copy, heads ? res.heads_out : res.output, count * sizeof *copy);
+    attn_result_free(&res);
+    return copy;
+}
+
+/* A context of several key blocks whose K and V are not returned goes
+ * key-outer (only one block of K and V held at a time); asking for K too
+ * keeps every key at hand. Both orders fold the same key blocks in the
+ * same order into each query block, so they agree to the bit, at any team
+ * size. */
+static void test_key_outer_matches_key_inner(void **state)
+{
+    (void)state;
+    struct {
+        const char *name;
+        struct attn_config cfg;
+        bool mask, padding;
+    } cases[] = {
+        {"self rope dropout gqa", {.batch = 2, .n_query = 700, .d_model = 32,
+                                   .heads = 4, .kv_heads = 2, .dropout = 0.2f,
+                                   .seed = 3, .positional = ATTN_POS_ROPE,
+                                   .qkv_bias = true, .out_bias = true},
+         false, true},
+        {"self sinusoidal causal", {.n_query = 1100, .d_model = 24, .heads = 3,
+                                    .causal = true,
+                                    .positional = ATTN_POS_SINUSOIDAL},
+         false, false},
+        {"cross mask sinusoidal", {.batch = 2, .n_query = 300, .d_model = 16,
+                                   .cross = true, .n_ctx = 1030, .d_ctx = 12,
+                                   .heads = 2,
+                                   .positional = ATTN_POS_SINUSOIDAL},
+         true, true},
+        {"causal context longer", {.n_query = 520, .d_model = 16, .cross = true,
+                                   .n_ctx = 1600, .heads = 2, .causal = true},
+         false, false},
+        {"d_out differs", {.n_query = 600, .d_model = 20, .heads = 2, .d_k = 6,
+                           .d_v = 5, .d_out = 7}, false, false},
+        {"residual input no out_proj", {.n_query = 530, .d_model = 12, .heads = 3,
+                                        .no_out_proj = true,
+                                        .residual = ATTN_RESIDUAL_INPUT},
+         false, false},
+    };
+    attn_blas_single_thread();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct fixture f;
+        fixture_init(&f, &cases[i].cfg, 77 + i, cases[i].mask,
+                     cases[i].padding);
+        const struct attn_config *c = &f.cfg;
+        const size_t n_out = c->batch * c->n_query * c->d_out;
+        const size_t n_heads = c->batch * c->n_query * c->heads * c->d_v;
+        float *inner = run_copy(&f, ATTN_WANT_OUTPUT | ATTN_WANT_K, 1, false);
+        float *inner_heads = run_copy(
+            &f, ATTN_WANT_HEADS | ATTN_WANT_OUTPUT | ATTN_WANT_V, 2, true);
+        assert_non_null(inner);
+        assert_non_null(inner_heads);
+        for (unsigned threads = 1; threads <= 3; threads++) {
+            float *outer = run_copy(&f, ATTN_WANT_OUTPUT, threads, false);
+            float *outer_heads =
+                run_copy(&f, ATTN_WANT_HEADS | ATTN_WANT_OUTPUT, threads, true);
+            assert_non_null(outer);
+            assert_non_null(outer_heads);
+            if (memcmp(inner, outer, n_out * sizeof *inner))
+                fail_msg("%s: output differs key-outer, %u threads",
+                         cases[i].name, threads);
+            if (memcmp(inner_heads, outer_heads, n_heads * sizeof *inner))
+                fail_msg("%s: heads_out differs key-outer, %u threads",
+                         cases[i].name, threads);
+            free(outer);
+            free(outer_heads);
+        }
+        free(inner);
+        free(inner_heads);
+        fixture_free(&f);
+    }
+}
+
 static void test_flops(void **state)
 {
     (void)state;
@@ -572,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_fully_masked_reported_without_heads),
         cmocka_unit_test(test_params_follow_spec),
         cmocka_unit_test(test_bit_identical_across_runs_and_threads),
+        cmocka_unit_test(test_key_outer_matches_key_inner),
         cmocka_unit_test(test_flops),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
