@@ -684,6 +684,21 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
     block_finish(f, &bk, sc);
 }
 
+/* K and V of context rows [r0, r0 + rows) of sequence b, from ctx (those
+ * rows, positions added), rotated when positional is rope. */
+static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
+                       const float *ctx, float *k, float *v)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
+    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
+    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
+    if (c->positional == ATTN_POS_ROPE)
+        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
+    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
+        note_overflow(f, b, r0);
+}
+
 /* Unit of the key phase: KV_CHUNK context rows of one sequence get their
  * positions, projections and rotations. */
 static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
@@ -709,12 +724,7 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
         return;
     }
     float *k = f->k + row0 * gk, *v = f->v + row0 * gv;
-    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
-    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
-    if (c->positional == ATTN_POS_ROPE)
-        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
-    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
-        note_overflow(f, b, r0);
+    project_kv(f, b, r0, rows, ctx, k, v);
 }
 
 /* ------------------------------------------------------------ key-outer */
@@ -791,12 +801,7 @@ static void key_outer_keys(struct forward *f, size_t unit, struct scratch *sc)
                                        r0, rows)
                  : (f->x_pe ? f->x_pe : f->x) + (b * m + r0) * c->d_ctx;
     float *k = f->k + (r0 - f->j0) * gk, *v = f->v + (r0 - f->j0) * gv;
-    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
-    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
-    if (c->positional == ATTN_POS_ROPE)
-        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
-    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
-        note_overflow(f, b, r0);
+    project_kv(f, b, r0, rows, ctx, k, v);
 }
 
 /* Unit: a query block folds the key block in hand into every head. */

@@ -166,14 +166,17 @@ static void check_case(const char *what, const struct attn_config *cfg,
     fixture_free(&f);
 }
 
+/* A configuration and whether it gets a random mask and key padding. */
+struct feature_case {
+    const char *name;
+    struct attn_config cfg;
+    bool mask, padding;
+};
+
 static void test_feature_matrix(void **state)
 {
     (void)state;
-    struct {
-        const char *name;
-        struct attn_config cfg;
-        bool mask, padding;
-    } cases[] = {
+    const struct feature_case cases[] = {
         {"defaults", {.n_query = 9, .d_model = 64}, false, false},
         {"tutorial multihead", {.n_query = 12, .d_model = 14, .heads = 8,
                                 .d_k = 10, .d_v = 10, .out_bias = true}, false, false},
@@ -584,11 +587,7 @@ static float *run_copy(const struct fixture *f, unsigned want, unsigned threads,
 static void test_key_outer_matches_key_inner(void **state)
 {
     (void)state;
-    struct {
-        const char *name;
-        struct attn_config cfg;
-        bool mask, padding;
-    } cases[] = {
+    const struct feature_case cases[] = {
         {"self rope dropout gqa", {.batch = 2, .n_query = 700, .d_model = 32,
                                    .heads = 4, .kv_heads = 2, .dropout = 0.2f,
                                    .seed = 3, .positional = ATTN_POS_ROPE,
