@@ -238,6 +238,19 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
+/* The URL's query parameters, or a 422 in pb when there are too many. */
+static bool collect_query(struct MHD_Connection *conn, struct query_collect *q,
+                          struct problem *pb)
+{
+    q->n = 0;
+    q->overflow = false;
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, q);
+    if (q->overflow)
+        return problem_set(pb, 422, "", "more than %d query parameters",
+                           MAX_QUERY_PARAMS);
+    return true;
+}
+
 static bool accepts_png(struct MHD_Connection *conn)
 {
     const char *accept =
@@ -413,13 +426,9 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
     }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct query_collect q = {.n = 0};
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &q);
-    if (q.overflow) {
-        problem_set(&pb, 422, "", "more than %d query parameters",
-                    MAX_QUERY_PARAMS);
+    struct query_collect q;
+    if (!collect_query(conn, &q, &pb))
         return respond_problem(ex, conn, &pb);
-    }
     struct request req;
     request_init(&req);
     struct request_limits lim;
@@ -460,13 +469,9 @@ static enum MHD_Result handle_attention_post(struct exchange *ex,
     }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct query_collect q = {.n = 0};
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, &q);
-    if (q.overflow) {
-        problem_set(&pb, 422, "", "more than %d query parameters",
-                    MAX_QUERY_PARAMS);
+    struct query_collect q;
+    if (!collect_query(conn, &q, &pb))
         return respond_problem(ex, conn, &pb);
-    }
     for (size_t i = 0; i < q.n; i++)
         if (!request_is_png_param(q.params[i].key)) {
             problem_set(&pb, 422, "",
