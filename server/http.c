@@ -419,11 +419,6 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
                                             struct MHD_Connection *conn)
 {
     struct problem pb;
-    if (!authorized(ex, conn)) {
-        problem_set(&pb, 401, "", "/attention needs the API key as "
-                                  "\"Authorization: Bearer <key>\"");
-        return respond_problem(ex, conn, &pb);
-    }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct query_collect q;
@@ -453,11 +448,6 @@ static enum MHD_Result handle_attention_post(struct exchange *ex,
                                              struct MHD_Connection *conn)
 {
     struct problem pb;
-    if (!authorized(ex, conn)) {
-        problem_set(&pb, 401, "", "/attention needs the API key as "
-                                  "\"Authorization: Bearer <key>\"");
-        return respond_problem(ex, conn, &pb);
-    }
     const char *type =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type");
     if (!type || strncasecmp(type, "application/json", 16) ||
@@ -555,13 +545,14 @@ static const struct route {
     const char *method, *path; /* path NULL: any path (static files) */
     handler_fn handler;
     enum metrics_route metric;
+    bool needs_key; /* behind --api-key when one is set */
 } routes[] = {
-    {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION},
-    {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION},
-    {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ},
-    {"GET", "/metrics", handle_metrics, ROUTE_METRICS},
-    {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI},
-    {"GET", NULL, handle_static, ROUTE_STATIC},
+    {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION, true},
+    {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true},
+    {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false},
+    {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false},
+    {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false},
+    {"GET", NULL, handle_static, ROUTE_STATIC, false},
 };
 enum { N_ROUTES_TABLE = sizeof routes / sizeof routes[0] };
 
@@ -661,6 +652,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!r)
         return respond_problem(ex, conn, &pb);
     ex->route = r->metric;
+    if (r->needs_key && !authorized(ex, conn)) {
+        problem_set(&pb, 401, "", "%s needs the API key as "
+                                  "\"Authorization: Bearer <key>\"",
+                    r->path);
+        return respond_problem(ex, conn, &pb);
+    }
     return r->handler(ex, conn);
 }
 

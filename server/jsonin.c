@@ -210,9 +210,7 @@ static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
                          size_t dims[3], int *rank_out, struct problem *pb)
 {
     if (!cJSON_IsArray(v))
-        return wrong_type(v, at, rank == 1   ? "an array"
-                                 : rank == 2 ? "an array of arrays"
-                                             : "an array of arrays",
+        return wrong_type(v, at, rank == 1 ? "an array" : "an array of arrays",
                           pb);
     int depth = 0;
     const cJSON *probe = v;

@@ -42,13 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct problem pb;
         memset(&pb, 0, sizeof pb);
         request_init(&req);
-        if (!request_parse_query(&req, params, n, &fuzz_limits, &pb) ||
-            !request_parse_png(&req, params, n, accept_png, &pb)) {
-            fuzz_check_problem(&pb);
-            request_free(&req);
-        } else {
-            fuzz_pipeline_run(&req);
-        }
+        fuzz_answer(&req,
+                    request_parse_query(&req, params, n, &fuzz_limits, &pb) &&
+                        request_parse_png(&req, params, n, accept_png, &pb),
+                    &pb);
     }
     free(text);
     return 0;

@@ -60,13 +60,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct problem pb;
     memset(&pb, 0, sizeof pb);
     request_init(&req);
-    if (!request_parse_json(&req, copy, body_len, &fuzz_limits, &pb) ||
-        !request_parse_png(&req, params, n_params, false, &pb)) {
-        fuzz_check_problem(&pb);
-        request_free(&req);
-    } else {
-        fuzz_pipeline_run(&req);
-    }
+    fuzz_answer(&req,
+                request_parse_json(&req, copy, body_len, &fuzz_limits, &pb) &&
+                    request_parse_png(&req, params, n_params, false, &pb),
+                &pb);
     free(copy);
     free(query);
     return 0;

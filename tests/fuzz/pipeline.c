@@ -186,3 +186,13 @@ void fuzz_pipeline_run(struct request *req)
     drain_json(s);
     response_stream_free(s);
 }
+
+void fuzz_answer(struct request *req, bool parsed, const struct problem *pb)
+{
+    if (parsed) {
+        fuzz_pipeline_run(req);
+        return;
+    }
+    fuzz_check_problem(pb);
+    request_free(req);
+}

@@ -46,4 +46,9 @@ size_t fuzz_split_query(char *text, size_t len, struct request_param *p,
  * and a problem+json body that parses. Aborts otherwise. */
 void fuzz_check_problem(const struct problem *pb);
 
+/* What the server does once parsing ends: a refusal (parsed false) is
+ * checked with fuzz_check_problem() and req freed; a parsed request goes
+ * through fuzz_pipeline_run(), which frees it. */
+void fuzz_answer(struct request *req, bool parsed, const struct problem *pb);
+
 #endif

@@ -36,23 +36,20 @@ static void replay_one(void **state)
     FILE *f = fopen(path, "rb");
     if (!f)
         fail_msg("cannot open %s", path);
-    uint8_t *data = malloc(MAX_INPUT_BYTES);
-    assert_non_null(data);
-    const size_t size = fread(data, 1, MAX_INPUT_BYTES, f);
-    const int at_end = feof(f);
-    fclose(f);
-    if (!at_end) {
-        free(data);
-        fail_msg("%s is over %zu bytes", path, MAX_INPUT_BYTES);
+    const long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size < 0 || (size_t)size > MAX_INPUT_BYTES || fseek(f, 0, SEEK_SET)) {
+        fclose(f);
+        fail_msg("%s: unreadable, or over %zu bytes", path, MAX_INPUT_BYTES);
     }
     /* the input in a buffer of exactly its size, as libFuzzer hands it,
      * so a read past the end is caught under ASan */
-    uint8_t *exact = malloc(size ? size : 1);
-    assert_non_null(exact);
-    memcpy(exact, data, size);
+    uint8_t *data = malloc(size ? (size_t)size : 1);
+    assert_non_null(data);
+    const size_t got = fread(data, 1, (size_t)size, f);
+    fclose(f);
+    assert_int_equal(got, (size_t)size);
+    LLVMFuzzerTestOneInput(data, got);
     free(data);
-    LLVMFuzzerTestOneInput(exact, size);
-    free(exact);
 }
 
 static int by_name(const void *a, const void *b)
