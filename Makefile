@@ -10,7 +10,8 @@
 #   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
 #   make deps       install the Debian packages all of the above need
 #
-# Missing dependencies are installed by `make deps` on first use.
+# all, run, test, asan, bench, fuzz and golden first install what they need
+# and is missing (tests/deps.sh), then build.
 
 CC ?= cc
 BUILD ?= build
@@ -22,17 +23,13 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# Debian packages, by what needs them.
-APT_BUILD := make gcc libc6-dev pkg-config libopenblas-dev
-APT_SERVER := libmicrohttpd-dev libcjson-dev libpng-dev libfreetype-dev fonts-dejavu-core
-APT_TEST := libcmocka-dev libcurl4-openssl-dev curl
-APT_WEB := nodejs npm chromium
-APT_ALL := $(APT_BUILD) $(APT_SERVER) $(APT_TEST) $(APT_WEB)
+# What each part needs, and the Debian package for each, is written once,
+# in tests/deps.sh; these are the pkg-config modules the build links.
 PKG_CORE := openblas
 PKG_SERVER := libmicrohttpd libcjson libpng freetype2
 PKG_TEST := cmocka libcjson libcurl libpng
-PKG_ALL := $(PKG_CORE) $(PKG_SERVER) $(PKG_TEST)
 FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+DEPS := CC="$(CC)" PYTHON="$(PYTHON)" FONT="$(FONT)" tests/deps.sh
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -42,8 +39,8 @@ pc_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
 CORE_SRC := $(wildcard src/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CORE_LIB := $(BUILD)/libattn.a
-# Recursive (=), not :=: pkg-config must run after `make deps` has installed
-# the packages, on a machine that had none when make started.
+# Recursive (=), not :=: a make started before the packages were installed
+# must not keep empty flags.
 CORE_LIBS = $(call pc_libs,$(PKG_CORE)) -lm -pthread
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -62,44 +59,31 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
 
-.PHONY: deps-build all test c-test unit server-unit integration web-test asan bench golden deps clean format run \
-        fuzz fuzz-build fuzz-regress
-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
+.PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
+        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
+all: deps
+	@$(MAKE) --no-print-directory build-all
 
 # ------------------------------------------------------------ dependencies
-# Two stamps: what building attnd needs (all a container build installs),
-# and what the tests need besides. Either missing runs `make deps` once.
-DEPS_STAMP := $(BUILD)/.deps-build-ok
-TEST_DEPS_STAMP := $(BUILD)/.deps-test-ok
-$(DEPS_STAMP): Makefile
-	@if command -v $(CC) >/dev/null && pkg-config --exists $(PKG_CORE) $(PKG_SERVER) 2>/dev/null && \
-	    [ -f $(FONT) ]; then :; \
-	 else echo "attnd: installing missing packages (make deps-build)"; $(MAKE) --no-print-directory deps-build; fi
-	@mkdir -p $(@D) && touch $@
-
-$(TEST_DEPS_STAMP): Makefile | $(DEPS_STAMP)
-	@if pkg-config --exists $(PKG_TEST) 2>/dev/null && command -v curl >/dev/null && \
-	    command -v node >/dev/null && command -v npm >/dev/null && [ -x /usr/bin/chromium ]; then :; \
-	 else echo "attnd: installing missing packages (make deps)"; $(MAKE) --no-print-directory deps; fi
-	@mkdir -p $(@D) && touch $@
-
-# deps: everything the build, the tests and the benchmarks need;
-# deps-build: only what building and running attnd needs (make run).
+# The targets a user types (all, run, test, bench, asan, fuzz, golden)
+# first install what is missing, then make their files in a second make,
+# which starts with every package present. File rules never install.
 deps:
-	$(SUDO) apt-get update
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_ALL)
-
+	@$(DEPS) build test web
 deps-build:
-	$(SUDO) apt-get update
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_BUILD) $(APT_SERVER)
+	@$(DEPS) build
+deps-fuzz:
+	@$(DEPS) build fuzz
+deps-golden:
+	@$(DEPS) golden
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
-$(WEB_MODULES): tests/web/package.json tests/web/package-lock.json | $(TEST_DEPS_STAMP)
+$(WEB_MODULES): tests/web/package.json tests/web/package-lock.json
 	cd tests/web && npm ci --no-audit --no-fund
 
 # ------------------------------------------------------------------- core
-$(BUILD)/src/%.o: src/%.c | $(DEPS_STAMP)
+$(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
@@ -110,7 +94,7 @@ $(CORE_LIB): $(CORE_OBJ)
 	@ar rcs $@ $^
 
 # ----------------------------------------------------------------- server
-$(BUILD)/server/%.o: server/%.c | $(DEPS_STAMP)
+$(BUILD)/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
@@ -135,11 +119,12 @@ $(ATTND): $(BUILD)/server/main.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
-run: $(ATTND)
+run: deps-build
+	@$(MAKE) --no-print-directory $(ATTND)
 	$(ATTND) --web-root web
 
 # ------------------------------------------------------------------ tests
-$(BUILD)/tests/%.o: tests/unit/%.c | $(TEST_DEPS_STAMP)
+$(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
@@ -148,7 +133,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_L
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
-$(BUILD)/tests/server/%.o: tests/server/%.c | $(TEST_DEPS_STAMP)
+$(BUILD)/tests/server/%.o: tests/server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
@@ -157,7 +142,7 @@ $(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(COR
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
 
-$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(TEST_DEPS_STAMP)
+$(BUILD)/tests/integration/%.o: tests/integration/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
@@ -177,18 +162,18 @@ integration: $(ATTND) $(INTEG_BIN)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(INTEG_BIN)
 
 web-test: $(ATTND) $(WEB_MODULES)
-	@ATTND_BIN=$(abspath $(ATTND)) node --test tests/web/
+	@ATTND_BIN=$(abspath $(ATTND)) node --test $(wildcard tests/web/*.test.js)
 
 # Each fuzz target's committed corpus replayed as cmocka tests, built with
 # the compiler and flags of everything else (no libFuzzer needed).
 REPLAY_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN := $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
-$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c | $(TEST_DEPS_STAMP)
+$(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
-$(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c | $(TEST_DEPS_STAMP)
+$(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< ($*)"
 	@$(CC) $(ALL_CFLAGS) -DCORPUS_DIR='"tests/fuzz/corpus_$*"' $(call pc_cflags,$(PKG_TEST)) -c $< -o $@
@@ -205,14 +190,15 @@ c-test: $(C_TESTS) $(ATTND)
 
 # Everything: C units, the server's units, integration against the real
 # binary, then the page in a real browser.
-test: c-test
+test: deps
+	@$(MAKE) --no-print-directory c-test
 	@$(MAKE) --no-print-directory web-test
 
-asan:
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" c-test
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" c-test
 
 # ------------------------------------------------------------------ bench
-$(BUILD)/bench/%.o: tests/bench/%.c | $(DEPS_STAMP)
+$(BUILD)/bench/%.o: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
@@ -221,7 +207,8 @@ $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
 
-bench: $(BENCH_BIN)
+bench: deps-build
+	@$(MAKE) --no-print-directory $(BENCH_BIN)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 
 # ------------------------------------------------------------------- fuzz
@@ -233,7 +220,6 @@ bench: $(BENCH_BIN)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_ARGS ?=
-APT_FUZZ := clang libclang-rt-dev
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g -MMD -MP \
@@ -243,34 +229,22 @@ FUZZ_BIN := $(FUZZ_NAMES:%=$(FUZZ_DIR)/%)
 FUZZ_OBJ := $(CORE_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(SERVER_SRC:%.c=$(FUZZ_DIR)/obj/%.o) \
             $(FUZZ_DIR)/obj/gen/openapi_json.o $(FUZZ_DIR)/obj/tests/fuzz/pipeline.o
 FUZZ_RUN := -timeout=10 -rss_limit_mb=2048
-FUZZ_STAMP := $(FUZZ_DIR)/.deps-ok
-
-$(FUZZ_STAMP): Makefile | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	@echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n);' \
-	      'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)' \
-	      '{ return (int)(d && n && 0); }' > $(@D)/probe.c
-	@if $(FUZZ_CC) -fsanitize=fuzzer $(@D)/probe.c -o $(@D)/probe 2>/dev/null; then :; \
-	 else echo "attnd: installing $(APT_FUZZ) for the fuzzers"; \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_FUZZ); fi
-	@rm -f $(@D)/probe.c $(@D)/probe && touch $@
-
-$(FUZZ_DIR)/obj/src/%.o: src/%.c | $(FUZZ_STAMP)
+$(FUZZ_DIR)/obj/src/%.o: src/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
-$(FUZZ_DIR)/obj/server/%.o: server/%.c | $(FUZZ_STAMP)
+$(FUZZ_DIR)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
 
-$(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c | $(FUZZ_STAMP)
+$(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Wno-overlength-strings -c $< -o $@
 
-$(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c | $(FUZZ_STAMP)
+$(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
@@ -279,7 +253,8 @@ $(FUZZ_BIN): $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_OBJ)
 	@echo "  LD      $@"
 	@$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
-fuzz-build: $(FUZZ_BIN)
+fuzz-build: deps-fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
 
 # fuzz_X runs on tests/fuzz/corpus_X (and what earlier runs found), with a
 # dictionary where one helps; GET parameters share the JSON field names.
@@ -292,11 +267,11 @@ fuzz_run = mkdir -p $(FUZZ_DIR)/corpus_$(1:fuzz_%=%) && \
         -artifact_prefix=$(FUZZ_DIR)/$(1)- $(FUZZ_ARGS) \
         $(FUZZ_DIR)/corpus_$(1:fuzz_%=%) tests/fuzz/corpus_$(1:fuzz_%=%)
 
-fuzz: $(FUZZ_BIN)
+fuzz: fuzz-build
 	@$(foreach f,$(FUZZ_NAMES),$(call fuzz_run,$(f)) && ) true
 
 # Every committed input once (files, not directories: nothing is written).
-fuzz-regress: $(FUZZ_BIN)
+fuzz-regress: fuzz-build
 	@for f in $(FUZZ_NAMES); do \
 	    t=$${f#fuzz_}; \
 	    echo "  REGRESS $$f ($$(ls tests/fuzz/corpus_$$t | wc -l) inputs)"; \
@@ -305,14 +280,20 @@ fuzz-regress: $(FUZZ_BIN)
 	done
 
 # ----------------------------------------------------------------- golden
-golden:
+golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
 
+# Every C file written by hand (the generated tables keep their generator's form).
+FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
+    $(wildcard src/*.[ch] server/*.[ch] tests/*/*.[ch]))
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c tests/bench/*.c
+	clang-format -i $(FORMAT_SRC)
 
 clean:
 	rm -rf $(BUILD)
+
+# Every binary: defined last, so that each list it names is complete.
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
