@@ -26,14 +26,18 @@ bool attend_run(struct request *req, unsigned threads, struct attn_result *res,
     }
     c->threads = threads;
     if (c->want == 0) /* "return": [] asks for tokens and config only */
-        return true;      /* an empty result: no arrays, no warnings */
+        return true;  /* an empty result: no arrays, no warnings */
     const struct problem_field fields[] = {
         {"x", req->input.pointer},
         {"context", req->context.pointer ? req->context.pointer : "/context"},
-        {"q_proj.weight", "/params"}, {"k_proj.weight", "/params"},
-        {"v_proj.weight", "/params"}, {"out_proj.weight", "/params"},
-        {"q_proj.bias", "/params"},   {"k_proj.bias", "/params"},
-        {"v_proj.bias", "/params"},   {"out_proj.bias", "/params"},
+        {"q_proj.weight", "/params"},
+        {"k_proj.weight", "/params"},
+        {"v_proj.weight", "/params"},
+        {"out_proj.weight", "/params"},
+        {"q_proj.bias", "/params"},
+        {"k_proj.bias", "/params"},
+        {"v_proj.bias", "/params"},
+        {"out_proj.bias", "/params"},
         {"return", "/return"},
     };
     struct attn_error err;

@@ -64,8 +64,8 @@ static unsigned char *font_read_file(const char *path, size_t *len, char *err,
         size = ftell(fp);
     if (size <= 0 || size > FONT_MAX_FILE_BYTES || fseek(fp, 0, SEEK_SET)) {
         errbuf_set(err, err_len,
-                  "font %s: not a regular file of 1 byte to %ld MiB", path,
-                  FONT_MAX_FILE_BYTES >> 20);
+                   "font %s: not a regular file of 1 byte to %ld MiB", path,
+                   FONT_MAX_FILE_BYTES >> 20);
         goto out;
     }
     data = malloc((size_t)size);
@@ -107,11 +107,11 @@ bool heatmap_font_init(const char *path, char *err, size_t err_len)
     if (!ok) {
         if (e)
             errbuf_set(err, err_len, "font %s: FreeType error 0x%02x", path,
-                      (unsigned)e);
+                       (unsigned)e);
         else
             errbuf_set(err, err_len,
-                      "font %s: not a scalable font with a Unicode charmap",
-                      path);
+                       "font %s: not a scalable font with a Unicode charmap",
+                       path);
         free(data);
         return false;
     }
@@ -132,8 +132,8 @@ struct font *font_open(unsigned px, char *err, size_t err_len)
 {
     if (!font_file) {
         errbuf_set(err, err_len,
-                  "label font not loaded (heatmap_font_init was not called "
-                  "or failed)");
+                   "label font not loaded (heatmap_font_init was not called "
+                   "or failed)");
         return NULL;
     }
     struct font *f = calloc(1, sizeof *f);
@@ -155,7 +155,7 @@ struct font *font_open(unsigned px, char *err, size_t err_len)
         f->ellipsis = FT_Get_Char_Index(f->face, '.');
     if (!font_set_size(f, px)) {
         errbuf_set(err, err_len, "font: size %u px refused (%u to %u)", px,
-                  FONT_MIN_PX, FONT_MAX_PX);
+                   FONT_MIN_PX, FONT_MAX_PX);
         font_close(f);
         return NULL;
     }

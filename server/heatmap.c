@@ -125,25 +125,24 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
     }
     if (!mats || n < 1 || n > HEATMAP_MAX_MATRICES) {
         errbuf_set(err, err_len, "heatmap: %zu matrices, expected 1 to %u",
-                     mats ? n : 0, HEATMAP_MAX_MATRICES);
+                   mats ? n : 0, HEATMAP_MAX_MATRICES);
         return false;
     }
     if ((unsigned)opts->colormap > HEATMAP_GRAY) {
         errbuf_set(err, err_len, "heatmap: unknown colormap %u",
-                     (unsigned)opts->colormap);
+                   (unsigned)opts->colormap);
         return false;
     }
     if (opts->cell > HEATMAP_MAX_CELL) {
-        errbuf_set(err, err_len, "heatmap: cell %u px, at most %u",
-                     opts->cell, HEATMAP_MAX_CELL);
+        errbuf_set(err, err_len, "heatmap: cell %u px, at most %u", opts->cell,
+                   HEATMAP_MAX_CELL);
         return false;
     }
     const size_t rows = mats[0].rows, cols = mats[0].cols;
     if (rows < 1 || cols < 1 || rows > HEATMAP_MAX_SIDE ||
         cols > HEATMAP_MAX_SIDE) {
-        errbuf_set(err, err_len,
-                     "heatmap: matrix of %zu x %zu, sides 1 to %u", rows, cols,
-                     HEATMAP_MAX_SIDE);
+        errbuf_set(err, err_len, "heatmap: matrix of %zu x %zu, sides 1 to %u",
+                   rows, cols, HEATMAP_MAX_SIDE);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -153,15 +152,15 @@ static bool heatmap_check_inputs(const struct heatmap_matrix *mats, size_t n,
         }
         if (mats[i].rows != rows || mats[i].cols != cols) {
             errbuf_set(err, err_len,
-                         "heatmap: matrix %zu is %zu x %zu, matrix 0 is "
-                         "%zu x %zu",
-                         i, mats[i].rows, mats[i].cols, rows, cols);
+                       "heatmap: matrix %zu is %zu x %zu, matrix 0 is "
+                       "%zu x %zu",
+                       i, mats[i].rows, mats[i].cols, rows, cols);
             return false;
         }
     }
     if (n_texts > PNGW_MAX_TEXTS) {
         errbuf_set(err, err_len, "heatmap: %zu texts, at most %u", n_texts,
-                     PNGW_MAX_TEXTS);
+                   PNGW_MAX_TEXTS);
         return false;
     }
     if (n_texts > 0 && !texts) {
@@ -186,9 +185,9 @@ static bool heatmap_scan_max(const struct heatmap_matrix *mats, size_t n,
         for (size_t i = 0; i < rows * cols; i++) {
             if (!(v[i] >= 0.0f) || !isfinite(v[i])) {
                 errbuf_set(err, err_len,
-                             "heatmap: matrix %zu [%zu][%zu] is %g; weights "
-                             "must be finite and >= 0",
-                             m, i / cols, i % cols, (double)v[i]);
+                           "heatmap: matrix %zu [%zu][%zu] is %g; weights "
+                           "must be finite and >= 0",
+                           m, i / cols, i % cols, (double)v[i]);
                 return false;
             }
             if (v[i] > top)
@@ -475,9 +474,9 @@ static bool heatmap_layout_cells(struct heatmap_layout *l,
     if (!size_mul(l->cols, cell, &mat_w) || !size_mul(l->rows, cell, &mat_h) ||
         mat_w > HEATMAP_MAX_SIDE || mat_h > HEATMAP_MAX_SIDE) {
         errbuf_set(err, err_len,
-                     "heatmap: a %zu x %zu matrix at %u px per cell is over "
-                     "%u px on a side",
-                     l->rows, l->cols, cell, HEATMAP_MAX_SIDE);
+                   "heatmap: a %zu x %zu matrix at %u px per cell is over "
+                   "%u px on a side",
+                   l->rows, l->cols, cell, HEATMAP_MAX_SIDE);
         return false;
     }
     /* From here on every length fits an int: at most 32 panels across of
@@ -501,16 +500,16 @@ static bool heatmap_check_size(const struct heatmap_layout *l,
                       size_mul((size_t)l->width, (size_t)l->height, &area);
     if (!fits || area > HEATMAP_MAX_AREA) {
         errbuf_set(err, err_len,
-                     "heatmap: image of %d x %d px is over the limit of %u "
-                     "px a side and %zu px in all",
-                     l->width, l->height, HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA);
+                   "heatmap: image of %d x %d px is over the limit of %u "
+                   "px a side and %zu px in all",
+                   l->width, l->height, HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA);
         return false;
     }
     if (opts->max_pixels && area > opts->max_pixels) {
         errbuf_set(err, err_len,
-                     "heatmap: image of %d x %d = %zu px exceeds max_pixels "
-                     "%zu",
-                     l->width, l->height, area, opts->max_pixels);
+                   "heatmap: image of %d x %d = %zu px exceeds max_pixels "
+                   "%zu",
+                   l->width, l->height, area, opts->max_pixels);
         return false;
     }
     return true;
@@ -754,7 +753,7 @@ bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
     struct font_canvas canvas = {malloc(bytes), l.width, l.height, 3};
     if (!canvas.pixels) {
         errbuf_set(err, err_len, "heatmap: out of memory for %d x %d px",
-                     l.width, l.height);
+                   l.width, l.height);
         font_close(f);
         return false;
     }

@@ -26,12 +26,12 @@ struct heatmap_matrix {
 
 struct heatmap_options {
     enum heatmap_colormap colormap;
-    unsigned cell;       /* pixels per weight; 0 = automatic */
-    bool labels;         /* false: the bare matrix, nothing else */
-    const char *title;   /* title over a grid (n > 1); may be NULL */
+    unsigned cell;                 /* pixels per weight; 0 = automatic */
+    bool labels;                   /* false: the bare matrix, nothing else */
+    const char *title;             /* title over a grid (n > 1); may be NULL */
     const char *const *row_labels; /* [rows] query tokens, UTF-8 */
     const char *const *col_labels; /* [cols] key tokens, UTF-8 */
-    size_t max_pixels;   /* cap on width * height; 0 = no cap */
+    size_t max_pixels;             /* cap on width * height; 0 = no cap */
 };
 
 /* A PNG text chunk; written as iTXt when the text is not ASCII. */

@@ -149,8 +149,7 @@ static enum MHD_Result respond_problem(struct exchange *ex,
 {
     size_t len = 0;
     char *body = problem_body(pb, &len);
-    struct MHD_Response *r =
-        from_heap(body, len, "application/problem+json");
+    struct MHD_Response *r = from_heap(body, len, "application/problem+json");
     if (!r)
         return MHD_NO;
     if (pb->status == 405 && pb->allow[0])
@@ -172,7 +171,8 @@ static bool same_secret(const char *given, const char *secret)
     const size_t n = strlen(given), m = strlen(secret);
     unsigned char diff = n != m;
     for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)given[i] ^ (unsigned char)secret[i % (m ? m : 1)];
+        diff |=
+            (unsigned char)given[i] ^ (unsigned char)secret[i % (m ? m : 1)];
     return diff == 0;
 }
 
@@ -266,8 +266,8 @@ static void query_etag(const struct query_collect *q, bool png, char out[24])
     for (size_t i = 0; i < q->n; i++)
         order[i] = &q->params[i];
     for (size_t i = 1; i < q->n; i++) /* insertion sort: few params */
-        for (size_t j = i; j > 0 && strcmp(order[j - 1]->key, order[j]->key) > 0;
-             j--) {
+        for (size_t j = i;
+             j > 0 && strcmp(order[j - 1]->key, order[j]->key) > 0; j--) {
             const struct request_param *t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
@@ -306,8 +306,8 @@ static void free_stream(void *cls)
     free(st);
 }
 
-static void add_timing(struct MHD_Response *r, double parse_s,
-                       double compute_s, double encode_s)
+static void add_timing(struct MHD_Response *r, double parse_s, double compute_s,
+                       double encode_s)
 {
     char timing[160];
     if (encode_s >= 0)
@@ -363,7 +363,8 @@ static enum MHD_Result answer_attention(struct exchange *ex,
     if (req->png.wanted) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         unsigned char *png = NULL;
-        const bool drawn = render_png(req, &res, MAX_PNG_PIXELS, &png, &bytes, &pb);
+        const bool drawn =
+            render_png(req, &res, MAX_PNG_PIXELS, &png, &bytes, &pb);
         attn_result_free(&res);
         request_free(req);
         if (!drawn)
@@ -428,7 +429,8 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
     request_init(&req);
     struct request_limits lim;
     const bool png_accept = accepts_png(conn);
-    if (!request_parse_query(&req, q.params, q.n, limits_of(ex->srv, &lim), &pb) ||
+    if (!request_parse_query(&req, q.params, q.n, limits_of(ex->srv, &lim),
+                             &pb) ||
         !request_parse_png(&req, q.params, q.n, png_accept, &pb)) {
         request_free(&req);
         return respond_problem(ex, conn, &pb);
@@ -439,7 +441,8 @@ static enum MHD_Result handle_attention_get(struct exchange *ex,
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "If-None-Match");
     if (match && (strstr(match, etag) || !strcmp(match, "*"))) {
         request_free(&req);
-        return respond_not_modified(ex, conn, etag, attention_cache_control(ex->srv));
+        return respond_not_modified(ex, conn, etag,
+                                    attention_cache_control(ex->srv));
     }
     return answer_attention(ex, conn, &req, seconds_since(&t0), etag);
 }
@@ -502,9 +505,9 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
 {
     size_t len = 0;
     char *text = metrics_render(&len);
-    return queue(ex, conn, 200,
-                 from_heap(text, len, "text/plain; version=0.0.4; charset=utf-8"),
-                 len);
+    return queue(
+        ex, conn, 200,
+        from_heap(text, len, "text/plain; version=0.0.4; charset=utf-8"), len);
 }
 
 static enum MHD_Result handle_openapi(struct exchange *ex,
@@ -618,8 +621,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         atomic_fetch_add(&s->exchanges, 1);
         metrics_request_started();
         /* refuse an oversized body before reading it */
-        const char *cl =
-            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
             struct problem pb;
             problem_set(&pb, 413, "",
@@ -643,8 +646,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return MHD_YES;
     struct problem pb;
     if (ex->body_too_big) {
-        problem_set(&pb, 413, "", "the body is over the limit of %zu bytes "
-                                  "(--max-body)",
+        problem_set(&pb, 413, "",
+                    "the body is over the limit of %zu bytes "
+                    "(--max-body)",
                     s->opt.max_body);
         return respond_problem(ex, conn, &pb);
     }
@@ -653,16 +657,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         return respond_problem(ex, conn, &pb);
     ex->route = r->metric;
     if (r->needs_key && !authorized(ex, conn)) {
-        problem_set(&pb, 401, "", "%s needs the API key as "
-                                  "\"Authorization: Bearer <key>\"",
+        problem_set(&pb, 401, "",
+                    "%s needs the API key as "
+                    "\"Authorization: Bearer <key>\"",
                     r->path);
         return respond_problem(ex, conn, &pb);
     }
     return r->handler(ex, conn);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode why)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
 {
     (void)conn;
     struct http_server *s = cls;
@@ -680,7 +685,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
         fprintf(stderr, "%s %s %s %d %zu %.1fms%s\n", stamp, ex->method,
                 ex->path, ex->status, ex->bytes_out, secs * 1e3,
                 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
-                                                            : " (cut short)");
+                                                           : " (cut short)");
     }
     buf_free(&ex->body);
     free(ex);
@@ -699,8 +704,9 @@ struct http_server *http_start(const struct options *o)
     pthread_mutex_init(&s->gate_lock, NULL);
     pthread_cond_init(&s->gate_free, NULL);
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {
-        fprintf(stderr, "attnd: web root \"%s\" not found; only the API is "
-                        "served\n",
+        fprintf(stderr,
+                "attnd: web root \"%s\" not found; only the API is "
+                "served\n",
                 o->web_root);
         s->web_root[0] = '\0';
     }
@@ -720,12 +726,11 @@ struct http_server *http_start(const struct options *o)
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
             MHD_USE_ERROR_LOG,
-        (uint16_t)o->port, NULL, NULL, on_request, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)pool,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(pool * 16),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)pool,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(pool * 16), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);
         free(s);

@@ -40,7 +40,9 @@ void jpath_key(struct jpath *out, const struct jpath *parent, const char *key)
     for (const char *k = key; *k; k++) { /* RFC 6901 escapes */
         const char one[2] = {*k, '\0'};
         append(p.pointer, sizeof p.pointer,
-               *k == '~' ? "~0" : *k == '/' ? "~1" : one);
+               *k == '~'   ? "~0"
+               : *k == '/' ? "~1"
+                           : one);
     }
     if (p.name[0])
         append(p.name, sizeof p.name, ".");
@@ -188,9 +190,9 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
     char allowed[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof allowed; i++)
-        used += (size_t)snprintf(allowed + used, sizeof allowed - used,
-                                 "%s\"%s\"", i ? (i + 1 == n ? " or " : ", ") : "",
-                                 names[i]);
+        used +=
+            (size_t)snprintf(allowed + used, sizeof allowed - used, "%s\"%s\"",
+                             i ? (i + 1 == n ? " or " : ", ") : "", names[i]);
     if (!cJSON_IsString(v))
         return wrong_type(v, at, allowed, pb);
     for (size_t i = 0; i < n; i++)
@@ -246,8 +248,8 @@ static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
     return true;
 }
 
-typedef bool (*leaf_reader)(const cJSON *v, const struct jpath *at,
-                            void *dst, size_t i, struct problem *pb);
+typedef bool (*leaf_reader)(const cJSON *v, const struct jpath *at, void *dst,
+                            size_t i, struct problem *pb);
 
 static bool read_float_leaf(const cJSON *v, const struct jpath *at, void *dst,
                             size_t i, struct problem *pb)

@@ -10,13 +10,13 @@
 #include <stdlib.h>
 
 /* The statuses attnd answers with; anything else is counted as "other". */
-static const int statuses[] = {200, 304, 400, 401, 404, 405, 413,
-                               415, 422, 500, 503};
+static const int statuses[] = {200, 304, 400, 401, 404, 405,
+                               413, 415, 422, 500, 503};
 enum { N_STATUSES = sizeof statuses / sizeof statuses[0] + 1 };
 
 /* Upper bounds of the latency buckets, seconds. */
 static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                 0.25, 0.5, 1, 2.5, 5, 10};
+                                 0.25,  0.5,   1,    2.5,   5,    10};
 enum { N_BUCKETS = sizeof buckets / sizeof buckets[0] };
 
 static atomic_uint_fast64_t requests[N_ROUTES][N_STATUSES];
@@ -28,9 +28,9 @@ static atomic_int in_flight;
 
 const char *metrics_route_name(enum metrics_route r)
 {
-    static const char *const names[N_ROUTES] = {
-        "/attention", "/healthz", "/metrics", "/openapi.json", "static",
-        "other"};
+    static const char *const names[N_ROUTES] = {"/attention", "/healthz",
+                                                "/metrics",   "/openapi.json",
+                                                "static",     "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 
@@ -39,8 +39,8 @@ void metrics_request_started(void)
     atomic_fetch_add(&in_flight, 1);
 }
 
-void metrics_request_done(enum metrics_route route, int status,
-                          double seconds, size_t bytes)
+void metrics_request_done(enum metrics_route route, int status, double seconds,
+                          size_t bytes)
 {
     int s = 0;
     while (s < N_STATUSES - 1 && statuses[s] != status)
@@ -73,47 +73,61 @@ char *metrics_render(size_t *len)
             if (!n)
                 continue;
             if (s < N_STATUSES - 1)
-                ok = buf_printf(&b, "attnd_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-                                metrics_route_name(r), statuses[s], (unsigned long long)n);
+                ok = buf_printf(
+                    &b,
+                    "attnd_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                    metrics_route_name(r), statuses[s], (unsigned long long)n);
             else
-                ok = buf_printf(&b, "attnd_requests_total{route=\"%s\",status=\"other\"} %llu\n",
+                ok = buf_printf(&b,
+                                "attnd_requests_total{route=\"%s\",status="
+                                "\"other\"} %llu\n",
                                 metrics_route_name(r), (unsigned long long)n);
         }
-    ok = ok && buf_append_str(
-                   &b, "# HELP attnd_request_duration_seconds Time from request to "
-                       "last byte handed over.\n"
-                       "# TYPE attnd_request_duration_seconds histogram\n");
+    ok = ok &&
+         buf_append_str(
+             &b, "# HELP attnd_request_duration_seconds Time from request to "
+                 "last byte handed over.\n"
+                 "# TYPE attnd_request_duration_seconds histogram\n");
     for (int r = 0; ok && r < N_ROUTES; r++) {
         uint_fast64_t cumulative = 0;
         for (int k = 0; ok && k <= N_BUCKETS; k++) {
             cumulative += atomic_load(&latency_count[r][k]);
             if (k < N_BUCKETS)
-                ok = buf_printf(&b, "attnd_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
-                                metrics_route_name(r), buckets[k], (unsigned long long)cumulative);
+                ok = buf_printf(&b,
+                                "attnd_request_duration_seconds_bucket{route="
+                                "\"%s\",le=\"%g\"} %llu\n",
+                                metrics_route_name(r), buckets[k],
+                                (unsigned long long)cumulative);
             else
-                ok = buf_printf(&b, "attnd_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n"
-                                    "attnd_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
-                                    "attnd_request_duration_seconds_count{route=\"%s\"} %llu\n",
-                                metrics_route_name(r), (unsigned long long)cumulative,
-                                metrics_route_name(r),
-                                (double)atomic_load(&latency_micros[r]) * 1e-6,
-                                metrics_route_name(r), (unsigned long long)cumulative);
+                ok = buf_printf(
+                    &b,
+                    "attnd_request_duration_seconds_bucket{route=\"%s\",le=\"+"
+                    "Inf\"} %llu\n"
+                    "attnd_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
+                    "attnd_request_duration_seconds_count{route=\"%s\"} %llu\n",
+                    metrics_route_name(r), (unsigned long long)cumulative,
+                    metrics_route_name(r),
+                    (double)atomic_load(&latency_micros[r]) * 1e-6,
+                    metrics_route_name(r), (unsigned long long)cumulative);
         }
     }
-    ok = ok && buf_printf(&b,
-                          "# HELP attnd_response_bytes_total Bytes of response bodies sent.\n"
-                          "# TYPE attnd_response_bytes_total counter\n"
-                          "attnd_response_bytes_total %llu\n"
-                          "# HELP attnd_attention_flops_total Floating-point operations of "
-                          "attention computed.\n"
-                          "# TYPE attnd_attention_flops_total counter\n"
-                          "attnd_attention_flops_total %llu\n"
-                          "# HELP attnd_requests_in_flight Requests being handled now.\n"
-                          "# TYPE attnd_requests_in_flight gauge\n"
-                          "attnd_requests_in_flight %d\n",
-                          (unsigned long long)atomic_load(&bytes_out),
-                          (unsigned long long)atomic_load(&flops_total),
-                          atomic_load(&in_flight));
+    ok =
+        ok &&
+        buf_printf(
+            &b,
+            "# HELP attnd_response_bytes_total Bytes of response bodies sent.\n"
+            "# TYPE attnd_response_bytes_total counter\n"
+            "attnd_response_bytes_total %llu\n"
+            "# HELP attnd_attention_flops_total Floating-point operations of "
+            "attention computed.\n"
+            "# TYPE attnd_attention_flops_total counter\n"
+            "attnd_attention_flops_total %llu\n"
+            "# HELP attnd_requests_in_flight Requests being handled now.\n"
+            "# TYPE attnd_requests_in_flight gauge\n"
+            "attnd_requests_in_flight %d\n",
+            (unsigned long long)atomic_load(&bytes_out),
+            (unsigned long long)atomic_load(&flops_total),
+            atomic_load(&in_flight));
     if (!ok) {
         buf_free(&b);
         return NULL;

@@ -9,15 +9,20 @@
 #include <stddef.h>
 
 enum metrics_route {
-    ROUTE_ATTENTION, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_OPENAPI,
-    ROUTE_STATIC, ROUTE_OTHER, N_ROUTES
+    ROUTE_ATTENTION,
+    ROUTE_HEALTHZ,
+    ROUTE_METRICS,
+    ROUTE_OPENAPI,
+    ROUTE_STATIC,
+    ROUTE_OTHER,
+    N_ROUTES
 };
 
 const char *metrics_route_name(enum metrics_route r);
 
 void metrics_request_started(void);
-void metrics_request_done(enum metrics_route route, int status,
-                          double seconds, size_t bytes_out);
+void metrics_request_done(enum metrics_route route, int status, double seconds,
+                          size_t bytes_out);
 void metrics_add_flops(double flops);
 
 /* The exposition text; the caller frees it with free(). */

@@ -21,8 +21,8 @@ struct flag {
     const char *name; /* --name; the variable is ATTND_NAME */
     enum kind kind;
     size_t offset;
-    size_t size;     /* of the string field */
-    size_t lo, hi;   /* numeric range */
+    size_t size;   /* of the string field */
+    size_t lo, hi; /* numeric range */
     const char *help;
 };
 
@@ -48,8 +48,7 @@ static const struct flag flags[] = {
      "requests that may wait for a computation slot before 503"},
     {"api-key", K_STRING, FIELD(api_key), 0, 0,
      "bearer token required on /attention (default: none)"},
-    {"web-root", K_STRING, FIELD(web_root), 0, 0,
-     "directory of the web page"},
+    {"web-root", K_STRING, FIELD(web_root), 0, 0, "directory of the web page"},
     {"font", K_STRING, FIELD(font), 0, 0, "TrueType font for image labels"},
     {"quiet", K_BOOL, FIELD(quiet), 0, 1, "no access log"},
 };
@@ -92,8 +91,14 @@ static void usage(FILE *out)
         char shown[1100];
         switch (f->kind) {
         case K_STRING: snprintf(shown, sizeof shown, "\"%s\"", p); break;
-        case K_SIZE: snprintf(shown, sizeof shown, "%zu", *(const size_t *)(const void *)p); break;
-        case K_UINT: snprintf(shown, sizeof shown, "%u", *(const unsigned *)(const void *)p); break;
+        case K_SIZE:
+            snprintf(shown, sizeof shown, "%zu",
+                     *(const size_t *)(const void *)p);
+            break;
+        case K_UINT:
+            snprintf(shown, sizeof shown, "%u",
+                     *(const unsigned *)(const void *)p);
+            break;
         case K_BOOL: snprintf(shown, sizeof shown, "off"); break;
         }
         fprintf(out, "  --%-12s %-22s %s (default %s)\n", f->name, var, f->help,
@@ -148,8 +153,8 @@ enum options_result options_load(struct options *o, int argc, char **argv,
     for (int i = 0; i < N_FLAGS; i++) {
         char var[48] = "ATTND_";
         for (size_t k = 0; flags[i].name[k] && k + 7 < sizeof var; k++)
-            var[6 + k] = flags[i].name[k] == '-' ? '_'
-                                                 : (char)toupper(flags[i].name[k]);
+            var[6 + k] =
+                flags[i].name[k] == '-' ? '_' : (char)toupper(flags[i].name[k]);
         const char *v = getenv(var);
         if (v && *v && !set_value(o, &flags[i], v, var, err))
             return OPTIONS_EXIT_ERROR;

@@ -12,19 +12,19 @@
 struct options {
     char bind[64];
     unsigned port;
-    unsigned threads;      /* compute slots, one core each */
-    size_t max_body;       /* bytes */
+    unsigned threads; /* compute slots, one core each */
+    size_t max_body;  /* bytes */
     size_t max_tokens;
     size_t max_dim;
     size_t max_heads;
-    size_t max_output;     /* floats in one response */
-    unsigned timeout;      /* seconds per connection */
-    size_t max_queue;      /* requests waiting for a compute slot */
-    char api_key[256];     /* "" = none */
+    size_t max_output; /* floats in one response */
+    unsigned timeout;  /* seconds per connection */
+    size_t max_queue;  /* requests waiting for a compute slot */
+    char api_key[256]; /* "" = none */
     char web_root[1024];
     char font[1024];
-    bool quiet;            /* no access log */
-    char probe_url[512];   /* --probe: check a URL and exit */
+    bool quiet;          /* no access log */
+    char probe_url[512]; /* --probe: check a URL and exit */
 };
 
 enum options_result { OPTIONS_RUN, OPTIONS_EXIT_OK, OPTIONS_EXIT_ERROR };

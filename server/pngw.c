@@ -129,28 +129,28 @@ static bool pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
 {
     if (n > PNGW_MAX_TEXTS) {
         errbuf_set(err, err_len, "png: %zu text chunks, at most %u allowed", n,
-                  PNGW_MAX_TEXTS);
+                   PNGW_MAX_TEXTS);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
         if (!pngw_key_ok(texts[i].key)) {
             errbuf_set(err, err_len,
-                      "png: text %zu: key must be 1-79 printable ASCII "
-                      "characters without leading, trailing or double "
-                      "spaces",
-                      i);
+                       "png: text %zu: key must be 1-79 printable ASCII "
+                       "characters without leading, trailing or double "
+                       "spaces",
+                       i);
             return false;
         }
         if (!texts[i].text || strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
                                   PNGW_MAX_TEXT_BYTES) {
             errbuf_set(err, err_len,
-                      "png: text \"%s\": missing or longer than %u bytes",
-                      texts[i].key, PNGW_MAX_TEXT_BYTES);
+                       "png: text \"%s\": missing or longer than %u bytes",
+                       texts[i].key, PNGW_MAX_TEXT_BYTES);
             return false;
         }
         if (!pngw_is_utf8((const unsigned char *)texts[i].text)) {
             errbuf_set(err, err_len, "png: text \"%s\" is not valid UTF-8",
-                      texts[i].key);
+                       texts[i].key);
             return false;
         }
     }
@@ -203,9 +203,9 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     if (!pixels || width < 1 || height < 1 || width > PNGW_MAX_SIDE ||
         height > PNGW_MAX_SIDE || (channels != 3 && channels != 4)) {
         errbuf_set(err, err_len,
-                  "png: bad image %zu x %zu x %u (sides 1-%u, 3 or 4 "
-                  "channels)",
-                  width, height, channels, PNGW_MAX_SIDE);
+                   "png: bad image %zu x %zu x %u (sides 1-%u, 3 or 4 "
+                   "channels)",
+                   width, height, channels, PNGW_MAX_SIDE);
         return false;
     }
     if (n_texts > 0 && !texts) {
@@ -231,7 +231,7 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     if (!ok) {
         free(s.data);
         errbuf_set(err, err_len, "png: %s (image %zu x %zu)", s.message, width,
-                  height);
+                   height);
         return false;
     }
     *out = s.data;

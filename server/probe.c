@@ -23,8 +23,8 @@ bool probe_url(const char *url, unsigned timeout_seconds)
     const char *p = url + 7, *slash = strchr(p, '/'), *colon = strchr(p, ':');
     const size_t host_len = (colon && (!slash || colon < slash))
                                 ? (size_t)(colon - p)
-                                : slash ? (size_t)(slash - p)
-                                        : strlen(p);
+                            : slash ? (size_t)(slash - p)
+                                    : strlen(p);
     if (host_len == 0 || host_len >= sizeof host)
         return false;
     memcpy(host, p, host_len);
@@ -48,8 +48,8 @@ bool probe_url(const char *url, unsigned timeout_seconds)
     bool ok = false;
     if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0) {
         char req[400];
-        const int n = snprintf(req, sizeof req,
-                               "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host);
+        const int n = snprintf(
+            req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, host);
         char status[32] = "";
         if (n > 0 && write(fd, req, (size_t)n) == n &&
             read(fd, status, sizeof status - 1) >= 12)

@@ -61,11 +61,12 @@ char *problem_body(const struct problem *pb, size_t *len)
 {
     struct buf b;
     buf_init(&b, 4096);
-    bool ok = buf_printf(&b, "{\"type\":\"about:blank\",\"status\":%d,\"title\":",
-                         pb->status) &&
-              buf_append_json_string(&b, problem_title(pb->status)) &&
-              buf_append_str(&b, ",\"detail\":") &&
-              buf_append_json_string(&b, pb->detail);
+    bool ok =
+        buf_printf(&b, "{\"type\":\"about:blank\",\"status\":%d,\"title\":",
+                   pb->status) &&
+        buf_append_json_string(&b, problem_title(pb->status)) &&
+        buf_append_str(&b, ",\"detail\":") &&
+        buf_append_json_string(&b, pb->detail);
     if (ok && pb->pointer[0])
         ok = buf_append_str(&b, ",\"pointer\":") &&
              buf_append_json_string(&b, pb->pointer);

@@ -12,11 +12,11 @@
 #include <stddef.h>
 
 struct problem {
-    int status;          /* HTTP status */
+    int status; /* HTTP status */
     char detail[320];
-    char pointer[128];   /* "" when no field applies */
-    char allow[64];      /* for 405: the Allow header */
-    long retry_after;    /* for 503: seconds, 0 = none */
+    char pointer[128]; /* "" when no field applies */
+    char allow[64];    /* for 405: the Allow header */
+    long retry_after;  /* for 503: seconds, 0 = none */
 };
 
 /* Fill pb and return false, so parsers can `return problem_set(...)`. */

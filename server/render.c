@@ -69,7 +69,7 @@ bool render_png(const struct request *req, const struct attn_result *res,
     const size_t b = o->batch;
     const size_t n_mats = o->head_kind == HEAD_ALL ? h : 1;
     struct heatmap_matrix *mats = calloc(n_mats, sizeof *mats);
-    char (*titles)[48] = calloc(n_mats, sizeof *titles);
+    char(*titles)[48] = calloc(n_mats, sizeof *titles);
     char **rows = make_labels(&req->input, n);
     char **cols = make_labels(req->cfg.cross ? &req->context : &req->input, m);
     bool ok = mats && titles && rows && cols;

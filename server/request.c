@@ -18,40 +18,65 @@
 
 /* Every top-level field of the JSON form, with how a GET parameter of the
  * same name is read. */
-enum option_kind { OPT_STRING, OPT_INT, OPT_NUMBER, OPT_BOOL, OPT_U64,
-                   OPT_LIST, OPT_JSON_ONLY };
+enum option_kind {
+    OPT_STRING,
+    OPT_INT,
+    OPT_NUMBER,
+    OPT_BOOL,
+    OPT_U64,
+    OPT_LIST,
+    OPT_JSON_ONLY
+};
 static const struct {
     const char *name;
     enum option_kind kind;
 } options[] = {
-    {"sentence", OPT_STRING},   {"tokens", OPT_JSON_ONLY},
-    {"embeddings", OPT_JSON_ONLY}, {"context", OPT_STRING},
-    {"mode", OPT_STRING},       {"heads", OPT_INT},
-    {"kv_heads", OPT_INT},      {"d_model", OPT_INT},
-    {"d_k", OPT_INT},           {"d_v", OPT_INT},
-    {"d_out", OPT_INT},         {"bias", OPT_BOOL},
-    {"out_proj", OPT_BOOL},     {"out_bias", OPT_BOOL},
+    {"sentence", OPT_STRING},
+    {"tokens", OPT_JSON_ONLY},
+    {"embeddings", OPT_JSON_ONLY},
+    {"context", OPT_STRING},
+    {"mode", OPT_STRING},
+    {"heads", OPT_INT},
+    {"kv_heads", OPT_INT},
+    {"d_model", OPT_INT},
+    {"d_k", OPT_INT},
+    {"d_v", OPT_INT},
+    {"d_out", OPT_INT},
+    {"bias", OPT_BOOL},
+    {"out_proj", OPT_BOOL},
+    {"out_bias", OPT_BOOL},
     {"scale", OPT_NUMBER},
-    {"residual", OPT_STRING},   {"mask", OPT_STRING},
-    {"key_padding", OPT_JSON_ONLY}, {"positional", OPT_STRING},
-    {"dropout", OPT_NUMBER},    {"seed", OPT_U64},
-    {"lowercase", OPT_BOOL},    {"special_tokens", OPT_BOOL},
-    {"params", OPT_JSON_ONLY},  {"return", OPT_LIST},
+    {"residual", OPT_STRING},
+    {"mask", OPT_STRING},
+    {"key_padding", OPT_JSON_ONLY},
+    {"positional", OPT_STRING},
+    {"dropout", OPT_NUMBER},
+    {"seed", OPT_U64},
+    {"lowercase", OPT_BOOL},
+    {"special_tokens", OPT_BOOL},
+    {"params", OPT_JSON_ONLY},
+    {"return", OPT_LIST},
     {"precision", OPT_INT},
 };
 enum { N_OPTIONS = sizeof options / sizeof options[0] };
 
 /* Query parameters that shape a PNG answer, not the computation. */
-static const char *const png_params[] = {"format", "head", "batch",
+static const char *const png_params[] = {"format",   "head", "batch",
                                          "colormap", "cell", "labels"};
 
 static const char *const return_names[] = {
-    "weights", "scores", "q", "k", "v", "heads_output", "output",
-    "mean_weights", "embeddings", "params"};
-static const unsigned return_bits[] = {
-    ATTN_WANT_WEIGHTS, ATTN_WANT_SCORES, ATTN_WANT_Q, ATTN_WANT_K,
-    ATTN_WANT_V, ATTN_WANT_HEADS, ATTN_WANT_OUTPUT, ATTN_WANT_MEAN_WEIGHTS,
-    0, 0};
+    "weights", "scores",       "q",          "k",     "v", "heads_output",
+    "output",  "mean_weights", "embeddings", "params"};
+static const unsigned return_bits[] = {ATTN_WANT_WEIGHTS,
+                                       ATTN_WANT_SCORES,
+                                       ATTN_WANT_Q,
+                                       ATTN_WANT_K,
+                                       ATTN_WANT_V,
+                                       ATTN_WANT_HEADS,
+                                       ATTN_WANT_OUTPUT,
+                                       ATTN_WANT_MEAN_WEIGHTS,
+                                       0,
+                                       0};
 
 void request_init(struct request *req)
 {
@@ -127,8 +152,7 @@ static bool read_enum_option(const cJSON *root, const char *key,
     return jsonin_enum(v, &at, names, n, out, pb);
 }
 
-static bool read_return(struct request *req, const cJSON *v,
-                        struct problem *pb)
+static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
 {
     struct jpath at;
     jpath_root(&at, "return");
@@ -178,7 +202,8 @@ static bool read_options(struct request *req, const cJSON *root,
         !read_bool_option(root, "bias", &req->bias, pb) ||
         !read_bool_option(root, "out_proj", &out_proj, pb) ||
         !read_enum_option(root, "residual", residuals, 3, &residual, pb) ||
-        !read_enum_option(root, "positional", positionals, 3, &positional, pb) ||
+        !read_enum_option(root, "positional", positionals, 3, &positional,
+                          pb) ||
         !read_bool_option(root, "lowercase", &req->lowercase, pb) ||
         !read_bool_option(root, "special_tokens", &req->special_tokens, pb))
         return false;
@@ -251,8 +276,9 @@ static bool read_text(struct request *req, struct request_input *in,
         .keep_case = !req->lowercase, .special_tokens = req->special_tokens};
     if (sentence) {
         if (!cJSON_IsString(sentence))
-            return problem_set(pb, 422, at->pointer, "%s is %s; expected a string",
-                               at->name, jsonin_kind(sentence));
+            return problem_set(pb, 422, at->pointer,
+                               "%s is %s; expected a string", at->name,
+                               jsonin_kind(sentence));
         struct attn_error err;
         const attn_status st =
             attn_tokenize(sentence->valuestring, strlen(sentence->valuestring),
@@ -311,9 +337,10 @@ static bool read_text(struct request *req, struct request_input *in,
         if (attn_tokenize(t->valuestring, strlen(t->valuestring), &keep, 0,
                           &probe, &err) == ATTN_E_INPUT)
             return problem_set(pb, 422, sub.pointer, "%s has invalid UTF-8%s",
-                               sub.name, strstr(err.message, " at byte")
-                                             ? strstr(err.message, " at byte")
-                                             : "");
+                               sub.name,
+                               strstr(err.message, " at byte")
+                                   ? strstr(err.message, " at byte")
+                                   : "");
         attn_tokens_free(&probe);
         bytes += strlen(t->valuestring) + 1;
     }
@@ -545,7 +572,7 @@ struct param_target {
     float **slot_q, **slot_k, **slot_v; /* fused: split rows among these */
     float **slot;                       /* single */
     bool is_weight;
-    const char *name;                   /* state_dict name for messages */
+    const char *name; /* state_dict name for messages */
 };
 
 static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
@@ -631,7 +658,8 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
                                 c->d_model, "(heads + 2 x kv_heads) x d_head",
                                 pb)) {
             const size_t cols = weight ? c->d_model : 1;
-            float **q = weight ? &p->wq : &p->bq, **k = weight ? &p->wk : &p->bk,
+            float **q = weight ? &p->wq : &p->bq,
+                  **k = weight ? &p->wk : &p->bk,
                   **vv = weight ? &p->wv : &p->bv;
             free(*q);
             free(*k);
@@ -666,8 +694,7 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
                        key);
 }
 
-static bool read_params(struct request *req, const cJSON *v,
-                        struct problem *pb)
+static bool read_params(struct request *req, const cJSON *v, struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
     struct jpath at;
@@ -739,8 +766,8 @@ static bool check_known_fields(const cJSON *root, struct problem *pb)
         if (!known) {
             struct jpath at;
             jpath_root(&at, item->string);
-            return problem_set(pb, 422, at.pointer,
-                               "unknown field \"%.60s\"", item->string);
+            return problem_set(pb, 422, at.pointer, "unknown field \"%.60s\"",
+                               item->string);
         }
     }
     return true;
@@ -751,14 +778,22 @@ static bool resolve(struct request *req, const struct request_limits *lim,
 {
     struct attn_config *c = &req->cfg;
     const struct problem_field fields[] = {
-        {"mode", "/mode"},         {"heads", "/heads"},
-        {"kv_heads", "/kv_heads"}, {"d_k", "/d_k"},
-        {"d_v", "/d_v"},           {"d_out", "/d_out"},
-        {"d_model", "/d_model"},   {"scale", "/scale"},
-        {"dropout", "/dropout"},   {"residual", "/residual"},
-        {"positional", "/positional"}, {"return", "/return"},
-        {"n_query", req->input.pointer}, {"context", "/context"},
-        {"n_ctx", "/context"},           {"d_ctx", "/context"},
+        {"mode", "/mode"},
+        {"heads", "/heads"},
+        {"kv_heads", "/kv_heads"},
+        {"d_k", "/d_k"},
+        {"d_v", "/d_v"},
+        {"d_out", "/d_out"},
+        {"d_model", "/d_model"},
+        {"scale", "/scale"},
+        {"dropout", "/dropout"},
+        {"residual", "/residual"},
+        {"positional", "/positional"},
+        {"return", "/return"},
+        {"n_query", req->input.pointer},
+        {"context", "/context"},
+        {"n_ctx", "/context"},
+        {"d_ctx", "/context"},
     };
     c->max_elements = lim->max_output;
     /* The core reads "nothing" as "the output"; "return": [] means
@@ -877,8 +912,7 @@ static cJSON *query_value(enum option_kind kind, const char *key,
         }
         return cJSON_CreateNumber(d);
     }
-    case OPT_U64:
-        return cJSON_CreateString(value);
+    case OPT_U64: return cJSON_CreateString(value);
     case OPT_BOOL:
         if (!strcmp(value, "true") || !strcmp(value, "1"))
             return cJSON_CreateTrue();
@@ -907,8 +941,7 @@ static cJSON *query_value(enum option_kind kind, const char *key,
         }
         return arr;
     }
-    case OPT_JSON_ONLY:
-        break;
+    case OPT_JSON_ONLY: break;
     }
     return NULL;
 }

@@ -15,21 +15,21 @@
 
 /* Limits from the server's flags; every request is held to them. */
 struct request_limits {
-    size_t max_tokens;  /* per sequence */
-    size_t max_dim;     /* d_model, d_k, d_v, d_out, embedding width */
+    size_t max_tokens; /* per sequence */
+    size_t max_dim;    /* d_model, d_k, d_v, d_out, embedding width */
     size_t max_heads;
     size_t max_batch;
-    size_t max_output;  /* floats in one response */
+    size_t max_output; /* floats in one response */
 };
 
 /* One input sequence set: x [batch][n][d] and, for text, its tokens. */
 struct request_input {
     bool present;
-    bool from_text;      /* sentence or tokens (else embeddings) */
-    bool batched;        /* the embeddings had a batch dimension */
-    const char *pointer; /* JSON pointer of the input, e.g. "/sentence" */
+    bool from_text;            /* sentence or tokens (else embeddings) */
+    bool batched;              /* the embeddings had a batch dimension */
+    const char *pointer;       /* JSON pointer of the input, e.g. "/sentence" */
     struct attn_tokens tokens; /* owned; count == n for text input */
-    float *x;            /* owned, [batch][n][d] */
+    float *x;                  /* owned, [batch][n][d] */
     size_t batch, n, d;
 };
 
@@ -54,14 +54,14 @@ enum request_extra {
 
 struct request {
     struct request_input input, context;
-    struct attn_config cfg;  /* resolved before the request is accepted */
+    struct attn_config cfg;    /* resolved before the request is accepted */
     struct attn_params params; /* owned; explicit or drawn when needed */
     bool explicit_params;
     uint8_t *mask, *key_padding; /* owned */
     const char *mask_name;       /* "none", "causal" or "explicit" */
     bool lowercase, special_tokens, bias;
-    int precision;           /* 0: shortest round-trip */
-    unsigned extra;          /* bit set of enum request_extra */
+    int precision;  /* 0: shortest round-trip */
+    unsigned extra; /* bit set of enum request_extra */
     struct request_png png;
 };
 

@@ -58,9 +58,8 @@ static bool flush_text(struct response_stream *s, size_t *mark)
     return ok;
 }
 
-static bool add_array(struct response_stream *s, size_t *mark,
-                      const char *name, const float *values, int ndim,
-                      const size_t *dims)
+static bool add_array(struct response_stream *s, size_t *mark, const char *name,
+                      const float *values, int ndim, const size_t *dims)
 {
     struct buf *t = &s->text;
     if (!buf_printf(t, ",\"%s\":", name) || !flush_text(s, mark) ||
@@ -130,22 +129,21 @@ static bool add_config(struct buf *t, const struct request *req)
     const float scale = c->has_scale ? c->scale
                         : basic      ? 1.0f
                                      : (float)(1.0 / sqrt((double)c->d_k));
-    static const char *const names[] = {"weights", "scores", "q", "k", "v",
-                                        "heads_output", "output",
-                                        "mean_weights"};
-    static const unsigned bits[] = {
-        ATTN_WANT_WEIGHTS, ATTN_WANT_SCORES, ATTN_WANT_Q,
-        ATTN_WANT_K,       ATTN_WANT_V,      ATTN_WANT_HEADS,
-        ATTN_WANT_OUTPUT,  ATTN_WANT_MEAN_WEIGHTS};
+    static const char *const names[] = {
+        "weights", "scores",       "q",      "k",
+        "v",       "heads_output", "output", "mean_weights"};
+    static const unsigned bits[] = {ATTN_WANT_WEIGHTS, ATTN_WANT_SCORES,
+                                    ATTN_WANT_Q,       ATTN_WANT_K,
+                                    ATTN_WANT_V,       ATTN_WANT_HEADS,
+                                    ATTN_WANT_OUTPUT,  ATTN_WANT_MEAN_WEIGHTS};
     bool ok =
         buf_printf(t,
                    ",\"config\":{\"mode\":\"%s\",\"batch\":%zu,"
                    "\"tokens\":%zu,\"d_model\":%zu",
                    basic ? "basic" : "projected", c->batch, c->n_query,
                    c->d_model) &&
-        (!c->cross ||
-         buf_printf(t, ",\"context_tokens\":%zu,\"d_context\":%zu", c->n_ctx,
-                    c->d_ctx)) &&
+        (!c->cross || buf_printf(t, ",\"context_tokens\":%zu,\"d_context\":%zu",
+                                 c->n_ctx, c->d_ctx)) &&
         buf_printf(t,
                    ",\"heads\":%zu,\"kv_heads\":%zu,\"d_k\":%zu,\"d_v\":%zu,"
                    "\"d_out\":%zu,\"bias\":%s,\"out_proj\":%s,"
@@ -154,7 +152,7 @@ static bool add_config(struct buf *t, const struct request *req)
                    !basic && c->qkv_bias ? "true" : "false",
                    !basic && !c->no_out_proj ? "true" : "false",
                    !basic && !c->no_out_proj && c->out_bias ? "true"
-                                                             : "false") &&
+                                                            : "false") &&
         add_number(t, "scale", scale, 0) &&
         buf_printf(t,
                    ",\"residual\":\"%s\",\"mask\":\"%s\",\"key_padding\":%s,"
@@ -218,16 +216,14 @@ static bool add_params(struct response_stream *s, size_t *mark)
             !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
             return false;
         first = false;
-        s->pieces[s->n_pieces++] =
-            (struct piece){.values = mods[i].w, .ndim = 2,
-                           .dims = {wdims[0], wdims[1]}};
+        s->pieces[s->n_pieces++] = (struct piece){
+            .values = mods[i].w, .ndim = 2, .dims = {wdims[0], wdims[1]}};
         if (mods[i].b) {
             if (!buf_append_str(&s->text, ",\"bias\":") ||
                 !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
                 return false;
-            s->pieces[s->n_pieces++] =
-                (struct piece){.values = mods[i].b, .ndim = 1,
-                               .dims = {mods[i].rows}};
+            s->pieces[s->n_pieces++] = (struct piece){
+                .values = mods[i].b, .ndim = 1, .dims = {mods[i].rows}};
         }
         if (!buf_append_str(&s->text, "}"))
             return false;
@@ -242,13 +238,13 @@ char *response_warnings_json(const struct request *req,
     buf_init(&t, 1 << 20);
     bool ok = buf_append_str(&t, "[");
     if (ok && res->n_fully_masked) {
-        ok = buf_printf(&t,
-                        "{\"code\":\"fully_masked_rows\",\"message\":\"%zu "
-                        "query row%s can attend to no key; %s weights and "
-                        "head outputs are 0\",\"rows\":[",
-                        res->n_fully_masked,
-                        res->n_fully_masked == 1 ? "" : "s",
-                        res->n_fully_masked == 1 ? "its" : "their");
+        ok =
+            buf_printf(&t,
+                       "{\"code\":\"fully_masked_rows\",\"message\":\"%zu "
+                       "query row%s can attend to no key; %s weights and "
+                       "head outputs are 0\",\"rows\":[",
+                       res->n_fully_masked, res->n_fully_masked == 1 ? "" : "s",
+                       res->n_fully_masked == 1 ? "its" : "their");
         size_t listed = 0;
         for (size_t i = 0; ok && i < res->batch * res->n_query; i++) {
             if (!res->fully_masked[i])
@@ -284,7 +280,8 @@ static bool assemble(struct response_stream *s)
         !add_config(t, req))
         return false;
     if (req->extra & REQUEST_WANT_EMBEDDINGS) {
-        if (!add_batched(s, &mark, "embeddings", req->input.x, n, c->d_model, 0))
+        if (!add_batched(s, &mark, "embeddings", req->input.x, n, c->d_model,
+                         0))
             return false;
         if (c->cross && !add_batched(s, &mark, "context_embeddings",
                                      req->context.x, m, c->d_ctx, 0))

@@ -30,15 +30,15 @@
 
 typedef enum attn_status {
     ATTN_OK = 0,
-    ATTN_E_INVALID,  /* a value is out of range or inconsistent with another */
-    ATTN_E_INPUT,    /* data is malformed: invalid UTF-8, NaN or Inf */
-    ATTN_E_TOO_BIG,  /* sizes whose product overflows or exceeds a cap */
-    ATTN_E_NOMEM     /* an allocation failed */
+    ATTN_E_INVALID, /* a value is out of range or inconsistent with another */
+    ATTN_E_INPUT,   /* data is malformed: invalid UTF-8, NaN or Inf */
+    ATTN_E_TOO_BIG, /* sizes whose product overflows or exceeds a cap */
+    ATTN_E_NOMEM    /* an allocation failed */
 } attn_status;
 
 struct attn_error {
-    char field[48];    /* e.g. "heads", "mask", "x"; "" when no field applies */
-    size_t index[3];   /* position inside field, when n_index > 0 */
+    char field[48];  /* e.g. "heads", "mask", "x"; "" when no field applies */
+    size_t index[3]; /* position inside field, when n_index > 0 */
     int n_index;
     char message[256]; /* human-readable, names the field and the value */
 };
@@ -159,9 +159,9 @@ struct attn_config {
     size_t d_out;    /* 0 means d_model (heads * d_v with residual value
                         or without an output projection) */
 
-    bool qkv_bias;  /* drawn parameters: W_q, W_k, W_v get a bias */
+    bool qkv_bias;    /* drawn parameters: W_q, W_k, W_v get a bias */
     bool no_out_proj; /* skip W_o: output = heads concatenated */
-    bool out_bias;  /* drawn parameters: W_o gets a bias */
+    bool out_bias;    /* drawn parameters: W_o gets a bias */
 
     bool has_scale; /* false: 1/sqrt(d_k) (projected) or 1 (basic) */
     float scale;
@@ -174,21 +174,21 @@ struct attn_config {
     uint64_t seed; /* parameters and dropout are drawn from it */
 
     /* masks; any combination; a masked pair gets weight 0 */
-    bool causal;               /* query i may see keys j <= i */
-    const uint8_t *mask;       /* [N][M] or [B][N][M]; nonzero = may attend */
-    bool mask_batched;         /* mask has the leading [B] */
+    bool causal;                /* query i may see keys j <= i */
+    const uint8_t *mask;        /* [N][M] or [B][N][M]; nonzero = may attend */
+    bool mask_batched;          /* mask has the leading [B] */
     const uint8_t *key_padding; /* [M] or [B][M]; nonzero = ignore the key */
     bool key_padding_batched;
 
     /* explicit parameters (caller-owned); NULL: drawn from seed */
     const struct attn_params *params;
 
-    unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
-    size_t max_elements;    /* cap on floats in the result and, apart,
-                               on K and V and on drawn weights, which a
-                               projected pass holds; 0 = no cap */
-    unsigned threads;       /* threads for this call; 0 means 1; at most
-                               64 and at most one per unit of work are used */
+    unsigned want;       /* bit set of enum attn_want; 0 means OUTPUT */
+    size_t max_elements; /* cap on floats in the result and, apart,
+                            on K and V and on drawn weights, which a
+                            projected pass holds; 0 = no cap */
+    unsigned threads;    /* threads for this call; 0 means 1; at most
+                            64 and at most one per unit of work are used */
 };
 
 /*

@@ -209,7 +209,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const size_t b = cfg->batch, n = cfg->n_query, m = cfg->n_ctx;
     const size_t h = cfg->heads, g = cfg->kv_heads;
     size_t wide = cfg->d_model;
-    const size_t widths[] = {cfg->d_ctx, h * cfg->d_k, h * cfg->d_v,
+    const size_t widths[] = {cfg->d_ctx,   h * cfg->d_k, h * cfg->d_v,
                              g * cfg->d_k, g * cfg->d_v, cfg->d_out};
     size_t hk, hv;
     if (!size_mul(h, cfg->d_k, &hk) || !size_mul(h, cfg->d_v, &hv))
@@ -237,9 +237,8 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const struct {
         const char *field;
         size_t value;
-    } dims[] = {{"n_query", n},          {"n_ctx", m},
-                {"d_model", cfg->d_model}, {"d_ctx", cfg->d_ctx},
-                {"d_k", hk},             {"d_v", hv},
+    } dims[] = {{"n_query", n},        {"n_ctx", m}, {"d_model", cfg->d_model},
+                {"d_ctx", cfg->d_ctx}, {"d_k", hk},  {"d_v", hv},
                 {"d_out", cfg->d_out}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i].value > INT_MAX)
@@ -263,8 +262,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
             count > SIZE_MAX / sizeof(float) / 8)
             return attn_fail(err, ATTN_E_TOO_BIG, "d_model",
                              "%s would be %zu x %zu, too large",
-                             tensors[i].name, tensors[i].rows,
-                             tensors[i].cols);
+                             tensors[i].name, tensors[i].rows, tensors[i].cols);
         if (tensors[i].used)
             weights += count;
     }
@@ -282,10 +280,14 @@ static attn_status check_sizes(const struct attn_config *cfg,
         unsigned bit;
         size_t count;
     } parts[] = {
-        {ATTN_WANT_WEIGHTS, all_heads},      {ATTN_WANT_SCORES, all_heads},
-        {ATTN_WANT_MEAN_WEIGHTS, per_head},  {ATTN_WANT_Q, b * n * hk},
-        {ATTN_WANT_K, b * m * g * cfg->d_k}, {ATTN_WANT_V, b * m * g * cfg->d_v},
-        {ATTN_WANT_HEADS, b * n * hv},       {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
+        {ATTN_WANT_WEIGHTS, all_heads},
+        {ATTN_WANT_SCORES, all_heads},
+        {ATTN_WANT_MEAN_WEIGHTS, per_head},
+        {ATTN_WANT_Q, b * n * hk},
+        {ATTN_WANT_K, b * m * g * cfg->d_k},
+        {ATTN_WANT_V, b * m * g * cfg->d_v},
+        {ATTN_WANT_HEADS, b * n * hv},
+        {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if ((w & parts[i].bit) && (!size_add_to(&total, parts[i].count) ||
@@ -320,8 +322,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
     return ATTN_OK;
 }
 
-attn_status attn_config_resolve(struct attn_config *cfg,
-                                struct attn_error *err)
+attn_status attn_config_resolve(struct attn_config *cfg, struct attn_error *err)
 {
     if (cfg->mode != ATTN_MODE_PROJECTED && cfg->mode != ATTN_MODE_BASIC)
         return attn_fail(err, ATTN_E_INVALID, "mode", "mode (%d) is unknown",

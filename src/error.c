@@ -11,9 +11,9 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 6, 0)))
 #endif
-static attn_status fail_va(struct attn_error *err, attn_status status,
-                           const char *field, int n_index, const size_t *index,
-                           const char *fmt, va_list ap)
+static attn_status
+fail_va(struct attn_error *err, attn_status status, const char *field,
+        int n_index, const size_t *index, const char *fmt, va_list ap)
 {
     if (!err)
         return status;

@@ -14,15 +14,16 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-attn_status attn_fail(struct attn_error *err, attn_status status,
-                      const char *field, const char *fmt, ...);
+attn_status
+attn_fail(struct attn_error *err, attn_status status, const char *field,
+          const char *fmt, ...);
 
 /* The same, with up to three indices locating the value inside field. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 6, 7)))
 #endif
-attn_status attn_fail_at(struct attn_error *err, attn_status status,
-                         const char *field, int n_index, const size_t *index,
-                         const char *fmt, ...);
+attn_status
+attn_fail_at(struct attn_error *err, attn_status status, const char *field,
+             int n_index, const size_t *index, const char *fmt, ...);
 
 #endif

@@ -44,8 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { QUERY_BLOCK = 256, KV_CHUNK = 256, KEY_BLOCK = 512, WS_ALIGN = 64,
-       MAX_TEAM = 64 };
+enum {
+    QUERY_BLOCK = 256,
+    KV_CHUNK = 256,
+    KEY_BLOCK = 512,
+    WS_ALIGN = 64,
+    MAX_TEAM = 64
+};
 
 /* Which keys one sequence's queries may see. */
 struct mask_view {
@@ -61,8 +66,8 @@ struct scratch {
     float *heads; /* [QUERY_BLOCK][h*d_v] when heads are not returned */
     float *tile;  /* [QUERY_BLOCK][tile_ld] */
     struct softmax_online *online; /* [QUERY_BLOCK] */
-    float *out;   /* [QUERY_BLOCK][d_out] when head outputs are projected
-                     in place (key-outer) */
+    float *out; /* [QUERY_BLOCK][d_out] when head outputs are projected
+                   in place (key-outer) */
 };
 
 /* State shared by every unit of one call. Units write disjoint rows. */
@@ -71,18 +76,18 @@ struct forward {
     const struct attn_params *p;
     struct attn_result *res;
     const float *x, *context;
-    float *x_pe, *c_pe;   /* [B][N][d_model], [B][M][d_ctx] with positions */
-    float *k, *v;         /* [B][M][g*d_k], [B][M][g*d_v]; key-outer: the
-                             block in hand, [KEY_BLOCK][g*d_k], [..][g*d_v] */
+    float *x_pe, *c_pe;      /* [B][N][d_model], [B][M][d_ctx] with positions */
+    float *k, *v;            /* [B][M][g*d_k], [B][M][g*d_v]; key-outer: the
+                                block in hand, [KEY_BLOCK][g*d_k], [..][g*d_v] */
     struct scratch *scratch; /* [threads] */
     /* key-outer only: the sequence and key block in hand, and its state */
     bool key_outer, heads_in_output;
     size_t seq, j0, nj;
-    float *q_seq;         /* [N][h*d_k] when q is not returned */
-    float *heads_seq;     /* [N][h*d_v] when held neither in heads_out nor
-                             in output */
+    float *q_seq;     /* [N][h*d_k] when q is not returned */
+    float *heads_seq; /* [N][h*d_v] when held neither in heads_out nor
+                         in output */
     struct softmax_online *online_seq; /* [h][N] */
-    void *block;          /* the one allocation behind all scratch */
+    void *block; /* the one allocation behind all scratch */
     size_t tile_ld;
     bool full_path, need_pv;
     float scale;
@@ -111,8 +116,8 @@ static void linear(const float *x, size_t rows, size_t in, const float *w,
                 (int)ldy);
 }
 
-static void mask_row(const struct mask_view *mv, size_t i, size_t j0,
-                     float *s, size_t nj)
+static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
+                     size_t nj)
 {
     if (mv->causal && j0 + nj > i + 1) {
         const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
@@ -218,8 +223,22 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
     f->tile_ld = f->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
 
     /* shared parts, then one set of per-thread parts */
-    enum { X_PE, C_PE, K, V, Q_SEQ, HEADS_SEQ, ONLINE_SEQ, SCRATCH,
-           Q, HEADS, TILE, ONLINE, OUT, N_PARTS };
+    enum {
+        X_PE,
+        C_PE,
+        K,
+        V,
+        Q_SEQ,
+        HEADS_SEQ,
+        ONLINE_SEQ,
+        SCRATCH,
+        Q,
+        HEADS,
+        TILE,
+        ONLINE,
+        OUT,
+        N_PARTS
+    };
     size_t count[N_PARTS] = {0}, elem[N_PARTS], offset[N_PARTS] = {0};
     for (int i = 0; i < N_PARTS; i++)
         elem[i] = sizeof(float);
@@ -378,7 +397,7 @@ struct block {
     const float *x_pe;      /* [rows][d_model] */
     const float *q, *k, *v; /* q: [rows][ldq]; k, v: [M][ldk], [M][ldv] */
     size_t ldq, ldk, ldv;
-    float *heads;           /* [rows][h * d_v] */
+    float *heads; /* [rows][h * d_v] */
 };
 
 /* Full path: form the [rows][M] tile, mask, softmax, dropout, then P * V. */
@@ -392,9 +411,9 @@ static void head_full(struct forward *f, const struct block *bk,
     float *s = (c->want & ATTN_WANT_SCORES) ? f->res->scores + at : w;
 
     // S = scale * Q_a * K_g^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows,
-                (int)m, (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq,
-                bk->k + g * dk, (int)bk->ldk, 0.0f, s, (int)m);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)m,
+                (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, bk->k + g * dk,
+                (int)bk->ldk, 0.0f, s, (int)m);
     if (s != w)
         memcpy(w, s, bk->rows * m * sizeof *w);
     for (size_t r = 0; r < bk->rows; r++) {
@@ -436,9 +455,9 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
     const size_t dk = c->d_k, dv = c->d_v, ldh = c->heads * dv;
     const size_t ldt = f->tile_ld;
     // S = scale * Q_a * K_g[j0 : j0 + nj]^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows,
-                (int)nj, (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq,
-                k + g * dk, (int)bk->ldk, 0.0f, tile, (int)ldt);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)nj,
+                (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, k + g * dk,
+                (int)bk->ldk, 0.0f, tile, (int)ldt);
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = tile + r * ldt;
         const size_t i = bk->r0 + r;
@@ -579,7 +598,8 @@ static void kv_views(const struct forward *f, size_t b, struct block *bk)
 
 static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
 {
-    return !(mv->causal && j > i) && !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
+    return !(mv->causal && j > i) &&
+           !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
            !(mv->key_padding && mv->key_padding[j]);
 }
 
@@ -607,12 +627,12 @@ static struct block block_at(const struct forward *f, size_t b, size_t r0)
         .r0 = r0,
         .rows = n - r0 < QUERY_BLOCK ? n - r0 : QUERY_BLOCK,
         .mv = {.causal = c->causal,
-               .mask = c->mask ? c->mask + (c->mask_batched ? b * n * m : 0)
-                               : NULL,
-               .key_padding = c->key_padding
-                                  ? c->key_padding +
-                                        (c->key_padding_batched ? b * m : 0)
-                                  : NULL,
+               .mask =
+                   c->mask ? c->mask + (c->mask_batched ? b * n * m : 0) : NULL,
+               .key_padding =
+                   c->key_padding
+                       ? c->key_padding + (c->key_padding_batched ? b * m : 0)
+                       : NULL,
                .n_ctx = m},
     };
 }
@@ -626,8 +646,7 @@ static void block_finish(struct forward *f, const struct block *bk,
     const size_t row0 = bk->b * c->n_query + bk->r0;
     if (c->want & ATTN_WANT_OUTPUT) {
         block_output(f, bk, sc);
-        if (!rows_finite(f->res->output + row0 * c->d_out,
-                         bk->rows * c->d_out))
+        if (!rows_finite(f->res->output + row0 * c->d_out, bk->rows * c->d_out))
             note_overflow(f, bk->b, bk->r0);
     }
     if ((c->want & ATTN_WANT_HEADS) &&
@@ -645,9 +664,10 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
     const size_t n = c->n_query, m = c->n_ctx, b = bk.b;
     const size_t row0 = b * n + bk.r0;
     /* In self-attention the key phase already wrote these rows. */
-    bk.x_pe = f->x_pe && !c->cross ? f->x_pe + row0 * c->d_model
-              : rows_with_positions(f->x, f->x_pe, n, c->d_model, b,
-                                    bk.r0, bk.rows);
+    bk.x_pe = f->x_pe && !c->cross
+                  ? f->x_pe + row0 * c->d_model
+                  : rows_with_positions(f->x, f->x_pe, n, c->d_model, b, bk.r0,
+                                        bk.rows);
     kv_views(f, b, &bk);
 
     if (c->mode == ATTN_MODE_PROJECTED) {
@@ -664,8 +684,8 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
         if (c->want & ATTN_WANT_Q)
             memcpy(f->res->q + row0 * hk, bk.q, bk.rows * hk * sizeof(float));
     }
-    bk.heads = (c->want & ATTN_WANT_HEADS) ? f->res->heads_out + row0 * hv
-                                           : sc->heads;
+    bk.heads =
+        (c->want & ATTN_WANT_HEADS) ? f->res->heads_out + row0 * hv : sc->heads;
 
     const size_t group = c->heads / c->kv_heads;
     for (size_t a = 0; a < c->heads; a++) {
@@ -711,10 +731,9 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
     const size_t rows = m - r0 < KV_CHUNK ? m - r0 : KV_CHUNK;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
     const float *ctx =
-        c->cross ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b,
-                                       r0, rows)
-                 : rows_with_positions(f->x, f->x_pe, m, c->d_ctx, b, r0,
-                                       rows);
+        c->cross
+            ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b, r0, rows)
+            : rows_with_positions(f->x, f->x_pe, m, c->d_ctx, b, r0, rows);
     const size_t row0 = b * m + r0;
     if (c->mode == ATTN_MODE_BASIC) {
         if (c->want & ATTN_WANT_K)
@@ -797,16 +816,15 @@ static void key_outer_keys(struct forward *f, size_t unit, struct scratch *sc)
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
     /* in self-attention the query units already added the positions */
     const float *ctx =
-        c->cross ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b,
-                                       r0, rows)
-                 : (f->x_pe ? f->x_pe : f->x) + (b * m + r0) * c->d_ctx;
+        c->cross
+            ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b, r0, rows)
+            : (f->x_pe ? f->x_pe : f->x) + (b * m + r0) * c->d_ctx;
     float *k = f->k + (r0 - f->j0) * gk, *v = f->v + (r0 - f->j0) * gv;
     project_kv(f, b, r0, rows, ctx, k, v);
 }
 
 /* Unit: a query block folds the key block in hand into every head. */
-static void key_outer_attend(struct forward *f, size_t unit,
-                             struct scratch *sc)
+static void key_outer_attend(struct forward *f, size_t unit, struct scratch *sc)
 {
     const struct attn_config *c = f->cfg;
     const struct block bk = key_outer_block(f, unit);
@@ -820,8 +838,7 @@ static void key_outer_attend(struct forward *f, size_t unit,
 }
 
 /* Unit: a query block's head outputs normalised, then its output rows. */
-static void key_outer_finish(struct forward *f, size_t unit,
-                             struct scratch *sc)
+static void key_outer_finish(struct forward *f, size_t unit, struct scratch *sc)
 {
     const struct attn_config *c = f->cfg;
     const struct block bk = key_outer_block(f, unit);
@@ -950,9 +967,10 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                   cfg.residual != ATTN_RESIDUAL_VALUE;
     f.heads_in_output = f.key_outer && !(cfg.want & ATTN_WANT_HEADS) &&
                         cfg.heads * cfg.d_v == cfg.d_out;
-    f.scale = cfg.has_scale                 ? cfg.scale
-              : cfg.mode == ATTN_MODE_BASIC ? 1.0f
-                                            : (float)(1.0 / sqrt((double)cfg.d_k));
+    f.scale = cfg.has_scale ? cfg.scale
+              : cfg.mode == ATTN_MODE_BASIC
+                  ? 1.0f
+                  : (float)(1.0 / sqrt((double)cfg.d_k));
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
     /* a team larger than the number of units would only idle */

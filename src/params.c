@@ -112,13 +112,11 @@ attn_status params_check(const struct attn_config *cfg,
         for (size_t i = 0; i < count; i++) {
             if (isfinite(values[i]))
                 continue;
-            const size_t at[2] = {i / tensors[t].fan_in,
-                                  i % tensors[t].fan_in};
+            const size_t at[2] = {i / tensors[t].fan_in, i % tensors[t].fan_in};
             const int dims = tensors[t].is_weight ? 2 : 1;
             const size_t *index = tensors[t].is_weight ? at : &i;
-            return attn_fail_at(err, ATTN_E_INPUT, tensors[t].name, dims,
-                                index, "params %s has %s at %zu",
-                                tensors[t].name,
+            return attn_fail_at(err, ATTN_E_INPUT, tensors[t].name, dims, index,
+                                "params %s has %s at %zu", tensors[t].name,
                                 isnan(values[i]) ? "NaN" : "Inf", i);
         }
     }

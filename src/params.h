@@ -7,17 +7,23 @@
 #include "attention.h"
 
 enum params_slot {
-    PARAMS_WQ, PARAMS_BQ, PARAMS_WK, PARAMS_BK,
-    PARAMS_WV, PARAMS_BV, PARAMS_WO, PARAMS_BO,
+    PARAMS_WQ,
+    PARAMS_BQ,
+    PARAMS_WK,
+    PARAMS_BK,
+    PARAMS_WV,
+    PARAMS_BV,
+    PARAMS_WO,
+    PARAMS_BO,
     PARAMS_MAX_TENSORS
 };
 
 struct params_tensor {
-    const char *name;      /* state_dict name, e.g. "q_proj.weight" */
+    const char *name; /* state_dict name, e.g. "q_proj.weight" */
     enum params_slot slot;
-    size_t rows;           /* out_features */
-    size_t fan_in;         /* in_features */
-    bool is_weight;        /* weight [rows][fan_in]; else bias [rows] */
+    size_t rows;    /* out_features */
+    size_t fan_in;  /* in_features */
+    bool is_weight; /* weight [rows][fan_in]; else bias [rows] */
 };
 
 /* The tensors a resolved projected config uses, in state_dict order.

@@ -30,7 +30,8 @@ void posenc_apply_rope(float *x, size_t n, size_t ld, size_t heads,
         const double pos = (double)(pos0 + r);
         float *row = x + r * ld;
         for (size_t i = 0; i < pairs; i++) {
-            const double angle = pos * pow(base, -(double)(2 * i) / (double)d_head);
+            const double angle =
+                pos * pow(base, -(double)(2 * i) / (double)d_head);
             const double c = cos(angle), s = sin(angle);
             for (size_t a = 0; a < heads; a++) {
                 float *pair = row + a * d_head + 2 * i;

@@ -12,8 +12,9 @@ void posenc_add_sinusoidal(float *x, size_t n, size_t d, size_t pos0);
 
 /*
  * Rotate each head of x in place: for row r (position pos0 + r) and head a,
- * the pair (2i, 2i+1) of x[r][a*d_head ...] turns by (pos0+r) * base^(-2i/d_head).
- * x: [n][ld] with heads at columns a*d_head, a < heads; d_head even.
+ * the pair (2i, 2i+1) of x[r][a*d_head ...] turns by (pos0+r) *
+ * base^(-2i/d_head). x: [n][ld] with heads at columns a*d_head, a < heads;
+ * d_head even.
  */
 void posenc_apply_rope(float *x, size_t n, size_t ld, size_t heads,
                        size_t d_head, size_t pos0, double base);

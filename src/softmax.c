@@ -43,7 +43,8 @@ static bool cpu_has_avx2_fma(void)
 
 /* Vectors pass between helpers by pointer: a 32-byte vector argument
  * would tie the helpers to the AVX calling convention. */
-#define SELECT(mask, yes, no) ((v8f)(((v8i)(yes) & (mask)) | ((v8i)(no) & ~(mask))))
+#define SELECT(mask, yes, no)                                                  \
+    ((v8f)(((v8i)(yes) & (mask)) | ((v8i)(no) & ~(mask))))
 
 /*
  * exp(x) for eight floats, within 2 ulp for x in [-87, 88]; 0 below -87,
@@ -158,24 +159,61 @@ ALWAYS_INLINE void scale_row_body(float *s, size_t m, float factor)
         s[j] *= factor;
 }
 
-static float row_max_plain(const float *s, size_t m) { return row_max_body(s, m); }
-static bool row_overflowed_plain(const float *s, size_t m) { return row_overflowed_body(s, m); }
-static double exp_shifted_plain(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
-static void scale_row_plain(float *s, size_t m, float f) { scale_row_body(s, m, f); }
+static float row_max_plain(const float *s, size_t m)
+{
+    return row_max_body(s, m);
+}
+static bool row_overflowed_plain(const float *s, size_t m)
+{
+    return row_overflowed_body(s, m);
+}
+static double exp_shifted_plain(float *s, size_t m, float shift)
+{
+    return exp_shifted_body(s, m, shift);
+}
+static void scale_row_plain(float *s, size_t m, float f)
+{
+    scale_row_body(s, m, f);
+}
 #if HAVE_AVX2_BUILD
-AVX2_TARGET static float row_max_avx2(const float *s, size_t m) { return row_max_body(s, m); }
-AVX2_TARGET static bool row_overflowed_avx2(const float *s, size_t m) { return row_overflowed_body(s, m); }
-AVX2_TARGET static double exp_shifted_avx2(float *s, size_t m, float shift) { return exp_shifted_body(s, m, shift); }
-AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f) { scale_row_body(s, m, f); }
-#define DISPATCH(name, ...) (cpu_has_avx2_fma() ? name##_avx2(__VA_ARGS__) : name##_plain(__VA_ARGS__))
+AVX2_TARGET static float row_max_avx2(const float *s, size_t m)
+{
+    return row_max_body(s, m);
+}
+AVX2_TARGET static bool row_overflowed_avx2(const float *s, size_t m)
+{
+    return row_overflowed_body(s, m);
+}
+AVX2_TARGET static double exp_shifted_avx2(float *s, size_t m, float shift)
+{
+    return exp_shifted_body(s, m, shift);
+}
+AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f)
+{
+    scale_row_body(s, m, f);
+}
+#define DISPATCH(name, ...)                                                    \
+    (cpu_has_avx2_fma() ? name##_avx2(__VA_ARGS__) : name##_plain(__VA_ARGS__))
 #else
 #define DISPATCH(name, ...) name##_plain(__VA_ARGS__)
 #endif
 
-static float row_max(const float *s, size_t m) { return DISPATCH(row_max, s, m); }
-static bool row_overflowed(const float *s, size_t m) { return DISPATCH(row_overflowed, s, m); }
-static double exp_shifted(float *s, size_t m, float shift) { return DISPATCH(exp_shifted, s, m, shift); }
-static void scale_row(float *s, size_t m, float f) { DISPATCH(scale_row, s, m, f); }
+static float row_max(const float *s, size_t m)
+{
+    return DISPATCH(row_max, s, m);
+}
+static bool row_overflowed(const float *s, size_t m)
+{
+    return DISPATCH(row_overflowed, s, m);
+}
+static double exp_shifted(float *s, size_t m, float shift)
+{
+    return DISPATCH(exp_shifted, s, m, shift);
+}
+static void scale_row(float *s, size_t m, float f)
+{
+    DISPATCH(scale_row, s, m, f);
+}
 
 enum softmax_status softmax_row(float *s, size_t m)
 {

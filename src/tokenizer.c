@@ -26,8 +26,8 @@
  */
 #define BYTES_PER_INPUT_BYTE 32
 #define SLACK 64
-_Static_assert(UNICODE_FOLD_MAX * (4 + 1 + sizeof(char *))
-                   <= 2 * BYTES_PER_INPUT_BYTE,
+_Static_assert(UNICODE_FOLD_MAX *(4 + 1 + sizeof(char *)) <=
+                   2 * BYTES_PER_INPUT_BYTE,
                "the result size bound holds");
 
 /*
@@ -48,10 +48,10 @@ struct tok_sink {
      * survives: it is kept at the end of the word, bytes run_begin..used.
      */
     size_t run_begin;
-    unsigned run_max;  /* the largest class in the run; 0: no run open */
-    bool run_sorted;   /* the run is already in canonical order */
+    unsigned run_max;    /* the largest class in the run; 0: no run open */
+    bool run_sorted;     /* the run is already in canonical order */
     size_t unsorted_max; /* counting: bytes of the longest unsorted run */
-    char *scratch;     /* writing: unsorted_max bytes to sort a run in */
+    char *scratch;       /* writing: unsorted_max bytes to sort a run in */
 };
 
 /* ----------------------------------------------------------------- UTF-8 */
@@ -264,8 +264,8 @@ static void sink_token(struct tok_sink *sink, const void *bytes, size_t n)
  * set (BERT lowercases and strips accents before it splits off
  * punctuation, so punctuation is judged on the folded characters).
  */
-static void put_char(struct tok_sink *sink, uint32_t cp,
-                     enum unicode_class cls, bool lower)
+static void put_char(struct tok_sink *sink, uint32_t cp, enum unicode_class cls,
+                     bool lower)
 {
     unsigned char utf8[4];
     if (!lower) {
@@ -297,8 +297,7 @@ static void put_char(struct tok_sink *sink, uint32_t cp,
  */
 static attn_status tokenize_pass(const unsigned char *s, size_t len,
                                  const struct attn_tokenize_options *opts,
-                                 struct tok_sink *sink,
-                                 struct attn_error *err)
+                                 struct tok_sink *sink, struct attn_error *err)
 {
     const bool lower = !opts->keep_case;
     if (opts->special_tokens)
@@ -314,9 +313,7 @@ static attn_status tokenize_pass(const unsigned char *s, size_t len,
         case UNICODE_DROP:
             // gone before anything else looks, so it joins its neighbours
             break;
-        case UNICODE_SPACE:
-            sink_end_word(sink);
-            break;
+        case UNICODE_SPACE: sink_end_word(sink); break;
         case UNICODE_CJK:
             sink_end_word(sink);
             put_char(sink, cp, cls, lower);
@@ -331,9 +328,7 @@ static attn_status tokenize_pass(const unsigned char *s, size_t len,
             break;
         case UNICODE_OTHER:
         case UNICODE_PUNCT:
-        case UNICODE_COMBINING:
-            put_char(sink, cp, cls, lower);
-            break;
+        case UNICODE_COMBINING: put_char(sink, cp, cls, lower); break;
         }
     }
     sink_end_word(sink);

@@ -16,14 +16,14 @@
  * (0 .. 0x10FFFF) has exactly one class.
  */
 enum unicode_class {
-    UNICODE_OTHER = 0, /* letters, digits, symbols: part of a word */
-    UNICODE_SPACE,     /* separates words: \t \n \r, Zs, U+2028, U+2029 */
-    UNICODE_DROP,      /* removed: Cc and Cf except \t \n \r, U+FFFD */
-    UNICODE_PUNCT,     /* a token of its own: P*, ASCII $+<=>^`|~ */
-    UNICODE_CJK,       /* a CJK ideograph: a token of its own */
-    UNICODE_MARK,      /* Mn whose NFD has only non-starters (ccc != 0) */
+    UNICODE_OTHER = 0,    /* letters, digits, symbols: part of a word */
+    UNICODE_SPACE,        /* separates words: \t \n \r, Zs, U+2028, U+2029 */
+    UNICODE_DROP,         /* removed: Cc and Cf except \t \n \r, U+FFFD */
+    UNICODE_PUNCT,        /* a token of its own: P*, ASCII $+<=>^`|~ */
+    UNICODE_CJK,          /* a CJK ideograph: a token of its own */
+    UNICODE_MARK,         /* Mn whose NFD has only non-starters (ccc != 0) */
     UNICODE_MARK_STARTER, /* Mn whose NFD has a starter (ccc == 0) */
-    UNICODE_COMBINING  /* not Mn, yet ccc != 0: NFD may reorder it */
+    UNICODE_COMBINING     /* not Mn, yet ccc != 0: NFD may reorder it */
 };
 
 /* The class of cp; code points above 0x10FFFF are UNICODE_OTHER. */

@@ -51,7 +51,9 @@ static void fill(float *a, size_t n, uint64_t seed)
 {
     const uint64_t key = attn_stream_key(seed, "bench", 5);
     for (size_t i = 0; i < n; i++)
-        a[i] = (float)((double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+        a[i] =
+            (float)((double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53 * 2.0 -
+                    1.0);
 }
 
 struct sgemm_ctx {
@@ -125,11 +127,14 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
     if (!x)
         return false;
     fill(x, nx, sh.n);
-    struct forward_ctx f = {
-        .cfg = {.n_query = sh.n, .d_model = sh.d_model, .heads = sh.heads,
-                .qkv_bias = true, .out_bias = true, .threads = cores(),
-                .want = ATTN_WANT_OUTPUT},
-        .x = x};
+    struct forward_ctx f = {.cfg = {.n_query = sh.n,
+                                    .d_model = sh.d_model,
+                                    .heads = sh.heads,
+                                    .qkv_bias = true,
+                                    .out_bias = true,
+                                    .threads = cores(),
+                                    .want = ATTN_WANT_OUTPUT},
+                            .x = x};
     struct attn_error err;
     if (attn_config_resolve(&f.cfg, &err) != ATTN_OK) {
         fprintf(stderr, "bench: %s\n", err.message);
@@ -146,7 +151,8 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
     int rounds = 0;
     double spent = 0.0;
     bool ok = run_forward(&f) >= 0; /* warm up caches and OpenBLAS buffers */
-    while (ok && rounds < MAX_ROUNDS && (rounds < min_rounds || spent < budget)) {
+    while (ok && rounds < MAX_ROUNDS &&
+           (rounds < min_rounds || spent < budget)) {
         sgemm_s[rounds] = ceiling_once(sg);
         f.cfg.want = ATTN_WANT_OUTPUT;
         run_forward(&f); /* caches and clocks back up after the pause */
@@ -194,10 +200,12 @@ static int rss_child(size_t n, size_t d_model, size_t heads)
         return 1;
     fill(x, n * d_model, 1);
     const long before = rss_kib("VmRSS:");
-    struct forward_ctx f = {
-        .cfg = {.n_query = n, .d_model = d_model, .heads = heads,
-                .threads = cores(), .want = ATTN_WANT_OUTPUT},
-        .x = x};
+    struct forward_ctx f = {.cfg = {.n_query = n,
+                                    .d_model = d_model,
+                                    .heads = heads,
+                                    .threads = cores(),
+                                    .want = ATTN_WANT_OUTPUT},
+                            .x = x};
     if (run_forward(&f) < 0)
         return 1;
     printf("%ld %ld\n", before, rss_kib("VmHWM:"));
@@ -256,7 +264,8 @@ int main(int argc, char **argv)
     }
     attn_blas_single_thread();
     const struct shape shapes[] = {
-        {10, 64, 8}, {128, 256, 8}, {512, 768, 12}, {1024, 768, 12}, {4096, 512, 8},
+        {10, 64, 8},     {128, 256, 8},  {512, 768, 12},
+        {1024, 768, 12}, {4096, 512, 8},
     };
     enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
     struct sgemm_ctx sg = {.n = CEILING_SIZE};
@@ -274,9 +283,9 @@ int main(int argc, char **argv)
            "of %u threads with 1 BLAS thread each\n",
            openblas_get_corename(), core_env ? core_env : "unset", cores(),
            cores());
-    printf("%6s %6s %5s %9s | %12s %8s | %12s %8s | %10s %7s %7s\n", "N",
-           "d", "heads", "GFLOP", "ms(weights)", "GFLOP/s", "ms(no wts)",
-           "GFLOP/s", "sgemm GF/s", "ratio", "ratio_w");
+    printf("%6s %6s %5s %9s | %12s %8s | %12s %8s | %10s %7s %7s\n", "N", "d",
+           "heads", "GFLOP", "ms(weights)", "GFLOP/s", "ms(no wts)", "GFLOP/s",
+           "sgemm GF/s", "ratio", "ratio_w");
     struct row rows[N_SHAPES];
     for (int i = 0; i < N_SHAPES; i++) {
         if (!bench_shape(shapes[i], &sg, quick, &rows[i]))
@@ -293,7 +302,8 @@ int main(int argc, char **argv)
     }
     const struct shape mem_shape = {16384, 256, 4};
     long before = -1, peak = -1;
-    const bool have_rss = measure_rss("/proc/self/exe", mem_shape, &before, &peak);
+    const bool have_rss =
+        measure_rss("/proc/self/exe", mem_shape, &before, &peak);
     if (have_rss)
         printf("memory: N=%zu d=%zu heads=%zu without weights: peak RSS %.1f "
                "MiB; %.1f MiB before the call (program and the %.1f MiB "
@@ -327,8 +337,9 @@ int main(int argc, char **argv)
                     r->flops * 1e-9, r->ms_weights, gf_w, r->ms_plain, gf_p,
                     r->ceiling, gf_p / r->ceiling, gf_w / r->ceiling);
         }
-        fprintf(fp, "\n], \"memory\": {\"n\": %zu, \"d_model\": %zu, \"heads\": "
-                    "%zu, \"peak_rss_kib\": %ld, \"rss_before_call_kib\": %ld}}\n",
+        fprintf(fp,
+                "\n], \"memory\": {\"n\": %zu, \"d_model\": %zu, \"heads\": "
+                "%zu, \"peak_rss_kib\": %ld, \"rss_before_call_kib\": %ld}}\n",
                 mem_shape.n, mem_shape.d_model, mem_shape.heads, peak, before);
         fclose(fp);
     }

@@ -65,8 +65,8 @@ static void check(const char *text, size_t len,
         }
         attn_tokens_free(&again);
         float e[EMBED_DIM];
-        attn_embed_token(t, n, (uint64_t)len * 0x9E3779B97F4A7C15ULL,
-                         EMBED_DIM, e);
+        attn_embed_token(t, n, (uint64_t)len * 0x9E3779B97F4A7C15ULL, EMBED_DIM,
+                         e);
         for (size_t k = 0; k < EMBED_DIM; k++)
             if (!isfinite(e[k]))
                 fail("embedding not finite", o);

@@ -84,8 +84,8 @@ void fuzz_check_problem(const struct problem *pb)
         return; /* out of memory: nothing to check */
     cJSON *doc = cJSON_ParseWithLength(body, len);
     if (!doc || !utf8_valid((const unsigned char *)body, len)) {
-        fprintf(stderr, "fuzz: problem body is not UTF-8 JSON: %.*s\n", (int)len,
-                body);
+        fprintf(stderr, "fuzz: problem body is not UTF-8 JSON: %.*s\n",
+                (int)len, body);
         abort();
     }
     cJSON_Delete(doc);
@@ -167,7 +167,7 @@ void fuzz_pipeline_run(struct request *req)
         unsigned char *png = NULL;
         size_t len = 0;
         if (render_png(req, &res, MAX_PIXELS, &png, &len, &pb)) {
-            static const unsigned char sig[8] = {0x89, 'P', 'N', 'G',
+            static const unsigned char sig[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1a, '\n'};
             if (len < 8 || memcmp(png, sig, 8))
                 abort();

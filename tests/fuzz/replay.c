@@ -96,7 +96,8 @@ int main(int argc, char **argv)
         tests[i] = (struct CMUnitTest){.name = strrchr(names[i], '/') + 1,
                                        .test_func = replay_one,
                                        .initial_state = names[i]};
-    const int failed = _cmocka_run_group_tests(CORPUS_DIR, tests, n, NULL, NULL);
+    const int failed =
+        _cmocka_run_group_tests(CORPUS_DIR, tests, n, NULL, NULL);
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     return failed;

@@ -73,8 +73,8 @@ bool server_start(struct server *s, const char *const *extra_args)
     const char *bin = getenv("ATTND_BIN") ? getenv("ATTND_BIN") : "build/attnd";
     snprintf(s->log_path, sizeof s->log_path, "/tmp/attnd-test-%d-%d.log",
              (int)getpid(), serial++);
-    const char *argv[64] = {bin, "--port", "0", "--bind", "127.0.0.1",
-                            "--threads", "2"};
+    const char *argv[64] = {bin,         "--port",    "0", "--bind",
+                            "127.0.0.1", "--threads", "2"};
     int argc = 7;
     bool web_given = false;
     for (int i = 0; extra_args && extra_args[i] && argc < 62; i++) {
@@ -133,7 +133,8 @@ int server_stop(struct server *s, double timeout_seconds)
     while (now() < deadline) {
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            return WIFEXITED(status) ? WEXITSTATUS(status)
+                                     : 128 + WTERMSIG(status);
         }
         pause_ms(10);
     }
@@ -193,7 +194,8 @@ bool http_call(const struct server *s, const char *method, const char *path,
         curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     if (body) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)body_len);
     }
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);

@@ -59,7 +59,8 @@ static cJSON *reshape(const cJSON *flat, const size_t *dims, int rank)
 {
     const cJSON *v = flat->child;
     cJSON *root = cJSON_CreateArray();
-    size_t outer = rank == 3 ? dims[0] : 1, mid = rank >= 2 ? dims[rank - 2] : 1;
+    size_t outer = rank == 3 ? dims[0] : 1,
+           mid = rank >= 2 ? dims[rank - 2] : 1;
     for (size_t a = 0; a < outer; a++) {
         cJSON *plane = rank == 3 ? cJSON_CreateArray() : root;
         for (size_t b = 0; b < (rank == 1 ? 1 : mid); b++) {
@@ -95,8 +96,8 @@ static int depth(const cJSON *v)
 
 /* Compare response array `name` with golden expected[gname]. */
 static void expect_numbers(const cJSON *resp, const char *name,
-                           const cJSON *expected, const char *gname, double atol,
-                           double rtol)
+                           const cJSON *expected, const char *gname,
+                           double atol, double rtol)
 {
     const cJSON *got = cJSON_GetObjectItemCaseSensitive(resp, name);
     const cJSON *want = cJSON_GetObjectItemCaseSensitive(expected, gname);
@@ -113,8 +114,8 @@ static void expect_numbers(const cJSON *resp, const char *name,
     {
         const double d = fabs(g[i] - w->valuedouble);
         if (d > atol + rtol * fabs(w->valuedouble))
-            fail_msg("%s[%zu] is %.9g; the float64 reference says %.9g", name, i,
-                     g[i], w->valuedouble);
+            fail_msg("%s[%zu] is %.9g; the float64 reference says %.9g", name,
+                     i, g[i], w->valuedouble);
         i++;
     }
     free(g);
@@ -144,9 +145,12 @@ static cJSON *body_from_config(const cJSON *cfg)
     cJSON_AddNumberToObject(b, "d_k", (double)num(cfg, "d_k"));
     cJSON_AddNumberToObject(b, "d_v", (double)num(cfg, "d_v"));
     cJSON_AddNumberToObject(b, "d_out", (double)num(cfg, "d_out"));
-    cJSON_AddBoolToObject(b, "bias", cJSON_IsTrue(cJSON_GetObjectItem(cfg, "qkv_bias")));
-    cJSON_AddBoolToObject(b, "out_bias", cJSON_IsTrue(cJSON_GetObjectItem(cfg, "out_bias")));
-    cJSON_AddItemToObject(b, "seed", cJSON_Duplicate(cJSON_GetObjectItem(cfg, "seed"), 1));
+    cJSON_AddBoolToObject(b, "bias",
+                          cJSON_IsTrue(cJSON_GetObjectItem(cfg, "qkv_bias")));
+    cJSON_AddBoolToObject(b, "out_bias",
+                          cJSON_IsTrue(cJSON_GetObjectItem(cfg, "out_bias")));
+    cJSON_AddItemToObject(b, "seed",
+                          cJSON_Duplicate(cJSON_GetObjectItem(cfg, "seed"), 1));
     cJSON_AddBoolToObject(b, "mask", 0);
     cJSON_DeleteItemFromObject(b, "mask");
     if (cJSON_IsTrue(cJSON_GetObjectItem(cfg, "causal")))
@@ -154,11 +158,12 @@ static cJSON *body_from_config(const cJSON *cfg)
     const cJSON *scale = cJSON_GetObjectItem(cfg, "scale");
     if (cJSON_IsNumber(scale))
         cJSON_AddNumberToObject(b, "scale", scale->valuedouble);
-    cJSON_AddItemToObject(b, "residual",
-                          cJSON_Duplicate(cJSON_GetObjectItem(cfg, "residual"), 1));
+    cJSON_AddItemToObject(
+        b, "residual",
+        cJSON_Duplicate(cJSON_GetObjectItem(cfg, "residual"), 1));
     cJSON *ret = cJSON_CreateArray();
-    const char *names[] = {"weights", "mean_weights", "q", "k", "v",
-                           "heads_output", "output", "scores"};
+    const char *names[] = {"weights", "mean_weights", "q",      "k",
+                           "v",       "heads_output", "output", "scores"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cJSON_AddItemToArray(ret, cJSON_CreateString(names[i]));
     cJSON_AddItemToObject(b, "return", ret);
@@ -185,7 +190,8 @@ static void test_sentence_matches_reference(void **state)
     cJSON *g = load_golden("default_sentence");
     const cJSON *cfg = cJSON_GetObjectItem(g, "config");
     cJSON *body = body_from_config(cfg);
-    cJSON_AddStringToObject(body, "sentence", "The cat chased the mouse because it was hungry");
+    cJSON_AddStringToObject(body, "sentence",
+                            "The cat chased the mouse because it was hungry");
     cJSON *resp = post_ok("/attention", body);
     const cJSON *tokens = cJSON_GetObjectItem(resp, "tokens");
     assert_int_equal(cJSON_GetArraySize(tokens), 9);
@@ -195,8 +201,10 @@ static void test_sentence_matches_reference(void **state)
     assert_int_equal(depth(cJSON_GetObjectItem(resp, "weights")), 3);
     const cJSON *config = cJSON_GetObjectItem(resp, "config");
     assert_int_equal(num(config, "d_k"), 8);
-    assert_string_equal(cJSON_GetObjectItem(config, "mode")->valuestring, "projected");
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(resp, "warnings")), 0);
+    assert_string_equal(cJSON_GetObjectItem(config, "mode")->valuestring,
+                        "projected");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(resp, "warnings")),
+                     0);
     cJSON_Delete(resp);
     cJSON_Delete(body);
     cJSON_Delete(g);
@@ -209,18 +217,23 @@ static void test_cross_attention_batch_matches_reference(void **state)
     const cJSON *cfg = cJSON_GetObjectItem(g, "config"),
                 *in = cJSON_GetObjectItem(g, "inputs");
     cJSON *body = body_from_config(cfg);
-    const size_t xd[3] = {num(cfg, "batch"), num(cfg, "n_query"), num(cfg, "d_model")};
-    const size_t cd[3] = {num(cfg, "batch"), num(cfg, "n_ctx"), num(cfg, "d_ctx")};
-    cJSON_AddItemToObject(body, "embeddings", reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
+    const size_t xd[3] = {num(cfg, "batch"), num(cfg, "n_query"),
+                          num(cfg, "d_model")};
+    const size_t cd[3] = {num(cfg, "batch"), num(cfg, "n_ctx"),
+                          num(cfg, "d_ctx")};
+    cJSON_AddItemToObject(body, "embeddings",
+                          reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
     cJSON *ctx = cJSON_CreateObject();
-    cJSON_AddItemToObject(ctx, "embeddings", reshape(cJSON_GetObjectItem(in, "context"), cd, 3));
+    cJSON_AddItemToObject(ctx, "embeddings",
+                          reshape(cJSON_GetObjectItem(in, "context"), cd, 3));
     cJSON_AddItemToObject(body, "context", ctx);
     cJSON *resp = post_ok("/attention", body);
     expect_all_arrays(resp, cJSON_GetObjectItem(g, "expected"));
     /* a batch keeps its dimension: [B][heads][N][M] */
     assert_int_equal(depth(cJSON_GetObjectItem(resp, "weights")), 4);
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(resp, "tokens")));
-    assert_int_equal(num(cJSON_GetObjectItem(resp, "config"), "context_tokens"), 7);
+    assert_int_equal(num(cJSON_GetObjectItem(resp, "config"), "context_tokens"),
+                     7);
     cJSON_Delete(resp);
     cJSON_Delete(body);
     cJSON_Delete(g);
@@ -233,8 +246,10 @@ static void test_causal_key_padding_batch(void **state)
     const cJSON *cfg = cJSON_GetObjectItem(g, "config"),
                 *in = cJSON_GetObjectItem(g, "inputs");
     cJSON *body = body_from_config(cfg);
-    const size_t xd[3] = {num(cfg, "batch"), num(cfg, "n_query"), num(cfg, "d_model")};
-    cJSON_AddItemToObject(body, "embeddings", reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
+    const size_t xd[3] = {num(cfg, "batch"), num(cfg, "n_query"),
+                          num(cfg, "d_model")};
+    cJSON_AddItemToObject(body, "embeddings",
+                          reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
     /* key padding as booleans, one row per sequence */
     cJSON *kp = cJSON_CreateArray();
     const cJSON *flat = cJSON_GetObjectItem(in, "key_padding")->child;
@@ -261,7 +276,8 @@ static void test_explicit_pytorch_params(void **state)
     const cJSON *cfg = cJSON_GetObjectItem(g, "config"),
                 *in = cJSON_GetObjectItem(g, "inputs"),
                 *p = cJSON_GetObjectItem(in, "params");
-    const size_t dm = num(cfg, "d_model"), hk = num(cfg, "heads") * num(cfg, "d_k"),
+    const size_t dm = num(cfg, "d_model"),
+                 hk = num(cfg, "heads") * num(cfg, "d_k"),
                  dout = num(cfg, "d_out");
     for (int form = 0; form < 2; form++) {
         cJSON *body = body_from_config(cfg);
@@ -269,9 +285,11 @@ static void test_explicit_pytorch_params(void **state)
         cJSON_DeleteItemFromObject(body, "bias");
         cJSON_DeleteItemFromObject(body, "out_bias");
         const size_t xd[3] = {num(cfg, "batch"), num(cfg, "n_query"), dm};
-        cJSON_AddItemToObject(body, "embeddings", reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
+        cJSON_AddItemToObject(body, "embeddings",
+                              reshape(cJSON_GetObjectItem(in, "x"), xd, 3));
         cJSON *params = cJSON_CreateObject();
-        const size_t wq[2] = {hk, dm}, wo[2] = {dout, hk}, bq[1] = {hk}, bo[1] = {dout};
+        const size_t wq[2] = {hk, dm}, wo[2] = {dout, hk}, bq[1] = {hk},
+                     bo[1] = {dout};
         const char *mods[] = {"q_proj", "k_proj", "v_proj"};
         if (form == 0) {
             for (int m = 0; m < 3; m++) {
@@ -279,8 +297,11 @@ static void test_explicit_pytorch_params(void **state)
                 snprintf(wname, sizeof wname, "%s.weight", mods[m]);
                 snprintf(bname, sizeof bname, "%s.bias", mods[m]);
                 cJSON *mod = cJSON_CreateObject();
-                cJSON_AddItemToObject(mod, "weight", reshape(cJSON_GetObjectItem(p, wname), wq, 2));
-                cJSON_AddItemToObject(mod, "bias", reshape(cJSON_GetObjectItem(p, bname), bq, 1));
+                cJSON_AddItemToObject(
+                    mod, "weight",
+                    reshape(cJSON_GetObjectItem(p, wname), wq, 2));
+                cJSON_AddItemToObject(
+                    mod, "bias", reshape(cJSON_GetObjectItem(p, bname), bq, 1));
                 cJSON_AddItemToObject(params, mods[m], mod);
             }
         } else {
@@ -292,7 +313,8 @@ static void test_explicit_pytorch_params(void **state)
                 snprintf(bname, sizeof bname, "%s.bias", mods[m]);
                 cJSON *rows = reshape(cJSON_GetObjectItem(p, wname), wq, 2);
                 while (rows->child)
-                    cJSON_AddItemToArray(w, cJSON_DetachItemViaPointer(rows, rows->child));
+                    cJSON_AddItemToArray(
+                        w, cJSON_DetachItemViaPointer(rows, rows->child));
                 cJSON_Delete(rows);
                 const cJSON *v;
                 cJSON_ArrayForEach(v, cJSON_GetObjectItem(p, bname))
@@ -301,15 +323,18 @@ static void test_explicit_pytorch_params(void **state)
             cJSON_AddItemToObject(params, "in_proj_weight", w);
             cJSON_AddItemToObject(params, "in_proj_bias", b);
         }
-        cJSON_AddItemToObject(params, "out_proj.weight",
-                              reshape(cJSON_GetObjectItem(p, "out_proj.weight"), wo, 2));
-        cJSON_AddItemToObject(params, "out_proj.bias",
-                              reshape(cJSON_GetObjectItem(p, "out_proj.bias"), bo, 1));
+        cJSON_AddItemToObject(
+            params, "out_proj.weight",
+            reshape(cJSON_GetObjectItem(p, "out_proj.weight"), wo, 2));
+        cJSON_AddItemToObject(
+            params, "out_proj.bias",
+            reshape(cJSON_GetObjectItem(p, "out_proj.bias"), bo, 1));
         cJSON_AddItemToObject(body, "params", params);
         cJSON *resp = post_ok("/attention", body);
         expect_all_arrays(resp, cJSON_GetObjectItem(g, "expected"));
         const cJSON *config = cJSON_GetObjectItem(resp, "config");
-        assert_string_equal(cJSON_GetObjectItem(config, "params")->valuestring, "given");
+        assert_string_equal(cJSON_GetObjectItem(config, "params")->valuestring,
+                            "given");
         assert_true(cJSON_IsTrue(cJSON_GetObjectItem(config, "bias")));
         cJSON_Delete(resp);
         cJSON_Delete(body);
@@ -334,8 +359,9 @@ static void test_params_round_trip(void **state)
     cJSON_AddNumberToObject(again, "d_model", 16);
     cJSON_AddNumberToObject(again, "heads", 4);
     cJSON_AddNumberToObject(again, "seed", 5);
-    cJSON_AddItemToObject(again, "params",
-                          cJSON_Duplicate(cJSON_GetObjectItem(first, "params"), 1));
+    cJSON_AddItemToObject(
+        again, "params",
+        cJSON_Duplicate(cJSON_GetObjectItem(first, "params"), 1));
     cJSON *ret = cJSON_CreateArray();
     cJSON_AddItemToArray(ret, cJSON_CreateString("weights"));
     cJSON_AddItemToArray(ret, cJSON_CreateString("output"));
@@ -368,10 +394,11 @@ static void test_get_equals_post_and_is_deterministic(void **state)
     struct reply p1, p2, g1;
     assert_true(post_json(&srv, "/attention", json, &p1));
     assert_true(post_json(&srv, "/attention", json, &p2));
-    assert_true(http_call(&srv, "GET",
-                          "/attention?sentence=The%20cat%20chased%20the%20mouse&heads=4"
-                          "&seed=7&mask=causal&positional=rope&return=weights,output",
-                          NULL, 0, NULL, &g1));
+    assert_true(
+        http_call(&srv, "GET",
+                  "/attention?sentence=The%20cat%20chased%20the%20mouse&heads=4"
+                  "&seed=7&mask=causal&positional=rope&return=weights,output",
+                  NULL, 0, NULL, &g1));
     assert_int_equal(p1.status, 200);
     assert_int_equal(g1.status, 200);
     assert_int_equal(p1.len, p2.len);
@@ -390,16 +417,19 @@ static void test_get_equals_post_and_is_deterministic(void **state)
     snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
     const char *hdr[] = {inm, NULL};
     struct reply g2;
-    assert_true(http_call(&srv, "GET",
-                          "/attention?sentence=The%20cat%20chased%20the%20mouse&heads=4"
-                          "&seed=7&mask=causal&positional=rope&return=weights,output",
-                          NULL, 0, hdr, &g2));
+    assert_true(
+        http_call(&srv, "GET",
+                  "/attention?sentence=The%20cat%20chased%20the%20mouse&heads=4"
+                  "&seed=7&mask=causal&positional=rope&return=weights,output",
+                  NULL, 0, hdr, &g2));
     assert_int_equal(g2.status, 304);
     /* causal: weights above the diagonal are exactly 0 */
     cJSON *doc = cJSON_Parse(p1.body);
     const cJSON *w = cJSON_GetObjectItem(doc, "weights");
     const cJSON *head0 = cJSON_GetArrayItem(w, 0);
-    assert_true(cJSON_GetArrayItem(cJSON_GetArrayItem(head0, 0), 1)->valuedouble == 0.0);
+    assert_true(
+        cJSON_GetArrayItem(cJSON_GetArrayItem(head0, 0), 1)->valuedouble ==
+        0.0);
     cJSON_Delete(doc);
     reply_free(&p1);
     reply_free(&p2);
@@ -416,14 +446,17 @@ static void test_basic_mode_and_precision(void **state)
     cJSON *body = cJSON_CreateObject();
     cJSON_AddStringToObject(body, "mode", "basic");
     const size_t xd[2] = {num(cfg, "n_query"), num(cfg, "d_model")};
-    cJSON_AddItemToObject(body, "embeddings", reshape(cJSON_GetObjectItem(in, "x"), xd, 2));
+    cJSON_AddItemToObject(body, "embeddings",
+                          reshape(cJSON_GetObjectItem(in, "x"), xd, 2));
     cJSON *ret = cJSON_CreateArray();
     cJSON_AddItemToArray(ret, cJSON_CreateString("weights"));
     cJSON_AddItemToArray(ret, cJSON_CreateString("output"));
     cJSON_AddItemToObject(body, "return", ret);
     cJSON *resp = post_ok("/attention", body);
-    expect_numbers(resp, "weights", cJSON_GetObjectItem(g, "expected"), "weights", 1e-5, 0);
-    expect_numbers(resp, "output", cJSON_GetObjectItem(g, "expected"), "output", 1e-5, 1e-4);
+    expect_numbers(resp, "weights", cJSON_GetObjectItem(g, "expected"),
+                   "weights", 1e-5, 0);
+    expect_numbers(resp, "output", cJSON_GetObjectItem(g, "expected"), "output",
+                   1e-5, 1e-4);
     assert_int_equal(num(cJSON_GetObjectItem(resp, "config"), "heads"), 1);
     cJSON_Delete(resp);
     /* precision: 3 significant digits */
@@ -470,9 +503,12 @@ static void test_fully_masked_rows_warn(void **state)
     const cJSON *warnings = cJSON_GetObjectItem(doc, "warnings");
     assert_int_equal(cJSON_GetArraySize(warnings), 1);
     const cJSON *w0 = cJSON_GetArrayItem(warnings, 0);
-    assert_string_equal(cJSON_GetObjectItem(w0, "code")->valuestring, "fully_masked_rows");
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(w0, "rows"), 0)->valuedouble, 1);
-    const cJSON *row1 = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "weights"), 0), 1);
+    assert_string_equal(cJSON_GetObjectItem(w0, "code")->valuestring,
+                        "fully_masked_rows");
+    assert_int_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(w0, "rows"), 0)->valuedouble, 1);
+    const cJSON *row1 = cJSON_GetArrayItem(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "weights"), 0), 1);
     const cJSON *v;
     cJSON_ArrayForEach(v, row1) assert_true(v->valuedouble == 0.0);
     assert_null(strstr(r.body, "NaN"));
@@ -508,8 +544,9 @@ static void test_large_weights_stream(void **state)
     cJSON *doc = cJSON_Parse(r.body);
     assert_non_null(doc);
     double *all = malloc(12 * 400 * 400 * sizeof *all);
-    assert_int_equal(flatten(cJSON_GetObjectItem(doc, "weights"), all, 12 * 400 * 400, 0),
-                     12 * 400 * 400);
+    assert_int_equal(
+        flatten(cJSON_GetObjectItem(doc, "weights"), all, 12 * 400 * 400, 0),
+        12 * 400 * 400);
     double row = 0;
     for (int j = 0; j < 400; j++)
         row += all[j];
@@ -535,19 +572,21 @@ static void expect_problem(const struct reply *r, long status,
                            const char *what)
 {
     if (r->status != status)
-        fail_msg("%s: status %ld, expected %ld (%s)", what, r->status, status, r->body);
+        fail_msg("%s: status %ld, expected %ld (%s)", what, r->status, status,
+                 r->body);
     assert_string_equal(r->content_type, "application/problem+json");
     cJSON *doc = cJSON_Parse(r->body);
     assert_non_null(doc);
-    assert_int_equal((long)cJSON_GetObjectItem(doc, "status")->valuedouble, status);
+    assert_int_equal((long)cJSON_GetObjectItem(doc, "status")->valuedouble,
+                     status);
     assert_true(cJSON_IsString(cJSON_GetObjectItem(doc, "title")));
     const char *d = cJSON_GetObjectItem(doc, "detail")->valuestring;
     if (detail && !strstr(d, detail))
         fail_msg("%s: detail \"%s\" lacks \"%s\"", what, d, detail);
     const cJSON *p = cJSON_GetObjectItem(doc, "pointer");
     if (pointer && (!p || strcmp(p->valuestring, pointer)))
-        fail_msg("%s: pointer %s, expected %s", what, p ? p->valuestring : "(none)",
-                 pointer);
+        fail_msg("%s: pointer %s, expected %s", what,
+                 p ? p->valuestring : "(none)", pointer);
     cJSON_Delete(doc);
 }
 
@@ -562,35 +601,57 @@ static void test_invalid_requests(void **state)
         {"{\"sentence\":\"a\",\"tokens\":[\"a\"]}", 422, NULL, "exactly one"},
         {"{\"sentence\":\"the cat\",\"heads\":6}", 422, "/heads",
          "heads (6) must divide d_model (64) when d_k is not given"},
-        {"{\"sentence\":\"the cat\",\"heads\":\"8\"}", 422, "/heads", "a string"},
+        {"{\"sentence\":\"the cat\",\"heads\":\"8\"}", 422, "/heads",
+         "a string"},
         {"{\"sentence\":\"the cat\",\"heads\":2.5}", 422, "/heads", "integer"},
         {"{\"sentence\":\"the cat\",\"heads\":0}", 422, "/heads", "between 1"},
-        {"{\"sentence\":\"the cat\",\"colour\":1}", 422, "/colour", "unknown field"},
-        {"{\"sentence\":\"the cat\",\"mode\":\"fancy\"}", 422, "/mode", "\"fancy\""},
-        {"{\"sentence\":\"the cat\",\"positional\":\"alibi\"}", 422, "/positional", "alibi"},
-        {"{\"sentence\":\"the cat\",\"return\":[\"weights\",\"attn\"]}", 422, "/return/1", "attn"},
-        {"{\"sentence\":\"the cat\",\"dropout\":1}", 422, "/dropout", "below 1"},
+        {"{\"sentence\":\"the cat\",\"colour\":1}", 422, "/colour",
+         "unknown field"},
+        {"{\"sentence\":\"the cat\",\"mode\":\"fancy\"}", 422, "/mode",
+         "\"fancy\""},
+        {"{\"sentence\":\"the cat\",\"positional\":\"alibi\"}", 422,
+         "/positional", "alibi"},
+        {"{\"sentence\":\"the cat\",\"return\":[\"weights\",\"attn\"]}", 422,
+         "/return/1", "attn"},
+        {"{\"sentence\":\"the cat\",\"dropout\":1}", 422, "/dropout",
+         "below 1"},
         {"{\"sentence\":\"the cat\",\"seed\":-1}", 422, "/seed", "-1"},
         {"{\"sentence\":\"   \"}", 422, "/sentence", "no tokens"},
-        {"{\"embeddings\":[[1,2,3],[4,5]]}", 422, "/embeddings/1", "has 2 numbers; expected 3"},
-        {"{\"embeddings\":[[1,2],[3,\"x\"]],\"heads\":1}", 422, "/embeddings/1/1", "a string"},
-        {"{\"embeddings\":[[1,2],[3,1e39]],\"heads\":1}", 422, "/embeddings/1/1", "float32"},
+        {"{\"embeddings\":[[1,2,3],[4,5]]}", 422, "/embeddings/1",
+         "has 2 numbers; expected 3"},
+        {"{\"embeddings\":[[1,2],[3,\"x\"]],\"heads\":1}", 422,
+         "/embeddings/1/1", "a string"},
+        {"{\"embeddings\":[[1,2],[3,1e39]],\"heads\":1}", 422,
+         "/embeddings/1/1", "float32"},
         {"{\"embeddings\":[]}", 422, "/embeddings", "empty"},
         {"{\"embeddings\":[[]]}", 422, "/embeddings/0", "empty"},
         {"{\"embeddings\":[1,2,3]}", 422, "/embeddings", "1 dimension"},
-        {"{\"embeddings\":[[1,2],[3,4]],\"d_model\":3,\"heads\":1}", 422, "/d_model", "width"},
-        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":[[1,0]]}", 422, "/mask", "expected 2 x 2"},
-        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":\"diagonal\"}", 422, "/mask", "diagonal"},
-        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"key_padding\":[true]}", 422, "/key_padding", "one per key"},
-        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"key_padding\":[true,\"no\"]}", 422, "/key_padding/1", "a string"},
-        {"{\"sentence\":\"a b\",\"context\":{\"sentence\":\"x\",\"foo\":1}}", 422, "/context/foo", "unknown"},
-        {"{\"sentence\":\"a b\",\"residual\":\"value\",\"d_out\":7}", 422, "/d_out", "residual"},
-        {"{\"sentence\":\"a b\",\"kv_heads\":3}", 422, "/kv_heads", "must divide heads"},
-        {"{\"sentence\":\"a b\",\"d_model\":5000}", 422, "/d_model", "between 1 and 4096"},
-        {"{\"sentence\":\"a b\",\"heads\":1,\"d_model\":4,\"params\":{\"q_proj.weight\":[[1,2,3,4]]}}",
+        {"{\"embeddings\":[[1,2],[3,4]],\"d_model\":3,\"heads\":1}", 422,
+         "/d_model", "width"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":[[1,0]]}", 422,
+         "/mask", "expected 2 x 2"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":\"diagonal\"}",
+         422, "/mask", "diagonal"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"key_padding\":[true]}",
+         422, "/key_padding", "one per key"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"key_padding\":[true,"
+         "\"no\"]}",
+         422, "/key_padding/1", "a string"},
+        {"{\"sentence\":\"a b\",\"context\":{\"sentence\":\"x\",\"foo\":1}}",
+         422, "/context/foo", "unknown"},
+        {"{\"sentence\":\"a b\",\"residual\":\"value\",\"d_out\":7}", 422,
+         "/d_out", "residual"},
+        {"{\"sentence\":\"a b\",\"kv_heads\":3}", 422, "/kv_heads",
+         "must divide heads"},
+        {"{\"sentence\":\"a b\",\"d_model\":5000}", 422, "/d_model",
+         "between 1 and 4096"},
+        {"{\"sentence\":\"a "
+         "b\",\"heads\":1,\"d_model\":4,\"params\":{\"q_proj.weight\":[[1,2,3,"
+         "4]]}}",
          422, "/params/q_proj.weight", "has 1 rows; expected heads x d_k = 4"},
-        {"{\"sentence\":\"a b\",\"heads\":1,\"d_model\":2,\"params\":{\"w\":[[1]]}}", 422, "/params/w",
-         "unknown parameter"},
+        {"{\"sentence\":\"a "
+         "b\",\"heads\":1,\"d_model\":2,\"params\":{\"w\":[[1]]}}",
+         422, "/params/w", "unknown parameter"},
         {"{\"sentence\":\"a\\u00ff\\ud800\"}", 400, NULL, "byte"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -656,18 +717,22 @@ static void test_transport_errors(void **state)
     expect_problem(&r, 404, NULL, NULL, "404 post");
     reply_free(&r);
     /* GET errors point at the parameter */
-    assert_true(http_call(&srv, "GET", "/attention?sentence=hi&heads=abc", NULL, 0, NULL, &r));
+    assert_true(http_call(&srv, "GET", "/attention?sentence=hi&heads=abc", NULL,
+                          0, NULL, &r));
     expect_problem(&r, 422, NULL, "heads", "GET heads");
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=hi&bogus=1", NULL, 0, NULL, &r));
+    assert_true(http_call(&srv, "GET", "/attention?sentence=hi&bogus=1", NULL,
+                          0, NULL, &r));
     expect_problem(&r, 422, NULL, "bogus", "GET unknown");
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=the%20cat&format=png&head=9", NULL, 0,
-                          NULL, &r));
+    assert_true(http_call(&srv, "GET",
+                          "/attention?sentence=the%20cat&format=png&head=9",
+                          NULL, 0, NULL, &r));
     expect_problem(&r, 422, "/head", "head (9) is out of range", "head range");
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=the%20cat&format=png&colormap=jet",
-                          NULL, 0, NULL, &r));
+    assert_true(http_call(
+        &srv, "GET", "/attention?sentence=the%20cat&format=png&colormap=jet",
+        NULL, 0, NULL, &r));
     expect_problem(&r, 422, "/colormap", "jet", "colormap");
     reply_free(&r);
 }

@@ -136,11 +136,13 @@ static void test_readme_examples(void **state)
         const char *o = strstr(cmd, " -o ");
         if (o) { /* the named file must hold an answer */
             char file[256];
-            snprintf(file, sizeof file, "%s/%.*s", dir, (int)strcspn(o + 4, " "), o + 4);
+            snprintf(file, sizeof file, "%s/%.*s", dir,
+                     (int)strcspn(o + 4, " "), o + 4);
             size_t len = 0;
             char *data = read_file(file, &len);
             if (!data || len == 0)
-                fail_msg("README example wrote nothing to %s: %s", file, ex[i].command);
+                fail_msg("README example wrote nothing to %s: %s", file,
+                         ex[i].command);
             free(data);
             remove(file);
         } else if (got == 0) {
@@ -151,8 +153,8 @@ static void test_readme_examples(void **state)
             const size_t ol = strlen(out);
             if (strncmp(out, ex[i].expected, el - 1) ||
                 (ol != el - 1 && ol != el))
-                fail_msg("README example printed\n%s\nbut README shows\n%s", out,
-                         ex[i].expected);
+                fail_msg("README example printed\n%s\nbut README shows\n%s",
+                         out, ex[i].expected);
         }
         free(full);
         free(cmd);

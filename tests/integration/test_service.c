@@ -65,7 +65,8 @@ static void decode_png(const struct reply *r, struct image *img)
 {
     memset(img, 0, sizeof *img);
     assert_true(r->len > 8 && !png_sig_cmp((png_const_bytep)r->body, 0, 8));
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_structp png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png_create_info_struct(png);
     struct png_source src = {(const unsigned char *)r->body, r->len, 0};
     unsigned char *rgb = NULL;
@@ -127,12 +128,14 @@ static double *head0_weights(const char *query, size_t *n)
     assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     cJSON *doc = cJSON_Parse(r.body);
-    const cJSON *head = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "weights"), 0);
+    const cJSON *head =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "weights"), 0);
     const size_t rows = (size_t)cJSON_GetArraySize(head);
     double *w = malloc(rows * rows * sizeof *w);
     size_t k = 0;
     const cJSON *row, *v;
-    cJSON_ArrayForEach(row, head) cJSON_ArrayForEach(v, row) w[k++] = v->valuedouble;
+    cJSON_ArrayForEach(row, head) cJSON_ArrayForEach(v, row) w[k++] =
+        v->valuedouble;
     *n = rows;
     cJSON_Delete(doc);
     reply_free(&r);
@@ -142,12 +145,14 @@ static double *head0_weights(const char *query, size_t *n)
 /* With one pixel per weight, colours order the same way as weights. */
 static void check_monotonic(const char *colormap)
 {
-    const char *q = "sentence=The%20cat%20chased%20the%20mouse%20because%20it%20was%20hungry"
+    const char *q = "sentence=The%20cat%20chased%20the%20mouse%20because%20it%"
+                    "20was%20hungry"
                     "&heads=2&seed=3";
     size_t n = 0;
     double *w = head0_weights(q, &n);
     char path[512];
-    snprintf(path, sizeof path, "/attention?%s&format=png&head=0&labels=false&cell=1&colormap=%s",
+    snprintf(path, sizeof path,
+             "/attention?%s&format=png&head=0&labels=false&cell=1&colormap=%s",
              q, colormap);
     struct reply r;
     assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
@@ -169,10 +174,11 @@ static void check_monotonic(const char *colormap)
         for (size_t b = 0; b < n * n; b++) {
             if (!(w[a] < w[b] - margin))
                 continue;
-            const double la = luminance(img.rgb + a * 3), lb = luminance(img.rgb + b * 3);
+            const double la = luminance(img.rgb + a * 3),
+                         lb = luminance(img.rgb + b * 3);
             if (la > lb + 1e-9)
-                fail_msg("%s: weight %g is brighter (%g) than weight %g (%g)", colormap,
-                         w[a], la, w[b], lb);
+                fail_msg("%s: weight %g is brighter (%g) than weight %g (%g)",
+                         colormap, w[a], la, w[b], lb);
         }
     if (!strcmp(colormap, "gray"))
         for (size_t a = 0; a < n * n; a++)
@@ -195,10 +201,11 @@ static void test_png_labels_and_text_chunks(void **state)
 {
     (void)state;
     struct reply r;
-    assert_true(http_call(&srv, "GET",
-                          "/attention?sentence=The%20cat%20chased%20the%20mouse%20because"
-                          "%20it%20was%20hungry&format=png&head=3",
-                          NULL, 0, NULL, &r));
+    assert_true(http_call(
+        &srv, "GET",
+        "/attention?sentence=The%20cat%20chased%20the%20mouse%20because"
+        "%20it%20was%20hungry&format=png&head=3",
+        NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     struct image img;
     decode_png(&r, &img);
@@ -222,15 +229,16 @@ static void test_png_labels_and_text_chunks(void **state)
     reply_free(&r);
 
     /* the grid of every head is larger than one head; the mean works */
-    assert_true(http_call(&srv, "GET",
-                          "/attention?sentence=the%20cat%20sat&format=png&head=all", NULL,
-                          0, NULL, &r));
+    assert_true(http_call(
+        &srv, "GET", "/attention?sentence=the%20cat%20sat&format=png&head=all",
+        NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     struct image grid;
     decode_png(&r, &grid);
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=the%20cat%20sat&format=png&head=mean",
-                          NULL, 0, NULL, &r));
+    assert_true(http_call(
+        &srv, "GET", "/attention?sentence=the%20cat%20sat&format=png&head=mean",
+        NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     struct image mean;
     decode_png(&r, &mean);
@@ -241,9 +249,11 @@ static void test_png_labels_and_text_chunks(void **state)
     reply_free(&r);
 
     /* POST with Accept: image/png */
-    const char *hdr[] = {"Content-Type: application/json", "Accept: image/png", NULL};
+    const char *hdr[] = {"Content-Type: application/json", "Accept: image/png",
+                         NULL};
     const char *body = "{\"sentence\":\"a b c\",\"heads\":2}";
-    assert_true(http_call(&srv, "POST", "/attention?head=1", body, strlen(body), hdr, &r));
+    assert_true(http_call(&srv, "POST", "/attention?head=1", body, strlen(body),
+                          hdr, &r));
     assert_int_equal(r.status, 200);
     assert_string_equal(r.content_type, "image/png");
     reply_free(&r);
@@ -272,14 +282,17 @@ static void test_static_files(void **state)
     assert_int_equal(r.len, 0);
     reply_free(&r);
     const char *outside[] = {
-        "/../Makefile",     "/%2e%2e/Makefile",  "/..%2fMakefile",
-        "/web/../Makefile", "//etc/passwd",      "/%2fetc%2fpasswd",
-        "/.git/config",     "/..",               "/a/../../Makefile",
-        "/%5c..%5cMakefile",
+        "/../Makefile",      "/%2e%2e/Makefile",
+        "/..%2fMakefile",    "/web/../Makefile",
+        "//etc/passwd",      "/%2fetc%2fpasswd",
+        "/.git/config",      "/..",
+        "/a/../../Makefile", "/%5c..%5cMakefile",
     };
     /* a NUL cuts the path short: only ever a file of the root */
-    assert_true(http_call(&srv, "GET", "/index.html%00.png", NULL, 0, NULL, &r));
-    assert_true(r.status == 404 || (r.status == 200 && strstr(r.body, "<html")));
+    assert_true(
+        http_call(&srv, "GET", "/index.html%00.png", NULL, 0, NULL, &r));
+    assert_true(r.status == 404 ||
+                (r.status == 200 && strstr(r.body, "<html")));
     reply_free(&r);
     for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++) {
         assert_true(http_call(&srv, "GET", outside[i], NULL, 0, NULL, &r));
@@ -346,21 +359,27 @@ static void test_health_and_metrics(void **state)
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body, "\"ok\""));
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=a%20b", NULL, 0, NULL, &r));
+    assert_true(
+        http_call(&srv, "GET", "/attention?sentence=a%20b", NULL, 0, NULL, &r));
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/attention?sentence=a%20b&heads=3", NULL, 0, NULL, &r));
+    assert_true(http_call(&srv, "GET", "/attention?sentence=a%20b&heads=3",
+                          NULL, 0, NULL, &r));
     reply_free(&r);
     assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.content_type, "text/plain"));
-    assert_non_null(strstr(r.body, "attnd_requests_total{route=\"/attention\",status=\"200\"}"));
-    assert_non_null(strstr(r.body, "attnd_requests_total{route=\"/attention\",status=\"422\"}"));
-    assert_non_null(strstr(r.body, "attnd_request_duration_seconds_bucket{route=\"/attention\",le=\"+Inf\"}"));
+    assert_non_null(strstr(
+        r.body, "attnd_requests_total{route=\"/attention\",status=\"200\"}"));
+    assert_non_null(strstr(
+        r.body, "attnd_requests_total{route=\"/attention\",status=\"422\"}"));
+    assert_non_null(strstr(r.body, "attnd_request_duration_seconds_bucket{"
+                                   "route=\"/attention\",le=\"+Inf\"}"));
     assert_non_null(strstr(r.body, "attnd_response_bytes_total "));
     assert_non_null(strstr(r.body, "attnd_requests_in_flight "));
     const char *flops = strstr(r.body, "\nattnd_attention_flops_total ");
     assert_non_null(flops);
-    assert_true(strtod(flops + strlen("\nattnd_attention_flops_total "), NULL) > 0);
+    assert_true(strtod(flops + strlen("\nattnd_attention_flops_total "), NULL) >
+                0);
     reply_free(&r);
 }
 
@@ -382,27 +401,32 @@ static void test_openapi_matches_server(void **state)
     cJSON *doc = cJSON_Parse(r.body);
     reply_free(&r);
     assert_non_null(doc);
-    assert_string_equal(cJSON_GetObjectItem(doc, "openapi")->valuestring, "3.1.0");
+    assert_string_equal(cJSON_GetObjectItem(doc, "openapi")->valuestring,
+                        "3.1.0");
     const cJSON *paths = cJSON_GetObjectItem(doc, "paths");
-    const char *routes[][2] = {{"/attention", "post"}, {"/attention", "get"},
-                               {"/healthz", "get"},    {"/metrics", "get"},
+    const char *routes[][2] = {{"/attention", "post"},   {"/attention", "get"},
+                               {"/healthz", "get"},      {"/metrics", "get"},
                                {"/openapi.json", "get"}, {"/", "get"}};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
-        if (!cJSON_GetObjectItem(cJSON_GetObjectItem(paths, routes[i][0]), routes[i][1]))
+        if (!cJSON_GetObjectItem(cJSON_GetObjectItem(paths, routes[i][0]),
+                                 routes[i][1]))
             fail_msg("openapi.json lacks %s %s", routes[i][1], routes[i][0]);
-    const cJSON *post = cJSON_GetObjectItem(cJSON_GetObjectItem(paths, "/attention"), "post");
+    const cJSON *post =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(paths, "/attention"), "post");
     const cJSON *responses = cJSON_GetObjectItem(post, "responses");
-    const cJSON *schemas = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "components"), "schemas");
-    const cJSON *resp_required =
-        cJSON_GetObjectItem(cJSON_GetObjectItem(schemas, "AttentionResponse"), "required");
-    const cJSON *prob_required =
-        cJSON_GetObjectItem(cJSON_GetObjectItem(schemas, "Problem"), "required");
+    const cJSON *schemas =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "components"), "schemas");
+    const cJSON *resp_required = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(schemas, "AttentionResponse"), "required");
+    const cJSON *prob_required = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(schemas, "Problem"), "required");
     assert_non_null(resp_required);
     assert_non_null(prob_required);
     const cJSON *examples = cJSON_GetObjectItem(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(post, "requestBody"),
-                                                "content"),
-                            "application/json"),
+        cJSON_GetObjectItem(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(post, "requestBody"),
+                                "content"),
+            "application/json"),
         "examples");
     int sent = 0;
     const cJSON *ex;
@@ -413,14 +437,15 @@ static void test_openapi_matches_server(void **state)
         const long want = expect ? (long)expect->valuedouble : 200;
         assert_true(post_json(&srv, "/attention", body, &r));
         if (r.status != want)
-            fail_msg("example %s: status %ld, documented %ld: %s", ex->string, r.status, want,
-                     r.body);
+            fail_msg("example %s: status %ld, documented %ld: %s", ex->string,
+                     r.status, want, r.body);
         assert_true(documented(responses, r.status));
         cJSON *answer = cJSON_Parse(r.body);
         assert_non_null(answer);
         const cJSON *req = r.status == 200 ? resp_required : prob_required;
         const cJSON *name;
-        cJSON_ArrayForEach(name, req) if (!cJSON_GetObjectItem(answer, name->valuestring))
+        cJSON_ArrayForEach(
+            name, req) if (!cJSON_GetObjectItem(answer, name->valuestring))
             fail_msg("example %s: the answer lacks required \"%s\"", ex->string,
                      name->valuestring);
         cJSON_Delete(answer);
@@ -429,7 +454,8 @@ static void test_openapi_matches_server(void **state)
         sent++;
     }
     assert_true(sent >= 5);
-    const cJSON *get = cJSON_GetObjectItem(cJSON_GetObjectItem(paths, "/attention"), "get");
+    const cJSON *get =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(paths, "/attention"), "get");
     const cJSON *queries = cJSON_GetObjectItem(get, "x-examples");
     const cJSON *q;
     int gets = 0;
@@ -439,7 +465,8 @@ static void test_openapi_matches_server(void **state)
         snprintf(path, sizeof path, "/attention%s", q->valuestring);
         assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
         if (r.status != 200)
-            fail_msg("GET example %s: status %ld: %s", q->valuestring, r.status, r.body);
+            fail_msg("GET example %s: status %ld: %s", q->valuestring, r.status,
+                     r.body);
         if (strstr(q->valuestring, "format=png"))
             assert_string_equal(r.content_type, "image/png");
         reply_free(&r);
@@ -460,21 +487,26 @@ static void test_api_key(void **state)
     struct reply r;
     const char *json = "{\"sentence\":\"a b\"}";
     const char *none[] = {"Content-Type: application/json", NULL};
-    const char *wrong[] = {"Content-Type: application/json", "Authorization: Bearer nope", NULL};
+    const char *wrong[] = {"Content-Type: application/json",
+                           "Authorization: Bearer nope", NULL};
     const char *right[] = {"Content-Type: application/json",
                            "Authorization: Bearer s3cret-key", NULL};
-    assert_true(http_call(&s2, "POST", "/attention", json, strlen(json), none, &r));
+    assert_true(
+        http_call(&s2, "POST", "/attention", json, strlen(json), none, &r));
     assert_int_equal(r.status, 401);
     char www[128];
     assert_true(reply_header(&r, "WWW-Authenticate", www, sizeof www));
     reply_free(&r);
-    assert_true(http_call(&s2, "POST", "/attention", json, strlen(json), wrong, &r));
+    assert_true(
+        http_call(&s2, "POST", "/attention", json, strlen(json), wrong, &r));
     assert_int_equal(r.status, 401);
     reply_free(&r);
-    assert_true(http_call(&s2, "POST", "/attention", json, strlen(json), right, &r));
+    assert_true(
+        http_call(&s2, "POST", "/attention", json, strlen(json), right, &r));
     assert_int_equal(r.status, 200);
     reply_free(&r);
-    assert_true(http_call(&s2, "GET", "/attention?sentence=a", NULL, 0, NULL, &r));
+    assert_true(
+        http_call(&s2, "GET", "/attention?sentence=a", NULL, 0, NULL, &r));
     assert_int_equal(r.status, 401);
     reply_free(&r);
     const char *open_paths[] = {"/healthz", "/metrics", "/", "/openapi.json"};
@@ -510,8 +542,9 @@ static void *slow_request(void *arg)
         json[n++] = 'a';
         json[n++] = ' ';
     }
-    snprintf(json + n, 128, "\",\"d_model\":1024,\"heads\":8,\"d_out\":1,"
-                            "\"return\":[\"output\"]}");
+    snprintf(json + n, 128,
+             "\",\"d_model\":1024,\"heads\":8,\"d_out\":1,"
+             "\"return\":[\"output\"]}");
     c->ok = post_json(c->s, "/attention", json, &c->r);
     free(json);
     return NULL;
@@ -519,7 +552,9 @@ static void *slow_request(void *arg)
 
 static void wait_ms(long ms)
 {
-    nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}, NULL);
+    nanosleep(&(struct timespec){.tv_sec = ms / 1000,
+                                 .tv_nsec = (ms % 1000) * 1000000L},
+              NULL);
 }
 
 static void test_overload_answers_503(void **state)
@@ -567,7 +602,8 @@ static void test_sigterm_finishes_request_in_flight(void **state)
     assert_int_equal(slow.r.status, 200);
     cJSON *doc = cJSON_Parse(slow.r.body);
     assert_non_null(doc); /* the whole body arrived */
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "output")), 3000);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(doc, "output")),
+                     3000);
     cJSON_Delete(doc);
     reply_free(&slow.r);
     char *log = read_file(s2.log_path, NULL);

@@ -51,9 +51,11 @@ static void check_one(float f)
     assert_true(len < JSONNUM_MAX);
     const float back = strtof(out, NULL);
     if (memcmp(&back, &f, sizeof f) != 0)
-        fail_msg("%.9g printed as %s reads back as %.9g", (double)f, out, (double)back);
+        fail_msg("%.9g printed as %s reads back as %.9g", (double)f, out,
+                 (double)back);
     if (significant_digits(out) != shortest_digits(f))
-        fail_msg("%.9g printed as %s; %d digits suffice", (double)f, out, shortest_digits(f));
+        fail_msg("%.9g printed as %s; %d digits suffice", (double)f, out,
+                 shortest_digits(f));
     /* JSON grammar: no leading '+', no leading zeros, no bare '.' */
     assert_true(out[0] == '-' || (out[0] >= '0' && out[0] <= '9'));
     assert_null(strchr(out, '+'));
@@ -91,9 +93,9 @@ static void test_special_values(void **state)
     assert_string_equal(out, "120000");
     jsonnum_format(0.99999f, 2, out);
     assert_string_equal(out, "1");
-    const float specials[] = {1.17549435e-38f, 1.4e-45f, 3.40282347e38f,
-                              16777216.0f, 16777215.0f, 9.999999e-6f, 1e-5f,
-                              123456789.0f, 0.3f, 2.3283064e-10f};
+    const float specials[] = {
+        1.17549435e-38f, 1.4e-45f, 3.40282347e38f, 16777216.0f, 16777215.0f,
+        9.999999e-6f,    1e-5f,    123456789.0f,   0.3f,        2.3283064e-10f};
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) {
         check_one(specials[i]);
         check_one(-specials[i]);
@@ -153,7 +155,8 @@ static void test_fixed_precision_matches_printf(void **state)
             jsonnum_format(f, p, ours);
             snprintf(ref, sizeof ref, "%.*g", p, (double)f);
             if (strtod(ours, NULL) != strtod(ref, NULL))
-                fail_msg("%.9g at %d digits: %s, printf says %s", (double)f, p, ours, ref);
+                fail_msg("%.9g at %d digits: %s, printf says %s", (double)f, p,
+                         ours, ref);
         }
     }
 }

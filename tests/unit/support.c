@@ -73,7 +73,8 @@ static void ref_rope(double *x, size_t n, size_t heads, size_t dh, double base)
         for (size_t a = 0; a < heads; a++)
             for (size_t i = 0; i < dh / 2; i++) {
                 double *pr = x + pos * heads * dh + a * dh + 2 * i;
-                const double t = (double)pos * pow(base, -2.0 * (double)i / (double)dh);
+                const double t =
+                    (double)pos * pow(base, -2.0 * (double)i / (double)dh);
                 const double p0 = pr[0], p1 = pr[1];
                 pr[0] = p0 * cos(t) - p1 * sin(t);
                 pr[1] = p0 * sin(t) + p1 * cos(t);
@@ -87,7 +88,8 @@ static bool allowed(const struct attn_config *c, size_t b, size_t i, size_t j)
         return false;
     if (c->mask && !c->mask[(c->mask_batched ? b * n * m : 0) + i * m + j])
         return false;
-    if (c->key_padding && c->key_padding[(c->key_padding_batched ? b * m : 0) + j])
+    if (c->key_padding &&
+        c->key_padding[(c->key_padding_batched ? b * m : 0) + j])
         return false;
     return true;
 }
@@ -99,10 +101,13 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                  G = c->kv_heads, dm = c->d_model, dc = c->d_ctx, dk = c->d_k,
                  dv = c->d_v, dout = c->d_out;
     const bool basic = c->mode == ATTN_MODE_BASIC;
-    const double scale = c->has_scale ? c->scale : basic ? 1.0 : 1.0 / sqrt((double)dk);
+    const double scale = c->has_scale ? c->scale
+                         : basic      ? 1.0
+                                      : 1.0 / sqrt((double)dk);
     const uint64_t drop_key = attn_stream_key(c->seed, "dropout", 7);
     double *xb = dalloc(N * dm), *cb = dalloc(M * dc);
-    double *q = dalloc(N * H * dk), *k = dalloc(M * G * dk), *v = dalloc(M * G * dv);
+    double *q = dalloc(N * H * dk), *k = dalloc(M * G * dk),
+           *v = dalloc(M * G * dv);
     double *heads = dalloc(N * H * dv), *row = dalloc(M);
 
     for (size_t b = 0; b < B; b++) {
@@ -139,7 +144,8 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                 for (size_t j = 0; j < M; j++) {
                     double s = 0.0;
                     for (size_t e = 0; e < dk; e++)
-                        s += q[i * H * dk + a * dk + e] * k[j * G * dk + g * dk + e];
+                        s += q[i * H * dk + a * dk + e] *
+                             k[j * G * dk + g * dk + e];
                     s *= scale;
                     out->scores[((b * H + a) * N + i) * M + j] = s;
                     row[j] = allowed(c, b, i, j) ? s : -INFINITY;
@@ -157,7 +163,9 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                     double w = sum > 0 ? row[j] / sum : 0.0;
                     const uint64_t idx = ((b * H + a) * N + i) * M + j;
                     if (c->dropout > 0.0f) {
-                        const double u = (double)(attn_stream_draw(drop_key, idx) >> 11) * 0x1.0p-53;
+                        const double u =
+                            (double)(attn_stream_draw(drop_key, idx) >> 11) *
+                            0x1.0p-53;
                         w = u >= c->dropout ? w / (1.0 - c->dropout) : 0.0;
                     }
                     row[j] = w;
@@ -171,7 +179,8 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                 }
             }
         }
-        memcpy(out->heads_out + b * N * H * dv, heads, N * H * dv * sizeof *heads);
+        memcpy(out->heads_out + b * N * H * dv, heads,
+               N * H * dv * sizeof *heads);
 
         double *o = out->output + b * N * dout;
         if (!basic && !c->no_out_proj)
@@ -213,7 +222,8 @@ double max_tol_ratio(const float *got, const double *want, size_t n,
 {
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
-        const double r = fabs((double)got[i] - want[i]) / (atol + rtol * fabs(want[i]));
+        const double r =
+            fabs((double)got[i] - want[i]) / (atol + rtol * fabs(want[i]));
         if (!(r <= worst))
             worst = r;
     }
@@ -224,8 +234,10 @@ void fill_normal(float *a, size_t n, uint64_t seed, float stddev)
 {
     const uint64_t key = attn_stream_key(seed, "test", 4);
     for (size_t i = 0; i < n; i += 2) {
-        const double u1 = 1.0 - (double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53;
-        const double u2 = (double)(attn_stream_draw(key, i + 1) >> 11) * 0x1.0p-53;
+        const double u1 =
+            1.0 - (double)(attn_stream_draw(key, i) >> 11) * 0x1.0p-53;
+        const double u2 =
+            (double)(attn_stream_draw(key, i + 1) >> 11) * 0x1.0p-53;
         const double r = sqrt(-2.0 * log(u1)) * stddev;
         a[i] = (float)(r * cos(6.283185307179586 * u2));
         if (i + 1 < n)

@@ -22,7 +22,8 @@
 
 #define ALL_ARRAYS                                                             \
     (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q | ATTN_WANT_K |        \
-     ATTN_WANT_V | ATTN_WANT_HEADS | ATTN_WANT_OUTPUT | ATTN_WANT_MEAN_WEIGHTS)
+     ATTN_WANT_V | ATTN_WANT_HEADS | ATTN_WANT_OUTPUT |                        \
+     ATTN_WANT_MEAN_WEIGHTS)
 
 /* Inputs of one test case, owned by the case. */
 struct fixture {
@@ -122,8 +123,8 @@ static void check_against(const char *what, const struct fixture *f,
         expect_close(what, "heads_out", res.heads_out, ref->heads_out,
                      b * n * h * c->d_v, atol, rtol);
     if (want & ATTN_WANT_OUTPUT)
-        expect_close(what, "output", res.output, ref->output,
-                     b * n * c->d_out, atol, rtol);
+        expect_close(what, "output", res.output, ref->output, b * n * c->d_out,
+                     atol, rtol);
     if (want & ATTN_WANT_MEAN_WEIGHTS) {
         for (size_t bi = 0; bi < b; bi++)
             for (size_t e = 0; e < n * m; e++) {
@@ -133,14 +134,15 @@ static void check_against(const char *what, const struct fixture *f,
                 mean /= (double)h;
                 if (fabs(res.mean_weights[bi * n * m + e] - mean) > 1e-5 * 2)
                     fail_msg("%s: mean_weights[%zu][%zu] is %g, expected %g",
-                             what, bi, e, (double)res.mean_weights[bi * n * m + e],
-                             mean);
+                             what, bi, e,
+                             (double)res.mean_weights[bi * n * m + e], mean);
             }
     }
     size_t masked = 0;
     for (size_t i = 0; i < b * n; i++) {
         if (res.fully_masked[i] != ref->fully_masked[i])
-            fail_msg("%s: fully_masked[%zu] is %d", what, i, res.fully_masked[i]);
+            fail_msg("%s: fully_masked[%zu] is %d", what, i,
+                     res.fully_masked[i]);
         masked += ref->fully_masked[i];
     }
     assert_int_equal(res.n_fully_masked, masked);
@@ -178,68 +180,187 @@ static void test_feature_matrix(void **state)
     (void)state;
     const struct feature_case cases[] = {
         {"defaults", {.n_query = 9, .d_model = 64}, false, false},
-        {"tutorial multihead", {.n_query = 12, .d_model = 14, .heads = 8,
-                                .d_k = 10, .d_v = 10, .out_bias = true}, false, false},
-        {"basic", {.mode = ATTN_MODE_BASIC, .n_query = 12, .d_model = 14}, false, false},
-        {"basic cross scaled", {.mode = ATTN_MODE_BASIC, .n_query = 5, .d_model = 6,
-                                .cross = true, .n_ctx = 8, .has_scale = true,
-                                .scale = 0.5f}, true, true},
-        {"vit value residual", {.batch = 2, .n_query = 10, .d_model = 49, .heads = 4,
-                                .d_k = 16, .d_v = 16, .qkv_bias = true, .out_bias = true,
-                                .has_scale = true, .scale = 0.2f,
-                                .residual = ATTN_RESIDUAL_VALUE}, false, false},
-        {"cross", {.batch = 2, .n_query = 5, .d_model = 16, .cross = true, .n_ctx = 7,
-                   .d_ctx = 12, .heads = 4, .qkv_bias = true, .out_bias = true}, false, false},
-        {"gqa", {.n_query = 9, .d_model = 32, .heads = 8, .kv_heads = 2}, false, false},
-        {"mqa causal", {.n_query = 9, .d_model = 32, .heads = 4, .kv_heads = 1,
-                        .causal = true}, false, false},
-        {"causal padding batch", {.batch = 3, .n_query = 11, .d_model = 24, .heads = 3,
-                                  .causal = true}, false, true},
-        {"mask padding", {.batch = 2, .n_query = 7, .d_model = 8, .heads = 2}, true, true},
-        {"sinusoidal", {.n_query = 13, .d_model = 20, .heads = 4,
-                        .positional = ATTN_POS_SINUSOIDAL}, false, false},
-        {"sinusoidal cross", {.n_query = 4, .d_model = 10, .heads = 2, .cross = true,
-                              .n_ctx = 6, .d_ctx = 7,
-                              .positional = ATTN_POS_SINUSOIDAL}, false, false},
-        {"rope", {.n_query = 13, .d_model = 32, .heads = 4,
-                  .positional = ATTN_POS_ROPE}, false, false},
-        {"rope cross gqa", {.n_query = 5, .d_model = 16, .heads = 4, .kv_heads = 2,
-                            .cross = true, .n_ctx = 9, .positional = ATTN_POS_ROPE},
-         false, false},
-        {"dropout", {.batch = 2, .n_query = 6, .d_model = 12, .heads = 3,
-                     .dropout = 0.3f, .seed = 7}, false, false},
-        {"residual input no out_proj", {.n_query = 6, .d_model = 12, .heads = 3,
-                                        .no_out_proj = true,
-                                        .residual = ATTN_RESIDUAL_INPUT}, false, false},
-        {"d_k d_v independent", {.n_query = 6, .d_model = 20, .heads = 3, .d_k = 6,
-                                 .d_v = 5, .d_out = 11}, false, false},
+        {"tutorial multihead",
+         {.n_query = 12,
+          .d_model = 14,
+          .heads = 8,
+          .d_k = 10,
+          .d_v = 10,
+          .out_bias = true},
+         false,
+         false},
+        {"basic",
+         {.mode = ATTN_MODE_BASIC, .n_query = 12, .d_model = 14},
+         false,
+         false},
+        {"basic cross scaled",
+         {.mode = ATTN_MODE_BASIC,
+          .n_query = 5,
+          .d_model = 6,
+          .cross = true,
+          .n_ctx = 8,
+          .has_scale = true,
+          .scale = 0.5f},
+         true,
+         true},
+        {"vit value residual",
+         {.batch = 2,
+          .n_query = 10,
+          .d_model = 49,
+          .heads = 4,
+          .d_k = 16,
+          .d_v = 16,
+          .qkv_bias = true,
+          .out_bias = true,
+          .has_scale = true,
+          .scale = 0.2f,
+          .residual = ATTN_RESIDUAL_VALUE},
+         false,
+         false},
+        {"cross",
+         {.batch = 2,
+          .n_query = 5,
+          .d_model = 16,
+          .cross = true,
+          .n_ctx = 7,
+          .d_ctx = 12,
+          .heads = 4,
+          .qkv_bias = true,
+          .out_bias = true},
+         false,
+         false},
+        {"gqa",
+         {.n_query = 9, .d_model = 32, .heads = 8, .kv_heads = 2},
+         false,
+         false},
+        {"mqa causal",
+         {.n_query = 9,
+          .d_model = 32,
+          .heads = 4,
+          .kv_heads = 1,
+          .causal = true},
+         false,
+         false},
+        {"causal padding batch",
+         {.batch = 3, .n_query = 11, .d_model = 24, .heads = 3, .causal = true},
+         false,
+         true},
+        {"mask padding",
+         {.batch = 2, .n_query = 7, .d_model = 8, .heads = 2},
+         true,
+         true},
+        {"sinusoidal",
+         {.n_query = 13,
+          .d_model = 20,
+          .heads = 4,
+          .positional = ATTN_POS_SINUSOIDAL},
+         false,
+         false},
+        {"sinusoidal cross",
+         {.n_query = 4,
+          .d_model = 10,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 6,
+          .d_ctx = 7,
+          .positional = ATTN_POS_SINUSOIDAL},
+         false,
+         false},
+        {"rope",
+         {.n_query = 13,
+          .d_model = 32,
+          .heads = 4,
+          .positional = ATTN_POS_ROPE},
+         false,
+         false},
+        {"rope cross gqa",
+         {.n_query = 5,
+          .d_model = 16,
+          .heads = 4,
+          .kv_heads = 2,
+          .cross = true,
+          .n_ctx = 9,
+          .positional = ATTN_POS_ROPE},
+         false,
+         false},
+        {"dropout",
+         {.batch = 2,
+          .n_query = 6,
+          .d_model = 12,
+          .heads = 3,
+          .dropout = 0.3f,
+          .seed = 7},
+         false,
+         false},
+        {"residual input no out_proj",
+         {.n_query = 6,
+          .d_model = 12,
+          .heads = 3,
+          .no_out_proj = true,
+          .residual = ATTN_RESIDUAL_INPUT},
+         false,
+         false},
+        {"d_k d_v independent",
+         {.n_query = 6,
+          .d_model = 20,
+          .heads = 3,
+          .d_k = 6,
+          .d_v = 5,
+          .d_out = 11},
+         false,
+         false},
         {"one token", {.n_query = 1, .d_model = 4, .heads = 2}, false, false},
-        {"blocks causal", {.n_query = 300, .d_model = 16, .heads = 2, .cross = true,
-                           .n_ctx = 1100, .causal = true}, false, false},
-        {"blocks padded", {.batch = 2, .n_query = 257, .d_model = 8, .heads = 1,
-                           .cross = true, .n_ctx = 513}, true, true},
-        {"blocks rope dropout gqa", {.n_query = 600, .d_model = 16, .heads = 4,
-                                     .kv_heads = 2, .dropout = 0.1f, .seed = 5,
-                                     .positional = ATTN_POS_ROPE,
-                                     .residual = ATTN_RESIDUAL_INPUT},
-         false, true},
+        {"blocks causal",
+         {.n_query = 300,
+          .d_model = 16,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 1100,
+          .causal = true},
+         false,
+         false},
+        {"blocks padded",
+         {.batch = 2,
+          .n_query = 257,
+          .d_model = 8,
+          .heads = 1,
+          .cross = true,
+          .n_ctx = 513},
+         true,
+         true},
+        {"blocks rope dropout gqa",
+         {.n_query = 600,
+          .d_model = 16,
+          .heads = 4,
+          .kv_heads = 2,
+          .dropout = 0.1f,
+          .seed = 5,
+          .positional = ATTN_POS_ROPE,
+          .residual = ATTN_RESIDUAL_INPUT},
+         false,
+         true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        check_case(cases[i].name, &cases[i].cfg, cases[i].mask, cases[i].padding);
+        check_case(cases[i].name, &cases[i].cfg, cases[i].mask,
+                   cases[i].padding);
 }
 
 /* README: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
 static void test_precision_at_scale(void **state)
 {
     (void)state;
-    const struct attn_config cfg = {.n_query = 512, .d_model = 1024, .heads = 8,
-                                    .qkv_bias = true, .out_bias = true};
+    const struct attn_config cfg = {.n_query = 512,
+                                    .d_model = 1024,
+                                    .heads = 8,
+                                    .qkv_bias = true,
+                                    .out_bias = true};
     struct fixture f;
     fixture_init(&f, &cfg, 99, false, false);
     struct ref_out ref = {0};
     ref_out_alloc(&f.cfg, &ref);
     ref_forward(&f.cfg, f.cfg.params, f.x, NULL, &ref);
-    check_against("n 512 d 1024", &f, ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT, &ref);
+    check_against("n 512 d 1024", &f, ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT,
+                  &ref);
     check_against("n 512 d 1024 streaming", &f, ATTN_WANT_OUTPUT, &ref);
     ref_out_free(&ref);
     fixture_free(&f);
@@ -253,12 +374,19 @@ static void test_fully_masked_rows(void **state)
     memset(mask, 1, sizeof mask);
     memset(mask + 2 * m, 0, m); /* query 2 may see nothing */
     uint8_t padding[2 * 5] = {0, 0, 0, 0, 0, 1, 1, 1, 1, 1}; /* batch 1: all */
-    struct attn_config cfg = {.batch = 2, .n_query = n, .d_model = 8, .heads = 2,
-                              .cross = true, .n_ctx = m, .mask = mask,
-                              .key_padding = padding, .key_padding_batched = true};
+    struct attn_config cfg = {.batch = 2,
+                              .n_query = n,
+                              .d_model = 8,
+                              .heads = 2,
+                              .cross = true,
+                              .n_ctx = m,
+                              .mask = mask,
+                              .key_padding = padding,
+                              .key_padding_batched = true};
     struct fixture f;
     fixture_init(&f, &cfg, 5, false, false);
-    for (unsigned want = ATTN_WANT_OUTPUT; want; want = want == ATTN_WANT_OUTPUT ? ALL_ARRAYS : 0) {
+    for (unsigned want = ATTN_WANT_OUTPUT; want;
+         want = want == ATTN_WANT_OUTPUT ? ALL_ARRAYS : 0) {
         struct attn_config c = f.cfg;
         c.want = want;
         struct attn_result res;
@@ -276,8 +404,7 @@ static void test_fully_masked_rows(void **state)
             for (size_t e = n * m * 2; e < 2 * 2 * n * m; e++)
                 assert_true(res.weights[e] == 0.0f);
             for (size_t e = 0; e < 2 * n * c.heads * c.d_v; e++)
-                if (e >= n * c.heads * c.d_v ||
-                    (e / (c.heads * c.d_v)) == 2)
+                if (e >= n * c.heads * c.d_v || (e / (c.heads * c.d_v)) == 2)
                     assert_true(res.heads_out[e] == 0.0f);
         }
         attn_result_free(&res);
@@ -290,7 +417,9 @@ static void test_huge_logits_are_stable(void **state)
     (void)state;
     /* basic mode: scores = x x^T reach about 1e4 */
     float x[3 * 2] = {100, 0, 99, 1, -100, 0};
-    struct attn_config cfg = {.mode = ATTN_MODE_BASIC, .n_query = 3, .d_model = 2,
+    struct attn_config cfg = {.mode = ATTN_MODE_BASIC,
+                              .n_query = 3,
+                              .d_model = 2,
                               .want = ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT};
     struct attn_result res;
     struct attn_error err;
@@ -331,67 +460,100 @@ static void test_config_errors(void **state)
     expect_error((struct attn_config){.n_query = 3, .d_model = 64, .heads = 6},
                  ATTN_E_INVALID, "heads",
                  "heads (6) must divide d_model (64) when d_k is not given");
-    expect_error((struct attn_config){.n_query = 3, .d_model = 64, .heads = 8,
-                                      .kv_heads = 3},
-                 ATTN_E_INVALID, "kv_heads", "kv_heads (3) must divide heads (8)");
-    expect_error((struct attn_config){.n_query = 3, .d_model = 12, .heads = 4,
+    expect_error(
+        (struct attn_config){
+            .n_query = 3, .d_model = 64, .heads = 8, .kv_heads = 3},
+        ATTN_E_INVALID, "kv_heads", "kv_heads (3) must divide heads (8)");
+    expect_error((struct attn_config){.n_query = 3,
+                                      .d_model = 12,
+                                      .heads = 4,
                                       .positional = ATTN_POS_ROPE},
                  ATTN_E_INVALID, "d_k",
                  "positional 'rope' rotates pairs, so d_k (3) must be even");
-    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .dropout = 1.0f},
-                 ATTN_E_INVALID, "dropout", "dropout (1) must be at least 0 and below 1");
-    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .heads = 2,
-                                      .d_out = 5, .residual = ATTN_RESIDUAL_VALUE},
+    expect_error(
+        (struct attn_config){.n_query = 3, .d_model = 8, .dropout = 1.0f},
+        ATTN_E_INVALID, "dropout",
+        "dropout (1) must be at least 0 and below 1");
+    expect_error((struct attn_config){.n_query = 3,
+                                      .d_model = 8,
+                                      .heads = 2,
+                                      .d_out = 5,
+                                      .residual = ATTN_RESIDUAL_VALUE},
                  ATTN_E_INVALID, "d_out", NULL);
-    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .heads = 2,
-                                      .cross = true, .n_ctx = 4,
+    expect_error((struct attn_config){.n_query = 3,
+                                      .d_model = 8,
+                                      .heads = 2,
+                                      .cross = true,
+                                      .n_ctx = 4,
                                       .residual = ATTN_RESIDUAL_INPUT},
                  ATTN_E_INVALID, "residual", NULL);
-    expect_error((struct attn_config){.mode = ATTN_MODE_BASIC, .n_query = 3,
-                                      .d_model = 8, .heads = 2},
-                 ATTN_E_INVALID, "heads", "heads (2) must be 1 in mode basic");
+    expect_error(
+        (struct attn_config){
+            .mode = ATTN_MODE_BASIC, .n_query = 3, .d_model = 8, .heads = 2},
+        ATTN_E_INVALID, "heads", "heads (2) must be 1 in mode basic");
     expect_error((struct attn_config){.n_query = 0, .d_model = 8},
                  ATTN_E_INVALID, "n_query", NULL);
-    expect_error((struct attn_config){.n_query = 3, .d_model = 8, .has_scale = true,
-                                      .scale = NAN},
-                 ATTN_E_INVALID, "scale", NULL);
+    expect_error(
+        (struct attn_config){
+            .n_query = 3, .d_model = 8, .has_scale = true, .scale = NAN},
+        ATTN_E_INVALID, "scale", NULL);
     expect_error((struct attn_config){.mode = 7, .n_query = 3, .d_model = 8},
                  ATTN_E_INVALID, "mode", NULL);
     /* sizes whose products overflow are refused before any allocation */
-    expect_error((struct attn_config){.n_query = SIZE_MAX / 2, .d_model = 8,
-                                      .heads = 2},
-                 ATTN_E_TOO_BIG, "n_query", NULL);
-    expect_error((struct attn_config){.n_query = (size_t)1 << 28, .d_model = 64,
-                                      .heads = 64, .want = ATTN_WANT_WEIGHTS},
+    expect_error(
+        (struct attn_config){.n_query = SIZE_MAX / 2, .d_model = 8, .heads = 2},
+        ATTN_E_TOO_BIG, "n_query", NULL);
+    expect_error((struct attn_config){.n_query = (size_t)1 << 28,
+                                      .d_model = 64,
+                                      .heads = 64,
+                                      .want = ATTN_WANT_WEIGHTS},
                  ATTN_E_TOO_BIG, "heads", NULL);
     /* parameter tensors whose sizes overflow are refused too */
-    expect_error((struct attn_config){.n_query = 1, .d_model = 1, .heads = 1u << 15,
-                                      .kv_heads = 1, .d_k = 1, .d_v = 1u << 15,
-                                      .d_out = (size_t)1 << 32, .want = ATTN_WANT_Q},
+    expect_error((struct attn_config){.n_query = 1,
+                                      .d_model = 1,
+                                      .heads = 1u << 15,
+                                      .kv_heads = 1,
+                                      .d_k = 1,
+                                      .d_v = 1u << 15,
+                                      .d_out = (size_t)1 << 32,
+                                      .want = ATTN_WANT_Q},
                  ATTN_E_TOO_BIG, "d_out", NULL);
-    expect_error((struct attn_config){.n_query = 1, .d_model = 1, .heads = 1,
-                                      .d_k = (size_t)1 << 33, .d_v = 1},
+    expect_error((struct attn_config){.n_query = 1,
+                                      .d_model = 1,
+                                      .heads = 1,
+                                      .d_k = (size_t)1 << 33,
+                                      .d_v = 1},
                  ATTN_E_TOO_BIG, "d_k", NULL);
-    expect_error((struct attn_config){.n_query = 2, .d_model = 8, .want = 1u << 9},
-                 ATTN_E_INVALID, "want", "want (0x200) has unknown bits");
-    expect_error((struct attn_config){.n_query = 100, .d_model = 8, .heads = 2,
-                                      .want = ATTN_WANT_WEIGHTS, .max_elements = 1000},
+    expect_error(
+        (struct attn_config){.n_query = 2, .d_model = 8, .want = 1u << 9},
+        ATTN_E_INVALID, "want", "want (0x200) has unknown bits");
+    expect_error((struct attn_config){.n_query = 100,
+                                      .d_model = 8,
+                                      .heads = 2,
+                                      .want = ATTN_WANT_WEIGHTS,
+                                      .max_elements = 1000},
                  ATTN_E_TOO_BIG, "return",
                  "the requested arrays hold 20000 numbers; the limit is 1000");
     /* K and V, held though not returned, meet the same cap: 2 sequences
      * of 300 context tokens, 2 kv heads of d_k + d_v = 4 + 4 */
-    expect_error((struct attn_config){.batch = 2, .n_query = 1, .cross = true,
-                                      .n_ctx = 300, .d_model = 8, .d_ctx = 8,
-                                      .heads = 2, .max_elements = 4000},
+    expect_error((struct attn_config){.batch = 2,
+                                      .n_query = 1,
+                                      .cross = true,
+                                      .n_ctx = 300,
+                                      .d_model = 8,
+                                      .d_ctx = 8,
+                                      .heads = 2,
+                                      .max_elements = 4000},
                  ATTN_E_TOO_BIG, "kv_heads",
                  "keys and values of 2 x 300 context tokens with kv_heads (2) "
                  "x (d_k + d_v) (8) hold 9600 numbers; the limit is 4000");
     /* so do drawn weights: 4 tensors of 64 x 64 */
-    expect_error((struct attn_config){.n_query = 1, .d_model = 64, .heads = 1,
-                                      .max_elements = 10000},
-                 ATTN_E_TOO_BIG, "d_model",
-                 "the drawn projection weights hold 16384 numbers; the limit "
-                 "is 10000");
+    expect_error(
+        (struct attn_config){
+            .n_query = 1, .d_model = 64, .heads = 1, .max_elements = 10000},
+        ATTN_E_TOO_BIG, "d_model",
+        "the drawn projection weights hold 16384 numbers; the limit "
+        "is 10000");
 }
 
 /* Finite inputs whose products overflow float32 are refused on both
@@ -400,9 +562,11 @@ static void test_overflowing_products_rejected(void **state)
 {
     (void)state;
     float x[2 * 2] = {1e20f, -1e20f, 2e20f, 1e20f};
-    struct attn_config cfg = {.mode = ATTN_MODE_BASIC, .n_query = 2, .d_model = 2};
+    struct attn_config cfg = {
+        .mode = ATTN_MODE_BASIC, .n_query = 2, .d_model = 2};
     for (int pass = 0; pass < 2; pass++) {
-        cfg.want = pass ? ATTN_WANT_OUTPUT : ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT;
+        cfg.want =
+            pass ? ATTN_WANT_OUTPUT : ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT;
         struct attn_result res;
         struct attn_error err;
         assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INPUT);
@@ -411,8 +575,12 @@ static void test_overflowing_products_rejected(void **state)
         assert_null(res.weights);
     }
     struct fixture f;
-    fixture_init(&f, &(struct attn_config){.n_query = 3, .d_model = 4, .heads = 1,
-                                           .has_scale = true, .scale = 3e38f},
+    fixture_init(&f,
+                 &(struct attn_config){.n_query = 3,
+                                       .d_model = 4,
+                                       .heads = 1,
+                                       .has_scale = true,
+                                       .scale = 3e38f},
                  8, false, false);
     struct attn_result res;
     struct attn_error err;
@@ -427,9 +595,11 @@ static void test_fully_masked_reported_without_heads(void **state)
     (void)state;
     uint8_t padding[4] = {1, 1, 1, 1};
     struct fixture f;
-    fixture_init(&f, &(struct attn_config){.n_query = 4, .d_model = 4, .heads = 2,
-                                           .key_padding = padding},
-                 2, false, false);
+    fixture_init(
+        &f,
+        &(struct attn_config){
+            .n_query = 4, .d_model = 4, .heads = 2, .key_padding = padding},
+        2, false, false);
     f.cfg.want = ATTN_WANT_Q;
     struct attn_result res;
     struct attn_error err;
@@ -443,8 +613,10 @@ static void test_nonfinite_inputs_rejected(void **state)
 {
     (void)state;
     struct fixture f;
-    fixture_init(&f, &(struct attn_config){.batch = 2, .n_query = 3, .d_model = 4,
-                                           .heads = 2}, 3, false, false);
+    fixture_init(&f,
+                 &(struct attn_config){
+                     .batch = 2, .n_query = 3, .d_model = 4, .heads = 2},
+                 3, false, false);
     struct attn_result res;
     struct attn_error err;
     f.x[1 * 12 + 2 * 4 + 1] = NAN;
@@ -466,8 +638,8 @@ static void test_nonfinite_inputs_rejected(void **state)
 static void test_params_follow_spec(void **state)
 {
     (void)state;
-    struct attn_config cfg = {.n_query = 2, .d_model = 6, .heads = 2, .qkv_bias = true,
-                              .seed = 42};
+    struct attn_config cfg = {
+        .n_query = 2, .d_model = 6, .heads = 2, .qkv_bias = true, .seed = 42};
     struct attn_error err;
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
     struct attn_params p;
@@ -520,9 +692,13 @@ static void test_bit_identical_across_runs_and_threads(void **state)
 {
     (void)state;
     struct fixture f;
-    fixture_init(&f, &(struct attn_config){.batch = 2, .n_query = 600, .d_model = 96,
-                                           .heads = 6, .dropout = 0.1f,
-                                           .positional = ATTN_POS_ROPE},
+    fixture_init(&f,
+                 &(struct attn_config){.batch = 2,
+                                       .n_query = 600,
+                                       .d_model = 96,
+                                       .heads = 6,
+                                       .dropout = 0.1f,
+                                       .positional = ATTN_POS_ROPE},
                  11, false, false);
     const size_t no = 2 * 600 * 96, nw = 2 * 6 * 600 * 600;
     attn_blas_single_thread();
@@ -571,8 +747,8 @@ static float *run_copy(const struct fixture *f, unsigned want, unsigned threads,
         print_error("%s\n", err.message);
         return NULL;
     }
-    const size_t count = cfg.batch * cfg.n_query *
-                         (heads ? cfg.heads * cfg.d_v : f->cfg.d_out);
+    const size_t count =
+        cfg.batch * cfg.n_query * (heads ? cfg.heads * cfg.d_v : f->cfg.d_out);
     float *copy = malloc(count * sizeof *copy);
     memcpy(copy, heads ? res.heads_out : res.output, count * sizeof *copy);
     attn_result_free(&res);
@@ -588,29 +764,64 @@ static void test_key_outer_matches_key_inner(void **state)
 {
     (void)state;
     const struct feature_case cases[] = {
-        {"self rope dropout gqa", {.batch = 2, .n_query = 700, .d_model = 32,
-                                   .heads = 4, .kv_heads = 2, .dropout = 0.2f,
-                                   .seed = 3, .positional = ATTN_POS_ROPE,
-                                   .qkv_bias = true, .out_bias = true},
-         false, true},
-        {"self sinusoidal causal", {.n_query = 1100, .d_model = 24, .heads = 3,
-                                    .causal = true,
-                                    .positional = ATTN_POS_SINUSOIDAL},
-         false, false},
-        {"cross mask sinusoidal", {.batch = 2, .n_query = 300, .d_model = 16,
-                                   .cross = true, .n_ctx = 1030, .d_ctx = 12,
-                                   .heads = 2,
-                                   .positional = ATTN_POS_SINUSOIDAL},
-         true, true},
-        {"causal context longer", {.n_query = 520, .d_model = 16, .cross = true,
-                                   .n_ctx = 1600, .heads = 2, .causal = true},
-         false, false},
-        {"d_out differs", {.n_query = 600, .d_model = 20, .heads = 2, .d_k = 6,
-                           .d_v = 5, .d_out = 7}, false, false},
-        {"residual input no out_proj", {.n_query = 530, .d_model = 12, .heads = 3,
-                                        .no_out_proj = true,
-                                        .residual = ATTN_RESIDUAL_INPUT},
-         false, false},
+        {"self rope dropout gqa",
+         {.batch = 2,
+          .n_query = 700,
+          .d_model = 32,
+          .heads = 4,
+          .kv_heads = 2,
+          .dropout = 0.2f,
+          .seed = 3,
+          .positional = ATTN_POS_ROPE,
+          .qkv_bias = true,
+          .out_bias = true},
+         false,
+         true},
+        {"self sinusoidal causal",
+         {.n_query = 1100,
+          .d_model = 24,
+          .heads = 3,
+          .causal = true,
+          .positional = ATTN_POS_SINUSOIDAL},
+         false,
+         false},
+        {"cross mask sinusoidal",
+         {.batch = 2,
+          .n_query = 300,
+          .d_model = 16,
+          .cross = true,
+          .n_ctx = 1030,
+          .d_ctx = 12,
+          .heads = 2,
+          .positional = ATTN_POS_SINUSOIDAL},
+         true,
+         true},
+        {"causal context longer",
+         {.n_query = 520,
+          .d_model = 16,
+          .cross = true,
+          .n_ctx = 1600,
+          .heads = 2,
+          .causal = true},
+         false,
+         false},
+        {"d_out differs",
+         {.n_query = 600,
+          .d_model = 20,
+          .heads = 2,
+          .d_k = 6,
+          .d_v = 5,
+          .d_out = 7},
+         false,
+         false},
+        {"residual input no out_proj",
+         {.n_query = 530,
+          .d_model = 12,
+          .heads = 3,
+          .no_out_proj = true,
+          .residual = ATTN_RESIDUAL_INPUT},
+         false,
+         false},
     };
     attn_blas_single_thread();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -653,7 +864,8 @@ static void test_flops(void **state)
     struct attn_error err;
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
     /* q, k, v, o projections 4 * 10*64*64, scores and PV 2 * 8*10*10*8 */
-    assert_true(attn_flops(&cfg) == 2.0 * (4 * 10 * 64 * 64 + 2 * 8 * 10 * 10 * 8));
+    assert_true(attn_flops(&cfg) ==
+                2.0 * (4 * 10 * 64 * 64 + 2 * 8 * 10 * 10 * 8));
 }
 
 int main(void)

@@ -120,13 +120,14 @@ static uint8_t *bools(const cJSON *arr)
     uint8_t *out = malloc((size_t)cJSON_GetArraySize(arr) + 1);
     size_t i = 0;
     const cJSON *v;
-    cJSON_ArrayForEach(v, arr) out[i++] = cJSON_IsTrue(v) || (cJSON_IsNumber(v) && v->valuedouble != 0);
+    cJSON_ArrayForEach(v, arr) out[i++] =
+        cJSON_IsTrue(v) || (cJSON_IsNumber(v) && v->valuedouble != 0);
     return out;
 }
 
 static attn_residual residual_of(const char *s)
 {
-    return !strcmp(s, "value") ? ATTN_RESIDUAL_VALUE
+    return !strcmp(s, "value")   ? ATTN_RESIDUAL_VALUE
            : !strcmp(s, "input") ? ATTN_RESIDUAL_INPUT
                                  : ATTN_RESIDUAL_NONE;
 }
@@ -141,8 +142,9 @@ static attn_positional positional_of(const char *s)
 static struct attn_config config_of(const cJSON *c)
 {
     struct attn_config cfg = {
-        .mode = !strcmp(get(c, "mode")->valuestring, "basic") ? ATTN_MODE_BASIC
-                                                               : ATTN_MODE_PROJECTED,
+        .mode = !strcmp(get(c, "mode")->valuestring, "basic")
+                    ? ATTN_MODE_BASIC
+                    : ATTN_MODE_PROJECTED,
         .batch = get_size(c, "batch"),
         .n_query = get_size(c, "n_query"),
         .d_model = get_size(c, "d_model"),
@@ -182,19 +184,23 @@ static void check_sentence(const cJSON *in, const struct attn_config *cfg,
     const char *sentence = get(in, "sentence")->valuestring;
     struct attn_tokens toks;
     struct attn_error err;
-    assert_int_equal(attn_tokenize(sentence, strlen(sentence), &opts, 0, &toks, &err),
-                     ATTN_OK);
+    assert_int_equal(
+        attn_tokenize(sentence, strlen(sentence), &opts, 0, &toks, &err),
+        ATTN_OK);
     const cJSON *want = get(in, "tokens");
     assert_int_equal(toks.count, (size_t)cJSON_GetArraySize(want));
     assert_int_equal(toks.count, cfg->n_query);
     float *row = malloc(cfg->d_model * sizeof *row);
     for (size_t t = 0; t < toks.count; t++) {
-        assert_string_equal(toks.text[t], cJSON_GetArrayItem(want, (int)t)->valuestring);
-        attn_embed_token(toks.text[t], strlen(toks.text[t]), cfg->seed, cfg->d_model, row);
+        assert_string_equal(toks.text[t],
+                            cJSON_GetArrayItem(want, (int)t)->valuestring);
+        attn_embed_token(toks.text[t], strlen(toks.text[t]), cfg->seed,
+                         cfg->d_model, row);
         for (size_t e = 0; e < cfg->d_model; e++)
             if (row[e] != x[t * cfg->d_model + e])
-                fail_msg("embedding of \"%s\"[%zu] is %.9g, expected %.9g", toks.text[t],
-                         e, (double)row[e], (double)x[t * cfg->d_model + e]);
+                fail_msg("embedding of \"%s\"[%zu] is %.9g, expected %.9g",
+                         toks.text[t], e, (double)row[e],
+                         (double)x[t * cfg->d_model + e]);
     }
     free(row);
     attn_tokens_free(&toks);
@@ -231,14 +237,16 @@ static void compare(const char *name, const char *array, const float *got,
     if (!got)
         return; /* not asked for in this pass */
     size_t n = 0;
-    double *want = doubles(cJSON_GetObjectItemCaseSensitive(expected, array), &n);
+    double *want =
+        doubles(cJSON_GetObjectItemCaseSensitive(expected, array), &n);
     if (!want)
         return;
     assert_int_equal(n, count);
     if (weights) {
         const double d = max_abs_diff(got, want, n);
         if (!(d <= WEIGHT_TOL / (1.0 - dropout)))
-            fail_msg("%s: %s off by %g (tolerance %g)", name, array, d, WEIGHT_TOL);
+            fail_msg("%s: %s off by %g (tolerance %g)", name, array, d,
+                     WEIGHT_TOL);
     } else {
         const double r = max_tol_ratio(got, want, n, ATOL, RTOL);
         if (!(r <= 1.0))
@@ -271,13 +279,18 @@ static void run_case(void **state)
         const char *name;
         unsigned bit;
     } arrays[] = {
-        {"weights", ATTN_WANT_WEIGHTS}, {"scores", ATTN_WANT_SCORES},
-        {"mean_weights", ATTN_WANT_MEAN_WEIGHTS}, {"q", ATTN_WANT_Q},
-        {"k", ATTN_WANT_K}, {"v", ATTN_WANT_V},
-        {"heads_out", ATTN_WANT_HEADS}, {"output", ATTN_WANT_OUTPUT},
+        {"weights", ATTN_WANT_WEIGHTS},
+        {"scores", ATTN_WANT_SCORES},
+        {"mean_weights", ATTN_WANT_MEAN_WEIGHTS},
+        {"q", ATTN_WANT_Q},
+        {"k", ATTN_WANT_K},
+        {"v", ATTN_WANT_V},
+        {"heads_out", ATTN_WANT_HEADS},
+        {"output", ATTN_WANT_OUTPUT},
     };
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(expected, arrays[i].name);
+        const cJSON *e =
+            cJSON_GetObjectItemCaseSensitive(expected, arrays[i].name);
         if (e && !cJSON_IsNull(e))
             cfg.want |= arrays[i].bit;
     }
@@ -296,17 +309,20 @@ static void run_case(void **state)
         const double p = cfg.dropout;
         compare(file, "weights", r.weights, expected, b * h * n * m, true, p);
         compare(file, "scores", r.scores, expected, b * h * n * m, false, p);
-        compare(file, "mean_weights", r.mean_weights, expected, b * n * m, true, p);
+        compare(file, "mean_weights", r.mean_weights, expected, b * n * m, true,
+                p);
         compare(file, "q", r.q, expected, b * n * h * r.d_k, false, p);
         compare(file, "k", r.k, expected, b * m * g * r.d_k, false, p);
         compare(file, "v", r.v, expected, b * m * g * r.d_v, false, p);
-        compare(file, "heads_out", r.heads_out, expected, b * n * h * r.d_v, false, p);
+        compare(file, "heads_out", r.heads_out, expected, b * n * h * r.d_v,
+                false, p);
         compare(file, "output", r.output, expected, b * n * r.d_out, false, p);
         const cJSON *fm = get(expected, "fully_masked");
         uint8_t *want_fm = bools(fm);
         for (size_t i = 0; i < b * n; i++)
             if (r.fully_masked[i] != want_fm[i])
-                fail_msg("%s: fully_masked[%zu] is %d", file, i, r.fully_masked[i]);
+                fail_msg("%s: fully_masked[%zu] is %d", file, i,
+                         r.fully_masked[i]);
         free(want_fm);
         attn_result_free(&r);
     }
@@ -332,14 +348,16 @@ static void test_streams_embeddings_params(void **state)
     {
         const char *label = get(s, "label")->valuestring;
         const uint64_t seed = get_u64(s, "seed");
-        assert_true(attn_fnv1a64(label, strlen(label)) == get_u64(s, "fnv1a64"));
+        assert_true(attn_fnv1a64(label, strlen(label)) ==
+                    get_u64(s, "fnv1a64"));
         const uint64_t key = attn_stream_key(seed, label, strlen(label));
         assert_true(key == get_u64(s, "key"));
         const cJSON *d;
         uint64_t n = 0;
         cJSON_ArrayForEach(d, get(s, "draws"))
         {
-            assert_true(attn_stream_draw(key, n) == strtoull(d->valuestring, NULL, 10));
+            assert_true(attn_stream_draw(key, n) ==
+                        strtoull(d->valuestring, NULL, 10));
             n++;
         }
     }
@@ -355,8 +373,9 @@ static void test_streams_embeddings_params(void **state)
         attn_embed_token(text, strlen(text), get_u64(t, "seed"), d, got);
         for (size_t e = 0; e < d; e++)
             if (got[e] != want[e])
-                fail_msg("embedding of \"%s\" (d %zu)[%zu]: %.9g, expected %.9g", text, d,
-                         e, (double)got[e], (double)want[e]);
+                fail_msg(
+                    "embedding of \"%s\" (d %zu)[%zu]: %.9g, expected %.9g",
+                    text, d, e, (double)got[e], (double)want[e]);
         free(got);
         free(want);
     }
@@ -372,10 +391,12 @@ static void test_streams_embeddings_params(void **state)
                          &drawn.wv, &drawn.bv, &drawn.wo, &drawn.bo};
     float **w_slots[] = {&want.wq, &want.bq, &want.wk, &want.bk,
                          &want.wv, &want.bv, &want.wo, &want.bo};
-    const char *names[] = {"q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
-                           "v_proj.weight", "v_proj.bias", "out_proj.weight", "out_proj.bias"};
+    const char *names[] = {"q_proj.weight",   "q_proj.bias",   "k_proj.weight",
+                           "k_proj.bias",     "v_proj.weight", "v_proj.bias",
+                           "out_proj.weight", "out_proj.bias"};
     for (int i = 0; i < 8; i++) {
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(get(pd, "tensors"), names[i]);
+        const cJSON *arr =
+            cJSON_GetObjectItemCaseSensitive(get(pd, "tensors"), names[i]);
         if (!arr || cJSON_IsNull(arr)) {
             assert_null(*g_slots[i]);
             continue;
@@ -406,16 +427,18 @@ static void test_tokenizer_cases(void **state)
             .special_tokens = get_bool(c, "special_tokens")};
         struct attn_tokens toks;
         struct attn_error err;
-        if (attn_tokenize(input, strlen(input), &opts, 0, &toks, &err) != ATTN_OK)
+        if (attn_tokenize(input, strlen(input), &opts, 0, &toks, &err) !=
+            ATTN_OK)
             fail_msg("case %d: %s", count, err.message);
         const cJSON *want = get(c, "tokens");
         if (toks.count != (size_t)cJSON_GetArraySize(want))
-            fail_msg("case %d (%s): %zu tokens, expected %d", count, input, toks.count,
-                     cJSON_GetArraySize(want));
+            fail_msg("case %d (%s): %zu tokens, expected %d", count, input,
+                     toks.count, cJSON_GetArraySize(want));
         for (size_t t = 0; t < toks.count; t++)
-            if (strcmp(toks.text[t], cJSON_GetArrayItem(want, (int)t)->valuestring))
-                fail_msg("case %d (%s): token %zu is \"%s\", expected \"%s\"", count,
-                         input, t, toks.text[t],
+            if (strcmp(toks.text[t],
+                       cJSON_GetArrayItem(want, (int)t)->valuestring))
+                fail_msg("case %d (%s): token %zu is \"%s\", expected \"%s\"",
+                         count, input, t, toks.text[t],
                          cJSON_GetArrayItem(want, (int)t)->valuestring);
         attn_tokens_free(&toks);
         count++;
@@ -442,7 +465,8 @@ int main(void)
     while ((ent = readdir(dir)) && n_files < 256) {
         const size_t len = strlen(ent->d_name);
         if (len < 6 || strcmp(ent->d_name + len - 5, ".json") ||
-            !strcmp(ent->d_name, "embeddings.json") || !strcmp(ent->d_name, "tokenizer.json"))
+            !strcmp(ent->d_name, "embeddings.json") ||
+            !strcmp(ent->d_name, "tokenizer.json"))
             continue;
         files[n_files++] = strdup(ent->d_name);
     }
@@ -450,12 +474,14 @@ int main(void)
     qsort(files, n_files, sizeof files[0], by_name);
 
     struct CMUnitTest *tests = calloc(n_files + 2, sizeof *tests);
-    tests[0] = (struct CMUnitTest)cmocka_unit_test(test_streams_embeddings_params);
+    tests[0] =
+        (struct CMUnitTest)cmocka_unit_test(test_streams_embeddings_params);
     tests[1] = (struct CMUnitTest)cmocka_unit_test(test_tokenizer_cases);
     for (size_t i = 0; i < n_files; i++)
-        tests[i + 2] = (struct CMUnitTest){.name = files[i], .test_func = run_case,
-                                           .initial_state = files[i]};
-    const int failed = _cmocka_run_group_tests("golden", tests, n_files + 2, NULL, NULL);
+        tests[i + 2] = (struct CMUnitTest){
+            .name = files[i], .test_func = run_case, .initial_state = files[i]};
+    const int failed =
+        _cmocka_run_group_tests("golden", tests, n_files + 2, NULL, NULL);
     for (size_t i = 0; i < n_files; i++)
         free(files[i]);
     free(tests);

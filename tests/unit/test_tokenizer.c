@@ -40,21 +40,26 @@ static void check_tokens(const char *text, size_t len,
     assert_int_equal(tokens.count, 0);
 }
 
-#define WANT(...) (const char *const[]){__VA_ARGS__}
+#define WANT(...)                                                              \
+    (const char *const[])                                                      \
+    {                                                                          \
+        __VA_ARGS__                                                            \
+    }
 #define N_WANT(...) (sizeof(WANT(__VA_ARGS__)) / sizeof(const char *))
 /* EXPECT(opts, "text literal", "token", ...): the literal may hold NULs. */
-#define EXPECT(opts, text, ...)                                             \
-    check_tokens(text, sizeof(text) - 1, opts, WANT(__VA_ARGS__),           \
+#define EXPECT(opts, text, ...)                                                \
+    check_tokens(text, sizeof(text) - 1, opts, WANT(__VA_ARGS__),              \
                  N_WANT(__VA_ARGS__))
-#define EXPECT_NONE(opts, text) check_tokens(text, sizeof(text) - 1, opts, NULL, 0)
+#define EXPECT_NONE(opts, text)                                                \
+    check_tokens(text, sizeof(text) - 1, opts, NULL, 0)
 
 static void test_default_sentence(void **state)
 {
     (void)state;
     EXPECT(&uncased, "The cat chased the mouse because it was hungry", "the",
            "cat", "chased", "the", "mouse", "because", "it", "was", "hungry");
-    EXPECT(NULL, "The cat chased the mouse because it was hungry", "the",
-           "cat", "chased", "the", "mouse", "because", "it", "was", "hungry");
+    EXPECT(NULL, "The cat chased the mouse because it was hungry", "the", "cat",
+           "chased", "the", "mouse", "because", "it", "was", "hungry");
     EXPECT(&cased, "The cat  chased", "The", "cat", "chased");
 }
 
@@ -71,8 +76,15 @@ static void test_punctuation(void **state)
     EXPECT(&uncased, "¿Qué?—«sí»", "¿", "que", "?", "—", "«", "si", "»");
     EXPECT(&uncased, "5€ 3×4", "5€", "3×4");
     // U+1FEF (Sk) folds to ` (ASCII, punctuation) only when uncasing
-    EXPECT(&uncased, "a\xe1\xbf\xaf" "b", "a", "`", "b");
-    EXPECT(&cased, "a\xe1\xbf\xaf" "b", "a\xe1\xbf\xaf" "b");
+    EXPECT(&uncased,
+           "a\xe1\xbf\xaf"
+           "b",
+           "a", "`", "b");
+    EXPECT(&cased,
+           "a\xe1\xbf\xaf"
+           "b",
+           "a\xe1\xbf\xaf"
+           "b");
 }
 
 static void test_accents(void **state)
@@ -89,7 +101,8 @@ static void test_accents(void **state)
     // ǅ lowercases to ǆ, whose decomposition is a compatibility one: kept
     EXPECT(&uncased, "İstanbul straße ẞ ǅ", "istanbul", "straße", "ß", "ǆ");
     // ohm, kelvin and angstrom signs; Roman numeral twelve; circled A
-    EXPECT(&uncased, "\xe2\x84\xa6 \xe2\x84\xaa \xe2\x84\xab \xe2\x85\xab \xe2\x92\xb6",
+    EXPECT(&uncased,
+           "\xe2\x84\xa6 \xe2\x84\xaa \xe2\x84\xab \xe2\x85\xab \xe2\x92\xb6",
            "ω", "k", "a", "\xe2\x85\xbb", "\xe2\x93\x90");
     // README: capital sigma is always σ, even at the end of a word
     EXPECT(&uncased, "ΟΔΟΣ σοφος", "οδοσ", "σοφος");
@@ -131,15 +144,37 @@ static void test_control_and_whitespace(void **state)
     (void)state;
     // controls (Cc, Cf) vanish without splitting the word: \x01, ZWSP,
     // soft hyphen, BOM, DEL, NEL (U+0085), even VT and FF
-    EXPECT(&uncased, "a\x01" "b\xe2\x80\x8b" "c\xc2\xad" "d\xef\xbb\xbf" "e",
+    EXPECT(&uncased,
+           "a\x01"
+           "b\xe2\x80\x8b"
+           "c\xc2\xad"
+           "d\xef\xbb\xbf"
+           "e",
            "abcde");
-    EXPECT(&uncased, "a\x7f" "b\xc2\x85" "c\x0b" "d\x0c" "e", "abcde");
-    EXPECT(&uncased, "a\0b \xef\xbf\xbd c\xef\xbf\xbd" "d", "ab", "cd");
+    EXPECT(&uncased,
+           "a\x7f"
+           "b\xc2\x85"
+           "c\x0b"
+           "d\x0c"
+           "e",
+           "abcde");
+    EXPECT(&uncased,
+           "a\0b \xef\xbf\xbd c\xef\xbf\xbd"
+           "d",
+           "ab", "cd");
     // whitespace: tab, newline, CR, Zs (NBSP, em space, U+3000), and the
     // line and paragraph separators, on which BERT's str.split() splits
-    EXPECT(&uncased, "a\tb\nc\rd\xc2\xa0" "e\xe2\x80\x83" "f\xe3\x80\x80" "g",
+    EXPECT(&uncased,
+           "a\tb\nc\rd\xc2\xa0"
+           "e\xe2\x80\x83"
+           "f\xe3\x80\x80"
+           "g",
            "a", "b", "c", "d", "e", "f", "g");
-    EXPECT(&uncased, "a\xe2\x80\xa8" "b\xe2\x80\xa9" "c", "a", "b", "c");
+    EXPECT(&uncased,
+           "a\xe2\x80\xa8"
+           "b\xe2\x80\xa9"
+           "c",
+           "a", "b", "c");
     EXPECT_NONE(&uncased, " \t\n\r\xe3\x80\x80\xc2\xa0");
     EXPECT_NONE(&uncased, "\x01\x02\xe2\x80\x8b");
 }
@@ -149,8 +184,8 @@ static void test_emoji(void **state)
     (void)state;
     // So is not punctuation; the skin tone (Sk) stays, ZWJ (Cf) goes, and
     // variation selector 16 (Mn) goes only when uncasing
-    EXPECT(&uncased, "I ❤️ NY 👍🏽 hello👋world", "i", "❤", "ny", "👍🏽",
-           "hello👋world");
+    EXPECT(&uncased, "I ❤️ NY 👍🏽 hello👋world", "i", "❤", "ny",
+           "👍🏽", "hello👋world");
     EXPECT(&cased, "I ❤️ NY", "I", "❤️", "NY");
     EXPECT(&uncased, "👨‍👩‍👧", "👨👩👧");
 }
@@ -208,11 +243,14 @@ static void test_empty(void **state)
 struct bad_utf8 {
     const char *bytes;
     size_t len;
-    size_t offset;        /* the byte the error names */
-    const char *message;  /* the start of the message */
+    size_t offset;       /* the byte the error names */
+    const char *message; /* the start of the message */
 };
 
-#define BAD(bytes, offset, message) {bytes, sizeof(bytes) - 1, offset, message}
+#define BAD(bytes, offset, message)                                            \
+    {                                                                          \
+        bytes, sizeof(bytes) - 1, offset, message                              \
+    }
 
 static void test_invalid_utf8(void **state)
 {
@@ -234,7 +272,8 @@ static void test_invalid_utf8(void **state)
         BAD("\xf0\x8f\xbf\xbf", 0,
             "sentence has invalid UTF-8 at byte 0 (0xf0)"),
         // surrogates U+D800 and U+DFFF
-        BAD("ok \xed\xa0\x80", 3, "sentence has invalid UTF-8 at byte 3 (0xed)"),
+        BAD("ok \xed\xa0\x80", 3,
+            "sentence has invalid UTF-8 at byte 3 (0xed)"),
         BAD("\xed\xbf\xbf", 0, "sentence has invalid UTF-8 at byte 0 (0xed)"),
         // above U+10FFFF
         BAD("\xf4\x90\x80\x80", 0,
@@ -283,7 +322,10 @@ static void test_valid_utf8_edges(void **state)
 {
     (void)state;
     // the first and last code point of each length, and around surrogates
-    EXPECT(&cased, "\xc2\x80" "a", "a"); // U+0080 is a C1 control
+    EXPECT(&cased,
+           "\xc2\x80"
+           "a",
+           "a"); // U+0080 is a C1 control
     EXPECT(&cased, "\xdf\xbf \xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80",
            "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80");
     EXPECT(&cased, "\xef\xbf\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf",
