@@ -25,12 +25,13 @@ static atomic_uint_fast64_t latency_micros[N_ROUTES];
 static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_int in_flight;
+static atomic_int computing;
 
 const char *metrics_route_name(enum metrics_route r)
 {
-    static const char *const names[N_ROUTES] = {"/attention", "/healthz",
-                                                "/metrics",   "/openapi.json",
-                                                "static",     "other"};
+    static const char *const names[N_ROUTES] = {
+        "/attention", "/healthz", "/metrics", "/openapi.json",
+        "/config",    "static",   "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 
@@ -58,6 +59,16 @@ void metrics_request_done(enum metrics_route route, int status, double seconds,
 void metrics_add_flops(double flops)
 {
     atomic_fetch_add(&flops_total, (uint_fast64_t)flops);
+}
+
+void metrics_computation_started(void)
+{
+    atomic_fetch_add(&computing, 1);
+}
+
+void metrics_computation_done(void)
+{
+    atomic_fetch_sub(&computing, 1);
 }
 
 char *metrics_render(size_t *len)
@@ -124,10 +135,14 @@ char *metrics_render(size_t *len)
             "attnd_attention_flops_total %llu\n"
             "# HELP attnd_requests_in_flight Requests being handled now.\n"
             "# TYPE attnd_requests_in_flight gauge\n"
-            "attnd_requests_in_flight %d\n",
+            "attnd_requests_in_flight %d\n"
+            "# HELP attnd_computations_running Computations holding a "
+            "compute slot now.\n"
+            "# TYPE attnd_computations_running gauge\n"
+            "attnd_computations_running %d\n",
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
-            atomic_load(&in_flight));
+            atomic_load(&in_flight), atomic_load(&computing));
     if (!ok) {
         buf_free(&b);
         return NULL;

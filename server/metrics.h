@@ -13,6 +13,7 @@ enum metrics_route {
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
     ROUTE_OPENAPI,
+    ROUTE_CONFIG,
     ROUTE_STATIC,
     ROUTE_OTHER,
     N_ROUTES
@@ -24,6 +25,10 @@ void metrics_request_started(void);
 void metrics_request_done(enum metrics_route route, int status, double seconds,
                           size_t bytes_out);
 void metrics_add_flops(double flops);
+
+/* A computation took a compute slot, or gave it back. */
+void metrics_computation_started(void);
+void metrics_computation_done(void);
 
 /* The exposition text; the caller frees it with free(). */
 char *metrics_render(size_t *len);

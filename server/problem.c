@@ -22,18 +22,11 @@ bool problem_set(struct problem *pb, int status, const char *pointer,
 }
 
 bool problem_from_core(struct problem *pb, attn_status st,
-                       const struct attn_error *err,
-                       const struct problem_field *fields, size_t n_fields)
+                       const struct attn_error *err, const char *pointer)
 {
     /* A failed allocation is the server's lack of room, not the
      * client's mistake; everything else the core refuses is the input's. */
     const int status = st == ATTN_E_NOMEM ? 503 : 422;
-    const char *pointer = "";
-    for (size_t i = 0; i < n_fields; i++)
-        if (!strcmp(fields[i].field, err->field)) {
-            pointer = fields[i].pointer;
-            break;
-        }
     problem_set(pb, status, pointer, "%s", err->message);
     if (status == 503)
         pb->retry_after = 1;

@@ -26,14 +26,10 @@ __attribute__((format(printf, 4, 5)))
 bool problem_set(struct problem *pb, int status, const char *pointer,
                  const char *fmt, ...);
 
-/* The core's error as a problem: status from the core's status, pointer
- * from err->field through the table the caller gives (field -> pointer). */
-struct problem_field {
-    const char *field, *pointer;
-};
+/* The core's error as a problem: 503 for an allocation that failed, else
+ * 422 at pointer (the request field err->field stands for). */
 bool problem_from_core(struct problem *pb, attn_status st,
-                       const struct attn_error *err,
-                       const struct problem_field *fields, size_t n_fields);
+                       const struct attn_error *err, const char *pointer);
 
 /* The short title for a status, e.g. "invalid request" for 422. */
 const char *problem_title(int status);

@@ -1,6 +1,13 @@
 /*
  * request.h - an /attention request, decoded from a JSON body or from GET
  * query parameters, validated, and ready for the core.
+ *
+ * Every field a client can send is a row of the table in
+ * request_fields.c: its name, kind, range, default, where it is accepted,
+ * and how the config echo shows it. The steps that read the fields are in
+ * request.c (order and resolution), request_input.c (sentence, tokens,
+ * embeddings, context), request_mask.c, request_params.c and
+ * request_query.c (GET parameters and the PNG options).
  */
 #ifndef ATTND_REQUEST_H
 #define ATTND_REQUEST_H
@@ -52,16 +59,27 @@ enum request_extra {
     REQUEST_WANT_PARAMS = 1u << 1
 };
 
+/* Where a request's parameters come from, as the config echo says it. */
+enum request_params_source {
+    PARAMS_NONE, /* mode basic: there are none */
+    PARAMS_SEED, /* drawn from the seed */
+    PARAMS_GIVEN /* the client's state_dict */
+};
+
 struct request {
     struct request_input input, context;
     struct attn_config cfg;    /* resolved before the request is accepted */
     struct attn_params params; /* owned; explicit or drawn when needed */
-    bool explicit_params;
+    enum request_params_source params_source;
     uint8_t *mask, *key_padding; /* owned */
     const char *mask_name;       /* "none", "causal" or "explicit" */
-    bool lowercase, special_tokens, bias;
-    int precision;  /* 0: shortest round-trip */
-    unsigned extra; /* bit set of enum request_extra */
+    /* options read through the field table that the config holds only
+     * in another form */
+    bool lowercase, special_tokens, bias, out_proj, out_bias;
+    size_t precision; /* significant digits; 0: shortest round-trip */
+    bool compute;     /* false: "return": [] asks for tokens and config */
+    unsigned extra;   /* bit set of enum request_extra */
+    uint64_t given;   /* bit i: the client sent request_fields[i] */
     struct request_png png;
 };
 
@@ -69,9 +87,10 @@ void request_init(struct request *req);
 void request_free(struct request *req);
 
 /*
- * Decode and validate a JSON body of len bytes. On failure fills *pb (the
- * problem to answer with) and returns false; the request may hold partial
- * state and must still be freed.
+ * Decode and validate a JSON body of len bytes, with the PNG options the
+ * URL gave (request_parse_png() first). On failure fills *pb (the problem
+ * to answer with) and returns false; the request may hold partial state
+ * and must still be freed.
  */
 bool request_parse_json(struct request *req, const char *body, size_t len,
                         const struct request_limits *lim, struct problem *pb);
@@ -79,7 +98,7 @@ bool request_parse_json(struct request *req, const char *body, size_t len,
 /*
  * The same from GET query parameters, given as (key, value) pairs; every
  * scalar option of the JSON form is accepted, plus "context" (a context
- * sentence) and "return" (comma-separated).
+ * sentence) and "return" (comma-separated). PNG options are skipped here.
  */
 struct request_param {
     const char *key, *value;
@@ -95,9 +114,16 @@ bool request_is_png_param(const char *key);
 /*
  * PNG options (format, head, batch, colormap, cell, labels) from query
  * parameters; other keys are ignored here. accept_png: the Accept header
- * asked for image/png. Checked against the resolved config.
+ * asked for image/png. Called before the body or the other parameters are
+ * decoded, so that the config is resolved once, for what the answer
+ * shows; the head and batch are checked against it then.
  */
 bool request_parse_png(struct request *req, const struct request_param *p,
                        size_t n, bool accept_png, struct problem *pb);
+
+/* The JSON pointer of the request field that a core error's field names
+ * ("heads" -> "/heads", "x" -> the input's pointer); "" when none. */
+const char *request_pointer_of(const struct request *req,
+                               const char *core_field);
 
 #endif

@@ -6,9 +6,8 @@
 #include "response.h"
 #include "buf.h"
 #include "jsonnum.h"
+#include "request_fields.h"
 
-#include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,8 +25,8 @@ struct piece {
 };
 
 struct response_stream {
-    struct request req;
-    struct attn_result res;
+    const struct request *req;     /* borrowed */
+    const struct attn_result *res; /* borrowed */
     struct buf text;
     struct piece pieces[MAX_PIECES];
     size_t n_pieces;
@@ -77,8 +76,8 @@ static bool add_batched(struct response_stream *s, size_t *mark,
                         const char *name, const float *values, size_t d0,
                         size_t d1, size_t d2)
 {
-    const bool batched = s->req.input.batched;
-    size_t dims[4] = {s->res.batch, d0, d1, d2};
+    const bool batched = s->req->input.batched;
+    size_t dims[4] = {s->res->batch, d0, d1, d2};
     const int inner = d2 ? 3 : 2;
     return batched ? add_array(s, mark, name, values, inner + 1, dims)
                    : add_array(s, mark, name, values, inner, dims + 1);
@@ -100,135 +99,36 @@ static bool add_tokens(struct buf *t, const char *name,
     return buf_append_str(t, "]");
 }
 
-static bool add_number(struct buf *t, const char *name, float v, int precision)
-{
-    char num[JSONNUM_MAX];
-    jsonnum_format(v, precision, num);
-    return buf_printf(t, ",\"%s\":%s", name, num);
-}
-
-static const char *residual_name(attn_residual r)
-{
-    return r == ATTN_RESIDUAL_VALUE   ? "value"
-           : r == ATTN_RESIDUAL_INPUT ? "input"
-                                      : "none";
-}
-
-static const char *positional_name(attn_positional p)
-{
-    return p == ATTN_POS_SINUSOIDAL ? "sinusoidal"
-           : p == ATTN_POS_ROPE     ? "rope"
-                                    : "none";
-}
-
-/* Every resolved value, defaults filled in. */
-static bool add_config(struct buf *t, const struct request *req)
-{
-    const struct attn_config *c = &req->cfg;
-    const bool basic = c->mode == ATTN_MODE_BASIC;
-    const float scale = c->has_scale ? c->scale
-                        : basic      ? 1.0f
-                                     : (float)(1.0 / sqrt((double)c->d_k));
-    static const char *const names[] = {
-        "weights", "scores",       "q",      "k",
-        "v",       "heads_output", "output", "mean_weights"};
-    static const unsigned bits[] = {ATTN_WANT_WEIGHTS, ATTN_WANT_SCORES,
-                                    ATTN_WANT_Q,       ATTN_WANT_K,
-                                    ATTN_WANT_V,       ATTN_WANT_HEADS,
-                                    ATTN_WANT_OUTPUT,  ATTN_WANT_MEAN_WEIGHTS};
-    bool ok =
-        buf_printf(t,
-                   ",\"config\":{\"mode\":\"%s\",\"batch\":%zu,"
-                   "\"tokens\":%zu,\"d_model\":%zu",
-                   basic ? "basic" : "projected", c->batch, c->n_query,
-                   c->d_model) &&
-        (!c->cross || buf_printf(t, ",\"context_tokens\":%zu,\"d_context\":%zu",
-                                 c->n_ctx, c->d_ctx)) &&
-        buf_printf(t,
-                   ",\"heads\":%zu,\"kv_heads\":%zu,\"d_k\":%zu,\"d_v\":%zu,"
-                   "\"d_out\":%zu,\"bias\":%s,\"out_proj\":%s,"
-                   "\"out_bias\":%s",
-                   c->heads, c->kv_heads, c->d_k, c->d_v, c->d_out,
-                   !basic && c->qkv_bias ? "true" : "false",
-                   !basic && !c->no_out_proj ? "true" : "false",
-                   !basic && !c->no_out_proj && c->out_bias ? "true"
-                                                            : "false") &&
-        add_number(t, "scale", scale, 0) &&
-        buf_printf(t,
-                   ",\"residual\":\"%s\",\"mask\":\"%s\",\"key_padding\":%s,"
-                   "\"positional\":\"%s\"",
-                   residual_name(c->residual), req->mask_name,
-                   c->key_padding ? "true" : "false",
-                   positional_name(c->positional)) &&
-        add_number(t, "dropout", c->dropout, 0) &&
-        buf_printf(t,
-                   ",\"seed\":%" PRIu64 ",\"lowercase\":%s,"
-                   "\"special_tokens\":%s,\"params\":\"%s\"",
-                   c->seed, req->lowercase ? "true" : "false",
-                   req->special_tokens ? "true" : "false",
-                   basic                  ? "none"
-                   : req->explicit_params ? "given"
-                                          : "seed") &&
-        (req->precision ? buf_printf(t, ",\"precision\":%d", req->precision)
-                        : buf_append_str(t, ",\"precision\":\"shortest\"")) &&
-        buf_append_str(t, ",\"return\":[");
-    bool first = true;
-    for (size_t i = 0; ok && i < sizeof bits / sizeof bits[0]; i++)
-        if (c->want & bits[i]) {
-            ok = buf_printf(t, "%s\"%s\"", first ? "" : ",", names[i]);
-            first = false;
-        }
-    if (ok && (req->extra & REQUEST_WANT_EMBEDDINGS)) {
-        ok = buf_printf(t, "%s\"embeddings\"", first ? "" : ",");
-        first = false;
-    }
-    if (ok && (req->extra & REQUEST_WANT_PARAMS) && !basic)
-        ok = buf_printf(t, "%s\"params\"", first ? "" : ",");
-    return ok && buf_append_str(t, "]}");
-}
-
+/* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}}. */
 static bool add_params(struct response_stream *s, size_t *mark)
 {
-    const struct request *req = &s->req;
-    const struct attn_config *c = &req->cfg;
-    const struct attn_params *p = &req->params;
-    const size_t hk = c->heads * c->d_k, gk = c->kv_heads * c->d_k,
-                 gv = c->kv_heads * c->d_v, hv = c->heads * c->d_v;
-    const struct {
-        const char *module;
-        const float *w, *b;
-        size_t rows, cols;
-    } mods[] = {
-        {"q_proj", p->wq, p->bq, hk, c->d_model},
-        {"k_proj", p->wk, p->bk, gk, c->d_ctx},
-        {"v_proj", p->wv, p->bv, gv, c->d_ctx},
-        {"out_proj", p->wo, p->bo, c->d_out, hv},
-    };
+    struct attn_params *p = (struct attn_params *)&s->req->params;
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n =
+        attn_params_layout(&s->req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
     if (!buf_append_str(&s->text, ",\"params\":{"))
         return false;
-    bool first = true;
-    for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
-        if (!mods[i].w)
+    const char *open = NULL; /* the module whose object is open */
+    for (size_t i = 0; i < n; i++) {
+        const struct attn_param_tensor *t = &tensors[i];
+        const float *values = *attn_params_slot(p, t->slot);
+        if (!values)
             continue;
-        const size_t wdims[2] = {mods[i].rows, mods[i].cols};
-        if (!buf_printf(&s->text, "%s\"%s\":{\"weight\":", first ? "" : ",",
-                        mods[i].module) ||
+        const bool same = open && !strcmp(open, t->module);
+        if (!same &&
+            !buf_printf(&s->text, "%s\"%s\":{", open ? "}," : "", t->module))
+            return false;
+        if (!buf_printf(&s->text, "%s\"%s\":", same ? "," : "",
+                        t->is_weight ? "weight" : "bias") ||
             !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
             return false;
-        first = false;
-        s->pieces[s->n_pieces++] = (struct piece){
-            .values = mods[i].w, .ndim = 2, .dims = {wdims[0], wdims[1]}};
-        if (mods[i].b) {
-            if (!buf_append_str(&s->text, ",\"bias\":") ||
-                !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
-                return false;
-            s->pieces[s->n_pieces++] = (struct piece){
-                .values = mods[i].b, .ndim = 1, .dims = {mods[i].rows}};
-        }
-        if (!buf_append_str(&s->text, "}"))
-            return false;
+        s->pieces[s->n_pieces++] =
+            (struct piece){.values = values,
+                           .ndim = t->is_weight ? 2 : 1,
+                           .dims = {t->rows, t->is_weight ? t->cols : 0}};
+        open = t->module;
     }
-    return buf_append_str(&s->text, "}");
+    return buf_append_str(&s->text, open ? "}}" : "}");
 }
 
 char *response_warnings_json(const struct request *req,
@@ -268,8 +168,8 @@ char *response_warnings_json(const struct request *req,
 
 static bool assemble(struct response_stream *s)
 {
-    const struct request *req = &s->req;
-    const struct attn_result *r = &s->res;
+    const struct request *req = s->req;
+    const struct attn_result *r = s->res;
     const struct attn_config *c = &req->cfg;
     struct buf *t = &s->text;
     size_t mark = 0;
@@ -277,7 +177,7 @@ static bool assemble(struct response_stream *s)
     if (!buf_append_str(t, "{") || !add_tokens(t, "tokens", &req->input) ||
         (c->cross && (!buf_append_str(t, ",") ||
                       !add_tokens(t, "context_tokens", &req->context))) ||
-        !add_config(t, req))
+        !buf_append_str(t, ",\"config\":") || !request_fields_echo(t, req))
         return false;
     if (req->extra & REQUEST_WANT_EMBEDDINGS) {
         if (!add_batched(s, &mark, "embeddings", req->input.x, n, c->d_model,
@@ -315,22 +215,14 @@ static bool assemble(struct response_stream *s)
     return ok && flush_text(s, &mark);
 }
 
-struct response_stream *response_stream_new(struct request *req,
-                                            struct attn_result *res)
+struct response_stream *response_stream_new(const struct request *req,
+                                            const struct attn_result *res)
 {
     struct response_stream *s = calloc(1, sizeof *s);
-    if (!s) {
-        request_free(req);
-        attn_result_free(res);
+    if (!s)
         return NULL;
-    }
-    s->req = *req;
-    s->res = *res;
-    /* the request's views into itself move along with it */
-    if (s->req.cfg.params == &req->params)
-        s->req.cfg.params = &s->req.params;
-    memset(req, 0, sizeof *req);
-    memset(res, 0, sizeof *res);
+    s->req = req;
+    s->res = res;
     buf_init(&s->text, TEXT_CAP);
     if (!assemble(s)) {
         response_stream_free(s);
@@ -349,7 +241,7 @@ static void render_array(struct response_stream *s, const struct piece *p)
         total *= p->dims[k];
         stride[k] = total;
     }
-    const int precision = s->req.precision;
+    const int precision = (int)s->req->precision;
     while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
         const size_t i = s->element;
         char *out = s->stage + s->stage_len;
@@ -410,8 +302,6 @@ void response_stream_free(struct response_stream *s)
 {
     if (!s)
         return;
-    request_free(&s->req);
-    attn_result_free(&s->res);
     buf_free(&s->text);
     free(s);
 }

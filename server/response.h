@@ -15,13 +15,13 @@
 struct response_stream;
 
 /*
- * A stream over the JSON body for req and res. Takes ownership of both
- * (they are freed with the stream); on failure (NULL) they are freed too.
- * The body: tokens, context_tokens, config, the requested arrays in a
- * fixed order, warnings. The same request always gives the same bytes.
+ * A stream over the JSON body for req and res, which it borrows: both must
+ * outlive the stream. NULL when memory runs out. The body: tokens,
+ * context_tokens, config, the requested arrays in a fixed order, warnings.
+ * The same request always gives the same bytes.
  */
-struct response_stream *response_stream_new(struct request *req,
-                                            struct attn_result *res);
+struct response_stream *response_stream_new(const struct request *req,
+                                            const struct attn_result *res);
 
 /* Copy up to max bytes of the body into out; 0 at the end. */
 size_t response_stream_read(struct response_stream *s, char *out, size_t max);

@@ -5,6 +5,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "static.h"
+#include "attention.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -85,10 +86,8 @@ static int read_file(const char *path, struct static_file *out)
         free(body);
         return 404;
     }
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a: the ETag */
-    for (size_t i = 0; i < size; i++)
-        h = (h ^ (unsigned char)body[i]) * 0x100000001b3ULL;
-    snprintf(out->etag, sizeof out->etag, "\"%016llx\"", (unsigned long long)h);
+    snprintf(out->etag, sizeof out->etag, "\"%016llx\"",
+             (unsigned long long)attn_fnv1a64(body, size)); /* the ETag */
     out->body = body;
     out->len = size;
     return 200;

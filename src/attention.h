@@ -105,12 +105,61 @@ struct attn_params {
     float *wo, *bo; /* [d_out][heads * d_v],       [d_out]          */
 };
 
+/* The tensors of struct attn_params, in state_dict order. */
+enum attn_param_slot {
+    ATTN_PARAM_WQ,
+    ATTN_PARAM_BQ,
+    ATTN_PARAM_WK,
+    ATTN_PARAM_BK,
+    ATTN_PARAM_WV,
+    ATTN_PARAM_BV,
+    ATTN_PARAM_WO,
+    ATTN_PARAM_BO,
+    ATTN_PARAM_COUNT
+};
+
+/* One parameter tensor of a resolved config: the one statement of the
+ * layout, read by the core and by anything that names tensors. */
+struct attn_param_tensor {
+    const char *name;      /* state_dict name, e.g. "q_proj.weight" */
+    const char *module;    /* its nn.Linear, e.g. "q_proj" */
+    const char *rows_what; /* how rows follow from the config, "heads x d_k" */
+    enum attn_param_slot slot;
+    size_t rows; /* out_features */
+    size_t cols; /* in_features; a bias is [rows], drawn with its
+                    weight's fan-in */
+    bool is_weight;
+};
+
+struct attn_config; /* below */
+
+/* attn_params_layout() flags */
+enum { ATTN_LAYOUT_ALL_BIASES = 1u << 0 };
+
+/*
+ * The tensors a resolved projected config uses, in state_dict order.
+ * Biases are listed when the config draws them, or all of them with
+ * ATTN_LAYOUT_ALL_BIASES (explicit parameters may carry any bias).
+ * Returns how many were written to out.
+ */
+size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
+                          struct attn_param_tensor out[ATTN_PARAM_COUNT]);
+
+/* Number of floats in tensor t: rows x cols for a weight, rows for a bias. */
+size_t attn_param_count(const struct attn_param_tensor *t);
+
+/* The field of p that holds slot. */
+float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot);
+
 /* ---------------------------------------------------------------- config */
 
 typedef enum attn_mode {
     ATTN_MODE_PROJECTED = 0, /* Q, K, V projections, heads, optional W_o */
     ATTN_MODE_BASIC          /* softmax(X * X^T) * X, no parameters      */
 } attn_mode;
+
+/* Heads of a projected config that leaves heads 0. */
+#define ATTN_DEFAULT_HEADS 8
 
 typedef enum attn_positional {
     ATTN_POS_NONE = 0,
@@ -189,14 +238,30 @@ struct attn_config {
                             projected pass holds; 0 = no cap */
     unsigned threads;    /* threads for this call; 0 means 1; at most
                             64 and at most one per unit of work are used */
+
+    bool resolved; /* set by attn_config_resolve(); attn_forward() then
+                      takes the config as it is. After resolving, change
+                      only params and threads. */
 };
 
 /*
  * Fill in defaults and check every size and combination, without touching
- * data. Afterwards every size field of *cfg is nonzero and final.
+ * data. Afterwards every size field of *cfg is nonzero and final, and
+ * cfg->resolved is set.
  */
 attn_status attn_config_resolve(struct attn_config *cfg,
                                 struct attn_error *err);
+
+/* The factor the scores are scaled by, for a resolved config: cfg->scale
+ * when given, else 1/sqrt(d_k) (projected) or 1 (basic). */
+float attn_config_scale(const struct attn_config *cfg);
+
+/* The names of the enums' values ("projected", "value", "rope", ...), as
+ * the core's messages use them; NULL for a value out of range, so that
+ * counting up from 0 until NULL lists them all. */
+const char *attn_mode_name(int mode);
+const char *attn_residual_name(int residual);
+const char *attn_positional_name(int positional);
 
 /*
  * Draw parameters for a resolved config from cfg->seed, as nn.Linear's
@@ -234,7 +299,7 @@ struct attn_result {
  * Multi-head attention forward pass.
  *   x:       [B][N][d_model]
  *   context: [B][M][d_ctx], or NULL for self-attention
- * cfg is resolved first if it was not. On success the caller owns *out;
+ * cfg is resolved first unless cfg->resolved. On success the caller owns *out;
  * release it with attn_result_free(). On failure *out is left empty.
  */
 attn_status attn_forward(const struct attn_config *cfg, const float *x,

@@ -12,16 +12,32 @@
 #include <limits.h>
 #include <math.h>
 
-#define DEFAULT_HEADS 8
 #define DEFAULT_ROPE_BASE 10000.0f
 
-static const char *residual_name(attn_residual residual)
+const char *attn_mode_name(int mode)
 {
-    switch (residual) {
-    case ATTN_RESIDUAL_VALUE: return "value";
-    case ATTN_RESIDUAL_INPUT: return "input";
-    default: return "none";
-    }
+    static const char *const names[] = {"projected", "basic"};
+    return mode >= 0 && mode < 2 ? names[mode] : NULL;
+}
+
+const char *attn_residual_name(int residual)
+{
+    static const char *const names[] = {"none", "value", "input"};
+    return residual >= 0 && residual < 3 ? names[residual] : NULL;
+}
+
+const char *attn_positional_name(int positional)
+{
+    static const char *const names[] = {"none", "sinusoidal", "rope"};
+    return positional >= 0 && positional < 3 ? names[positional] : NULL;
+}
+
+float attn_config_scale(const struct attn_config *cfg)
+{
+    if (cfg->has_scale)
+        return cfg->scale;
+    return cfg->mode == ATTN_MODE_BASIC ? 1.0f
+                                        : (float)(1.0 / sqrt((double)cfg->d_k));
 }
 
 /* A per-head size left 0 defaults to d_model / heads, which must divide. */
@@ -120,7 +136,7 @@ static attn_status resolve_projected(struct attn_config *cfg,
                                      struct attn_error *err)
 {
     if (cfg->heads == 0)
-        cfg->heads = DEFAULT_HEADS;
+        cfg->heads = ATTN_DEFAULT_HEADS;
     if (cfg->kv_heads == 0)
         cfg->kv_heads = cfg->heads;
     if (cfg->kv_heads > cfg->heads || cfg->heads % cfg->kv_heads)
@@ -190,7 +206,7 @@ static attn_status check_options(struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "residual",
                          "residual '%s' needs as many context tokens (%zu) as "
                          "query tokens (%zu)",
-                         residual_name(cfg->residual), cfg->n_ctx,
+                         attn_residual_name((int)cfg->residual), cfg->n_ctx,
                          cfg->n_query);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
@@ -246,25 +262,18 @@ static attn_status check_sizes(const struct attn_config *cfg,
                              "%s (%zu, times heads where it applies) is "
                              "larger than %d",
                              dims[i].field, dims[i].value, INT_MAX);
-    /* The parameter tensors: out_features x in_features each. */
-    const struct {
-        const char *name;
-        size_t rows, cols;
-        bool used;
-    } tensors[] = {{"q_proj.weight", hk, cfg->d_model, true},
-                   {"k_proj.weight", g * cfg->d_k, cfg->d_ctx, true},
-                   {"v_proj.weight", g * cfg->d_v, cfg->d_ctx, true},
-                   {"out_proj.weight", cfg->d_out, hv, !cfg->no_out_proj}};
+    /* The parameter tensors, as a projected pass would draw them. */
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n_tensors = attn_params_layout(cfg, 0, tensors);
     size_t weights = 0; /* each under SIZE_MAX / 32: the sum cannot wrap */
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+    for (size_t i = 0; i < n_tensors; i++) {
         size_t count;
         if (!size_mul(tensors[i].rows, tensors[i].cols, &count) ||
             count > SIZE_MAX / sizeof(float) / 8)
             return attn_fail(err, ATTN_E_TOO_BIG, "d_model",
                              "%s would be %zu x %zu, too large",
                              tensors[i].name, tensors[i].rows, tensors[i].cols);
-        if (tensors[i].used)
-            weights += count;
+        weights += attn_param_count(&tensors[i]);
     }
 
     const unsigned w = cfg->want;
@@ -347,7 +356,9 @@ attn_status attn_config_resolve(struct attn_config *cfg, struct attn_error *err)
     st = check_options(cfg, err);
     if (st)
         return st;
-    return check_sizes(cfg, err);
+    st = check_sizes(cfg, err);
+    cfg->resolved = st == ATTN_OK;
+    return st;
 }
 
 double attn_flops(const struct attn_config *cfg)

@@ -925,7 +925,7 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
 {
     memset(out, 0, sizeof *out);
     struct attn_config cfg = *cfg_in;
-    attn_status st = attn_config_resolve(&cfg, err);
+    attn_status st = cfg.resolved ? ATTN_OK : attn_config_resolve(&cfg, err);
     if (st)
         return st;
     if (!x)
@@ -967,10 +967,7 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                   cfg.residual != ATTN_RESIDUAL_VALUE;
     f.heads_in_output = f.key_outer && !(cfg.want & ATTN_WANT_HEADS) &&
                         cfg.heads * cfg.d_v == cfg.d_out;
-    f.scale = cfg.has_scale ? cfg.scale
-              : cfg.mode == ATTN_MODE_BASIC
-                  ? 1.0f
-                  : (float)(1.0 / sqrt((double)cfg.d_k));
+    f.scale = attn_config_scale(&cfg);
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
     /* a team larger than the number of units would only idle */

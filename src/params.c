@@ -12,43 +12,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t params_tensors(const struct attn_config *cfg,
-                      struct params_tensor out[PARAMS_MAX_TENSORS])
+size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
+                          struct attn_param_tensor out[ATTN_PARAM_COUNT])
 {
     const size_t hk = cfg->heads * cfg->d_k, gk = cfg->kv_heads * cfg->d_k;
     const size_t gv = cfg->kv_heads * cfg->d_v, hv = cfg->heads * cfg->d_v;
-    const struct params_tensor all[PARAMS_MAX_TENSORS] = {
-        {"q_proj.weight", PARAMS_WQ, hk, cfg->d_model, true},
-        {"q_proj.bias", PARAMS_BQ, hk, cfg->d_model, false},
-        {"k_proj.weight", PARAMS_WK, gk, cfg->d_ctx, true},
-        {"k_proj.bias", PARAMS_BK, gk, cfg->d_ctx, false},
-        {"v_proj.weight", PARAMS_WV, gv, cfg->d_ctx, true},
-        {"v_proj.bias", PARAMS_BV, gv, cfg->d_ctx, false},
-        {"out_proj.weight", PARAMS_WO, cfg->d_out, hv, true},
-        {"out_proj.bias", PARAMS_BO, cfg->d_out, hv, false},
+    const struct attn_param_tensor all[ATTN_PARAM_COUNT] = {
+        {"q_proj.weight", "q_proj", "heads x d_k", ATTN_PARAM_WQ, hk,
+         cfg->d_model, true},
+        {"q_proj.bias", "q_proj", "heads x d_k", ATTN_PARAM_BQ, hk,
+         cfg->d_model, false},
+        {"k_proj.weight", "k_proj", "kv_heads x d_k", ATTN_PARAM_WK, gk,
+         cfg->d_ctx, true},
+        {"k_proj.bias", "k_proj", "kv_heads x d_k", ATTN_PARAM_BK, gk,
+         cfg->d_ctx, false},
+        {"v_proj.weight", "v_proj", "kv_heads x d_v", ATTN_PARAM_WV, gv,
+         cfg->d_ctx, true},
+        {"v_proj.bias", "v_proj", "kv_heads x d_v", ATTN_PARAM_BV, gv,
+         cfg->d_ctx, false},
+        {"out_proj.weight", "out_proj", "d_out", ATTN_PARAM_WO, cfg->d_out, hv,
+         true},
+        {"out_proj.bias", "out_proj", "d_out", ATTN_PARAM_BO, cfg->d_out, hv,
+         false},
     };
+    const bool all_biases = flags & ATTN_LAYOUT_ALL_BIASES;
     size_t n = 0;
-    for (size_t i = 0; i < PARAMS_MAX_TENSORS; i++) {
-        const bool is_out = all[i].slot >= PARAMS_WO;
+    for (size_t i = 0; i < ATTN_PARAM_COUNT; i++) {
+        const bool is_out = all[i].slot >= ATTN_PARAM_WO;
         const bool bias = !all[i].is_weight;
         if (is_out && cfg->no_out_proj)
             continue;
-        if (bias && !(is_out ? cfg->out_bias : cfg->qkv_bias))
+        if (bias && !all_biases && !(is_out ? cfg->out_bias : cfg->qkv_bias))
             continue;
         out[n++] = all[i];
     }
     return n;
 }
 
-size_t params_tensor_count(const struct params_tensor *t)
+size_t attn_param_count(const struct attn_param_tensor *t)
 {
-    return t->is_weight ? t->rows * t->fan_in : t->rows;
+    return t->is_weight ? t->rows * t->cols : t->rows;
 }
 
-float **params_slot(struct attn_params *p, enum params_slot slot)
+float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot)
 {
-    float **slots[] = {&p->wq, &p->bq, &p->wk, &p->bk,
-                       &p->wv, &p->bv, &p->wo, &p->bo};
+    float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk, &p->bk,
+                                       &p->wv, &p->bv, &p->wo, &p->bo};
     return slots[slot];
 }
 
@@ -60,10 +69,10 @@ attn_status attn_params_draw(const struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "mode",
                          "parameters exist only for a resolved config in mode "
                          "projected");
-    struct params_tensor tensors[PARAMS_MAX_TENSORS];
-    const size_t n = params_tensors(cfg, tensors);
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n = attn_params_layout(cfg, 0, tensors);
     for (size_t t = 0; t < n; t++) {
-        const size_t count = params_tensor_count(&tensors[t]);
+        const size_t count = attn_param_count(&tensors[t]);
         float *values = malloc(count * sizeof *values);
         if (!values) {
             attn_params_free(out);
@@ -71,10 +80,10 @@ attn_status attn_params_draw(const struct attn_config *cfg,
                              "out of memory drawing %s (%zu numbers)",
                              tensors[t].name, count);
         }
-        *params_slot(out, tensors[t].slot) = values;
+        *attn_params_slot(out, tensors[t].slot) = values;
         const uint64_t key = attn_stream_key(cfg->seed, tensors[t].name,
                                              strlen(tensors[t].name));
-        const double bound = 1.0 / sqrt((double)tensors[t].fan_in);
+        const double bound = 1.0 / sqrt((double)tensors[t].cols);
         // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
         for (size_t i = 0; i < count; i++)
             values[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
@@ -86,8 +95,8 @@ void attn_params_free(struct attn_params *params)
 {
     if (!params)
         return;
-    for (int s = 0; s < PARAMS_MAX_TENSORS; s++)
-        free(*params_slot(params, (enum params_slot)s));
+    for (int s = 0; s < ATTN_PARAM_COUNT; s++)
+        free(*attn_params_slot(params, (enum attn_param_slot)s));
     memset(params, 0, sizeof *params);
 }
 
@@ -95,24 +104,22 @@ attn_status params_check(const struct attn_config *cfg,
                          const struct attn_params *p, struct attn_error *err)
 {
     /* List every bias: explicit parameters have one whenever present. */
-    struct attn_config all_biases = *cfg;
-    all_biases.qkv_bias = all_biases.out_bias = true;
-    struct params_tensor tensors[PARAMS_MAX_TENSORS];
-    const size_t n = params_tensors(&all_biases, tensors);
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n = attn_params_layout(cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
     struct attn_params *mutable_view = (struct attn_params *)p;
     for (size_t t = 0; t < n; t++) {
-        const float *values = *params_slot(mutable_view, tensors[t].slot);
+        const float *values = *attn_params_slot(mutable_view, tensors[t].slot);
         if (!values) {
             if (!tensors[t].is_weight)
                 continue; /* an absent bias is no bias */
             return attn_fail(err, ATTN_E_INVALID, "params",
                              "params %s is missing", tensors[t].name);
         }
-        const size_t count = params_tensor_count(&tensors[t]);
+        const size_t count = attn_param_count(&tensors[t]);
         for (size_t i = 0; i < count; i++) {
             if (isfinite(values[i]))
                 continue;
-            const size_t at[2] = {i / tensors[t].fan_in, i % tensors[t].fan_in};
+            const size_t at[2] = {i / tensors[t].cols, i % tensors[t].cols};
             const int dims = tensors[t].is_weight ? 2 : 1;
             const size_t *index = tensors[t].is_weight ? at : &i;
             return attn_fail_at(err, ATTN_E_INPUT, tensors[t].name, dims, index,

@@ -127,14 +127,16 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
     if (!x)
         return false;
     fill(x, nx, sh.n);
-    struct forward_ctx f = {.cfg = {.n_query = sh.n,
-                                    .d_model = sh.d_model,
-                                    .heads = sh.heads,
-                                    .qkv_bias = true,
-                                    .out_bias = true,
-                                    .threads = cores(),
-                                    .want = ATTN_WANT_OUTPUT},
-                            .x = x};
+    struct forward_ctx f = {
+        .cfg = {.n_query = sh.n,
+                .d_model = sh.d_model,
+                .heads = sh.heads,
+                .qkv_bias = true,
+                .out_bias = true,
+                .threads = cores(),
+                /* resolved for every set it runs */
+                .want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS},
+        .x = x};
     struct attn_error err;
     if (attn_config_resolve(&f.cfg, &err) != ATTN_OK) {
         fprintf(stderr, "bench: %s\n", err.message);
@@ -200,12 +202,14 @@ static int rss_child(size_t n, size_t d_model, size_t heads)
         return 1;
     fill(x, n * d_model, 1);
     const long before = rss_kib("VmRSS:");
-    struct forward_ctx f = {.cfg = {.n_query = n,
-                                    .d_model = d_model,
-                                    .heads = heads,
-                                    .threads = cores(),
-                                    .want = ATTN_WANT_OUTPUT},
-                            .x = x};
+    struct forward_ctx f = {
+        .cfg = {.n_query = n,
+                .d_model = d_model,
+                .heads = heads,
+                .threads = cores(),
+                /* resolved for every set it runs */
+                .want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS},
+        .x = x};
     if (run_forward(&f) < 0)
         return 1;
     printf("%ld %ld\n", before, rss_kib("VmHWM:"));

@@ -14,6 +14,7 @@
 #include "harness.h"
 
 #include <cJSON.h>
+#include <curl/curl.h>
 #include <math.h>
 #include <png.h>
 #include <pthread.h>
@@ -557,6 +558,43 @@ static void wait_ms(long ms)
               NULL);
 }
 
+static size_t keep_text(char *p, size_t size, size_t n, void *cls)
+{
+    char *text = cls;
+    const size_t used = strlen(text), add = size * n;
+    const size_t room = 8191 - used;
+    memcpy(text + used, p, add < room ? add : room);
+    text[used + (add < room ? add : room)] = '\0';
+    return add;
+}
+
+/* Until a computation holds a compute slot of s (the slow request is being
+ * computed, not still on its way), or fail after 30 s. Each look is a new
+ * connection given 200 ms: one that a worker about to compute accepted
+ * waits for the computation, so the next look goes elsewhere. */
+static void wait_computing(const struct server *s)
+{
+    char url[64];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", s->port);
+    for (int i = 0; i < 1000; i++) {
+        static char text[8192];
+        text[0] = '\0';
+        CURL *curl = curl_easy_init();
+        assert_non_null(curl);
+        curl_easy_setopt(curl, CURLOPT_URL, url);
+        curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 200L);
+        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_text);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, text);
+        const bool answered = curl_easy_perform(curl) == CURLE_OK;
+        curl_easy_cleanup(curl);
+        if (answered && strstr(text, "\nattnd_computations_running 1\n"))
+            return;
+        wait_ms(10);
+    }
+    fail_msg("the slow request never started computing");
+}
+
 static void test_overload_answers_503(void **state)
 {
     (void)state;
@@ -566,7 +604,7 @@ static void test_overload_answers_503(void **state)
     struct slow_call slow = {.s = &s2};
     pthread_t tid;
     pthread_create(&tid, NULL, slow_request, &slow);
-    wait_ms(400);
+    wait_computing(&s2);
     struct reply r;
     assert_true(post_json(&s2, "/attention", "{\"sentence\":\"a b\"}", &r));
     if (r.status != 503)
@@ -594,7 +632,7 @@ static void test_sigterm_finishes_request_in_flight(void **state)
     struct slow_call slow = {.s = &s2};
     pthread_t tid;
     pthread_create(&tid, NULL, slow_request, &slow);
-    wait_ms(400);
+    wait_computing(&s2);
     const int status = server_stop(&s2, 10.0); /* SIGTERM mid-request */
     pthread_join(tid, NULL);
     assert_int_equal(status, 0);

@@ -1,0 +1,70 @@
+/*
+ * exchange.h - the server and one exchange (a request and its answer), as
+ * the HTTP modules share them: http.c runs the exchange's life, routes.c
+ * and attention_route.c answer it, reply.c queues the answer.
+ */
+#ifndef ATTND_EXCHANGE_H
+#define ATTND_EXCHANGE_H
+
+#include "buf.h"
+#include "gate.h"
+#include "metrics.h"
+#include "options.h"
+#include "request.h"
+#include "response.h"
+
+#include <limits.h>
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#define ATTND_VERSION "0.1.0"
+
+struct http_server {
+    struct MHD_Daemon *daemon;
+    struct options opt;
+    char web_root[PATH_MAX]; /* canonical; "" when there is none */
+    unsigned port;
+    atomic_bool draining;
+    atomic_int exchanges; /* begun and not yet completed */
+    struct gate gate;     /* the computations at once */
+};
+
+/*
+ * Everything about one request, in MHD's request closure from the first
+ * byte to the completion callback, which frees it and all it owns in one
+ * place. A streamed answer borrows the request and the result.
+ */
+struct exchange {
+    struct http_server *srv;
+    struct timespec started;
+    enum metrics_route route;
+    char method[16];
+    char path[256];
+    struct buf body;
+    bool body_too_big;
+    bool answered;
+    int status;
+    size_t bytes_out;
+    /* /attention: the decoded request and its result */
+    bool has_request;
+    struct request req;
+    struct attn_result res;
+};
+
+typedef enum MHD_Result (*handler_fn)(struct exchange *ex,
+                                      struct MHD_Connection *conn);
+
+double seconds_since(const struct timespec *t0);
+
+/* The limits of the server's flags, as requests are held to them. */
+struct request_limits http_limits(const struct http_server *s);
+
+/* /attention, GET and POST (attention_route.c). */
+enum MHD_Result handle_attention_get(struct exchange *ex,
+                                     struct MHD_Connection *conn);
+enum MHD_Result handle_attention_post(struct exchange *ex,
+                                      struct MHD_Connection *conn);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * gate.h - the compute gate: at most `slots` computations run at once (one
+ * core each), at most `max_waiting` wait for a slot, and the next one is
+ * turned away at once, so that a burst costs a queue, not the machine.
+ */
+#ifndef ATTND_GATE_H
+#define ATTND_GATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t freed;
+    size_t slots, max_waiting;
+    size_t running, waiting;
+};
+
+void gate_init(struct gate *g, size_t slots, size_t max_waiting);
+void gate_destroy(struct gate *g);
+
+/* Take a slot, waiting if the queue has room; false when it has none. */
+bool gate_enter(struct gate *g);
+void gate_leave(struct gate *g);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * reply.c - see reply.h.
+ */
+#include "reply.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum MHD_Result reply_queue(struct exchange *ex, struct MHD_Connection *conn,
+                            int status, struct MHD_Response *resp, size_t bytes)
+{
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Server", "attnd/" ATTND_VERSION);
+    ex->status = status;
+    ex->bytes_out = bytes;
+    ex->answered = true;
+    const enum MHD_Result r = MHD_queue_response(conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+struct MHD_Response *reply_from_heap(char *body, size_t len,
+                                     const char *content_type)
+{
+    if (!body)
+        return NULL;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return NULL;
+    }
+    MHD_add_response_header(r, "Content-Type", content_type);
+    return r;
+}
+
+enum MHD_Result reply_text(struct exchange *ex, struct MHD_Connection *conn,
+                           int status, const char *content_type,
+                           const char *text)
+{
+    const size_t len = strlen(text);
+    char *copy = malloc(len + 1);
+    if (copy)
+        memcpy(copy, text, len + 1);
+    return reply_queue(ex, conn, status,
+                       reply_from_heap(copy, len, content_type), len);
+}
+
+enum MHD_Result reply_not_modified(struct exchange *ex,
+                                   struct MHD_Connection *conn,
+                                   const char *etag, const char *cache_control)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (r) {
+        MHD_add_response_header(r, "ETag", etag);
+        MHD_add_response_header(r, "Cache-Control", cache_control);
+    }
+    return reply_queue(ex, conn, 304, r, 0);
+}
+
+enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
+                              const struct problem *pb)
+{
+    size_t len = 0;
+    char *body = problem_body(pb, &len);
+    struct MHD_Response *r =
+        reply_from_heap(body, len, "application/problem+json");
+    if (!r)
+        return MHD_NO;
+    if (pb->status == 405 && pb->allow[0])
+        MHD_add_response_header(r, "Allow", pb->allow);
+    if (pb->status == 401)
+        MHD_add_response_header(r, "WWW-Authenticate",
+                                "Bearer realm=\"attnd\"");
+    if (pb->retry_after > 0) {
+        char secs[24];
+        snprintf(secs, sizeof secs, "%ld", pb->retry_after);
+        MHD_add_response_header(r, "Retry-After", secs);
+    }
+    return reply_queue(ex, conn, pb->status, r, len);
+}
+
+const char *reply_header(struct MHD_Connection *conn, const char *name)
+{
+    return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}

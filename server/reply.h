@@ -1,0 +1,40 @@
+/*
+ * reply.h - queueing an exchange's answer with libmicrohttpd: bodies are
+ * handed over with their free function, every answer names the server,
+ * and the exchange records status and size for the access log.
+ */
+#ifndef ATTND_REPLY_H
+#define ATTND_REPLY_H
+
+#include "exchange.h"
+#include "problem.h"
+
+/* Queue resp (NULL: fail the connection) as the answer, and drop our
+ * reference to it. */
+enum MHD_Result reply_queue(struct exchange *ex, struct MHD_Connection *conn,
+                            int status, struct MHD_Response *resp,
+                            size_t bytes);
+
+/* A response over body, which MHD frees; NULL (body freed) on failure. */
+struct MHD_Response *reply_from_heap(char *body, size_t len,
+                                     const char *content_type);
+
+/* A copy of text. */
+enum MHD_Result reply_text(struct exchange *ex, struct MHD_Connection *conn,
+                           int status, const char *content_type,
+                           const char *text);
+
+/* 304 for a conditional GET whose tag still matches. */
+enum MHD_Result reply_not_modified(struct exchange *ex,
+                                   struct MHD_Connection *conn,
+                                   const char *etag, const char *cache_control);
+
+/* The one place a problem becomes a response: problem+json, with Allow,
+ * WWW-Authenticate and Retry-After where the status calls for them. */
+enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
+                              const struct problem *pb);
+
+/* The request header name, or NULL. */
+const char *reply_header(struct MHD_Connection *conn, const char *name);
+
+#endif

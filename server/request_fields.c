@@ -1,0 +1,483 @@
+/*
+ * request_fields.c - the table of request fields, and the readers and
+ * writers that go by it. A new scalar option is one row here (and its
+ * use in the core); everything else about it follows from the row.
+ */
+#include "request_fields.h"
+#include "jsonin.h"
+#include "jsonnum.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* FIELD_ENUM rows store the core's enums through an int. */
+static_assert(sizeof(attn_mode) == sizeof(int) &&
+                  sizeof(attn_residual) == sizeof(int) &&
+                  sizeof(attn_positional) == sizeof(int),
+              "enum fields are stored as int");
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define AT(member) offsetof(struct request, member)
+
+/* ------------------------------------------------------ the enum names */
+
+static const char *format_name(int i)
+{
+    static const char *const names[] = {"json", "png"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
+static const char *colormap_name(int i)
+{
+    static const enum heatmap_colormap maps[] = {HEATMAP_VIRIDIS, HEATMAP_MAGMA,
+                                                 HEATMAP_GRAY};
+    return i >= 0 && i < 3 ? heatmap_colormap_name(maps[i]) : NULL;
+}
+
+static const char *mask_name(int i)
+{
+    static const char *const names[] = {"none", "causal"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
+/* --------------------------------------------------------- echo writers */
+
+static bool echo_bool(struct buf *out, const char *name, bool v)
+{
+    return buf_printf(out, ",\"%s\":%s", name, v ? "true" : "false");
+}
+
+bool echo_scalar(struct buf *out, const struct request *req,
+                 const struct request_field *f)
+{
+    const char *at = (const char *)req + f->offset;
+    char num[JSONNUM_MAX];
+    switch (f->kind) {
+    case FIELD_SIZE:
+        return buf_printf(out, ",\"%s\":%zu", f->name,
+                          *(const size_t *)(const void *)at);
+    case FIELD_BOOL:
+        return echo_bool(out, f->name, *(const bool *)(const void *)at);
+    case FIELD_FLOAT:
+        jsonnum_format(*(const float *)(const void *)at, 0, num);
+        return buf_printf(out, ",\"%s\":%s", f->name, num);
+    case FIELD_SEED:
+        return buf_printf(out, ",\"%s\":%" PRIu64, f->name,
+                          *(const uint64_t *)(const void *)at);
+    case FIELD_ENUM: {
+        const char *name = f->value_name(*(const int *)(const void *)at);
+        return buf_printf(out, ",\"%s\":\"%s\"", f->name, name ? name : "");
+    }
+    default: return false;
+    }
+}
+
+static bool basic(const struct request *req)
+{
+    return req->cfg.mode == ATTN_MODE_BASIC;
+}
+
+/* Projection options mean nothing in mode basic: echoed as false. */
+static bool echo_bias(struct buf *out, const struct request *req,
+                      const struct request_field *f)
+{
+    return echo_bool(out, f->name, !basic(req) && req->cfg.qkv_bias);
+}
+
+static bool echo_out_proj(struct buf *out, const struct request *req,
+                          const struct request_field *f)
+{
+    return echo_bool(out, f->name, !basic(req) && !req->cfg.no_out_proj);
+}
+
+static bool echo_out_bias(struct buf *out, const struct request *req,
+                          const struct request_field *f)
+{
+    return echo_bool(out, f->name,
+                     !basic(req) && !req->cfg.no_out_proj && req->cfg.out_bias);
+}
+
+static bool echo_scale(struct buf *out, const struct request *req,
+                       const struct request_field *f)
+{
+    char num[JSONNUM_MAX];
+    jsonnum_format(attn_config_scale(&req->cfg), 0, num);
+    return buf_printf(out, ",\"%s\":%s", f->name, num);
+}
+
+static bool echo_mask(struct buf *out, const struct request *req,
+                      const struct request_field *f)
+{
+    return buf_printf(out, ",\"%s\":\"%s\"", f->name, req->mask_name);
+}
+
+static bool echo_key_padding(struct buf *out, const struct request *req,
+                             const struct request_field *f)
+{
+    return echo_bool(out, f->name, req->cfg.key_padding != NULL);
+}
+
+static bool echo_params(struct buf *out, const struct request *req,
+                        const struct request_field *f)
+{
+    static const char *const sources[] = {"none", "seed", "given"};
+    return buf_printf(out, ",\"%s\":\"%s\"", f->name,
+                      sources[basic(req) ? PARAMS_NONE : req->params_source]);
+}
+
+static bool echo_precision(struct buf *out, const struct request *req,
+                           const struct request_field *f)
+{
+    if (!req->precision)
+        return buf_printf(out, ",\"%s\":\"shortest\"", f->name);
+    return buf_printf(out, ",\"%s\":%zu", f->name, req->precision);
+}
+
+static bool echo_return(struct buf *out, const struct request *req,
+                        const struct request_field *f)
+{
+    if (!buf_printf(out, ",\"%s\":[", f->name))
+        return false;
+    bool first = true;
+    for (size_t i = 0; i < request_return_count; i++) {
+        const struct request_return *r = &request_returns[i];
+        const bool on = r->want ? req->compute && (req->cfg.want & r->want)
+                        : r->extra == REQUEST_WANT_PARAMS
+                            ? (req->extra & r->extra) && !basic(req)
+                            : (req->extra & r->extra) != 0;
+        if (!on)
+            continue;
+        if (!buf_printf(out, "%s\"%s\"", first ? "" : ",", r->name))
+            return false;
+        first = false;
+    }
+    return buf_append_str(out, "]");
+}
+
+/* ------------------------------------------------------------ the table */
+
+const struct request_return request_returns[] = {
+    {"weights", ATTN_WANT_WEIGHTS, 0},
+    {"scores", ATTN_WANT_SCORES, 0},
+    {"q", ATTN_WANT_Q, 0},
+    {"k", ATTN_WANT_K, 0},
+    {"v", ATTN_WANT_V, 0},
+    {"heads_output", ATTN_WANT_HEADS, 0},
+    {"output", ATTN_WANT_OUTPUT, 0},
+    {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0},
+    {"embeddings", 0, REQUEST_WANT_EMBEDDINGS},
+    {"params", 0, REQUEST_WANT_PARAMS},
+};
+const size_t request_return_count =
+    sizeof request_returns / sizeof request_returns[0];
+
+#define BODY FIELD_IN_BODY
+#define BOTH (FIELD_IN_BODY | FIELD_IN_QUERY)
+#define QUERY FIELD_IN_QUERY
+
+/*
+ * Every field, in the order of the OpenAPI document; the echo keeps this
+ * order. Unset columns are zero: no offset (read by its step), no range,
+ * no documented default (it follows from other fields), no echo.
+ */
+// clang-format off
+const struct request_field request_fields[] = {
+    {.name = "sentence", .pointer = "/sentence", .kind = FIELD_INPUT, .where = BOTH, .type = "string"},
+    {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
+    {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
+    {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},
+    {.name = "mode", .pointer = "/mode", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
+     .offset = AT(cfg.mode), .value_name = attn_mode_name, .default_json = "\"projected\"", .echo = echo_scalar},
+    {.name = "heads", .pointer = "/heads", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.heads), .min = 1, .limit = LIMIT_HEADS, .default_json = STR(ATTN_DEFAULT_HEADS), .echo = echo_scalar},
+    {.name = "kv_heads", .pointer = "/kv_heads", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.kv_heads), .min = 1, .limit = LIMIT_HEADS, .echo = echo_scalar},
+    {.name = "d_model", .pointer = "/d_model", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.d_model), .min = 1, .limit = LIMIT_DIM, .default_json = STR(REQUEST_TEXT_D_MODEL), .echo = echo_scalar},
+    {.name = "d_k", .pointer = "/d_k", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.d_k), .min = 1, .limit = LIMIT_DIM, .echo = echo_scalar},
+    {.name = "d_v", .pointer = "/d_v", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.d_v), .min = 1, .limit = LIMIT_DIM, .echo = echo_scalar},
+    {.name = "d_out", .pointer = "/d_out", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.d_out), .min = 1, .limit = LIMIT_DIM, .echo = echo_scalar},
+    {.name = "bias", .pointer = "/bias", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(bias), .default_json = "false", .echo = echo_bias},
+    {.name = "out_proj", .pointer = "/out_proj", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(out_proj), .default_json = "true", .echo = echo_out_proj},
+    {.name = "out_bias", .pointer = "/out_bias", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(out_bias), .echo = echo_out_bias},
+    {.name = "scale", .pointer = "/scale", .kind = FIELD_FLOAT, .where = BOTH, .type = "number",
+     .offset = AT(cfg.scale), .echo = echo_scale},
+    {.name = "residual", .pointer = "/residual", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
+     .offset = AT(cfg.residual), .value_name = attn_residual_name, .default_json = "\"none\"", .echo = echo_scalar},
+    /* "none", "causal", or an array (request_mask.c) */
+    {.name = "mask", .pointer = "/mask", .kind = FIELD_MASK, .where = BOTH,
+     .value_name = mask_name, .default_json = "\"none\"", .echo = echo_mask},
+    {.name = "key_padding", .pointer = "/key_padding", .kind = FIELD_KEY_PADDING, .where = BODY, .type = "array",
+     .echo = echo_key_padding},
+    {.name = "positional", .pointer = "/positional", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
+     .offset = AT(cfg.positional), .value_name = attn_positional_name, .default_json = "\"none\"", .echo = echo_scalar},
+    /* a FIELD_FLOAT with max > min lies in [min, max) */
+    {.name = "dropout", .pointer = "/dropout", .kind = FIELD_FLOAT, .where = BOTH, .type = "number",
+     .offset = AT(cfg.dropout), .min = 0, .max = 1, .default_json = "0", .echo = echo_scalar},
+    {.name = "seed", .pointer = "/seed", .kind = FIELD_SEED, .where = BOTH,
+     .offset = AT(cfg.seed), .default_json = "0", .echo = echo_scalar},
+    {.name = "lowercase", .pointer = "/lowercase", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(lowercase), .default_json = "true", .echo = echo_scalar},
+    {.name = "special_tokens", .pointer = "/special_tokens", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(special_tokens), .default_json = "false", .echo = echo_scalar},
+    {.name = "params", .pointer = "/params", .kind = FIELD_PARAMS, .where = BODY, .type = "object",
+     .echo = echo_params},
+    {.name = "return", .pointer = "/return", .kind = FIELD_RETURN, .where = BOTH, .type = "array",
+     .default_json = "[\"weights\"]", .echo = echo_return},
+    {.name = "precision", .pointer = "/precision", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(precision), .min = 1, .max = 9, .echo = echo_precision},
+    /* the image, in the URL of a GET or a POST */
+    {.name = "format", .pointer = "/format", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = format_name, .default_json = "\"json\""},
+    {.name = "head", .pointer = "/head", .kind = FIELD_PNG, .where = QUERY,
+     .default_json = "\"all\""},
+    {.name = "batch", .pointer = "/batch", .kind = FIELD_PNG, .where = QUERY, .type = "integer",
+     .default_json = "0"},
+    {.name = "colormap", .pointer = "/colormap", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = colormap_name, .default_json = "\"viridis\""},
+    {.name = "cell", .pointer = "/cell", .kind = FIELD_PNG, .where = QUERY, .type = "integer",
+     .min = 1, .max = 64},
+    {.name = "labels", .pointer = "/labels", .kind = FIELD_PNG, .where = QUERY, .type = "boolean",
+     .default_json = "true"},
+};
+// clang-format on
+const size_t request_field_count =
+    sizeof request_fields / sizeof request_fields[0];
+static_assert(sizeof request_fields / sizeof request_fields[0] <= 64,
+              "struct request marks given fields in 64 bits");
+
+/* ------------------------------------------------------------- lookups */
+
+const struct request_field *request_field_find(const char *name)
+{
+    for (size_t i = 0; i < request_field_count; i++)
+        if (!strcmp(request_fields[i].name, name))
+            return &request_fields[i];
+    return NULL;
+}
+
+size_t request_field_index(const struct request_field *f)
+{
+    return (size_t)(f - request_fields);
+}
+
+size_t request_field_max(const struct request_field *f,
+                         const struct request_limits *lim)
+{
+    switch (f->limit) {
+    case LIMIT_HEADS: return lim->max_heads;
+    case LIMIT_DIM: return lim->max_dim;
+    case LIMIT_FIXED: break;
+    }
+    return f->max;
+}
+
+/* The names of an enum row, for jsonin_enum(). */
+static size_t enum_names(const struct request_field *f, const char *names[8])
+{
+    size_t n = 0;
+    while (n < 8 && f->value_name((int)n))
+        names[n] = f->value_name((int)n), n++;
+    return n;
+}
+
+/* ------------------------------------------------------------- reading */
+
+/* Rows the table's own reader fills, at their offset. */
+static bool is_scalar(const struct request_field *f)
+{
+    return f->kind == FIELD_SIZE || f->kind == FIELD_BOOL ||
+           f->kind == FIELD_FLOAT || f->kind == FIELD_SEED ||
+           f->kind == FIELD_ENUM;
+}
+
+static bool read_scalar(struct request *req, const struct request_field *f,
+                        const cJSON *v, const struct request_limits *lim,
+                        struct problem *pb)
+{
+    char *at = (char *)req + f->offset;
+    struct jpath path;
+    jpath_root(&path, f->name);
+    switch (f->kind) {
+    case FIELD_SIZE: {
+        size_t value;
+        if (!jsonin_size(v, &path, f->min, request_field_max(f, lim), &value,
+                         pb))
+            return false;
+        *(size_t *)(void *)at = value;
+        return true;
+    }
+    case FIELD_BOOL: return jsonin_bool(v, &path, (bool *)(void *)at, pb);
+    case FIELD_FLOAT: {
+        float value;
+        if (!jsonin_float(v, &path, &value, pb))
+            return false;
+        if (f->max > f->min &&
+            !(value >= (float)f->min && value < (float)f->max))
+            return problem_set(pb, 422, f->pointer,
+                               "%s (%.9g) must be at least %zu and below %zu",
+                               f->name, (double)value, f->min, f->max);
+        *(float *)(void *)at = value;
+        return true;
+    }
+    case FIELD_SEED: return jsonin_u64(v, &path, (uint64_t *)(void *)at, pb);
+    case FIELD_ENUM: {
+        const char *names[8];
+        int which;
+        if (!jsonin_enum(v, &path, names, enum_names(f, names), &which, pb))
+            return false;
+        *(int *)(void *)at = which;
+        return true;
+    }
+    default: return true;
+    }
+}
+
+bool request_fields_read(struct request *req, const cJSON *root,
+                         const struct request_limits *lim, struct problem *pb)
+{
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->name);
+        if (!v || !(f->where & FIELD_IN_BODY))
+            continue;
+        req->given |= (uint64_t)1 << i;
+        if (is_scalar(f) && !read_scalar(req, f, v, lim, pb))
+            return false;
+    }
+    return true;
+}
+
+bool request_bool_from_text(const char *text, bool *out)
+{
+    if (!strcmp(text, "true") || !strcmp(text, "1"))
+        *out = true;
+    else if (!strcmp(text, "false") || !strcmp(text, "0"))
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
+cJSON *request_field_from_query(const struct request_field *f,
+                                const char *value, struct problem *pb)
+{
+    char *end = NULL;
+    switch (f->kind) {
+    case FIELD_CONTEXT: {
+        cJSON *ctx = cJSON_CreateObject();
+        if (ctx && !cJSON_AddStringToObject(ctx, "sentence", value)) {
+            cJSON_Delete(ctx);
+            ctx = NULL;
+        }
+        return ctx;
+    }
+    case FIELD_SIZE:
+    case FIELD_FLOAT: {
+        const double d = strtod(value, &end);
+        if (!*value || *end) {
+            problem_set(pb, 422, f->pointer, "%s (\"%.40s\") must be a number",
+                        f->name, value);
+            return NULL;
+        }
+        return cJSON_CreateNumber(d);
+    }
+    case FIELD_BOOL: {
+        bool on;
+        if (request_bool_from_text(value, &on))
+            return cJSON_CreateBool(on);
+        problem_set(pb, 422, f->pointer, "%s (\"%.40s\") must be true or false",
+                    f->name, value);
+        return NULL;
+    }
+    case FIELD_RETURN: {
+        cJSON *arr = cJSON_CreateArray();
+        const char *p = value;
+        while (arr && *p) {
+            const char *comma = strchr(p, ',');
+            const size_t n = comma ? (size_t)(comma - p) : strlen(p);
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+            if (n && !cJSON_AddItemToArray(arr, cJSON_CreateString(name))) {
+                cJSON_Delete(arr);
+                return NULL;
+            }
+            p += n + (comma ? 1 : 0);
+        }
+        return arr;
+    }
+    default: /* names, the sentence, the seed's digits: as strings */
+        return cJSON_CreateString(value);
+    }
+}
+
+/* ---------------------------------------------------------------- echo */
+
+bool request_fields_echo(struct buf *out, const struct request *req)
+{
+    const struct attn_config *c = &req->cfg;
+    bool ok = buf_printf(out, "{\"batch\":%zu,\"tokens\":%zu", c->batch,
+                         c->n_query) &&
+              (!c->cross ||
+               buf_printf(out, ",\"context_tokens\":%zu,\"d_context\":%zu",
+                          c->n_ctx, c->d_ctx));
+    for (size_t i = 0; ok && i < request_field_count; i++)
+        if (request_fields[i].echo)
+            ok = request_fields[i].echo(out, req, &request_fields[i]);
+    return ok && buf_append_str(out, "}");
+}
+
+/* ----------------------------------------------------------- /config */
+
+char *request_fields_document(const struct request_limits *lim, size_t *len)
+{
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    bool ok = buf_append_str(&b, "{\"fields\":[");
+    for (size_t i = 0; ok && i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        ok = buf_printf(&b, "%s{\"name\":\"%s\",\"in\":[%s%s%s]", i ? "," : "",
+                        f->name, f->where & FIELD_IN_BODY ? "\"body\"" : "",
+                        f->where == BOTH ? "," : "",
+                        f->where & FIELD_IN_QUERY ? "\"query\"" : "");
+        if (ok && f->type)
+            ok = buf_printf(&b, ",\"type\":\"%s\"", f->type);
+        if (ok && (f->kind == FIELD_SIZE || (f->kind == FIELD_PNG && f->max)))
+            ok = buf_printf(&b, ",\"minimum\":%zu,\"maximum\":%zu", f->min,
+                            request_field_max(f, lim));
+        if (ok && f->kind == FIELD_FLOAT && f->max > f->min)
+            ok = buf_printf(&b, ",\"minimum\":%zu,\"exclusiveMaximum\":%zu",
+                            f->min, f->max);
+        if (ok && f->value_name) {
+            const char *names[8];
+            const size_t n = enum_names(f, names);
+            ok = buf_append_str(&b, ",\"enum\":[");
+            for (size_t k = 0; ok && k < n; k++)
+                ok = buf_printf(&b, "%s\"%s\"", k ? "," : "", names[k]);
+            ok = ok && buf_append_str(&b, "]");
+        }
+        if (ok && f->default_json)
+            ok = buf_printf(&b, ",\"default\":%s", f->default_json);
+        ok = ok && buf_append_str(&b, "}");
+    }
+    ok = ok && buf_printf(&b,
+                          "],\"limits\":{\"max_tokens\":%zu,\"max_dim\":%zu,"
+                          "\"max_heads\":%zu,\"max_output\":%zu}}\n",
+                          lim->max_tokens, lim->max_dim, lim->max_heads,
+                          lim->max_output);
+    if (!ok) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, len);
+}

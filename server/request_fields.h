@@ -1,0 +1,114 @@
+/*
+ * request_fields.h - every field of an /attention request in one table:
+ * where it is read, its range and default, how a GET parameter of the same
+ * name becomes its JSON value, how the config echo shows it, and the JSON
+ * pointer that problems name. The JSON reader, the GET reader, the echo,
+ * the pointer map, GET /config and the OpenAPI test all read this table.
+ */
+#ifndef ATTND_REQUEST_FIELDS_H
+#define ATTND_REQUEST_FIELDS_H
+
+#include "buf.h"
+#include "request.h"
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The width of text embeddings when the request gives no d_model. */
+#define REQUEST_TEXT_D_MODEL 64
+
+/* How a field is read. Scalars are read by the table's own reader into
+ * struct request at `offset`; the others by their step. */
+enum request_field_kind {
+    FIELD_SIZE,   /* integer in [min, max]; size_t */
+    FIELD_BOOL,   /* true or false; bool */
+    FIELD_FLOAT,  /* finite float32; float */
+    FIELD_SEED,   /* unsigned 64-bit, a number or a string of digits */
+    FIELD_ENUM,   /* one of value_name(0), value_name(1), ...; int */
+    FIELD_RETURN, /* array of names (request.c) */
+    FIELD_INPUT,  /* sentence, tokens or embeddings (request_input.c) */
+    FIELD_CONTEXT,
+    FIELD_MASK, /* request_mask.c */
+    FIELD_KEY_PADDING,
+    FIELD_PARAMS, /* request_params.c */
+    FIELD_PNG /* a query parameter that shapes the image (request_query.c) */
+};
+
+/* Where a field may be sent. */
+enum {
+    FIELD_IN_BODY = 1u << 0, /* a key of the JSON body */
+    FIELD_IN_QUERY = 1u << 1 /* a GET query parameter */
+};
+
+/* The upper bound of a FIELD_SIZE: a number, or one of the server's limits. */
+enum request_field_limit { LIMIT_FIXED, LIMIT_HEADS, LIMIT_DIM };
+
+struct request_field {
+    const char *name;    /* JSON key and query parameter */
+    const char *pointer; /* "/" name: what problems point at */
+    enum request_field_kind kind;
+    unsigned where;                 /* FIELD_IN_* */
+    const char *type;               /* the JSON Schema type OpenAPI documents */
+    size_t offset;                  /* scalars: the field of struct request */
+    size_t min, max;                /* FIELD_SIZE, FIELD_PNG numbers */
+    enum request_field_limit limit; /* FIELD_SIZE: what max is */
+    const char *(*value_name)(
+        int);                 /* FIELD_ENUM: the names, NULL past the last */
+    const char *default_json; /* the documented default as JSON; NULL when
+                                 it follows from other fields */
+    /* The config echo: NULL when the field is not echoed, echo_scalar for
+     * the resolved value at offset, or a writer of its own. */
+    bool (*echo)(struct buf *out, const struct request *req,
+                 const struct request_field *f);
+};
+
+extern const struct request_field request_fields[];
+extern const size_t request_field_count;
+
+/* The names "return" takes: an array of the core (want) or one the server
+ * adds (extra), in the order the echo lists them. */
+struct request_return {
+    const char *name;
+    unsigned want;  /* enum attn_want bit, or 0 */
+    unsigned extra; /* enum request_extra bit, or 0 */
+};
+extern const struct request_return request_returns[];
+extern const size_t request_return_count;
+
+/* The row named name, or NULL. */
+const struct request_field *request_field_find(const char *name);
+
+/* Its index, for struct request's `given` bits. */
+size_t request_field_index(const struct request_field *f);
+
+/* The upper bound of f under lim. */
+size_t request_field_max(const struct request_field *f,
+                         const struct request_limits *lim);
+
+/* Read every scalar field the JSON object root has into req, marking it
+ * given; the other kinds are left to their steps. */
+bool request_fields_read(struct request *req, const cJSON *root,
+                         const struct request_limits *lim, struct problem *pb);
+
+/* "true" or "1", "false" or "0": a boolean in a URL. */
+bool request_bool_from_text(const char *text, bool *out);
+
+/* A query parameter's text as the JSON value its field takes (the caller
+ * deletes it); NULL with pb set when the text cannot be that value, or
+ * with pb left alone when memory ran out. */
+cJSON *request_field_from_query(const struct request_field *f,
+                                const char *value, struct problem *pb);
+
+/* The "config" object of an answer: the resolved shape, then every echoed
+ * field in table order. */
+bool request_fields_echo(struct buf *out, const struct request *req);
+
+/* GET /config: every field with its type, range under lim, default, the
+ * names an enum takes and where it may be sent; the caller frees it. */
+char *request_fields_document(const struct request_limits *lim, size_t *len);
+
+bool echo_scalar(struct buf *out, const struct request *req,
+                 const struct request_field *f);
+
+#endif

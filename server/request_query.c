@@ -1,0 +1,149 @@
+/*
+ * request_query.c - a request from a URL: GET parameters become the JSON
+ * object the body would be (by the field table), and the parameters that
+ * shape a PNG answer (format, head, batch, colormap, cell, labels) are
+ * read for GET and POST alike.
+ */
+#include "request_fields.h"
+#include "request_steps.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool request_is_png_param(const char *key)
+{
+    const struct request_field *f = request_field_find(key);
+    return f && f->kind == FIELD_PNG;
+}
+
+bool request_parse_query(struct request *req, const struct request_param *p,
+                         size_t n, const struct request_limits *lim,
+                         struct problem *pb)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return problem_set(pb, 503, "", "out of memory");
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        const struct request_field *f = request_field_find(p[i].key);
+        if (f && f->kind == FIELD_PNG)
+            continue;
+        if (!f || !(f->where & FIELD_IN_QUERY)) {
+            char at[80];
+            snprintf(at, sizeof at, "/%.70s", p[i].key);
+            ok = problem_set(pb, 422, at,
+                             !f ? "unknown query parameter \"%.60s\""
+                                : "query parameter \"%.60s\" is only "
+                                  "accepted in a JSON body (POST)",
+                             p[i].key);
+            break;
+        }
+        if (cJSON_GetObjectItemCaseSensitive(root, p[i].key)) {
+            ok = problem_set(pb, 422, "",
+                             "query parameter \"%.60s\" is given twice",
+                             p[i].key);
+            break;
+        }
+        problem_set(pb, 503, "", "out of memory");
+        cJSON *v = request_field_from_query(f, p[i].value, pb);
+        ok = v && cJSON_AddItemToObject(root, p[i].key, v);
+        if (v && !ok)
+            cJSON_Delete(v);
+    }
+    if (ok)
+        ok = request_decode(req, root, lim, pb);
+    /* JSON pointers mean little in a URL: point at the parameter name */
+    if (!ok && pb->pointer[0] == '/') {
+        char *slash = strchr(pb->pointer + 1, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    cJSON_Delete(root);
+    return ok;
+}
+
+/* A query value that must be a whole number from 0: no sign, no space. */
+static bool parse_index(const char *v, size_t *out)
+{
+    char *end = NULL;
+    if (!*v || *v == '-' || *v == '+')
+        return false;
+    const unsigned long long u = strtoull(v, &end, 10);
+    if (*end)
+        return false;
+    *out = (size_t)u;
+    return true;
+}
+
+/* One PNG option; f is its row, v its text. */
+static bool read_png_option(struct request_png *png,
+                            const struct request_field *f, const char *v,
+                            struct problem *pb)
+{
+    const char *k = f->name;
+    if (!strcmp(k, "format")) {
+        if (!strcmp(v, "png") || !strcmp(v, "json")) {
+            png->wanted = v[0] == 'p';
+            return true;
+        }
+        return problem_set(pb, 422, f->pointer,
+                           "format (\"%.40s\") must be \"json\" or \"png\"", v);
+    }
+    if (!strcmp(k, "head")) {
+        if (!strcmp(v, "mean") || !strcmp(v, "all")) {
+            png->head_kind = v[0] == 'm' ? HEAD_MEAN : HEAD_ALL;
+            return true;
+        }
+        if (!parse_index(v, &png->head))
+            return problem_set(pb, 422, f->pointer,
+                               "head (\"%.40s\") must be a head number from "
+                               "0, \"mean\" or \"all\"",
+                               v);
+        png->head_kind = HEAD_ONE;
+        return true;
+    }
+    if (!strcmp(k, "batch")) {
+        if (!parse_index(v, &png->batch))
+            return problem_set(pb, 422, f->pointer,
+                               "batch (\"%.40s\") must be a sequence number "
+                               "from 0",
+                               v);
+        return true;
+    }
+    if (!strcmp(k, "colormap")) {
+        if (!heatmap_colormap_parse(v, &png->colormap))
+            return problem_set(pb, 422, f->pointer,
+                               "colormap (\"%.40s\") must be \"viridis\", "
+                               "\"magma\" or \"gray\"",
+                               v);
+        return true;
+    }
+    if (!strcmp(k, "cell")) {
+        size_t cell;
+        if (!parse_index(v, &cell) || cell < f->min || cell > f->max)
+            return problem_set(pb, 422, f->pointer,
+                               "cell (\"%.40s\") must be a number of pixels "
+                               "from %zu to %zu",
+                               v, f->min, f->max);
+        png->cell = (unsigned)cell;
+        return true;
+    }
+    if (!request_bool_from_text(v, &png->labels)) /* "labels" */
+        return problem_set(pb, 422, f->pointer,
+                           "labels (\"%.40s\") must be true or false", v);
+    return true;
+}
+
+bool request_parse_png(struct request *req, const struct request_param *p,
+                       size_t n, bool accept_png, struct problem *pb)
+{
+    req->png.wanted = accept_png;
+    for (size_t i = 0; i < n; i++) {
+        const struct request_field *f = request_field_find(p[i].key);
+        if (f && f->kind == FIELD_PNG &&
+            !read_png_option(&req->png, f, p[i].value, pb))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,31 @@
+/*
+ * request_steps.h - the steps of decoding a request, one file each, in
+ * the order request.c runs them. Internal to the request modules.
+ */
+#ifndef ATTND_REQUEST_STEPS_H
+#define ATTND_REQUEST_STEPS_H
+
+#include "request.h"
+
+#include <cJSON.h>
+
+/* request.c: a JSON object, from a body or from GET parameters, into req. */
+bool request_decode(struct request *req, const cJSON *root,
+                    const struct request_limits *lim, struct problem *pb);
+
+/* request_input.c: "sentence", "tokens" or "embeddings", and "context";
+ * a context of one sequence is repeated for every sequence of the input. */
+bool request_read_inputs(struct request *req, const cJSON *root,
+                         const struct request_limits *lim, struct problem *pb);
+
+/* request_mask.c: "mask" and "key_padding", checked against the shapes
+ * already in req->cfg. */
+bool request_read_masks(struct request *req, const cJSON *root,
+                        struct problem *pb);
+
+/* request_params.c: "params", a PyTorch state_dict, checked against the
+ * resolved config. */
+bool request_read_params(struct request *req, const cJSON *v,
+                         struct problem *pb);
+
+#endif

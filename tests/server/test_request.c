@@ -1,0 +1,482 @@
+/*
+ * test_request.c - request decoding in isolation: the field table's own
+ * consistency, defaults as the echo shows them, every scalar field through
+ * JSON and through GET alike, where refusals point, and the steps that
+ * read inputs, masks, parameters and the PNG options.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "request.h"
+#include "request_fields.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct request_limits lim = {
+    .max_tokens = 64, .max_dim = 256, .max_heads = 16, .max_output = 1 << 20};
+
+/* Decode body; *pb says why not. The caller frees req. */
+static bool decode(struct request *req, const char *body, struct problem *pb)
+{
+    request_init(req);
+    memset(pb, 0, sizeof *pb);
+    return request_parse_json(req, body, strlen(body), &lim, pb);
+}
+
+/* Decode a query string "a=1&b=2" (no escapes) with its PNG options. */
+static bool decode_query(struct request *req, const char *query,
+                         struct problem *pb)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s", query);
+    struct request_param p[32];
+    size_t n = 0;
+    for (char *pair = strtok(text, "&"); pair && n < 32;
+         pair = strtok(NULL, "&")) {
+        char *eq = strchr(pair, '=');
+        if (eq)
+            *eq = '\0';
+        p[n++] = (struct request_param){pair, eq ? eq + 1 : ""};
+    }
+    request_init(req);
+    memset(pb, 0, sizeof *pb);
+    return request_parse_png(req, p, n, false, pb) &&
+           request_parse_query(req, p, n, &lim, pb);
+}
+
+/* The config echo of a decoded request, parsed. */
+static cJSON *echo_of(const struct request *req)
+{
+    struct buf b;
+    buf_init(&b, 1 << 16);
+    assert_true(request_fields_echo(&b, req));
+    cJSON *doc = cJSON_Parse(b.data);
+    assert_non_null(doc);
+    buf_free(&b);
+    return doc;
+}
+
+static void expect_refusal(const char *body, int status, const char *pointer,
+                           const char *detail)
+{
+    struct request req;
+    struct problem pb;
+    if (decode(&req, body, &pb))
+        fail_msg("%s: accepted", body);
+    if (pb.status != status || strcmp(pb.pointer, pointer) ||
+        !strstr(pb.detail, detail))
+        fail_msg("%s: %d at \"%s\": %s; expected %d at \"%s\" with \"%s\"",
+                 body, pb.status, pb.pointer, pb.detail, status, pointer,
+                 detail);
+    request_free(&req);
+}
+
+/* ------------------------------------------------------------ the table */
+
+static void test_table_is_consistent(void **state)
+{
+    (void)state;
+    assert_true(request_field_count <= 64);
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        char pointer[80];
+        snprintf(pointer, sizeof pointer, "/%s", f->name);
+        assert_string_equal(f->pointer, pointer);
+        assert_ptr_equal(request_field_find(f->name), f);
+        assert_int_equal(request_field_index(f), i);
+        assert_true(f->where & (FIELD_IN_BODY | FIELD_IN_QUERY));
+        const bool scalar = f->kind == FIELD_SIZE || f->kind == FIELD_BOOL ||
+                            f->kind == FIELD_FLOAT || f->kind == FIELD_SEED ||
+                            f->kind == FIELD_ENUM;
+        if (scalar && !f->offset)
+            fail_msg("%s is read by the table but has no offset", f->name);
+        if (f->kind == FIELD_ENUM && !f->value_name)
+            fail_msg("%s is an enum without names", f->name);
+        if (f->kind == FIELD_SIZE && (f->min < 1 || (!f->limit && !f->max)))
+            fail_msg("%s has no range", f->name);
+        if ((f->kind == FIELD_PNG) != (f->where == FIELD_IN_QUERY))
+            fail_msg("%s: the URL alone takes exactly the PNG options",
+                     f->name);
+        if (f->default_json) {
+            cJSON *d = cJSON_Parse(f->default_json);
+            if (!d)
+                fail_msg("%s: default %s is not JSON", f->name,
+                         f->default_json);
+            cJSON_Delete(d);
+        }
+    }
+    assert_null(request_field_find("colour"));
+}
+
+/* A request that gives nothing but a sentence echoes every documented
+ * default: the table's defaults are the ones the code applies. */
+static void test_defaults_are_what_the_echo_shows(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req, "{\"sentence\":\"the cat sat\"}", &pb));
+    cJSON *echo = echo_of(&req);
+    int checked = 0;
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        if (!f->echo || !f->default_json)
+            continue;
+        cJSON *want = cJSON_Parse(f->default_json);
+        const cJSON *got = cJSON_GetObjectItemCaseSensitive(echo, f->name);
+        if (!got || !cJSON_Compare(want, got, true)) {
+            char *shown = got ? cJSON_PrintUnformatted(got) : NULL;
+            fail_msg("%s echoes %s; the table says %s", f->name,
+                     shown ? shown : "nothing", f->default_json);
+        }
+        cJSON_Delete(want);
+        checked++;
+    }
+    assert_true(checked >= 12);
+    /* and what follows from the others */
+    assert_int_equal(cJSON_GetObjectItem(echo, "kv_heads")->valueint, 8);
+    assert_int_equal(cJSON_GetObjectItem(echo, "d_k")->valueint, 8);
+    assert_string_equal(cJSON_GetObjectItem(echo, "precision")->valuestring,
+                        "shortest");
+    cJSON_Delete(echo);
+    request_free(&req);
+}
+
+/* Every scalar field that GET takes: a value other than its default, the
+ * same through the body and through the URL. */
+static const struct {
+    const char *name, *json, *query;
+} samples[] = {
+    {"mode", "\"basic\"", "basic"},
+    {"heads", "4", "4"},
+    {"kv_heads", "2", "2"},
+    {"d_model", "32", "32"},
+    {"d_k", "6", "6"},
+    {"d_v", "10", "10"},
+    {"d_out", "12", "12"},
+    {"bias", "true", "1"},
+    {"out_proj", "false", "false"},
+    {"out_bias", "true", "true"},
+    {"scale", "0.25", "0.25"},
+    {"residual", "\"input\"", "input"},
+    {"mask", "\"causal\"", "causal"},
+    {"positional", "\"rope\"", "rope"},
+    {"dropout", "0.5", "0.5"},
+    {"seed", "\"18446744073709551615\"", "18446744073709551615"},
+    {"lowercase", "false", "0"},
+    {"special_tokens", "true", "true"},
+    {"return", "[\"output\",\"q\"]", "output,q"},
+    {"precision", "4", "4"},
+};
+
+static void test_every_query_field_is_sampled(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        if (!(f->where & FIELD_IN_QUERY) || f->kind == FIELD_PNG ||
+            f->kind == FIELD_INPUT || f->kind == FIELD_CONTEXT)
+            continue;
+        bool found = false;
+        for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++)
+            found = found || !strcmp(samples[k].name, f->name);
+        if (!found)
+            fail_msg("no sample for %s", f->name);
+    }
+}
+
+static void test_json_and_query_agree(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++) {
+        /* each sample alone, with what it needs besides */
+        const char *needs = "";
+        if (!strcmp(samples[k].name, "d_out"))
+            needs = ",\"heads\":2";
+        char body[512], query[512];
+        snprintf(body, sizeof body, "{\"sentence\":\"a b c\",\"%s\":%s%s}",
+                 samples[k].name, samples[k].json, needs);
+        snprintf(query, sizeof query, "sentence=a b c&%s=%s%s", samples[k].name,
+                 samples[k].query, needs[0] ? "&heads=2" : "");
+        struct request a, b;
+        struct problem pa, pq;
+        const bool ok_json = decode(&a, body, &pa);
+        const bool ok_query = decode_query(&b, query, &pq);
+        if (!ok_json || !ok_query)
+            fail_msg("%s: json %s (%s), query %s (%s)", samples[k].name,
+                     ok_json ? "ok" : "refused", pa.detail,
+                     ok_query ? "ok" : "refused", pq.detail);
+        cJSON *ea = echo_of(&a), *eq = echo_of(&b);
+        if (!cJSON_Compare(ea, eq, true))
+            fail_msg("%s: the body and the URL give different configs",
+                     samples[k].name);
+        /* and the value arrived: the echo is not the default's */
+        char plain[128];
+        snprintf(plain, sizeof plain, "{\"sentence\":\"a b c\"%s}", needs);
+        struct request d;
+        struct problem pd;
+        assert_true(decode(&d, plain, &pd));
+        cJSON *ed = echo_of(&d);
+        if (cJSON_Compare(cJSON_GetObjectItem(ea, samples[k].name),
+                          cJSON_GetObjectItem(ed, samples[k].name), true))
+            fail_msg("%s: the echo shows the default", samples[k].name);
+        cJSON_Delete(ed);
+        request_free(&d);
+        cJSON_Delete(ea);
+        cJSON_Delete(eq);
+        request_free(&a);
+        request_free(&b);
+    }
+}
+
+/* A value of the wrong type is refused at the field, in the body and in
+ * the URL. */
+static void test_refusals_point_at_the_field(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        if (f->kind != FIELD_SIZE && f->kind != FIELD_BOOL &&
+            f->kind != FIELD_FLOAT && f->kind != FIELD_ENUM &&
+            f->kind != FIELD_SEED)
+            continue;
+        char body[256];
+        snprintf(body, sizeof body, "{\"sentence\":\"a b\",\"%s\":{}}",
+                 f->name);
+        expect_refusal(body, 422, f->pointer, f->name);
+        if (f->kind == FIELD_SEED)
+            continue; /* a seed's text is a string of digits */
+        char query[256];
+        snprintf(query, sizeof query, "sentence=a&%s=%s", f->name,
+                 f->kind == FIELD_ENUM ? "nonsense" : "x1");
+        struct request req;
+        struct problem pb;
+        if (decode_query(&req, query, &pb))
+            fail_msg("%s: accepted", query);
+        if (pb.status != 422 || strcmp(pb.pointer, f->pointer))
+            fail_msg("%s: %d at \"%s\"", query, pb.status, pb.pointer);
+        request_free(&req);
+    }
+    expect_refusal("{\"sentence\":\"a\",\"format\":\"png\"}", 422, "/format",
+                   "unknown field");
+    expect_refusal("{\"sentence\":\"a\",\"heads\":17}", 422, "/heads",
+                   "between 1 and 16");
+    expect_refusal("{\"sentence\":\"a\",\"dropout\":1}", 422, "/dropout",
+                   "below 1");
+    expect_refusal("{\"sentence\":\"a\",\"precision\":10}", 422, "/precision",
+                   "between 1 and 9");
+    struct request req;
+    struct problem pb;
+    assert_false(decode_query(&req, "sentence=a&tokens=b", &pb));
+    assert_string_equal(pb.pointer, "/tokens");
+    assert_non_null(strstr(pb.detail, "only accepted in a JSON body"));
+    request_free(&req);
+}
+
+static void test_core_fields_map_to_pointers(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req, "{\"tokens\":[\"a\",\"b\"]}", &pb));
+    assert_string_equal(request_pointer_of(&req, "x"), "/tokens");
+    assert_string_equal(request_pointer_of(&req, "n_query"), "/tokens");
+    assert_string_equal(request_pointer_of(&req, "n_ctx"), "/context");
+    assert_string_equal(request_pointer_of(&req, "heads"), "/heads");
+    assert_string_equal(request_pointer_of(&req, "want"), "/return");
+    assert_string_equal(request_pointer_of(&req, "v_proj.bias"), "/params");
+    assert_string_equal(request_pointer_of(&req, "rope_base"), "");
+    /* the core's own refusal, pointed at the client's field */
+    request_free(&req);
+    expect_refusal("{\"sentence\":\"a b\",\"heads\":6}", 422, "/heads",
+                   "must divide d_model (64)");
+    expect_refusal("{\"sentence\":\"a b\",\"context\":{\"sentence\":\"x y z\"},"
+                   "\"residual\":\"input\"}",
+                   422, "/residual", "as many context tokens");
+}
+
+/* ------------------------------------------------------------- the steps */
+
+static void test_inputs(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req,
+                       "{\"sentence\":\"The cat, asleep.\",\"d_model\":16,"
+                       "\"special_tokens\":true}",
+                       &pb));
+    assert_int_equal(req.input.n, 7); /* [CLS] the cat , asleep . [SEP] */
+    assert_string_equal(req.input.tokens.text[3], ",");
+    assert_int_equal(req.input.d, 16);
+    request_free(&req);
+
+    /* a batch of 2 with one context: the context is repeated */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[[1,2],[3,4]],[[5,6],[7,8]]],"
+                       "\"heads\":1,\"context\":{\"embeddings\":[[9,10]]}}",
+                       &pb));
+    assert_int_equal(req.cfg.batch, 2);
+    assert_int_equal(req.context.batch, 2);
+    assert_true(req.context.x[0] == 9 && req.context.x[2] == 9 &&
+                req.context.x[3] == 10);
+    assert_string_equal(req.context.pointer, "/context/embeddings");
+    request_free(&req);
+
+    expect_refusal("{\"sentence\":\"a\\u00ff\",\"tokens\":[\"x\"]}", 422, "",
+                   "exactly one");
+    expect_refusal("{\"tokens\":[\"a\",\"\"]}", 422, "/tokens/1",
+                   "empty string");
+    /* the tokenizer's position, in the client's field */
+    expect_refusal("{\"sentence\":\"ok\xff\"}", 422, "/sentence",
+                   "sentence has invalid UTF-8 at byte 2 (0xff)");
+    expect_refusal("{\"sentence\":\"ok\",\"context\":{\"tokens\":[\"a\","
+                   "\"b\xc3\"]}}",
+                   422, "/context/tokens/1",
+                   "context.tokens[1] has invalid UTF-8 at byte 1 (0xc3)");
+}
+
+static void test_masks(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                       "\"mask\":[[true,false],[1,1]],\"key_padding\":[0,1]}",
+                       &pb));
+    assert_string_equal(req.mask_name, "explicit");
+    assert_ptr_equal(req.cfg.mask, req.mask);
+    assert_true(req.mask[0] && !req.mask[1] && req.mask[2] && req.mask[3]);
+    assert_true(!req.key_padding[0] && req.key_padding[1]);
+    request_free(&req);
+    expect_refusal("{\"embeddings\":[[1,0],[0,1]],\"heads\":1,\"mask\":"
+                   "[[[1,1],[1,1]],[[1,1],[1,1]]]}",
+                   422, "/mask", "a batch of 2; the input has 1");
+    expect_refusal("{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                   "\"key_padding\":[[0,1],[1,0]]}",
+                   422, "/key_padding", "2 rows; the batch is 1");
+}
+
+static void test_params(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    /* the fused in_proj layout, split into q, k and v */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,2]],\"heads\":1,\"params\":{"
+                       "\"in_proj_weight\":[[1,2],[3,4],[5,6],[7,8],[9,10],"
+                       "[11,12]],\"in_proj_bias\":[1,2,3,4,5,6],"
+                       "\"out_proj\":{\"weight\":[[1,0],[0,1]]}}}",
+                       &pb));
+    assert_int_equal(req.params_source, PARAMS_GIVEN);
+    assert_true(req.params.wk[0] == 5 && req.params.wv[3] == 12);
+    assert_true(req.params.bv[1] == 6 && req.cfg.qkv_bias);
+    assert_false(req.cfg.out_bias);
+    assert_ptr_equal(req.cfg.params, &req.params);
+    request_free(&req);
+    expect_refusal("{\"embeddings\":[[1,2]],\"heads\":1,\"params\":{"
+                   "\"q_proj_weight\":[[1,2],[3,4]]}}",
+                   422, "/params", "lacks k_proj.weight");
+    expect_refusal("{\"embeddings\":[[1,2]],\"heads\":1,\"params\":{"
+                   "\"k_proj.bias\":[[1,2]]}}",
+                   422, "/params/k_proj.bias", "a bias is [out_features]");
+    expect_refusal("{\"embeddings\":[[1,2]],\"heads\":1,\"out_proj\":false,"
+                   "\"params\":{\"q_proj.weight\":[[1,2],[3,4]],"
+                   "\"k_proj.weight\":[[1,2],[3,4]],\"v_proj.weight\":"
+                   "[[1,2],[3,4]],\"out_proj.bias\":[1,2]}}",
+                   422, "/out_proj", "out_proj is false");
+}
+
+/* The image decides what the config is resolved for. */
+static void test_png_options(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode_query(
+        &req, "sentence=a b&format=png&head=mean&colormap=gray&cell=3", &pb));
+    assert_true(req.png.wanted);
+    assert_int_equal(req.png.head_kind, HEAD_MEAN);
+    assert_int_equal(req.cfg.want, ATTN_WANT_MEAN_WEIGHTS);
+    assert_int_equal(req.png.cell, 3);
+    request_free(&req);
+    assert_false(decode_query(&req, "sentence=a b&format=png&head=8", &pb));
+    assert_string_equal(pb.pointer, "/head");
+    assert_non_null(strstr(pb.detail, "0 to 7"));
+    request_free(&req);
+    assert_false(decode_query(&req, "sentence=a&cell=65", &pb));
+    assert_string_equal(pb.pointer, "/cell");
+    request_free(&req);
+    /* "return": [] computes nothing, and says so */
+    assert_true(decode(&req, "{\"sentence\":\"a\",\"return\":[]}", &pb));
+    assert_false(req.compute);
+    cJSON *echo = echo_of(&req);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(echo, "return")),
+                     0);
+    cJSON_Delete(echo);
+    request_free(&req);
+}
+
+/* GET /config: the table under this server's limits. */
+static void test_fields_document(void **state)
+{
+    (void)state;
+    size_t len = 0;
+    char *text = request_fields_document(&lim, &len);
+    assert_non_null(text);
+    assert_int_equal(strlen(text), len);
+    cJSON *doc = cJSON_Parse(text);
+    assert_non_null(doc);
+    const cJSON *fields = cJSON_GetObjectItem(doc, "fields");
+    assert_int_equal(cJSON_GetArraySize(fields), (int)request_field_count);
+    const cJSON *f;
+    size_t i = 0;
+    cJSON_ArrayForEach(f, fields)
+    {
+        const struct request_field *row = &request_fields[i++];
+        assert_string_equal(cJSON_GetObjectItem(f, "name")->valuestring,
+                            row->name);
+        if (!strcmp(row->name, "heads")) {
+            assert_int_equal(cJSON_GetObjectItem(f, "maximum")->valueint, 16);
+            assert_int_equal(cJSON_GetObjectItem(f, "default")->valueint, 8);
+        }
+        if (!strcmp(row->name, "d_model"))
+            assert_int_equal(cJSON_GetObjectItem(f, "maximum")->valueint, 256);
+        if (!strcmp(row->name, "positional"))
+            assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(f, "enum")),
+                             3);
+    }
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "limits"), "max_tokens")
+            ->valueint,
+        64);
+    cJSON_Delete(doc);
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table_is_consistent),
+        cmocka_unit_test(test_defaults_are_what_the_echo_shows),
+        cmocka_unit_test(test_every_query_field_is_sampled),
+        cmocka_unit_test(test_json_and_query_agree),
+        cmocka_unit_test(test_refusals_point_at_the_field),
+        cmocka_unit_test(test_core_fields_map_to_pointers),
+        cmocka_unit_test(test_inputs),
+        cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_png_options),
+        cmocka_unit_test(test_fields_document),
+    };
+    return cmocka_run_group_tests_name("request", tests, NULL, NULL);
+}
