@@ -230,3 +230,42 @@ test('screenshots at 1280x800 and 390x844 without horizontal overflow', async ()
     }
   }
 });
+
+test('the page runs as modules from its own server, without errors', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const requests = [], scripts = [], problems = [];
+  page.on('request', (r) => {
+    requests.push(r.url());
+    if (r.resourceType() === 'script') scripts.push(r);
+  });
+  page.on('console', (m) => {
+    // The browser asks for /favicon.ico on its own; the page has none.
+    if (m.type() === 'error' && !m.location().url.endsWith('/favicon.ico')) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(base);
+  await waitForHeatmaps(page, 9);
+
+  // one entry point, a module from this server; no inline or classic script
+  const tags = await page.$$eval('script', (all) =>
+    all.map((s) => ({ type: s.type, src: s.src, inline: s.textContent.trim() !== '' })));
+  assert.ok(tags.length > 0);
+  for (const tag of tags) {
+    assert.equal(tag.type, 'module');
+    assert.equal(new URL(tag.src).origin, base);
+    assert.equal(tag.inline, false);
+  }
+  // the modules it imports come from the same server, served as JavaScript
+  assert.ok(scripts.length > tags.length, 'the entry point imports the other modules');
+  for (const r of scripts) {
+    assert.equal(new URL(r.url()).origin, base);
+    const response = await r.response();
+    assert.equal(response.status(), 200, r.url());
+    assert.match(response.headers()['content-type'], /^text\/javascript/);
+  }
+  // nothing at all is fetched from elsewhere
+  for (const url of requests)
+    assert.ok(url.startsWith(`${base}/`) || url.startsWith('blob:'), `${url} is not from the server`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

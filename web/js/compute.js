@@ -1,0 +1,46 @@
+// One computation: check the form, put it in the URL, ask the server, show the answer.
+import { $, form } from './dom.js';
+import { readForm, setState, pageUrl } from './state.js';
+import { localErrors, showErrors, fieldOfPointer } from './validate.js';
+import { nextRequest, generation, fetchWeights, setResult } from './api.js';
+import { render } from './results.js';
+
+function setBusy(busy) {
+  form.setAttribute('aria-busy', String(busy));
+  $('results').classList.toggle('busy', busy);
+  $('status').textContent = busy ? 'Computing…' : '';
+  $('run').disabled = false;
+}
+
+// push: a new history entry (the form was submitted) rather than
+// replacing the current one (typing, going back). Quick answers never show
+// the busy state, so the page does not flicker while typing.
+export async function compute(push) {
+  const s = readForm();
+  const errors = localErrors(s);
+  showErrors(errors);
+  if (Object.keys(errors).length) return;
+  setState(s);
+  const url = pageUrl(s);
+  if (push) history.pushState(null, '', url);
+  else history.replaceState(null, '', url);
+
+  const { mine, signal } = nextRequest();
+  const slow = setTimeout(() => { if (mine === generation) setBusy(true); }, 150);
+  try {
+    const answer = await fetchWeights(s, signal);
+    if (mine !== generation) return;
+    if (answer.problem) {
+      showErrors({ [fieldOfPointer(answer.problem.pointer)]: answer.problem.detail });
+      return;
+    }
+    setResult(answer);
+    await render(mine);
+  } catch (err) {
+    if (err.name !== 'AbortError' && mine === generation)
+      showErrors({ form: `The server could not be reached: ${err.message}` });
+  } finally {
+    clearTimeout(slow);
+    if (mine === generation) setBusy(false);
+  }
+}

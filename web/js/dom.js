@@ -1,0 +1,4 @@
+// Shorthands for the page's elements.
+
+export const $ = (id) => document.getElementById(id);
+export const form = $('controls');

@@ -1,0 +1,77 @@
+// The enlarged head: its weights one cell each, tokens around them, read by pointer or arrow keys.
+import { $ } from './dom.js';
+
+// src: the bare matrix, one square cell pixels wide per weight of w
+// ([n][m]); the tokens are laid out around it in HTML, so the cell under
+// the pointer is exact.
+export function drawMatrix(sh, w, src, cell) {
+  const box = $('matrix');
+  box.style.setProperty('--cell', `${cell}px`);
+  box.style.setProperty('--rows', sh.n);
+  box.style.setProperty('--cols', sh.m);
+  const top = document.createElement('div');
+  top.className = 'col-labels';
+  for (const t of sh.cols) {
+    const s = document.createElement('span');
+    s.textContent = t;
+    top.append(s);
+  }
+  const left = document.createElement('div');
+  left.className = 'row-labels';
+  for (const t of sh.rows) {
+    const s = document.createElement('span');
+    s.textContent = t;
+    left.append(s);
+  }
+  const frame = document.createElement('div');
+  frame.className = 'cells';
+  frame.tabIndex = 0;
+  frame.setAttribute('role', 'grid');
+  frame.setAttribute('aria-label', 'weights: use the arrow keys to read each cell');
+  const img = document.createElement('img');
+  img.src = src;
+  img.alt = `${$('enlarged-title').textContent}, one square per weight`;
+  img.width = sh.m * cell;
+  img.height = sh.n * cell;
+  img.draggable = false;
+  const mark = document.createElement('div');
+  mark.className = 'mark';
+  mark.hidden = true;
+  frame.append(img, mark);
+  const corner = document.createElement('div');
+  corner.className = 'corner';
+  box.replaceChildren(corner, top, left, frame);
+
+  let at = null;
+  const show = (i, j, x, y) => {
+    at = [i, j];
+    const text = `${sh.rows[i]} → ${sh.cols[j]}: ${w[i][j]}`;
+    $('readout').textContent = text;
+    mark.hidden = false;
+    mark.style.transform = `translate(${j * cell}px, ${i * cell}px)`;
+    const tip = $('tooltip');
+    tip.textContent = text;
+    tip.hidden = false;
+    const r = frame.getBoundingClientRect();
+    tip.style.left = `${window.scrollX + r.left + (x ?? (j + 1) * cell) + 12}px`;
+    tip.style.top = `${window.scrollY + r.top + (y ?? (i + 1) * cell) + 12}px`;
+  };
+  const hide = () => { $('tooltip').hidden = true; mark.hidden = true; };
+  frame.addEventListener('mousemove', (e) => {
+    const r = img.getBoundingClientRect();
+    const x = e.clientX - r.left, y = e.clientY - r.top;
+    const j = Math.floor(x / (r.width / sh.m)), i = Math.floor(y / (r.height / sh.n));
+    if (i < 0 || j < 0 || i >= sh.n || j >= sh.m) return hide();
+    show(i, j, x, y);
+  });
+  frame.addEventListener('mouseleave', hide);
+  frame.addEventListener('blur', hide);
+  frame.addEventListener('keydown', (e) => {
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (!moves[e.key]) return;
+    e.preventDefault();
+    if (!at) return show(0, 0); // the first key press lands on the corner
+    const [di, dj] = moves[e.key];
+    show(Math.min(sh.n - 1, Math.max(0, at[0] + di)), Math.min(sh.m - 1, Math.max(0, at[1] + dj)));
+  });
+}
