@@ -20,7 +20,6 @@
 #include "errbuf.h"
 #include "heatmap.h"
 
-#include "checked.h"
 #include "colormap.h"
 #include "font.h"
 #include "pngw.h"
@@ -471,7 +470,8 @@ static bool heatmap_layout_cells(struct heatmap_layout *l,
     const unsigned cell =
         opts->cell ? opts->cell : heatmap_auto_cell(l->rows, l->cols);
     size_t mat_w, mat_h;
-    if (!size_mul(l->cols, cell, &mat_w) || !size_mul(l->rows, cell, &mat_h) ||
+    if (__builtin_mul_overflow(l->cols, cell, &mat_w) ||
+        __builtin_mul_overflow(l->rows, cell, &mat_h) ||
         mat_w > HEATMAP_MAX_SIDE || mat_h > HEATMAP_MAX_SIDE) {
         errbuf_set(err, err_len,
                    "heatmap: a %zu x %zu matrix at %u px per cell is over "
@@ -497,7 +497,8 @@ static bool heatmap_check_size(const struct heatmap_layout *l,
     size_t area = 0;
     const bool fits = l->width <= (int)HEATMAP_MAX_SIDE &&
                       l->height <= (int)HEATMAP_MAX_SIDE &&
-                      size_mul((size_t)l->width, (size_t)l->height, &area);
+                      !__builtin_mul_overflow((size_t)l->width,
+                                              (size_t)l->height, &area);
     if (!fits || area > HEATMAP_MAX_AREA) {
         errbuf_set(err, err_len,
                    "heatmap: image of %d x %d px is over the limit of %u "
