@@ -264,10 +264,10 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     l->height = bottom + HEATMAP_MARGIN;
 }
 
-bool heatmap_layout_cells(struct heatmap_layout *l,
-                          const struct heatmap_matrix *mats, size_t n,
-                          const struct heatmap_options *opts, char *err,
-                          size_t err_len)
+draw_status heatmap_layout_cells(struct heatmap_layout *l,
+                                 const struct heatmap_matrix *mats, size_t n,
+                                 const struct heatmap_options *opts, char *err,
+                                 size_t err_len)
 {
     memset(l, 0, sizeof *l);
     l->rows = mats[0].rows;
@@ -278,46 +278,41 @@ bool heatmap_layout_cells(struct heatmap_layout *l,
     size_t mat_w, mat_h;
     if (__builtin_mul_overflow(l->cols, cell, &mat_w) ||
         __builtin_mul_overflow(l->rows, cell, &mat_h) ||
-        mat_w > HEATMAP_MAX_SIDE || mat_h > HEATMAP_MAX_SIDE) {
-        errbuf_set(err, err_len,
-                   "heatmap: a %zu x %zu matrix at %u px per cell is over "
-                   "%u px on a side",
-                   l->rows, l->cols, cell, HEATMAP_MAX_SIDE);
-        return false;
-    }
+        mat_w > HEATMAP_MAX_SIDE || mat_h > HEATMAP_MAX_SIDE)
+        return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                           "heatmap: a %zu x %zu matrix at %u px per cell is "
+                           "over %u px on a side",
+                           l->rows, l->cols, cell, HEATMAP_MAX_SIDE);
     /* From here on every length fits an int: at most 32 panels across of
      * at most 32768 px, plus labels of a few hundred. */
     l->cell = (int)cell;
     l->mat_w = (int)mat_w;
     l->mat_h = (int)mat_h;
     heatmap_layout_bare(l);
-    return true;
+    return DRAW_OK;
 }
 
-bool heatmap_check_size(const struct heatmap_layout *l,
-                        const struct heatmap_options *opts, char *err,
-                        size_t err_len)
+draw_status heatmap_check_size(const struct heatmap_layout *l,
+                               const struct heatmap_options *opts, char *err,
+                               size_t err_len)
 {
     size_t area = 0;
     const bool fits =
         l->width <= (int)HEATMAP_MAX_SIDE &&
         l->height <= (int)HEATMAP_MAX_SIDE &&
         !__builtin_mul_overflow((size_t)l->width, (size_t)l->height, &area);
-    if (!fits || area > HEATMAP_MAX_AREA) {
-        errbuf_set(err, err_len,
-                   "heatmap: image of %d x %d px is over the limit of %u "
-                   "px a side and %zu px in all",
-                   l->width, l->height, HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA);
-        return false;
-    }
-    if (opts->max_pixels && area > opts->max_pixels) {
-        errbuf_set(err, err_len,
-                   "heatmap: image of %d x %d = %zu px exceeds max_pixels "
-                   "%zu",
-                   l->width, l->height, area, opts->max_pixels);
-        return false;
-    }
-    return true;
+    if (!fits || area > HEATMAP_MAX_AREA)
+        return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                           "heatmap: image of %d x %d px is over the limit of "
+                           "%u px a side and %zu px in all",
+                           l->width, l->height, HEATMAP_MAX_SIDE,
+                           HEATMAP_MAX_AREA);
+    if (opts->max_pixels && area > opts->max_pixels)
+        return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                           "heatmap: image of %d x %d = %zu px exceeds "
+                           "max_pixels %zu",
+                           l->width, l->height, area, opts->max_pixels);
+    return DRAW_OK;
 }
 
 /* Font size for labels: a little larger with larger cells, 11 to 14 px. */
@@ -327,17 +322,18 @@ static unsigned heatmap_label_px(int cell)
     return (unsigned)(px < 11 ? 11 : px > 14 ? 14 : px);
 }
 
-bool heatmap_layout_labels(struct heatmap_layout *l,
-                           const struct heatmap_matrix *mats, size_t n,
-                           const struct heatmap_options *opts, float vmax,
-                           struct font **f, char *err, size_t err_len)
+draw_status heatmap_layout_labels(struct heatmap_layout *l,
+                                  const struct heatmap_matrix *mats, size_t n,
+                                  const struct heatmap_options *opts,
+                                  float vmax, struct font **f, char *err,
+                                  size_t err_len)
 {
     l->px = heatmap_label_px(l->cell);
     l->panel_px = l->px + 1;
     l->title_px = l->px + 3;
-    *f = font_open(l->px, err, err_len);
-    if (!*f)
-        return false;
+    const draw_status st = font_open(l->px, f, err, err_len);
+    if (st != DRAW_OK)
+        return st;
     heatmap_layout_labelled(l, *f, mats, n, opts, vmax);
     return heatmap_check_size(l, opts, err, err_len);
 }

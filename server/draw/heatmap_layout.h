@@ -106,28 +106,29 @@ const char *heatmap_label(const char *const *labels, size_t i, char *buf,
 /*
  * Cell and matrix sizes and the bare layout: enough to bound the image, and
  * the values to be read, before any value is read. mats and opts passed
- * heatmap.c's input checks. False with a message in err when a matrix at
- * that cell size is over HEATMAP_MAX_SIDE.
+ * heatmap.c's input checks. DRAW_E_TOO_BIG with a message in err when a
+ * matrix at that cell size is over HEATMAP_MAX_SIDE.
  */
-bool heatmap_layout_cells(struct heatmap_layout *l,
-                          const struct heatmap_matrix *mats, size_t n,
-                          const struct heatmap_options *opts, char *err,
-                          size_t err_len);
+draw_status heatmap_layout_cells(struct heatmap_layout *l,
+                                 const struct heatmap_matrix *mats, size_t n,
+                                 const struct heatmap_options *opts, char *err,
+                                 size_t err_len);
 
 /* Whether the image fits HEATMAP_MAX_SIDE, HEATMAP_MAX_AREA and
- * max_pixels; false with a message in err if not. */
-bool heatmap_check_size(const struct heatmap_layout *l,
-                        const struct heatmap_options *opts, char *err,
-                        size_t err_len);
+ * max_pixels; DRAW_E_TOO_BIG with a message in err if not. */
+draw_status heatmap_check_size(const struct heatmap_layout *l,
+                               const struct heatmap_options *opts, char *err,
+                               size_t err_len);
 
 /*
  * Replace the bare layout by the labelled one, for a colour scale up to
- * vmax, and check its size. *f is opened here and owned by the caller
- * afterwards, also on failure (font_close).
+ * vmax, and check its size. *f is opened here (font_open's statuses) and
+ * owned by the caller afterwards, also on failure (font_close).
  */
-bool heatmap_layout_labels(struct heatmap_layout *l,
-                           const struct heatmap_matrix *mats, size_t n,
-                           const struct heatmap_options *opts, float vmax,
-                           struct font **f, char *err, size_t err_len);
+draw_status heatmap_layout_labels(struct heatmap_layout *l,
+                                  const struct heatmap_matrix *mats, size_t n,
+                                  const struct heatmap_options *opts,
+                                  float vmax, struct font **f, char *err,
+                                  size_t err_len);
 
 #endif
