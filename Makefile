@@ -27,6 +27,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 # in tests/deps.sh; these are the pkg-config modules the build links.
 PKG_CORE := openblas
 PKG_SERVER := libmicrohttpd libcjson libpng freetype2
+PKG_DRAW := libpng freetype2
 PKG_TEST := cmocka libcjson libcurl libpng
 FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 DEPS := CC="$(CC)" PYTHON="$(PYTHON)" FONT="$(FONT)" tests/deps.sh
@@ -46,7 +47,10 @@ CORE_LIBS = $(call pc_libs,$(PKG_CORE)) -lm -pthread
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c))
+# server/draw/ is the drawing library (heatmaps, font, PNG writer); it is
+# archived with the rest of the server but compiled on its own terms below.
+DRAW_SRC := $(wildcard server/draw/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
 SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
@@ -97,7 +101,15 @@ $(CORE_LIB): $(CORE_OBJ)
 $(BUILD)/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver/draw -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+
+# The drawing library sees only its own folder and its packages, so an
+# include of the core or of the HTTP side fails to compile. (The shorter
+# stem makes make choose this rule over the one above for server/draw/.)
+$(BUILD)/server/draw/%.o: server/draw/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_DRAW)) -c $< -o $@
 
 # The OpenAPI document is kept as JSON in the repo and compiled in.
 $(BUILD)/gen/openapi_json.c: server/openapi.json
@@ -136,7 +148,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_L
 $(BUILD)/tests/server/%.o: tests/server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/draw -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
 $(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
@@ -171,7 +183,7 @@ REPLAY_BIN := $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
 $(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/draw $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
 $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c
 	@mkdir -p $(@D)
@@ -237,7 +249,12 @@ $(FUZZ_DIR)/obj/src/%.o: src/%.c
 $(FUZZ_DIR)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver/draw -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+
+$(FUZZ_DIR)/obj/server/draw/%.o: server/draw/%.c
+	@mkdir -p $(@D)
+	@echo "  CC      $< (fuzz)"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_DRAW)) -c $< -o $@
 
 $(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
 	@mkdir -p $(@D)
@@ -247,7 +264,7 @@ $(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
 $(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver -Iserver/draw $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
 
 $(FUZZ_BIN): $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_OBJ)
 	@echo "  LD      $@"
@@ -285,7 +302,7 @@ golden: deps-golden
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
-    $(wildcard src/*.[ch] server/*.[ch] tests/*/*.[ch]))
+    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     char err[256];
-    if (!heatmap_font_init(opt.font, err, sizeof err)) {
+    if (heatmap_font_init(opt.font, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "attnd: %s\n", err);
         return 1;
     }

@@ -33,6 +33,30 @@ bool problem_from_core(struct problem *pb, attn_status st,
     return false;
 }
 
+bool problem_from_draw(struct problem *pb, draw_status st, const char *message)
+{
+    if (!message)
+        message = "";
+    switch (st) {
+    case DRAW_E_TOO_BIG:
+        /* the request asked for an image past a cap; the message names the
+         * size (cell or whole image) and the cap */
+        return problem_set(pb, 422, "/cell", "%s", message);
+    case DRAW_E_NOMEM:
+        problem_set(pb, 503, "", "the heatmap could not be drawn: %s", message);
+        pb->retry_after = 1;
+        return false;
+    case DRAW_OK:
+    case DRAW_E_INVALID:
+    case DRAW_E_FONT:
+    case DRAW_E_PNG: break;
+    }
+    /* a missing font, libpng failing or arguments the server should never
+     * pass: nothing the client could change */
+    return problem_set(pb, 500, "", "the heatmap could not be drawn: %s",
+                       message);
+}
+
 const char *problem_title(int status)
 {
     switch (status) {

@@ -7,6 +7,7 @@
 #define ATTND_PROBLEM_H
 
 #include "attention.h"
+#include "draw.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,6 +31,11 @@ bool problem_set(struct problem *pb, int status, const char *pointer,
  * 422 at pointer (the request field err->field stands for). */
 bool problem_from_core(struct problem *pb, attn_status st,
                        const struct attn_error *err, const char *pointer);
+
+/* The drawing library's error (st is not DRAW_OK) as a problem: an image
+ * too big is the request's, at "/cell"; no memory is a 503 to retry; the
+ * rest are the server's own failures, 500. message is the library's. */
+bool problem_from_draw(struct problem *pb, draw_status st, const char *message);
 
 /* The short title for a status, e.g. "invalid request" for 422. */
 const char *problem_title(int status);

@@ -1,6 +1,7 @@
 /*
  * render.c - from an attention result to heatmap matrices, titles, labels
- * and text chunks; heatmap.c does the drawing.
+ * and text chunks; the drawing library (draw/heatmap.h) does the drawing,
+ * and problem_from_draw() says what its failures mean to the client.
  */
 #include "render.h"
 #include "buf.h"
@@ -134,15 +135,14 @@ bool render_png(const struct request *req, const struct attn_result *res,
             {"attnd:max", hi_text},
         };
         char err[256] = "";
-        if (!heatmap_render_png(mats, n_mats, &opts, texts,
-                                sizeof texts / sizeof texts[0], png, len, err,
-                                sizeof err)) {
-            /* too many pixels is the request's doing; say which knob */
-            problem_set(pb, 422, "/cell", "%s", err);
-            ok = false;
-        }
+        const draw_status st = heatmap_render_png(
+            mats, n_mats, &opts, texts, sizeof texts / sizeof texts[0], png,
+            len, err, sizeof err);
+        if (st != DRAW_OK)
+            ok = problem_from_draw(pb, st, err);
     } else {
-        problem_set(pb, 503, "", "out of memory drawing the heatmap");
+        problem_from_draw(pb, DRAW_E_NOMEM,
+                          "out of memory for titles, labels and text chunks");
     }
     free(row_json);
     free(col_json);

@@ -31,7 +31,7 @@ void fuzz_init(void)
     if (done)
         return;
     attn_blas_single_thread(); /* as the server's main() does */
-    if (!heatmap_font_init(FONT_PATH, err, sizeof err)) {
+    if (heatmap_font_init(FONT_PATH, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "fuzz: %s\n", err);
         abort();
     }

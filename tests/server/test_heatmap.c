@@ -122,7 +122,8 @@ static void render(const struct heatmap_matrix *m, size_t n,
     unsigned char *png = NULL;
     size_t len = 0;
     char err[256];
-    if (!heatmap_render_png(m, n, o, t, nt, &png, &len, err, sizeof err))
+    if (heatmap_render_png(m, n, o, t, nt, &png, &len, err, sizeof err) !=
+        DRAW_OK)
         fail_msg("render failed: %s", err);
     decode(png, len, img);
     free(png);
@@ -161,7 +162,7 @@ static int setup(void **state)
 {
     (void)state;
     char err[256];
-    if (!heatmap_font_init(FONT, err, sizeof err)) {
+    if (heatmap_font_init(FONT, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "heatmap_font_init: %s\n", err);
         return -1;
     }
@@ -476,8 +477,8 @@ static void test_text_chunks(void **state)
         size_t len = 1;
         char err[256] = "";
         if (heatmap_render_png(&m, 1, &o, bad[i], 1, &png, &len, err,
-                               sizeof err))
-            fail_msg("text %zu accepted", i);
+                               sizeof err) != DRAW_E_INVALID)
+            fail_msg("text %zu not refused as invalid", i);
         assert_null(png);
         assert_int_equal(len, 0);
         assert_true(strlen(err) > 10);
@@ -548,8 +549,8 @@ static void *render_job(void *arg)
 {
     struct job *j = arg;
     char err[256];
-    if (!heatmap_render_png(j->m, j->n, j->o, NULL, 0, &j->png, &j->len, err,
-                            sizeof err))
+    if (heatmap_render_png(j->m, j->n, j->o, NULL, 0, &j->png, &j->len, err,
+                           sizeof err) != DRAW_OK)
         j->png = NULL;
     return NULL;
 }
@@ -617,30 +618,34 @@ static void test_max_pixels(void **state)
     unsigned char *png = NULL;
     size_t len = 0;
     char err[256] = "";
-    assert_false(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_E_TOO_BIG);
     assert_null(png);
     assert_non_null(strstr(err, "90 x 90"));
     assert_non_null(strstr(err, "max_pixels"));
     o.max_pixels = 8100;
-    assert_true(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_OK);
     free(png);
 
     /* labels count too: the bare 8100 px pass, the labelled image not */
     o.labels = true;
     o.row_labels = o.col_labels = sentence;
     o.max_pixels = 9000;
-    assert_false(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_E_TOO_BIG);
     assert_non_null(strstr(err, "max_pixels"));
 
     /* the built-in caps hold with max_pixels 0 */
     static float big[4 * 3000];
     struct heatmap_matrix tall = {big, 3000, 4, NULL};
     o = (struct heatmap_options){.colormap = HEATMAP_GRAY, .cell = 20};
-    assert_false(
-        heatmap_render_png(&tall, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&tall, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_E_TOO_BIG);
     assert_non_null(strstr(err, "3000"));
 }
 
@@ -654,43 +659,44 @@ static void test_bad_input(void **state)
     size_t len = 0;
     char err[256];
 
-#define REFUSED(mats, n, opts, texts, nt, needle)                              \
+#define REFUSED(mats, n, opts, texts, nt, status, needle)                      \
     do {                                                                       \
         err[0] = '\0';                                                         \
-        assert_false(heatmap_render_png(mats, n, opts, texts, nt, &png, &len,  \
-                                        err, sizeof err));                     \
+        assert_int_equal(heatmap_render_png(mats, n, opts, texts, nt, &png,    \
+                                            &len, err, sizeof err),            \
+                         status);                                              \
         assert_null(png);                                                      \
         if (!strstr(err, needle))                                              \
             fail_msg("message \"%s\" lacks \"%s\"", err, needle);              \
     } while (0)
 
-    REFUSED(&ok, 1, NULL, NULL, 0, "options");
-    REFUSED(NULL, 1, &o, NULL, 0, "matrices");
-    REFUSED(&ok, 0, &o, NULL, 0, "matrices");
+    REFUSED(&ok, 1, NULL, NULL, 0, DRAW_E_INVALID, "options");
+    REFUSED(NULL, 1, &o, NULL, 0, DRAW_E_INVALID, "matrices");
+    REFUSED(&ok, 0, &o, NULL, 0, DRAW_E_INVALID, "matrices");
     struct heatmap_matrix empty = {w, 0, 3, NULL};
-    REFUSED(&empty, 1, &o, NULL, 0, "0 x 3");
+    REFUSED(&empty, 1, &o, NULL, 0, DRAW_E_INVALID, "0 x 3");
     struct heatmap_matrix no_values = {NULL, 2, 3, NULL};
-    REFUSED(&no_values, 1, &o, NULL, 0, "no values");
+    REFUSED(&no_values, 1, &o, NULL, 0, DRAW_E_INVALID, "no values");
     struct heatmap_matrix two[2] = {ok, {w, 3, 2, NULL}};
-    REFUSED(two, 2, &o, NULL, 0, "3 x 2");
+    REFUSED(two, 2, &o, NULL, 0, DRAW_E_INVALID, "3 x 2");
     float neg[6] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, 0.6f};
     struct heatmap_matrix negative = {neg, 2, 3, NULL};
-    REFUSED(&negative, 1, &o, NULL, 0, "[0][2]");
+    REFUSED(&negative, 1, &o, NULL, 0, DRAW_E_INVALID, "[0][2]");
     float inf[6] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, INFINITY};
     struct heatmap_matrix infinite = {inf, 2, 3, NULL};
-    REFUSED(&infinite, 1, &o, NULL, 0, "[1][2]");
+    REFUSED(&infinite, 1, &o, NULL, 0, DRAW_E_INVALID, "[1][2]");
     struct heatmap_options big_cell = {.cell = 1000};
-    REFUSED(&ok, 1, &big_cell, NULL, 0, "cell 1000");
+    REFUSED(&ok, 1, &big_cell, NULL, 0, DRAW_E_TOO_BIG, "cell 1000");
     struct heatmap_options bad_map = {.colormap = (enum heatmap_colormap)7};
-    REFUSED(&ok, 1, &bad_map, NULL, 0, "colormap");
+    REFUSED(&ok, 1, &bad_map, NULL, 0, DRAW_E_INVALID, "colormap");
     struct heatmap_matrix huge = {w, (size_t)1 << 40, 3, NULL};
-    REFUSED(&huge, 1, &o, NULL, 0, "matrix of");
+    REFUSED(&huge, 1, &o, NULL, 0, DRAW_E_TOO_BIG, "matrix of");
     struct heatmap_matrix wide = {w, 2, 20000, NULL};
     struct heatmap_options cell2 = {.cell = 2};
-    REFUSED(&wide, 1, &cell2, NULL, 0, "32768");
+    REFUSED(&wide, 1, &cell2, NULL, 0, DRAW_E_TOO_BIG, "32768");
     const struct heatmap_text many[40] = {{"k", "v"}};
-    REFUSED(&ok, 1, &o, many, 40, "40 texts");
-    REFUSED(&ok, 1, &o, NULL, 1, "no array");
+    REFUSED(&ok, 1, &o, many, 40, DRAW_E_INVALID, "40 texts");
+    REFUSED(&ok, 1, &o, NULL, 1, DRAW_E_INVALID, "no array");
 #undef REFUSED
 }
 
@@ -698,8 +704,9 @@ static void test_font_errors(void **state)
 {
     (void)state;
     char err[256] = "";
-    assert_false(
-        heatmap_font_init("/nonexistent/attnd/font.ttf", err, sizeof err));
+    assert_int_equal(
+        heatmap_font_init("/nonexistent/attnd/font.ttf", err, sizeof err),
+        DRAW_E_FONT);
     assert_non_null(strstr(err, "/nonexistent/attnd/font.ttf"));
 
     char path[] = "/tmp/attnd_test_font_XXXXXX";
@@ -708,7 +715,7 @@ static void test_font_errors(void **state)
     assert_int_equal(write(fd, "not a font at all", 17), 17);
     close(fd);
     err[0] = '\0';
-    assert_false(heatmap_font_init(path, err, sizeof err));
+    assert_int_equal(heatmap_font_init(path, err, sizeof err), DRAW_E_FONT);
     assert_non_null(strstr(err, path));
     unlink(path);
 
@@ -718,21 +725,24 @@ static void test_font_errors(void **state)
     struct heatmap_options o = {.labels = true};
     unsigned char *png = NULL;
     size_t len = 0;
-    assert_true(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_OK);
     free(png);
 
     /* without a font, labelled renders fail cleanly, bare ones work */
     heatmap_font_free();
-    assert_false(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_E_FONT);
     assert_null(png);
     assert_non_null(strstr(err, "font"));
     o.labels = false;
-    assert_true(
-        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err));
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_OK);
     free(png);
-    assert_true(heatmap_font_init(FONT, err, sizeof err));
+    assert_int_equal(heatmap_font_init(FONT, err, sizeof err), DRAW_OK);
 }
 
 /* Labels the font lacks, broken UTF-8 and very long tokens draw without
@@ -848,25 +858,31 @@ static void test_png_writer(void **state)
     unsigned char *out = NULL;
     size_t len = 0;
     char err[256] = "";
-    assert_true(pngw_encode(rgba, 64, 64, 4, NULL, 0, sizeof rgba * 2, &out,
-                            &len, err, sizeof err));
+    assert_int_equal(pngw_encode(rgba, 64, 64, 4, NULL, 0, sizeof rgba * 2,
+                                 &out, &len, err, sizeof err),
+                     DRAW_OK);
     assert_true(len > 64 * 64 * 3);
     const size_t full = len;
     free(out);
-    assert_false(pngw_encode(rgba, 64, 64, 4, NULL, 0, full - 1, &out, &len,
-                             err, sizeof err));
+    assert_int_equal(pngw_encode(rgba, 64, 64, 4, NULL, 0, full - 1, &out, &len,
+                                 err, sizeof err),
+                     DRAW_E_TOO_BIG);
     assert_null(out);
     assert_non_null(strstr(err, "cap"));
-    assert_true(pngw_encode(rgba, 64, 64, 4, NULL, 0, full, &out, &len, err,
-                            sizeof err));
+    assert_int_equal(pngw_encode(rgba, 64, 64, 4, NULL, 0, full, &out, &len,
+                                 err, sizeof err),
+                     DRAW_OK);
     assert_int_equal(len, full);
     free(out);
-    assert_false(pngw_encode(rgba, 64, 64, 2, NULL, 0, full, &out, &len, err,
-                             sizeof err));
-    assert_false(pngw_encode(rgba, 0, 64, 3, NULL, 0, full, &out, &len, err,
-                             sizeof err));
-    assert_false(pngw_encode(rgba, 70000, 1, 3, NULL, 0, full, &out, &len, err,
-                             sizeof err));
+    assert_int_equal(pngw_encode(rgba, 64, 64, 2, NULL, 0, full, &out, &len,
+                                 err, sizeof err),
+                     DRAW_E_INVALID);
+    assert_int_equal(
+        pngw_encode(rgba, 0, 64, 3, NULL, 0, full, &out, &len, err, sizeof err),
+        DRAW_E_INVALID);
+    assert_int_equal(pngw_encode(rgba, 70000, 1, 3, NULL, 0, full, &out, &len,
+                                 err, sizeof err),
+                     DRAW_E_TOO_BIG);
     assert_null(out);
 }
 

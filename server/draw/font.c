@@ -12,7 +12,6 @@
 #include FT_FREETYPE_H
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,50 +48,60 @@ struct font_run {
     FT_Pos width;
 };
 
-/* Read all of path into a malloc'd buffer; NULL with a message on error. */
-static unsigned char *font_read_file(const char *path, size_t *len, char *err,
-                                     size_t err_len)
+/* FreeType's own out-of-memory is ours too; every other error is the
+ * font's. */
+static draw_status font_ft_status(FT_Error e)
 {
+    return e == FT_Err_Out_Of_Memory ? DRAW_E_NOMEM : DRAW_E_FONT;
+}
+
+/* Read all of path into *data (malloc'd, the caller frees it) and *len. */
+static draw_status font_read_file(const char *path, unsigned char **data,
+                                  size_t *len, char *err, size_t err_len)
+{
+    *data = NULL;
     FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        errbuf_set(err, err_len, "font %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *data = NULL;
+    if (!fp)
+        return errbuf_fail(err, err_len, DRAW_E_FONT, "font %s: %s", path,
+                           strerror(errno));
+    draw_status st = DRAW_OK;
     long size = -1;
     if (fseek(fp, 0, SEEK_END) == 0)
         size = ftell(fp);
     if (size <= 0 || size > FONT_MAX_FILE_BYTES || fseek(fp, 0, SEEK_SET)) {
-        errbuf_set(err, err_len,
-                   "font %s: not a regular file of 1 byte to %ld MiB", path,
-                   FONT_MAX_FILE_BYTES >> 20);
+        st = errbuf_fail(err, err_len, DRAW_E_FONT,
+                         "font %s: not a regular file of 1 byte to %ld MiB",
+                         path, FONT_MAX_FILE_BYTES >> 20);
         goto out;
     }
-    data = malloc((size_t)size);
-    if (!data) {
-        errbuf_set(err, err_len, "font %s: out of memory", path);
+    *data = malloc((size_t)size);
+    if (!*data) {
+        st = errbuf_fail(err, err_len, DRAW_E_NOMEM, "font %s: out of memory",
+                         path);
         goto out;
     }
-    if (fread(data, 1, (size_t)size, fp) != (size_t)size) {
-        errbuf_set(err, err_len, "font %s: read failed", path);
-        free(data);
-        data = NULL;
+    if (fread(*data, 1, (size_t)size, fp) != (size_t)size) {
+        st = errbuf_fail(err, err_len, DRAW_E_FONT, "font %s: read failed",
+                         path);
+        free(*data);
+        *data = NULL;
         goto out;
     }
     *len = (size_t)size;
 out:
     fclose(fp);
-    return data;
+    return st;
 }
 
-bool heatmap_font_init(const char *path, char *err, size_t err_len)
+draw_status heatmap_font_init(const char *path, char *err, size_t err_len)
 {
     if (!path)
         path = ATTND_FONT;
     size_t len = 0;
-    unsigned char *data = font_read_file(path, &len, err, err_len);
-    if (!data)
-        return false;
+    unsigned char *data = NULL;
+    const draw_status st = font_read_file(path, &data, &len, err, err_len);
+    if (st != DRAW_OK)
+        return st;
 
     /* Open it once now so a bad file fails here, not in every render. */
     FT_Library lib = NULL;
@@ -105,20 +114,20 @@ bool heatmap_font_init(const char *path, char *err, size_t err_len)
     if (lib)
         FT_Done_FreeType(lib); /* also frees face */
     if (!ok) {
-        if (e)
-            errbuf_set(err, err_len, "font %s: FreeType error 0x%02x", path,
-                       (unsigned)e);
-        else
-            errbuf_set(err, err_len,
-                       "font %s: not a scalable font with a Unicode charmap",
-                       path);
         free(data);
-        return false;
+        if (e)
+            return errbuf_fail(err, err_len, font_ft_status(e),
+                               "font %s: FreeType error 0x%02x", path,
+                               (unsigned)e);
+        return errbuf_fail(err, err_len, DRAW_E_FONT,
+                           "font %s: not a scalable font with a Unicode "
+                           "charmap",
+                           path);
     }
     free(font_file);
     font_file = data;
     font_file_len = len;
-    return true;
+    return DRAW_OK;
 }
 
 void heatmap_font_free(void)
@@ -128,38 +137,39 @@ void heatmap_font_free(void)
     font_file_len = 0;
 }
 
-struct font *font_open(unsigned px, char *err, size_t err_len)
+draw_status font_open(unsigned px, struct font **out, char *err, size_t err_len)
 {
-    if (!font_file) {
-        errbuf_set(err, err_len,
-                   "label font not loaded (heatmap_font_init was not called "
-                   "or failed)");
-        return NULL;
-    }
+    *out = NULL;
+    if (!font_file)
+        return errbuf_fail(err, err_len, DRAW_E_FONT,
+                           "label font not loaded (heatmap_font_init was not "
+                           "called or failed)");
+    if (px < FONT_MIN_PX || px > FONT_MAX_PX)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "font: size %u px, expected %u to %u", px,
+                           FONT_MIN_PX, FONT_MAX_PX);
     struct font *f = calloc(1, sizeof *f);
-    if (!f) {
-        errbuf_set(err, err_len, "font: out of memory");
-        return NULL;
-    }
+    if (!f)
+        return errbuf_fail(err, err_len, DRAW_E_NOMEM, "font: out of memory");
     FT_Error e = FT_Init_FreeType(&f->lib);
     if (!e)
         e = FT_New_Memory_Face(f->lib, font_file, (FT_Long)font_file_len, 0,
                                &f->face);
     if (e) {
-        errbuf_set(err, err_len, "font: FreeType error 0x%02x", (unsigned)e);
         font_close(f);
-        return NULL;
+        return errbuf_fail(err, err_len, font_ft_status(e),
+                           "font: FreeType error 0x%02x", (unsigned)e);
     }
     f->ellipsis = FT_Get_Char_Index(f->face, 0x2026);
     if (!f->ellipsis)
         f->ellipsis = FT_Get_Char_Index(f->face, '.');
-    if (!font_set_size(f, px)) {
-        errbuf_set(err, err_len, "font: size %u px refused (%u to %u)", px,
-                   FONT_MIN_PX, FONT_MAX_PX);
+    if (!font_set_size(f, px)) { /* px is in range: FreeType refused it */
         font_close(f);
-        return NULL;
+        return errbuf_fail(err, err_len, DRAW_E_FONT,
+                           "font: FreeType refused size %u px", px);
     }
-    return f;
+    *out = f;
+    return DRAW_OK;
 }
 
 void font_close(struct font *f)

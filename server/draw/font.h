@@ -15,6 +15,8 @@
 #ifndef ATTND_FONT_H
 #define ATTND_FONT_H
 
+#include "draw.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -43,11 +45,14 @@ struct font;
 
 /*
  * A face of the font loaded by heatmap_font_init(), at px pixels per em.
- * On success the caller owns the result and releases it with font_close().
- * Returns NULL with a message in err when no font is loaded, px is out of
- * range, or FreeType fails.
+ * On success returns DRAW_OK and the caller owns *out, released with
+ * font_close(). On failure *out is NULL, err holds a message, and the
+ * status is DRAW_E_FONT when no font is loaded or FreeType fails,
+ * DRAW_E_INVALID when px is outside FONT_MIN_PX .. FONT_MAX_PX, and
+ * DRAW_E_NOMEM when memory runs out.
  */
-struct font *font_open(unsigned px, char *err, size_t err_len);
+draw_status font_open(unsigned px, struct font **out, char *err,
+                      size_t err_len);
 void font_close(struct font *f);
 
 /* Change the size (FONT_MIN_PX .. FONT_MAX_PX); false if refused. */

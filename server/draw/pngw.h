@@ -9,7 +9,8 @@
 #ifndef ATTND_PNGW_H
 #define ATTND_PNGW_H
 
-#include <stdbool.h>
+#include "draw.h"
+
 #include <stddef.h>
 
 /* Caps on what pngw_encode accepts. */
@@ -33,13 +34,21 @@ struct pngw_text {
  * sample, channels 3 (RGB) or 4 (RGBA, not premultiplied).
  *
  * max_bytes caps the encoded size; past it the encoder stops and fails.
- * On success returns true and the caller owns *out (*out_len bytes),
- * released with free(). On failure returns false, leaves *out NULL and
- * writes a message to err (err_len bytes, may be 0).
+ * On success returns DRAW_OK and the caller owns *out (*out_len bytes),
+ * released with free(). On failure leaves *out NULL, writes a message to
+ * err (err_len bytes, may be 0) and returns
+ *   DRAW_E_TOO_BIG  a side over PNGW_MAX_SIDE, a text over
+ *                   PNGW_MAX_TEXT_BYTES, or output past max_bytes;
+ *   DRAW_E_INVALID  no pixels, a side of 0, channels not 3 or 4, more than
+ *                   PNGW_MAX_TEXTS texts, a bad key, a NULL or non-UTF-8
+ *                   text;
+ *   DRAW_E_NOMEM    out of memory;
+ *   DRAW_E_PNG      libpng failed otherwise.
  */
-bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
-                 unsigned channels, const struct pngw_text *texts,
-                 size_t n_texts, size_t max_bytes, unsigned char **out,
-                 size_t *out_len, char *err, size_t err_len);
+draw_status pngw_encode(const unsigned char *pixels, size_t width,
+                        size_t height, unsigned channels,
+                        const struct pngw_text *texts, size_t n_texts,
+                        size_t max_bytes, unsigned char **out, size_t *out_len,
+                        char *err, size_t err_len);
 
 #endif

@@ -6,12 +6,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-void errbuf_set(char *err, size_t err_len, const char *fmt, ...)
+draw_status errbuf_fail(char *err, size_t err_len, draw_status st,
+                        const char *fmt, ...)
 {
     if (!err || err_len == 0)
-        return;
+        return st;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
+    return st;
 }

@@ -11,7 +11,7 @@
 
 #include <png.h>
 
-#include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +25,8 @@
 struct pngw_state {
     unsigned char *data; /* owned; malloc'd */
     size_t len, cap, max_bytes;
-    char message[160]; /* libpng's error text, for err */
+    char message[160];  /* libpng's error text, for err */
+    draw_status status; /* of a failure: DRAW_E_PNG unless set before */
 };
 
 static void pngw_on_error(png_structp png, png_const_charp msg)
@@ -45,8 +46,10 @@ static void pngw_on_warning(png_structp png, png_const_charp msg)
 static void pngw_on_write(png_structp png, png_bytep bytes, size_t n)
 {
     struct pngw_state *s = png_get_io_ptr(png);
-    if (n > s->max_bytes - s->len)
+    if (n > s->max_bytes - s->len) {
+        s->status = DRAW_E_TOO_BIG;
         png_error(png, "encoded image exceeds its size cap");
+    }
     if (s->len + n > s->cap) {
         size_t cap = s->cap ? s->cap : PNGW_MIN_CAPACITY;
         while (cap < s->len + n)
@@ -54,8 +57,10 @@ static void pngw_on_write(png_structp png, png_bytep bytes, size_t n)
         if (cap > s->max_bytes)
             cap = s->max_bytes;
         unsigned char *grown = realloc(s->data, cap);
-        if (!grown)
+        if (!grown) {
+            s->status = DRAW_E_NOMEM;
             png_error(png, "out of memory");
+        }
         s->data = grown;
         s->cap = cap;
     }
@@ -124,37 +129,34 @@ static bool pngw_key_ok(const char *key)
     return true;
 }
 
-static bool pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
-                             size_t err_len)
+static draw_status pngw_check_texts(const struct pngw_text *texts, size_t n,
+                                    char *err, size_t err_len)
 {
-    if (n > PNGW_MAX_TEXTS) {
-        errbuf_set(err, err_len, "png: %zu text chunks, at most %u allowed", n,
-                   PNGW_MAX_TEXTS);
-        return false;
-    }
+    if (n > PNGW_MAX_TEXTS)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "png: %zu text chunks, at most %u allowed", n,
+                           PNGW_MAX_TEXTS);
     for (size_t i = 0; i < n; i++) {
-        if (!pngw_key_ok(texts[i].key)) {
-            errbuf_set(err, err_len,
-                       "png: text %zu: key must be 1-79 printable ASCII "
-                       "characters without leading, trailing or double "
-                       "spaces",
-                       i);
-            return false;
-        }
-        if (!texts[i].text || strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
-                                  PNGW_MAX_TEXT_BYTES) {
-            errbuf_set(err, err_len,
-                       "png: text \"%s\": missing or longer than %u bytes",
-                       texts[i].key, PNGW_MAX_TEXT_BYTES);
-            return false;
-        }
-        if (!pngw_is_utf8((const unsigned char *)texts[i].text)) {
-            errbuf_set(err, err_len, "png: text \"%s\" is not valid UTF-8",
-                       texts[i].key);
-            return false;
-        }
+        if (!pngw_key_ok(texts[i].key))
+            return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                               "png: text %zu: key must be 1-79 printable "
+                               "ASCII characters without leading, trailing "
+                               "or double spaces",
+                               i);
+        if (!texts[i].text)
+            return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                               "png: text \"%s\": missing", texts[i].key);
+        if (strnlen(texts[i].text, PNGW_MAX_TEXT_BYTES + 1) >
+            PNGW_MAX_TEXT_BYTES)
+            return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                               "png: text \"%s\": longer than %u bytes",
+                               texts[i].key, PNGW_MAX_TEXT_BYTES);
+        if (!pngw_is_utf8((const unsigned char *)texts[i].text))
+            return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                               "png: text \"%s\" is not valid UTF-8",
+                               texts[i].key);
     }
-    return true;
+    return DRAW_OK;
 }
 
 /*
@@ -193,36 +195,38 @@ static bool pngw_write(png_structp png, png_infop info,
     return true;
 }
 
-bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
-                 unsigned channels, const struct pngw_text *texts,
-                 size_t n_texts, size_t max_bytes, unsigned char **out,
-                 size_t *out_len, char *err, size_t err_len)
+draw_status pngw_encode(const unsigned char *pixels, size_t width,
+                        size_t height, unsigned channels,
+                        const struct pngw_text *texts, size_t n_texts,
+                        size_t max_bytes, unsigned char **out, size_t *out_len,
+                        char *err, size_t err_len)
 {
     *out = NULL;
     *out_len = 0;
-    if (!pixels || width < 1 || height < 1 || width > PNGW_MAX_SIDE ||
-        height > PNGW_MAX_SIDE || (channels != 3 && channels != 4)) {
-        errbuf_set(err, err_len,
-                   "png: bad image %zu x %zu x %u (sides 1-%u, 3 or 4 "
-                   "channels)",
-                   width, height, channels, PNGW_MAX_SIDE);
-        return false;
-    }
-    if (n_texts > 0 && !texts) {
-        errbuf_set(err, err_len, "png: %zu texts but no array", n_texts);
-        return false;
-    }
-    if (!pngw_check_texts(texts, n_texts, err, err_len))
-        return false;
+    if (!pixels || width < 1 || height < 1 || (channels != 3 && channels != 4))
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "png: bad image %zu x %zu x %u (sides 1-%u, 3 or 4 "
+                           "channels)",
+                           width, height, channels, PNGW_MAX_SIDE);
+    if (width > PNGW_MAX_SIDE || height > PNGW_MAX_SIDE)
+        return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                           "png: image of %zu x %zu px, sides at most %u",
+                           width, height, PNGW_MAX_SIDE);
+    if (n_texts > 0 && !texts)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "png: %zu texts but no array", n_texts);
+    const draw_status checked = pngw_check_texts(texts, n_texts, err, err_len);
+    if (checked != DRAW_OK)
+        return checked;
 
-    struct pngw_state s = {.max_bytes = max_bytes};
+    struct pngw_state s = {.max_bytes = max_bytes, .status = DRAW_E_PNG};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s,
                                               pngw_on_error, pngw_on_warning);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info) {
+        /* libpng returns NULL here only when its allocation fails */
         png_destroy_write_struct(&png, NULL);
-        errbuf_set(err, err_len, "png: out of memory");
-        return false;
+        return errbuf_fail(err, err_len, DRAW_E_NOMEM, "png: out of memory");
     }
     const bool ok =
         pngw_write(png, info, pixels, (png_uint_32)width, (png_uint_32)height,
@@ -230,11 +234,10 @@ bool pngw_encode(const unsigned char *pixels, size_t width, size_t height,
     png_destroy_write_struct(&png, &info);
     if (!ok) {
         free(s.data);
-        errbuf_set(err, err_len, "png: %s (image %zu x %zu)", s.message, width,
-                   height);
-        return false;
+        return errbuf_fail(err, err_len, s.status, "png: %s (image %zu x %zu)",
+                           s.message, width, height);
     }
     *out = s.data;
     *out_len = s.len;
-    return true;
+    return DRAW_OK;
 }

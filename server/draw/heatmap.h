@@ -8,6 +8,8 @@
 #ifndef ATTND_HEATMAP_H
 #define ATTND_HEATMAP_H
 
+#include "draw.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -55,20 +57,30 @@ struct heatmap_text {
  * Automatic cell size: large enough that the matrix area is at least 300
  * pixels on its longer side, at most 48 pixels, at least 1.
  *
- * On success returns true and *png (malloc'd; the caller frees it with
- * free()) holds *png_len bytes. On failure returns false with a message in
- * err (e.g. the image would exceed max_pixels, or the font is missing).
+ * On success returns DRAW_OK and *png (malloc'd; the caller frees it with
+ * free()) holds *png_len bytes. On failure *png is NULL, err holds a
+ * message naming the value, and the status says whose it is:
+ *   DRAW_E_TOO_BIG  the image would pass max_pixels or a cap: a cell over
+ *                   256 px, a side over 32768 px, more than 64 Mi px, more
+ *                   than 1024 matrices, a text over 1 MiB;
+ *   DRAW_E_INVALID  no options or matrices, an empty matrix or one of
+ *                   another shape, no values, values negative or not
+ *                   finite, an unknown colormap, bad texts;
+ *   DRAW_E_FONT     labels asked for but no font loaded, or FreeType failed;
+ *   DRAW_E_NOMEM    out of memory;
+ *   DRAW_E_PNG      libpng failed.
  */
-bool heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
-                        const struct heatmap_options *opts,
-                        const struct heatmap_text *texts, size_t n_texts,
-                        unsigned char **png, size_t *png_len, char *err,
-                        size_t err_len);
+draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
+                               const struct heatmap_options *opts,
+                               const struct heatmap_text *texts, size_t n_texts,
+                               unsigned char **png, size_t *png_len, char *err,
+                               size_t err_len);
 
 /* The font used for labels (DejaVu Sans); overridable for tests. Reads the
- * file once; safe to call before any thread starts. Returns false with a
- * message in err if the font cannot be loaded. */
-bool heatmap_font_init(const char *path, char *err, size_t err_len);
+ * file once; safe to call before any thread starts. On failure returns
+ * DRAW_E_FONT (missing or unusable file) or DRAW_E_NOMEM with a message in
+ * err, and a font loaded before stays in use. */
+draw_status heatmap_font_init(const char *path, char *err, size_t err_len);
 void heatmap_font_free(void);
 
 #endif
