@@ -230,9 +230,9 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
     if (!collect_query(conn, &q, &pb))
         return reply_problem(ex, conn, &pb);
     struct request *req = begin_request(ex);
-    const struct request_limits lim = http_limits(ex->srv);
+    const struct request_limits *lim = &ex->srv->limits;
     if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
-        !request_parse_query(req, q.params, q.n, &lim, &pb))
+        !request_parse_query(req, q.params, q.n, lim, &pb))
         return reply_problem(ex, conn, &pb);
     char etag[24];
     if (!query_etag(&q, req->png.wanted, etag)) {
@@ -272,10 +272,10 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             return reply_problem(ex, conn, &pb);
         }
     struct request *req = begin_request(ex);
-    const struct request_limits lim = http_limits(ex->srv);
+    const struct request_limits *lim = &ex->srv->limits;
     const char *body = ex->body.data ? ex->body.data : "";
     if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
-        !request_parse_json(req, body, ex->body.len, &lim, &pb))
+        !request_parse_json(req, body, ex->body.len, lim, &pb))
         return reply_problem(ex, conn, &pb);
     buf_free(&ex->body); /* parsed: the request holds what it needs */
     return answer(ex, conn, seconds_since(&t0), NULL);

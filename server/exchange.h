@@ -27,8 +27,9 @@ struct http_server {
     char web_root[PATH_MAX]; /* canonical; "" when there is none */
     unsigned port;
     atomic_bool draining;
-    atomic_int exchanges; /* begun and not yet completed */
-    struct gate gate;     /* the computations at once */
+    atomic_int exchanges;         /* begun and not yet completed */
+    struct gate gate;             /* the computations at once */
+    struct request_limits limits; /* of the flags, for every request */
 };
 
 /*
@@ -56,10 +57,14 @@ struct exchange {
 typedef enum MHD_Result (*handler_fn)(struct exchange *ex,
                                       struct MHD_Connection *conn);
 
-double seconds_since(const struct timespec *t0);
-
-/* The limits of the server's flags, as requests are held to them. */
-struct request_limits http_limits(const struct http_server *s);
+/* Seconds on the monotonic clock since t0. */
+static inline double seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) +
+           (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
+}
 
 /* /attention, GET and POST (attention_route.c). */
 enum MHD_Result handle_attention_get(struct exchange *ex,

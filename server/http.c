@@ -21,24 +21,6 @@
 #include <string.h>
 #include <strings.h>
 
-double seconds_since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t0->tv_sec) +
-           (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
-struct request_limits http_limits(const struct http_server *s)
-{
-    return (struct request_limits){
-        .max_tokens = s->opt.max_tokens,
-        .max_dim = s->opt.max_dim,
-        .max_heads = s->opt.max_heads,
-        .max_output = s->opt.max_output,
-    };
-}
-
 /* Equal strings in time that depends only on the length of the given one. */
 static bool same_secret(const char *given, const char *secret)
 {
@@ -177,6 +159,12 @@ struct http_server *http_start(const struct options *o)
     if (!s)
         return NULL;
     s->opt = *o;
+    s->limits = (struct request_limits){
+        .max_tokens = o->max_tokens,
+        .max_dim = o->max_dim,
+        .max_heads = o->max_heads,
+        .max_output = o->max_output,
+    };
     gate_init(&s->gate, o->threads, o->max_queue);
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {
         fprintf(stderr,

@@ -69,6 +69,7 @@ const char *problem_title(int status)
     case 413: return "request too large";
     case 415: return "unsupported media type";
     case 422: return "invalid request";
+    case 500: return "internal error";
     case 503: return "service unavailable";
     default: return "error";
     }

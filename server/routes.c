@@ -46,9 +46,9 @@ static enum MHD_Result handle_openapi(struct exchange *ex,
 static enum MHD_Result handle_config(struct exchange *ex,
                                      struct MHD_Connection *conn)
 {
-    const struct request_limits lim = http_limits(ex->srv);
+    const struct request_limits *lim = &ex->srv->limits;
     size_t len = 0;
-    char *doc = request_fields_document(&lim, &len);
+    char *doc = request_fields_document(lim, &len);
     struct MHD_Response *r = reply_from_heap(doc, len, "application/json");
     if (r)
         MHD_add_response_header(r, "Cache-Control", "no-cache");
