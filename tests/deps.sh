@@ -69,7 +69,7 @@ esac
 
 needs() {
     cat <<EOF
-build cmd $cc ${cc_pkg:-?} the C compiler (CC=$cc)
+build cmd $cc ${cc_pkg:-?} the C compiler $cc
 build file /usr/include/stdio.h libc6-dev the C library headers
 build cmd pkg-config pkg-config pkg-config
 build pc openblas libopenblas-dev OpenBLAS
