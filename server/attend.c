@@ -7,7 +7,8 @@
 
 #include <string.h>
 
-bool attend_run(struct request *req, unsigned threads, struct attn_result *res,
+bool attend_run(struct request *req, unsigned threads,
+                const atomic_bool *cancel, struct attn_result *res,
                 struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
@@ -23,6 +24,7 @@ bool attend_run(struct request *req, unsigned threads, struct attn_result *res,
         c->params = &req->params;
     }
     c->threads = threads;
+    c->cancel = cancel;
     if (!req->compute) /* "return": [] asks for tokens and config only */
         return true;   /* an empty result: no arrays, no warnings */
     struct attn_error err;

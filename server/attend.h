@@ -9,10 +9,12 @@
 
 /*
  * Compute what req asks for (the PNG's weights included) with threads
- * threads. On success the caller owns *res (attn_result_free()); req may
- * gain drawn parameters, which stay owned by req.
+ * threads; a raised *cancel (may be NULL) stops it between units of work.
+ * On success the caller owns *res (attn_result_free()); req may gain drawn
+ * parameters, which stay owned by req.
  */
-bool attend_run(struct request *req, unsigned threads, struct attn_result *res,
+bool attend_run(struct request *req, unsigned threads,
+                const atomic_bool *cancel, struct attn_result *res,
                 struct problem *pb);
 
 #endif

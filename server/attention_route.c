@@ -178,17 +178,21 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     struct http_server *s = ex->srv;
     struct problem pb;
     if (!gate_enter(&s->gate)) {
-        problem_set(&pb, 503, "",
-                    "the server is at capacity (%u computing, %zu waiting); "
-                    "try again shortly",
-                    s->opt.threads, s->opt.max_queue);
+        if (gate_closed(&s->gate))
+            problem_set(&pb, 503, "",
+                        "the server is stopping; try again shortly");
+        else
+            problem_set(&pb, 503, "",
+                        "the server is at capacity (%u computing, %zu "
+                        "waiting); try again shortly",
+                        s->opt.threads, s->opt.max_queue);
         pb.retry_after = 1;
         return reply_problem(ex, conn, &pb);
     }
     metrics_computation_started();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const bool ok = attend_run(&ex->req, 1, &ex->res, &pb);
+    const bool ok = attend_run(&ex->req, 1, &s->cancel, &ex->res, &pb);
     metrics_computation_done();
     gate_leave(&s->gate);
     const double compute_s = seconds_since(&t0);

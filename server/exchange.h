@@ -26,9 +26,10 @@ struct http_server {
     struct options opt;
     char web_root[PATH_MAX]; /* canonical; "" when there is none */
     unsigned port;
-    atomic_bool draining;
-    atomic_int exchanges;         /* begun and not yet completed */
-    struct gate gate;             /* the computations at once */
+    atomic_bool draining; /* stopping: /healthz 503, nothing new computed */
+    atomic_bool cancel;   /* the drain's deadline passed: stop computing */
+    atomic_int exchanges; /* begun and not yet completed */
+    struct gate gate;     /* the computations at once */
     struct request_limits limits; /* of the flags, for every request */
 };
 

@@ -10,6 +10,7 @@ void gate_init(struct gate *g, size_t slots, size_t max_waiting)
     g->slots = slots;
     g->max_waiting = max_waiting;
     g->running = g->waiting = 0;
+    g->closed = false;
 }
 
 void gate_destroy(struct gate *g)
@@ -22,14 +23,16 @@ bool gate_enter(struct gate *g)
 {
     pthread_mutex_lock(&g->lock);
     bool admitted = false;
-    if (g->running < g->slots) {
+    if (g->closed) {
+        admitted = false;
+    } else if (g->running < g->slots) {
         admitted = true;
     } else if (g->waiting < g->max_waiting) {
         g->waiting++;
-        while (g->running >= g->slots)
+        while (g->running >= g->slots && !g->closed)
             pthread_cond_wait(&g->freed, &g->lock);
         g->waiting--;
-        admitted = true;
+        admitted = !g->closed;
     }
     if (admitted)
         g->running++;
@@ -43,4 +46,20 @@ void gate_leave(struct gate *g)
     g->running--;
     pthread_cond_signal(&g->freed);
     pthread_mutex_unlock(&g->lock);
+}
+
+void gate_close(struct gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    g->closed = true;
+    pthread_cond_broadcast(&g->freed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+bool gate_closed(struct gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    const bool closed = g->closed;
+    pthread_mutex_unlock(&g->lock);
+    return closed;
 }

@@ -15,13 +15,19 @@ struct gate {
     pthread_cond_t freed;
     size_t slots, max_waiting;
     size_t running, waiting;
+    bool closed; /* stopping: nothing more is admitted */
 };
 
 void gate_init(struct gate *g, size_t slots, size_t max_waiting);
 void gate_destroy(struct gate *g);
 
-/* Take a slot, waiting if the queue has room; false when it has none. */
+/* Take a slot, waiting if the queue has room; false when it has none, or
+ * when the gate is closed (before or while waiting). */
 bool gate_enter(struct gate *g);
 void gate_leave(struct gate *g);
+
+/* Admit nothing more, and turn away those waiting. */
+void gate_close(struct gate *g);
+bool gate_closed(struct gate *g);
 
 #endif

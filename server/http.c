@@ -45,6 +45,44 @@ static bool authorized(const struct exchange *ex, struct MHD_Connection *conn)
 
 /* ------------------------------------------------------- MHD callbacks */
 
+struct length_headers {
+    unsigned count;
+    const char *first;
+};
+
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
+                                    const char *key, const char *value)
+{
+    (void)kind;
+    struct length_headers *l = cls;
+    if (!strcasecmp(key, "Content-Length")) {
+        if (!l->count++)
+            l->first = value;
+    }
+    return MHD_YES;
+}
+
+/* Text from outside as one log field: spaces, bytes below 0x20, 0x7f and the
+ * backslash escaped, so that no request can start a line of its own. */
+static void log_field(const char *text, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char one[5];
+        const bool plain = *p > 0x20 && *p != 0x7f && *p != '\\';
+        if (plain)
+            one[0] = (char)*p, one[1] = '\0';
+        else
+            snprintf(one, sizeof one, "\\x%02x", *p);
+        const size_t len = strlen(one);
+        if (n + len + 1 > cap)
+            break;
+        memcpy(out + n, one, len);
+        n += len;
+    }
+    out[n] = '\0';
+}
+
 /* The first call for a request: headers only. */
 static enum MHD_Result begin_exchange(struct http_server *s,
                                       struct MHD_Connection *conn,
@@ -63,8 +101,19 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     *con_cls = ex;
     atomic_fetch_add(&s->exchanges, 1);
     metrics_request_started();
+    /* Two Content-Length headers: a proxy in front may have framed the body
+     * by the other one (request smuggling); refuse before reading it. */
+    struct length_headers lengths = {0, NULL};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, &lengths);
+    if (lengths.count > 1) {
+        struct problem pb;
+        problem_set(&pb, 400, "",
+                    "the request has %u Content-Length headers; send one",
+                    lengths.count);
+        return reply_problem(ex, conn, &pb);
+    }
     /* refuse an oversized body before reading it */
-    const char *cl = reply_header(conn, "Content-Length");
+    const char *cl = lengths.first;
     if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
         struct problem pb;
         problem_set(&pb, 413, "",
@@ -136,8 +185,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         struct tm tm;
         gmtime_r(&now, &tm);
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        fprintf(stderr, "%s %s %s %d %zu %.1fms%s\n", stamp, ex->method,
-                ex->path, ex->status, ex->bytes_out, secs * 1e3,
+        char method[4 * sizeof ex->method], path[4 * sizeof ex->path];
+        log_field(ex->method, method, sizeof method);
+        log_field(ex->path, path, sizeof path);
+        fprintf(stderr, "%s %s %s %d %zu %.1fms%s\n", stamp, method, path,
+                ex->status, ex->bytes_out, secs * 1e3,
                 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
                                                            : " (cut short)");
     }
@@ -164,6 +216,7 @@ struct http_server *http_start(const struct options *o)
         .max_dim = o->max_dim,
         .max_heads = o->max_heads,
         .max_output = o->max_output,
+        .max_flops = o->max_flops,
     };
     gate_init(&s->gate, o->threads, o->max_queue);
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {
@@ -214,12 +267,22 @@ unsigned http_port(const struct http_server *s)
 
 void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
 {
+    /* New connections are still accepted, so that every request gets an
+     * answer: /attention 503 "stopping", /healthz 503 "draining". Those
+     * waiting for a compute slot are turned away now; those computing
+     * have the grace period, then are cancelled between units of work
+     * and answered 503. */
     atomic_store(&s->draining, true);
-    MHD_quiesce_daemon(s->daemon); /* no new connections */
+    gate_close(&s->gate);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (atomic_load(&s->exchanges) > 0 &&
-           seconds_since(&t0) < (double)grace_seconds)
+    const double grace = (double)grace_seconds;
+    while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace)
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    atomic_store(&s->cancel, true);
+    /* a cancelled computation ends within one unit of work; its answer
+     * then goes out */
+    while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace + 2.0)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     MHD_stop_daemon(s->daemon);
     gate_destroy(&s->gate);

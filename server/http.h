@@ -14,8 +14,9 @@ struct http_server;
 /* Listen as o says. NULL with a message on stderr when it cannot. */
 struct http_server *http_start(const struct options *o);
 
-/* Stop taking new connections, answer /healthz with 503, let requests in
- * flight finish (at most grace_seconds), then stop. */
+/* Answer /healthz and every new /attention with 503 and turn away those
+ * waiting for a compute slot; let computations in flight finish for at most
+ * grace_seconds, then cancel them (503 too), and stop at most 2 s later. */
 void http_drain_and_stop(struct http_server *s, unsigned grace_seconds);
 
 /* The port actually bound (useful with --port 0 in tests). */

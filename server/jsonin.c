@@ -7,9 +7,40 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* cJSON allocates through these, so that a parse that failed for want of
+ * memory says so; the flag is the parsing thread's own. */
+static _Thread_local bool allocation_failed;
+
+static void *noting_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (!p)
+        allocation_failed = true;
+    return p;
+}
+
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+
+static void install_hooks(void)
+{
+    cJSON_Hooks hooks = {.malloc_fn = noting_malloc, .free_fn = free};
+    cJSON_InitHooks(&hooks);
+}
+
+cJSON *jsonin_parse(const char *text, size_t len, const char **end, bool *nomem)
+{
+    pthread_once(&hooks_once, install_hooks);
+    allocation_failed = false;
+    *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, end, false);
+    *nomem = !root && allocation_failed;
+    return root;
+}
 
 void jpath_root(struct jpath *p, const char *key)
 {
@@ -274,7 +305,8 @@ static bool read_bool_leaf(const cJSON *v, const struct jpath *at, void *dst,
     return wrong_type(v, at, "true, false, 1 or 0", pb);
 }
 
-/* Fill dst in row-major order, checking every row's length against dims. */
+/* Fill dst in row-major order, checking every row's length against dims;
+ * with read NULL, only check the shape (nothing is written). */
 static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
                         int rank, const size_t dims[3], leaf_reader read,
                         void *dst, size_t *next, struct problem *pb)
@@ -297,7 +329,7 @@ static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
             if (!tensor_fill(item, &sub, level + 1, rank, dims, read, dst, next,
                              pb))
                 return false;
-        } else if (!read(item, &sub, dst, (*next)++, pb)) {
+        } else if (read && !read(item, &sub, dst, (*next)++, pb)) {
             return false;
         }
     }
@@ -313,6 +345,13 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
     dims[0] = dims[1] = dims[2] = 1;
     if (!tensor_shape(v, at, rank, dims, rank_out, pb))
         return false;
+    /* The whole shape first: sizes read off the first row of each level
+     * must hold for every row before anything is sized from them, so that
+     * a ragged array costs nothing (what is allocated is then at most
+     * what the body holds). */
+    size_t next = 0;
+    if (!tensor_fill(v, at, 0, *rank_out, dims, NULL, NULL, &next, pb))
+        return false;
     size_t count = 1;
     for (int i = 0; i < *rank_out; i++) {
         if (dims[i] > max_elements || count > max_elements / dims[i])
@@ -326,7 +365,6 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
         return problem_set(pb, 503, at->pointer,
                            "out of memory reading %s (%zu numbers)", at->name,
                            count);
-    size_t next = 0;
     if (!tensor_fill(v, at, 0, *rank_out, dims, read, dst, &next, pb)) {
         free(dst);
         return false;

@@ -12,6 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * Parse len bytes of JSON text: the root, or NULL with *end where parsing
+ * stopped and *nomem telling a failed allocation from bad text (a 503 is
+ * not a 400). The caller deletes the root with cJSON_Delete().
+ */
+cJSON *jsonin_parse(const char *text, size_t len, const char **end,
+                    bool *nomem);
+
 /* A JSON pointer (RFC 6901) under construction, and its dotted name for
  * messages: "/embeddings/3/5" and "embeddings[3][5]". */
 struct jpath {

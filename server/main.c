@@ -2,8 +2,9 @@
  * main.c - attnd: settings, start, signals, drain.
  *
  * SIGINT and SIGTERM are taken by sigwait() in the main thread, which is
- * the only thread that sees them: the server stops accepting, lets the
- * requests in flight finish, and exits 0.
+ * the only thread that sees them: the server answers every new request
+ * 503, lets the computations in flight finish for --drain-seconds, cancels
+ * the rest, and exits 0 once each has had its answer (http.h).
  */
 #include "attention.h"
 #include "heatmap.h"
@@ -15,8 +16,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define DRAIN_SECONDS 8
 
 int main(int argc, char **argv)
 {
@@ -55,7 +54,7 @@ int main(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "attnd: %s: finishing requests in flight\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
-    http_drain_and_stop(srv, DRAIN_SECONDS);
+    http_drain_and_stop(srv, opt.drain);
     heatmap_font_free();
     fprintf(stderr, "attnd: stopped\n");
     return 0;

@@ -42,10 +42,15 @@ static const struct flag flags[] = {
     {"max-heads", K_SIZE, FIELD(max_heads), 1, 1u << 16, "most heads"},
     {"max-output", K_SIZE, FIELD(max_output), 1, SIZE_MAX / 64,
      "most numbers in one response"},
+    {"max-flops", K_SIZE, FIELD(max_flops), 1000000, SIZE_MAX / 2,
+     "most floating-point operations one request may cost (estimated)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
     {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
      "requests that may wait for a computation slot before 503"},
+    {"drain-seconds", K_UINT, FIELD(drain), 0, 3600,
+     "on SIGTERM, seconds computations in flight may finish before they "
+     "are cancelled"},
     {"api-key", K_STRING, FIELD(api_key), 0, 0,
      "bearer token required on /attention (default: none)"},
     {"web-root", K_STRING, FIELD(web_root), 0, 0, "directory of the web page"},
@@ -66,8 +71,10 @@ static void defaults(struct options *o)
     o->max_dim = 4096;
     o->max_heads = 128;
     o->max_output = (size_t)64 << 20;
+    o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->timeout = 30;
     o->max_queue = 64;
+    o->drain = 8;
     snprintf(o->web_root, sizeof o->web_root, "web");
     snprintf(o->font, sizeof o->font, "%s", ATTND_FONT);
 }

@@ -24,13 +24,20 @@ bool problem_set(struct problem *pb, int status, const char *pointer,
 bool problem_from_core(struct problem *pb, attn_status st,
                        const struct attn_error *err, const char *pointer)
 {
-    /* A failed allocation is the server's lack of room, not the
-     * client's mistake; everything else the core refuses is the input's. */
-    const int status = st == ATTN_E_NOMEM ? 503 : 422;
-    problem_set(pb, status, pointer, "%s", err->message);
-    if (status == 503)
+    /* A failed allocation is the server's lack of room, and a cancelled
+     * computation its stopping, not the client's mistake; everything else
+     * the core refuses is the input's. */
+    if (st == ATTN_E_NOMEM || st == ATTN_E_CANCELLED) {
+        if (st == ATTN_E_NOMEM)
+            problem_set(pb, 503, pointer, "%s", err->message);
+        else
+            problem_set(pb, 503, "",
+                        "the server is stopping; the computation was "
+                        "cancelled, try again");
         pb->retry_after = 1;
-    return false;
+        return false;
+    }
+    return problem_set(pb, 422, pointer, "%s", err->message);
 }
 
 bool problem_from_draw(struct problem *pb, draw_status st, const char *message)

@@ -27,6 +27,7 @@ struct request_limits {
     size_t max_heads;
     size_t max_batch;
     size_t max_output; /* floats in one response */
+    size_t max_flops;  /* estimated work of one request; 0: no cap */
 };
 
 /* One input sequence set: x [batch][n][d] and, for text, its tokens. */

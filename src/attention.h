@@ -22,6 +22,7 @@
 #ifndef ATTN_ATTENTION_H
 #define ATTN_ATTENTION_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,10 +31,11 @@
 
 typedef enum attn_status {
     ATTN_OK = 0,
-    ATTN_E_INVALID, /* a value is out of range or inconsistent with another */
-    ATTN_E_INPUT,   /* data is malformed: invalid UTF-8, NaN or Inf */
-    ATTN_E_TOO_BIG, /* sizes whose product overflows or exceeds a cap */
-    ATTN_E_NOMEM    /* an allocation failed */
+    ATTN_E_INVALID,  /* a value is out of range or inconsistent with another */
+    ATTN_E_INPUT,    /* data is malformed: invalid UTF-8, NaN or Inf */
+    ATTN_E_TOO_BIG,  /* sizes whose product overflows or exceeds a cap */
+    ATTN_E_NOMEM,    /* an allocation failed */
+    ATTN_E_CANCELLED /* the caller's cancel flag was raised */
 } attn_status;
 
 struct attn_error {
@@ -238,6 +240,11 @@ struct attn_config {
                             projected pass holds; 0 = no cap */
     unsigned threads;    /* threads for this call; 0 means 1; at most
                             64 and at most one per unit of work are used */
+
+    /* NULL, or a flag another thread may raise to stop this call: it is
+     * read between units of work, and once it is true the call frees what
+     * it holds and returns ATTN_E_CANCELLED. */
+    const atomic_bool *cancel;
 
     bool resolved; /* set by attn_config_resolve(); attn_forward() then
                       takes the config as it is. After resolving, change

@@ -57,6 +57,7 @@ const char *attn_status_name(attn_status status)
     case ATTN_E_INPUT: return "input";
     case ATTN_E_TOO_BIG: return "too big";
     case ATTN_E_NOMEM: return "out of memory";
+    case ATTN_E_CANCELLED: return "cancelled";
     }
     return "unknown";
 }

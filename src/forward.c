@@ -861,7 +861,10 @@ static void *member_run(void *arg)
 {
     struct member *mb = arg;
     struct forward *f = mb->f;
+    const atomic_bool *cancel = f->cfg->cancel;
     for (;;) {
+        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
+            return NULL; /* the units left are skipped; the caller sees it */
         const size_t u = atomic_fetch_add(&f->next_unit, 1);
         if (u >= f->n_units)
             return NULL;
@@ -993,7 +996,11 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
         }
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
-        if (atomic_flag_test_and_set(&f.overflowed)) {
+        if (cfg.cancel && atomic_load(cfg.cancel)) {
+            st = attn_fail(err, ATTN_E_CANCELLED, "",
+                           "the computation was cancelled");
+            attn_result_free(out);
+        } else if (atomic_flag_test_and_set(&f.overflowed)) {
             const size_t at[2] = {f.overflow_b, f.overflow_row};
             st = attn_fail_at(err, ATTN_E_INPUT, "x", 2, at,
                               "the products overflow float32 (sequence %zu, "

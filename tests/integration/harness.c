@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,6 +69,12 @@ static unsigned port_from_log(const char *path)
 
 bool server_start(struct server *s, const char *const *extra_args)
 {
+    return server_start_capped(s, extra_args, 0);
+}
+
+bool server_start_capped(struct server *s, const char *const *extra_args,
+                         size_t address_space)
+{
     static int serial;
     memset(s, 0, sizeof *s);
     const char *bin = getenv("ATTND_BIN") ? getenv("ATTND_BIN") : "build/attnd";
@@ -93,6 +100,10 @@ bool server_start(struct server *s, const char *const *extra_args)
         /* a test that fails midway longjmps past server_stop(): the server
          * must not outlive it */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (address_space) {
+            const struct rlimit cap = {address_space, address_space};
+            setrlimit(RLIMIT_AS, &cap);
+        }
         FILE *log = freopen(s->log_path, "w", stderr);
         if (log)
             dup2(fileno(log), STDOUT_FILENO);

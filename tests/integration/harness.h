@@ -20,6 +20,11 @@ struct server {
  * terminated) on port 0 and wait until /healthz answers. */
 bool server_start(struct server *s, const char *const *extra_args);
 
+/* The same in at most address_space bytes of address space (RLIMIT_AS;
+ * 0: no cap), so that an allocation can be made to fail. */
+bool server_start_capped(struct server *s, const char *const *extra_args,
+                         size_t address_space);
+
 /* SIGTERM, wait for the exit; returns the exit status (or -1). */
 int server_stop(struct server *s, double timeout_seconds);
 

@@ -62,9 +62,9 @@ static bool render_with(const char *labels, size_t max_pixels,
     struct attn_result res;
     request_init(&req);
     memset(pb, 0, sizeof *pb);
-    if (!request_parse_query(&req, p, n, &limits, pb) ||
-        !request_parse_png(&req, p, n, false, pb) ||
-        !attend_run(&req, 1, &res, pb))
+    if (!request_parse_png(&req, p, n, false, pb) ||
+        !request_parse_query(&req, p, n, &limits, pb) ||
+        !attend_run(&req, 1, NULL, &res, pb))
         fail_msg("request refused: %d %s", pb->status, pb->detail);
     unsigned char *png = NULL;
     size_t len = 0;

@@ -365,6 +365,48 @@ static void test_masks(void **state)
                    422, "/key_padding", "2 rows; the batch is 1");
 }
 
+/* Sizes read off the first row must hold for every row before anything is
+ * sized from them: a mask whose first rows claim 4096 x 4096 x 4096 but
+ * whose body holds a few kilobytes is refused where it is ragged, with
+ * nothing allocated for the claim. */
+static void test_ragged_arrays_cost_nothing(void **state)
+{
+    (void)state;
+    const size_t side = 4096, cap = side * 16 + 256;
+    char *body = malloc(cap);
+    size_t n = (size_t)snprintf(body, cap,
+                                "{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                                "\"mask\":[[[");
+    for (size_t i = 0; i < side; i++)
+        n += (size_t)snprintf(body + n, cap - n, "%s1", i ? "," : "");
+    n += (size_t)snprintf(body + n, cap - n, "]");
+    for (size_t i = 1; i < side; i++)
+        n += (size_t)snprintf(body + n, cap - n, ",[1]");
+    n += (size_t)snprintf(body + n, cap - n, "]");
+    for (size_t i = 1; i < side; i++)
+        n += (size_t)snprintf(body + n, cap - n, ",[[1]]");
+    snprintf(body + n, cap - n, "]}");
+    expect_refusal(body, 422, "/mask/0/1", "has 1 numbers; expected 4096");
+    free(body);
+}
+
+/* An escaped U+0000 is dropped like any control character, not the end
+ * of the text. */
+static void test_nul_in_text(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req, "{\"sentence\":\"a\\u0000b c\"}", &pb));
+    assert_int_equal(req.input.tokens.count, 2);
+    assert_string_equal(req.input.tokens.text[0], "ab");
+    request_free(&req);
+    /* an escaped backslash before u0000 is no escape */
+    assert_true(decode(&req, "{\"sentence\":\"a\\\\u0000\"}", &pb));
+    assert_string_equal(req.input.tokens.text[1], "\\");
+    request_free(&req);
+}
+
 static void test_params(void **state)
 {
     (void)state;
@@ -474,6 +516,8 @@ int main(void)
         cmocka_unit_test(test_core_fields_map_to_pointers),
         cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_ragged_arrays_cost_nothing),
+        cmocka_unit_test(test_nul_in_text),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_png_options),
         cmocka_unit_test(test_fields_document),

@@ -15,10 +15,12 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ALL_ARRAYS                                                             \
     (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q | ATTN_WANT_K |        \
@@ -868,6 +870,69 @@ static void test_flops(void **state)
                 2.0 * (4 * 10 * 64 * 64 + 2 * 8 * 10 * 10 * 8));
 }
 
+/* ------------------------------------------------------------ cancelling */
+
+struct canceller {
+    atomic_bool *flag;
+    long after_ms;
+};
+
+static void *raise_later(void *arg)
+{
+    const struct canceller *c = arg;
+    nanosleep(&(struct timespec){.tv_sec = c->after_ms / 1000,
+                                 .tv_nsec = (c->after_ms % 1000) * 1000000L},
+              NULL);
+    atomic_store(c->flag, true);
+    return NULL;
+}
+
+/* A raised flag stops a call between units of work, both key orders, and
+ * leaves nothing behind; a flag left down changes nothing. */
+static void test_cancel_stops_between_units(void **state)
+{
+    (void)state;
+    const size_t n = 2048, d = 64;
+    float *x = malloc(n * d * sizeof *x);
+    fill_normal(x, n * d, 5, 1.0f);
+    const unsigned wants[] = {ATTN_WANT_WEIGHTS, ATTN_WANT_OUTPUT};
+    for (size_t w = 0; w < 2; w++) {
+        atomic_bool flag = true;
+        struct attn_config cfg = {.n_query = n,
+                                  .d_model = d,
+                                  .heads = 4,
+                                  .want = wants[w],
+                                  .threads = 2,
+                                  .cancel = &flag};
+        struct attn_result res;
+        struct attn_error err;
+        assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err),
+                         ATTN_E_CANCELLED);
+        assert_null(res.weights);
+        assert_null(res.output);
+        /* raised while it runs: it stops early */
+        atomic_store(&flag, false);
+        cfg.n_query = n;
+        struct canceller c = {&flag, 5};
+        pthread_t tid;
+        pthread_create(&tid, NULL, raise_later, &c);
+        for (int i = 0; i < 50 && !atomic_load(&flag); i++) {
+            const attn_status st = attn_forward(&cfg, x, NULL, &res, &err);
+            if (st == ATTN_OK)
+                attn_result_free(&res);
+            else
+                assert_int_equal(st, ATTN_E_CANCELLED);
+        }
+        pthread_join(tid, NULL);
+        assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err),
+                         ATTN_E_CANCELLED);
+        atomic_store(&flag, false);
+        assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_OK);
+        attn_result_free(&res);
+    }
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -883,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_bit_identical_across_runs_and_threads),
         cmocka_unit_test(test_key_outer_matches_key_inner),
         cmocka_unit_test(test_flops),
+        cmocka_unit_test(test_cancel_stops_between_units),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
 }

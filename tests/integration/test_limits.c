@@ -1,0 +1,324 @@
+/*
+ * test_limits.c - what a hostile or careless client can make the server
+ * spend, and what it answers: framing (Content-Length), the access log,
+ * the compute budget, connections per client address, and stopping with
+ * work in flight. Loopback only, every wait bounded.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct server srv;
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *args[] = {"--max-flops", "1000000000", NULL};
+    return server_start(&srv, args) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return server_stop(&srv, 10.0) == 0 ? 0 : -1;
+}
+
+/* A connection to the server from the loopback address `from`
+ * ("127.0.0.1", "127.0.0.2", ...); -1 on failure. */
+static int connect_from(const struct server *s, const char *from)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in me = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &me.sin_addr);
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)s->port)};
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (bind(fd, (struct sockaddr *)&me, sizeof me) ||
+        connect(fd, (struct sockaddr *)&to, sizeof to)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Send request on fd and read what comes back within ms milliseconds,
+ * until the peer closes or out is full. Returns the bytes read. */
+static size_t exchange_raw(int fd, const char *request, char *out, size_t cap,
+                           int ms)
+{
+    if (request && send(fd, request, strlen(request), MSG_NOSIGNAL) < 0)
+        return 0;
+    size_t got = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (got + 1 < cap) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const long left = ms - (long)((now.tv_sec - t0.tv_sec) * 1000 +
+                                      (now.tv_nsec - t0.tv_nsec) / 1000000);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        const ssize_t n = recv(fd, out + got, cap - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    out[got] = '\0';
+    return got;
+}
+
+static void test_two_content_lengths_are_refused(void **state)
+{
+    (void)state;
+    const char *requests[] = {
+        "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: 20\r\nContent-Length: 5\r\n\r\n"
+        "{\"sentence\":\"a b\"}  ",
+        "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        "application/json\r\nContent-Length: 19\r\nContent-Length: 19\r\n\r\n"
+        "{\"sentence\":\"a b\"}",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        const int fd = connect_from(&srv, "127.0.0.1");
+        assert_true(fd >= 0);
+        char out[4096];
+        exchange_raw(fd, requests[i], out, sizeof out, 5000);
+        close(fd);
+        if (strncmp(out, "HTTP/1.1 400", 12) || !strstr(out, "Content-Length"))
+            fail_msg("two Content-Length headers answered: %.200s", out);
+    }
+}
+
+/* A path that decodes to a newline and a made-up log line stays on one
+ * line of the log, escaped. */
+static void test_log_lines_cannot_be_forged(void **state)
+{
+    (void)state;
+    const int fd = connect_from(&srv, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[4096];
+    exchange_raw(fd,
+                 "GET /x%0a2026-01-01T00:00:00Z%20POST%20/attention%20200%201"
+                 "%201.0ms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                 out, sizeof out, 5000);
+    close(fd);
+    assert_int_equal(strncmp(out, "HTTP/1.1 404", 12), 0);
+    /* the line is written when the exchange completes: give it a moment */
+    char *log = NULL;
+    for (int i = 0; i < 100; i++) {
+        free(log);
+        log = read_file(srv.log_path, NULL);
+        if (log && strstr(log, "/x\\x0a2026"))
+            break;
+        nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+    }
+    assert_non_null(log);
+    if (!strstr(log,
+                " GET /x\\x0a2026-01-01T00:00:00Z\\x20POST\\x20/attention"))
+        fail_msg("the forged path is not escaped in the log:\n%s", log);
+    assert_null(strstr(log, "\n2026-01-01T00:00:00Z POST"));
+    free(log);
+}
+
+/* --max-flops: the estimate and the cap named, before any work. */
+static void test_compute_budget(void **state)
+{
+    (void)state;
+    struct reply r;
+    /* 200 tokens of width 512: about 2 * (4 * 200 * 512^2 + 2 * 200^2 *
+     * 512) = 0.29 GFLOP, under the 1 GFLOP cap; 800 tokens are not */
+    char body[8192];
+    size_t n = (size_t)snprintf(body, sizeof body, "{\"sentence\":\"");
+    for (int i = 0; i < 200; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n, "w ");
+    snprintf(body + n, sizeof body - n, "\",\"d_model\":512}");
+    assert_true(post_json(&srv, "/attention", body, &r));
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    n = (size_t)snprintf(body, sizeof body, "{\"sentence\":\"");
+    for (int i = 0; i < 800; i++)
+        n += (size_t)snprintf(body + n, sizeof body - n, "w ");
+    snprintf(body + n, sizeof body - n, "\",\"d_model\":512}");
+    assert_true(post_json(&srv, "/attention", body, &r));
+    assert_int_equal(r.status, 422);
+    if (!strstr(r.body, "GFLOP") || !strstr(r.body, "--max-flops"))
+        fail_msg("the refusal names neither estimate nor cap: %s", r.body);
+    reply_free(&r);
+}
+
+/* Bytes of address space process pid holds (VmSize), or 0. */
+static size_t address_space_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmSize:", 7))
+            kib = strtoull(line + 7, NULL, 10);
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+/* A valid body that the server has no memory to parse is its own lack of
+ * room: 503 with Retry-After, never a 4xx blaming the client; and the
+ * server goes on answering. */
+static void test_out_of_memory_is_503(void **state)
+{
+    (void)state;
+    const char *args[] = {"--threads", "1", "--max-queue", "0", NULL};
+    /* what the server holds once started, measured, plus 128 MiB: room
+     * for small requests, not for the parse tree of 4 million numbers
+     * (about 300 MB) */
+    struct server s;
+    assert_true(server_start(&s, args));
+    const size_t started = address_space_of(s.pid);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+    assert_true(started > 0);
+    assert_true(server_start_capped(&s, args, started + ((size_t)128 << 20)));
+    const size_t rows = 4096, width = 1024;
+    char *body = malloc(rows * (2 * width + 2) + 64);
+    size_t n = (size_t)snprintf(body, 64, "{\"embeddings\":[");
+    for (size_t row = 0; row < rows; row++) {
+        if (row)
+            body[n++] = ',';
+        body[n++] = '[';
+        for (size_t k = 0; k < width; k++) {
+            if (k)
+                body[n++] = ',';
+            body[n++] = '1';
+        }
+        body[n++] = ']';
+    }
+    snprintf(body + n, 64, "],\"return\":[]}");
+    struct reply r;
+    assert_true(post_json(&s, "/attention", body, &r));
+    if (r.status != 503)
+        fail_msg("a body parsed out of memory answered %ld: %.200s", r.status,
+                 r.body ? r.body : "");
+    char retry[16];
+    assert_true(reply_header(&r, "Retry-After", retry, sizeof retry));
+    reply_free(&r);
+    assert_true(post_json(&s, "/attention", "{\"sentence\":\"a b\"}", &r));
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    free(body);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
+/* ------------------------------------------------------------ stopping */
+
+struct call {
+    const struct server *s;
+    const char *body;
+    struct reply r;
+    bool ok;
+};
+
+static void *post_body(void *arg)
+{
+    struct call *c = arg;
+    c->ok = post_json(c->s, "/attention", c->body, &c->r);
+    return NULL;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Until s has a computation running (its gauge in /metrics), at most
+ * 30 s. Each look is a new connection given 200 ms, since one accepted by
+ * the worker about to compute waits for the computation. */
+static void wait_computing(const struct server *s)
+{
+    for (int i = 0; i < 150; i++) {
+        const int fd = connect_from(s, "127.0.0.1");
+        assert_true(fd >= 0);
+        char out[16384];
+        exchange_raw(fd,
+                     "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                     "close\r\n\r\n",
+                     out, sizeof out, 200);
+        close(fd);
+        if (strstr(out, "\nattnd_computations_running 1\n"))
+            return;
+    }
+    fail_msg("no computation started");
+}
+
+/* SIGTERM with a long computation running and another request waiting:
+ * both get an answer (503, the first once the drain time is over and it
+ * is cancelled), and the process exits soon after the drain time. */
+static void test_stop_cancels_long_computations(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--threads",       "1", "--max-queue", "4",
+                          "--drain-seconds", "1", NULL};
+    assert_true(server_start(&s, args));
+    /* 4096 tokens, 128 heads of 64: about 0.5 TFLOP, many seconds */
+    const size_t words = 4096;
+    char *body = malloc(words * 2 + 128);
+    size_t n = (size_t)snprintf(body, 64, "{\"sentence\":\"");
+    for (size_t i = 0; i < words; i++)
+        body[n++] = 'a', body[n++] = ' ';
+    snprintf(body + n, 128,
+             "\",\"d_model\":256,\"heads\":128,\"d_k\":64,\"d_v\":64,"
+             "\"return\":[\"output\"]}");
+    struct call long_call = {.s = &s, .body = body};
+    struct call waiting = {.s = &s, .body = "{\"sentence\":\"a b\"}"};
+    pthread_t long_tid, wait_tid;
+    pthread_create(&long_tid, NULL, post_body, &long_call);
+    wait_computing(&s);
+    pthread_create(&wait_tid, NULL, post_body, &waiting);
+    const double t0 = seconds();
+    const int status = server_stop(&s, 15.0);
+    const double took = seconds() - t0;
+    pthread_join(long_tid, NULL);
+    pthread_join(wait_tid, NULL);
+    assert_int_equal(status, 0);
+    if (took > 4.0)
+        fail_msg("the server took %.1f s to stop; the drain is 1 s", took);
+    assert_true(long_call.ok);
+    assert_int_equal(long_call.r.status, 503);
+    assert_non_null(strstr(long_call.r.body, "cancelled"));
+    assert_true(waiting.ok);
+    assert_int_equal(waiting.r.status, 503);
+    assert_non_null(strstr(waiting.r.body, "stopping"));
+    reply_free(&long_call.r);
+    reply_free(&waiting.r);
+    free(body);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_content_lengths_are_refused),
+        cmocka_unit_test(test_log_lines_cannot_be_forged),
+        cmocka_unit_test(test_compute_budget),
+        cmocka_unit_test(test_out_of_memory_is_503),
+        cmocka_unit_test(test_stop_cancels_long_computations),
+    };
+    return cmocka_run_group_tests_name("limits", tests, setup, teardown);
+}
