@@ -12,9 +12,10 @@ const shots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 const SENTENCE = 'The cat chased the mouse because it was hungry';
 let server, base, browser;
 
-function startServer() {
+// flags: more of attnd's flags, after the test's own.
+function startServer(flags = []) {
   const bin = process.env.ATTND_BIN || `${root}build/attnd`;
-  const child = spawn(bin, ['--port', '0', '--web-root', `${root}web`, '--threads', '2'],
+  const child = spawn(bin, ['--port', '0', '--web-root', `${root}web`, '--threads', '2', ...flags],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let log = '';
@@ -268,4 +269,94 @@ test('the page runs as modules from its own server, without errors', async () =>
     assert.ok(url.startsWith(`${base}/`) || url.startsWith('blob:'), `${url} is not from the server`);
   assert.deepEqual(problems, []);
   await page.close();
+});
+
+// The requests a page makes to a path of its server, as URLs, from now on.
+function requestsTo(page, path) {
+  const urls = [];
+  page.on('request', (r) => { if (new URL(r.url()).pathname === path) urls.push(r.url()); });
+  return urls;
+}
+
+test('with --max-heads 16, heads 17 is refused by the page and never sent', async () => {
+  const small = await startServer(['--max-heads', '16']);
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  try {
+    await page.goto(small.url);
+    await waitForHeatmaps(page, 8 + 1);
+    assert.equal(await page.getAttribute('#heads', 'max'), '16');
+    assert.equal(await page.getAttribute('#kv_heads', 'max'), '16');
+    const asked = requestsTo(page, '/attention');
+    await page.fill('#heads', '17');
+    await page.waitForFunction(() => document.querySelector('#heads-error').textContent !== '');
+    assert.equal(await page.textContent('#heads-error'), 'heads (17) must be a whole number from 1 to 16');
+    assert.equal(await page.getAttribute('#heads', 'aria-invalid'), 'true');
+    await page.press('#heads', 'Enter');
+    await page.waitForTimeout(1000); // past the pause after typing that would ask
+    assert.deepEqual(asked, []);
+    assert.doesNotMatch(page.url(), /heads=17/);
+    // 16 is within the range: asked and drawn
+    await page.fill('#heads', '16');
+    await waitForHeatmaps(page, 16 + 1);
+    assert.ok(asked.some((u) => new URL(u).searchParams.get('heads') === '16'));
+  } finally {
+    await page.close();
+    small.child.kill('SIGTERM');
+  }
+});
+
+test('the page fetches /config once per load', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const asked = requestsTo(page, '/config');
+  await page.goto(base);
+  await waitForHeatmaps(page, 9);
+  assert.equal(asked.length, 1);
+  // typing, submitting and going back reuse it
+  await page.fill('#heads', '4');
+  await page.press('#heads', 'Enter');
+  await page.waitForFunction(() => location.search.includes('heads=4'));
+  await waitForHeatmaps(page, 4 + 1);
+  await page.evaluate(() => history.back());
+  await page.waitForFunction(() => !location.search.includes('heads=4'));
+  await waitForHeatmaps(page, 9);
+  assert.equal(asked.length, 1);
+  await page.reload();
+  await waitForHeatmaps(page, 9);
+  assert.equal(asked.length, 2);
+  await page.close();
+});
+
+test('the lists offer the names /config gives, its defaults chosen', async () => {
+  const doc = await (await fetch(`${base}/config`)).json();
+  const page = await openPage();
+  for (const name of ['mode', 'mask', 'positional', 'residual', 'colormap']) {
+    const field = doc.fields.find((f) => f.name === name);
+    const options = await page.$$eval(`#${name} option`, (all) => all.map((o) => o.value));
+    assert.deepEqual(options, field.enum, name);
+    assert.equal(await page.inputValue(`#${name}`), field.default, name);
+  }
+  await page.close();
+});
+
+test('without /config the page shows why, and no form', async () => {
+  const answers = [
+    [(route) => route.fulfill({ status: 503, contentType: 'application/problem+json',
+      body: JSON.stringify({ title: 'Service Unavailable', status: 503, detail: 'shutting down' }) }),
+    /GET \/config answered HTTP 503: shutting down/],
+    [(route) => route.abort('connectionrefused'), /GET \/config could not be fetched/],
+  ];
+  for (const [answer, message] of answers) {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.route('**/config', answer);
+    const asked = requestsTo(page, '/attention');
+    await page.goto(base);
+    await page.waitForFunction(() => document.querySelector('#form-error').textContent !== '');
+    assert.match(await page.textContent('#form-error'), message);
+    assert.equal(await page.isVisible('#form-error'), true);
+    for (const hidden of ['fieldset.input', 'fieldset.options', '#run', '#results'])
+      assert.equal(await page.isHidden(hidden), true, hidden);
+    assert.equal(await page.inputValue('#heads'), '');
+    assert.deepEqual(asked, []);
+    await page.close();
+  }
 });

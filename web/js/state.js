@@ -14,16 +14,17 @@ export function defaults() {
   };
 }
 
-// The view on screen. Replaced whole by setState() when the form or the URL
-// gives a new one; head and batch change in place.
-export let state = defaults();
+// The view on screen, set once the server's fields are known. Replaced
+// whole by setState() when the form or the URL gives a new one; head and
+// batch change in place.
+export let state = null;
 
 export function setState(s) {
   state = s;
 }
 
 // The form's fields read through .value; the rest are checkboxes.
-const valueFields = () => ['sentence', 'embeddings', 'context', ...fields().text, 'colormap'];
+const valueFields = () => ['sentence', 'embeddings', 'context', ...fields().text, ...fields().image];
 
 // Fields under "Advanced": a view that changes one opens it.
 const ADVANCED = ['d_k', 'd_v', 'd_out', 'dropout', 'bias', 'out_bias', 'lowercase',

@@ -2,27 +2,41 @@
 import { $, form } from './dom.js';
 import { fields } from './fields.js';
 
+// Ranges are the server's: { minimum, maximum, exclusiveMaximum }, each
+// where it applies.
+function within(n, r) {
+  return (!('minimum' in r) || n >= r.minimum) && (!('maximum' in r) || n <= r.maximum) &&
+    (!('exclusiveMaximum' in r) || n < r.exclusiveMaximum);
+}
+
+// A range in words: "from 1 to 16", "at least 0 and below 1".
+function inWords(r) {
+  if ('minimum' in r && 'maximum' in r) return `from ${r.minimum} to ${r.maximum}`;
+  const words = [];
+  if ('minimum' in r) words.push(`at least ${r.minimum}`);
+  if ('maximum' in r) words.push(`at most ${r.maximum}`);
+  if ('exclusiveMaximum' in r) words.push(`below ${r.exclusiveMaximum}`);
+  return words.join(' and ');
+}
+
 // Checks the browser can make before asking; the server has the last word.
 export function localErrors(s) {
   const f = fields();
   const errors = {};
-  for (const [k, [lo, hi]] of Object.entries(f.integer)) {
+  for (const [k, r] of Object.entries(f.integer)) {
     const v = s[k];
     if (v === '') continue;
-    if (!/^\d+$/.test(v) || Number(v) < lo || Number(v) > hi)
-      errors[k] = `${k} (${v}) must be a whole number from ${lo} to ${hi}`;
+    if (!/^\d+$/.test(v) || !within(Number(v), r))
+      errors[k] = `${k} (${v}) must be a whole number ${inWords(r)}`.trimEnd();
   }
   if (s.heads === '' && s.mode === 'projected') errors.heads = 'heads is needed';
   for (const k of f.digits)
     if (!/^\d+$/.test(s[k])) errors[k] = `${k} (${s[k]}) must be a whole number`;
-  for (const [k, range] of Object.entries(f.decimal)) {
+  for (const [k, r] of Object.entries(f.decimal)) {
     const v = s[k];
     if (v === '') continue;
-    if (!range) {
-      if (!Number.isFinite(Number(v))) errors[k] = `${k} (${v}) must be a number`;
-    } else if (!(Number(v) >= range[0] && Number(v) < range[1])) {
-      errors[k] = `${k} (${v}) must be at least ${range[0]} and below ${range[1]}`;
-    }
+    if (!Number.isFinite(Number(v)) || !within(Number(v), r))
+      errors[k] = `${k} (${v}) must be ${inWords(r) || 'a number'}`;
   }
   if (s.kind === 'sentence' && !s.sentence) errors.sentence = 'type a sentence';
   if (s.kind === 'embeddings') {
