@@ -178,7 +178,8 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     struct http_server *s = ex->srv;
     struct problem pb;
     if (!gate_enter(&s->gate)) {
-        if (gate_closed(&s->gate))
+        const bool stopping = gate_closed(&s->gate);
+        if (stopping)
             problem_set(&pb, 503, "",
                         "the server is stopping; try again shortly");
         else
@@ -187,6 +188,7 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
                         "waiting); try again shortly",
                         s->opt.threads, s->opt.max_queue);
         pb.retry_after = 1;
+        pb.reason = stopping ? "stopping" : "capacity";
         return reply_problem(ex, conn, &pb);
     }
     metrics_computation_started();

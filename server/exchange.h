@@ -42,6 +42,7 @@ struct exchange {
     struct http_server *srv;
     struct timespec started;
     enum metrics_route route;
+    const struct route *handler; /* decided from the headers */
     char method[16];
     char path[256];
     struct buf body;
@@ -55,6 +56,7 @@ struct exchange {
     struct attn_result res;
 };
 
+struct route;
 typedef enum MHD_Result (*handler_fn)(struct exchange *ex,
                                       struct MHD_Connection *conn);
 

@@ -63,3 +63,11 @@ bool gate_closed(struct gate *g)
     pthread_mutex_unlock(&g->lock);
     return closed;
 }
+
+size_t gate_waiting(struct gate *g)
+{
+    pthread_mutex_lock(&g->lock);
+    const size_t waiting = g->waiting;
+    pthread_mutex_unlock(&g->lock);
+    return waiting;
+}

@@ -30,4 +30,7 @@ void gate_leave(struct gate *g);
 void gate_close(struct gate *g);
 bool gate_closed(struct gate *g);
 
+/* How many wait for a slot now. */
+size_t gate_waiting(struct gate *g);
+
 #endif

@@ -122,6 +122,21 @@ static enum MHD_Result begin_exchange(struct http_server *s,
                     cl, s->opt.max_body);
         return reply_problem(ex, conn, &pb);
     }
+    /* where it goes and whether it may, from the headers alone: a body
+     * nobody may send is never read */
+    struct problem pb;
+    const struct route *r = route_find(s, method, url, &ex->route, &pb);
+    if (!r)
+        return reply_problem(ex, conn, &pb);
+    ex->route = r->metric;
+    if (r->needs_key && !authorized(ex, conn)) {
+        problem_set(&pb, 401, "",
+                    "%s needs the API key as "
+                    "\"Authorization: Bearer <key>\"",
+                    r->path);
+        return reply_problem(ex, conn, &pb);
+    }
+    ex->handler = r;
     return MHD_YES;
 }
 
@@ -135,8 +150,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     struct exchange *ex = *con_cls;
     if (!ex)
         return begin_exchange(s, conn, url, method, con_cls);
-    if (*upload_size) { /* body data */
-        if (!ex->answered && !ex->body_too_big &&
+    if (*upload_size) { /* body data, kept only where the route reads it */
+        if (!ex->answered && !ex->body_too_big && ex->handler->takes_body &&
             !buf_append(&ex->body, upload_data, *upload_size)) {
             ex->body_too_big = true;
             buf_free(&ex->body);
@@ -154,18 +169,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                     s->opt.max_body);
         return reply_problem(ex, conn, &pb);
     }
-    const struct route *r = route_find(s, method, url, &ex->route, &pb);
-    if (!r)
-        return reply_problem(ex, conn, &pb);
-    ex->route = r->metric;
-    if (r->needs_key && !authorized(ex, conn)) {
-        problem_set(&pb, 401, "",
-                    "%s needs the API key as "
-                    "\"Authorization: Bearer <key>\"",
-                    r->path);
-        return reply_problem(ex, conn, &pb);
-    }
-    return r->handler(ex, conn);
+    return ex->handler->handler(ex, conn);
 }
 
 /* The one place an exchange ends: logged, counted, freed. */
@@ -246,7 +250,8 @@ struct http_server *http_start(const struct options *o)
         (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)pool,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(pool * 16), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        (unsigned)(pool * 16), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        o->max_conns_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);

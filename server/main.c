@@ -17,6 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static pthread_t main_thread;
+
+static void pass_to_main(int sig)
+{
+    pthread_kill(main_thread, sig);
+}
+
 int main(int argc, char **argv)
 {
     struct options opt;
@@ -28,13 +35,22 @@ int main(int argc, char **argv)
     if (opt.probe_url[0])
         return probe_url(opt.probe_url, 5) ? 0 : 1;
 
-    /* Block the stop signals before any thread starts, so every thread
-     * inherits the mask and only sigwait() below receives them. */
+    /* Block the stop signals before any thread of ours starts, so every
+     * such thread inherits the mask and only sigwait() below receives
+     * them. Threads a library started before main() (OpenBLAS's) do not
+     * block them: a signal that lands there is passed on to this thread,
+     * where it waits for sigwait(), or stays pending while the server
+     * drains, instead of ending the process. */
+    main_thread = pthread_self();
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    struct sigaction pass = {.sa_handler = pass_to_main};
+    sigemptyset(&pass.sa_mask);
+    sigaction(SIGINT, &pass, NULL);
+    sigaction(SIGTERM, &pass, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     char err[256];

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The statuses attnd answers with; anything else is counted as "other". */
 static const int statuses[] = {200, 304, 400, 401, 404, 405,
@@ -26,6 +27,14 @@ static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_int in_flight;
 static atomic_int computing;
+
+/* Every reason problem_reason() gives, and the last for any other. */
+static const char *const reasons[] = {
+    "malformed", "unauthorized", "not_found",     "method",
+    "too_large", "media_type",   "invalid",       "compute_budget",
+    "capacity",  "stopping",     "out_of_memory", "server_fault"};
+enum { N_REASONS = sizeof reasons / sizeof reasons[0] };
+static atomic_uint_fast64_t refused[N_REASONS];
 
 const char *metrics_route_name(enum metrics_route r)
 {
@@ -71,7 +80,15 @@ void metrics_computation_done(void)
     atomic_fetch_sub(&computing, 1);
 }
 
-char *metrics_render(size_t *len)
+void metrics_refused(const char *reason)
+{
+    size_t i = 0;
+    while (i + 1 < N_REASONS && strcmp(reasons[i], reason))
+        i++;
+    atomic_fetch_add(&refused[i], 1);
+}
+
+char *metrics_render(const struct metrics_now *now, size_t *len)
 {
     struct buf b;
     buf_init(&b, 1 << 20);
@@ -139,10 +156,24 @@ char *metrics_render(size_t *len)
             "# HELP attnd_computations_running Computations holding a "
             "compute slot now.\n"
             "# TYPE attnd_computations_running gauge\n"
-            "attnd_computations_running %d\n",
+            "attnd_computations_running %d\n"
+            "# HELP attnd_computations_waiting Requests waiting for a compute "
+            "slot now.\n"
+            "# TYPE attnd_computations_waiting gauge\n"
+            "attnd_computations_waiting %zu\n"
+            "# HELP attnd_draining 1 once the server has been told to stop.\n"
+            "# TYPE attnd_draining gauge\n"
+            "attnd_draining %d\n"
+            "# HELP attnd_refused_total Requests refused, by reason.\n"
+            "# TYPE attnd_refused_total counter\n",
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
-            atomic_load(&in_flight), atomic_load(&computing));
+            atomic_load(&in_flight), atomic_load(&computing), now->waiting,
+            now->draining ? 1 : 0);
+    for (int i = 0; ok && i < N_REASONS; i++)
+        ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
+                        reasons[i],
+                        (unsigned long long)atomic_load(&refused[i]));
     if (!ok) {
         buf_free(&b);
         return NULL;

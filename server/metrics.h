@@ -6,6 +6,7 @@
 #ifndef ATTND_METRICS_H
 #define ATTND_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum metrics_route {
@@ -30,7 +31,16 @@ void metrics_add_flops(double flops);
 void metrics_computation_started(void);
 void metrics_computation_done(void);
 
+/* A request refused, by reason (problem_reason()). */
+void metrics_refused(const char *reason);
+
+/* What the server is doing now, beside the counters. */
+struct metrics_now {
+    size_t waiting; /* requests waiting for a compute slot */
+    bool draining;  /* stopping */
+};
+
 /* The exposition text; the caller frees it with free(). */
-char *metrics_render(size_t *len);
+char *metrics_render(const struct metrics_now *now, size_t *len);
 
 #endif

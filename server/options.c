@@ -46,6 +46,8 @@ static const struct flag flags[] = {
      "most floating-point operations one request may cost (estimated)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
+    {"max-conns-per-ip", K_UINT, FIELD(max_conns_per_ip), 1, 65535,
+     "open connections one client address may hold"},
     {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
      "requests that may wait for a computation slot before 503"},
     {"drain-seconds", K_UINT, FIELD(drain), 0, 3600,
@@ -73,6 +75,7 @@ static void defaults(struct options *o)
     o->max_output = (size_t)64 << 20;
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->timeout = 30;
+    o->max_conns_per_ip = 32;
     o->max_queue = 64;
     o->drain = 8;
     snprintf(o->web_root, sizeof o->web_root, "web");

@@ -20,9 +20,10 @@ struct options {
     size_t max_output; /* floats in one response */
     size_t max_flops;  /* estimated floating-point operations of one request */
     unsigned timeout;  /* seconds per connection */
-    size_t max_queue;  /* requests waiting for a compute slot */
-    unsigned drain;    /* seconds a stop gives computations in flight */
-    char api_key[256]; /* "" = none */
+    unsigned max_conns_per_ip; /* open connections from one client address */
+    size_t max_queue;          /* requests waiting for a compute slot */
+    unsigned drain;            /* seconds a stop gives computations in flight */
+    char api_key[256];         /* "" = none */
     char web_root[1024];
     char font[1024];
     bool quiet;          /* no access log */

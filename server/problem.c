@@ -30,10 +30,12 @@ bool problem_from_core(struct problem *pb, attn_status st,
     if (st == ATTN_E_NOMEM || st == ATTN_E_CANCELLED) {
         if (st == ATTN_E_NOMEM)
             problem_set(pb, 503, pointer, "%s", err->message);
-        else
+        else {
             problem_set(pb, 503, "",
                         "the server is stopping; the computation was "
                         "cancelled, try again");
+            pb->reason = "stopping";
+        }
         pb->retry_after = 1;
         return false;
     }
@@ -62,6 +64,23 @@ bool problem_from_draw(struct problem *pb, draw_status st, const char *message)
      * pass: nothing the client could change */
     return problem_set(pb, 500, "", "the heatmap could not be drawn: %s",
                        message);
+}
+
+const char *problem_reason(const struct problem *pb)
+{
+    if (pb->reason)
+        return pb->reason;
+    switch (pb->status) {
+    case 400: return "malformed";
+    case 401: return "unauthorized";
+    case 404: return "not_found";
+    case 405: return "method";
+    case 413: return "too_large";
+    case 415: return "media_type";
+    case 422: return "invalid";
+    case 503: return "out_of_memory";
+    default: return "server_fault";
+    }
 }
 
 const char *problem_title(int status)

@@ -15,9 +15,10 @@
 struct problem {
     int status; /* HTTP status */
     char detail[320];
-    char pointer[128]; /* "" when no field applies */
-    char allow[64];    /* for 405: the Allow header */
-    long retry_after;  /* for 503: seconds, 0 = none */
+    char pointer[128];  /* "" when no field applies */
+    char allow[64];     /* for 405: the Allow header */
+    long retry_after;   /* for 503: seconds, 0 = none */
+    const char *reason; /* why, for the metrics: NULL to go by status */
 };
 
 /* Fill pb and return false, so parsers can `return problem_set(...)`. */
@@ -36,6 +37,10 @@ bool problem_from_core(struct problem *pb, attn_status st,
  * too big is the request's, at "/cell"; no memory is a 503 to retry; the
  * rest are the server's own failures, 500. message is the library's. */
 bool problem_from_draw(struct problem *pb, draw_status st, const char *message);
+
+/* Why a request was refused, as /metrics counts it: pb->reason, or the
+ * status's own ("invalid", "unauthorized", "out_of_memory", ...). */
+const char *problem_reason(const struct problem *pb);
 
 /* The short title for a status, e.g. "invalid request" for 422. */
 const char *problem_title(int status);

@@ -75,6 +75,7 @@ enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
     if (pb->status == 401)
         MHD_add_response_header(r, "WWW-Authenticate",
                                 "Bearer realm=\"attnd\"");
+    metrics_refused(problem_reason(pb));
     if (pb->retry_after > 0) {
         char secs[24];
         snprintf(secs, sizeof secs, "%ld", pb->retry_after);

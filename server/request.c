@@ -160,12 +160,15 @@ static bool resolve(struct request *req, const struct request_limits *lim,
                                  request_pointer_of(req, err.field));
     /* the compute budget, before any work */
     const double flops = attn_flops(c);
-    if (req->compute && lim->max_flops && flops > (double)lim->max_flops)
-        return problem_set(pb, 422, "",
-                           "the request needs about %.3g GFLOP; the limit is "
-                           "%.3g GFLOP (--max-flops): fewer tokens, heads or "
-                           "a narrower d_model",
-                           flops * 1e-9, (double)lim->max_flops * 1e-9);
+    if (req->compute && lim->max_flops && flops > (double)lim->max_flops) {
+        problem_set(pb, 422, "",
+                    "the request needs about %.3g GFLOP; the limit is %.3g "
+                    "GFLOP (--max-flops): fewer tokens, heads or a narrower "
+                    "d_model",
+                    flops * 1e-9, (double)lim->max_flops * 1e-9);
+        pb->reason = "compute_budget";
+        return false;
+    }
     return true;
 }
 

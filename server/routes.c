@@ -27,8 +27,12 @@ static enum MHD_Result handle_healthz(struct exchange *ex,
 static enum MHD_Result handle_metrics(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
+    const struct metrics_now now = {
+        .waiting = gate_waiting(&ex->srv->gate),
+        .draining = atomic_load(&ex->srv->draining),
+    };
     size_t len = 0;
-    char *text = metrics_render(&len);
+    char *text = metrics_render(&now, &len);
     return reply_queue(
         ex, conn, 200,
         reply_from_heap(text, len, "text/plain; version=0.0.4; charset=utf-8"),
@@ -82,13 +86,13 @@ static enum MHD_Result handle_static(struct exchange *ex,
 }
 
 static const struct route routes[] = {
-    {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION, true},
-    {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true},
-    {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false},
-    {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false},
-    {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false},
-    {"GET", "/config", handle_config, ROUTE_CONFIG, false},
-    {"GET", NULL, handle_static, ROUTE_STATIC, false},
+    {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION, true, true},
+    {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true, false},
+    {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false, false},
+    {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false, false},
+    {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false, false},
+    {"GET", "/config", handle_config, ROUTE_CONFIG, false, false},
+    {"GET", NULL, handle_static, ROUTE_STATIC, false, false},
 };
 enum { N_ROUTES_TABLE = sizeof routes / sizeof routes[0] };
 

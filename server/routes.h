@@ -11,7 +11,8 @@ struct route {
     const char *method, *path; /* path NULL: any path (static files) */
     handler_fn handler;
     enum metrics_route metric;
-    bool needs_key; /* behind --api-key when one is set */
+    bool needs_key;  /* behind --api-key when one is set */
+    bool takes_body; /* a request body is read (else discarded unread) */
 };
 
 /* The route for method and path, with *metric set to its route's metric;

@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,11 @@ static void test_compute_budget(void **state)
     if (!strstr(r.body, "GFLOP") || !strstr(r.body, "--max-flops"))
         fail_msg("the refusal names neither estimate nor cap: %s", r.body);
     reply_free(&r);
+    /* counted by its reason */
+    assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
+    assert_non_null(
+        strstr(r.body, "attnd_refused_total{reason=\"compute_budget\"} 1\n"));
+    reply_free(&r);
 }
 
 /* Bytes of address space process pid holds (VmSize), or 0. */
@@ -176,6 +182,68 @@ static size_t address_space_of(pid_t pid)
     if (f)
         fclose(f);
     return kib * 1024;
+}
+
+/* One address holding all its connections locks out nobody else: the next
+ * from it is closed at once, another address is served. */
+static void test_connections_per_address(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--max-conns-per-ip", "4", NULL};
+    assert_true(server_start(&s, args));
+    int held[4];
+    for (int i = 0; i < 4; i++) {
+        held[i] = connect_from(&s, "127.0.0.3");
+        assert_true(held[i] >= 0);
+    }
+    /* every one of them is the server's now (it reads the first byte) */
+    for (int i = 0; i < 4; i++)
+        assert_true(send(held[i], "G", 1, MSG_NOSIGNAL) == 1);
+    char out[4096];
+    const int fifth = connect_from(&s, "127.0.0.3");
+    assert_true(fifth >= 0);
+    const size_t got =
+        exchange_raw(fifth, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
+                     sizeof out, 2000);
+    close(fifth);
+    if (got && strstr(out, "200"))
+        fail_msg("a fifth connection from one address was served");
+    const int other = connect_from(&s, "127.0.0.2");
+    assert_true(other >= 0);
+    exchange_raw(other,
+                 "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: "
+                 "close\r\n\r\n",
+                 out, sizeof out, 5000);
+    close(other);
+    if (strncmp(out, "HTTP/1.1 200", 12))
+        fail_msg("another address was not served: %.100s", out);
+    for (int i = 0; i < 4; i++)
+        close(held[i]);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
+/* With an API key set, an unauthenticated upload is answered from its
+ * headers: 401 before a byte of the body is sent. */
+static void test_key_checked_before_the_body(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--api-key", "k3y", NULL};
+    assert_true(server_start(&s, args));
+    const int fd = connect_from(&s, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[4096];
+    exchange_raw(fd,
+                 "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: 30000000\r\n\r\n",
+                 out, sizeof out, 3000);
+    close(fd);
+    if (strncmp(out, "HTTP/1.1 401", 12))
+        fail_msg("an unauthenticated upload was not refused from its "
+                 "headers: %.100s",
+                 out);
+    assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
 /* A valid body that the server has no memory to parse is its own lack of
@@ -310,6 +378,22 @@ static void test_stop_cancels_long_computations(void **state)
     wait_computing(&s);
     pthread_create(&wait_tid, NULL, post_body, &waiting);
     const double t0 = seconds();
+    kill(s.pid, SIGTERM);
+    /* draining, and saying so */
+    bool said = false;
+    while (!said && seconds() - t0 < 0.8) {
+        const int fd = connect_from(&s, "127.0.0.1");
+        char out[16384];
+        if (fd >= 0) {
+            exchange_raw(fd,
+                         "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                         "close\r\n\r\n",
+                         out, sizeof out, 200);
+            close(fd);
+            said = strstr(out, "\nattnd_draining 1\n") != NULL;
+        }
+    }
+    assert_true(said);
     const int status = server_stop(&s, 15.0);
     const double took = seconds() - t0;
     pthread_join(long_tid, NULL);
@@ -334,6 +418,8 @@ int main(void)
         cmocka_unit_test(test_two_content_lengths_are_refused),
         cmocka_unit_test(test_log_lines_cannot_be_forged),
         cmocka_unit_test(test_compute_budget),
+        cmocka_unit_test(test_connections_per_address),
+        cmocka_unit_test(test_key_checked_before_the_body),
         cmocka_unit_test(test_out_of_memory_is_503),
         cmocka_unit_test(test_stop_cancels_long_computations),
     };
