@@ -195,17 +195,22 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const bool ok = attend_run(&ex->req, 1, &s->cancel, &ex->res, &pb);
+    const double compute_s = seconds_since(&t0);
+    /* A PNG is drawn in the slot too: its canvas is as large as any
+     * array; a JSON answer is formatted as it is read, a bounded buffer
+     * at a time. */
+    size_t bytes = 0;
+    struct MHD_Response *r = NULL;
+    if (ok && ex->req.png.wanted)
+        r = png_answer(ex, parse_s, compute_s, &bytes, &pb);
     metrics_computation_done();
     gate_leave(&s->gate);
-    const double compute_s = seconds_since(&t0);
     if (!ok)
         return reply_problem(ex, conn, &pb);
     if (ex->req.compute)
         metrics_add_flops(attn_flops(&ex->req.cfg));
-    size_t bytes = 0;
-    struct MHD_Response *r =
-        ex->req.png.wanted ? png_answer(ex, parse_s, compute_s, &bytes, &pb)
-                           : json_answer(ex, parse_s, compute_s, &pb);
+    if (!ex->req.png.wanted)
+        r = json_answer(ex, parse_s, compute_s, &pb);
     if (!r)
         return reply_problem(ex, conn, &pb);
     if (etag) {

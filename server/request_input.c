@@ -216,12 +216,21 @@ static bool read_input(struct request *req, struct request_input *in,
     return embed_text(req, in, d, &at, lim, pb);
 }
 
-/* One context for every sequence of a batched input: repeat it. */
-static bool broadcast_context(struct request *req, struct problem *pb)
+/* One context for every sequence of a batched input: repeat it, once the
+ * copies are known to fit --max-output. */
+static bool broadcast_context(struct request *req,
+                              const struct request_limits *lim,
+                              struct problem *pb)
 {
     struct request_input *c = &req->context;
     const size_t batch = req->input.batch, one = c->n * c->d;
-    float *wide = malloc(batch * one * sizeof *wide);
+    size_t all;
+    if (!size_mul(batch, one, &all) || all > lim->max_output)
+        return problem_set(pb, 422, c->pointer,
+                           "the context repeated for %zu sequences holds "
+                           "more than %zu numbers (--max-output)",
+                           batch, lim->max_output);
+    float *wide = malloc(all * sizeof *wide);
     if (!wide)
         return problem_set(pb, 503, c->pointer, "out of memory");
     for (size_t b = 0; b < batch; b++)
@@ -273,5 +282,5 @@ bool request_read_inputs(struct request *req, const cJSON *root,
         return problem_set(pb, 422, c->pointer,
                            "context has a batch of %zu; the input has %zu",
                            c->batch, x->batch);
-    return c->batched || x->batch == 1 || broadcast_context(req, pb);
+    return c->batched || x->batch == 1 || broadcast_context(req, lim, pb);
 }

@@ -321,6 +321,13 @@ void attn_result_free(struct attn_result *result);
  */
 void attn_blas_single_thread(void);
 
+/* Bytes attn_forward() holds besides its result for a resolved config
+ * (its one workspace block: positions, K and V or one key block of them,
+ * the queries and head outputs a pass needs whole, per-thread tiles);
+ * SIZE_MAX when that overflows. attn_config_resolve() holds its floats to
+ * max_elements. */
+size_t attn_workspace_bytes(const struct attn_config *cfg);
+
 /* Floating-point operations of the forward pass for a resolved config
  * (2 per multiply-add), for metrics and benchmarks. */
 double attn_flops(const struct attn_config *cfg);

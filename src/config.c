@@ -328,6 +328,17 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "the drawn projection weights hold %zu numbers; the "
                          "limit is %zu",
                          weights, cfg->max_elements);
+    /* and so does the working memory of the pass, e.g. the queries and
+     * head outputs of a whole sequence that walking keys outside queries
+     * holds */
+    const size_t scratch = attn_workspace_bytes(cfg) / sizeof(float);
+    if (scratch > cfg->max_elements)
+        return attn_fail(err, ATTN_E_TOO_BIG, "heads",
+                         "the pass would hold %zu numbers of working memory "
+                         "(queries and head outputs of %zu tokens with heads "
+                         "(%zu) x d_k, d_v (%zu, %zu)); the limit is %zu",
+                         scratch, cfg->n_query, cfg->heads, cfg->d_k, cfg->d_v,
+                         cfg->max_elements);
     return ATTN_OK;
 }
 

@@ -70,6 +70,14 @@ struct scratch {
                    in place (key-outer) */
 };
 
+/* Which way a pass goes, from the config alone. */
+struct paths {
+    bool full_path;       /* weights or scores held whole */
+    bool need_pv;         /* weights times V: head outputs or the output */
+    bool key_outer;       /* keys outside queries, one key block held */
+    bool heads_in_output; /* key-outer head outputs summed in place */
+};
+
 /* State shared by every unit of one call. Units write disjoint rows. */
 struct forward {
     const struct attn_config *cfg;
@@ -80,8 +88,8 @@ struct forward {
     float *k, *v;            /* [B][M][g*d_k], [B][M][g*d_v]; key-outer: the
                                 block in hand, [KEY_BLOCK][g*d_k], [..][g*d_v] */
     struct scratch *scratch; /* [threads] */
+    struct paths paths;
     /* key-outer only: the sequence and key block in hand, and its state */
-    bool key_outer, heads_in_output;
     size_t seq, j0, nj;
     float *q_seq;     /* [N][h*d_k] when q is not returned */
     float *heads_seq; /* [N][h*d_v] when held neither in heads_out nor
@@ -89,7 +97,6 @@ struct forward {
     struct softmax_online *online_seq; /* [h][N] */
     void *block; /* the one allocation behind all scratch */
     size_t tile_ld;
-    bool full_path, need_pv;
     float scale;
     uint64_t dropout_key;
     /* the phase being run by the team */
@@ -191,6 +198,41 @@ static attn_status check_finite(const float *a, size_t rows, size_t cols,
     return ATTN_OK;
 }
 
+/* ------------------------------------------------------------ the plan */
+
+static struct paths paths_of(const struct attn_config *c)
+{
+    struct paths p;
+    p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES |
+                             ATTN_WANT_MEAN_WEIGHTS);
+    p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
+    /* key-outer pays off when K and V would outgrow one key block, and
+     * only when nothing needs them whole afterwards */
+    p.key_outer = !p.full_path && p.need_pv && c->mode == ATTN_MODE_PROJECTED &&
+                  c->n_ctx > KEY_BLOCK &&
+                  !(c->want & (ATTN_WANT_K | ATTN_WANT_V)) &&
+                  c->residual != ATTN_RESIDUAL_VALUE;
+    p.heads_in_output = p.key_outer && !(c->want & ATTN_WANT_HEADS) &&
+                        c->heads * c->d_v == c->d_out;
+    return p;
+}
+
+/* The team of a call: cfg->threads, but never more than MAX_TEAM or the
+ * units of its largest phase, which a larger team would only idle over. */
+static unsigned team_size(const struct attn_config *c)
+{
+    const size_t kv_units = c->batch * ((c->n_ctx + KV_CHUNK - 1) / KV_CHUNK);
+    const size_t q_units =
+        c->batch * ((c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK);
+    const size_t most_units = kv_units > q_units ? kv_units : q_units;
+    unsigned threads = c->threads == 0 ? 1 : c->threads;
+    if (threads > MAX_TEAM)
+        threads = MAX_TEAM;
+    if (threads > most_units)
+        threads = (unsigned)most_units;
+    return threads;
+}
+
 /* --------------------------------------------------------- memory plans */
 
 struct plan {
@@ -212,34 +254,44 @@ static void plan_take(struct plan *pl, size_t *offset, size_t count,
         pl->overflow = true;
 }
 
-static attn_status workspace_init(struct forward *f, unsigned threads,
-                                  struct attn_error *err)
+/* The parts of a call's one workspace block: shared ones, then one set of
+ * per-thread ones. */
+enum {
+    X_PE,
+    C_PE,
+    K,
+    V,
+    Q_SEQ,
+    HEADS_SEQ,
+    ONLINE_SEQ,
+    SCRATCH,
+    Q,
+    HEADS,
+    TILE,
+    ONLINE,
+    OUT,
+    N_PARTS
+};
+
+struct workspace_plan {
+    size_t count[N_PARTS], elem[N_PARTS], offset[N_PARTS];
+    size_t tile_ld;
+    size_t bytes;
+    bool overflow;
+};
+
+/* What a call of resolved config c with its paths and team holds besides
+ * its result: every part's size and place in one block. */
+static void workspace_plan(const struct attn_config *c, const struct paths *p,
+                           unsigned threads, struct workspace_plan *w)
 {
-    const struct attn_config *c = f->cfg;
+    memset(w, 0, sizeof *w);
+    size_t *count = w->count, *elem = w->elem;
     const unsigned want = c->want;
     const bool projected = c->mode == ATTN_MODE_PROJECTED;
     const size_t qb = c->n_query < QUERY_BLOCK ? c->n_query : QUERY_BLOCK;
     const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
-    f->tile_ld = f->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
-
-    /* shared parts, then one set of per-thread parts */
-    enum {
-        X_PE,
-        C_PE,
-        K,
-        V,
-        Q_SEQ,
-        HEADS_SEQ,
-        ONLINE_SEQ,
-        SCRATCH,
-        Q,
-        HEADS,
-        TILE,
-        ONLINE,
-        OUT,
-        N_PARTS
-    };
-    size_t count[N_PARTS] = {0}, elem[N_PARTS], offset[N_PARTS] = {0};
+    w->tile_ld = p->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
     for (int i = 0; i < N_PARTS; i++)
         elem[i] = sizeof(float);
     elem[ONLINE] = elem[ONLINE_SEQ] = sizeof(struct softmax_online);
@@ -251,15 +303,15 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
     }
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
     count[SCRATCH] = threads;
-    if (f->key_outer) {
+    if (p->key_outer) {
         count[K] = KEY_BLOCK * c->kv_heads * c->d_k;
         count[V] = KEY_BLOCK * c->kv_heads * c->d_v;
         if (!(want & ATTN_WANT_Q))
             count[Q_SEQ] = n * hk;
-        if (!(want & ATTN_WANT_HEADS) && !f->heads_in_output)
+        if (!(want & ATTN_WANT_HEADS) && !p->heads_in_output)
             count[HEADS_SEQ] = n * hv;
         count[ONLINE_SEQ] = c->heads * n;
-        if (f->heads_in_output && !c->no_out_proj)
+        if (p->heads_in_output && !c->no_out_proj)
             count[OUT] = qb * c->d_out;
     } else {
         if (projected && !(want & ATTN_WANT_K))
@@ -268,13 +320,13 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
             count[V] = b * m * c->kv_heads * c->d_v;
         if (projected && !(want & ATTN_WANT_Q))
             count[Q] = qb * hk;
-        if (f->need_pv && !(want & ATTN_WANT_HEADS))
+        if (p->need_pv && !(want & ATTN_WANT_HEADS))
             count[HEADS] = qb * hv;
-        if (!f->full_path)
+        if (!p->full_path)
             count[ONLINE] = qb;
     }
-    if (!f->full_path || !(want & ATTN_WANT_WEIGHTS))
-        if (!size_mul(qb, f->tile_ld, &count[TILE]))
+    if (!p->full_path || !(want & ATTN_WANT_WEIGHTS))
+        if (!size_mul(qb, w->tile_ld, &count[TILE]))
             count[TILE] = SIZE_MAX;
 
     struct plan pl = {0, false};
@@ -285,16 +337,37 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
             if (count[i])
                 plan_take(&pl, &at, count[i], elem[i]);
             if (t == 0)
-                offset[i] = at;
+                w->offset[i] = at;
         }
     }
-    if (pl.overflow)
+    w->bytes = pl.bytes;
+    w->overflow = pl.overflow;
+}
+
+size_t attn_workspace_bytes(const struct attn_config *cfg)
+{
+    const struct paths p = paths_of(cfg);
+    struct workspace_plan w;
+    workspace_plan(cfg, &p, team_size(cfg), &w);
+    return w.overflow ? SIZE_MAX : w.bytes;
+}
+
+static attn_status workspace_init(struct forward *f, unsigned threads,
+                                  struct attn_error *err)
+{
+    struct workspace_plan w;
+    workspace_plan(f->cfg, &f->paths, threads, &w);
+    const size_t *count = w.count, *elem = w.elem;
+    size_t *offset = w.offset;
+    f->tile_ld = w.tile_ld;
+    if (w.overflow)
         return attn_fail(err, ATTN_E_TOO_BIG, "n_query",
                          "the scratch memory for this input is too large");
-    f->block = aligned_alloc(WS_ALIGN, pl.bytes);
+    f->block = aligned_alloc(WS_ALIGN, w.bytes);
     if (!f->block)
         return attn_fail(err, ATTN_E_NOMEM, "n_query",
-                         "out of memory for %zu bytes of scratch", pl.bytes);
+                         "out of memory for %zu bytes of scratch", w.bytes);
+    const unsigned want = f->cfg->want;
     char *base = f->block;
 #define PART(i) (count[i] ? (void *)(base + offset[i]) : NULL)
     f->x_pe = PART(X_PE);
@@ -435,7 +508,7 @@ static void head_full(struct forward *f, const struct block *bk,
         for (size_t e = 0; e < bk->rows * m; e++)
             mean[e] += w[e];
     }
-    if (f->need_pv)
+    if (f->paths.need_pv)
         // head_a = P * V_g
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk->rows,
                     (int)dv, (int)m, 1.0f, w, (int)m, bk->v + g * dv,
@@ -689,12 +762,12 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 
     const size_t group = c->heads / c->kv_heads;
     for (size_t a = 0; a < c->heads; a++) {
-        if (f->full_path)
+        if (f->paths.full_path)
             head_full(f, &bk, sc, a, a / group);
-        else if (f->need_pv)
+        else if (f->paths.need_pv)
             head_streaming(f, &bk, sc, a, a / group);
     }
-    if (!f->full_path && !f->need_pv)
+    if (!f->paths.full_path && !f->paths.need_pv)
         flag_fully_masked(f, &bk);
     if (c->want & ATTN_WANT_MEAN_WEIGHTS) {
         float *mean = f->res->mean_weights + row0 * m;
@@ -756,7 +829,7 @@ static float *key_outer_heads(const struct forward *f, size_t r0)
     const size_t row0 = f->seq * c->n_query + r0;
     if (c->want & ATTN_WANT_HEADS)
         return f->res->heads_out + row0 * c->heads * c->d_v;
-    if (f->heads_in_output)
+    if (f->paths.heads_in_output)
         return f->res->output + row0 * c->d_out;
     return f->heads_seq + r0 * c->heads * c->d_v;
 }
@@ -959,36 +1032,20 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
         if (st)
             return st;
     }
-    f.full_path = cfg.want & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES |
-                              ATTN_WANT_MEAN_WEIGHTS);
-    f.need_pv = cfg.want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
-    /* key-outer pays off when K and V would outgrow one key block, and
-     * only when nothing needs them whole afterwards */
-    f.key_outer = !f.full_path && f.need_pv &&
-                  cfg.mode == ATTN_MODE_PROJECTED && cfg.n_ctx > KEY_BLOCK &&
-                  !(cfg.want & (ATTN_WANT_K | ATTN_WANT_V)) &&
-                  cfg.residual != ATTN_RESIDUAL_VALUE;
-    f.heads_in_output = f.key_outer && !(cfg.want & ATTN_WANT_HEADS) &&
-                        cfg.heads * cfg.d_v == cfg.d_out;
+    f.paths = paths_of(&cfg);
     f.scale = attn_config_scale(&cfg);
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
-    /* a team larger than the number of units would only idle */
     const size_t kv_units = cfg.batch * ((cfg.n_ctx + KV_CHUNK - 1) / KV_CHUNK);
     const size_t q_units =
         cfg.batch * ((cfg.n_query + QUERY_BLOCK - 1) / QUERY_BLOCK);
-    const size_t most_units = kv_units > q_units ? kv_units : q_units;
-    unsigned threads = cfg.threads == 0 ? 1 : cfg.threads;
-    if (threads > MAX_TEAM)
-        threads = MAX_TEAM;
-    if (threads > most_units)
-        threads = (unsigned)most_units;
+    const unsigned threads = team_size(&cfg);
     atomic_flag_clear(&f.overflowed);
     st = result_init(&cfg, out, err);
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st) {
-        if (f.key_outer) {
+        if (f.paths.key_outer) {
             run_key_outer(&f, threads);
         } else {
             run_phase(&f, threads, key_unit, kv_units);
