@@ -177,8 +177,10 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!gate_enter(&s->gate)) {
-        const bool stopping = gate_closed(&s->gate);
+    struct gate *gate =
+        attn_flops(&ex->req.cfg) < EXPRESS_FLOPS ? &s->express : &s->gate;
+    if (!gate_enter(gate)) {
+        const bool stopping = gate_closed(gate);
         if (stopping)
             problem_set(&pb, 503, "",
                         "the server is stopping; try again shortly");
@@ -204,7 +206,7 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     if (ok && ex->req.png.wanted)
         r = png_answer(ex, parse_s, compute_s, &bytes, &pb);
     metrics_computation_done();
-    gate_leave(&s->gate);
+    gate_leave(gate);
     if (!ok)
         return reply_problem(ex, conn, &pb);
     if (ex->req.compute)

@@ -21,6 +21,11 @@
 
 #define ATTND_VERSION "0.1.0"
 
+/* A computation estimated under this many floating-point operations (about
+ * a millisecond of one core) takes a slot of the express gate, so that it
+ * never waits behind large ones: the cores are shared for that moment. */
+#define EXPRESS_FLOPS 1e8
+
 struct http_server {
     struct MHD_Daemon *daemon;
     struct options opt;
@@ -30,6 +35,7 @@ struct http_server {
     atomic_bool cancel;   /* the drain's deadline passed: stop computing */
     atomic_int exchanges; /* begun and not yet completed */
     struct gate gate;     /* the computations at once */
+    struct gate express;  /* small ones, beside them (EXPRESS_FLOPS) */
     struct request_limits limits; /* of the flags, for every request */
 };
 

@@ -223,6 +223,7 @@ struct http_server *http_start(const struct options *o)
         .max_flops = o->max_flops,
     };
     gate_init(&s->gate, o->threads, o->max_queue);
+    gate_init(&s->express, o->threads, o->max_queue);
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {
         fprintf(stderr,
                 "attnd: web root \"%s\" not found; only the API is "
@@ -236,6 +237,7 @@ struct http_server *http_start(const struct options *o)
         fprintf(stderr, "attnd: --bind \"%s\" is not an IPv4 address\n",
                 o->bind);
         gate_destroy(&s->gate);
+        gate_destroy(&s->express);
         free(s);
         return NULL;
     }
@@ -256,6 +258,7 @@ struct http_server *http_start(const struct options *o)
     if (!s->daemon) {
         fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);
         gate_destroy(&s->gate);
+        gate_destroy(&s->express);
         free(s);
         return NULL;
     }
@@ -279,6 +282,7 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
      * and answered 503. */
     atomic_store(&s->draining, true);
     gate_close(&s->gate);
+    gate_close(&s->express);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const double grace = (double)grace_seconds;
@@ -291,5 +295,6 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     MHD_stop_daemon(s->daemon);
     gate_destroy(&s->gate);
+    gate_destroy(&s->express);
     free(s);
 }

@@ -28,7 +28,8 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
     const struct metrics_now now = {
-        .waiting = gate_waiting(&ex->srv->gate),
+        .waiting =
+            gate_waiting(&ex->srv->gate) + gate_waiting(&ex->srv->express),
         .draining = atomic_load(&ex->srv->draining),
     };
     size_t len = 0;

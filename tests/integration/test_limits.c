@@ -184,6 +184,51 @@ static size_t address_space_of(pid_t pid)
     return kib * 1024;
 }
 
+/* ------------------------------------------------------------ stopping */
+
+struct call {
+    const struct server *s;
+    const char *body;
+    struct reply r;
+    bool ok;
+};
+
+static void *post_body(void *arg)
+{
+    struct call *c = arg;
+    c->ok = post_json(c->s, "/attention", c->body, &c->r);
+    return NULL;
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Until s has a computation running (its gauge in /metrics), at most
+ * 30 s. Each look is a new connection given 200 ms, since one accepted by
+ * the worker about to compute waits for the computation. */
+static void wait_computing(const struct server *s)
+{
+    const double deadline = seconds() + 30.0;
+    while (seconds() < deadline) {
+        const int fd = connect_from(s, "127.0.0.1");
+        assert_true(fd >= 0);
+        char out[16384];
+        exchange_raw(fd,
+                     "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
+                     "close\r\n\r\n",
+                     out, sizeof out, 200);
+        close(fd);
+        if (strstr(out, "\nattnd_computations_running 1\n"))
+            return;
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    }
+    fail_msg("no computation started");
+}
+
 /* The working memory of a pass counts against --max-output like its
  * answer: the queries and head outputs of a whole sequence that walking
  * keys outside queries holds were once 17 GB for an 8 KB request. */
@@ -268,6 +313,44 @@ static void test_key_checked_before_the_body(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
+/* A small request is answered while a large one holds the only compute
+ * slot and no request may wait: it never queues behind large ones. */
+static void test_small_requests_pass_large_ones(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--threads",       "1", "--max-queue", "0",
+                          "--drain-seconds", "0", NULL};
+    assert_true(server_start(&s, args));
+    const size_t words = 4096;
+    char *body = malloc(words * 2 + 128);
+    size_t n = (size_t)snprintf(body, 64, "{\"sentence\":\"");
+    for (size_t i = 0; i < words; i++)
+        body[n++] = 'a', body[n++] = ' ';
+    snprintf(body + n, 128,
+             "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
+             "\"return\":[\"output\"]}");
+    struct call large = {.s = &s, .body = body};
+    pthread_t tid;
+    pthread_create(&tid, NULL, post_body, &large);
+    wait_computing(&s);
+    for (int i = 0; i < 5; i++) {
+        struct reply r;
+        assert_true(
+            post_json(&s, "/attention", "{\"sentence\":\"the cat sat\"}", &r));
+        if (r.status != 200)
+            fail_msg("a small request behind a large one answered %ld: %s",
+                     r.status, r.body);
+        reply_free(&r);
+    }
+    /* the large one was still computing all along */
+    assert_int_equal(server_stop(&s, 15.0), 0);
+    pthread_join(tid, NULL);
+    assert_true(large.ok);
+    reply_free(&large.r);
+    free(body);
+}
+
 /* A valid body that the server has no memory to parse is its own lack of
  * room: 503 with Retry-After, never a 4xx blaming the client; and the
  * server goes on answering. */
@@ -327,51 +410,6 @@ static void test_out_of_memory_is_503(void **state)
     reply_free(&r);
     free(body);
     assert_int_equal(server_stop(&s, 10.0), 0);
-}
-
-/* ------------------------------------------------------------ stopping */
-
-struct call {
-    const struct server *s;
-    const char *body;
-    struct reply r;
-    bool ok;
-};
-
-static void *post_body(void *arg)
-{
-    struct call *c = arg;
-    c->ok = post_json(c->s, "/attention", c->body, &c->r);
-    return NULL;
-}
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Until s has a computation running (its gauge in /metrics), at most
- * 30 s. Each look is a new connection given 200 ms, since one accepted by
- * the worker about to compute waits for the computation. */
-static void wait_computing(const struct server *s)
-{
-    const double deadline = seconds() + 30.0;
-    while (seconds() < deadline) {
-        const int fd = connect_from(s, "127.0.0.1");
-        assert_true(fd >= 0);
-        char out[16384];
-        exchange_raw(fd,
-                     "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
-                     "close\r\n\r\n",
-                     out, sizeof out, 200);
-        close(fd);
-        if (strstr(out, "\nattnd_computations_running 1\n"))
-            return;
-        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
-    }
-    fail_msg("no computation started");
 }
 
 /* SIGTERM with a long computation running and another request waiting:
@@ -443,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_working_memory_is_capped),
         cmocka_unit_test(test_connections_per_address),
         cmocka_unit_test(test_key_checked_before_the_body),
+        cmocka_unit_test(test_small_requests_pass_large_ones),
         cmocka_unit_test(test_out_of_memory_is_503),
         cmocka_unit_test(test_stop_cancels_long_computations),
     };

@@ -605,8 +605,15 @@ static void test_overload_answers_503(void **state)
     pthread_t tid;
     pthread_create(&tid, NULL, slow_request, &slow);
     wait_computing(&s2);
+    /* a large request (small ones have a lane of their own): 300 tokens
+     * 512 wide, about half a GFLOP */
+    char large[1024];
+    size_t n = (size_t)snprintf(large, sizeof large, "{\"sentence\":\"");
+    for (int i = 0; i < 300; i++)
+        n += (size_t)snprintf(large + n, sizeof large - n, "b ");
+    snprintf(large + n, sizeof large - n, "\",\"d_model\":512}");
     struct reply r;
-    assert_true(post_json(&s2, "/attention", "{\"sentence\":\"a b\"}", &r));
+    assert_true(post_json(&s2, "/attention", large, &r));
     if (r.status != 503)
         fail_msg("a request beyond capacity answered %ld", r.status);
     char retry[16];
