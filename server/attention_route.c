@@ -177,8 +177,8 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    struct gate *gate =
-        attn_flops(&ex->req.cfg) < EXPRESS_FLOPS ? &s->express : &s->gate;
+    const double work = ex->req.compute ? attn_flops(&ex->req.cfg) : 0.0;
+    struct gate *gate = work < EXPRESS_FLOPS ? &s->express : &s->gate;
     if (!gate_enter(gate)) {
         const bool stopping = gate_closed(gate);
         if (stopping)

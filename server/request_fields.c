@@ -51,8 +51,9 @@ static bool echo_bool(struct buf *out, const char *name, bool v)
     return buf_printf(out, ",\"%s\":%s", name, v ? "true" : "false");
 }
 
-bool echo_scalar(struct buf *out, const struct request *req,
-                 const struct request_field *f)
+/* The resolved value at f->offset, by f->kind. */
+static bool echo_scalar(struct buf *out, const struct request *req,
+                        const struct request_field *f)
 {
     const char *at = (const char *)req + f->offset;
     char num[JSONNUM_MAX];

@@ -108,7 +108,4 @@ bool request_fields_echo(struct buf *out, const struct request *req);
  * names an enum takes and where it may be sent; the caller frees it. */
 char *request_fields_document(const struct request_limits *lim, size_t *len);
 
-bool echo_scalar(struct buf *out, const struct request *req,
-                 const struct request_field *f);
-
 #endif
