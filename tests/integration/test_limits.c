@@ -449,7 +449,14 @@ static void test_stop_cancels_long_computations(void **state)
              "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
              "\"return\":[\"output\"]}");
     struct call long_call = {.s = &s, .body = body};
-    struct call waiting = {.s = &s, .body = "{\"sentence\":\"a b\"}"};
+    /* a large request, so that it waits for the one slot (a small one
+     * would take the express lane): 300 tokens 512 wide */
+    char queued[1024];
+    size_t q = (size_t)snprintf(queued, sizeof queued, "{\"sentence\":\"");
+    for (int i = 0; i < 300; i++)
+        q += (size_t)snprintf(queued + q, sizeof queued - q, "b ");
+    snprintf(queued + q, sizeof queued - q, "\",\"d_model\":512}");
+    struct call waiting = {.s = &s, .body = queued};
     pthread_t long_tid, wait_tid;
     pthread_create(&long_tid, NULL, post_body, &long_call);
     wait_computing(&s);
