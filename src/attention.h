@@ -248,7 +248,8 @@ struct attn_config {
 
     bool resolved; /* set by attn_config_resolve(); attn_forward() then
                       takes the config as it is. After resolving, change
-                      only params and threads. */
+                      only params, threads, cancel, and want to fewer
+                      arrays than it was resolved for. */
 };
 
 /*
