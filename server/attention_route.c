@@ -179,7 +179,12 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     struct problem pb;
     const double work = ex->req.compute ? attn_flops(&ex->req.cfg) : 0.0;
     struct gate *gate = work < EXPRESS_FLOPS ? &s->express : &s->gate;
-    if (!gate_enter(gate)) {
+    struct timespec queued;
+    clock_gettime(CLOCK_MONOTONIC, &queued);
+    const bool admitted = gate_enter(gate);
+    if (admitted)
+        metrics_queue_wait(seconds_since(&queued));
+    if (!admitted) {
         const bool stopping = gate_closed(gate);
         if (stopping)
             problem_set(&pb, 503, "",

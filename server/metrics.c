@@ -27,6 +27,7 @@ static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_int in_flight;
 static atomic_int computing;
+static atomic_uint_fast64_t queue_waits, queue_wait_micros;
 
 /* Every reason problem_reason() gives, and the last for any other. */
 static const char *const reasons[] = {
@@ -68,6 +69,12 @@ void metrics_request_done(enum metrics_route route, int status, double seconds,
 void metrics_add_flops(double flops)
 {
     atomic_fetch_add(&flops_total, (uint_fast64_t)flops);
+}
+
+void metrics_queue_wait(double seconds)
+{
+    atomic_fetch_add(&queue_waits, 1);
+    atomic_fetch_add(&queue_wait_micros, (uint_fast64_t)(seconds * 1e6));
 }
 
 void metrics_computation_started(void)
@@ -161,6 +168,11 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "slot now.\n"
             "# TYPE attnd_computations_waiting gauge\n"
             "attnd_computations_waiting %zu\n"
+            "# HELP attnd_queue_wait_seconds Time computations waited for a "
+            "compute slot.\n"
+            "# TYPE attnd_queue_wait_seconds summary\n"
+            "attnd_queue_wait_seconds_sum %.6f\n"
+            "attnd_queue_wait_seconds_count %llu\n"
             "# HELP attnd_draining 1 once the server has been told to stop.\n"
             "# TYPE attnd_draining gauge\n"
             "attnd_draining %d\n"
@@ -169,6 +181,8 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
+            (double)atomic_load(&queue_wait_micros) * 1e-6,
+            (unsigned long long)atomic_load(&queue_waits),
             now->draining ? 1 : 0);
     for (int i = 0; ok && i < N_REASONS; i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",

@@ -27,6 +27,9 @@ void metrics_request_done(enum metrics_route route, int status, double seconds,
                           size_t bytes_out);
 void metrics_add_flops(double flops);
 
+/* A computation waited this long for its compute slot. */
+void metrics_queue_wait(double seconds);
+
 /* A computation took a compute slot, or gave it back. */
 void metrics_computation_started(void);
 void metrics_computation_done(void);

@@ -178,6 +178,8 @@ static void test_compute_budget(void **state)
     assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
     assert_non_null(
         strstr(r.body, "attnd_refused_total{reason=\"compute_budget\"} 1\n"));
+    /* and the one computed waited for its slot, briefly */
+    assert_non_null(strstr(r.body, "\nattnd_queue_wait_seconds_count 1\n"));
     reply_free(&r);
 }
 
