@@ -75,7 +75,7 @@ static void defaults(struct options *o)
     o->max_output = (size_t)64 << 20;
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->timeout = 30;
-    o->max_conns_per_ip = 32;
+    o->max_conns_per_ip = 64;
     o->max_queue = 64;
     o->drain = 8;
     snprintf(o->web_root, sizeof o->web_root, "web");
