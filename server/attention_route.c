@@ -16,6 +16,9 @@
 
 #define MAX_QUERY_PARAMS 64
 #define MAX_PNG_PIXELS ((size_t)64 << 20)
+/* cJSON's nodes per byte of JSON text, at most: "1," is a node of 64
+ * bytes plus its allocator's overhead for 2 bytes of text */
+#define JSON_TREE_BYTES 48
 
 /* ------------------------------------------------------ query strings */
 
@@ -179,6 +182,15 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
     struct problem pb;
     const double work = ex->req.compute ? attn_flops(&ex->req.cfg) : 0.0;
     struct gate *gate = work < EXPRESS_FLOPS ? &s->express : &s->gate;
+    /* what computing and answering will hold, before either starts */
+    const size_t computed =
+        ex->req.compute ? attn_forward_bytes(&ex->req.cfg) : 0;
+    const size_t answer_bytes = ex->req.png.wanted
+                                    ? render_png_bytes(&ex->req, MAX_PNG_PIXELS)
+                                    : response_stream_bytes(&ex->req);
+    if (!budget_reserve(&ex->hold, computed, "the computation", false, &pb) ||
+        !budget_reserve(&ex->hold, answer_bytes, "the answer", false, &pb))
+        return reply_problem(ex, conn, &pb);
     struct timespec queued;
     clock_gettime(CLOCK_MONOTONIC, &queued);
     const bool admitted = gate_enter(gate);
@@ -234,6 +246,7 @@ static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
 static struct request *begin_request(struct exchange *ex)
 {
     request_init(&ex->req);
+    ex->req.hold = &ex->hold;
     ex->has_request = true;
     return &ex->req;
 }
@@ -292,9 +305,19 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
     struct request *req = begin_request(ex);
     const struct request_limits *lim = &ex->srv->limits;
     const char *body = ex->body.data ? ex->body.data : "";
-    if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
-        !request_parse_json(req, body, ex->body.len, lim, &pb))
+    /* the parse tree, about JSON_TREE_BYTES a byte of body at most, is
+     * reserved while it lives */
+    const size_t tree = ex->body.len * JSON_TREE_BYTES + 4096;
+    if (!budget_reserve(&ex->hold, tree, "parsing the body", true, &pb))
+        return reply_problem(ex, conn, &pb);
+    const bool parsed =
+        request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) &&
+        request_parse_json(req, body, ex->body.len, lim, &pb);
+    budget_release(&ex->hold, tree);
+    if (!parsed)
         return reply_problem(ex, conn, &pb);
     buf_free(&ex->body); /* parsed: the request holds what it needs */
+    budget_release(&ex->hold, ex->body_reserved);
+    ex->body_reserved = 0;
     return answer(ex, conn, seconds_since(&t0), NULL);
 }

@@ -6,6 +6,7 @@
 #ifndef ATTND_EXCHANGE_H
 #define ATTND_EXCHANGE_H
 
+#include "budget.h"
 #include "buf.h"
 #include "gate.h"
 #include "metrics.h"
@@ -37,6 +38,7 @@ struct http_server {
     struct gate gate;     /* the computations at once */
     struct gate express;  /* small ones, beside them (EXPRESS_FLOPS) */
     struct request_limits limits; /* of the flags, for every request */
+    struct budget memory;         /* --max-memory */
 };
 
 /*
@@ -53,6 +55,10 @@ struct exchange {
     char path[256];
     struct buf body;
     bool body_too_big;
+    struct budget_hold hold; /* all it has reserved of the memory budget */
+    size_t body_reserved;    /* of which for the body */
+    bool body_refused;       /* the body could not be reserved: refusal */
+    struct problem refusal;
     bool answered;
     int status;
     size_t bytes_out;

@@ -98,6 +98,7 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     snprintf(ex->path, sizeof ex->path, "%s", url);
     ex->route = ROUTE_OTHER;
     buf_init(&ex->body, s->opt.max_body);
+    ex->hold.budget = &s->memory;
     *con_cls = ex;
     atomic_fetch_add(&s->exchanges, 1);
     metrics_request_started();
@@ -137,6 +138,13 @@ static enum MHD_Result begin_exchange(struct http_server *s,
         return reply_problem(ex, conn, &pb);
     }
     ex->handler = r;
+    /* the body's bytes, before any is read, when their number is known */
+    if (r->takes_body && cl) {
+        const size_t bytes = (size_t)strtoull(cl, NULL, 10);
+        if (!budget_reserve(&ex->hold, bytes, "the body", true, &pb))
+            return reply_problem(ex, conn, &pb);
+        ex->body_reserved = bytes;
+    }
     return MHD_YES;
 }
 
@@ -151,9 +159,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!ex)
         return begin_exchange(s, conn, url, method, con_cls);
     if (*upload_size) { /* body data, kept only where the route reads it */
-        if (!ex->answered && !ex->body_too_big && ex->handler->takes_body &&
+        const bool keep = !ex->answered && !ex->body_too_big &&
+                          !ex->body_refused && ex->handler->takes_body;
+        /* a body of unknown length is reserved as it grows */
+        const size_t beyond =
+            ex->body.len + *upload_size > ex->body_reserved
+                ? ex->body.len + *upload_size - ex->body_reserved
+                : 0;
+        if (keep && beyond &&
+            budget_reserve(&ex->hold, beyond, "the body", true, &ex->refusal))
+            ex->body_reserved += beyond;
+        else if (keep && beyond)
+            ex->body_refused = true;
+        if (keep && !ex->body_refused &&
             !buf_append(&ex->body, upload_data, *upload_size)) {
-            ex->body_too_big = true;
+            /* past --max-body, or no memory to grow into: not the same */
+            if (ex->body.len + *upload_size > s->opt.max_body) {
+                ex->body_too_big = true;
+            } else {
+                problem_set(&ex->refusal, 503, "",
+                            "out of memory receiving the body; try again "
+                            "later");
+                ex->refusal.retry_after = 1;
+                ex->body_refused = true;
+            }
             buf_free(&ex->body);
         }
         *upload_size = 0;
@@ -162,6 +191,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (ex->answered)
         return MHD_YES;
     struct problem pb;
+    if (ex->body_refused)
+        return reply_problem(ex, conn, &ex->refusal);
     if (ex->body_too_big) {
         problem_set(&pb, 413, "",
                     "the body is over the limit of %zu bytes "
@@ -202,6 +233,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         request_free(&ex->req);
     }
     buf_free(&ex->body);
+    budget_release(&ex->hold, ex->hold.held);
     free(ex);
     *con_cls = NULL;
     atomic_fetch_sub(&s->exchanges, 1);
@@ -222,6 +254,7 @@ struct http_server *http_start(const struct options *o)
         .max_output = o->max_output,
         .max_flops = o->max_flops,
     };
+    budget_init(&s->memory, o->max_memory);
     gate_init(&s->gate, o->threads, o->max_queue);
     gate_init(&s->express, o->threads, o->max_queue);
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {

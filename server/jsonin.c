@@ -337,9 +337,9 @@ static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
 }
 
 static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
-                        size_t max_elements, size_t elem, leaf_reader read,
-                        void **out, size_t dims[3], int *rank_out,
-                        struct problem *pb)
+                        size_t max_elements, struct budget_hold *hold,
+                        size_t elem, leaf_reader read, void **out,
+                        size_t dims[3], int *rank_out, struct problem *pb)
 {
     *out = NULL;
     dims[0] = dims[1] = dims[2] = 1;
@@ -360,6 +360,8 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
                                max_elements);
         count *= dims[i];
     }
+    if (hold && !budget_reserve(hold, count * elem, at->name, false, pb))
+        return false;
     void *dst = malloc(count * elem);
     if (!dst)
         return problem_set(pb, 503, at->pointer,
@@ -374,23 +376,24 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
 }
 
 bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
-                   size_t max_elements, float **out, size_t dims[3],
-                   int *rank_out, struct problem *pb)
+                   size_t max_elements, struct budget_hold *hold, float **out,
+                   size_t dims[3], int *rank_out, struct problem *pb)
 {
     void *p;
-    const bool ok = tensor_read(v, at, rank, max_elements, sizeof(float),
+    const bool ok = tensor_read(v, at, rank, max_elements, hold, sizeof(float),
                                 read_float_leaf, &p, dims, rank_out, pb);
     *out = p;
     return ok;
 }
 
 bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
-                        size_t max_elements, uint8_t **out, size_t dims[3],
-                        int *rank_out, struct problem *pb)
+                        size_t max_elements, struct budget_hold *hold,
+                        uint8_t **out, size_t dims[3], int *rank_out,
+                        struct problem *pb)
 {
     void *p;
-    const bool ok = tensor_read(v, at, rank, max_elements, 1, read_bool_leaf,
-                                &p, dims, rank_out, pb);
+    const bool ok = tensor_read(v, at, rank, max_elements, hold, 1,
+                                read_bool_leaf, &p, dims, rank_out, pb);
     *out = p;
     return ok;
 }

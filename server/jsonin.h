@@ -5,6 +5,7 @@
 #ifndef ATTND_JSONIN_H
 #define ATTND_JSONIN_H
 
+#include "budget.h"
 #include "problem.h"
 
 #include <cJSON.h>
@@ -55,15 +56,17 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
  * A rectangular array of numbers of rank 1, 2 or 3 (rank 0 accepts 2 or 3)
  * into a new float array (the caller frees it). dims gets the shape;
  * ragged rows, non-numbers, empty arrays and values outside float32 are
- * refused with the exact position. max_elements caps the total.
+ * refused with the exact position. max_elements caps the total; the array
+ * is reserved on hold (NULL: not counted) before it is allocated.
  */
 bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
-                   size_t max_elements, float **out, size_t dims[3],
-                   int *rank_out, struct problem *pb);
+                   size_t max_elements, struct budget_hold *hold, float **out,
+                   size_t dims[3], int *rank_out, struct problem *pb);
 
 /* The same for booleans (true, false, 1, 0) into uint8_t. */
 bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
-                        size_t max_elements, uint8_t **out, size_t dims[3],
-                        int *rank_out, struct problem *pb);
+                        size_t max_elements, struct budget_hold *hold,
+                        uint8_t **out, size_t dims[3], int *rank_out,
+                        struct problem *pb);
 
 #endif

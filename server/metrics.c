@@ -31,9 +31,10 @@ static atomic_uint_fast64_t queue_waits, queue_wait_micros;
 
 /* Every reason problem_reason() gives, and the last for any other. */
 static const char *const reasons[] = {
-    "malformed", "unauthorized", "not_found",     "method",
-    "too_large", "media_type",   "invalid",       "compute_budget",
-    "capacity",  "stopping",     "out_of_memory", "server_fault"};
+    "malformed",   "unauthorized", "not_found",     "method",
+    "too_large",   "media_type",   "invalid",       "compute_budget",
+    "capacity",    "stopping",     "out_of_memory", "memory_budget",
+    "memory_busy", "server_fault"};
 enum { N_REASONS = sizeof reasons / sizeof reasons[0] };
 static atomic_uint_fast64_t refused[N_REASONS];
 
@@ -173,6 +174,14 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "# TYPE attnd_queue_wait_seconds summary\n"
             "attnd_queue_wait_seconds_sum %.6f\n"
             "attnd_queue_wait_seconds_count %llu\n"
+            "# HELP attnd_memory_reserved_bytes Memory the requests in flight "
+            "have reserved.\n"
+            "# TYPE attnd_memory_reserved_bytes gauge\n"
+            "attnd_memory_reserved_bytes %zu\n"
+            "# HELP attnd_memory_limit_bytes The memory budget "
+            "(--max-memory).\n"
+            "# TYPE attnd_memory_limit_bytes gauge\n"
+            "attnd_memory_limit_bytes %zu\n"
             "# HELP attnd_draining 1 once the server has been told to stop.\n"
             "# TYPE attnd_draining gauge\n"
             "attnd_draining %d\n"
@@ -182,8 +191,8 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             (unsigned long long)atomic_load(&flops_total),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
             (double)atomic_load(&queue_wait_micros) * 1e-6,
-            (unsigned long long)atomic_load(&queue_waits),
-            now->draining ? 1 : 0);
+            (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,
+            now->memory_limit, now->draining ? 1 : 0);
     for (int i = 0; ok && i < N_REASONS; i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
                         reasons[i],

@@ -41,6 +41,7 @@ void metrics_refused(const char *reason);
 struct metrics_now {
     size_t waiting; /* requests waiting for a compute slot */
     bool draining;  /* stopping */
+    size_t memory_reserved, memory_limit; /* bytes, of --max-memory */
 };
 
 /* The exposition text; the caller frees it with free(). */

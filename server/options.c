@@ -3,6 +3,7 @@
  * the environment and argv can never disagree.
  */
 #include "options.h"
+#include "budget.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,6 +45,9 @@ static const struct flag flags[] = {
      "most numbers in one response"},
     {"max-flops", K_SIZE, FIELD(max_flops), 1000000, SIZE_MAX / 2,
      "most floating-point operations one request may cost (estimated)"},
+    {"max-memory", K_SIZE, FIELD(max_memory), (size_t)16 << 20, SIZE_MAX / 2,
+     "bytes all requests together may hold (default: half the machine's "
+     "memory)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
     {"max-conns-per-ip", K_UINT, FIELD(max_conns_per_ip), 1, 65535,
@@ -74,6 +78,7 @@ static void defaults(struct options *o)
     o->max_heads = 128;
     o->max_output = (size_t)64 << 20;
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
+    o->max_memory = budget_default_limit();
     o->timeout = 30;
     o->max_conns_per_ip = 64;
     o->max_queue = 64;

@@ -19,6 +19,7 @@ struct options {
     size_t max_heads;
     size_t max_output; /* floats in one response */
     size_t max_flops;  /* estimated floating-point operations of one request */
+    size_t max_memory; /* bytes all requests together may hold */
     unsigned timeout;  /* seconds per connection */
     unsigned max_conns_per_ip; /* open connections from one client address */
     size_t max_queue;          /* requests waiting for a compute slot */

@@ -152,3 +152,28 @@ bool render_png(const struct request *req, const struct attn_result *res,
     free(mats);
     return ok;
 }
+
+size_t render_png_bytes(const struct request *req, size_t max_pixels)
+{
+    const struct attn_config *c = &req->cfg;
+    const size_t matrices = req->png.head_kind == HEAD_ALL ? c->heads : 1;
+    const size_t n = c->n_query, m = c->n_ctx, longer = n > m ? n : m;
+    /* the cell heatmap.h describes: given, or large enough for 300 px on
+     * the longer side, 1 to 48 */
+    size_t cell = req->png.cell;
+    if (!cell)
+        cell = 300 / longer > 48 ? 48 : 300 / longer ? 300 / longer : 1;
+    /* each matrix with room for titles, labels and the colorbar */
+    const double pixels =
+        (double)matrices * (double)(m * cell + 400) * (double)(n * cell + 400);
+    const size_t canvas =
+        pixels < (double)max_pixels ? (size_t)pixels : max_pixels;
+    /* RGB canvas and a PNG no larger than it; labels and text chunks are
+     * copies of the tokens */
+    size_t tokens = 0;
+    const struct request_input *ins[2] = {&req->input, &req->context};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < ins[k]->tokens.count; i++)
+            tokens += 8 * strlen(ins[k]->tokens.text[i]) + 64;
+    return canvas * 6 + matrices * 64 + tokens + ((size_t)1 << 20);
+}

@@ -20,4 +20,8 @@ bool render_png(const struct request *req, const struct attn_result *res,
                 size_t max_pixels, unsigned char **png, size_t *len,
                 struct problem *pb);
 
+/* At most the bytes render_png() holds for req under max_pixels: the
+ * canvas, its PNG, labels and text chunks. */
+size_t render_png_bytes(const struct request *req, size_t max_pixels);
+
 #endif

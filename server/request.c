@@ -46,6 +46,12 @@ void request_free(struct request *req)
     memset(req, 0, sizeof *req);
 }
 
+bool request_reserve(struct request *req, size_t bytes, const char *what,
+                     struct problem *pb)
+{
+    return !req->hold || budget_reserve(req->hold, bytes, what, false, pb);
+}
+
 static bool given(const struct request *req, const char *name)
 {
     const struct request_field *f = request_field_find(name);

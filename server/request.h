@@ -13,6 +13,7 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
+#include "budget.h"
 #include "heatmap.h"
 #include "problem.h"
 
@@ -81,6 +82,8 @@ struct request {
     bool compute;     /* false: "return": [] asks for tokens and config */
     unsigned extra;   /* bit set of enum request_extra */
     uint64_t given;   /* bit i: the client sent request_fields[i] */
+    struct budget_hold *hold; /* borrowed: what decoding reserves its
+                                 memory on; NULL counts nothing */
     struct request_png png;
 };
 

@@ -44,6 +44,8 @@ static bool read_sentence(struct request *req, struct request_input *in,
         return problem_set(pb, 422, at->pointer, "%s is %s; expected a string",
                            at->name, jsonin_kind(sentence));
     const char *text = sentence->valuestring;
+    if (!request_reserve(req, attn_tokenize_bytes(strlen(text)), at->name, pb))
+        return false;
     struct attn_error err;
     const attn_status st = attn_tokenize(text, strlen(text), &opts,
                                          lim->max_tokens, &in->tokens, &err);
@@ -107,6 +109,8 @@ static bool read_tokens(struct request *req, struct request_input *in,
         bytes += strlen(t->valuestring) + 1;
     }
     const size_t count = given + extra;
+    if (!request_reserve(req, count * sizeof(char *) + bytes, at->name, pb))
+        return false;
     char **block = malloc(count * sizeof *block + bytes);
     if (!block)
         return problem_set(pb, 503, at->pointer, "out of memory");
@@ -121,14 +125,15 @@ static bool read_tokens(struct request *req, struct request_input *in,
     return true;
 }
 
-static bool read_embeddings(struct request_input *in, const cJSON *v,
-                            const struct jpath *at,
+static bool read_embeddings(struct request *req, struct request_input *in,
+                            const cJSON *v, const struct jpath *at,
                             const struct request_limits *lim,
                             struct problem *pb)
 {
     size_t dims[3];
     int rank;
-    if (!jsonin_tensor(v, at, 0, lim->max_output, &in->x, dims, &rank, pb))
+    if (!jsonin_tensor(v, at, 0, lim->max_output, req->hold, &in->x, dims,
+                       &rank, pb))
         return false;
     in->batched = rank == 3;
     in->batch = rank == 3 ? dims[0] : 1;
@@ -161,6 +166,9 @@ static bool embed_text(const struct request *req, struct request_input *in,
                            "%zu tokens of width %zu are more numbers than the "
                            "limit (%zu, --max-output)",
                            in->n, in->d, lim->max_output);
+    if (!request_reserve((struct request *)req, count * sizeof *in->x, at->name,
+                         pb))
+        return false;
     in->x = malloc(count * sizeof *in->x);
     if (!in->x)
         return problem_set(pb, 503, at->pointer, "out of memory");
@@ -204,7 +212,7 @@ static bool read_input(struct request *req, struct request_input *in,
     in->present = true;
     in->pointer = pointers[base != NULL][which];
     if (which == 2)
-        return read_embeddings(in, found[2], &at, lim, pb);
+        return read_embeddings(req, in, found[2], &at, lim, pb);
     in->from_text = true;
     if (!(which == 0 ? read_sentence(req, in, found[0], &at, lim, pb)
                      : read_tokens(req, in, found[1], &at, lim, pb)))
@@ -230,6 +238,8 @@ static bool broadcast_context(struct request *req,
                            "the context repeated for %zu sequences holds "
                            "more than %zu numbers (--max-output)",
                            batch, lim->max_output);
+    if (!request_reserve(req, all * sizeof(float), "the repeated context", pb))
+        return false;
     float *wide = malloc(all * sizeof *wide);
     if (!wide)
         return problem_set(pb, 503, c->pointer, "out of memory");

@@ -29,8 +29,8 @@ static bool read_mask(struct request *req, const cJSON *v, struct problem *pb)
                            jsonin_kind(v));
     size_t dims[3];
     int rank;
-    if (!jsonin_bool_tensor(v, &at, 0, SIZE_MAX / 4, &req->mask, dims, &rank,
-                            pb))
+    if (!jsonin_bool_tensor(v, &at, 0, SIZE_MAX / 4, req->hold, &req->mask,
+                            dims, &rank, pb))
         return false;
     const size_t n = c->n_query, m = c->n_ctx, b = c->batch;
     const size_t rows = rank == 3 ? dims[1] : dims[0];
@@ -64,8 +64,8 @@ static bool read_key_padding(struct request *req, const cJSON *v,
     size_t dims[3];
     int rank;
     const int want_rank = cJSON_IsArray(v->child) ? 2 : 1;
-    if (!jsonin_bool_tensor(v, &at, want_rank, SIZE_MAX / 4, &req->key_padding,
-                            dims, &rank, pb))
+    if (!jsonin_bool_tensor(v, &at, want_rank, SIZE_MAX / 4, req->hold,
+                            &req->key_padding, dims, &rank, pb))
         return false;
     const size_t len = rank == 2 ? dims[1] : dims[0];
     if (rank == 2 && dims[0] != c->batch)

@@ -77,6 +77,9 @@ static bool store_fused(struct request *req, bool weight, const float *values,
                       "(heads + 2 x kv_heads) x d_head", pb))
         return false;
     const size_t cols = weight ? c->d_model : 1;
+    if (!request_reserve(req, (hk + gk + gv) * cols * sizeof(float), at->name,
+                         pb))
+        return false;
     float **q = weight ? &p->wq : &p->bq, **k = weight ? &p->wk : &p->bk,
           **v = weight ? &p->wv : &p->bv;
     if (!copy_rows(q, values, hk, cols) ||
@@ -115,7 +118,8 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
     float *values = NULL;
     /* rank as the client nested it; expect_shape() says what it should be */
     const int nested = cJSON_IsArray(v) && cJSON_IsArray(v->child) ? 2 : 1;
-    if (!jsonin_tensor(v, at, nested, SIZE_MAX / 8, &values, dims, &rank, pb))
+    if (!jsonin_tensor(v, at, nested, SIZE_MAX / 8, req->hold, &values, dims,
+                       &rank, pb))
         return false;
     if (fused) {
         const bool ok =

@@ -13,6 +13,11 @@
 bool request_decode(struct request *req, const cJSON *root,
                     const struct request_limits *lim, struct problem *pb);
 
+/* request.c: reserve bytes on the request's budget hold, if it has one,
+ * before allocating them for what; 422 or 503 in pb when they do not fit. */
+bool request_reserve(struct request *req, size_t bytes, const char *what,
+                     struct problem *pb);
+
 /* request_input.c: "sentence", "tokens" or "embeddings", and "context";
  * a context of one sequence is repeated for every sequence of the input. */
 bool request_read_inputs(struct request *req, const cJSON *root,

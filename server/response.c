@@ -231,6 +231,19 @@ struct response_stream *response_stream_new(const struct request *req,
     return s;
 }
 
+size_t response_stream_bytes(const struct request *req)
+{
+    /* a token's byte is at most 6 bytes of JSON (\u00XX); a warning row at
+     * most two numbers of 20 digits; the config and the rest a few KB */
+    size_t text = 16384;
+    const struct request_input *ins[2] = {&req->input, &req->context};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < ins[k]->tokens.count; i++)
+            text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
+    text += req->cfg.batch * req->cfg.n_query * 44;
+    return sizeof(struct response_stream) + 2 * text;
+}
+
 /* ------------------------------------------------------------ reading */
 
 /* Format array elements into the stage until it is nearly full. */

@@ -23,6 +23,10 @@ struct response_stream;
 struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res);
 
+/* At most the bytes a stream over req's answer holds: its staging buffer
+ * and its text (tokens, config, warnings). */
+size_t response_stream_bytes(const struct request *req);
+
 /* Copy up to max bytes of the body into out; 0 at the end. */
 size_t response_stream_read(struct response_stream *s, char *out, size_t max);
 

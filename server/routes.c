@@ -31,6 +31,8 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
         .waiting =
             gate_waiting(&ex->srv->gate) + gate_waiting(&ex->srv->express),
         .draining = atomic_load(&ex->srv->draining),
+        .memory_reserved = budget_used(&ex->srv->memory),
+        .memory_limit = ex->srv->memory.limit,
     };
     size_t len = 0;
     char *text = metrics_render(&now, &len);

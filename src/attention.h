@@ -73,6 +73,10 @@ attn_status attn_tokenize(const char *text, size_t len,
                           struct attn_error *err);
 void attn_tokens_free(struct attn_tokens *tokens);
 
+/* At most the bytes attn_tokenize() allocates for len bytes of text (its
+ * result and its scratch), so a caller can reserve them first. */
+size_t attn_tokenize_bytes(size_t len);
+
 /* ------------------------------------------------------- random streams */
 
 /*
@@ -328,6 +332,10 @@ void attn_blas_single_thread(void);
  * SIZE_MAX when that overflows. attn_config_resolve() holds its floats to
  * max_elements. */
 size_t attn_workspace_bytes(const struct attn_config *cfg);
+
+/* Bytes attn_forward() allocates in all for a resolved config: its result,
+ * its workspace, and the parameters it draws when cfg->params is NULL. */
+size_t attn_forward_bytes(const struct attn_config *cfg);
 
 /* Floating-point operations of the forward pass for a resolved config
  * (2 per multiply-add), for metrics and benchmarks. */

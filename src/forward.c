@@ -396,6 +396,33 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
     return ATTN_OK;
 }
 
+/* The arrays a result may hold, with their sizes; slots point into res. */
+struct result_part {
+    unsigned bit;
+    float **slot;
+    size_t count;
+    bool zeroed;
+};
+enum { N_RESULT_PARTS = 8 };
+
+static void result_parts(const struct attn_config *c, struct attn_result *res,
+                         struct result_part parts[N_RESULT_PARTS])
+{
+    const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
+    const size_t h = c->heads, g = c->kv_heads;
+    const struct result_part all[N_RESULT_PARTS] = {
+        {ATTN_WANT_WEIGHTS, &res->weights, b * h * n * m, false},
+        {ATTN_WANT_SCORES, &res->scores, b * h * n * m, false},
+        {ATTN_WANT_MEAN_WEIGHTS, &res->mean_weights, b * n * m, true},
+        {ATTN_WANT_Q, &res->q, b * n * h * c->d_k, false},
+        {ATTN_WANT_K, &res->k, b * m * g * c->d_k, false},
+        {ATTN_WANT_V, &res->v, b * m * g * c->d_v, false},
+        {ATTN_WANT_HEADS, &res->heads_out, b * n * h * c->d_v, false},
+        {ATTN_WANT_OUTPUT, &res->output, b * n * c->d_out, false},
+    };
+    memcpy(parts, all, sizeof all);
+}
+
 /* Allocate the arrays the caller asked for. */
 static attn_status result_init(const struct attn_config *c,
                                struct attn_result *res, struct attn_error *err)
@@ -409,24 +436,9 @@ static attn_status result_init(const struct attn_config *c,
     res->d_k = c->d_k;
     res->d_v = c->d_v;
     res->d_out = c->d_out;
-    const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
-    const size_t h = c->heads, g = c->kv_heads;
-    const struct {
-        unsigned bit;
-        float **slot;
-        size_t count;
-        bool zeroed;
-    } arrays[] = {
-        {ATTN_WANT_WEIGHTS, &res->weights, b * h * n * m, false},
-        {ATTN_WANT_SCORES, &res->scores, b * h * n * m, false},
-        {ATTN_WANT_MEAN_WEIGHTS, &res->mean_weights, b * n * m, true},
-        {ATTN_WANT_Q, &res->q, b * n * h * c->d_k, false},
-        {ATTN_WANT_K, &res->k, b * m * g * c->d_k, false},
-        {ATTN_WANT_V, &res->v, b * m * g * c->d_v, false},
-        {ATTN_WANT_HEADS, &res->heads_out, b * n * h * c->d_v, false},
-        {ATTN_WANT_OUTPUT, &res->output, b * n * c->d_out, false},
-    };
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+    struct result_part arrays[N_RESULT_PARTS];
+    result_parts(c, res, arrays);
+    for (size_t i = 0; i < N_RESULT_PARTS; i++) {
         if (!(c->want & arrays[i].bit))
             continue;
         *arrays[i].slot = arrays[i].zeroed
@@ -435,7 +447,7 @@ static attn_status result_init(const struct attn_config *c,
         if (!*arrays[i].slot)
             goto nomem;
     }
-    res->fully_masked = calloc(b * n, 1);
+    res->fully_masked = calloc(c->batch * c->n_query, 1);
     if (!res->fully_masked)
         goto nomem;
     return ATTN_OK;
@@ -443,6 +455,27 @@ nomem:
     attn_result_free(res);
     return attn_fail(err, ATTN_E_NOMEM, "return",
                      "out of memory for the requested arrays");
+}
+
+size_t attn_forward_bytes(const struct attn_config *cfg)
+{
+    struct attn_result res;
+    struct result_part arrays[N_RESULT_PARTS];
+    result_parts(cfg, &res, arrays);
+    /* every term is under SIZE_MAX / 32 once the config is resolved */
+    size_t floats = 0;
+    for (size_t i = 0; i < N_RESULT_PARTS; i++)
+        if (cfg->want & arrays[i].bit)
+            floats += arrays[i].count;
+    if (cfg->mode == ATTN_MODE_PROJECTED && !cfg->params) {
+        struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+        const size_t n = attn_params_layout(cfg, 0, tensors);
+        for (size_t i = 0; i < n; i++)
+            floats += attn_param_count(&tensors[i]);
+    }
+    const size_t workspace = attn_workspace_bytes(cfg);
+    size_t bytes = floats * sizeof(float) + cfg->batch * cfg->n_query;
+    return size_add_to(&bytes, workspace) ? bytes : SIZE_MAX;
 }
 
 void attn_result_free(struct attn_result *result)

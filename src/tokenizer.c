@@ -337,6 +337,14 @@ static attn_status tokenize_pass(const unsigned char *s, size_t len,
     return ATTN_OK;
 }
 
+size_t attn_tokenize_bytes(size_t len)
+{
+    /* the result is under this bound, and the scratch of one run too */
+    if (len > (SIZE_MAX - SLACK) / BYTES_PER_INPUT_BYTE / 2)
+        return SIZE_MAX;
+    return 2 * (len * BYTES_PER_INPUT_BYTE + SLACK);
+}
+
 attn_status attn_tokenize(const char *text, size_t len,
                           const struct attn_tokenize_options *opts,
                           size_t max_tokens, struct attn_tokens *out,

@@ -265,6 +265,113 @@ static void test_working_memory_is_capped(void **state)
     free(body);
 }
 
+/* --max-memory: what can never fit is refused for its size, what cannot
+ * fit now is told to retry, and every reservation is given back. */
+static void test_memory_budget(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--max-memory",    "209715200", "--threads", "2",
+                          "--drain-seconds", "0",         NULL};
+    assert_true(server_start(&s, args));
+    struct reply r;
+    /* 2 MB of numbers: about 96 MB to parse, fine; 8 MB: never */
+    const size_t small = (size_t)1 << 20, large = (size_t)4 << 20;
+    char *body = malloc(large * 3 + 64);
+    for (int pass = 0; pass < 2; pass++) {
+        const size_t numbers = pass ? large : small, width = 1024;
+        size_t n = (size_t)snprintf(body, 64, "{\"embeddings\":[");
+        for (size_t i = 0; i < numbers; i++)
+            n += (size_t)snprintf(body + n, 8, "%s%s1", i % width ? "," : "",
+                                  i % width ? "" : (i ? "],[" : "["));
+        snprintf(body + n, 64, "]],\"return\":[]}");
+        assert_true(post_json(&s, "/attention", body, &r));
+        const long want = pass ? 413 : 200;
+        if (r.status != want)
+            fail_msg("%zu numbers answered %ld: %.200s", numbers, r.status,
+                     r.body);
+        if (pass && !strstr(r.body, "--max-memory"))
+            fail_msg("the refusal does not name the budget: %s", r.body);
+        reply_free(&r);
+    }
+    free(body);
+    /* a computation that needs more than the whole budget: 422 */
+    /* 2000 tokens, 8 heads: scores and weights of 32 M numbers each, under
+     * --max-output, over 200 MiB together */
+    const size_t words = 2000;
+    char *text = malloc(words * 2 + 128);
+    size_t n = (size_t)snprintf(text, 64, "{\"sentence\":\"");
+    for (size_t i = 0; i < words; i++)
+        text[n++] = 'a', text[n++] = ' ';
+    snprintf(text + n, 128,
+             "\",\"heads\":8,\"return\":[\"scores\",\"weights\"]}");
+    assert_true(post_json(&s, "/attention", text, &r));
+    if (r.status != 422 || !strstr(r.body, "the computation"))
+        fail_msg("a computation over the budget answered %ld: %.200s", r.status,
+                 r.body);
+    reply_free(&r);
+    /* one that fits alone, twice at once: the second is told to retry */
+    const size_t long_words = 4096;
+    char *held = malloc(long_words * 2 + 128);
+    n = (size_t)snprintf(held, 64, "{\"sentence\":\"");
+    for (size_t i = 0; i < long_words; i++)
+        held[n++] = 'a', held[n++] = ' ';
+    snprintf(held + n, 128,
+             "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
+             "\"return\":[\"output\"]}");
+    struct call first = {.s = &s, .body = held};
+    pthread_t tid;
+    pthread_create(&tid, NULL, post_body, &first);
+    wait_computing(&s);
+    assert_true(post_json(&s, "/attention", held, &r));
+    if (r.status != 503 || !strstr(r.body, "memory is in use"))
+        fail_msg("a second large request answered %ld: %.200s", r.status,
+                 r.body);
+    char retry[16];
+    assert_true(reply_header(&r, "Retry-After", retry, sizeof retry));
+    reply_free(&r);
+    assert_int_equal(server_stop(&s, 15.0), 0);
+    pthread_join(tid, NULL);
+    if (first.ok)
+        reply_free(&first.r);
+    free(held);
+    free(text);
+}
+
+/* Every reservation is given back: after requests of every kind the
+ * budget is empty again. */
+static void test_memory_is_given_back(void **state)
+{
+    (void)state;
+    struct reply r;
+    const char *bodies[] = {
+        "{\"sentence\":\"the cat sat\",\"return\":[\"weights\",\"params\"]}",
+        "{\"sentence\":\"the cat\",\"heads\":6}",
+        "{\"embeddings\":[[1,2],[3]]}",
+        "{\"sentence\":\"a b\",\"return\":[]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        assert_true(post_json(&srv, "/attention", bodies[i], &r));
+        reply_free(&r);
+    }
+    assert_true(http_call(&srv, "GET", "/attention?sentence=a%20b&format=png",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    /* an exchange ends (and gives back) just after its last byte is sent:
+     * look until then, 2 s at most; the look itself reserves nothing */
+    bool empty = false;
+    for (int i = 0; i < 100 && !empty; i++) {
+        assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
+        empty = strstr(r.body, "\nattnd_memory_reserved_bytes 0\n") != NULL;
+        reply_free(&r);
+        if (!empty)
+            nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+    }
+    if (!empty)
+        fail_msg("memory is still reserved 2 s after every request ended");
+}
+
 /* One address holding all its connections locks out nobody else: the next
  * from it is closed at once, another address is served. */
 static void test_connections_per_address(void **state)
@@ -278,10 +385,15 @@ static void test_connections_per_address(void **state)
         held[i] = connect_from(&s, "127.0.0.3");
         assert_true(held[i] >= 0);
     }
-    /* every one of them is the server's now (it reads the first byte) */
-    for (int i = 0; i < 4; i++)
-        assert_true(send(held[i], "G", 1, MSG_NOSIGNAL) == 1);
+    /* every one of them is the server's now: each has been answered and
+     * is kept open */
     char out[4096];
+    for (int i = 0; i < 4; i++) {
+        exchange_raw(held[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
+                     sizeof out, 300);
+        if (strncmp(out, "HTTP/1.1 200", 12))
+            fail_msg("held connection %d was not served: %.80s", i, out);
+    }
     const int fifth = connect_from(&s, "127.0.0.3");
     assert_true(fifth >= 0);
     const size_t got =
@@ -505,6 +617,8 @@ int main(void)
         cmocka_unit_test(test_log_lines_cannot_be_forged),
         cmocka_unit_test(test_compute_budget),
         cmocka_unit_test(test_working_memory_is_capped),
+        cmocka_unit_test(test_memory_is_given_back),
+        cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_connections_per_address),
         cmocka_unit_test(test_key_checked_before_the_body),
         cmocka_unit_test(test_small_requests_pass_large_ones),
