@@ -243,20 +243,34 @@ static void wait_computing(const struct server *s)
     fail_msg("no computation started");
 }
 
+/* {"sentence": "a a a ...", <options>}: words copies of "a" and the rest
+ * of the object; the caller frees it. */
+static char *sentence_body(size_t words, const char *options)
+{
+    const size_t cap = words * 2 + strlen(options) + 32;
+    char *body = malloc(cap);
+    size_t n = (size_t)snprintf(body, cap, "{\"sentence\":\"");
+    for (size_t i = 0; i < words; i++)
+        body[n++] = 'a', body[n++] = ' ';
+    snprintf(body + n, cap - n, "\",%s}", options);
+    return body;
+}
+
+/* A computation of many seconds: 4096 tokens, 64 heads of 64, 256 wide,
+ * about 0.3 TFLOP, within every default limit. */
+#define LONG_OPTIONS                                                           \
+    "\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,\"return\":["          \
+    "\"output\"]"
+
 /* The working memory of a pass counts against --max-output like its
  * answer: the queries and head outputs of a whole sequence that walking
  * keys outside queries holds were once 17 GB for an 8 KB request. */
 static void test_working_memory_is_capped(void **state)
 {
     (void)state;
-    const size_t words = 4096;
-    char *body = malloc(words * 2 + 128);
-    size_t n = (size_t)snprintf(body, 64, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        body[n++] = 'a', body[n++] = ' ';
-    snprintf(body + n, 128,
-             "\",\"d_model\":16,\"heads\":128,\"kv_heads\":1,\"d_k\":4096,"
-             "\"d_v\":4096,\"return\":[\"output\"]}");
+    char *body = sentence_body(4096, "\"d_model\":16,\"heads\":128,"
+                                     "\"kv_heads\":1,\"d_k\":4096,"
+                                     "\"d_v\":4096,\"return\":[\"output\"]");
     struct reply r;
     assert_true(post_json(&srv, "/attention", body, &r));
     if (r.status != 422 || !strstr(r.body, "working memory"))
@@ -298,27 +312,15 @@ static void test_memory_budget(void **state)
     /* a computation that needs more than the whole budget: 422 */
     /* 2000 tokens, 8 heads: scores and weights of 32 M numbers each, under
      * --max-output, over 200 MiB together */
-    const size_t words = 2000;
-    char *text = malloc(words * 2 + 128);
-    size_t n = (size_t)snprintf(text, 64, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        text[n++] = 'a', text[n++] = ' ';
-    snprintf(text + n, 128,
-             "\",\"heads\":8,\"return\":[\"scores\",\"weights\"]}");
+    char *text =
+        sentence_body(2000, "\"heads\":8,\"return\":[\"scores\",\"weights\"]");
     assert_true(post_json(&s, "/attention", text, &r));
     if (r.status != 422 || !strstr(r.body, "the computation"))
         fail_msg("a computation over the budget answered %ld: %.200s", r.status,
                  r.body);
     reply_free(&r);
     /* one that fits alone, twice at once: the second is told to retry */
-    const size_t long_words = 4096;
-    char *held = malloc(long_words * 2 + 128);
-    n = (size_t)snprintf(held, 64, "{\"sentence\":\"");
-    for (size_t i = 0; i < long_words; i++)
-        held[n++] = 'a', held[n++] = ' ';
-    snprintf(held + n, 128,
-             "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
-             "\"return\":[\"output\"]}");
+    char *held = sentence_body(4096, LONG_OPTIONS);
     struct call first = {.s = &s, .body = held};
     pthread_t tid;
     pthread_create(&tid, NULL, post_body, &first);
@@ -448,14 +450,7 @@ static void test_small_requests_pass_large_ones(void **state)
     const char *args[] = {"--threads",       "1", "--max-queue", "0",
                           "--drain-seconds", "0", NULL};
     assert_true(server_start(&s, args));
-    const size_t words = 4096;
-    char *body = malloc(words * 2 + 128);
-    size_t n = (size_t)snprintf(body, 64, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        body[n++] = 'a', body[n++] = ' ';
-    snprintf(body + n, 128,
-             "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
-             "\"return\":[\"output\"]}");
+    char *body = sentence_body(4096, LONG_OPTIONS);
     struct call large = {.s = &s, .body = body};
     pthread_t tid;
     pthread_create(&tid, NULL, post_body, &large);
@@ -553,15 +548,7 @@ static void test_stop_cancels_long_computations(void **state)
     const char *args[] = {"--threads",       "1", "--max-queue", "4",
                           "--drain-seconds", "1", NULL};
     assert_true(server_start(&s, args));
-    /* 4096 tokens, 64 heads of 64: about 0.3 TFLOP, many seconds */
-    const size_t words = 4096;
-    char *body = malloc(words * 2 + 128);
-    size_t n = (size_t)snprintf(body, 64, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        body[n++] = 'a', body[n++] = ' ';
-    snprintf(body + n, 128,
-             "\",\"d_model\":256,\"heads\":64,\"d_k\":64,\"d_v\":64,"
-             "\"return\":[\"output\"]}");
+    char *body = sentence_body(4096, LONG_OPTIONS);
     struct call long_call = {.s = &s, .body = body};
     /* a large request, so that it waits for the one slot (a small one
      * would take the express lane): 300 tokens 512 wide */
