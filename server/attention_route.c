@@ -9,6 +9,7 @@
 #include "render.h"
 #include "reply.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,7 +308,9 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
     const char *body = ex->body.data ? ex->body.data : "";
     /* the parse tree, about JSON_TREE_BYTES a byte of body at most, is
      * reserved while it lives */
-    const size_t tree = ex->body.len * JSON_TREE_BYTES + 4096;
+    const size_t tree = ex->body.len <= (SIZE_MAX - 4096) / JSON_TREE_BYTES
+                            ? ex->body.len * JSON_TREE_BYTES + 4096
+                            : SIZE_MAX;
     if (!budget_reserve(&ex->hold, tree, "parsing the body", true, &pb))
         return reply_problem(ex, conn, &pb);
     const bool parsed =

@@ -474,8 +474,12 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
             floats += attn_param_count(&tensors[i]);
     }
     const size_t workspace = attn_workspace_bytes(cfg);
-    size_t bytes = floats * sizeof(float) + cfg->batch * cfg->n_query;
-    return size_add_to(&bytes, workspace) ? bytes : SIZE_MAX;
+    size_t bytes;
+    if (!size_mul(floats, sizeof(float), &bytes) ||
+        !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
+        !size_add_to(&bytes, workspace))
+        return SIZE_MAX;
+    return bytes;
 }
 
 void attn_result_free(struct attn_result *result)
