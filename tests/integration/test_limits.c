@@ -340,6 +340,88 @@ static void test_memory_budget(void **state)
     free(text);
 }
 
+/* Bytes of a /proc/PID/status field such as "VmHWM:", or 0. */
+static size_t status_bytes(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field)))
+            kib = strtoull(line + strlen(field), NULL, 10);
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+/* Under a burst of requests that together want far more than the budget,
+ * the server's peak resident memory stays within the budget plus its own
+ * part: what it holds once it has computed, and OpenBLAS's packing buffers
+ * of its two computing threads (under 64 MiB each). */
+static void test_peak_memory_within_budget(void **state)
+{
+    (void)state;
+    const size_t budget = (size_t)256 << 20;
+    struct server s;
+    const char *args[] = {"--max-memory", "268435456", "--threads", "2",
+                          "--max-queue",  "16",        NULL};
+    assert_true(server_start(&s, args));
+    struct reply r;
+    assert_true(post_json(&s, "/attention", "{\"sentence\":\"a b\"}", &r));
+    reply_free(&r);
+    const size_t baseline = status_bytes(s.pid, "VmRSS:");
+    assert_true(baseline > 0);
+    /* long computations, large weights, and a body too large to parse */
+    char *long_body = sentence_body(4096, LONG_OPTIONS);
+    char *weights = sentence_body(2000, "\"heads\":8,\"return\":[\"weights\"]");
+    const size_t rows = 1500, width = 1024;
+    char *numbers = malloc(rows * (2 * width + 2) + 64);
+    size_t n = (size_t)snprintf(numbers, 64, "{\"embeddings\":[");
+    for (size_t row = 0; row < rows; row++) {
+        numbers[n++] = row ? ',' : '[';
+        if (row)
+            numbers[n++] = '[';
+        for (size_t k = 0; k < width; k++) {
+            if (k)
+                numbers[n++] = ',';
+            numbers[n++] = '1';
+        }
+        numbers[n++] = ']';
+    }
+    snprintf(numbers + n, 64, "],\"heads\":8,\"return\":[\"weights\"]}");
+    enum { CALLS = 12 };
+    struct call calls[CALLS];
+    pthread_t tids[CALLS];
+    const char *kinds[3] = {long_body, weights, numbers};
+    for (int i = 0; i < CALLS; i++) {
+        calls[i] = (struct call){.s = &s, .body = kinds[i % 3]};
+        pthread_create(&tids[i], NULL, post_body, &calls[i]);
+    }
+    int answered = 0;
+    for (int i = 0; i < CALLS; i++) {
+        pthread_join(tids[i], NULL);
+        if (calls[i].ok) {
+            const long st = calls[i].r.status;
+            if (st != 200 && st != 413 && st != 422 && st != 503)
+                fail_msg("a request of the burst answered %ld", st);
+            answered++;
+            reply_free(&calls[i].r);
+        }
+    }
+    assert_int_equal(answered, CALLS);
+    const size_t peak = status_bytes(s.pid, "VmHWM:");
+    const size_t allowed = budget + baseline + ((size_t)128 << 20);
+    if (peak > allowed)
+        fail_msg("peak RSS %zu MiB; the budget %zu MiB and the server's own "
+                 "%zu MiB allow %zu MiB",
+                 peak >> 20, budget >> 20, baseline >> 20, allowed >> 20);
+    assert_int_equal(server_stop(&s, 15.0), 0);
+    free(numbers);
+    free(weights);
+    free(long_body);
+}
+
 /* Every reservation is given back: after requests of every kind the
  * budget is empty again. */
 static void test_memory_is_given_back(void **state)
@@ -606,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_working_memory_is_capped),
         cmocka_unit_test(test_memory_is_given_back),
         cmocka_unit_test(test_memory_budget),
+        cmocka_unit_test(test_peak_memory_within_budget),
         cmocka_unit_test(test_connections_per_address),
         cmocka_unit_test(test_key_checked_before_the_body),
         cmocka_unit_test(test_small_requests_pass_large_ones),
