@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* Equal strings in time that depends only on the length of the given one. */
 static bool same_secret(const char *given, const char *secret)
@@ -326,6 +327,18 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
      * then goes out */
     while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace + 2.0)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    /* One that is still there is stuck where no cancel reaches (a library
+     * that retries an allocation for ever, say); stopping the daemon would
+     * wait for its thread for ever too. The stop is bounded instead. */
+    const int stuck = atomic_load(&s->exchanges);
+    if (stuck > 0) {
+        fprintf(stderr,
+                "attnd: %d request%s still running %.0f s after the stop; "
+                "exiting without them\n",
+                stuck, stuck == 1 ? "" : "s", grace + 2.0);
+        fflush(stderr);
+        _exit(1);
+    }
     MHD_stop_daemon(s->daemon);
     gate_destroy(&s->gate);
     gate_destroy(&s->express);
