@@ -207,8 +207,7 @@ static int rss_child(size_t n, size_t d_model, size_t heads)
                 .d_model = d_model,
                 .heads = heads,
                 .threads = cores(),
-                /* resolved for every set it runs */
-                .want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS},
+                .want = ATTN_WANT_OUTPUT},
         .x = x};
     if (run_forward(&f) < 0)
         return 1;
