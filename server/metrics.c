@@ -4,6 +4,7 @@
  */
 #include "metrics.h"
 #include "buf.h"
+#include "problem.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -29,14 +30,15 @@ static atomic_int in_flight;
 static atomic_int computing;
 static atomic_uint_fast64_t queue_waits, queue_wait_micros;
 
-/* Every reason problem_reason() gives, and the last for any other. */
-static const char *const reasons[] = {
-    "malformed",   "unauthorized", "not_found",     "method",
-    "too_large",   "media_type",   "invalid",       "compute_budget",
-    "capacity",    "stopping",     "out_of_memory", "memory_budget",
-    "memory_busy", "server_fault"};
-enum { N_REASONS = sizeof reasons / sizeof reasons[0] };
-static atomic_uint_fast64_t refused[N_REASONS];
+/* One counter per reason of problem_reasons[], room for MAX_REASONS. */
+enum { MAX_REASONS = 32 };
+static atomic_uint_fast64_t refused[MAX_REASONS];
+
+static size_t reason_count(void)
+{
+    return problem_reason_count < MAX_REASONS ? problem_reason_count
+                                              : MAX_REASONS;
+}
 
 const char *metrics_route_name(enum metrics_route r)
 {
@@ -91,7 +93,7 @@ void metrics_computation_done(void)
 void metrics_refused(const char *reason)
 {
     size_t i = 0;
-    while (i + 1 < N_REASONS && strcmp(reasons[i], reason))
+    while (i + 1 < reason_count() && strcmp(problem_reasons[i], reason))
         i++;
     atomic_fetch_add(&refused[i], 1);
 }
@@ -193,9 +195,9 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             (double)atomic_load(&queue_wait_micros) * 1e-6,
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,
             now->memory_limit, now->draining ? 1 : 0);
-    for (int i = 0; ok && i < N_REASONS; i++)
+    for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
-                        reasons[i],
+                        problem_reasons[i],
                         (unsigned long long)atomic_load(&refused[i]));
     if (!ok) {
         buf_free(&b);

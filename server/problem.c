@@ -66,6 +66,17 @@ bool problem_from_draw(struct problem *pb, draw_status st, const char *message)
                        message);
 }
 
+/* Every reason a refusal may give: the statuses' own below, and those set
+ * where they are found (compute_budget, capacity, stopping, the memory
+ * budget's); "server_fault" last, for anything else. */
+const char *const problem_reasons[] = {
+    "malformed",   "unauthorized", "not_found",     "method",
+    "too_large",   "media_type",   "invalid",       "compute_budget",
+    "capacity",    "stopping",     "out_of_memory", "memory_budget",
+    "memory_busy", "server_fault"};
+const size_t problem_reason_count =
+    sizeof problem_reasons / sizeof problem_reasons[0];
+
 const char *problem_reason(const struct problem *pb)
 {
     if (pb->reason)

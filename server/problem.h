@@ -39,8 +39,11 @@ bool problem_from_core(struct problem *pb, attn_status st,
 bool problem_from_draw(struct problem *pb, draw_status st, const char *message);
 
 /* Why a request was refused, as /metrics counts it: pb->reason, or the
- * status's own ("invalid", "unauthorized", "out_of_memory", ...). */
+ * status's own ("invalid", "unauthorized", "out_of_memory", ...); one of
+ * problem_reasons[], whose last is "server_fault". */
 const char *problem_reason(const struct problem *pb);
+extern const char *const problem_reasons[];
+extern const size_t problem_reason_count;
 
 /* The short title for a status, e.g. "invalid request" for 422. */
 const char *problem_title(int status);

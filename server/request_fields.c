@@ -4,6 +4,7 @@
  * use in the core); everything else about it follows from the row.
  */
 #include "request_fields.h"
+#include "request_steps.h"
 #include "jsonin.h"
 #include "jsonnum.h"
 
@@ -36,12 +37,6 @@ static const char *colormap_name(int i)
     static const enum heatmap_colormap maps[] = {HEATMAP_VIRIDIS, HEATMAP_MAGMA,
                                                  HEATMAP_GRAY};
     return i >= 0 && i < 3 ? heatmap_colormap_name(maps[i]) : NULL;
-}
-
-static const char *mask_name(int i)
-{
-    static const char *const names[] = {"none", "causal"};
-    return i >= 0 && i < 2 ? names[i] : NULL;
 }
 
 /* --------------------------------------------------------- echo writers */
@@ -217,7 +212,7 @@ const struct request_field request_fields[] = {
      .offset = AT(cfg.residual), .value_name = attn_residual_name, .default_json = "\"none\"", .echo = echo_scalar},
     /* "none", "causal", or an array (request_mask.c) */
     {.name = "mask", .pointer = "/mask", .kind = FIELD_MASK, .where = BOTH,
-     .value_name = mask_name, .default_json = "\"none\"", .echo = echo_mask},
+     .value_name = request_mask_name, .default_json = "\"none\"", .echo = echo_mask},
     {.name = "key_padding", .pointer = "/key_padding", .kind = FIELD_KEY_PADDING, .where = BODY, .type = "array",
      .echo = echo_key_padding},
     {.name = "positional", .pointer = "/positional", .kind = FIELD_ENUM, .where = BOTH, .type = "string",

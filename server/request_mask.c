@@ -8,13 +8,19 @@
 
 #include <stdint.h>
 
+const char *request_mask_name(int kind)
+{
+    static const char *const names[] = {"none", "causal"};
+    return kind >= 0 && kind < 2 ? names[kind] : NULL;
+}
+
 static bool read_mask(struct request *req, const cJSON *v, struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
     struct jpath at;
     jpath_root(&at, "mask");
     if (cJSON_IsString(v)) {
-        static const char *const kinds[] = {"none", "causal"};
+        const char *kinds[] = {request_mask_name(0), request_mask_name(1)};
         int which;
         if (!jsonin_enum(v, &at, kinds, 2, &which, pb))
             return false;

@@ -28,6 +28,9 @@ bool request_read_inputs(struct request *req, const cJSON *root,
 bool request_read_masks(struct request *req, const cJSON *root,
                         struct problem *pb);
 
+/* The names a mask may be given by ("none", "causal"), NULL past them. */
+const char *request_mask_name(int kind);
+
 /* request_params.c: "params", a PyTorch state_dict, checked against the
  * resolved config. */
 bool request_read_params(struct request *req, const cJSON *v,
