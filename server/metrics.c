@@ -90,6 +90,24 @@ void metrics_computation_done(void)
     atomic_fetch_sub(&computing, 1);
 }
 
+static atomic_int connections_open;
+static atomic_uint_fast64_t connections_cut;
+
+void metrics_connection_opened(void)
+{
+    atomic_fetch_add(&connections_open, 1);
+}
+
+void metrics_connection_closed(void)
+{
+    atomic_fetch_sub(&connections_open, 1);
+}
+
+void metrics_connection_cut(void)
+{
+    atomic_fetch_add(&connections_cut, 1);
+}
+
 void metrics_refused(const char *reason)
 {
     size_t i = 0;
@@ -187,6 +205,13 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "# HELP attnd_draining 1 once the server has been told to stop.\n"
             "# TYPE attnd_draining gauge\n"
             "attnd_draining %d\n"
+            "# HELP attnd_connections_open Client connections open now.\n"
+            "# TYPE attnd_connections_open gauge\n"
+            "attnd_connections_open %d\n"
+            "# HELP attnd_connections_cut_total Connections closed for not "
+            "sending a whole request within --receive-seconds.\n"
+            "# TYPE attnd_connections_cut_total counter\n"
+            "attnd_connections_cut_total %llu\n"
             "# HELP attnd_refused_total Requests refused, by reason.\n"
             "# TYPE attnd_refused_total counter\n",
             (unsigned long long)atomic_load(&bytes_out),
@@ -194,7 +219,9 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
             (double)atomic_load(&queue_wait_micros) * 1e-6,
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,
-            now->memory_limit, now->draining ? 1 : 0);
+            now->memory_limit, now->draining ? 1 : 0,
+            atomic_load(&connections_open),
+            (unsigned long long)atomic_load(&connections_cut));
     for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
                         problem_reasons[i],

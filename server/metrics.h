@@ -34,6 +34,12 @@ void metrics_queue_wait(double seconds);
 void metrics_computation_started(void);
 void metrics_computation_done(void);
 
+/* A connection opened, closed, or was cut for not sending a whole request
+ * within --receive-seconds. */
+void metrics_connection_opened(void);
+void metrics_connection_closed(void);
+void metrics_connection_cut(void);
+
 /* A request refused, by reason (problem_reason()). */
 void metrics_refused(const char *reason);
 

@@ -50,6 +50,11 @@ static const struct flag flags[] = {
      "memory)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
+    {"receive-seconds", K_UINT, FIELD(receive), 1, 86400,
+     "seconds a client has to send a whole request, headers and body, "
+     "from the moment the connection may carry it"},
+    {"max-connections", K_UINT, FIELD(max_connections), 1, 1u << 20,
+     "open connections in all (lowered to what the file limit allows)"},
     {"max-conns-per-ip", K_UINT, FIELD(max_conns_per_ip), 1, 65535,
      "open connections one client address may hold"},
     {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
@@ -80,6 +85,8 @@ static void defaults(struct options *o)
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->max_memory = budget_default_limit();
     o->timeout = 30;
+    o->receive = 60;
+    o->max_connections = 1024;
     o->max_conns_per_ip = 64;
     o->max_queue = 64;
     o->drain = 8;

@@ -28,8 +28,7 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
     const struct metrics_now now = {
-        .waiting =
-            gate_waiting(&ex->srv->gate) + gate_waiting(&ex->srv->express),
+        .waiting = workers_waiting(&ex->srv->workers),
         .draining = atomic_load(&ex->srv->draining),
         .memory_reserved = budget_used(&ex->srv->memory),
         .memory_limit = ex->srv->memory.limit,
