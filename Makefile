@@ -3,7 +3,10 @@
 #   make            build the core library, the server and the tests into build/
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
-#   make bench      the attention benchmark; writes build/bench.json
+#   make bench      the attention benchmark (writes build/bench.json), then
+#                   small requests' latency beside the largest computations
+#   make load       a mixed load on a real server (LOAD_SECONDS=120,
+#                   LOAD_CLIENTS=64): errors and resident memory
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
@@ -62,8 +65,9 @@ INTEG_SRC := $(wildcard tests/integration/test_*.c)
 INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
+BENCH_SERVICE := $(BUILD)/bench_service
 
-.PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
+.PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
 all: deps
 	@$(MAKE) --no-print-directory build-all
@@ -80,6 +84,8 @@ deps-fuzz:
 	@$(DEPS) build fuzz
 deps-golden:
 	@$(DEPS) golden
+deps-bench:
+	@$(DEPS) build test
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
@@ -219,9 +225,29 @@ $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
 
-bench: deps-build
-	@$(MAKE) --no-print-directory $(BENCH_BIN)
+# The service under load, against the real binary (the integration
+# harness starts it).
+$(BUILD)/bench/bench_service.o: tests/bench/bench_service.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,libcurl) -c $< -o $@
+
+$(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harness.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
+
+bench: deps-bench
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(ATTND)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
+	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
+
+# A mixed load of LOAD_CLIENTS keep-alive clients for LOAD_SECONDS; exits
+# non-zero on any error or on memory that grows after the first third.
+LOAD_SECONDS ?= 120
+LOAD_CLIENTS ?= 64
+load: deps-bench
+	@$(MAKE) --no-print-directory $(BENCH_SERVICE) $(ATTND)
+	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) load $(LOAD_SECONDS) $(LOAD_CLIENTS)
 
 # ------------------------------------------------------------------- fuzz
 # libFuzzer targets tests/fuzz/fuzz_*.c, each linked with every core and
@@ -310,7 +336,7 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
