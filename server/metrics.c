@@ -3,6 +3,7 @@
  * mutable state besides the compute gate, kept in atomics.
  */
 #include "metrics.h"
+#include "attention.h"
 #include "buf.h"
 #include "problem.h"
 
@@ -212,6 +213,10 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "sending a whole request within --receive-seconds.\n"
             "# TYPE attnd_connections_cut_total counter\n"
             "attnd_connections_cut_total %llu\n"
+            "# HELP attnd_blas_info The kernels OpenBLAS runs (by "
+            "OPENBLAS_CORETYPE, or its choice for this CPU).\n"
+            "# TYPE attnd_blas_info gauge\n"
+            "attnd_blas_info{core=\"%s\"} 1\n"
             "# HELP attnd_refused_total Requests refused, by reason.\n"
             "# TYPE attnd_refused_total counter\n",
             (unsigned long long)atomic_load(&bytes_out),
@@ -221,7 +226,8 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,
             now->memory_limit, now->draining ? 1 : 0,
             atomic_load(&connections_open),
-            (unsigned long long)atomic_load(&connections_cut));
+            (unsigned long long)atomic_load(&connections_cut),
+            attn_blas_core());
     for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
                         problem_reasons[i],

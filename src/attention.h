@@ -326,6 +326,11 @@ void attn_result_free(struct attn_result *result);
  */
 void attn_blas_single_thread(void);
 
+/* The name of the kernels OpenBLAS chose for this CPU (or was told to use
+ * by OPENBLAS_CORETYPE), e.g. "Haswell": speeds are comparable only under
+ * the same one. */
+const char *attn_blas_core(void);
+
 /* Bytes attn_forward() holds besides its result for a resolved config
  * (its one workspace block: positions, K and V or one key block of them,
  * the queries and head outputs a pass needs whole, per-thread tiles);

@@ -1032,6 +1032,11 @@ void attn_blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
+const char *attn_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
 attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                          const float *context, struct attn_result *out,
                          struct attn_error *err)

@@ -37,6 +37,12 @@
 #define UNDER_ASAN 0
 #endif
 
+/* Address space beyond the budget for a server under test: its code,
+ * thread stacks and OpenBLAS's buffers. Were the budget to fail, an
+ * allocation past it would fail too (503) instead of taking the machine's
+ * memory. */
+#define SAFETY_NET ((size_t)1536 << 20)
+
 static double seconds(void)
 {
     struct timespec t;
