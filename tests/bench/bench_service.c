@@ -151,9 +151,9 @@ static void blas_core(const struct server *s, char *out, size_t cap)
     if (fd < 0)
         return;
     static char text[65536];
-    raw_exchange(fd,
-                 "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                 text, sizeof text, 2000);
+    raw_exchange(
+        fd, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        text, sizeof text, 2000);
     close(fd);
     const char *at = strstr(text, "attnd_blas_info{core=\"");
     if (at) {

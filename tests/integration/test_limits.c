@@ -595,7 +595,7 @@ static void test_stop_cancels_long_computations(void **state)
     char *body = sentence_body(4096, LONG_OPTIONS);
     struct call long_call = {.s = &s, .body = body};
     /* a large request, so that it waits for the one slot (a small one
-     * would take the express lane): 300 tokens 512 wide */
+     * would be answered on the HTTP thread): 300 tokens 512 wide */
     char queued[1024];
     size_t q = (size_t)snprintf(queued, sizeof queued, "{\"sentence\":\"");
     for (int i = 0; i < 300; i++)
