@@ -2,8 +2,10 @@
  * request_params.c - "params": projection parameters as PyTorch names them
  * in a state_dict, flat ("q_proj.weight") or nested ({"q_proj": {"weight":
  * ...}}), with nn.MultiheadAttention's names besides: the fused
- * in_proj_weight and in_proj_bias, and q_proj_weight, k_proj_weight and
- * v_proj_weight. Shapes come from the core's layout of the resolved config.
+ * in_proj_weight and in_proj_bias, q_proj_weight, k_proj_weight and
+ * v_proj_weight (kdim = vdim = the context's width), and add_bias_kv's
+ * bias_k and bias_v ([1][1][E] as PyTorch keeps them, or [E]). Shapes come
+ * from the core's layout of the resolved config.
  */
 #include "jsonin.h"
 #include "request_steps.h"
@@ -22,7 +24,7 @@ static const struct {
 };
 
 /* Check one given tensor against the shape the config needs. */
-static bool expect_shape(const struct jpath *at, const size_t dims[3], int rank,
+static bool expect_shape(const struct jpath *at, const size_t dims[4], int rank,
                          bool weight, size_t rows, size_t cols,
                          const char *rows_what, struct problem *pb)
 {
@@ -60,14 +62,16 @@ static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
 
 /* in_proj_weight or in_proj_bias: q, k and v stacked by rows. */
 static bool store_fused(struct request *req, bool weight, const float *values,
-                        const size_t dims[3], int rank, const struct jpath *at,
+                        const size_t dims[4], int rank, const struct jpath *at,
                         struct problem *pb)
 {
     const struct attn_config *c = &req->cfg;
     struct attn_params *p = &req->params;
     const size_t hk = c->heads * c->d_k, gk = c->kv_heads * c->d_k,
                  gv = c->kv_heads * c->d_v;
-    if (c->d_ctx != c->d_model)
+    /* in_proj_bias is 3 x embed_dim whatever kdim and vdim are; only the
+     * fused weight needs the context as wide as the input */
+    if (weight && c->d_ctx != c->d_model)
         return problem_set(pb, 422, at->pointer,
                            "params %s needs the context as wide as the input "
                            "(%zu vs %zu); give q_proj_weight, k_proj_weight "
@@ -110,17 +114,27 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
     if (!t && !fused)
         return problem_set(pb, 422, at->pointer,
                            "unknown parameter \"%.60s\"; expected q_proj, "
-                           "k_proj, v_proj and out_proj (weight and bias), or "
-                           "in_proj_weight and in_proj_bias",
+                           "k_proj, v_proj and out_proj (weight and bias), "
+                           "in_proj_weight and in_proj_bias, bias_k and bias_v",
                            key);
-    size_t dims[3];
+    size_t dims[4];
     int rank;
     float *values = NULL;
     /* rank as the client nested it; expect_shape() says what it should be */
-    const int nested = cJSON_IsArray(v) && cJSON_IsArray(v->child) ? 2 : 1;
+    int nested = 1;
+    for (const cJSON *e = v;
+         cJSON_IsArray(e) && cJSON_IsArray(e->child) && nested < 4;
+         e = e->child)
+        nested++;
     if (!jsonin_tensor(v, at, nested, SIZE_MAX / 8, req->hold, &values, dims,
                        &rank, pb))
         return false;
+    /* bias_k and bias_v: PyTorch's [1][1][E] is the row [E] */
+    if (t && (t->slot == ATTN_PARAM_BIAS_K || t->slot == ATTN_PARAM_BIAS_V) &&
+        rank == 3 && dims[0] == 1 && dims[1] == 1) {
+        dims[0] = dims[2];
+        rank = 1;
+    }
     if (fused) {
         const bool ok =
             store_fused(req, key[8] == 'w', values, dims, rank, at, pb);
@@ -175,14 +189,18 @@ bool request_read_params(struct request *req, const cJSON *v,
                 return false;
         }
     }
-    /* every weight the config uses must be there */
+    /* every weight the config uses must be there, and bias_k with
+     * bias_v */
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n = attn_params_layout(c, 0, tensors);
     for (size_t i = 0; i < n; i++)
-        if (tensors[i].is_weight &&
+        if (tensors[i].required &&
             !*attn_params_slot(&req->params, tensors[i].slot))
-            return problem_set(pb, 422, at.pointer, "params lacks %s",
-                               tensors[i].name);
+            return problem_set(pb, 422, at.pointer, "params lacks %s%s",
+                               tensors[i].name,
+                               c->bias_kv && !tensors[i].is_weight
+                                   ? " (add_bias_kv gives bias_k and bias_v)"
+                                   : "");
     if (c->no_out_proj && (req->params.wo || req->params.bo))
         return problem_set(pb, 422, "/out_proj",
                            "params has out_proj tensors but out_proj is "
@@ -191,4 +209,11 @@ bool request_read_params(struct request *req, const cJSON *v,
     c->out_bias = req->params.bo != NULL;
     c->params = &req->params;
     return true;
+}
+
+bool request_params_bias_kv(const cJSON *params)
+{
+    return cJSON_IsObject(params) &&
+           (cJSON_GetObjectItemCaseSensitive(params, "bias_k") ||
+            cJSON_GetObjectItemCaseSensitive(params, "bias_v"));
 }
