@@ -118,8 +118,6 @@ static bool echo_mask(struct buf *out, const struct request *req,
 static bool echo_mask_type(struct buf *out, const struct request *req,
                            const struct request_field *f)
 {
-    if (!req->mask_form)
-        return buf_printf(out, ",\"%s\":null", f->name);
     return echo_scalar(out, req, f);
 }
 
@@ -226,6 +224,8 @@ const struct request_field request_fields[] = {
     /* "none", "causal", or an array (request_mask.c) */
     {.name = "mask", .pointer = "/mask", .kind = FIELD_MASK, .where = BOTH,
      .value_name = request_mask_name, .default_json = "\"none\"", .echo = echo_mask},
+    {.name = "causal", .pointer = "/causal", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(cfg.causal), .default_json = "false", .echo = echo_scalar},
     {.name = "mask_type", .pointer = "/mask_type", .kind = FIELD_ENUM, .where = BODY, .type = "string",
      .offset = AT(mask_type), .value_name = request_mask_type_name, .default_json = "\"auto\"", .echo = echo_mask_type},
     {.name = "mask_convention", .pointer = "/mask_convention", .kind = FIELD_ENUM, .where = BODY, .type = "string",

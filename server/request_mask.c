@@ -147,7 +147,7 @@ static bool read_mask(struct request *req, const cJSON *v, struct problem *pb)
         int which;
         if (!jsonin_enum(v, &at, kinds, 2, &which, pb))
             return false;
-        c->causal = which == 1;
+        c->causal = c->causal || which == 1; /* "causal": true stays */
         req->mask_name = kinds[which];
         return true;
     }

@@ -26,7 +26,8 @@ static const struct {
 /* Check one given tensor against the shape the config needs. */
 static bool expect_shape(const struct jpath *at, const size_t dims[4], int rank,
                          bool weight, size_t rows, size_t cols,
-                         const char *rows_what, struct problem *pb)
+                         const char *rows_what, const char *cols_what,
+                         struct problem *pb)
 {
     if (weight && rank != 2)
         return problem_set(pb, 422, at->pointer,
@@ -38,16 +39,31 @@ static bool expect_shape(const struct jpath *at, const size_t dims[4], int rank,
                            "params %s has %d dimensions; a bias is "
                            "[out_features]",
                            at->name, rank);
-    if (dims[0] != rows)
+    /* both shapes in full, as PyTorch's load_state_dict names them */
+    if (weight && (dims[0] != rows || dims[1] != cols))
         return problem_set(pb, 422, at->pointer,
-                           "params %s has %zu rows; expected %s = %zu",
-                           at->name, dims[0], rows_what, rows);
-    if (weight && dims[1] != cols)
+                           "%s is [%zu][%zu]; this configuration needs "
+                           "[%zu][%zu] ([%s][%s])",
+                           at->name, dims[0], dims[1], rows, cols, rows_what,
+                           cols_what);
+    if (!weight && dims[0] != rows)
         return problem_set(pb, 422, at->pointer,
-                           "params %s has %zu columns; expected %zu (its "
-                           "input width)",
-                           at->name, dims[1], cols);
+                           "%s is [%zu]; this configuration needs [%zu] "
+                           "([%s])",
+                           at->name, dims[0], rows, rows_what);
     return true;
+}
+
+/* What a weight's columns are, for messages. */
+static const char *in_what(const struct attn_param_tensor *t)
+{
+    switch (t->slot) {
+    case ATTN_PARAM_WQ: return "d_model";
+    case ATTN_PARAM_WK:
+    case ATTN_PARAM_WV: return "d_ctx, the context's width (kdim, vdim)";
+    case ATTN_PARAM_WO: return "heads x d_v";
+    default: return "";
+    }
 }
 
 static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
@@ -78,7 +94,7 @@ static bool store_fused(struct request *req, bool weight, const float *values,
                            "and v_proj_weight instead",
                            at->name, c->d_ctx, c->d_model);
     if (!expect_shape(at, dims, rank, weight, hk + gk + gv, c->d_model,
-                      "(heads + 2 x kv_heads) x d_head", pb))
+                      "(heads + 2 x kv_heads) x d_head", "d_model", pb))
         return false;
     const size_t cols = weight ? c->d_model : 1;
     if (!request_reserve(req, (hk + gk + gv) * cols * sizeof(float), at->name,
@@ -142,7 +158,7 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
         return ok;
     }
     if (!expect_shape(at, dims, rank, t->is_weight, t->rows, t->cols,
-                      t->rows_what, pb)) {
+                      t->rows_what, in_what(t), pb)) {
         free(values);
         return false;
     }

@@ -648,7 +648,8 @@ static void test_invalid_requests(void **state)
         {"{\"sentence\":\"a "
          "b\",\"heads\":1,\"d_model\":4,\"params\":{\"q_proj.weight\":[[1,2,3,"
          "4]]}}",
-         422, "/params/q_proj.weight", "has 1 rows; expected heads x d_k = 4"},
+         422, "/params/q_proj.weight",
+         "is [1][4]; this configuration needs [4][4] ([heads x d_k][d_model])"},
         {"{\"sentence\":\"a "
          "b\",\"heads\":1,\"d_model\":2,\"params\":{\"w\":[[1]]}}",
          422, "/params/w", "unknown parameter"},
