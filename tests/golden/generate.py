@@ -959,10 +959,13 @@ def randomize_biases(mha, rng):
 def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, add_bias_kv=False,
                 add_zero_attn=False, allow=None, bias_mask=None, causal=False, key_padding=None,
                 convention=None, mask_type=None, send_numbers=False, never_as_number=(),
-                dropout=0.0, torch_seed=0, data_seed=0, state_dict=None, request_extra=None):
+                dropout=0.0, torch_seed=0, data_seed=0, state_dict=None, request_extra=None,
+                x=None, ctx=None):
     """One request and nn.MultiheadAttention's answer to it."""
     rng = np.random.default_rng(data_seed)
     torch.manual_seed(torch_seed)
+    # a single sequence given without its batch dimension is sent so
+    x_given_batched = x is None
     cross = M is not None
     M = M if cross else N
     # PyTorch's [B*heads][N][M] is sent as it is, and computed with as
@@ -987,8 +990,14 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
                                 add_zero_attn=add_zero_attn, kdim=kdim, vdim=kdim, batch_first=True,
                                 dtype=torch.float64)
     m64.load_state_dict({k: v.double() for k, v in sd.items()})
-    x = rng.standard_normal((B, N, E)).astype(np.float32)
-    ctx = rng.standard_normal((B, M, kdim)).astype(np.float32) if cross else x
+    x = rng.standard_normal((B, N, E)).astype(np.float32) if x is None else \
+        np.asarray(x, dtype=np.float32).reshape(B, N, E)
+    if not cross:
+        ctx = x
+    elif ctx is None:
+        ctx = rng.standard_normal((B, M, kdim)).astype(np.float32)
+    else:
+        ctx = np.asarray(ctx, dtype=np.float32).reshape(B, M, kdim)
     x64, c64 = T(x), T(ctx)
     attn_mask = torch_attn_mask(B, h, N, M, allow, bias_mask, causal)
     kpm = None if key_padding is None else torch.tensor(np.asarray(key_padding, dtype=bool))
@@ -1050,11 +1059,13 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
     if w_raw is not None:
         compare(check, name + " weights_before_dropout", res["weights_raw"], w_raw)
 
-    body = {"embeddings": x.tolist()}
+    batched = B > 1 or x_given_batched
+    body = {"embeddings": x.tolist() if batched else x[0].tolist()}
     if cross:
-        body["context"] = {"embeddings": ctx.tolist()}
+        body["context"] = {"embeddings": ctx.tolist() if batched else ctx[0].tolist()}
     body["heads"] = h
-    body["params"] = {k: v.tolist() for k, v in sd.items()}
+    # a given state_dict as it was written (the same float32 values)
+    body["params"] = state_dict if state_dict is not None else {k: v.tolist() for k, v in sd.items()}
     form = None
     if allow is not None or bias_mask is not None:
         if sent_bias is not None:
@@ -1094,6 +1105,10 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
                          "weights": flat(to_np(w)), "mean_weights": flat(to_np(wmean)),
                          "output": flat(to_np(out)),
                          "weights_before_dropout": None if w_raw is None else flat(to_np(w_raw))}}
+
+
+README_X = [[1, 0, 0, 0, 0, 0, 0, 1], [0, 1, 0, 0, 0, 0, 1, 0]]
+README_CONTEXT = [[1, 0, 0, 0], [0, 1, 0, 0], [0.5, 0.5, 0.5, 0.5]]
 
 
 def readme_state_dict():
@@ -1197,7 +1212,7 @@ def parity_cases():
                     "README's example: nn.MultiheadAttention(8, 2, kdim=4, vdim=4).state_dict() of "
                     "torch.manual_seed(0), to 4 decimals, pasted as params.",
                     E=8, h=2, B=1, N=2, M=3, kdim=4, bias=True, state_dict=readme_state_dict(),
-                    torch_seed=0, data_seed=16),
+                    x=README_X, ctx=README_CONTEXT, torch_seed=0, data_seed=16),
     ]
     return cases
 
