@@ -114,13 +114,6 @@ static bool echo_mask(struct buf *out, const struct request *req,
             buf_printf(out, ",\"mask_form\":\"%s\"", req->mask_form));
 }
 
-/* The kind an explicit mask was read as; null when there is none. */
-static bool echo_mask_type(struct buf *out, const struct request *req,
-                           const struct request_field *f)
-{
-    return echo_scalar(out, req, f);
-}
-
 static bool echo_key_padding(struct buf *out, const struct request *req,
                              const struct request_field *f)
 {
@@ -226,8 +219,9 @@ const struct request_field request_fields[] = {
      .value_name = request_mask_name, .default_json = "\"none\"", .echo = echo_mask},
     {.name = "causal", .pointer = "/causal", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
      .offset = AT(cfg.causal), .default_json = "false", .echo = echo_scalar},
+    /* as asked, and after an explicit mask the kind it was read as */
     {.name = "mask_type", .pointer = "/mask_type", .kind = FIELD_ENUM, .where = BODY, .type = "string",
-     .offset = AT(mask_type), .value_name = request_mask_type_name, .default_json = "\"auto\"", .echo = echo_mask_type},
+     .offset = AT(mask_type), .value_name = request_mask_type_name, .default_json = "\"auto\"", .echo = echo_scalar},
     {.name = "mask_convention", .pointer = "/mask_convention", .kind = FIELD_ENUM, .where = BODY, .type = "string",
      .offset = AT(mask_convention), .value_name = request_mask_convention_name, .default_json = "\"allow\"",
      .echo = echo_scalar},
