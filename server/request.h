@@ -61,6 +61,14 @@ enum request_extra {
     REQUEST_WANT_PARAMS = 1u << 1
 };
 
+/* What the numbers of an explicit mask are: "auto" reads booleans, and
+ * numbers all 0 or 1, as boolean, other numbers as additive. */
+enum request_mask_type { MASK_AUTO, MASK_BOOLEAN, MASK_ADDITIVE };
+
+/* What true means in a boolean mask: may attend (SDPA's), or is masked
+ * (nn.MultiheadAttention's attn_mask). */
+enum request_mask_convention { MASK_ALLOW, MASK_BLOCK };
+
 /* Where a request's parameters come from, as the config echo says it. */
 enum request_params_source {
     PARAMS_NONE, /* mode basic: there are none */
@@ -74,7 +82,11 @@ struct request {
     struct attn_params params; /* owned; explicit or drawn when needed */
     enum request_params_source params_source;
     uint8_t *mask, *key_padding; /* owned */
+    float *mask_bias;            /* owned: an additive mask */
     const char *mask_name;       /* "none", "causal" or "explicit" */
+    int mask_type;         /* enum request_mask_type: as asked, then as read */
+    int mask_convention;   /* enum request_mask_convention */
+    const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
     /* options read through the field table that the config holds only
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;

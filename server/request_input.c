@@ -130,7 +130,7 @@ static bool read_embeddings(struct request *req, struct request_input *in,
                             const struct request_limits *lim,
                             struct problem *pb)
 {
-    size_t dims[3];
+    size_t dims[4];
     int rank;
     if (!jsonin_tensor(v, at, 0, lim->max_output, req->hold, &in->x, dims,
                        &rank, pb))
