@@ -7,7 +7,8 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
+#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
+#                   and python3-torch); make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
 #
 # all, run, test, asan, bench, fuzz and golden first install what they need
@@ -64,7 +65,7 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 BENCH_BIN := $(BUILD)/bench_attention
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
-        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
+        web-test asan bench golden models-golden clean format run fuzz fuzz-build fuzz-regress
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -299,6 +300,11 @@ fuzz-regress: fuzz-build
 # ----------------------------------------------------------------- golden
 golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
+	$(PYTHON) tests/models/generate.py tests/models
+
+# The small random BERT checkpoints in the Hub's layout and their goldens.
+models-golden: deps-golden
+	$(PYTHON) tests/models/generate.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
