@@ -50,8 +50,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 # server/draw/ is the drawing library (heatmaps, font, PNG writer); it is
 # archived with the rest of the server but compiled on its own terms below.
+# server/model/ reads checkpoints (safetensors, config.json, vocab.txt).
 DRAW_SRC := $(wildcard server/draw/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC)
+MODEL_SRC := $(wildcard server/model/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC) $(MODEL_SRC)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
 SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
@@ -308,7 +310,7 @@ models-golden: deps-golden
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
-    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
+    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] server/model/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 
