@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ROW_BLOCK = 32, MAX_TEAM = 64, WS_ALIGN = 64 };
+/* ROW_BLOCK: rows per feed-forward unit; large enough for sgemm to run
+ * near its peak, small enough that 128 tokens still make two units. */
+enum { ROW_BLOCK = 64, MAX_TEAM = 64, WS_ALIGN = 64 };
 
 /* ------------------------------------------------------------ checking */
 
@@ -370,8 +372,9 @@ static void embed(const struct bert_model *m, const struct bert_run *run,
         const float *p = m->pos_emb + i * H;
         const float *t =
             m->type_emb + (size_t)(run->type_ids ? run->type_ids[i] : 0) * H;
+        // in BertEmbeddings' order: (word + token type) + position
         for (size_t c = 0; c < H; c++)
-            h[i * H + c] = w[c] + p[c] + t[c];
+            h[i * H + c] = (w[c] + t[c]) + p[c];
     }
     bert_layer_norm(h, run->n, H, m->emb_ln_w, m->emb_ln_b, m->layer_norm_eps,
                     h);
