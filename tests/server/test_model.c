@@ -136,7 +136,8 @@ static void st_write(const char *dir, const char *header, size_t pad,
     memcpy(out, &n64, 8);
     memset(out + 8, ' ', n);
     memcpy(out + 8, header, hl);
-    memcpy(out + 8 + n, data, data_len);
+    if (data_len)
+        memcpy(out + 8 + n, data, data_len);
     char p[1024];
     path_of(p, dir, "model.safetensors");
     spit(p, out, 8 + n + data_len);

@@ -680,29 +680,34 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     m.emb_ln_w = T("embeddings.LayerNorm.weight", H);
     m.emb_ln_b = T("embeddings.LayerNorm.bias", H);
     struct bert_layer *layers = calloc(m.layers, sizeof *layers);
+    static const char *const names[16] = {"attention.self.query.weight",
+                                          "attention.self.query.bias",
+                                          "attention.self.key.weight",
+                                          "attention.self.key.bias",
+                                          "attention.self.value.weight",
+                                          "attention.self.value.bias",
+                                          "attention.output.dense.weight",
+                                          "attention.output.dense.bias",
+                                          "attention.output.LayerNorm.weight",
+                                          "attention.output.LayerNorm.bias",
+                                          "intermediate.dense.weight",
+                                          "intermediate.dense.bias",
+                                          "output.dense.weight",
+                                          "output.dense.bias",
+                                          "output.LayerNorm.weight",
+                                          "output.LayerNorm.bias"};
+    const size_t counts[16] = {H * H, H, H * H, H, H * H, H, H * H, H,
+                               H,     H, J * H, J, H * J, H, H,     H};
     for (size_t l = 0; l < m.layers; l++) {
-        char p[128];
-#define LT(suffix, count)                                                      \
-    (snprintf(p, sizeof p, "encoder.layer.%zu.%s", l, suffix), T(p, count))
-        layers[l] = (struct bert_layer){
-            LT("attention.self.query.weight", H * H),
-            LT("attention.self.query.bias", H),
-            LT("attention.self.key.weight", H * H),
-            LT("attention.self.key.bias", H),
-            LT("attention.self.value.weight", H * H),
-            LT("attention.self.value.bias", H),
-            LT("attention.output.dense.weight", H * H),
-            LT("attention.output.dense.bias", H),
-            LT("attention.output.LayerNorm.weight", H),
-            LT("attention.output.LayerNorm.bias", H),
-            LT("intermediate.dense.weight", J * H),
-            LT("intermediate.dense.bias", J),
-            LT("output.dense.weight", H * J),
-            LT("output.dense.bias", H),
-            LT("output.LayerNorm.weight", H),
-            LT("output.LayerNorm.bias", H),
-        };
-#undef LT
+        const float *t[16];
+        for (int i = 0; i < 16; i++) {
+            char p[128];
+            snprintf(p, sizeof p, "encoder.layer.%zu.%s", l, names[i]);
+            t[i] = T(p, counts[i]);
+        }
+        layers[l] = (struct bert_layer){t[0],  t[1],  t[2],  t[3], t[4],  t[5],
+                                        t[6],  t[7],  t[8],  t[9], t[10], t[11],
+                                        t[12], t[13], t[14], t[15]};
     }
 #undef T
     m.layer = layers;
