@@ -132,6 +132,16 @@ static size_t weight_layers(const struct bert_model *m,
     return run->layer == BERT_ALL_LAYERS ? m->layers : 1;
 }
 
+/* The layers a run computes: all of them, unless it wants only one
+ * layer's weights, which the layers above it cannot change. */
+static size_t layers_run(const struct bert_model *m, const struct bert_run *run)
+{
+    const bool needs_all =
+        run->layer == BERT_ALL_LAYERS ||
+        (want_of(run) & (BERT_WANT_HIDDEN | BERT_WANT_ROLLOUT));
+    return needs_all ? m->layers : run->layer + 1;
+}
+
 /* Does layer l hand its weights (or mean weights) to the result? */
 static bool returns_layer(const struct bert_run *run, size_t l)
 {
@@ -264,7 +274,7 @@ double bert_flops(const struct bert_model *m, const struct bert_run *run)
     const double n = (double)run->n;
     double per_layer = attn_flops(&cfg) +
                        4.0 * n * (double)m->hidden * (double)m->intermediate;
-    double total = per_layer * (double)m->layers;
+    double total = per_layer * (double)layers_run(m, run);
     if (want_of(run) & BERT_WANT_ROLLOUT)
         total += 2.0 * n * n * n * (double)(m->layers - 1);
     return total;
@@ -538,7 +548,8 @@ attn_status bert_forward(const struct bert_model *m, const struct bert_run *run,
     float *hidden = out->hidden_states;
 #define STATE(l) (hidden ? hidden + (l)*nh : ws[WS_HIDDEN] + ((l) % 2) * nh)
     embed(m, run, STATE(0));
-    for (size_t l = 0; l < m->layers && !st; l++) {
+    const size_t layers = layers_run(m, run);
+    for (size_t l = 0; l < layers && !st; l++) {
         struct attn_result attn = {0};
         st = run_layer(m, run, l, STATE(l), STATE(l + 1), ws[WS_FFN], team, out,
                        &attn, err);

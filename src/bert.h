@@ -149,7 +149,9 @@ struct bert_run {
     size_t n;                  /* 1 <= n <= max_positions */
     unsigned want;             /* bit set of enum bert_want; 0 = weights */
     size_t layer;              /* the layer whose weights and mean weights are
-                                  returned, or BERT_ALL_LAYERS */
+                                  returned, or BERT_ALL_LAYERS; without
+                                  hidden states or rollout, the layers above
+                                  it are not computed */
     unsigned threads;          /* as attn_config.threads; 0 means 1 */
     const atomic_bool *cancel; /* as attn_config.cancel */
 };

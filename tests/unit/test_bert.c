@@ -456,6 +456,13 @@ static void test_one_layer(void **state)
     all_run.layer = BERT_ALL_LAYERS;
     assert_true(bert_forward_bytes(&o.m, &run) <
                 bert_forward_bytes(&o.m, &all_run));
+    // layer 0 alone: the layers above it are not run
+    run.layer = 0;
+    assert_true(bert_flops(&o.m, &run) < bert_flops(&o.m, &all_run) / 2);
+    struct bert_result first;
+    run_ok(&o.m, &run, &first);
+    assert_memory_equal(first.weights, all.weights, 2 * 25 * 4);
+    bert_result_free(&first);
     // want 0 means the weights
     run.want = 0;
     struct bert_result dflt;
