@@ -3,6 +3,7 @@
 serves, and the golden outputs the C tests replay.
 
     /usr/bin/python3 tests/models/generate.py tests/models     (make models-golden)
+    /usr/bin/python3 tests/models/generate.py --bert-base DIR  (no goldens)
 
 For each variant below, DIR/<variant>/ gets config.json, model.safetensors,
 vocab.txt and, for some, tokenizer_config.json; DIR/golden/<variant>.json
@@ -52,8 +53,7 @@ try:
     import torch.nn as nn
     import torch.nn.functional as F
 except ImportError:  # pragma: no cover
-    sys.exit("generate.py: PyTorch is needed for the cross-checks "
-             "(Debian: apt-get install python3-torch)")
+    torch = None  # only --bert-base works without it
 
 TOL = 1e-9
 SPECIALS = ["[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
@@ -566,9 +566,65 @@ def self_checks():
     assert [tokenize(t, hf, False) for t in ["Test", "\xad", "test"]] == [["[UNK]"], [], ["[UNK]"]]
 
 
+def bert_base(out):
+    """A random checkpoint of bert-base-uncased's sizes (12 layers, hidden
+    768, 12 heads, intermediate 3072, 30522 tokens, 512 positions), F32,
+    weights ~ N(0, 0.02) as BERT's initialiser, for benchmarks and limit
+    tests: 440 MB, never committed, no goldens, NumPy only."""
+    rng = np.random.default_rng(7)
+    v = dict(hidden=768, inter=3072, layers=12, positions=512, types=2)
+    words = ["[PAD]"] + ["[unused%d]" % i for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    words += PUNCT + WORDS + PIECES
+    words += ["w%d" % i for i in range(30522 - len(words))]
+    os.makedirs(out, exist_ok=True)
+    tensors, order = {}, []
+    shapes = {name: a.shape for name, a in random_weights(
+        dict(v, hidden=1, inter=1, layers=v["layers"]), 1, rng).items()}
+    for name in shapes:
+        H, I = v["hidden"], v["inter"]
+        dims = {"embeddings.word_embeddings.weight": (len(words), H),
+                "embeddings.position_embeddings.weight": (v["positions"], H),
+                "embeddings.token_type_embeddings.weight": (v["types"], H)}
+        if name in dims:
+            shape = dims[name]
+        elif name.endswith("intermediate.dense.weight"):
+            shape = (I, H)
+        elif name.endswith("intermediate.dense.bias"):
+            shape = (I,)
+        elif name.endswith("output.dense.weight") and "attention" not in name:
+            shape = (H, I)
+        elif name.endswith(".weight") and "LayerNorm" not in name:
+            shape = (H, H)
+        else:
+            shape = (H,)
+        if "LayerNorm.weight" in name:
+            a = np.ones(shape, dtype=np.float32)
+        elif name.endswith(".bias"):
+            a = np.zeros(shape, dtype=np.float32)
+        else:
+            a = (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
+        tensors[name] = ("F32", shape, a.astype("<f4").tobytes())
+        order.append(name)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors, order, {"format": "pt"})
+    cfg = {"architectures": ["BertModel"], "hidden_act": "gelu", "hidden_size": 768,
+           "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512,
+           "model_type": "bert", "num_attention_heads": 12, "num_hidden_layers": 12,
+           "type_vocab_size": 2, "vocab_size": len(words)}
+    with open(os.path.join(out, "config.json"), "w") as fp:
+        json.dump(cfg, fp, indent=2, sort_keys=True)
+    with open(os.path.join(out, "vocab.txt"), "w", encoding="utf-8", newline="\n") as fp:
+        fp.write("".join(t + "\n" for t in words))
+    print("generate.py: a bert-base-sized random checkpoint in %s" % out)
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--bert-base":
+        return bert_base(argv[2])
     if len(argv) != 2:
-        sys.exit("usage: generate.py OUT_DIR")
+        sys.exit("usage: generate.py OUT_DIR | generate.py --bert-base DIR")
+    if torch is None:
+        sys.exit("generate.py: PyTorch is needed for the cross-checks "
+                 "(Debian: apt-get install python3-torch)")
     out = argv[1]
     self_checks()
     goldens = [build_variant(v, 1000 + i, out) for i, v in enumerate(VARIANTS)]
