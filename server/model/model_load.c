@@ -44,8 +44,10 @@ static bool join(char *path, const char *dir, const char *file, char *err,
 {
     const int n = snprintf(path, PATH_BYTES, "%s/%s", dir, file);
     if (n < 0 || n >= PATH_BYTES)
-        return model_fail(err, err_len, "%s/%s: the path is too long", dir,
-                          file);
+        return model_fail(err, err_len,
+                          "%s: the path is too long (over %d bytes) in the "
+                          "folder '%.80s...'",
+                          file, PATH_BYTES - 1, dir);
     return true;
 }
 
@@ -356,8 +358,10 @@ static bool load_safetensors(struct loader *ld, const char *dir)
 {
     struct model *m = ld->m;
     char path[PATH_BYTES];
-    if (!join(path, dir, "model.safetensors", ld->err, ld->err_len))
-        return false;
+    char why[400];
+    if (!join(path, dir, "model.safetensors", why, sizeof why))
+        return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
+                          why);
     ld->path = path;
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -383,7 +387,6 @@ static bool load_safetensors(struct loader *ld, const char *dir)
     close(fd); /* the mapping stays */
 
     struct st_header h;
-    char why[400];
     if (!st_header_parse(m->map, m->map_bytes, &h, why, sizeof why))
         return model_fail(ld->err, ld->err_len, "model '%s': %s: %s", ld->name,
                           path, why);
@@ -452,7 +455,7 @@ static bool load_texts(struct loader *ld, const char *dir)
     char path[PATH_BYTES], why[400];
     char *text;
     size_t len;
-    if (!join(path, dir, "config.json", ld->err, ld->err_len) ||
+    if (!join(path, dir, "config.json", why, sizeof why) ||
         !read_small(path, MAX_JSON_BYTES, false, &text, &len, why, sizeof why))
         return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
                           why);
@@ -477,7 +480,7 @@ static bool load_texts(struct loader *ld, const char *dir)
                           ld->name);
     m->bert.layer = m->layers;
 
-    if (!join(path, dir, "tokenizer_config.json", ld->err, ld->err_len) ||
+    if (!join(path, dir, "tokenizer_config.json", why, sizeof why) ||
         !read_small(path, MAX_JSON_BYTES, true, &text, &len, why, sizeof why))
         return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
                           why);
@@ -491,7 +494,7 @@ static bool load_texts(struct loader *ld, const char *dir)
                               ld->name, path, why);
     }
 
-    if (!join(path, dir, "vocab.txt", ld->err, ld->err_len) ||
+    if (!join(path, dir, "vocab.txt", why, sizeof why) ||
         !read_small(path, MAX_VOCAB_BYTES, false, &text, &len, why, sizeof why))
         return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
                           why);

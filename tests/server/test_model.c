@@ -804,6 +804,10 @@ static void test_bad_config(void **state)
     remove_dir(dir);
 
     expect_failure("tests/models/does-not-exist", "config.json", NULL);
+    char long_dir[5000];
+    memset(long_dir, 'd', sizeof long_dir - 1);
+    long_dir[sizeof long_dir - 1] = '\0';
+    expect_failure(long_dir, "the path is too long", NULL);
     struct model *m = (struct model *)1;
     char err[300];
     assert_false(
