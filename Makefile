@@ -67,7 +67,7 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 BENCH_BIN := $(BUILD)/bench_attention
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
-        web-test asan bench golden models-golden clean format run fuzz fuzz-build fuzz-regress
+        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -305,6 +305,7 @@ golden: deps-golden
 	$(PYTHON) tests/models/generate.py tests/models
 
 # The small random BERT checkpoints in the Hub's layout and their goldens.
+.PHONY: models-golden
 models-golden: deps-golden
 	$(PYTHON) tests/models/generate.py tests/models
 
