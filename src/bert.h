@@ -48,6 +48,7 @@ const char *bert_vocab_token(const struct bert_vocab *vocab, uint32_t id);
 int64_t bert_vocab_id(const struct bert_vocab *vocab, const char *text,
                       size_t len);
 
+/* NULL options mean BertTokenizer's defaults: lowercase, no cap. */
 struct bert_encode_options {
     bool do_lower_case; /* lowercase and strip accents (uncased models) */
     size_t max_tokens;  /* cap on the encoding, [CLS] and [SEP]s included:

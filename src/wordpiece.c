@@ -304,7 +304,10 @@ attn_status bert_encode(const struct bert_vocab *vocab,
                         size_t a_len, const char *b, size_t b_len,
                         struct bert_encoding *out, struct attn_error *err)
 {
+    static const struct bert_encode_options defaults = {.do_lower_case = true};
     memset(out, 0, sizeof *out);
+    if (!opts)
+        opts = &defaults;
     const size_t cap = opts->max_tokens;
     struct attn_tokenize_options topt = {
         .keep_case = !opts->do_lower_case,

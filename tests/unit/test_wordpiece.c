@@ -218,6 +218,12 @@ static void test_pairs_and_caps(void **state)
                      ATTN_E_INPUT);
     assert_string_equal(err.field, "sentence");
 
+    // no options: lowercase, no cap
+    assert_int_equal(bert_encode(v, NULL, "WANT", 4, NULL, 0, &enc, &err),
+                     ATTN_OK);
+    assert_int_equal(enc.count, 3);
+    assert_int_equal(enc.ids[1], 5);
+    bert_encoding_free(&enc);
     // an empty B still gets its [SEP], of type 1
     assert_int_equal(bert_encode(v, &open, "", 0, "", 0, &enc, &err), ATTN_OK);
     assert_int_equal(enc.count, 3);
