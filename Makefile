@@ -304,6 +304,13 @@ golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
 	$(PYTHON) tests/models/generate.py tests/models
 
+# test_bert_memory counts the core's allocations through a wrapped
+# allocator, to hold bert_forward_bytes() to what bert_forward() takes.
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
+$(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/support.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+
 # The small random BERT checkpoints in the Hub's layout and their goldens.
 .PHONY: models-golden
 models-golden: deps-golden

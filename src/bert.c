@@ -254,13 +254,33 @@ size_t bert_forward_bytes(const struct bert_model *m,
     ws_plan(m, run, team_size(run), &w);
     if (w.overflow || !size_add_to(&total, w.bytes))
         return SIZE_MAX;
-    // the largest layer call: one whose weights are returned, if any
-    struct attn_config cfg;
-    const size_t l = run->layer == BERT_ALL_LAYERS ? 0 : run->layer;
-    if (layer_config(m, run, layer_want(run, l), &cfg, NULL))
-        return SIZE_MAX;
-    const size_t layer_bytes = attn_forward_bytes(&cfg);
-    if (layer_bytes == SIZE_MAX || !size_add_to(&total, layer_bytes))
+    // the largest layer call: some layers may return their weights and
+    // others not (whose scratch then holds a tile instead)
+    bool with_weights = false, without = false;
+    for (size_t l = 0; l < layers_run(m, run); l++) {
+        const bool has = layer_want(run, l) & ATTN_WANT_WEIGHTS;
+        with_weights |= has;
+        without |= !has;
+    }
+    size_t most = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!(i ? with_weights : without))
+            continue;
+        struct attn_config cfg;
+        if (layer_config(m, run,
+                         ATTN_WANT_OUTPUT | ATTN_WANT_MEAN_WEIGHTS |
+                             (i ? ATTN_WANT_WEIGHTS : 0u),
+                         &cfg, NULL))
+            return SIZE_MAX;
+        // the layer's own projections, so the core draws none
+        static const struct attn_params explicit_params;
+        cfg.params = &explicit_params;
+        const size_t bytes = attn_forward_bytes(&cfg);
+        if (bytes == SIZE_MAX)
+            return SIZE_MAX;
+        most = bytes > most ? bytes : most;
+    }
+    if (!size_add_to(&total, most))
         return SIZE_MAX;
     return total;
 }
