@@ -264,11 +264,41 @@ static void test_bytes_hold(void **state)
     free(ly);
 }
 
+/* bert_encode_bytes() bounds what bert_encode() holds at once. */
+static void test_encode_bytes_bound(void **state)
+{
+    (void)state;
+    const char *tokens[] = {"[UNK]", "[CLS]", "[SEP]", "[MASK]", "a",
+                            "##a",   "caf",   "##e",   ",",      "東"};
+    struct bert_vocab *v = NULL;
+    struct attn_error err;
+    assert_int_equal(bert_vocab_new(tokens, 10, &v, &err), ATTN_OK);
+    const char *texts[] = {"", "a", "aaaa a,a,a,,,, [MASK][MASK] caf\xC3\xA9",
+                           "\xE6\x9D\xB1\xE6\x9D\xB1\xE6\x9D\xB1 x",
+                           "A\xCC\x81\xCC\x81\xCC\x81 \xEF\xAC\x80"};
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 5; j++) {
+            const size_t la = strlen(texts[i]), lb = strlen(texts[j]);
+            const struct bert_encode_options opts = {.do_lower_case = j % 2};
+            struct bert_encoding enc;
+            start_counting();
+            const attn_status st =
+                bert_encode(v, &opts, texts[i], la, texts[j], lb, &enc, &err);
+            const size_t top = peak;
+            stop_counting();
+            assert_int_equal(st, ATTN_OK);
+            assert_true(top <= bert_encode_bytes(la, lb));
+            bert_encoding_free(&enc);
+        }
+    bert_vocab_free(v);
+}
+
 int main(void)
 {
     attn_blas_single_thread();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_hold),
+        cmocka_unit_test(test_encode_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
