@@ -10,7 +10,8 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
+#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
+#                   and python3-torch); make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
 #
 # all, run, test, asan, bench, fuzz and golden first install what they need
@@ -52,8 +53,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 # server/draw/ is the drawing library (heatmaps, font, PNG writer); it is
 # archived with the rest of the server but compiled on its own terms below.
+# server/model/ reads checkpoints (safetensors, config.json, vocab.txt).
 DRAW_SRC := $(wildcard server/draw/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC)
+MODEL_SRC := $(wildcard server/model/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC) $(MODEL_SRC)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
 SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
@@ -325,10 +328,23 @@ fuzz-regress: fuzz-build
 # ----------------------------------------------------------------- golden
 golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
+	$(PYTHON) tests/models/generate.py tests/models
+
+# test_bert_memory counts the core's allocations through a wrapped
+# allocator, to hold bert_forward_bytes() to what bert_forward() takes.
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
+$(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/support.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+
+# The small random BERT checkpoints in the Hub's layout and their goldens.
+.PHONY: models-golden
+models-golden: deps-golden
+	$(PYTHON) tests/models/generate.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
-    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
+    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] server/model/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 

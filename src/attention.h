@@ -53,6 +53,12 @@ const char *attn_status_name(attn_status status);
 struct attn_tokenize_options {
     bool keep_case;      /* false: lowercase and strip accents (BERT uncased) */
     bool special_tokens; /* true: wrap in [CLS] ... [SEP] */
+    /* Strings kept whole wherever they occur in the text, byte for byte
+     * and never lowercased, as transformers keeps a model's special tokens
+     * ("[MASK]"); each is nonempty ASCII. NULL when n_never_split is 0. */
+    const char *const *never_split;
+    size_t n_never_split;
+    const char *field; /* the name errors give the text; NULL: "sentence" */
 };
 
 struct attn_tokens {
