@@ -4,7 +4,8 @@
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
 #   make bench      the attention benchmark (writes build/bench.json), then
-#                   small requests' latency beside the largest computations
+#                   small requests' latency beside the largest computations,
+#                   and attnd's HTTP rate against nginx's (wrk)
 #   make load       a mixed load on a real server (LOAD_SECONDS=120,
 #                   LOAD_CLIENTS=64): errors and resident memory
 #   make fuzz       build the libFuzzer targets (clang) and run each for
@@ -88,7 +89,7 @@ deps-fuzz:
 deps-golden:
 	@$(DEPS) golden
 deps-bench:
-	@$(DEPS) build test
+	@$(DEPS) build test bench
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
@@ -243,6 +244,7 @@ bench: deps-bench
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(ATTND)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
+	ATTND_BIN=$(ATTND) tests/bench/http.sh
 
 # A mixed load of LOAD_CLIENTS keep-alive clients for LOAD_SECONDS; exits
 # non-zero on any error or on memory that grows after the first third.
