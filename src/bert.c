@@ -493,8 +493,15 @@ static attn_status run_layer(const struct bert_model *m,
         return st;
     // the core never writes through its params; bert.h's tensors are const
     const struct attn_params params = {
-        (float *)y->q_w, (float *)y->q_b, (float *)y->k_w,  (float *)y->k_b,
-        (float *)y->v_w, (float *)y->v_b, (float *)y->ao_w, (float *)y->ao_b};
+        .wq = (float *)y->q_w,
+        .bq = (float *)y->q_b,
+        .wk = (float *)y->k_w,
+        .bk = (float *)y->k_b,
+        .wv = (float *)y->v_w,
+        .bv = (float *)y->v_b,
+        .wo = (float *)y->ao_w,
+        .bo = (float *)y->ao_b,
+    };
     cfg.params = &params;
     st = attn_forward(&cfg, h_in, NULL, attn, err);
     if (st) {
