@@ -97,8 +97,15 @@ static bool query_etag(const struct query_collect *q, bool png, char out[24])
 
 /* ------------------------------------------------------------ answers */
 
+/* A JSON answer up to this size is formatted whole and sent with its
+ * length; a longer one is formatted as it is read, this much at a time. */
+#define WHOLE_ANSWER_BYTES ((size_t)64 << 10)
+
+/* A long answer: the head already formatted, then the rest as read. */
 struct streamed {
     struct response_stream *stream;
+    char *head;
+    size_t head_len, head_at;
     size_t *bytes_out; /* in the exchange, which outlives every read */
 };
 
@@ -106,7 +113,14 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct streamed *st = cls;
-    const size_t n = response_stream_read(st->stream, buf, max);
+    size_t n = 0;
+    if (st->head_at < st->head_len) {
+        n = st->head_len - st->head_at < max ? st->head_len - st->head_at : max;
+        memcpy(buf, st->head + st->head_at, n);
+        st->head_at += n;
+    } else {
+        n = response_stream_read(st->stream, buf, max);
+    }
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
     *st->bytes_out += n;
@@ -117,6 +131,7 @@ static void free_stream(void *cls)
 {
     struct streamed *st = cls;
     response_stream_free(st->stream);
+    free(st->head);
     free(st);
 }
 
@@ -156,26 +171,46 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     return r;
 }
 
+/* The JSON answer: whole, with its length in *bytes, when it is short;
+ * otherwise its head, then the rest formatted as the client reads it. */
 static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
-                                        struct problem *pb)
+                                        size_t *bytes, struct problem *pb)
 {
-    struct streamed *st = malloc(sizeof *st);
     struct response_stream *stream = response_stream_new(&ex->req, &ex->res);
-    if (!st || !stream) {
-        free(st);
+    char *head = stream ? malloc(WHOLE_ANSWER_BYTES) : NULL;
+    struct MHD_Response *r = NULL;
+    *bytes = 0;
+    if (head) {
+        const size_t n = response_stream_read(stream, head, WHOLE_ANSWER_BYTES);
+        if (n < WHOLE_ANSWER_BYTES) { /* all of it */
+            response_stream_free(stream);
+            stream = NULL;
+            *bytes = n;
+            r = reply_from_heap(head, n, "application/json");
+        } else {
+            struct streamed *st = malloc(sizeof *st);
+            if (st) {
+                *st = (struct streamed){stream, head, n, 0, &ex->bytes_out};
+                r = MHD_create_response_from_callback(
+                    MHD_SIZE_UNKNOWN, WHOLE_ANSWER_BYTES, read_stream, st,
+                    free_stream);
+                if (!r)
+                    free_stream(st);
+                else
+                    MHD_add_response_header(r, "Content-Type",
+                                            "application/json");
+            } else {
+                response_stream_free(stream);
+                free(head);
+            }
+        }
+    } else {
         response_stream_free(stream);
-        problem_set(pb, 503, "", "out of memory encoding the response");
-        return NULL;
     }
-    *st = (struct streamed){stream, &ex->bytes_out};
-    struct MHD_Response *r = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, st, free_stream);
     if (!r) {
-        free_stream(st);
         problem_set(pb, 503, "", "out of memory encoding the response");
         return NULL;
     }
-    MHD_add_response_header(r, "Content-Type", "application/json");
     add_timing(r, ex->parse_seconds, compute_s, -1);
     return r;
 }
@@ -188,7 +223,8 @@ static bool reserve_answer(struct exchange *ex, struct problem *pb)
         ex->req.compute ? attn_forward_bytes(&ex->req.cfg) : 0;
     const size_t answer_bytes = ex->req.png.wanted
                                     ? render_png_bytes(&ex->req, MAX_PNG_PIXELS)
-                                    : response_stream_bytes(&ex->req);
+                                    : response_stream_bytes(&ex->req) +
+                                          WHOLE_ANSWER_BYTES; /* the head */
     return budget_reserve(&ex->hold, computed, "the computation", false, pb) &&
            budget_reserve(&ex->hold, answer_bytes, "the answer", false, pb);
 }
@@ -203,7 +239,8 @@ static void compute_answer(struct exchange *ex)
     metrics_computation_started();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const bool ok = attend_run(&ex->req, 1, &s->cancel, &ex->res, &pb);
+    const bool ok =
+        attend_run(&ex->req, 1, &s->cancel, &s->params, &ex->res, &pb);
     const double compute_s = seconds_since(&t0);
     /* A PNG is drawn here too: its canvas is as large as any array. A JSON
      * answer is formatted as it is read, a bounded buffer at a time. */
@@ -212,7 +249,7 @@ static void compute_answer(struct exchange *ex)
     if (ok && ex->req.png.wanted)
         r = png_answer(ex, compute_s, &bytes, &pb);
     else if (ok)
-        r = json_answer(ex, compute_s, &pb);
+        r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
     if (ok && ex->req.compute)
         metrics_add_flops(attn_flops(&ex->req.cfg));

@@ -213,6 +213,28 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "sending a whole request within --receive-seconds.\n"
             "# TYPE attnd_connections_cut_total counter\n"
             "attnd_connections_cut_total %llu\n"
+            "# HELP attnd_params_cache_bytes Bytes of drawn parameters "
+            "kept for later requests.\n"
+            "# TYPE attnd_params_cache_bytes gauge\n"
+            "attnd_params_cache_bytes %zu\n"
+            "# HELP attnd_params_cache_limit_bytes Their cap "
+            "(--params-cache).\n"
+            "# TYPE attnd_params_cache_limit_bytes gauge\n"
+            "attnd_params_cache_limit_bytes %zu\n"
+            "# HELP attnd_params_cache_tensors Tensors kept.\n"
+            "# TYPE attnd_params_cache_tensors gauge\n"
+            "attnd_params_cache_tensors %zu\n"
+            "# HELP attnd_params_cache_hits_total Tensors a request found "
+            "kept.\n"
+            "# TYPE attnd_params_cache_hits_total counter\n"
+            "attnd_params_cache_hits_total %llu\n"
+            "# HELP attnd_params_cache_misses_total Tensors a request drew.\n"
+            "# TYPE attnd_params_cache_misses_total counter\n"
+            "attnd_params_cache_misses_total %llu\n"
+            "# HELP attnd_params_cache_evictions_total Tensors forgotten to "
+            "stay within the cap.\n"
+            "# TYPE attnd_params_cache_evictions_total counter\n"
+            "attnd_params_cache_evictions_total %llu\n"
             "# HELP attnd_blas_info The kernels OpenBLAS runs (by "
             "OPENBLAS_CORETYPE, or its choice for this CPU).\n"
             "# TYPE attnd_blas_info gauge\n"
@@ -227,6 +249,9 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             now->memory_limit, now->draining ? 1 : 0,
             atomic_load(&connections_open),
             (unsigned long long)atomic_load(&connections_cut),
+            now->params_cache_bytes, now->params_cache_limit,
+            now->params_cache_tensors, now->params_cache_hits,
+            now->params_cache_misses, now->params_cache_evictions,
             attn_blas_core());
     for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",

@@ -13,6 +13,7 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
+#include "params_cache.h"
 #include "budget.h"
 #include "heatmap.h"
 #include "problem.h"
@@ -79,11 +80,12 @@ enum request_params_source {
 struct request {
     struct request_input input, context;
     struct attn_config cfg;    /* resolved before the request is accepted */
-    struct attn_params params; /* owned; explicit or drawn when needed */
+    struct attn_params params; /* owned when given; leased when drawn */
     enum request_params_source params_source;
-    uint8_t *mask, *key_padding; /* owned */
-    float *mask_bias;            /* owned: an additive mask */
-    const char *mask_name;       /* "none", "causal" or "explicit" */
+    struct params_lease params_lease; /* the drawn ones, until freed */
+    uint8_t *mask, *key_padding;      /* owned */
+    float *mask_bias;                 /* owned: an additive mask */
+    const char *mask_name;            /* "none", "causal" or "explicit" */
     int mask_type;         /* enum request_mask_type: as asked, then as read */
     int mask_convention;   /* enum request_mask_convention */
     const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */

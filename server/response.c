@@ -8,6 +8,7 @@
 #include "jsonnum.h"
 #include "request_fields.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,8 @@ struct response_stream {
     size_t n_pieces;
     /* where reading stands */
     size_t piece, element, text_at;
-    char stage[STAGE_BYTES + 64];
     size_t stage_len, stage_at;
+    char stage[STAGE_BYTES + 64]; /* last: left as it is allocated */
 };
 
 /* ---------------------------------------------------------- assembly */
@@ -232,9 +233,11 @@ static bool assemble(struct response_stream *s)
 struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res)
 {
-    struct response_stream *s = calloc(1, sizeof *s);
+    /* the stage needs no zeroing: what is read of it is written first */
+    struct response_stream *s = malloc(sizeof *s);
     if (!s)
         return NULL;
+    memset(s, 0, offsetof(struct response_stream, stage));
     s->req = req;
     s->res = res;
     buf_init(&s->text, TEXT_CAP);

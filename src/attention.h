@@ -283,10 +283,15 @@ struct attn_config {
      * it holds and returns ATTN_E_CANCELLED. */
     const atomic_bool *cancel;
 
-    bool resolved; /* set by attn_config_resolve(); attn_forward() then
-                      takes the config as it is. After resolving, change
-                      only params, threads, cancel, and want to fewer
-                      arrays than it was resolved for. */
+    bool resolved;       /* set by attn_config_resolve(); attn_forward() then
+                            takes the config as it is. After resolving, change
+                            only params, params_checked, threads, cancel, and want
+                            to fewer arrays than it was resolved for. */
+    bool params_checked; /* params hold every tensor of this config and
+                            only finite values: drawn (attn_params_draw(),
+                            attn_params_draw_tensor()) or checked before
+                            (attn_params_check()), so attn_forward() does
+                            not look at each value again */
 };
 
 /*
@@ -317,6 +322,18 @@ const char *attn_positional_name(int positional);
 attn_status attn_params_draw(const struct attn_config *cfg,
                              struct attn_params *out, struct attn_error *err);
 void attn_params_free(struct attn_params *params);
+
+/* One tensor of the above, into out (attn_param_count(t) floats). Its
+ * values depend on seed, t->name and t->cols only, so a caller may keep
+ * and share them for every config with the same tensor. */
+void attn_params_draw_tensor(uint64_t seed, const struct attn_param_tensor *t,
+                             float *out);
+
+/* What attn_forward() checks of explicit parameters for a resolved
+ * config: every tensor it needs is there, every value finite. */
+attn_status attn_params_check(const struct attn_config *cfg,
+                              const struct attn_params *params,
+                              struct attn_error *err);
 
 /* ---------------------------------------------------------------- result */
 

@@ -32,7 +32,6 @@
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
-#include "params.h"
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
@@ -1171,7 +1170,8 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     struct forward f = {.cfg = &cfg, .res = out, .x = x, .context = context};
     if (cfg.mode == ATTN_MODE_PROJECTED) {
         if (cfg.params) {
-            st = params_check(&cfg, cfg.params, err);
+            st = cfg.params_checked ? ATTN_OK
+                                    : attn_params_check(&cfg, cfg.params, err);
             f.p = cfg.params;
         } else {
             st = attn_params_draw(&cfg, &drawn, err);

@@ -5,7 +5,6 @@
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
-#include "params.h"
 #include "rng.h"
 
 #include <math.h>
@@ -94,14 +93,20 @@ attn_status attn_params_draw(const struct attn_config *cfg,
                              tensors[t].name, count);
         }
         *attn_params_slot(out, tensors[t].slot) = values;
-        const uint64_t key = attn_stream_key(cfg->seed, tensors[t].name,
-                                             strlen(tensors[t].name));
-        const double bound = 1.0 / sqrt((double)tensors[t].cols);
-        // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-        for (size_t i = 0; i < count; i++)
-            values[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
+        attn_params_draw_tensor(cfg->seed, &tensors[t], values);
     }
     return ATTN_OK;
+}
+
+void attn_params_draw_tensor(uint64_t seed, const struct attn_param_tensor *t,
+                             float *out)
+{
+    const size_t count = attn_param_count(t);
+    const uint64_t key = attn_stream_key(seed, t->name, strlen(t->name));
+    const double bound = 1.0 / sqrt((double)t->cols);
+    // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    for (size_t i = 0; i < count; i++)
+        out[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
 }
 
 void attn_params_free(struct attn_params *params)
@@ -113,8 +118,9 @@ void attn_params_free(struct attn_params *params)
     memset(params, 0, sizeof *params);
 }
 
-attn_status params_check(const struct attn_config *cfg,
-                         const struct attn_params *p, struct attn_error *err)
+attn_status attn_params_check(const struct attn_config *cfg,
+                              const struct attn_params *p,
+                              struct attn_error *err)
 {
     /* List every bias: explicit parameters have one whenever present. */
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];

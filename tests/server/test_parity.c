@@ -108,7 +108,7 @@ static void run_case(void **state)
         fail_msg("%s: %d at \"%s\": %s", file, pb.status, pb.pointer,
                  pb.detail);
     struct attn_result res;
-    if (!attend_run(&req, 2, NULL, &res, &pb))
+    if (!attend_run(&req, 2, NULL, NULL, &res, &pb))
         fail_msg("%s: %d at \"%s\": %s", file, pb.status, pb.pointer,
                  pb.detail);
 
