@@ -8,7 +8,7 @@
 #include <string.h>
 
 bool attend_run(struct request *req, unsigned threads,
-                const atomic_bool *cancel, struct params_cache *cache,
+                const atomic_bool *cancel, struct drawn_cache *cache,
                 struct attn_result *res, struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
@@ -19,7 +19,7 @@ bool attend_run(struct request *req, unsigned threads,
     if (req->params_source == PARAMS_SEED && c->mode == ATTN_MODE_PROJECTED &&
         (req->compute || (req->extra & REQUEST_WANT_PARAMS))) {
         struct attn_error err = {0};
-        if (!params_cache_lease(cache, c, &req->params, &req->params_lease,
+        if (!drawn_params_lease(cache, c, &req->params, &req->params_lease,
                                 &err))
             return problem_from_core(pb, ATTN_E_NOMEM, &err, "");
         c->params = &req->params;

@@ -4,7 +4,7 @@
 #ifndef ATTND_ATTEND_H
 #define ATTND_ATTEND_H
 
-#include "params_cache.h"
+#include "drawn_cache.h"
 #include "problem.h"
 #include "request.h"
 
@@ -16,7 +16,7 @@
  * On success the caller owns *res (attn_result_free()).
  */
 bool attend_run(struct request *req, unsigned threads,
-                const atomic_bool *cancel, struct params_cache *cache,
+                const atomic_bool *cancel, struct drawn_cache *cache,
                 struct attn_result *res, struct problem *pb);
 
 #endif

@@ -240,7 +240,7 @@ static void compute_answer(struct exchange *ex)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const bool ok =
-        attend_run(&ex->req, 1, &s->cancel, &s->params, &ex->res, &pb);
+        attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
     const double compute_s = seconds_since(&t0);
     /* A PNG is drawn here too: its canvas is as large as any array. A JSON
      * answer is formatted as it is read, a bounded buffer at a time. */
@@ -361,6 +361,7 @@ static struct request *begin_request(struct exchange *ex)
 {
     request_init(&ex->req);
     ex->req.hold = &ex->hold;
+    ex->req.drawn = &ex->srv->drawn;
     ex->has_request = true;
     return &ex->req;
 }

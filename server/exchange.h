@@ -37,7 +37,7 @@ struct http_server {
     struct problem stopping;      /* the answer once draining began */
     struct request_limits limits; /* of the flags, for every request */
     struct budget memory;         /* --max-memory */
-    struct params_cache params;   /* --params-cache */
+    struct drawn_cache drawn;     /* --drawn-cache */
 };
 
 /*

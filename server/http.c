@@ -291,7 +291,7 @@ struct http_server *http_start(const struct options *o)
         .max_flops = o->max_flops,
     };
     budget_init(&s->memory, o->max_memory);
-    params_cache_init(&s->params, o->params_cache);
+    drawn_cache_init(&s->drawn, o->drawn_cache);
     problem_set(&s->stopping, 503, "",
                 "the server is stopping; try again "
                 "shortly");
@@ -309,20 +309,20 @@ struct http_server *http_start(const struct options *o)
     if (inet_pton(AF_INET, o->bind, &addr.sin_addr) != 1) {
         fprintf(stderr, "attnd: --bind \"%s\" is not an IPv4 address\n",
                 o->bind);
-        params_cache_free(&s->params);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
     if (!workers_start(&s->workers, o->threads, o->max_queue)) {
         fprintf(stderr, "attnd: cannot start %u compute threads\n", o->threads);
-        params_cache_free(&s->params);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
     if (!deadlines_start(&s->deadlines, o->receive)) {
         fprintf(stderr, "attnd: cannot start the deadline watch\n");
         workers_stop(&s->workers);
-        params_cache_free(&s->params);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
@@ -345,7 +345,7 @@ struct http_server *http_start(const struct options *o)
         fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);
         deadlines_stop(&s->deadlines);
         workers_stop(&s->workers);
-        params_cache_free(&s->params);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
@@ -394,6 +394,6 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
     MHD_stop_daemon(s->daemon);
     deadlines_stop(&s->deadlines);
     workers_stop(&s->workers);
-    params_cache_free(&s->params);
+    drawn_cache_free(&s->drawn);
     free(s);
 }

@@ -213,34 +213,10 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "sending a whole request within --receive-seconds.\n"
             "# TYPE attnd_connections_cut_total counter\n"
             "attnd_connections_cut_total %llu\n"
-            "# HELP attnd_params_cache_bytes Bytes of drawn parameters "
-            "kept for later requests.\n"
-            "# TYPE attnd_params_cache_bytes gauge\n"
-            "attnd_params_cache_bytes %zu\n"
-            "# HELP attnd_params_cache_limit_bytes Their cap "
-            "(--params-cache).\n"
-            "# TYPE attnd_params_cache_limit_bytes gauge\n"
-            "attnd_params_cache_limit_bytes %zu\n"
-            "# HELP attnd_params_cache_tensors Tensors kept.\n"
-            "# TYPE attnd_params_cache_tensors gauge\n"
-            "attnd_params_cache_tensors %zu\n"
-            "# HELP attnd_params_cache_hits_total Tensors a request found "
-            "kept.\n"
-            "# TYPE attnd_params_cache_hits_total counter\n"
-            "attnd_params_cache_hits_total %llu\n"
-            "# HELP attnd_params_cache_misses_total Tensors a request drew.\n"
-            "# TYPE attnd_params_cache_misses_total counter\n"
-            "attnd_params_cache_misses_total %llu\n"
-            "# HELP attnd_params_cache_evictions_total Tensors forgotten to "
-            "stay within the cap.\n"
-            "# TYPE attnd_params_cache_evictions_total counter\n"
-            "attnd_params_cache_evictions_total %llu\n"
             "# HELP attnd_blas_info The kernels OpenBLAS runs (by "
             "OPENBLAS_CORETYPE, or its choice for this CPU).\n"
             "# TYPE attnd_blas_info gauge\n"
-            "attnd_blas_info{core=\"%s\"} 1\n"
-            "# HELP attnd_refused_total Requests refused, by reason.\n"
-            "# TYPE attnd_refused_total counter\n",
+            "attnd_blas_info{core=\"%s\"} 1\n",
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
@@ -249,10 +225,47 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             now->memory_limit, now->draining ? 1 : 0,
             atomic_load(&connections_open),
             (unsigned long long)atomic_load(&connections_cut),
-            now->params_cache_bytes, now->params_cache_limit,
-            now->params_cache_tensors, now->params_cache_hits,
-            now->params_cache_misses, now->params_cache_evictions,
             attn_blas_core());
+    const struct drawn_cache_stats *d = &now->drawn;
+    ok = ok &&
+         buf_printf(&b,
+                    "# HELP attnd_drawn_cache_bytes Bytes of values drawn from "
+                    "seeds kept for later requests.\n"
+                    "# TYPE attnd_drawn_cache_bytes gauge\n"
+                    "attnd_drawn_cache_bytes %zu\n"
+                    "# HELP attnd_drawn_cache_limit_bytes Their cap "
+                    "(--drawn-cache).\n"
+                    "# TYPE attnd_drawn_cache_limit_bytes gauge\n"
+                    "attnd_drawn_cache_limit_bytes %zu\n"
+                    "# HELP attnd_drawn_cache_entries Tensors and token "
+                    "embeddings kept.\n"
+                    "# TYPE attnd_drawn_cache_entries gauge\n"
+                    "attnd_drawn_cache_entries %zu\n"
+                    "# HELP attnd_drawn_cache_evictions_total Entries "
+                    "forgotten to stay within the cap.\n"
+                    "# TYPE attnd_drawn_cache_evictions_total counter\n"
+                    "attnd_drawn_cache_evictions_total %llu\n"
+                    "# HELP attnd_drawn_cache_hits_total Values a request "
+                    "found kept, by kind.\n"
+                    "# TYPE attnd_drawn_cache_hits_total counter\n",
+                    d->bytes, d->cap, d->entries,
+                    (unsigned long long)d->evictions);
+    for (int k = 0; ok && k < DRAWN_KINDS; k++)
+        ok = buf_printf(&b, "attnd_drawn_cache_hits_total{kind=\"%s\"} %llu\n",
+                        drawn_kind_name((enum drawn_kind)k),
+                        (unsigned long long)d->hits[k]);
+    ok =
+        ok && buf_printf(&b, "# HELP attnd_drawn_cache_misses_total Values "
+                             "a request drew, by kind.\n"
+                             "# TYPE attnd_drawn_cache_misses_total counter\n");
+    for (int k = 0; ok && k < DRAWN_KINDS; k++)
+        ok =
+            buf_printf(&b, "attnd_drawn_cache_misses_total{kind=\"%s\"} %llu\n",
+                       drawn_kind_name((enum drawn_kind)k),
+                       (unsigned long long)d->misses[k]);
+    ok = ok && buf_printf(&b, "# HELP attnd_refused_total Requests refused, "
+                              "by reason.\n"
+                              "# TYPE attnd_refused_total counter\n");
     for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
                         problem_reasons[i],

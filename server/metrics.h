@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "drawn_cache.h"
+
 enum metrics_route {
     ROUTE_ATTENTION,
     ROUTE_HEALTHZ,
@@ -48,9 +50,7 @@ struct metrics_now {
     size_t waiting; /* requests waiting for a compute slot */
     bool draining;  /* stopping */
     size_t memory_reserved, memory_limit; /* bytes, of --max-memory */
-    size_t params_cache_bytes, params_cache_limit, params_cache_tensors;
-    unsigned long long params_cache_hits, params_cache_misses,
-        params_cache_evictions;
+    struct drawn_cache_stats drawn;       /* --drawn-cache */
 };
 
 /* The exposition text; the caller frees it with free(). */

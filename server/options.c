@@ -48,9 +48,9 @@ static const struct flag flags[] = {
     {"max-memory", K_SIZE, FIELD(max_memory), (size_t)16 << 20, SIZE_MAX / 2,
      "bytes all requests together may hold (default: half the machine's "
      "memory)"},
-    {"params-cache", K_SIZE, FIELD(params_cache), 0, SIZE_MAX / 2,
-     "bytes of parameters drawn from seeds kept for later requests "
-     "(0: none)"},
+    {"drawn-cache", K_SIZE, FIELD(drawn_cache), 0, SIZE_MAX / 2,
+     "bytes of values drawn from seeds (parameters, token embeddings) kept "
+     "for later requests (0: none)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
     {"receive-seconds", K_UINT, FIELD(receive), 1, 86400,
@@ -87,7 +87,7 @@ static void defaults(struct options *o)
     o->max_output = (size_t)64 << 20;
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->max_memory = budget_default_limit();
-    o->params_cache = (size_t)64 << 20;
+    o->drawn_cache = (size_t)64 << 20;
     o->timeout = 30;
     o->receive = 60;
     o->max_connections = 1024;

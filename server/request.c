@@ -41,7 +41,7 @@ void request_free(struct request *req)
     input_free(&req->input);
     input_free(&req->context);
     if (req->params_lease.n_held || req->params_lease.n_own)
-        params_lease_end(&req->params_lease); /* the drawn parameters */
+        drawn_lease_end(&req->params_lease); /* the drawn parameters */
     else
         attn_params_free(&req->params);
     free(req->mask);

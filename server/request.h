@@ -13,7 +13,7 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
-#include "params_cache.h"
+#include "drawn_cache.h"
 #include "budget.h"
 #include "heatmap.h"
 #include "problem.h"
@@ -82,10 +82,10 @@ struct request {
     struct attn_config cfg;    /* resolved before the request is accepted */
     struct attn_params params; /* owned when given; leased when drawn */
     enum request_params_source params_source;
-    struct params_lease params_lease; /* the drawn ones, until freed */
-    uint8_t *mask, *key_padding;      /* owned */
-    float *mask_bias;                 /* owned: an additive mask */
-    const char *mask_name;            /* "none", "causal" or "explicit" */
+    struct drawn_lease params_lease; /* the drawn ones, until freed */
+    uint8_t *mask, *key_padding;     /* owned */
+    float *mask_bias;                /* owned: an additive mask */
+    const char *mask_name;           /* "none", "causal" or "explicit" */
     int mask_type;         /* enum request_mask_type: as asked, then as read */
     int mask_convention;   /* enum request_mask_convention */
     const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
@@ -96,8 +96,10 @@ struct request {
     bool compute;     /* false: "return": [] asks for tokens and config */
     unsigned extra;   /* bit set of enum request_extra */
     uint64_t given;   /* bit i: the client sent request_fields[i] */
-    struct budget_hold *hold; /* borrowed: what decoding reserves its
-                                 memory on; NULL counts nothing */
+    struct drawn_cache *drawn; /* borrowed: where token embeddings are
+                                  kept; NULL draws each */
+    struct budget_hold *hold;  /* borrowed: what decoding reserves its
+                                  memory on; NULL counts nothing */
     struct request_png png;
 };
 

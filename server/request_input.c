@@ -172,9 +172,8 @@ static bool embed_text(const struct request *req, struct request_input *in,
     in->x = malloc(count * sizeof *in->x);
     if (!in->x)
         return problem_set(pb, 503, at->pointer, "out of memory");
-    for (size_t t = 0; t < in->n; t++)
-        attn_embed_token(in->tokens.text[t], strlen(in->tokens.text[t]),
-                         req->cfg.seed, in->d, in->x + t * in->d);
+    drawn_embed_tokens(req->drawn, in->tokens.text, in->n, req->cfg.seed, in->d,
+                       in->x);
     return true;
 }
 

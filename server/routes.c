@@ -27,20 +27,13 @@ static enum MHD_Result handle_healthz(struct exchange *ex,
 static enum MHD_Result handle_metrics(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
-    struct params_cache_stats cache;
-    params_cache_stats(&ex->srv->params, &cache);
-    const struct metrics_now now = {
-        .params_cache_bytes = cache.bytes,
-        .params_cache_limit = cache.cap,
-        .params_cache_tensors = cache.tensors,
-        .params_cache_hits = cache.hits,
-        .params_cache_misses = cache.misses,
-        .params_cache_evictions = cache.evictions,
+    struct metrics_now now = {
         .waiting = workers_waiting(&ex->srv->workers),
         .draining = atomic_load(&ex->srv->draining),
         .memory_reserved = budget_used(&ex->srv->memory),
         .memory_limit = ex->srv->memory.limit,
     };
+    drawn_cache_stats(&ex->srv->drawn, &now.drawn);
     size_t len = 0;
     char *text = metrics_render(&now, &len);
     return reply_queue(

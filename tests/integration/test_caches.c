@@ -57,7 +57,7 @@ static void test_answers_identical_with_and_without(void **state)
 {
     (void)state;
     struct server cached, plain;
-    const char *off[] = {"--params-cache", "0", NULL};
+    const char *off[] = {"--drawn-cache", "0", NULL};
     assert_true(server_start(&cached, NULL));
     assert_true(server_start(&plain, off));
     for (int round = 0; round < 2; round++) {
@@ -81,10 +81,14 @@ static void test_answers_identical_with_and_without(void **state)
         }
     }
     /* the second round found what the first drew */
-    assert_true(metric(&cached, "attnd_params_cache_hits_total") > 0);
-    assert_true(metric(&cached, "attnd_params_cache_tensors") > 0);
-    assert_true(metric(&plain, "attnd_params_cache_hits_total") == 0);
-    assert_true(metric(&plain, "attnd_params_cache_bytes") == 0);
+    assert_true(
+        metric(&cached, "attnd_drawn_cache_hits_total{kind=\"params\"}") > 0);
+    assert_true(
+        metric(&cached, "attnd_drawn_cache_hits_total{kind=\"tokens\"}") > 0);
+    assert_true(metric(&cached, "attnd_drawn_cache_entries") > 0);
+    assert_true(
+        metric(&plain, "attnd_drawn_cache_hits_total{kind=\"params\"}") == 0);
+    assert_true(metric(&plain, "attnd_drawn_cache_bytes") == 0);
     assert_int_equal(server_stop(&cached, 10.0), 0);
     assert_int_equal(server_stop(&plain, 10.0), 0);
 }
@@ -95,7 +99,7 @@ static void test_small_cap_is_kept(void **state)
 {
     (void)state;
     struct server s;
-    const char *args[] = {"--params-cache", "100000", NULL};
+    const char *args[] = {"--drawn-cache", "100000", NULL};
     assert_true(server_start(&s, args));
     char body[128];
     for (int seed = 0; seed < 12; seed++) {
@@ -107,8 +111,8 @@ static void test_small_cap_is_kept(void **state)
         assert_int_equal(r.status, 200);
         reply_free(&r);
     }
-    assert_true(metric(&s, "attnd_params_cache_evictions_total") > 0);
-    assert_true(metric(&s, "attnd_params_cache_bytes") <= 100000);
+    assert_true(metric(&s, "attnd_drawn_cache_evictions_total") > 0);
+    assert_true(metric(&s, "attnd_drawn_cache_bytes") <= 100000);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
