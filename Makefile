@@ -7,6 +7,7 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
+#   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
 #   make deps       install the Debian packages all of the above need
 #
@@ -64,7 +65,8 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 BENCH_BIN := $(BUILD)/bench_attention
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
-        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
+        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress \
+        jsonnum-exhaustive
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -163,6 +165,18 @@ INTEG_SUPPORT := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%.o
 $(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_SUPPORT)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) -lm
+
+# The float formatter's checks, shared by its unit test and the exhaustive
+# run over every float32 (minutes on two cores: not part of `make test`).
+$(BUILD)/tests/server/test_jsonnum: $(BUILD)/tests/server/jsonnum_check.o
+JSONNUM_EXHAUSTIVE := $(BUILD)/tests/server/jsonnum_exhaustive
+$(JSONNUM_EXHAUSTIVE): $(BUILD)/tests/server/jsonnum_exhaustive.o $(BUILD)/tests/server/jsonnum_check.o $(SERVER_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
+
+jsonnum-exhaustive: deps-build
+	@$(MAKE) --no-print-directory $(JSONNUM_EXHAUSTIVE)
+	$(JSONNUM_EXHAUSTIVE)
 
 unit: $(UNIT_BIN)
 	@tests/run-cmocka $(UNIT_BIN)
@@ -301,7 +315,7 @@ golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
 
 # Every C file written by hand (the generated tables keep their generator's form).
-FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
+FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h server/jsonnum_pow10.h, \
     $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)

@@ -1,7 +1,8 @@
 /*
- * test_jsonnum.c - float formatting against a slow reference built on
- * glibc's correctly rounded snprintf and strtof, on chosen edge cases and on
- * millions of random floats. `make jsonnum-exhaustive` checks every float.
+ * test_jsonnum.c - float formatting on chosen edge cases and millions of
+ * random floats, against two references of its own: a search over lengths
+ * on glibc's correctly rounded snprintf and strtof (below), and the checks
+ * `make jsonnum-exhaustive` runs on every float (jsonnum_check.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 
 #include "attention.h"
 #include "jsonnum.h"
+#include "jsonnum_check.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -97,81 +99,20 @@ static int significant_digits(const char *s)
     return n - trailing_zeros > 0 ? n - trailing_zeros : 1;
 }
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-/* JSON's number grammar, and this module's style within it: scientific
- * notation, one digit before the point, exactly when the decimal exponent
- * is outside -5..8; no '+', no leading zeros in the exponent, no trailing
- * zeros after a point. */
-static void check_json_style(const char *text)
-{
-    const char *s = text;
-    if (*s == '-')
-        s++;
-    const char *int_start = s;
-    if (*s == '0')
-        s++;
-    else if (*s >= '1' && *s <= '9')
-        while (is_digit(*s))
-            s++;
-    else
-        fail_msg("%s: no integer part", text);
-    const int int_digits = (int)(s - int_start);
-    const char *frac_start = NULL;
-    int frac_digits = 0;
-    if (*s == '.') {
-        frac_start = ++s;
-        while (is_digit(*s))
-            s++;
-        frac_digits = (int)(s - frac_start);
-        if (frac_digits == 0 || s[-1] == '0')
-            fail_msg("%s: bad fraction", text);
-    }
-    if (*s == 'e') {
-        s++;
-        const bool negative = *s == '-';
-        if (negative)
-            s++;
-        if (*s < '1' || *s > '9')
-            fail_msg("%s: bad exponent", text);
-        long x = 0;
-        while (is_digit(*s))
-            x = x * 10 + (*s++ - '0');
-        if (negative)
-            x = -x;
-        if (int_digits != 1 || *int_start == '0' || (x >= -5 && x <= 8))
-            fail_msg("%s: scientific notation for exponent %ld", text, x);
-    } else if (*int_start == '0' && frac_start) {
-        int zeros = 0;
-        while (frac_start[zeros] == '0')
-            zeros++;
-        if (zeros > 4)
-            fail_msg("%s: plain below 1e-5", text);
-    } else if (int_digits > 9) {
-        fail_msg("%s: plain above 1e9", text);
-    }
-    if (*s != '\0')
-        fail_msg("%s: trailing characters", text);
-}
-
 /* ------------------------------------------------------------- checks */
 
 static void check_one(float f)
 {
-    char out[JSONNUM_MAX];
+    char out[JSONNUM_MAX], why[160];
     const size_t len = jsonnum_format(f, 0, out);
     assert_int_equal(len, strlen(out));
     assert_true(len < JSONNUM_MAX);
-    check_json_style(out);
-    const float back = strtof(out, NULL);
-    if (!same_float(back, f))
-        fail_msg("%.9g printed as %s reads back as %.9g", (double)f, out,
-                 (double)back);
+    if (!jsonnum_check_shortest(f, out, why, sizeof why))
+        fail_msg("%.9g: %s", (double)f, why);
     if (f == 0.0f)
         return;
+    /* the search: the fewest digits at which a decimal reads back, and the
+     * nearest such */
     const int p = significant_digits(out);
     uint64_t m;
     int e;
@@ -186,15 +127,11 @@ static void check_one(float f)
 
 static void check_fixed(float f, int p)
 {
-    char ours[JSONNUM_MAX], ref[64];
-    const size_t len = jsonnum_format(f, p, ours);
-    assert_int_equal(len, strlen(ours));
-    check_json_style(ours);
-    snprintf(ref, sizeof ref, "%.*e", p - 1, (double)f);
-    if (strtod(ours, NULL) != strtod(ref, NULL) ||
-        significant_digits(ours) > p || !signbit(strtod(ours, NULL)) != !signbit(f))
-        fail_msg("%.9g at %d digits: %s, printf says %s", (double)f, p, ours,
-                 ref);
+    char out[JSONNUM_MAX], why[160];
+    const size_t len = jsonnum_format(f, p, out);
+    assert_int_equal(len, strlen(out));
+    if (!jsonnum_check_fixed(f, p, out, why, sizeof why))
+        fail_msg("%s", why);
 }
 
 static void expect(float f, int precision, const char *text)
@@ -389,6 +326,48 @@ static void test_fixed_precision_ties(void **state)
         }
 }
 
+/* The checks of jsonnum_check.c, which the exhaustive run relies on, turn
+ * down texts that are wrong in each way. */
+static void test_checker_rejects(void **state)
+{
+    (void)state;
+    char why[160];
+    struct {
+        float f;
+        const char *text;
+    } shortest_wrong[] = {
+        {0.1f, "0.100000001"},     /* reads back, not shortest */
+        {0.1f, "0.2"},             /* does not read back */
+        {-0.0f, "0"},              /* sign lost */
+        {ldexpf(1.0f, -96), "1.26217745e-29"}, /* 8 digits do */
+        {1048576.25f, "1048576.3"}, /* a tie, to the odd digit */
+        {33554436.0f, "33554435"},  /* reads back, 33554436 is nearer */
+        {1e10f, "10000000000"},     /* plain above 1e9 */
+        {1e-6f, "0.000001"},        /* plain below 1e-5 */
+        {1.5f, "1.50"},             /* trailing zero */
+        {1.5f, "+1.5"},
+        {100.0f, "1e2"},
+        {1e20f, "1e+20"},
+        {1e20f, "1E20"},
+        {1e-7f, "1e-07"},
+        {NAN, "0"},
+        {1.0f, "null"},
+    };
+    for (size_t i = 0; i < sizeof shortest_wrong / sizeof shortest_wrong[0];
+         i++)
+        if (jsonnum_check_shortest(shortest_wrong[i].f, shortest_wrong[i].text,
+                                   why, sizeof why))
+            fail_msg("%s passed for %.9g", shortest_wrong[i].text,
+                     (double)shortest_wrong[i].f);
+    assert_true(jsonnum_check_shortest(1048576.25f, "1048576.2", why,
+                                       sizeof why));
+    assert_false(jsonnum_check_fixed(0.125f, 2, "0.13", why, sizeof why));
+    assert_false(jsonnum_check_fixed(9.99f, 2, "9.9", why, sizeof why));
+    assert_false(jsonnum_check_fixed(123.0f, 2, "123", why, sizeof why));
+    assert_false(jsonnum_check_fixed(-2.5f, 1, "2", why, sizeof why));
+    assert_true(jsonnum_check_fixed(0.125f, 2, "0.12", why, sizeof why));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_fixed_precision_edges),
         cmocka_unit_test(test_fixed_precision_matches_printf),
         cmocka_unit_test(test_fixed_precision_ties),
+        cmocka_unit_test(test_checker_rejects),
     };
     return cmocka_run_group_tests_name("jsonnum", tests, NULL, NULL);
 }
