@@ -233,6 +233,16 @@ $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
 
+# The float formatter alone, for callgrind (README, "Benchmark").
+$(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Iserver -c $< -o $@
+
+$(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@
+
 bench: deps-build
 	@$(MAKE) --no-print-directory $(BENCH_BIN)
 	$(BENCH_BIN) --json $(BUILD)/bench.json

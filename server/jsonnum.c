@@ -5,7 +5,7 @@
  *
  * Both are exact and use only integer arithmetic: no libm, no printf, no
  * strtof, no loop over candidate lengths. A weights array can hold millions
- * of floats, and formatting them is most of a small request's work.
+ * of floats, and formatting them was a third of a small request's work.
  *
  * A finite nonzero float is c * 2^q with c an integer below 2^24. Scaling
  * it by a power of ten uses a 64-bit approximation g of that power from a
@@ -19,10 +19,10 @@
  * above). Choose k so that 10^k <= width(R) < 10^(k+1): R then holds at
  * most one multiple of 10^(k+1), which if present is the shortest answer,
  * and otherwise at least one of the two multiples of 10^k around the float,
- * of which the answer is the nearer. The scaled bounds are computed with two
- * bits below the unit and rounded to odd, which decides every comparison
- * with an even integer as the exact values would (`make jsonnum-exhaustive`
- * checks every float).
+ * of which the answer is the nearer. The float and R's ends, scaled by
+ * 10^-k, are counted in quarters and rounded to odd, which decides every
+ * comparison with an even number of quarters as the exact values would
+ * (`make jsonnum-exhaustive` checks every float).
  *
  * Fixed digits: the float scaled to p or p + 1 digits before the point,
  * with 28 bits after it. Only when those bits put it within the error of a
@@ -52,17 +52,21 @@ static int floor_log10_three_quarters_pow2(int q)
            JSONNUM_LOG_SHIFT;
 }
 
-/* floor(n * g(10^e) / 2^shift) exactly, for n < 2^32 and 0 < shift < 96
- * when the result fits 64 bits; g is the table's value, a hair above 10^e
- * scaled by 2^(63 - b). */
-static uint64_t mul_pow10_shr(uint64_t n, int e, int shift)
+/* floor(n * g / 2^shift) exactly, for n < 2^32 and 0 < shift < 96 when
+ * the result fits 64 bits. */
+static uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
 {
-    const uint64_t g = jsonnum_pow10_g[e - JSONNUM_POW10_MIN];
     const uint64_t lo = n * (uint32_t)g, hi = n * (g >> 32);
     /* n * g = hi * 2^32 + lo, both parts below 2^64 */
     if (shift <= 32)
         return (hi << (32 - shift)) + (lo >> shift);
     return (hi + (lo >> 32)) >> (shift - 32);
+}
+
+/* The table's 10^e: g, a hair above 10^e * 2^(63 - b), and b. */
+static uint64_t pow10_g(int e)
+{
+    return jsonnum_pow10_g[e - JSONNUM_POW10_MIN];
 }
 
 static int pow10_b(int e)
@@ -72,17 +76,14 @@ static int pow10_b(int e)
 
 /* ------------------------------------------------------------ shortest */
 
-/* n * 2^q * 10^e rounded to odd: the value itself when it is an integer,
+/* x = n * 2^q * 10^e rounded to odd: x itself when it is an integer,
  * otherwise whichever of the two integers around it is odd. Comparing the
- * result with an even integer gives the exact value's answer. n < 2^27
- * (quarter units of a float's c), e = -k for the k of shortest(), so the
- * value is below 2^30; it is computed with 32 bits below the point. */
-static uint32_t round_to_odd(uint64_t n, int q, int e)
+ * result with an even integer gives the exact x's answer. n < 2^27
+ * (quarter units of a float's c), e = -k for the k of shortest(), so x is
+ * below 2^30; with g and shift from there, n * g / 2^shift is x * 2^32. */
+static uint32_t round_to_odd(uint64_t n, uint64_t g, int shift)
 {
-    /* x * 2^32 = n * 2^q * 10^e * 2^32 = n * g * 2^(q + b - 31) */
-    const int shift = 31 - q - pow10_b(e);
-    assert(shift >= 28 && shift <= 31);
-    const uint64_t x32 = mul_pow10_shr(n, e, shift);
+    const uint64_t x32 = mul_shr(n, g, shift);
     return (uint32_t)(x32 >> 32) | ((uint32_t)x32 != 0);
 }
 
@@ -104,11 +105,15 @@ static uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
     /* in quarter units of 2^q: the float, its interval's low and high end */
     const uint64_t mid = (uint64_t)c << 2;
     const uint64_t low = mid - (irregular ? 1 : 2), high = mid + 2;
-    const int k = irregular ? floor_log10_three_quarters_pow2(q)
-                            : floor_log10_pow2(q);
-    const uint32_t vm = round_to_odd(mid, q, -k);
-    const uint32_t vl = round_to_odd(low, q, -k);
-    const uint32_t vh = round_to_odd(high, q, -k);
+    const int k =
+        irregular ? floor_log10_three_quarters_pow2(q) : floor_log10_pow2(q);
+    /* x * 2^32 = n * 2^q * 10^-k * 2^32 = n * g * 2^(q + b - 31) */
+    const uint64_t g = pow10_g(-k);
+    const int shift = 31 - q - pow10_b(-k);
+    assert(shift >= 28 && shift <= 31);
+    const uint32_t vm = round_to_odd(mid, g, shift);
+    const uint32_t vl = round_to_odd(low, g, shift);
+    const uint32_t vh = round_to_odd(high, g, shift);
     /* Reading a decimal rounds to nearest, ties to even c: the interval
      * includes its ends when c is even. A decimal d * 10^k is compared as
      * 4d with the scaled ends. */
@@ -223,7 +228,7 @@ static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
      * exact value. */
     const int shift = 34 - q - pow10_b(m);
     assert(shift >= 23 && shift <= 59);
-    const uint64_t y = mul_pow10_shr(c, m, shift);
+    const uint64_t y = mul_shr(c, pow10_g(m), shift);
     uint64_t twice = y >> 28; /* floor(2x), unless near a multiple */
     int side = 1;             /* x lies above twice / 2 */
     if ((y & 0xFFFFFFF) <= 2) /* just below, at or just above twice / 2 */
@@ -247,67 +252,101 @@ static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
 
 /* -------------------------------------------------------------- writing */
 
+static const char digit_pairs[] = "00010203040506070809"
+                                  "10111213141516171819"
+                                  "20212223242526272829"
+                                  "30313233343536373839"
+                                  "40414243444546474849"
+                                  "50515253545556575859"
+                                  "60616263646566676869"
+                                  "70717273747576777879"
+                                  "80818283848586878889"
+                                  "90919293949596979899";
+
+/* Digits in v (0 < v < 10^9). */
+static int decimal_length(uint32_t v)
+{
+    if (v < 10000)
+        return v < 100 ? 1 + (v >= 10) : 3 + (v >= 1000);
+    if (v < 1000000)
+        return 5 + (v >= 100000);
+    return v < 100000000 ? 7 + (v >= 10000000) : 9;
+}
+
+/* The last n digits of v at out, leading zeros included, two at a time. */
+static void write_digits(char *out, uint32_t v, int n)
+{
+    for (; n >= 2; n -= 2, v /= 100)
+        memcpy(out + n - 2, digit_pairs + 2 * (v % 100), 2);
+    if (n)
+        out[0] = (char)('0' + v % 10);
+}
+
+/* a sign, 9 digits and the 8 zeros copied after them at once */
+_Static_assert(JSONNUM_MAX >= 1 + 9 + 8, "write_decimal's copies fit");
+
 /* Write digits * 10^exp10 (digits > 0, or 0 for a zero) in JSON form,
  * without trailing zeros: plain for decimal exponents -5..8, as JavaScript
- * does below 1e21 and Python's repr() above 1e-5, scientific otherwise. */
+ * does below 1e21 and Python's repr() above 1e-5, scientific otherwise.
+ * At most 15 bytes and the NUL; the fixed-size copies below stay within
+ * JSONNUM_MAX. */
 static size_t write_decimal(char *out, bool negative, uint32_t digits,
                             int exp10)
 {
-    size_t n = 0;
+    char *o = out;
     if (negative)
-        out[n++] = '-';
+        *o++ = '-';
     if (digits == 0) {
-        out[n++] = '0';
-        out[n] = '\0';
-        return n;
+        memcpy(o, "0", 2);
+        return (size_t)(o - out) + 1;
     }
     while (digits % 10 == 0) {
         digits /= 10;
         exp10++;
     }
-    int n_digits = 1;
-    while (n_digits < 10 && digits >= pow10_u32[n_digits])
-        n_digits++;
-    char d[10];
-    for (int i = n_digits - 1; i >= 0; i--) {
-        d[i] = (char)('0' + digits % 10);
-        digits /= 10;
-    }
-    const int point = exp10 + n_digits - 1; /* exponent of the first digit */
+    const int n = decimal_length(digits);
+    const int point = exp10 + n - 1; /* exponent of the first digit */
+    int len;
     if (point >= 0 && point < 9) {
-        for (int i = 0; i <= point; i++)
-            out[n++] = i < n_digits ? d[i] : '0';
-        if (n_digits > point + 1) {
-            out[n++] = '.';
-            for (int i = point + 1; i < n_digits; i++)
-                out[n++] = d[i];
+        if (n <= point + 1) { /* an integer: the digits, then zeros */
+            write_digits(o, digits, n);
+            memcpy(o + n, "00000000", 8);
+            len = point + 1;
+        } else { /* the digits, the point after point + 1 of them */
+            const int after = n - 1 - point;
+            const uint32_t unit = pow10_u32[after];
+            write_digits(o, digits / unit, point + 1);
+            o[point + 1] = '.';
+            write_digits(o + point + 2, digits % unit, after);
+            len = n + 1;
         }
-    } else if (point < 0 && point >= -5) {
-        out[n++] = '0';
-        out[n++] = '.';
-        for (int i = -1; i > point; i--)
-            out[n++] = '0';
-        for (int i = 0; i < n_digits; i++)
-            out[n++] = d[i];
-    } else {
-        out[n++] = d[0];
-        if (n_digits > 1) {
-            out[n++] = '.';
-            for (int i = 1; i < n_digits; i++)
-                out[n++] = d[i];
+    } else if (point < 0 && point >= -5) { /* 0.000ddd */
+        memcpy(o, "0.00000", 8);
+        write_digits(o + 1 - point, digits, n);
+        len = 1 - point + n;
+    } else { /* d.ddde-7 */
+        write_digits(o + 1, digits, n);
+        o[0] = o[1];
+        len = 1;
+        if (n > 1) {
+            o[1] = '.';
+            len = n + 1;
         }
-        out[n++] = 'e';
+        o[len++] = 'e';
         int e = point;
         if (e < 0) {
-            out[n++] = '-';
+            o[len++] = '-';
             e = -e;
         }
-        if (e >= 10)
-            out[n++] = (char)('0' + e / 10);
-        out[n++] = (char)('0' + e % 10);
+        if (e >= 10) {
+            memcpy(o + len, digit_pairs + 2 * e, 2);
+            len += 2;
+        } else {
+            o[len++] = (char)('0' + e);
+        }
     }
-    out[n] = '\0';
-    return n;
+    o[len] = '\0';
+    return (size_t)(o - out) + (size_t)len;
 }
 
 size_t jsonnum_format(float f, int precision, char *out)

@@ -33,8 +33,8 @@ static bool is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
-bool jsonnum_check_style(const char *text, struct jsonnum_decimal *d,
-                         char *why, size_t why_size)
+bool jsonnum_check_style(const char *text, struct jsonnum_decimal *d, char *why,
+                         size_t why_size)
 {
     const char *s = text;
     d->negative = *s == '-';
@@ -285,8 +285,8 @@ bool jsonnum_check_fixed(float f, int p, const char *text, char *why,
     const double ours = strtod(text, NULL), theirs = strtod(ref, NULL);
     if (ours != theirs || !signbit(ours) != !signbit(theirs)) {
         char reason[96];
-        snprintf(reason, sizeof reason, "%.9g at %d digits is %s", (double)f,
-                 p, ref);
+        snprintf(reason, sizeof reason, "%.9g at %d digits is %s", (double)f, p,
+                 ref);
         return fail(why, why_size, text, reason);
     }
     if (d.n_digits > p)

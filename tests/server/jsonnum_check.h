@@ -28,8 +28,8 @@ struct jsonnum_decimal {
  * notation, one digit before the point, exactly when the decimal exponent
  * is outside -5..8; no '+', no leading zeros in the exponent, no trailing
  * zeros after a point, at most 9 significant digits. Fills *d. */
-bool jsonnum_check_style(const char *text, struct jsonnum_decimal *d,
-                         char *why, size_t why_size);
+bool jsonnum_check_style(const char *text, struct jsonnum_decimal *d, char *why,
+                         size_t why_size);
 
 /* The text of a finite f in the shortest form: it reads back as f (sign
  * included), no decimal with fewer significant digits does, and no other

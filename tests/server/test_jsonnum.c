@@ -139,8 +139,8 @@ static void expect(float f, int precision, const char *text)
     char out[JSONNUM_MAX];
     jsonnum_format(f, precision, out);
     if (strcmp(out, text) != 0)
-        fail_msg("%.9g at precision %d: %s, expected %s", (double)f,
-                 precision, out, text);
+        fail_msg("%.9g at precision %d: %s, expected %s", (double)f, precision,
+                 out, text);
 }
 
 /* -------------------------------------------------------------- tests */
@@ -181,10 +181,10 @@ static void test_special_values(void **state)
 static void test_edges(void **state)
 {
     (void)state;
-    expect(from_bits(1), 0, "1e-45");                   /* smallest */
-    expect(from_bits(0x007FFFFF), 0, "1.1754942e-38");  /* largest subnormal */
-    expect(from_bits(0x00800000), 0, "1.1754944e-38");  /* smallest normal */
-    expect(from_bits(0x7F7FFFFF), 0, "3.4028235e38");   /* largest */
+    expect(from_bits(1), 0, "1e-45");                  /* smallest */
+    expect(from_bits(0x007FFFFF), 0, "1.1754942e-38"); /* largest subnormal */
+    expect(from_bits(0x00800000), 0, "1.1754944e-38"); /* smallest normal */
+    expect(from_bits(0x7F7FFFFF), 0, "3.4028235e38");  /* largest */
     expect(-from_bits(0x7F7FFFFF), 0, "-3.4028235e38");
     expect(1e-5f, 0, "0.00001");
     expect(9.999999e-6f, 0, "9.999999e-6");
@@ -336,15 +336,15 @@ static void test_checker_rejects(void **state)
         float f;
         const char *text;
     } shortest_wrong[] = {
-        {0.1f, "0.100000001"},     /* reads back, not shortest */
-        {0.1f, "0.2"},             /* does not read back */
-        {-0.0f, "0"},              /* sign lost */
+        {0.1f, "0.100000001"},                 /* reads back, not shortest */
+        {0.1f, "0.2"},                         /* does not read back */
+        {-0.0f, "0"},                          /* sign lost */
         {ldexpf(1.0f, -96), "1.26217745e-29"}, /* 8 digits do */
-        {1048576.25f, "1048576.3"}, /* a tie, to the odd digit */
-        {33554436.0f, "33554435"},  /* reads back, 33554436 is nearer */
-        {1e10f, "10000000000"},     /* plain above 1e9 */
-        {1e-6f, "0.000001"},        /* plain below 1e-5 */
-        {1.5f, "1.50"},             /* trailing zero */
+        {1048576.25f, "1048576.3"},            /* a tie, to the odd digit */
+        {33554436.0f, "33554435"}, /* reads back, 33554436 is nearer */
+        {1e10f, "10000000000"},    /* plain above 1e9 */
+        {1e-6f, "0.000001"},       /* plain below 1e-5 */
+        {1.5f, "1.50"},            /* trailing zero */
         {1.5f, "+1.5"},
         {100.0f, "1e2"},
         {1e20f, "1e+20"},
@@ -359,8 +359,8 @@ static void test_checker_rejects(void **state)
                                    why, sizeof why))
             fail_msg("%s passed for %.9g", shortest_wrong[i].text,
                      (double)shortest_wrong[i].f);
-    assert_true(jsonnum_check_shortest(1048576.25f, "1048576.2", why,
-                                       sizeof why));
+    assert_true(
+        jsonnum_check_shortest(1048576.25f, "1048576.2", why, sizeof why));
     assert_false(jsonnum_check_fixed(0.125f, 2, "0.13", why, sizeof why));
     assert_false(jsonnum_check_fixed(9.99f, 2, "9.9", why, sizeof why));
     assert_false(jsonnum_check_fixed(123.0f, 2, "123", why, sizeof why));
