@@ -334,7 +334,8 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) \
+           $(BUILD)/bench_jsonnum $(JSONNUM_EXHAUSTIVE)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
