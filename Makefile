@@ -7,9 +7,9 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
 #   make deps       install the Debian packages all of the above need
+#   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
 # all, run, test, asan, bench, fuzz and golden first install what they need
 # and is missing (tests/deps.sh), then build.
@@ -65,8 +65,7 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 BENCH_BIN := $(BUILD)/bench_attention
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
-        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress \
-        jsonnum-exhaustive
+        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -167,16 +166,29 @@ $(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_S
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) -lm
 
 # The float formatter's checks, shared by its unit test and the exhaustive
-# run over every float32 (minutes on two cores: not part of `make test`).
+# run over every float32 (minutes on two cores: not part of `make test`),
+# and its instruction count under callgrind (README, "Benchmark").
 $(BUILD)/tests/server/test_jsonnum: $(BUILD)/tests/server/jsonnum_check.o
 JSONNUM_EXHAUSTIVE := $(BUILD)/tests/server/jsonnum_exhaustive
 $(JSONNUM_EXHAUSTIVE): $(BUILD)/tests/server/jsonnum_exhaustive.o $(BUILD)/tests/server/jsonnum_check.o $(SERVER_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
 
+$(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Iserver -c $< -o $@
+
+$(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@
+
+.PHONY: jsonnum-exhaustive
 jsonnum-exhaustive: deps-build
 	@$(MAKE) --no-print-directory $(JSONNUM_EXHAUSTIVE)
 	$(JSONNUM_EXHAUSTIVE)
+
+build-all: $(JSONNUM_EXHAUSTIVE) $(BUILD)/bench_jsonnum
 
 unit: $(UNIT_BIN)
 	@tests/run-cmocka $(UNIT_BIN)
@@ -232,16 +244,6 @@ $(BUILD)/bench/%.o: tests/bench/%.c
 $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
-
-# The float formatter alone, for callgrind (README, "Benchmark").
-$(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
-	@mkdir -p $(@D)
-	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Iserver -c $< -o $@
-
-$(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
-	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $^ -o $@
 
 bench: deps-build
 	@$(MAKE) --no-print-directory $(BENCH_BIN)
@@ -325,7 +327,7 @@ golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
 
 # Every C file written by hand (the generated tables keep their generator's form).
-FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h server/jsonnum_pow10.h, \
+FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
     $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
@@ -334,8 +336,7 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) \
-           $(BUILD)/bench_jsonnum $(JSONNUM_EXHAUSTIVE)
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -66,12 +66,12 @@ static uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
 /* The table's 10^e: g, a hair above 10^e * 2^(63 - b), and b. */
 static uint64_t pow10_g(int e)
 {
-    return jsonnum_pow10_g[e - JSONNUM_POW10_MIN];
+    return jsonnum_pow10[e - JSONNUM_POW10_MIN].g;
 }
 
 static int pow10_b(int e)
 {
-    return jsonnum_pow10_b[e - JSONNUM_POW10_MIN];
+    return jsonnum_pow10[e - JSONNUM_POW10_MIN].b;
 }
 
 /* ------------------------------------------------------------ shortest */

@@ -90,10 +90,11 @@ def main():
  * Regenerate with
  *     /usr/bin/python3 server/jsonnum_pow10.py > server/jsonnum_pow10.h
  *
- * 10^e = (jsonnum_pow10_g - a fraction in [0, 1)) * 2^(jsonnum_pow10_b - 63)
- * for e in [JSONNUM_POW10_MIN, JSONNUM_POW10_MAX]: g is the 64 leading bits
- * of 10^e, rounded down, plus one, so it is never below the true value and
- * above it by less than one unit. b = floor(log2(10^e)).
+ * jsonnum_pow10[e - JSONNUM_POW10_MIN] for e in [JSONNUM_POW10_MIN,
+ * JSONNUM_POW10_MAX]: 10^e = (g - a fraction in [0, 1)) * 2^(b - 63).
+ * g is the 64 leading bits of 10^e, rounded down, plus one, so it is never
+ * below the true value and above it by less than one unit;
+ * b = floor(log2(10^e)).
  */
 #ifndef ATTND_JSONNUM_POW10_H
 #define ATTND_JSONNUM_POW10_H
@@ -112,14 +113,14 @@ def main():
     out.write("#define JSONNUM_LOG_SHIFT %d\n" % LOG_SHIFT)
     out.write("#define JSONNUM_LOG10_2_MUL %d\n" % LOG10_2_MUL)
     out.write("#define JSONNUM_LOG10_3_4_ADD (%d)\n\n" % LOG10_3_4_ADD)
-    out.write("static const uint64_t jsonnum_pow10_g[] = {\n")
-    for e, g, b in rows:
-        out.write("    0x%016xu, /* 10^%d */\n" % (g, e))
-    out.write("};\n\n")
-    out.write("static const int16_t jsonnum_pow10_b[] = {\n")
-    for i in range(0, len(rows), 12):
-        out.write("    " + ", ".join("%d" % b for _, _, b in rows[i:i + 12])
-                  + ",\n")
+    out.write("static const struct jsonnum_pow10 {\n"
+              "    uint64_t g;\n"
+              "    int b;\n"
+              "} jsonnum_pow10[] = {\n")
+    entries = ["{0x%016xu, %d}," % (g, b) for _, g, b in rows]
+    width = max(len(entry) for entry in entries)  # comments aligned
+    for (e, _, _), entry in zip(rows, entries):
+        out.write("    %s /* 10^%d */\n" % (entry.ljust(width), e))
     out.write("};\n\n#endif\n")
 
 
