@@ -3,11 +3,16 @@
 #   make            build the core library, the server and the tests into build/
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
-#   make bench      the attention benchmark; writes build/bench.json
+#   make bench      the attention benchmark (writes build/bench.json), then
+#                   small requests' latency beside the largest computations,
+#                   and attnd's HTTP rate against nginx's (wrk)
+#   make load       a mixed load on a real server (LOAD_SECONDS=120,
+#                   LOAD_CLIENTS=64): errors and resident memory
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make golden     regenerate tests/golden/ (needs python3-numpy and python3-torch)
+#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
+#                   and python3-torch); make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
 #   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
@@ -50,8 +55,10 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 # server/draw/ is the drawing library (heatmaps, font, PNG writer); it is
 # archived with the rest of the server but compiled on its own terms below.
+# server/model/ reads checkpoints (safetensors, config.json, vocab.txt).
 DRAW_SRC := $(wildcard server/draw/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC)
+MODEL_SRC := $(wildcard server/model/*.c)
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC) $(MODEL_SRC)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
 SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
@@ -63,8 +70,9 @@ INTEG_SRC := $(wildcard tests/integration/test_*.c)
 INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
+BENCH_SERVICE := $(BUILD)/bench_service
 
-.PHONY: all build-all deps deps-build deps-fuzz deps-golden test c-test unit server-unit integration \
+.PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
 all: deps
 	@$(MAKE) --no-print-directory build-all
@@ -81,6 +89,8 @@ deps-fuzz:
 	@$(DEPS) build fuzz
 deps-golden:
 	@$(DEPS) golden
+deps-bench:
+	@$(DEPS) build test bench
 
 # The browser tests' node modules (playwright-core; the browser is Debian's).
 WEB_MODULES := tests/web/node_modules/.package-lock.json
@@ -245,9 +255,30 @@ $(BENCH_BIN): $(BUILD)/bench/bench_attention.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
 
-bench: deps-build
-	@$(MAKE) --no-print-directory $(BENCH_BIN)
+# The service under load, against the real binary (the integration
+# harness starts it).
+$(BUILD)/bench/bench_service.o: tests/bench/bench_service.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,libcurl) -c $< -o $@
+
+$(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harness.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
+
+bench: deps-bench
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(ATTND)
 	$(BENCH_BIN) --json $(BUILD)/bench.json
+	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
+	ATTND_BIN=$(ATTND) tests/bench/http.sh
+
+# A mixed load of LOAD_CLIENTS keep-alive clients for LOAD_SECONDS; exits
+# non-zero on any error or on memory that grows after the first third.
+LOAD_SECONDS ?= 120
+LOAD_CLIENTS ?= 64
+load: deps-bench
+	@$(MAKE) --no-print-directory $(BENCH_SERVICE) $(ATTND)
+	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) load $(LOAD_SECONDS) $(LOAD_CLIENTS)
 
 # ------------------------------------------------------------------- fuzz
 # libFuzzer targets tests/fuzz/fuzz_*.c, each linked with every core and
@@ -325,10 +356,23 @@ fuzz-regress: fuzz-build
 # ----------------------------------------------------------------- golden
 golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
+	$(PYTHON) tests/models/generate.py tests/models
+
+# test_bert_memory counts the core's allocations through a wrapped
+# allocator, to hold bert_forward_bytes() to what bert_forward() takes.
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
+$(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/support.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+
+# The small random BERT checkpoints in the Hub's layout and their goldens.
+.PHONY: models-golden
+models-golden: deps-golden
+	$(PYTHON) tests/models/generate.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
-    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] tests/*/*.[ch]))
+    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] server/model/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 
@@ -336,7 +380,7 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN)
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

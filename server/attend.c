@@ -8,20 +8,22 @@
 #include <string.h>
 
 bool attend_run(struct request *req, unsigned threads,
-                const atomic_bool *cancel, struct attn_result *res,
-                struct problem *pb)
+                const atomic_bool *cancel, struct drawn_cache *cache,
+                struct attn_result *res, struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
     memset(res, 0, sizeof *res);
-    /* Parameters the client wants back are drawn here and then passed in,
-     * so the response shows exactly the values that were used. */
-    if ((req->extra & REQUEST_WANT_PARAMS) &&
-        req->params_source == PARAMS_SEED && c->mode == ATTN_MODE_PROJECTED) {
-        struct attn_error err;
-        const attn_status st = attn_params_draw(c, &req->params, &err);
-        if (st != ATTN_OK)
-            return problem_from_core(pb, st, &err, "");
+    /* Parameters drawn from the seed come from the cache (or are drawn
+     * now) and are passed in, so that a response that shows them shows
+     * exactly the values that were used. */
+    if (req->params_source == PARAMS_SEED && c->mode == ATTN_MODE_PROJECTED &&
+        (req->compute || (req->extra & REQUEST_WANT_PARAMS))) {
+        struct attn_error err = {0};
+        if (!drawn_params_lease(cache, c, &req->params, &req->params_lease,
+                                &err))
+            return problem_from_core(pb, ATTN_E_NOMEM, &err, "");
         c->params = &req->params;
+        c->params_checked = true; /* drawn: every value finite */
     }
     c->threads = threads;
     c->cancel = cancel;

@@ -4,17 +4,19 @@
 #ifndef ATTND_ATTEND_H
 #define ATTND_ATTEND_H
 
+#include "drawn_cache.h"
 #include "problem.h"
 #include "request.h"
 
 /*
  * Compute what req asks for (the PNG's weights included) with threads
  * threads; a raised *cancel (may be NULL) stops it between units of work.
- * On success the caller owns *res (attn_result_free()); req may gain drawn
- * parameters, which stay owned by req.
+ * Parameters drawn from the seed come from cache (NULL: drawn for this
+ * request alone) and are leased by req until request_free().
+ * On success the caller owns *res (attn_result_free()).
  */
 bool attend_run(struct request *req, unsigned threads,
-                const atomic_bool *cancel, struct attn_result *res,
-                struct problem *pb);
+                const atomic_bool *cancel, struct drawn_cache *cache,
+                struct attn_result *res, struct problem *pb);
 
 #endif

@@ -20,6 +20,12 @@
 /* cJSON's nodes per byte of JSON text, at most: "1," is a node of 64
  * bytes plus its allocator's overhead for 2 bytes of text */
 #define JSON_TREE_BYTES 48
+/* Answered on the HTTP thread, without a handover: computations under
+ * this estimate (a few milliseconds at most), PNGs under this many bytes
+ * and bodies under this many. */
+#define INLINE_FLOPS 1e8
+#define INLINE_PNG_BYTES ((size_t)4 << 20)
+#define INLINE_BODY_BYTES ((size_t)64 << 10)
 
 /* ------------------------------------------------------ query strings */
 
@@ -91,8 +97,15 @@ static bool query_etag(const struct query_collect *q, bool png, char out[24])
 
 /* ------------------------------------------------------------ answers */
 
+/* A JSON answer up to this size is formatted whole and sent with its
+ * length; a longer one is formatted as it is read, this much at a time. */
+#define WHOLE_ANSWER_BYTES ((size_t)64 << 10)
+
+/* A long answer: the head already formatted, then the rest as read. */
 struct streamed {
     struct response_stream *stream;
+    char *head;
+    size_t head_len, head_at;
     size_t *bytes_out; /* in the exchange, which outlives every read */
 };
 
@@ -100,7 +113,14 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     struct streamed *st = cls;
-    const size_t n = response_stream_read(st->stream, buf, max);
+    size_t n = 0;
+    if (st->head_at < st->head_len) {
+        n = st->head_len - st->head_at < max ? st->head_len - st->head_at : max;
+        memcpy(buf, st->head + st->head_at, n);
+        st->head_at += n;
+    } else {
+        n = response_stream_read(st->stream, buf, max);
+    }
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
     *st->bytes_out += n;
@@ -111,6 +131,7 @@ static void free_stream(void *cls)
 {
     struct streamed *st = cls;
     response_stream_free(st->stream);
+    free(st->head);
     free(st);
 }
 
@@ -136,9 +157,8 @@ static const char *cache_control(const struct http_server *s)
                              : "public, max-age=86400";
 }
 
-static struct MHD_Response *png_answer(struct exchange *ex, double parse_s,
-                                       double compute_s, size_t *bytes,
-                                       struct problem *pb)
+static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
+                                       size_t *bytes, struct problem *pb)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -147,100 +167,193 @@ static struct MHD_Response *png_answer(struct exchange *ex, double parse_s,
         return NULL;
     struct MHD_Response *r = reply_from_heap((char *)png, *bytes, "image/png");
     if (r)
-        add_timing(r, parse_s, compute_s, seconds_since(&t0));
+        add_timing(r, ex->parse_seconds, compute_s, seconds_since(&t0));
     return r;
 }
 
-static struct MHD_Response *json_answer(struct exchange *ex, double parse_s,
-                                        double compute_s, struct problem *pb)
+/* The JSON answer: whole, with its length in *bytes, when it is short;
+ * otherwise its head, then the rest formatted as the client reads it. */
+static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
+                                        size_t *bytes, struct problem *pb)
 {
-    struct streamed *st = malloc(sizeof *st);
     struct response_stream *stream = response_stream_new(&ex->req, &ex->res);
-    if (!st || !stream) {
-        free(st);
+    char *head = stream ? malloc(WHOLE_ANSWER_BYTES) : NULL;
+    struct MHD_Response *r = NULL;
+    *bytes = 0;
+    if (head) {
+        const size_t n = response_stream_read(stream, head, WHOLE_ANSWER_BYTES);
+        if (n < WHOLE_ANSWER_BYTES) { /* all of it */
+            response_stream_free(stream);
+            stream = NULL;
+            *bytes = n;
+            r = reply_from_heap(head, n, "application/json");
+        } else {
+            struct streamed *st = malloc(sizeof *st);
+            if (st) {
+                *st = (struct streamed){stream, head, n, 0, &ex->bytes_out};
+                r = MHD_create_response_from_callback(
+                    MHD_SIZE_UNKNOWN, WHOLE_ANSWER_BYTES, read_stream, st,
+                    free_stream);
+                if (!r)
+                    free_stream(st);
+                else
+                    MHD_add_response_header(r, "Content-Type",
+                                            "application/json");
+            } else {
+                response_stream_free(stream);
+                free(head);
+            }
+        }
+    } else {
         response_stream_free(stream);
-        problem_set(pb, 503, "", "out of memory encoding the response");
-        return NULL;
     }
-    *st = (struct streamed){stream, &ex->bytes_out};
-    struct MHD_Response *r = MHD_create_response_from_callback(
-        MHD_SIZE_UNKNOWN, 64 * 1024, read_stream, st, free_stream);
     if (!r) {
-        free_stream(st);
         problem_set(pb, 503, "", "out of memory encoding the response");
         return NULL;
     }
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    add_timing(r, parse_s, compute_s, -1);
+    add_timing(r, ex->parse_seconds, compute_s, -1);
     return r;
 }
 
-/* Compute the decoded ex->req and answer it. */
-static enum MHD_Result answer(struct exchange *ex, struct MHD_Connection *conn,
-                              double parse_s, const char *etag)
+/* Reserve what computing and answering the decoded ex->req will hold,
+ * before either starts. */
+static bool reserve_answer(struct exchange *ex, struct problem *pb)
 {
-    struct http_server *s = ex->srv;
-    struct problem pb;
-    const double work = ex->req.compute ? attn_flops(&ex->req.cfg) : 0.0;
-    struct gate *gate = work < EXPRESS_FLOPS ? &s->express : &s->gate;
-    /* what computing and answering will hold, before either starts */
     const size_t computed =
         ex->req.compute ? attn_forward_bytes(&ex->req.cfg) : 0;
     const size_t answer_bytes = ex->req.png.wanted
                                     ? render_png_bytes(&ex->req, MAX_PNG_PIXELS)
-                                    : response_stream_bytes(&ex->req);
-    if (!budget_reserve(&ex->hold, computed, "the computation", false, &pb) ||
-        !budget_reserve(&ex->hold, answer_bytes, "the answer", false, &pb))
-        return reply_problem(ex, conn, &pb);
-    struct timespec queued;
-    clock_gettime(CLOCK_MONOTONIC, &queued);
-    const bool admitted = gate_enter(gate);
-    if (admitted)
-        metrics_queue_wait(seconds_since(&queued));
-    if (!admitted) {
-        const bool stopping = gate_closed(gate);
-        if (stopping)
-            problem_set(&pb, 503, "",
-                        "the server is stopping; try again shortly");
-        else
-            problem_set(&pb, 503, "",
-                        "the server is at capacity (%u computing, %zu "
-                        "waiting); try again shortly",
-                        s->opt.threads, s->opt.max_queue);
-        pb.retry_after = 1;
-        pb.reason = stopping ? "stopping" : "capacity";
-        return reply_problem(ex, conn, &pb);
-    }
+                                    : response_stream_bytes(&ex->req) +
+                                          WHOLE_ANSWER_BYTES; /* the head */
+    return budget_reserve(&ex->hold, computed, "the computation", false, pb) &&
+           budget_reserve(&ex->hold, answer_bytes, "the answer", false, pb);
+}
+
+/* Compute the decoded and reserved ex->req and make its answer in
+ * ex->prepared (a problem when it fails). Runs on an HTTP thread for small
+ * requests, on a worker for the others. */
+static void compute_answer(struct exchange *ex)
+{
+    struct http_server *s = ex->srv;
+    struct problem pb;
     metrics_computation_started();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const bool ok = attend_run(&ex->req, 1, &s->cancel, &ex->res, &pb);
+    const bool ok =
+        attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
     const double compute_s = seconds_since(&t0);
-    /* A PNG is drawn in the slot too: its canvas is as large as any
-     * array; a JSON answer is formatted as it is read, a bounded buffer
-     * at a time. */
+    /* A PNG is drawn here too: its canvas is as large as any array. A JSON
+     * answer is formatted as it is read, a bounded buffer at a time. */
     size_t bytes = 0;
     struct MHD_Response *r = NULL;
     if (ok && ex->req.png.wanted)
-        r = png_answer(ex, parse_s, compute_s, &bytes, &pb);
+        r = png_answer(ex, compute_s, &bytes, &pb);
+    else if (ok)
+        r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
-    gate_leave(gate);
-    if (!ok)
-        return reply_problem(ex, conn, &pb);
-    if (ex->req.compute)
+    if (ok && ex->req.compute)
         metrics_add_flops(attn_flops(&ex->req.cfg));
-    if (!ex->req.png.wanted)
-        r = json_answer(ex, parse_s, compute_s, &pb);
-    if (!r)
-        return reply_problem(ex, conn, &pb);
-    if (etag) {
-        MHD_add_response_header(r, "ETag", etag);
+    if (!r) {
+        reply_prepare_problem(ex, &pb);
+        return;
+    }
+    if (ex->etag[0]) {
+        MHD_add_response_header(r, "ETag", ex->etag);
         MHD_add_response_header(r, "Cache-Control", cache_control(s));
     } else {
         MHD_add_response_header(r, "Cache-Control", "no-store");
     }
     MHD_add_response_header(r, "Vary", "Accept, Authorization");
-    return reply_queue(ex, conn, 200, r, bytes);
+    reply_prepare(ex, 200, r, bytes);
+}
+
+static bool decode_body(struct exchange *ex, struct problem *pb);
+
+/* A worker's turn for a handed-over request: decode it if it came with a
+ * large body, reserve, compute, and give the connection back to MHD with
+ * its answer. Nothing touches ex after the resume: it may be gone. */
+static void run_handed_over(struct job *job, double waited)
+{
+    struct exchange *ex = exchange_of_job(job);
+    metrics_queue_wait(waited);
+    struct problem pb;
+    if (atomic_load(&ex->srv->cancel))
+        reply_prepare_problem(ex, &ex->srv->stopping);
+    else if (!ex->decoded && !decode_body(ex, &pb))
+        reply_prepare_problem(ex, &pb);
+    else if (ex->decoded_late && !reserve_answer(ex, &pb))
+        reply_prepare_problem(ex, &pb);
+    else
+        compute_answer(ex);
+    MHD_resume_connection(ex->conn);
+}
+
+/* The pool closed before its turn: the server is stopping. */
+static void refuse_handed_over(struct job *job)
+{
+    struct exchange *ex = exchange_of_job(job);
+    reply_prepare_problem(ex, &ex->srv->stopping);
+    MHD_resume_connection(ex->conn);
+}
+
+/* The compute pool is full or closed. */
+static enum MHD_Result refuse_busy(struct exchange *ex,
+                                   struct MHD_Connection *conn)
+{
+    struct http_server *s = ex->srv;
+    if (workers_closed(&s->workers))
+        return reply_problem(ex, conn, &s->stopping);
+    struct problem pb;
+    problem_set(&pb, 503, "",
+                "the server is at capacity (%u computing, %zu waiting); "
+                "try again shortly",
+                s->opt.threads, s->opt.max_queue);
+    pb.retry_after = 1;
+    pb.reason = "capacity";
+    return reply_problem(ex, conn, &pb);
+}
+
+/* Suspend the connection and hand the request to the compute pool. */
+static enum MHD_Result hand_over(struct exchange *ex,
+                                 struct MHD_Connection *conn)
+{
+    ex->job.run = run_handed_over;
+    ex->job.refuse = refuse_handed_over;
+    ex->conn = conn;
+    ex->handed_over = true;
+    /* suspended first: a worker may resume it as soon as it has it */
+    MHD_suspend_connection(conn);
+    if (workers_submit(&ex->srv->workers, &ex->job))
+        return MHD_YES;
+    MHD_resume_connection(conn);
+    ex->handed_over = false;
+    return refuse_busy(ex, conn);
+}
+
+/* Small requests are answered at once on the HTTP thread, where the
+ * handover would cost more than the work; the rest go to the pool. */
+static bool answer_inline(const struct request *req)
+{
+    if (req->compute && attn_flops(&req->cfg) >= INLINE_FLOPS)
+        return false;
+    return !req->png.wanted ||
+           render_png_bytes(req, MAX_PNG_PIXELS) <= INLINE_PNG_BYTES;
+}
+
+/* Answer the decoded ex->req: reserve, then compute here or hand over. */
+static enum MHD_Result answer_decoded(struct exchange *ex,
+                                      struct MHD_Connection *conn)
+{
+    struct http_server *s = ex->srv;
+    struct problem pb;
+    if (atomic_load(&s->draining))
+        return reply_problem(ex, conn, &s->stopping);
+    if (!reserve_answer(ex, &pb))
+        return reply_problem(ex, conn, &pb);
+    if (!answer_inline(&ex->req))
+        return hand_over(ex, conn);
+    compute_answer(ex);
+    return reply_prepared(ex, conn);
 }
 
 /* The exchange takes a request to decode into. */
@@ -248,6 +361,7 @@ static struct request *begin_request(struct exchange *ex)
 {
     request_init(&ex->req);
     ex->req.hold = &ex->hold;
+    ex->req.drawn = &ex->srv->drawn;
     ex->has_request = true;
     return &ex->req;
 }
@@ -266,15 +380,42 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
     if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
         !request_parse_query(req, q.params, q.n, lim, &pb))
         return reply_problem(ex, conn, &pb);
-    char etag[24];
-    if (!query_etag(&q, req->png.wanted, etag)) {
+    if (!query_etag(&q, req->png.wanted, ex->etag)) {
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
     const char *match = reply_header(conn, "If-None-Match");
-    if (match && (strstr(match, etag) || !strcmp(match, "*")))
-        return reply_not_modified(ex, conn, etag, cache_control(ex->srv));
-    return answer(ex, conn, seconds_since(&t0), etag);
+    if (match && (strstr(match, ex->etag) || !strcmp(match, "*")))
+        return reply_not_modified(ex, conn, ex->etag, cache_control(ex->srv));
+    ex->decoded = true;
+    ex->parse_seconds = seconds_since(&t0);
+    return answer_decoded(ex, conn);
+}
+
+/* Decode the body into ex->req (whose PNG options are already read), with
+ * its parse tree reserved while it lives, and let the body go. */
+static bool decode_body(struct exchange *ex, struct problem *pb)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *body = ex->body.data ? ex->body.data : "";
+    /* the parse tree, about JSON_TREE_BYTES a byte of body at most */
+    const size_t tree = ex->body.len <= (SIZE_MAX - 4096) / JSON_TREE_BYTES
+                            ? ex->body.len * JSON_TREE_BYTES + 4096
+                            : SIZE_MAX;
+    if (!budget_reserve(&ex->hold, tree, "parsing the body", true, pb))
+        return false;
+    const bool parsed =
+        request_parse_json(&ex->req, body, ex->body.len, &ex->srv->limits, pb);
+    budget_release(&ex->hold, tree);
+    if (!parsed)
+        return false;
+    buf_free(&ex->body); /* parsed: the request holds what it needs */
+    budget_release(&ex->hold, ex->body_reserved);
+    ex->body_reserved = 0;
+    ex->decoded = true;
+    ex->parse_seconds += seconds_since(&t0);
+    return true;
 }
 
 enum MHD_Result handle_attention_post(struct exchange *ex,
@@ -304,23 +445,18 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             return reply_problem(ex, conn, &pb);
         }
     struct request *req = begin_request(ex);
-    const struct request_limits *lim = &ex->srv->limits;
-    const char *body = ex->body.data ? ex->body.data : "";
-    /* the parse tree, about JSON_TREE_BYTES a byte of body at most, is
-     * reserved while it lives */
-    const size_t tree = ex->body.len <= (SIZE_MAX - 4096) / JSON_TREE_BYTES
-                            ? ex->body.len * JSON_TREE_BYTES + 4096
-                            : SIZE_MAX;
-    if (!budget_reserve(&ex->hold, tree, "parsing the body", true, &pb))
+    if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb))
         return reply_problem(ex, conn, &pb);
-    const bool parsed =
-        request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) &&
-        request_parse_json(req, body, ex->body.len, lim, &pb);
-    budget_release(&ex->hold, tree);
-    if (!parsed)
+    ex->parse_seconds = seconds_since(&t0);
+    /* a large body is parsed by a worker: parsing it here would hold up
+     * every other connection of this HTTP thread */
+    if (ex->body.len > INLINE_BODY_BYTES) {
+        if (atomic_load(&ex->srv->draining))
+            return reply_problem(ex, conn, &ex->srv->stopping);
+        ex->decoded_late = true;
+        return hand_over(ex, conn);
+    }
+    if (!decode_body(ex, &pb))
         return reply_problem(ex, conn, &pb);
-    buf_free(&ex->body); /* parsed: the request holds what it needs */
-    budget_release(&ex->hold, ex->body_reserved);
-    ex->body_reserved = 0;
-    return answer(ex, conn, seconds_since(&t0), NULL);
+    return answer_decoded(ex, conn);
 }

@@ -8,13 +8,15 @@
 
 #include "budget.h"
 #include "buf.h"
-#include "gate.h"
+#include "deadlines.h"
 #include "metrics.h"
 #include "options.h"
 #include "request.h"
 #include "response.h"
+#include "workers.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -22,23 +24,20 @@
 
 #define ATTND_VERSION "0.1.0"
 
-/* A computation estimated under this many floating-point operations (about
- * a millisecond of one core) takes a slot of the express gate, so that it
- * never waits behind large ones: the cores are shared for that moment. */
-#define EXPRESS_FLOPS 1e8
-
 struct http_server {
     struct MHD_Daemon *daemon;
     struct options opt;
     char web_root[PATH_MAX]; /* canonical; "" when there is none */
     unsigned port;
-    atomic_bool draining; /* stopping: /healthz 503, nothing new computed */
-    atomic_bool cancel;   /* the drain's deadline passed: stop computing */
-    atomic_int exchanges; /* begun and not yet completed */
-    struct gate gate;     /* the computations at once */
-    struct gate express;  /* small ones, beside them (EXPRESS_FLOPS) */
+    atomic_bool draining;   /* stopping: /healthz 503, nothing new computed */
+    atomic_bool cancel;     /* the drain's deadline passed: stop computing */
+    atomic_int exchanges;   /* begun and not yet completed */
+    struct workers workers; /* the compute pool */
+    struct deadlines deadlines;   /* --receive-seconds */
+    struct problem stopping;      /* the answer once draining began */
     struct request_limits limits; /* of the flags, for every request */
     struct budget memory;         /* --max-memory */
+    struct drawn_cache drawn;     /* --drawn-cache */
 };
 
 /*
@@ -66,7 +65,29 @@ struct exchange {
     bool has_request;
     struct request req;
     struct attn_result res;
+    bool decoded;      /* ex->req holds the whole request */
+    bool decoded_late; /* the body is a worker's to decode */
+    double parse_seconds;
+    char etag[24]; /* of a GET; "" for a POST */
+    /* handed to the compute pool, the connection suspended meanwhile */
+    struct job job;
+    struct MHD_Connection *conn;
+    bool handed_over;
+    /* the answer made off the connection's thread, queued once it is
+     * back: a response, or NULL when none could be made */
+    struct {
+        bool ready;
+        int status;
+        struct MHD_Response *response;
+        size_t bytes;
+    } prepared;
 };
+
+static inline struct exchange *exchange_of_job(struct job *job)
+{
+    return (struct exchange *)(void *)((char *)job -
+                                       offsetof(struct exchange, job));
+}
 
 struct route;
 typedef enum MHD_Result (*handler_fn)(struct exchange *ex,

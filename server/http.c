@@ -5,8 +5,10 @@
  * route table (routes.c) says which handler answers; errors become
  * problem+json in reply_problem() only.
  *
- * Computation is gated (gate.h): at most `threads` run at once, one core
- * each, at most `max_queue` wait for a slot, and the next one is told 503.
+ * Few HTTP threads serve every connection and never wait for a
+ * computation: a small one is done on the spot, a larger one is handed to
+ * the compute pool (workers.h) with its connection suspended, and resumed
+ * with its answer.
  */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "http.h"
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Equal strings in time that depends only on the length of the given one. */
@@ -159,6 +162,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     struct exchange *ex = *con_cls;
     if (!ex)
         return begin_exchange(s, conn, url, method, con_cls);
+    if (ex->handed_over) /* back from the compute pool with its answer */
+        return ex->answered || !ex->prepared.ready ? MHD_YES
+                                                   : reply_prepared(ex, conn);
     if (*upload_size) { /* body data, kept only where the route reads it */
         const bool keep = !ex->answered && !ex->body_too_big &&
                           !ex->body_refused && ex->handler->takes_body;
@@ -189,6 +195,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
         *upload_size = 0;
         return MHD_YES;
     }
+    /* all of the request is in */
+    deadlines_received(&s->deadlines, conn);
     if (ex->answered)
         return MHD_YES;
     struct problem pb;
@@ -208,11 +216,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)conn;
     struct http_server *s = cls;
     struct exchange *ex = *con_cls;
     if (!ex)
         return;
+    deadlines_restart(&s->deadlines, conn); /* for the next request */
     const double secs = seconds_since(&ex->started);
     metrics_request_done(ex->route, ex->status, secs, ex->bytes_out);
     if (!s->opt.quiet) {
@@ -229,6 +237,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
                                                            : " (cut short)");
     }
+    if (ex->prepared.response) /* made, never queued */
+        MHD_destroy_response(ex->prepared.response);
     if (ex->has_request) {
         attn_result_free(&ex->res);
         request_free(&ex->req);
@@ -241,6 +251,31 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* --------------------------------------------------------------- life */
+
+/* Every connection is an open file: --max-connections, with room for the
+ * server's own files, within what the process may open (raised to the
+ * hard limit if need be). */
+static unsigned connection_limit(unsigned wanted)
+{
+    const rlim_t own = 64, want = (rlim_t)wanted + own;
+    struct rlimit files;
+    if (getrlimit(RLIMIT_NOFILE, &files))
+        return wanted;
+    if (files.rlim_cur < want && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = want < files.rlim_max ? want : files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+        getrlimit(RLIMIT_NOFILE, &files);
+    }
+    if (files.rlim_cur >= want)
+        return wanted;
+    const unsigned allowed =
+        files.rlim_cur > 2 * own ? (unsigned)(files.rlim_cur - own) : 16;
+    fprintf(stderr,
+            "attnd: --max-connections lowered from %u to %u: the process "
+            "may open %llu files\n",
+            wanted, allowed, (unsigned long long)files.rlim_cur);
+    return allowed;
+}
 
 struct http_server *http_start(const struct options *o)
 {
@@ -256,8 +291,12 @@ struct http_server *http_start(const struct options *o)
         .max_flops = o->max_flops,
     };
     budget_init(&s->memory, o->max_memory);
-    gate_init(&s->gate, o->threads, o->max_queue);
-    gate_init(&s->express, o->threads, o->max_queue);
+    drawn_cache_init(&s->drawn, o->drawn_cache);
+    problem_set(&s->stopping, 503, "",
+                "the server is stopping; try again "
+                "shortly");
+    s->stopping.retry_after = 1;
+    s->stopping.reason = "stopping";
     if (o->web_root[0] && !realpath(o->web_root, s->web_root)) {
         fprintf(stderr,
                 "attnd: web root \"%s\" not found; only the API is "
@@ -270,29 +309,43 @@ struct http_server *http_start(const struct options *o)
     if (inet_pton(AF_INET, o->bind, &addr.sin_addr) != 1) {
         fprintf(stderr, "attnd: --bind \"%s\" is not an IPv4 address\n",
                 o->bind);
-        gate_destroy(&s->gate);
-        gate_destroy(&s->express);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
-    /* Threads: one per computation, one per request allowed to wait for
-     * a computation, and two more so /healthz and /metrics always answer. */
-    size_t pool = o->threads + o->max_queue + 2;
-    if (pool > 512)
-        pool = 512;
+    if (!workers_start(&s->workers, o->threads, o->max_queue)) {
+        fprintf(stderr, "attnd: cannot start %u compute threads\n", o->threads);
+        drawn_cache_free(&s->drawn);
+        free(s);
+        return NULL;
+    }
+    if (!deadlines_start(&s->deadlines, o->receive)) {
+        fprintf(stderr, "attnd: cannot start the deadline watch\n");
+        workers_stop(&s->workers);
+        drawn_cache_free(&s->drawn);
+        free(s);
+        return NULL;
+    }
+    const unsigned max_connections = connection_limit(o->max_connections);
+    /* HTTP threads only move bytes and answer small requests: one a core
+     * is enough, two at least so that one busy thread is never all. */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const unsigned io_threads = cores > 2 ? (unsigned)cores : 2;
     s->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-            MHD_USE_ERROR_LOG,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+            MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
         (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)pool,
+        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, io_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(pool * 16), MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         o->max_conns_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, deadlines_notify, &s->deadlines,
         MHD_OPTION_END);
     if (!s->daemon) {
         fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);
-        gate_destroy(&s->gate);
-        gate_destroy(&s->express);
+        deadlines_stop(&s->deadlines);
+        workers_stop(&s->workers);
+        drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
@@ -315,8 +368,7 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
      * have the grace period, then are cancelled between units of work
      * and answered 503. */
     atomic_store(&s->draining, true);
-    gate_close(&s->gate);
-    gate_close(&s->express);
+    workers_close(&s->workers);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const double grace = (double)grace_seconds;
@@ -340,7 +392,8 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
         _exit(1);
     }
     MHD_stop_daemon(s->daemon);
-    gate_destroy(&s->gate);
-    gate_destroy(&s->express);
+    deadlines_stop(&s->deadlines);
+    workers_stop(&s->workers);
+    drawn_cache_free(&s->drawn);
     free(s);
 }

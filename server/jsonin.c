@@ -240,14 +240,14 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
 /* Walk the shape of v: depth and sizes, refusing ragged or empty arrays.
  * Leaves are checked by the caller's element reader. */
 static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
-                         size_t dims[3], int *rank_out, struct problem *pb)
+                         size_t dims[4], int *rank_out, struct problem *pb)
 {
     if (!cJSON_IsArray(v))
         return wrong_type(v, at, rank == 1 ? "an array" : "an array of arrays",
                           pb);
     int depth = 0;
     const cJSON *probe = v;
-    while (cJSON_IsArray(probe) && depth < 4) {
+    while (cJSON_IsArray(probe) && depth < 5) {
         const int len = cJSON_GetArraySize(probe);
         if (len == 0) {
             if (depth == 0)
@@ -259,13 +259,22 @@ static bool tensor_shape(const cJSON *v, const struct jpath *at, int rank,
             return problem_set(pb, 422, first.pointer, "%s is empty",
                                first.name);
         }
-        if (depth < 3) /* a fourth level is only counted, to be refused */
+        if (depth < 4) /* a fifth level is only counted, to be refused */
             dims[depth] = (size_t)len;
         depth++;
         probe = probe->child;
     }
-    const bool rank_ok = rank ? depth == rank : depth == 2 || depth == 3;
+    const bool rank_ok = rank == JSONIN_RANK_MASK ? depth >= 2 && depth <= 4
+                         : rank                   ? depth == rank
+                                                  : depth == 2 || depth == 3;
     if (!rank_ok) {
+        if (rank == JSONIN_RANK_MASK)
+            return problem_set(pb, 422, at->pointer,
+                               "%s has %d dimension%s; expected 2 (query "
+                               "tokens x keys), 3 (batch or batch x heads "
+                               "first) or 4 (batch x heads x query tokens "
+                               "x keys)",
+                               at->name, depth, depth == 1 ? "" : "s");
         if (rank)
             return problem_set(pb, 422, at->pointer,
                                "%s has %d dimension%s; expected %d", at->name,
@@ -308,7 +317,7 @@ static bool read_bool_leaf(const cJSON *v, const struct jpath *at, void *dst,
 /* Fill dst in row-major order, checking every row's length against dims;
  * with read NULL, only check the shape (nothing is written). */
 static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
-                        int rank, const size_t dims[3], leaf_reader read,
+                        int rank, const size_t dims[4], leaf_reader read,
                         void *dst, size_t *next, struct problem *pb)
 {
     const size_t len = (size_t)cJSON_GetArraySize(v);
@@ -339,10 +348,10 @@ static bool tensor_fill(const cJSON *v, const struct jpath *at, int level,
 static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
                         size_t max_elements, struct budget_hold *hold,
                         size_t elem, leaf_reader read, void **out,
-                        size_t dims[3], int *rank_out, struct problem *pb)
+                        size_t dims[4], int *rank_out, struct problem *pb)
 {
     *out = NULL;
-    dims[0] = dims[1] = dims[2] = 1;
+    dims[0] = dims[1] = dims[2] = dims[3] = 1;
     if (!tensor_shape(v, at, rank, dims, rank_out, pb))
         return false;
     /* The whole shape first: sizes read off the first row of each level
@@ -377,7 +386,7 @@ static bool tensor_read(const cJSON *v, const struct jpath *at, int rank,
 
 bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
                    size_t max_elements, struct budget_hold *hold, float **out,
-                   size_t dims[3], int *rank_out, struct problem *pb)
+                   size_t dims[4], int *rank_out, struct problem *pb)
 {
     void *p;
     const bool ok = tensor_read(v, at, rank, max_elements, hold, sizeof(float),
@@ -388,7 +397,7 @@ bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
 
 bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
                         size_t max_elements, struct budget_hold *hold,
-                        uint8_t **out, size_t dims[3], int *rank_out,
+                        uint8_t **out, size_t dims[4], int *rank_out,
                         struct problem *pb)
 {
     void *p;
@@ -396,4 +405,89 @@ bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
                                 read_bool_leaf, &p, dims, rank_out, pb);
     *out = p;
     return ok;
+}
+
+/* A mask leaf: a boolean, a number, or "-inf". Each kind's first place is
+ * remembered for the caller's decision. */
+static bool read_mask_leaf(const cJSON *v, const struct jpath *at, void *dst,
+                           size_t i, struct problem *pb)
+{
+    struct jsonin_mask *m = dst;
+    float value = 0.0f;
+    if (cJSON_IsBool(v)) {
+        value = cJSON_IsTrue(v) ? 1.0f : 0.0f;
+        if (m->first_bool == SIZE_MAX)
+            m->first_bool = i;
+    } else if (cJSON_IsString(v) && !strcmp(v->valuestring, "-inf")) {
+        value = -INFINITY;
+        if (m->first_other == SIZE_MAX)
+            m->first_other = i;
+    } else if (cJSON_IsNumber(v)) {
+        /* far below float32's range is still "never", not an error */
+        if (v->valuedouble <= (double)ATTN_MASK_NEVER)
+            value = -INFINITY;
+        else if (!to_float(v, at, &value, pb))
+            return false;
+        if (value != 0.0f && value != 1.0f && m->first_other == SIZE_MAX)
+            m->first_other = i;
+    } else {
+        return wrong_type(v, at,
+                          "true, false, a number or \"-inf\" (JSON has no "
+                          "-Infinity)",
+                          pb);
+    }
+    m->values[i] = value;
+    return true;
+}
+
+bool jsonin_mask_tensor(const cJSON *v, const struct jpath *at,
+                        size_t max_elements, struct budget_hold *hold,
+                        struct jsonin_mask *out, struct problem *pb)
+{
+    memset(out, 0, sizeof *out);
+    out->first_bool = out->first_other = SIZE_MAX;
+    size_t *dims = out->dims;
+    dims[0] = dims[1] = dims[2] = dims[3] = 1;
+    if (!tensor_shape(v, at, JSONIN_RANK_MASK, dims, &out->rank, pb))
+        return false;
+    size_t next = 0;
+    if (!tensor_fill(v, at, 0, out->rank, dims, NULL, NULL, &next, pb))
+        return false;
+    size_t count = 1;
+    for (int i = 0; i < out->rank; i++) {
+        if (dims[i] > max_elements || count > max_elements / dims[i])
+            return problem_set(pb, 422, at->pointer,
+                               "%s holds more than %zu numbers", at->name,
+                               max_elements);
+        count *= dims[i];
+    }
+    if (hold &&
+        !budget_reserve(hold, count * sizeof(float), at->name, false, pb))
+        return false;
+    out->values = malloc(count * sizeof(float));
+    if (!out->values)
+        return problem_set(pb, 503, at->pointer,
+                           "out of memory reading %s (%zu numbers)", at->name,
+                           count);
+    out->count = count;
+    if (!tensor_fill(v, at, 0, out->rank, dims, read_mask_leaf, out, &next,
+                     pb)) {
+        free(out->values);
+        out->values = NULL;
+        return false;
+    }
+    return true;
+}
+
+void jsonin_pointer_at(const struct jpath *at, const size_t *dims, int rank,
+                       size_t flat, struct jpath *out)
+{
+    size_t index[4] = {0}, rest = flat;
+    for (int k = rank - 1; k >= 0; k--) {
+        index[k] = rest % dims[k];
+        rest /= dims[k];
+    }
+    *out = *at;
+    for (int k = 0; k < rank; k++)
+        jpath_index(out, out, index[k]);
 }

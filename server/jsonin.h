@@ -52,21 +52,43 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
                  const char *const *names, size_t n, int *out,
                  struct problem *pb);
 
+/* The rank argument that accepts 2, 3 or 4 dimensions (a mask's). */
+#define JSONIN_RANK_MASK (-1)
+
 /*
- * A rectangular array of numbers of rank 1, 2 or 3 (rank 0 accepts 2 or 3)
- * into a new float array (the caller frees it). dims gets the shape;
+ * A rectangular array of numbers of rank 1 to 4 (rank 0 accepts 2 or 3,
+ * JSONIN_RANK_MASK 2 to 4) into a new float array (the caller frees it).
+ * dims gets the shape;
  * ragged rows, non-numbers, empty arrays and values outside float32 are
  * refused with the exact position. max_elements caps the total; the array
  * is reserved on hold (NULL: not counted) before it is allocated.
  */
 bool jsonin_tensor(const cJSON *v, const struct jpath *at, int rank,
                    size_t max_elements, struct budget_hold *hold, float **out,
-                   size_t dims[3], int *rank_out, struct problem *pb);
+                   size_t dims[4], int *rank_out, struct problem *pb);
 
 /* The same for booleans (true, false, 1, 0) into uint8_t. */
 bool jsonin_bool_tensor(const cJSON *v, const struct jpath *at, int rank,
                         size_t max_elements, struct budget_hold *hold,
-                        uint8_t **out, size_t dims[3], int *rank_out,
+                        uint8_t **out, size_t dims[4], int *rank_out,
                         struct problem *pb);
+
+/* A mask of 2 to 4 dimensions whose leaves are booleans (as 1 and 0),
+ * numbers, or the string "-inf"; a number at or below ATTN_MASK_NEVER
+ * and "-inf" become -INFINITY. values: [count], owned by the caller. */
+struct jsonin_mask {
+    float *values;
+    size_t count, dims[4];
+    int rank;
+    size_t first_bool;  /* flat index of the first JSON boolean; SIZE_MAX */
+    size_t first_other; /* of the first leaf neither 0 nor 1; SIZE_MAX */
+};
+bool jsonin_mask_tensor(const cJSON *v, const struct jpath *at,
+                        size_t max_elements, struct budget_hold *hold,
+                        struct jsonin_mask *out, struct problem *pb);
+
+/* The pointer of element flat of an array of shape dims under at. */
+void jsonin_pointer_at(const struct jpath *at, const size_t *dims, int rank,
+                       size_t flat, struct jpath *out);
 
 #endif

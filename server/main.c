@@ -13,6 +13,9 @@
 #include "probe.h"
 
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,12 +38,21 @@ int main(int argc, char **argv)
     if (opt.probe_url[0])
         return probe_url(opt.probe_url, 5) ? 0 : 1;
 
-    /* Block the stop signals before any thread of ours starts, so every
-     * such thread inherits the mask and only sigwait() below receives
-     * them. Threads a library started before main() (OpenBLAS's) do not
-     * block them: a signal that lands there is passed on to this thread,
-     * where it waits for sigwait(), or stays pending while the server
-     * drains, instead of ending the process. */
+        /* Block the stop signals before any thread of ours starts, so every
+         * such thread inherits the mask and only sigwait() below receives
+         * them. Threads a library started before main() (OpenBLAS's) do not
+         * block them: a signal that lands there is passed on to this thread,
+         * where it waits for sigwait(), or stays pending while the server
+         * drains, instead of ending the process. */
+#ifdef __GLIBC__
+    /* Large blocks (results, canvases, bodies) come and go with every
+     * request. glibc raises its mmap threshold as such blocks are freed,
+     * and then serves them from heaps that seldom shrink, so resident
+     * memory would keep every request's high-water mark. A fixed
+     * threshold maps each large block on its own and unmaps it when
+     * freed. */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
     main_thread = pthread_self();
     sigset_t stop;
     sigemptyset(&stop);

@@ -3,6 +3,7 @@
  * mutable state besides the compute gate, kept in atomics.
  */
 #include "metrics.h"
+#include "attention.h"
 #include "buf.h"
 #include "problem.h"
 
@@ -88,6 +89,24 @@ void metrics_computation_started(void)
 void metrics_computation_done(void)
 {
     atomic_fetch_sub(&computing, 1);
+}
+
+static atomic_int connections_open;
+static atomic_uint_fast64_t connections_cut;
+
+void metrics_connection_opened(void)
+{
+    atomic_fetch_add(&connections_open, 1);
+}
+
+void metrics_connection_closed(void)
+{
+    atomic_fetch_sub(&connections_open, 1);
+}
+
+void metrics_connection_cut(void)
+{
+    atomic_fetch_add(&connections_cut, 1);
 }
 
 void metrics_refused(const char *reason)
@@ -187,14 +206,66 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "# HELP attnd_draining 1 once the server has been told to stop.\n"
             "# TYPE attnd_draining gauge\n"
             "attnd_draining %d\n"
-            "# HELP attnd_refused_total Requests refused, by reason.\n"
-            "# TYPE attnd_refused_total counter\n",
+            "# HELP attnd_connections_open Client connections open now.\n"
+            "# TYPE attnd_connections_open gauge\n"
+            "attnd_connections_open %d\n"
+            "# HELP attnd_connections_cut_total Connections closed for not "
+            "sending a whole request within --receive-seconds.\n"
+            "# TYPE attnd_connections_cut_total counter\n"
+            "attnd_connections_cut_total %llu\n"
+            "# HELP attnd_blas_info The kernels OpenBLAS runs (by "
+            "OPENBLAS_CORETYPE, or its choice for this CPU).\n"
+            "# TYPE attnd_blas_info gauge\n"
+            "attnd_blas_info{core=\"%s\"} 1\n",
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
             (double)atomic_load(&queue_wait_micros) * 1e-6,
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,
-            now->memory_limit, now->draining ? 1 : 0);
+            now->memory_limit, now->draining ? 1 : 0,
+            atomic_load(&connections_open),
+            (unsigned long long)atomic_load(&connections_cut),
+            attn_blas_core());
+    const struct drawn_cache_stats *d = &now->drawn;
+    ok = ok &&
+         buf_printf(&b,
+                    "# HELP attnd_drawn_cache_bytes Bytes of values drawn from "
+                    "seeds kept for later requests.\n"
+                    "# TYPE attnd_drawn_cache_bytes gauge\n"
+                    "attnd_drawn_cache_bytes %zu\n"
+                    "# HELP attnd_drawn_cache_limit_bytes Their cap "
+                    "(--drawn-cache).\n"
+                    "# TYPE attnd_drawn_cache_limit_bytes gauge\n"
+                    "attnd_drawn_cache_limit_bytes %zu\n"
+                    "# HELP attnd_drawn_cache_entries Tensors and token "
+                    "embeddings kept.\n"
+                    "# TYPE attnd_drawn_cache_entries gauge\n"
+                    "attnd_drawn_cache_entries %zu\n"
+                    "# HELP attnd_drawn_cache_evictions_total Entries "
+                    "forgotten to stay within the cap.\n"
+                    "# TYPE attnd_drawn_cache_evictions_total counter\n"
+                    "attnd_drawn_cache_evictions_total %llu\n"
+                    "# HELP attnd_drawn_cache_hits_total Values a request "
+                    "found kept, by kind.\n"
+                    "# TYPE attnd_drawn_cache_hits_total counter\n",
+                    d->bytes, d->cap, d->entries,
+                    (unsigned long long)d->evictions);
+    for (int k = 0; ok && k < DRAWN_KINDS; k++)
+        ok = buf_printf(&b, "attnd_drawn_cache_hits_total{kind=\"%s\"} %llu\n",
+                        drawn_kind_name((enum drawn_kind)k),
+                        (unsigned long long)d->hits[k]);
+    ok =
+        ok && buf_printf(&b, "# HELP attnd_drawn_cache_misses_total Values "
+                             "a request drew, by kind.\n"
+                             "# TYPE attnd_drawn_cache_misses_total counter\n");
+    for (int k = 0; ok && k < DRAWN_KINDS; k++)
+        ok =
+            buf_printf(&b, "attnd_drawn_cache_misses_total{kind=\"%s\"} %llu\n",
+                       drawn_kind_name((enum drawn_kind)k),
+                       (unsigned long long)d->misses[k]);
+    ok = ok && buf_printf(&b, "# HELP attnd_refused_total Requests refused, "
+                              "by reason.\n"
+                              "# TYPE attnd_refused_total counter\n");
     for (size_t i = 0; ok && i < reason_count(); i++)
         ok = buf_printf(&b, "attnd_refused_total{reason=\"%s\"} %llu\n",
                         problem_reasons[i],

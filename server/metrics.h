@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "drawn_cache.h"
+
 enum metrics_route {
     ROUTE_ATTENTION,
     ROUTE_HEALTHZ,
@@ -34,6 +36,12 @@ void metrics_queue_wait(double seconds);
 void metrics_computation_started(void);
 void metrics_computation_done(void);
 
+/* A connection opened, closed, or was cut for not sending a whole request
+ * within --receive-seconds. */
+void metrics_connection_opened(void);
+void metrics_connection_closed(void);
+void metrics_connection_cut(void);
+
 /* A request refused, by reason (problem_reason()). */
 void metrics_refused(const char *reason);
 
@@ -42,6 +50,7 @@ struct metrics_now {
     size_t waiting; /* requests waiting for a compute slot */
     bool draining;  /* stopping */
     size_t memory_reserved, memory_limit; /* bytes, of --max-memory */
+    struct drawn_cache_stats drawn;       /* --drawn-cache */
 };
 
 /* The exposition text; the caller frees it with free(). */

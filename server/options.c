@@ -48,8 +48,16 @@ static const struct flag flags[] = {
     {"max-memory", K_SIZE, FIELD(max_memory), (size_t)16 << 20, SIZE_MAX / 2,
      "bytes all requests together may hold (default: half the machine's "
      "memory)"},
+    {"drawn-cache", K_SIZE, FIELD(drawn_cache), 0, SIZE_MAX / 2,
+     "bytes of values drawn from seeds (parameters, token embeddings) kept "
+     "for later requests (0: none)"},
     {"timeout", K_UINT, FIELD(timeout), 1, 86400,
      "seconds a connection may stay idle"},
+    {"receive-seconds", K_UINT, FIELD(receive), 1, 86400,
+     "seconds a client has to send a whole request, headers and body, "
+     "from the moment the connection may carry it"},
+    {"max-connections", K_UINT, FIELD(max_connections), 1, 1u << 20,
+     "open connections in all (lowered to what the file limit allows)"},
     {"max-conns-per-ip", K_UINT, FIELD(max_conns_per_ip), 1, 65535,
      "open connections one client address may hold"},
     {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
@@ -79,7 +87,10 @@ static void defaults(struct options *o)
     o->max_output = (size_t)64 << 20;
     o->max_flops = (size_t)1000000000000; /* ~10 s of one core */
     o->max_memory = budget_default_limit();
+    o->drawn_cache = (size_t)64 << 20;
     o->timeout = 30;
+    o->receive = 60;
+    o->max_connections = 1024;
     o->max_conns_per_ip = 64;
     o->max_queue = 64;
     o->drain = 8;

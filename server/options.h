@@ -17,10 +17,13 @@ struct options {
     size_t max_tokens;
     size_t max_dim;
     size_t max_heads;
-    size_t max_output; /* floats in one response */
-    size_t max_flops;  /* estimated floating-point operations of one request */
-    size_t max_memory; /* bytes all requests together may hold */
-    unsigned timeout;  /* seconds per connection */
+    size_t max_output;  /* floats in one response */
+    size_t max_flops;   /* estimated floating-point operations of one request */
+    size_t max_memory;  /* bytes all requests together may hold */
+    size_t drawn_cache; /* bytes of values drawn from seeds kept; 0: none */
+    unsigned timeout;   /* seconds a connection may stay idle */
+    unsigned receive;   /* seconds to receive a whole request */
+    unsigned max_connections;  /* open connections in all */
     unsigned max_conns_per_ip; /* open connections from one client address */
     size_t max_queue;          /* requests waiting for a compute slot */
     unsigned drain;            /* seconds a stop gives computations in flight */

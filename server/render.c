@@ -12,14 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Labels for a sequence: its tokens, or "0", "1", ... for embeddings. */
-static char **make_labels(const struct request_input *in, size_t n)
+/* Labels for a sequence: its tokens, or "0", "1", ... for embeddings;
+ * past its own tokens, the appended keys: "bias_k" when cfg has bias_kv,
+ * then "zero". */
+static char **make_labels(const struct request_input *in, size_t n,
+                          const struct attn_config *cfg)
 {
     char **labels = calloc(n ? n : 1, sizeof *labels);
     if (!labels)
         return NULL;
+    const size_t own = n < in->n ? n : in->n;
     for (size_t i = 0; i < n; i++) {
-        if (in->from_text) {
+        if (i >= own) {
+            labels[i] = strdup(i == own && cfg->bias_kv ? "bias_k" : "zero");
+        } else if (in->from_text) {
             labels[i] = strdup(in->tokens.text[i]);
         } else {
             labels[i] = malloc(24);
@@ -66,13 +72,14 @@ bool render_png(const struct request *req, const struct attn_result *res,
                 struct problem *pb)
 {
     const struct request_png *o = &req->png;
-    const size_t h = res->heads, n = res->n_query, m = res->n_ctx;
+    const size_t h = res->heads, n = res->n_query, m = res->n_keys;
     const size_t b = o->batch;
     const size_t n_mats = o->head_kind == HEAD_ALL ? h : 1;
     struct heatmap_matrix *mats = calloc(n_mats, sizeof *mats);
     char(*titles)[48] = calloc(n_mats, sizeof *titles);
-    char **rows = make_labels(&req->input, n);
-    char **cols = make_labels(req->cfg.cross ? &req->context : &req->input, m);
+    char **rows = make_labels(&req->input, n, &req->cfg);
+    char **cols =
+        make_labels(req->cfg.cross ? &req->context : &req->input, m, &req->cfg);
     bool ok = mats && titles && rows && cols;
     char head_text[24] = "";
     char grid_title[64] = "";
@@ -157,7 +164,7 @@ size_t render_png_bytes(const struct request *req, size_t max_pixels)
 {
     const struct attn_config *c = &req->cfg;
     const size_t matrices = req->png.head_kind == HEAD_ALL ? c->heads : 1;
-    const size_t n = c->n_query, m = c->n_ctx, longer = n > m ? n : m;
+    const size_t n = c->n_query, m = c->n_keys, longer = n > m ? n : m;
     /* the cell heatmap.h describes: given, or large enough for 300 px on
      * the longer side, 1 to 48 */
     size_t cell = req->png.cell;

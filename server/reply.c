@@ -61,15 +61,16 @@ enum MHD_Result reply_not_modified(struct exchange *ex,
     return reply_queue(ex, conn, 304, r, 0);
 }
 
-enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
-                              const struct problem *pb)
+/* The response of a problem, with its headers; *len its body's bytes. */
+static struct MHD_Response *problem_response(const struct problem *pb,
+                                             size_t *len)
 {
-    size_t len = 0;
-    char *body = problem_body(pb, &len);
+    *len = 0;
+    char *body = problem_body(pb, len);
     struct MHD_Response *r =
-        reply_from_heap(body, len, "application/problem+json");
+        reply_from_heap(body, *len, "application/problem+json");
     if (!r)
-        return MHD_NO;
+        return NULL;
     if (pb->status == 405 && pb->allow[0])
         MHD_add_response_header(r, "Allow", pb->allow);
     if (pb->status == 401)
@@ -81,7 +82,38 @@ enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
         snprintf(secs, sizeof secs, "%ld", pb->retry_after);
         MHD_add_response_header(r, "Retry-After", secs);
     }
+    return r;
+}
+
+enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
+                              const struct problem *pb)
+{
+    size_t len = 0;
+    struct MHD_Response *r = problem_response(pb, &len);
     return reply_queue(ex, conn, pb->status, r, len);
+}
+
+void reply_prepare(struct exchange *ex, int status, struct MHD_Response *resp,
+                   size_t bytes)
+{
+    ex->prepared.status = status;
+    ex->prepared.response = resp;
+    ex->prepared.bytes = bytes;
+    ex->prepared.ready = true;
+}
+
+void reply_prepare_problem(struct exchange *ex, const struct problem *pb)
+{
+    size_t len = 0;
+    struct MHD_Response *r = problem_response(pb, &len);
+    reply_prepare(ex, pb->status, r, len);
+}
+
+enum MHD_Result reply_prepared(struct exchange *ex, struct MHD_Connection *conn)
+{
+    struct MHD_Response *r = ex->prepared.response;
+    ex->prepared.response = NULL; /* reply_queue() takes it */
+    return reply_queue(ex, conn, ex->prepared.status, r, ex->prepared.bytes);
 }
 
 const char *reply_header(struct MHD_Connection *conn, const char *name)

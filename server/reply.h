@@ -34,6 +34,16 @@ enum MHD_Result reply_not_modified(struct exchange *ex,
 enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
                               const struct problem *pb);
 
+/* An answer made before it can be queued (on a worker, while the
+ * connection is suspended): the exchange holds it until reply_prepared()
+ * queues it, or its completion drops it. resp NULL: no answer could be
+ * made, and the connection is closed. */
+void reply_prepare(struct exchange *ex, int status, struct MHD_Response *resp,
+                   size_t bytes);
+void reply_prepare_problem(struct exchange *ex, const struct problem *pb);
+enum MHD_Result reply_prepared(struct exchange *ex,
+                               struct MHD_Connection *conn);
+
 /* The request header name, or NULL. */
 const char *reply_header(struct MHD_Connection *conn, const char *name);
 

@@ -40,8 +40,12 @@ void request_free(struct request *req)
 {
     input_free(&req->input);
     input_free(&req->context);
-    attn_params_free(&req->params);
+    if (req->params_lease.n_held || req->params_lease.n_own)
+        drawn_lease_end(&req->params_lease); /* the drawn parameters */
+    else
+        attn_params_free(&req->params);
     free(req->mask);
+    free(req->mask_bias);
     free(req->key_padding);
     memset(req, 0, sizeof *req);
 }
@@ -139,6 +143,8 @@ const char *request_pointer_of(const struct request *req,
         return "/context";
     if (!strcmp(core_field, "want"))
         return "/return";
+    if (!strcmp(core_field, "bias_kv"))
+        return "/params";
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n =
         attn_params_layout(&req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
@@ -240,9 +246,10 @@ bool request_decode(struct request *req, const cJSON *root,
     c->cross = req->context.present;
     c->n_ctx = c->cross ? req->context.n : c->n_query;
     c->d_ctx = c->cross ? req->context.d : c->d_model;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "params");
+    c->bias_kv = c->mode == ATTN_MODE_PROJECTED && request_params_bias_kv(v);
     if (!request_read_masks(req, root, pb) || !resolve(req, lim, pb))
         return false;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "params");
     if (v && !request_read_params(req, v, pb))
         return false;
     return check_extra_size(req, lim, pb) && check_png(req, pb);

@@ -13,6 +13,7 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
+#include "drawn_cache.h"
 #include "budget.h"
 #include "heatmap.h"
 #include "problem.h"
@@ -61,6 +62,14 @@ enum request_extra {
     REQUEST_WANT_PARAMS = 1u << 1
 };
 
+/* What the numbers of an explicit mask are: "auto" reads booleans, and
+ * numbers all 0 or 1, as boolean, other numbers as additive. */
+enum request_mask_type { MASK_AUTO, MASK_BOOLEAN, MASK_ADDITIVE };
+
+/* What true means in a boolean mask: may attend (SDPA's), or is masked
+ * (nn.MultiheadAttention's attn_mask). */
+enum request_mask_convention { MASK_ALLOW, MASK_BLOCK };
+
 /* Where a request's parameters come from, as the config echo says it. */
 enum request_params_source {
     PARAMS_NONE, /* mode basic: there are none */
@@ -71,10 +80,15 @@ enum request_params_source {
 struct request {
     struct request_input input, context;
     struct attn_config cfg;    /* resolved before the request is accepted */
-    struct attn_params params; /* owned; explicit or drawn when needed */
+    struct attn_params params; /* owned when given; leased when drawn */
     enum request_params_source params_source;
-    uint8_t *mask, *key_padding; /* owned */
-    const char *mask_name;       /* "none", "causal" or "explicit" */
+    struct drawn_lease params_lease; /* the drawn ones, until freed */
+    uint8_t *mask, *key_padding;     /* owned */
+    float *mask_bias;                /* owned: an additive mask */
+    const char *mask_name;           /* "none", "causal" or "explicit" */
+    int mask_type;         /* enum request_mask_type: as asked, then as read */
+    int mask_convention;   /* enum request_mask_convention */
+    const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
     /* options read through the field table that the config holds only
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
@@ -82,8 +96,10 @@ struct request {
     bool compute;     /* false: "return": [] asks for tokens and config */
     unsigned extra;   /* bit set of enum request_extra */
     uint64_t given;   /* bit i: the client sent request_fields[i] */
-    struct budget_hold *hold; /* borrowed: what decoding reserves its
-                                 memory on; NULL counts nothing */
+    struct drawn_cache *drawn; /* borrowed: where token embeddings are
+                                  kept; NULL draws each */
+    struct budget_hold *hold;  /* borrowed: what decoding reserves its
+                                  memory on; NULL counts nothing */
     struct request_png png;
 };
 

@@ -105,10 +105,13 @@ static bool echo_scale(struct buf *out, const struct request *req,
     return buf_printf(out, ",\"%s\":%s", f->name, num);
 }
 
+/* The mask's name, and an explicit mask's form. */
 static bool echo_mask(struct buf *out, const struct request *req,
                       const struct request_field *f)
 {
-    return buf_printf(out, ",\"%s\":\"%s\"", f->name, req->mask_name);
+    return buf_printf(out, ",\"%s\":\"%s\"", f->name, req->mask_name) &&
+           (!req->mask_form ||
+            buf_printf(out, ",\"mask_form\":\"%s\"", req->mask_form));
 }
 
 static bool echo_key_padding(struct buf *out, const struct request *req,
@@ -158,6 +161,7 @@ static bool echo_return(struct buf *out, const struct request *req,
 
 const struct request_return request_returns[] = {
     {"weights", ATTN_WANT_WEIGHTS, 0},
+    {"weights_before_dropout", ATTN_WANT_WEIGHTS_RAW, 0},
     {"scores", ATTN_WANT_SCORES, 0},
     {"q", ATTN_WANT_Q, 0},
     {"k", ATTN_WANT_K, 0},
@@ -213,8 +217,18 @@ const struct request_field request_fields[] = {
     /* "none", "causal", or an array (request_mask.c) */
     {.name = "mask", .pointer = "/mask", .kind = FIELD_MASK, .where = BOTH,
      .value_name = request_mask_name, .default_json = "\"none\"", .echo = echo_mask},
+    {.name = "causal", .pointer = "/causal", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(cfg.causal), .default_json = "false", .echo = echo_scalar},
+    /* as asked, and after an explicit mask the kind it was read as */
+    {.name = "mask_type", .pointer = "/mask_type", .kind = FIELD_ENUM, .where = BODY, .type = "string",
+     .offset = AT(mask_type), .value_name = request_mask_type_name, .default_json = "\"auto\"", .echo = echo_scalar},
+    {.name = "mask_convention", .pointer = "/mask_convention", .kind = FIELD_ENUM, .where = BODY, .type = "string",
+     .offset = AT(mask_convention), .value_name = request_mask_convention_name, .default_json = "\"allow\"",
+     .echo = echo_scalar},
     {.name = "key_padding", .pointer = "/key_padding", .kind = FIELD_KEY_PADDING, .where = BODY, .type = "array",
      .echo = echo_key_padding},
+    {.name = "add_zero_attn", .pointer = "/add_zero_attn", .kind = FIELD_BOOL, .where = BOTH, .type = "boolean",
+     .offset = AT(cfg.zero_attn), .default_json = "false", .echo = echo_scalar},
     {.name = "positional", .pointer = "/positional", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
      .offset = AT(cfg.positional), .value_name = attn_positional_name, .default_json = "\"none\"", .echo = echo_scalar},
     /* a FIELD_FLOAT with max > min lies in [min, max) */
@@ -422,11 +436,15 @@ cJSON *request_field_from_query(const struct request_field *f,
 bool request_fields_echo(struct buf *out, const struct request *req)
 {
     const struct attn_config *c = &req->cfg;
-    bool ok = buf_printf(out, "{\"batch\":%zu,\"tokens\":%zu", c->batch,
-                         c->n_query) &&
-              (!c->cross ||
-               buf_printf(out, ",\"context_tokens\":%zu,\"d_context\":%zu",
-                          c->n_ctx, c->d_ctx));
+    bool ok =
+        buf_printf(out, "{\"batch\":%zu,\"tokens\":%zu", c->batch,
+                   c->n_query) &&
+        (!c->cross ||
+         buf_printf(out, ",\"context_tokens\":%zu,\"d_context\":%zu", c->n_ctx,
+                    c->d_ctx)) &&
+        /* the keys a row of weights has, when bias_k or the zero key
+         * follow the context's */
+        (c->n_keys == c->n_ctx || buf_printf(out, ",\"keys\":%zu", c->n_keys));
     for (size_t i = 0; ok && i < request_field_count; i++)
         if (request_fields[i].echo)
             ok = request_fields[i].echo(out, req, &request_fields[i]);

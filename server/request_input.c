@@ -130,7 +130,7 @@ static bool read_embeddings(struct request *req, struct request_input *in,
                             const struct request_limits *lim,
                             struct problem *pb)
 {
-    size_t dims[3];
+    size_t dims[4];
     int rank;
     if (!jsonin_tensor(v, at, 0, lim->max_output, req->hold, &in->x, dims,
                        &rank, pb))
@@ -172,9 +172,8 @@ static bool embed_text(const struct request *req, struct request_input *in,
     in->x = malloc(count * sizeof *in->x);
     if (!in->x)
         return problem_set(pb, 503, at->pointer, "out of memory");
-    for (size_t t = 0; t < in->n; t++)
-        attn_embed_token(in->tokens.text[t], strlen(in->tokens.text[t]),
-                         req->cfg.seed, in->d, in->x + t * in->d);
+    drawn_embed_tokens(req->drawn, in->tokens.text, in->n, req->cfg.seed, in->d,
+                       in->x);
     return true;
 }
 

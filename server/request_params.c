@@ -2,8 +2,10 @@
  * request_params.c - "params": projection parameters as PyTorch names them
  * in a state_dict, flat ("q_proj.weight") or nested ({"q_proj": {"weight":
  * ...}}), with nn.MultiheadAttention's names besides: the fused
- * in_proj_weight and in_proj_bias, and q_proj_weight, k_proj_weight and
- * v_proj_weight. Shapes come from the core's layout of the resolved config.
+ * in_proj_weight and in_proj_bias, q_proj_weight, k_proj_weight and
+ * v_proj_weight (kdim = vdim = the context's width), and add_bias_kv's
+ * bias_k and bias_v ([1][1][E] as PyTorch keeps them, or [E]). Shapes come
+ * from the core's layout of the resolved config.
  */
 #include "jsonin.h"
 #include "request_steps.h"
@@ -22,9 +24,10 @@ static const struct {
 };
 
 /* Check one given tensor against the shape the config needs. */
-static bool expect_shape(const struct jpath *at, const size_t dims[3], int rank,
+static bool expect_shape(const struct jpath *at, const size_t dims[4], int rank,
                          bool weight, size_t rows, size_t cols,
-                         const char *rows_what, struct problem *pb)
+                         const char *rows_what, const char *cols_what,
+                         struct problem *pb)
 {
     if (weight && rank != 2)
         return problem_set(pb, 422, at->pointer,
@@ -36,16 +39,31 @@ static bool expect_shape(const struct jpath *at, const size_t dims[3], int rank,
                            "params %s has %d dimensions; a bias is "
                            "[out_features]",
                            at->name, rank);
-    if (dims[0] != rows)
+    /* both shapes in full, as PyTorch's load_state_dict names them */
+    if (weight && (dims[0] != rows || dims[1] != cols))
         return problem_set(pb, 422, at->pointer,
-                           "params %s has %zu rows; expected %s = %zu",
-                           at->name, dims[0], rows_what, rows);
-    if (weight && dims[1] != cols)
+                           "%s is [%zu][%zu]; this configuration needs "
+                           "[%zu][%zu] ([%s][%s])",
+                           at->name, dims[0], dims[1], rows, cols, rows_what,
+                           cols_what);
+    if (!weight && dims[0] != rows)
         return problem_set(pb, 422, at->pointer,
-                           "params %s has %zu columns; expected %zu (its "
-                           "input width)",
-                           at->name, dims[1], cols);
+                           "%s is [%zu]; this configuration needs [%zu] "
+                           "([%s])",
+                           at->name, dims[0], rows, rows_what);
     return true;
+}
+
+/* What a weight's columns are, for messages. */
+static const char *in_what(const struct attn_param_tensor *t)
+{
+    switch (t->slot) {
+    case ATTN_PARAM_WQ: return "d_model";
+    case ATTN_PARAM_WK:
+    case ATTN_PARAM_WV: return "d_ctx, the context's width (kdim, vdim)";
+    case ATTN_PARAM_WO: return "heads x d_v";
+    default: return "";
+    }
 }
 
 static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
@@ -60,21 +78,23 @@ static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
 
 /* in_proj_weight or in_proj_bias: q, k and v stacked by rows. */
 static bool store_fused(struct request *req, bool weight, const float *values,
-                        const size_t dims[3], int rank, const struct jpath *at,
+                        const size_t dims[4], int rank, const struct jpath *at,
                         struct problem *pb)
 {
     const struct attn_config *c = &req->cfg;
     struct attn_params *p = &req->params;
     const size_t hk = c->heads * c->d_k, gk = c->kv_heads * c->d_k,
                  gv = c->kv_heads * c->d_v;
-    if (c->d_ctx != c->d_model)
+    /* in_proj_bias is 3 x embed_dim whatever kdim and vdim are; only the
+     * fused weight needs the context as wide as the input */
+    if (weight && c->d_ctx != c->d_model)
         return problem_set(pb, 422, at->pointer,
                            "params %s needs the context as wide as the input "
                            "(%zu vs %zu); give q_proj_weight, k_proj_weight "
                            "and v_proj_weight instead",
                            at->name, c->d_ctx, c->d_model);
     if (!expect_shape(at, dims, rank, weight, hk + gk + gv, c->d_model,
-                      "(heads + 2 x kv_heads) x d_head", pb))
+                      "(heads + 2 x kv_heads) x d_head", "d_model", pb))
         return false;
     const size_t cols = weight ? c->d_model : 1;
     if (!request_reserve(req, (hk + gk + gv) * cols * sizeof(float), at->name,
@@ -110,17 +130,27 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
     if (!t && !fused)
         return problem_set(pb, 422, at->pointer,
                            "unknown parameter \"%.60s\"; expected q_proj, "
-                           "k_proj, v_proj and out_proj (weight and bias), or "
-                           "in_proj_weight and in_proj_bias",
+                           "k_proj, v_proj and out_proj (weight and bias), "
+                           "in_proj_weight and in_proj_bias, bias_k and bias_v",
                            key);
-    size_t dims[3];
+    size_t dims[4];
     int rank;
     float *values = NULL;
     /* rank as the client nested it; expect_shape() says what it should be */
-    const int nested = cJSON_IsArray(v) && cJSON_IsArray(v->child) ? 2 : 1;
+    int nested = 1;
+    for (const cJSON *e = v;
+         cJSON_IsArray(e) && cJSON_IsArray(e->child) && nested < 4;
+         e = e->child)
+        nested++;
     if (!jsonin_tensor(v, at, nested, SIZE_MAX / 8, req->hold, &values, dims,
                        &rank, pb))
         return false;
+    /* bias_k and bias_v: PyTorch's [1][1][E] is the row [E] */
+    if (t && (t->slot == ATTN_PARAM_BIAS_K || t->slot == ATTN_PARAM_BIAS_V) &&
+        rank == 3 && dims[0] == 1 && dims[1] == 1) {
+        dims[0] = dims[2];
+        rank = 1;
+    }
     if (fused) {
         const bool ok =
             store_fused(req, key[8] == 'w', values, dims, rank, at, pb);
@@ -128,7 +158,7 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
         return ok;
     }
     if (!expect_shape(at, dims, rank, t->is_weight, t->rows, t->cols,
-                      t->rows_what, pb)) {
+                      t->rows_what, in_what(t), pb)) {
         free(values);
         return false;
     }
@@ -175,14 +205,18 @@ bool request_read_params(struct request *req, const cJSON *v,
                 return false;
         }
     }
-    /* every weight the config uses must be there */
+    /* every weight the config uses must be there, and bias_k with
+     * bias_v */
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n = attn_params_layout(c, 0, tensors);
     for (size_t i = 0; i < n; i++)
-        if (tensors[i].is_weight &&
+        if (tensors[i].required &&
             !*attn_params_slot(&req->params, tensors[i].slot))
-            return problem_set(pb, 422, at.pointer, "params lacks %s",
-                               tensors[i].name);
+            return problem_set(pb, 422, at.pointer, "params lacks %s%s",
+                               tensors[i].name,
+                               c->bias_kv && !tensors[i].is_weight
+                                   ? " (add_bias_kv gives bias_k and bias_v)"
+                                   : "");
     if (c->no_out_proj && (req->params.wo || req->params.bo))
         return problem_set(pb, 422, "/out_proj",
                            "params has out_proj tensors but out_proj is "
@@ -191,4 +225,11 @@ bool request_read_params(struct request *req, const cJSON *v,
     c->out_bias = req->params.bo != NULL;
     c->params = &req->params;
     return true;
+}
+
+bool request_params_bias_kv(const cJSON *params)
+{
+    return cJSON_IsObject(params) &&
+           (cJSON_GetObjectItemCaseSensitive(params, "bias_k") ||
+            cJSON_GetObjectItemCaseSensitive(params, "bias_v"));
 }

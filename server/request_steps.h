@@ -31,9 +31,19 @@ bool request_read_masks(struct request *req, const cJSON *root,
 /* The names a mask may be given by ("none", "causal"), NULL past them. */
 const char *request_mask_name(int kind);
 
+/* The names of mask_type and mask_convention, by their enums in
+ * request.h; NULL past them. */
+const char *request_mask_type_name(int type);
+const char *request_mask_convention_name(int convention);
+
 /* request_params.c: "params", a PyTorch state_dict, checked against the
  * resolved config. */
 bool request_read_params(struct request *req, const cJSON *v,
                          struct problem *pb);
+
+/* request_params.c: whether "params" has add_bias_kv's bias_k or bias_v,
+ * which give every sequence one more key; known before the config is
+ * resolved, so that its sizes count it. */
+bool request_params_bias_kv(const cJSON *params);
 
 #endif

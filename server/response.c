@@ -8,6 +8,7 @@
 #include "jsonnum.h"
 #include "request_fields.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,8 +33,8 @@ struct response_stream {
     size_t n_pieces;
     /* where reading stands */
     size_t piece, element, text_at;
-    char stage[STAGE_BYTES + 64];
     size_t stage_len, stage_at;
+    char stage[STAGE_BYTES + 64]; /* last: left as it is allocated */
 };
 
 /* ---------------------------------------------------------- assembly */
@@ -99,7 +100,8 @@ static bool add_tokens(struct buf *t, const char *name,
     return buf_append_str(t, "]");
 }
 
-/* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}}. */
+/* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}},
+ * and a tensor that is no module's (bias_k, bias_v) by its own name. */
 static bool add_params(struct response_stream *s, size_t *mark)
 {
     struct attn_params *p = (struct attn_params *)&s->req->params;
@@ -109,24 +111,35 @@ static bool add_params(struct response_stream *s, size_t *mark)
     if (!buf_append_str(&s->text, ",\"params\":{"))
         return false;
     const char *open = NULL; /* the module whose object is open */
+    bool any = false;        /* a member of "params" was written */
     for (size_t i = 0; i < n; i++) {
         const struct attn_param_tensor *t = &tensors[i];
         const float *values = *attn_params_slot(p, t->slot);
         if (!values)
             continue;
-        const bool same = open && !strcmp(open, t->module);
-        if (!same &&
-            !buf_printf(&s->text, "%s\"%s\":{", open ? "}," : "", t->module))
+        const bool own = !strcmp(t->name, t->module); /* no module's */
+        const bool same = !own && open && !strcmp(open, t->module);
+        const char *sep = open ? "}," : any ? "," : "";
+        if (own) {
+            if (!buf_printf(&s->text, "%s\"%s\":", sep, t->name))
+                return false;
+            open = NULL;
+        } else if (!same) {
+            if (!buf_printf(&s->text, "%s\"%s\":{\"%s\":", sep, t->module,
+                            t->is_weight ? "weight" : "bias"))
+                return false;
+            open = t->module;
+        } else if (!buf_printf(&s->text,
+                               ",\"%s\":", t->is_weight ? "weight" : "bias")) {
             return false;
-        if (!buf_printf(&s->text, "%s\"%s\":", same ? "," : "",
-                        t->is_weight ? "weight" : "bias") ||
-            !flush_text(s, mark) || s->n_pieces == MAX_PIECES)
+        }
+        any = true;
+        if (!flush_text(s, mark) || s->n_pieces == MAX_PIECES)
             return false;
         s->pieces[s->n_pieces++] =
             (struct piece){.values = values,
                            .ndim = t->is_weight ? 2 : 1,
                            .dims = {t->rows, t->is_weight ? t->cols : 0}};
-        open = t->module;
     }
     return buf_append_str(&s->text, open ? "}}" : "}");
 }
@@ -173,7 +186,8 @@ static bool assemble(struct response_stream *s)
     const struct attn_config *c = &req->cfg;
     struct buf *t = &s->text;
     size_t mark = 0;
-    const size_t h = r->heads, n = r->n_query, m = r->n_ctx;
+    /* m: keys, the columns of weights; the context has n_ctx rows */
+    const size_t h = r->heads, n = r->n_query, m = r->n_keys;
     if (!buf_append_str(t, "{") || !add_tokens(t, "tokens", &req->input) ||
         (c->cross && (!buf_append_str(t, ",") ||
                       !add_tokens(t, "context_tokens", &req->context))) ||
@@ -184,7 +198,7 @@ static bool assemble(struct response_stream *s)
                          0))
             return false;
         if (c->cross && !add_batched(s, &mark, "context_embeddings",
-                                     req->context.x, m, c->d_ctx, 0))
+                                     req->context.x, c->n_ctx, c->d_ctx, 0))
             return false;
     }
     const struct {
@@ -197,6 +211,7 @@ static bool assemble(struct response_stream *s)
         {"v", r->v, m, r->kv_heads * r->d_v, 0},
         {"scores", r->scores, h, n, m},
         {"weights", r->weights, h, n, m},
+        {"weights_before_dropout", r->weights_raw, h, n, m},
         {"mean_weights", r->mean_weights, n, m, 0},
         {"heads_output", r->heads_out, n, h * r->d_v, 0},
         {"output", r->output, n, r->d_out, 0},
@@ -218,9 +233,11 @@ static bool assemble(struct response_stream *s)
 struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res)
 {
-    struct response_stream *s = calloc(1, sizeof *s);
+    /* the stage needs no zeroing: what is read of it is written first */
+    struct response_stream *s = malloc(sizeof *s);
     if (!s)
         return NULL;
+    memset(s, 0, offsetof(struct response_stream, stage));
     s->req = req;
     s->res = res;
     buf_init(&s->text, TEXT_CAP);

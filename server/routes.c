@@ -27,13 +27,13 @@ static enum MHD_Result handle_healthz(struct exchange *ex,
 static enum MHD_Result handle_metrics(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
-    const struct metrics_now now = {
-        .waiting =
-            gate_waiting(&ex->srv->gate) + gate_waiting(&ex->srv->express),
+    struct metrics_now now = {
+        .waiting = workers_waiting(&ex->srv->workers),
         .draining = atomic_load(&ex->srv->draining),
         .memory_reserved = budget_used(&ex->srv->memory),
         .memory_limit = ex->srv->memory.limit,
     };
+    drawn_cache_stats(&ex->srv->drawn, &now.drawn);
     size_t len = 0;
     char *text = metrics_render(&now, &len);
     return reply_queue(

@@ -53,6 +53,12 @@ const char *attn_status_name(attn_status status);
 struct attn_tokenize_options {
     bool keep_case;      /* false: lowercase and strip accents (BERT uncased) */
     bool special_tokens; /* true: wrap in [CLS] ... [SEP] */
+    /* Strings kept whole wherever they occur in the text, byte for byte
+     * and never lowercased, as transformers keeps a model's special tokens
+     * ("[MASK]"); each is nonempty ASCII. NULL when n_never_split is 0. */
+    const char *const *never_split;
+    size_t n_never_split;
+    const char *field; /* the name errors give the text; NULL: "sentence" */
 };
 
 struct attn_tokens {
@@ -102,12 +108,15 @@ void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
  * Projection parameters in PyTorch's nn.Linear layout: weight is
  * [out_features][in_features] and y = x * weight^T + bias.
  * Any bias may be NULL (no bias). wo is NULL when there is no output
- * projection.
+ * projection. bias_k and bias_v are nn.MultiheadAttention's add_bias_kv
+ * rows, used only when the config has bias_kv.
  */
 struct attn_params {
     float *wq, *bq; /* [heads * d_k][d_model],     [heads * d_k]    */
     float *wk, *bk; /* [kv_heads * d_k][d_ctx],    [kv_heads * d_k] */
     float *wv, *bv; /* [kv_heads * d_v][d_ctx],    [kv_heads * d_v] */
+    float *bias_k;  /* [kv_heads * d_k]: a key row appended to K      */
+    float *bias_v;  /* [kv_heads * d_v]: a value row appended to V    */
     float *wo, *bo; /* [d_out][heads * d_v],       [d_out]          */
 };
 
@@ -119,6 +128,8 @@ enum attn_param_slot {
     ATTN_PARAM_BK,
     ATTN_PARAM_WV,
     ATTN_PARAM_BV,
+    ATTN_PARAM_BIAS_K,
+    ATTN_PARAM_BIAS_V,
     ATTN_PARAM_WO,
     ATTN_PARAM_BO,
     ATTN_PARAM_COUNT
@@ -133,8 +144,10 @@ struct attn_param_tensor {
     enum attn_param_slot slot;
     size_t rows; /* out_features */
     size_t cols; /* in_features; a bias is [rows], drawn with its
-                    weight's fan-in */
+                    weight's fan-in (bias_k and bias_v: k_proj's, v_proj's) */
     bool is_weight;
+    bool required; /* explicit parameters must have it: every weight, and
+                      bias_k and bias_v when the config has bias_kv */
 };
 
 struct attn_config; /* below */
@@ -145,7 +158,8 @@ enum { ATTN_LAYOUT_ALL_BIASES = 1u << 0 };
 /*
  * The tensors a resolved projected config uses, in state_dict order.
  * Biases are listed when the config draws them, or all of them with
- * ATTN_LAYOUT_ALL_BIASES (explicit parameters may carry any bias).
+ * ATTN_LAYOUT_ALL_BIASES (explicit parameters may carry any bias);
+ * bias_k and bias_v whenever the config has bias_kv.
  * Returns how many were written to out.
  */
 size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
@@ -188,8 +202,13 @@ enum attn_want {
     ATTN_WANT_V = 1u << 4,
     ATTN_WANT_HEADS = 1u << 5,
     ATTN_WANT_OUTPUT = 1u << 6,
-    ATTN_WANT_MEAN_WEIGHTS = 1u << 7
+    ATTN_WANT_MEAN_WEIGHTS = 1u << 7,
+    ATTN_WANT_WEIGHTS_RAW = 1u << 8 /* the weights before dropout */
 };
+
+/* An additive mask value at or below this means "never", as -INFINITY
+ * does: the pair gets weight 0 whatever its score. */
+#define ATTN_MASK_NEVER (-1e30f)
 
 /*
  * A zeroed struct is a valid start: projected mode, defaults everywhere.
@@ -230,10 +249,24 @@ struct attn_config {
 
     /* masks; any combination; a masked pair gets weight 0 */
     bool causal;                /* query i may see keys j <= i */
-    const uint8_t *mask;        /* [N][M] or [B][N][M]; nonzero = may attend */
-    bool mask_batched;          /* mask has the leading [B] */
+    const uint8_t *mask;        /* [N][M], [B][N][M] or [B][h][N][M];
+                                   nonzero = may attend */
+    const float *mask_bias;     /* same shapes: added to the scaled scores
+                                   (ALiBi, relative positions, 0 / -inf); a
+                                   value <= ATTN_MASK_NEVER or -INFINITY means
+                                   never; NaN and +Inf are refused */
+    bool mask_batched;          /* mask and mask_bias have the leading [B] */
+    bool mask_per_head;         /* they are [B][h][N][M] (PyTorch's 3-D
+                                   attn_mask [B * h][N][M]); implies batched */
     const uint8_t *key_padding; /* [M] or [B][M]; nonzero = ignore the key */
     bool key_padding_batched;
+
+    /* keys appended after the M context keys, as nn.MultiheadAttention
+     * does; neither mask nor key_padding ever hides them */
+    bool bias_kv;   /* params->bias_k and bias_v as key and value M */
+    bool zero_attn; /* then a key and value of zeros */
+    size_t n_keys;  /* resolved: M + bias_kv + zero_attn, the keys every
+                       query row has */
 
     /* explicit parameters (caller-owned); NULL: drawn from seed */
     const struct attn_params *params;
@@ -250,10 +283,15 @@ struct attn_config {
      * it holds and returns ATTN_E_CANCELLED. */
     const atomic_bool *cancel;
 
-    bool resolved; /* set by attn_config_resolve(); attn_forward() then
-                      takes the config as it is. After resolving, change
-                      only params, threads, cancel, and want to fewer
-                      arrays than it was resolved for. */
+    bool resolved;       /* set by attn_config_resolve(); attn_forward() then
+                            takes the config as it is. After resolving, change
+                            only params, params_checked, threads, cancel, and want
+                            to fewer arrays than it was resolved for. */
+    bool params_checked; /* params hold every tensor of this config and
+                            only finite values: drawn (attn_params_draw(),
+                            attn_params_draw_tensor()) or checked before
+                            (attn_params_check()), so attn_forward() does
+                            not look at each value again */
 };
 
 /*
@@ -285,23 +323,39 @@ attn_status attn_params_draw(const struct attn_config *cfg,
                              struct attn_params *out, struct attn_error *err);
 void attn_params_free(struct attn_params *params);
 
+/* One tensor of the above, into out (attn_param_count(t) floats). Its
+ * values depend on seed, t->name and t->cols only, so a caller may keep
+ * and share them for every config with the same tensor. */
+void attn_params_draw_tensor(uint64_t seed, const struct attn_param_tensor *t,
+                             float *out);
+
+/* What attn_forward() checks of explicit parameters for a resolved
+ * config: every tensor it needs is there, every value finite. */
+attn_status attn_params_check(const struct attn_config *cfg,
+                              const struct attn_params *params,
+                              struct attn_error *err);
+
 /* ---------------------------------------------------------------- result */
 
 /*
- * Arrays not asked for are NULL. Shapes, with B, h, g (kv_heads), N, M:
- *   weights, scores: [B][h][N][M]  (scores are scaled, before the mask)
- *   mean_weights:    [B][N][M]
+ * Arrays not asked for are NULL. Shapes, with B, h, g (kv_heads), N, and
+ * K = n_keys (M context keys, then bias_k's and the zero key if any):
+ *   weights, scores: [B][h][N][K]  (scores are scaled, before any mask,
+ *                                   additive ones included)
+ *   weights_raw:     [B][h][N][K]  (weights before dropout)
+ *   mean_weights:    [B][N][K]     (mean over heads, after dropout)
  *   q:               [B][N][h * d_k]   (after rotary encoding)
- *   k:               [B][M][g * d_k]   (after rotary encoding)
- *   v:               [B][M][g * d_v]
+ *   k:               [B][K][g * d_k]   (after rotary encoding)
+ *   v:               [B][K][g * d_v]
  *   heads_out:       [B][N][h * d_v]
  *   output:          [B][N][d_out]
- *   fully_masked:    [B][N], 1 where every key was masked for that query;
- *                    those rows have zero weights and zero head outputs.
+ *   fully_masked:    [B][N], 1 where every key was masked for that query
+ *                    (in at least one head, with a per-head mask); those
+ *                    rows have zero weights and zero head outputs there.
  */
 struct attn_result {
-    size_t batch, n_query, n_ctx, heads, kv_heads, d_k, d_v, d_out;
-    float *weights, *scores, *mean_weights;
+    size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
+    float *weights, *weights_raw, *scores, *mean_weights;
     float *q, *k, *v, *heads_out, *output;
     uint8_t *fully_masked;
     size_t n_fully_masked;
@@ -325,6 +379,11 @@ void attn_result_free(struct attn_result *result);
  * it once at start-up, before any attn_forward().
  */
 void attn_blas_single_thread(void);
+
+/* The name of the kernels OpenBLAS chose for this CPU (or was told to use
+ * by OPENBLAS_CORETYPE), e.g. "Haswell": speeds are comparable only under
+ * the same one. */
+const char *attn_blas_core(void);
 
 /* Bytes attn_forward() holds besides its result for a resolved config
  * (its one workspace block: positions, K and V or one key block of them,

@@ -129,6 +129,15 @@ static attn_status resolve_basic(struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "positional",
                          "positional 'rope' rotates projected queries and "
                          "keys; it needs mode projected");
+    /* the appended keys are rows of projected K and V */
+    if (cfg->bias_kv)
+        return attn_fail(err, ATTN_E_INVALID, "bias_kv",
+                         "bias_k and bias_v are appended to projected keys "
+                         "and values; they need mode projected");
+    if (cfg->zero_attn)
+        return attn_fail(err, ATTN_E_INVALID, "add_zero_attn",
+                         "add_zero_attn appends a zero key to projected keys; "
+                         "it needs mode projected");
     return ATTN_OK;
 }
 
@@ -208,9 +217,19 @@ static attn_status check_options(struct attn_config *cfg,
                          "query tokens (%zu)",
                          attn_residual_name((int)cfg->residual), cfg->n_ctx,
                          cfg->n_query);
+    if (cfg->mask_per_head && !cfg->mask && !cfg->mask_bias)
+        return attn_fail(err, ATTN_E_INVALID, "mask",
+                         "mask_per_head is set but there is no mask");
+    if (cfg->mask_per_head)
+        cfg->mask_batched = true;
+    cfg->n_keys = cfg->n_ctx;
+    if (!size_add_to(&cfg->n_keys,
+                     (cfg->bias_kv ? 1u : 0u) + (cfg->zero_attn ? 1u : 0u)))
+        return attn_fail(err, ATTN_E_TOO_BIG, "n_ctx",
+                         "n_ctx (%zu) is too large", cfg->n_ctx);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
-    const unsigned known = (ATTN_WANT_MEAN_WEIGHTS << 1) - 1;
+    const unsigned known = (ATTN_WANT_WEIGHTS_RAW << 1) - 1;
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
@@ -222,7 +241,8 @@ static attn_status check_options(struct attn_config *cfg,
 static attn_status check_sizes(const struct attn_config *cfg,
                                struct attn_error *err)
 {
-    const size_t b = cfg->batch, n = cfg->n_query, m = cfg->n_ctx;
+    /* m: the keys, context keys and appended ones */
+    const size_t b = cfg->batch, n = cfg->n_query, m = cfg->n_keys;
     const size_t h = cfg->heads, g = cfg->kv_heads;
     size_t wide = cfg->d_model;
     const size_t widths[] = {cfg->d_ctx,   h * cfg->d_k, h * cfg->d_v,
@@ -248,6 +268,14 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "batch (%zu) x tokens (%zu) x context tokens (%zu) "
                          "is too large",
                          b, n, m);
+    /* a per-head mask holds heads times as many */
+    size_t mask_elems;
+    if (cfg->mask_per_head && (!size_mul(per_head, h, &mask_elems) ||
+                               mask_elems > SIZE_MAX / sizeof(float) / 8))
+        return attn_fail(err, ATTN_E_TOO_BIG, "mask",
+                         "a per-head mask of %zu heads of %zu x %zu pairs is "
+                         "too large",
+                         h, n, m);
 
     /* OpenBLAS takes int sizes: every width and length must fit one. */
     const struct {
@@ -278,7 +306,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
 
     const unsigned w = cfg->want;
     size_t all_heads = 0;
-    if ((w & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES)) &&
+    if ((w & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW | ATTN_WANT_SCORES)) &&
         (!size_mul(per_head, h, &all_heads) ||
          all_heads > SIZE_MAX / sizeof(float) / 8))
         return attn_fail(err, ATTN_E_TOO_BIG, "heads",
@@ -290,6 +318,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
         size_t count;
     } parts[] = {
         {ATTN_WANT_WEIGHTS, all_heads},
+        {ATTN_WANT_WEIGHTS_RAW, all_heads},
         {ATTN_WANT_SCORES, all_heads},
         {ATTN_WANT_MEAN_WEIGHTS, per_head},
         {ATTN_WANT_Q, b * n * hk},
@@ -375,13 +404,13 @@ attn_status attn_config_resolve(struct attn_config *cfg, struct attn_error *err)
 double attn_flops(const struct attn_config *cfg)
 {
     const double b = (double)cfg->batch, n = (double)cfg->n_query,
-                 m = (double)cfg->n_ctx, h = (double)cfg->heads,
+                 m = (double)cfg->n_keys, h = (double)cfg->heads,
                  g = (double)cfg->kv_heads, dk = (double)cfg->d_k,
                  dv = (double)cfg->d_v;
     double per_seq = h * n * m * (dk + dv); /* QK^T and PV */
     if (cfg->mode == ATTN_MODE_PROJECTED) {
         per_seq += n * (double)cfg->d_model * h * dk;
-        per_seq += m * (double)cfg->d_ctx * g * (dk + dv);
+        per_seq += (double)cfg->n_ctx * (double)cfg->d_ctx * g * (dk + dv);
         if (!cfg->no_out_proj)
             per_seq += n * h * dv * (double)cfg->d_out;
     }

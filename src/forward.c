@@ -32,7 +32,6 @@
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
-#include "params.h"
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
@@ -52,12 +51,16 @@ enum {
     MAX_TEAM = 64
 };
 
-/* Which keys one sequence's queries may see. */
+/* Which keys one sequence's queries may see, and what their scores get
+ * added. Keys at or past n_ctx (bias_k's, the zero key) are never masked:
+ * PyTorch pads every mask with an allowed column for them. */
 struct mask_view {
     bool causal;
     const uint8_t *mask;        /* [N][M] or NULL; nonzero = may attend */
+    const float *bias;          /* [N][M] or NULL; added to the scores */
     const uint8_t *key_padding; /* [M] or NULL; nonzero = ignore */
-    size_t n_ctx;
+    size_t n_ctx;               /* M, the stride of mask and bias */
+    size_t head_stride;         /* N x M between the heads' masks; 0: shared */
 };
 
 /* Scratch of one thread; pointers its config does not need stay NULL. */
@@ -123,19 +126,43 @@ static void linear(const float *x, size_t rows, size_t in, const float *w,
                 (int)ldy);
 }
 
+/* The view of head a's mask. */
+static struct mask_view mask_of_head(const struct mask_view *mv, size_t a)
+{
+    struct mask_view hv = *mv;
+    const size_t at = a * mv->head_stride;
+    if (hv.mask)
+        hv.mask += at;
+    if (hv.bias)
+        hv.bias += at;
+    return hv;
+}
+
+/* Mask the scores s[0 .. nj) of query i against keys j0 on: -INFINITY
+ * where the pair is hidden, the additive mask added elsewhere. */
 static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
                      size_t nj)
 {
+    const size_t m = mv->n_ctx;
+    if (j0 >= m)
+        return;
+    nj = j0 + nj > m ? m - j0 : nj; /* the context keys among them */
     if (mv->causal && j0 + nj > i + 1) {
         const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
         for (size_t j = from; j < nj; j++)
             s[j] = -INFINITY;
     }
     if (mv->mask) {
-        const uint8_t *allowed = mv->mask + i * mv->n_ctx + j0;
+        const uint8_t *allowed = mv->mask + i * m + j0;
         for (size_t j = 0; j < nj; j++)
             if (!allowed[j])
                 s[j] = -INFINITY;
+    }
+    if (mv->bias) {
+        // s += bias, and "never" where the bias says so
+        const float *add = mv->bias + i * m + j0;
+        for (size_t j = 0; j < nj; j++)
+            s[j] = add[j] <= ATTN_MASK_NEVER ? -INFINITY : s[j] + add[j];
     }
     if (mv->key_padding) {
         const uint8_t *ignore = mv->key_padding + j0;
@@ -152,7 +179,7 @@ static void dropout_row(const struct forward *f, size_t b, size_t head,
     const struct attn_config *cfg = f->cfg;
     const float rate = cfg->dropout, keep_scale = 1.0f / (1.0f - rate);
     const uint64_t base =
-        ((b * cfg->heads + head) * cfg->n_query + i) * cfg->n_ctx + j0;
+        ((b * cfg->heads + head) * cfg->n_query + i) * cfg->n_keys + j0;
     for (size_t j = 0; j < nj; j++)
         p[j] = rng_unit(f->dropout_key, base + j) >= rate ? p[j] * keep_scale
                                                           : 0.0f;
@@ -198,18 +225,45 @@ static attn_status check_finite(const float *a, size_t rows, size_t cols,
     return ATTN_OK;
 }
 
+/* An additive mask may say "never" (-INFINITY), but NaN or +Inf mean
+ * nothing. */
+static attn_status check_mask_bias(const struct attn_config *c,
+                                   struct attn_error *err)
+{
+    if (!c->mask_bias)
+        return ATTN_OK;
+    const size_t per_seq = c->n_query * c->n_ctx;
+    const size_t count = per_seq * (c->mask_per_head  ? c->batch * c->heads
+                                    : c->mask_batched ? c->batch
+                                                      : 1);
+    for (size_t e = 0; e < count; e++) {
+        const float v = c->mask_bias[e];
+        if (!isnan(v) && v != INFINITY)
+            continue;
+        const size_t at[3] = {e / per_seq, e % per_seq / c->n_ctx,
+                              e % c->n_ctx};
+        return attn_fail_at(err, ATTN_E_INPUT, "mask", 3, at,
+                            "mask[%zu][%zu][%zu] (counting sequences and "
+                            "heads first) is %s; an additive mask takes "
+                            "finite numbers and -inf",
+                            at[0], at[1], at[2], nonfinite_name(v));
+    }
+    return ATTN_OK;
+}
+
 /* ------------------------------------------------------------ the plan */
 
 static struct paths paths_of(const struct attn_config *c)
 {
     struct paths p;
-    p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES |
-                             ATTN_WANT_MEAN_WEIGHTS);
+    p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
+                             ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS);
     p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
     /* key-outer pays off when K and V would outgrow one key block, and
-     * only when nothing needs them whole afterwards */
+     * only when nothing needs them whole afterwards; appended keys
+     * (bias_kv, zero_attn) are rows of a whole K and V */
     p.key_outer = !p.full_path && p.need_pv && c->mode == ATTN_MODE_PROJECTED &&
-                  c->n_ctx > KEY_BLOCK &&
+                  c->n_ctx > KEY_BLOCK && c->n_keys == c->n_ctx &&
                   !(c->want & (ATTN_WANT_K | ATTN_WANT_V)) &&
                   c->residual != ATTN_RESIDUAL_VALUE;
     p.heads_in_output = p.key_outer && !(c->want & ATTN_WANT_HEADS) &&
@@ -290,7 +344,8 @@ static void workspace_plan(const struct attn_config *c, const struct paths *p,
     const unsigned want = c->want;
     const bool projected = c->mode == ATTN_MODE_PROJECTED;
     const size_t qb = c->n_query < QUERY_BLOCK ? c->n_query : QUERY_BLOCK;
-    const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
+    /* m: keys, which K and V hold; the context has n_ctx rows */
+    const size_t b = c->batch, n = c->n_query, m = c->n_keys;
     w->tile_ld = p->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
     for (int i = 0; i < N_PARTS; i++)
         elem[i] = sizeof(float);
@@ -299,7 +354,7 @@ static void workspace_plan(const struct attn_config *c, const struct paths *p,
     if (c->positional == ATTN_POS_SINUSOIDAL) {
         count[X_PE] = b * n * c->d_model;
         if (c->cross)
-            count[C_PE] = b * m * c->d_ctx;
+            count[C_PE] = b * c->n_ctx * c->d_ctx;
     }
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
     count[SCRATCH] = threads;
@@ -403,15 +458,16 @@ struct result_part {
     size_t count;
     bool zeroed;
 };
-enum { N_RESULT_PARTS = 8 };
+enum { N_RESULT_PARTS = 9 };
 
 static void result_parts(const struct attn_config *c, struct attn_result *res,
                          struct result_part parts[N_RESULT_PARTS])
 {
-    const size_t b = c->batch, n = c->n_query, m = c->n_ctx;
+    const size_t b = c->batch, n = c->n_query, m = c->n_keys;
     const size_t h = c->heads, g = c->kv_heads;
     const struct result_part all[N_RESULT_PARTS] = {
         {ATTN_WANT_WEIGHTS, &res->weights, b * h * n * m, false},
+        {ATTN_WANT_WEIGHTS_RAW, &res->weights_raw, b * h * n * m, false},
         {ATTN_WANT_SCORES, &res->scores, b * h * n * m, false},
         {ATTN_WANT_MEAN_WEIGHTS, &res->mean_weights, b * n * m, true},
         {ATTN_WANT_Q, &res->q, b * n * h * c->d_k, false},
@@ -431,6 +487,7 @@ static attn_status result_init(const struct attn_config *c,
     res->batch = c->batch;
     res->n_query = c->n_query;
     res->n_ctx = c->n_ctx;
+    res->n_keys = c->n_keys;
     res->heads = c->heads;
     res->kv_heads = c->kv_heads;
     res->d_k = c->d_k;
@@ -487,6 +544,7 @@ void attn_result_free(struct attn_result *result)
     if (!result)
         return;
     free(result->weights);
+    free(result->weights_raw);
     free(result->scores);
     free(result->mean_weights);
     free(result->q);
@@ -515,8 +573,11 @@ static void head_full(struct forward *f, const struct block *bk,
                       struct scratch *sc, size_t a, size_t g)
 {
     const struct attn_config *c = f->cfg;
-    const size_t m = c->n_ctx, h = c->heads, dk = c->d_k, dv = c->d_v;
+    const size_t m = c->n_keys, h = c->heads, dk = c->d_k, dv = c->d_v;
     const size_t at = ((bk->b * h + a) * c->n_query + bk->r0) * m;
+    const struct mask_view mv = mask_of_head(&bk->mv, a);
+    float *raw =
+        (c->want & ATTN_WANT_WEIGHTS_RAW) ? f->res->weights_raw + at : NULL;
     float *w = (c->want & ATTN_WANT_WEIGHTS) ? f->res->weights + at : sc->tile;
     float *s = (c->want & ATTN_WANT_SCORES) ? f->res->scores + at : w;
 
@@ -529,16 +590,18 @@ static void head_full(struct forward *f, const struct block *bk,
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = w + r * m;
         const size_t i = bk->r0 + r;
-        mask_row(&bk->mv, i, 0, row, m);
+        mask_row(&mv, i, 0, row, m);
         const enum softmax_status st = softmax_row(row, m);
         if (st == SOFTMAX_ALL_MASKED) {
             f->res->fully_masked[bk->b * c->n_query + i] = 1;
         } else if (st == SOFTMAX_OVERFLOW) {
             note_overflow(f, bk->b, i);
             memset(row, 0, m * sizeof *row);
-        } else if (c->dropout > 0.0f) {
-            dropout_row(f, bk->b, a, i, 0, row, m);
         }
+        if (raw)
+            memcpy(raw + r * m, row, m * sizeof *row);
+        if (st == SOFTMAX_OK && c->dropout > 0.0f)
+            dropout_row(f, bk->b, a, i, 0, row, m);
     }
     if (c->want & ATTN_WANT_MEAN_WEIGHTS) {
         float *mean = f->res->mean_weights + (bk->b * c->n_query + bk->r0) * m;
@@ -564,6 +627,7 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
     const struct attn_config *c = f->cfg;
     const size_t dk = c->d_k, dv = c->d_v, ldh = c->heads * dv;
     const size_t ldt = f->tile_ld;
+    const struct mask_view mv = mask_of_head(&bk->mv, a);
     // S = scale * Q_a * K_g[j0 : j0 + nj]^T
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)nj,
                 (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, k + g * dk,
@@ -571,7 +635,7 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = tile + r * ldt;
         const size_t i = bk->r0 + r;
-        mask_row(&bk->mv, i, j0, row, nj);
+        mask_row(&mv, i, j0, row, nj);
         float rescale;
         if (softmax_online_block(&online[r], row, nj, &rescale) ==
             SOFTMAX_OVERFLOW) {
@@ -589,11 +653,13 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
                 (int)bk->ldv, 1.0f, out, (int)ldh);
 }
 
-/* Whether a causal block has no key at or after j0 that any row sees. */
+/* Whether a causal block has no key at or after j0 that any row sees;
+ * never so with appended keys, which every row sees. */
 static bool keys_all_in_future(const struct forward *f, const struct block *bk,
                                size_t j0)
 {
-    return f->cfg->causal && j0 > bk->r0 + bk->rows - 1;
+    return f->cfg->causal && f->cfg->n_keys == f->cfg->n_ctx &&
+           j0 > bk->r0 + bk->rows - 1;
 }
 
 static void stream_start(const struct block *bk, size_t dv, size_t ldh,
@@ -626,7 +692,7 @@ static void head_streaming(struct forward *f, const struct block *bk,
                            struct scratch *sc, size_t a, size_t g)
 {
     const struct attn_config *c = f->cfg;
-    const size_t m = c->n_ctx, dv = c->d_v, ldt = f->tile_ld;
+    const size_t m = c->n_keys, dv = c->d_v, ldt = f->tile_ld;
     float *out = bk->heads + a * dv;
     stream_start(bk, dv, c->heads * dv, sc->online, out);
     for (size_t j0 = 0; j0 < m && !keys_all_in_future(f, bk, j0); j0 += ldt) {
@@ -702,28 +768,36 @@ static void kv_views(const struct forward *f, size_t b, struct block *bk)
     }
     bk->ldk = c->kv_heads * c->d_k;
     bk->ldv = c->kv_heads * c->d_v;
-    bk->k = f->k + b * m * bk->ldk;
-    bk->v = f->v + b * m * bk->ldv;
+    bk->k = f->k + b * c->n_keys * bk->ldk;
+    bk->v = f->v + b * c->n_keys * bk->ldv;
 }
 
 static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
 {
+    if (j >= mv->n_ctx)
+        return true; /* an appended key */
     return !(mv->causal && j > i) &&
            !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
+           !(mv->bias && mv->bias[i * mv->n_ctx + j] <= ATTN_MASK_NEVER) &&
            !(mv->key_padding && mv->key_padding[j]);
 }
 
-/* Without any head computed, still report the rows with no visible key. */
+/* Without any head computed, still report the rows with no visible key
+ * (in any head, when the mask is per head), as the heads would. */
 static void flag_fully_masked(struct forward *f, const struct block *bk)
 {
-    const size_t m = f->cfg->n_ctx;
-    for (size_t r = 0; r < bk->rows; r++) {
-        const size_t i = bk->r0 + r;
-        size_t j = 0;
-        while (j < m && !key_visible(&bk->mv, i, j))
-            j++;
-        if (j == m)
-            f->res->fully_masked[bk->b * f->cfg->n_query + i] = 1;
+    const size_t m = f->cfg->n_keys;
+    const size_t heads = bk->mv.head_stride ? f->cfg->heads : 1;
+    for (size_t a = 0; a < heads; a++) {
+        const struct mask_view mv = mask_of_head(&bk->mv, a);
+        for (size_t r = 0; r < bk->rows; r++) {
+            const size_t i = bk->r0 + r;
+            size_t j = 0;
+            while (j < m && !key_visible(&mv, i, j))
+                j++;
+            if (j == m)
+                f->res->fully_masked[bk->b * f->cfg->n_query + i] = 1;
+        }
     }
 }
 
@@ -732,18 +806,23 @@ static struct block block_at(const struct forward *f, size_t b, size_t r0)
 {
     const struct attn_config *c = f->cfg;
     const size_t n = c->n_query, m = c->n_ctx;
+    /* sequence b's mask: [N][M], or one of [B][N][M] or [B][h][N][M] */
+    const size_t mask_at = c->mask_per_head  ? b * c->heads * n * m
+                           : c->mask_batched ? b * n * m
+                                             : 0;
     return (struct block){
         .b = b,
         .r0 = r0,
         .rows = n - r0 < QUERY_BLOCK ? n - r0 : QUERY_BLOCK,
         .mv = {.causal = c->causal,
-               .mask =
-                   c->mask ? c->mask + (c->mask_batched ? b * n * m : 0) : NULL,
+               .mask = c->mask ? c->mask + mask_at : NULL,
+               .bias = c->mask_bias ? c->mask_bias + mask_at : NULL,
                .key_padding =
                    c->key_padding
                        ? c->key_padding + (c->key_padding_batched ? b * m : 0)
                        : NULL,
-               .n_ctx = m},
+               .n_ctx = m,
+               .head_stride = c->mask_per_head ? n * m : 0},
     };
 }
 
@@ -771,7 +850,7 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
     const size_t blocks = (c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
     struct block bk = block_at(f, unit / blocks, unit % blocks * QUERY_BLOCK);
-    const size_t n = c->n_query, m = c->n_ctx, b = bk.b;
+    const size_t n = c->n_query, m = c->n_keys, b = bk.b;
     const size_t row0 = b * n + bk.r0;
     /* In self-attention the key phase already wrote these rows. */
     bk.x_pe = f->x_pe && !c->cross
@@ -829,8 +908,29 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
         note_overflow(f, b, r0);
 }
 
+/* The keys after the context's, as F.multi_head_attention_forward appends
+ * them: bias_k and bias_v as they are (no projection, no bias, no
+ * rotation), then a key and value of zeros. k, v: the row after the
+ * sequence's last context key. */
+static void append_keys(struct forward *f, float *k, float *v)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
+    if (c->bias_kv) {
+        memcpy(k, f->p->bias_k, gk * sizeof *k);
+        memcpy(v, f->p->bias_v, gv * sizeof *v);
+        k += gk;
+        v += gv;
+    }
+    if (c->zero_attn) {
+        memset(k, 0, gk * sizeof *k);
+        memset(v, 0, gv * sizeof *v);
+    }
+}
+
 /* Unit of the key phase: KV_CHUNK context rows of one sequence get their
- * positions, projections and rotations. */
+ * positions, projections and rotations; the last chunk also the
+ * appended keys. */
 static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
 {
     (void)sc;
@@ -844,7 +944,8 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
         c->cross
             ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b, r0, rows)
             : rows_with_positions(f->x, f->x_pe, m, c->d_ctx, b, r0, rows);
-    const size_t row0 = b * m + r0;
+    /* rows of K and V: the n_keys of each sequence, context keys first */
+    const size_t row0 = b * c->n_keys + r0;
     if (c->mode == ATTN_MODE_BASIC) {
         if (c->want & ATTN_WANT_K)
             memcpy(f->res->k + row0 * gk, ctx, rows * gk * sizeof(float));
@@ -854,6 +955,8 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
     }
     float *k = f->k + row0 * gk, *v = f->v + row0 * gv;
     project_kv(f, b, r0, rows, ctx, k, v);
+    if (r0 + rows == m)
+        append_keys(f, k + rows * gk, v + rows * gv);
 }
 
 /* ------------------------------------------------------------ key-outer */
@@ -1032,6 +1135,11 @@ void attn_blas_single_thread(void)
     openblas_set_num_threads(1);
 }
 
+const char *attn_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
 attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                          const float *context, struct attn_result *out,
                          struct attn_error *err)
@@ -1053,6 +1161,8 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     if (!st && context)
         st = check_finite(context, cfg.n_ctx, cfg.d_ctx, cfg.batch, "context",
                           err);
+    if (!st)
+        st = check_mask_bias(&cfg, err);
     if (st)
         return st;
 
@@ -1060,7 +1170,8 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     struct forward f = {.cfg = &cfg, .res = out, .x = x, .context = context};
     if (cfg.mode == ATTN_MODE_PROJECTED) {
         if (cfg.params) {
-            st = params_check(&cfg, cfg.params, err);
+            st = cfg.params_checked ? ATTN_OK
+                                    : attn_params_check(&cfg, cfg.params, err);
             f.p = cfg.params;
         } else {
             st = attn_params_draw(&cfg, &drawn, err);

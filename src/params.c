@@ -5,7 +5,6 @@
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
-#include "params.h"
 #include "rng.h"
 
 #include <math.h>
@@ -17,30 +16,42 @@ size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
 {
     const size_t hk = cfg->heads * cfg->d_k, gk = cfg->kv_heads * cfg->d_k;
     const size_t gv = cfg->kv_heads * cfg->d_v, hv = cfg->heads * cfg->d_v;
+    /* bias_k and bias_v are nn.MultiheadAttention's [1][1][E] rows, kept
+     * here as [rows]: a bias in all but name, required when used */
+    const bool kv = cfg->bias_kv;
     const struct attn_param_tensor all[ATTN_PARAM_COUNT] = {
         {"q_proj.weight", "q_proj", "heads x d_k", ATTN_PARAM_WQ, hk,
-         cfg->d_model, true},
+         cfg->d_model, true, true},
         {"q_proj.bias", "q_proj", "heads x d_k", ATTN_PARAM_BQ, hk,
-         cfg->d_model, false},
+         cfg->d_model, false, false},
         {"k_proj.weight", "k_proj", "kv_heads x d_k", ATTN_PARAM_WK, gk,
-         cfg->d_ctx, true},
+         cfg->d_ctx, true, true},
         {"k_proj.bias", "k_proj", "kv_heads x d_k", ATTN_PARAM_BK, gk,
-         cfg->d_ctx, false},
+         cfg->d_ctx, false, false},
         {"v_proj.weight", "v_proj", "kv_heads x d_v", ATTN_PARAM_WV, gv,
-         cfg->d_ctx, true},
+         cfg->d_ctx, true, true},
         {"v_proj.bias", "v_proj", "kv_heads x d_v", ATTN_PARAM_BV, gv,
-         cfg->d_ctx, false},
+         cfg->d_ctx, false, false},
+        {"bias_k", "bias_k", "kv_heads x d_k", ATTN_PARAM_BIAS_K, gk,
+         cfg->d_ctx, false, kv},
+        {"bias_v", "bias_v", "kv_heads x d_v", ATTN_PARAM_BIAS_V, gv,
+         cfg->d_ctx, false, kv},
         {"out_proj.weight", "out_proj", "d_out", ATTN_PARAM_WO, cfg->d_out, hv,
-         true},
+         true, true},
         {"out_proj.bias", "out_proj", "d_out", ATTN_PARAM_BO, cfg->d_out, hv,
-         false},
+         false, false},
     };
     const bool all_biases = flags & ATTN_LAYOUT_ALL_BIASES;
     size_t n = 0;
     for (size_t i = 0; i < ATTN_PARAM_COUNT; i++) {
-        const bool is_out = all[i].slot >= ATTN_PARAM_WO;
-        const bool bias = !all[i].is_weight;
+        const enum attn_param_slot slot = all[i].slot;
+        const bool is_out = slot >= ATTN_PARAM_WO;
+        const bool is_kv =
+            slot == ATTN_PARAM_BIAS_K || slot == ATTN_PARAM_BIAS_V;
+        const bool bias = !all[i].is_weight && !is_kv;
         if (is_out && cfg->no_out_proj)
+            continue;
+        if (is_kv && !kv)
             continue;
         if (bias && !all_biases && !(is_out ? cfg->out_bias : cfg->qkv_bias))
             continue;
@@ -56,8 +67,9 @@ size_t attn_param_count(const struct attn_param_tensor *t)
 
 float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot)
 {
-    float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk, &p->bk,
-                                       &p->wv, &p->bv, &p->wo, &p->bo};
+    float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk,     &p->bk,
+                                       &p->wv, &p->bv, &p->bias_k, &p->bias_v,
+                                       &p->wo, &p->bo};
     return slots[slot];
 }
 
@@ -81,14 +93,20 @@ attn_status attn_params_draw(const struct attn_config *cfg,
                              tensors[t].name, count);
         }
         *attn_params_slot(out, tensors[t].slot) = values;
-        const uint64_t key = attn_stream_key(cfg->seed, tensors[t].name,
-                                             strlen(tensors[t].name));
-        const double bound = 1.0 / sqrt((double)tensors[t].cols);
-        // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-        for (size_t i = 0; i < count; i++)
-            values[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
+        attn_params_draw_tensor(cfg->seed, &tensors[t], values);
     }
     return ATTN_OK;
+}
+
+void attn_params_draw_tensor(uint64_t seed, const struct attn_param_tensor *t,
+                             float *out)
+{
+    const size_t count = attn_param_count(t);
+    const uint64_t key = attn_stream_key(seed, t->name, strlen(t->name));
+    const double bound = 1.0 / sqrt((double)t->cols);
+    // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+    for (size_t i = 0; i < count; i++)
+        out[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
 }
 
 void attn_params_free(struct attn_params *params)
@@ -100,8 +118,9 @@ void attn_params_free(struct attn_params *params)
     memset(params, 0, sizeof *params);
 }
 
-attn_status params_check(const struct attn_config *cfg,
-                         const struct attn_params *p, struct attn_error *err)
+attn_status attn_params_check(const struct attn_config *cfg,
+                              const struct attn_params *p,
+                              struct attn_error *err)
 {
     /* List every bias: explicit parameters have one whenever present. */
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
@@ -110,7 +129,7 @@ attn_status params_check(const struct attn_config *cfg,
     for (size_t t = 0; t < n; t++) {
         const float *values = *attn_params_slot(mutable_view, tensors[t].slot);
         if (!values) {
-            if (!tensors[t].is_weight)
+            if (!tensors[t].required)
                 continue; /* an absent bias is no bias */
             return attn_fail(err, ATTN_E_INVALID, "params",
                              "params %s is missing", tensors[t].name);

@@ -56,11 +56,11 @@ struct tok_sink {
 
 /* ----------------------------------------------------------------- UTF-8 */
 
-static size_t utf8_fail(struct attn_error *err, size_t at, unsigned byte,
-                        const char *why)
+static size_t utf8_fail(struct attn_error *err, const char *field, size_t at,
+                        unsigned byte, const char *why)
 {
-    attn_fail_at(err, ATTN_E_INPUT, "sentence", 1, &at,
-                 "sentence has invalid UTF-8 at byte %zu (0x%02x): %s", at,
+    attn_fail_at(err, ATTN_E_INPUT, field, 1, &at,
+                 "%s has invalid UTF-8 at byte %zu (0x%02x): %s", field, at,
                  byte, why);
     return 0;
 }
@@ -73,7 +73,8 @@ static size_t utf8_fail(struct attn_error *err, size_t at, unsigned byte,
  * byte.
  */
 static size_t utf8_decode(const unsigned char *s, size_t len, size_t at,
-                          uint32_t *cp, struct attn_error *err)
+                          uint32_t *cp, struct attn_error *err,
+                          const char *field)
 {
     const unsigned lead = s[at];
     if (lead < 0x80) {
@@ -87,9 +88,9 @@ static size_t utf8_decode(const unsigned char *s, size_t len, size_t at,
     uint32_t value;
     const char *why_second = "invalid second byte"; /* never reported */
     if (lead < 0xC0) {
-        return utf8_fail(err, at, lead, "unexpected continuation byte");
+        return utf8_fail(err, field, at, lead, "unexpected continuation byte");
     } else if (lead < 0xC2) {
-        return utf8_fail(err, at, lead, "overlong encoding");
+        return utf8_fail(err, field, at, lead, "overlong encoding");
     } else if (lead < 0xE0) {
         n = 2;
         value = lead & 0x1F;
@@ -114,15 +115,15 @@ static size_t utf8_decode(const unsigned char *s, size_t len, size_t at,
             why_second = "code point above U+10FFFF";
         }
     } else if (lead < 0xF8) {
-        return utf8_fail(err, at, lead, "code point above U+10FFFF");
+        return utf8_fail(err, field, at, lead, "code point above U+10FFFF");
     } else {
-        return utf8_fail(err, at, lead, "not a UTF-8 byte");
+        return utf8_fail(err, field, at, lead, "not a UTF-8 byte");
     }
     for (size_t k = 1; k < n; k++) {
         if (len - at <= k || (s[at + k] & 0xC0) != 0x80)
-            return utf8_fail(err, at, lead, "incomplete sequence");
+            return utf8_fail(err, field, at, lead, "incomplete sequence");
         if (k == 1 && (s[at + 1] < lo || s[at + 1] > hi))
-            return utf8_fail(err, at, lead, why_second);
+            return utf8_fail(err, field, at, lead, why_second);
         value = value << 6 | (s[at + k] & 0x3F);
     }
     *cp = value;
@@ -185,7 +186,7 @@ static void sort_run(char *run, size_t n, char *scratch)
         unsigned next = 256; /* the smallest class > done, if below 256 */
         for (size_t at = 0; at < n;) {
             uint32_t cp;
-            at += utf8_decode(src, n, at, &cp, NULL);
+            at += utf8_decode(src, n, at, &cp, NULL, NULL);
             unsigned ccc = unicode_ccc(cp);
             if (ccc > done && ccc < next)
                 next = ccc;
@@ -194,7 +195,7 @@ static void sort_run(char *run, size_t n, char *scratch)
             break;
         for (size_t at = 0; at < n;) {
             uint32_t cp;
-            size_t len = utf8_decode(src, n, at, &cp, NULL);
+            size_t len = utf8_decode(src, n, at, &cp, NULL, NULL);
             if (unicode_ccc(cp) == next) {
                 memcpy(run + written, src + at, len);
                 written += len;
@@ -291,6 +292,21 @@ static void put_char(struct tok_sink *sink, uint32_t cp, enum unicode_class cls,
     }
 }
 
+/* The length of the never-split string s starts with, or 0. They are
+ * ASCII, so a match never starts or ends inside a multi-byte character. */
+static size_t never_split_at(const struct attn_tokenize_options *opts,
+                             const unsigned char *s, size_t left)
+{
+    for (size_t i = 0; i < opts->n_never_split; i++) {
+        const char *word = opts->never_split[i];
+        const size_t n = strlen(word);
+        if (n <= left && (unsigned char)word[0] == s[0] &&
+            memcmp(word, s, n) == 0)
+            return n;
+    }
+    return 0;
+}
+
 /*
  * One pass over the text into sink. Only the counting pass can fail, on
  * invalid UTF-8; the writing pass sees text the counting pass accepted.
@@ -300,11 +316,18 @@ static attn_status tokenize_pass(const unsigned char *s, size_t len,
                                  struct tok_sink *sink, struct attn_error *err)
 {
     const bool lower = !opts->keep_case;
+    const char *field = opts->field ? opts->field : "sentence";
     if (opts->special_tokens)
         sink_token(sink, "[CLS]", 5);
     for (size_t at = 0; at < len;) {
+        const size_t kept = never_split_at(opts, s + at, len - at);
+        if (kept) {
+            sink_token(sink, s + at, kept);
+            at += kept;
+            continue;
+        }
         uint32_t cp;
-        size_t n = utf8_decode(s, len, at, &cp, err);
+        size_t n = utf8_decode(s, len, at, &cp, err, field);
         if (n == 0)
             return ATTN_E_INPUT;
         at += n;
@@ -360,9 +383,10 @@ attn_status attn_tokenize(const char *text, size_t len,
                          "sentence is NULL but has %zu bytes", len);
     if (!opts)
         opts = &defaults;
+    const char *field = opts->field ? opts->field : "sentence";
     if (len > (SIZE_MAX - SLACK) / BYTES_PER_INPUT_BYTE)
-        return attn_fail(err, ATTN_E_TOO_BIG, "sentence",
-                         "sentence has %zu bytes, too many to tokenize", len);
+        return attn_fail(err, ATTN_E_TOO_BIG, field,
+                         "%s has %zu bytes, too many to tokenize", field, len);
 
     const unsigned char *s = (const unsigned char *)text;
     struct tok_sink counted = {0};
@@ -370,8 +394,8 @@ attn_status attn_tokenize(const char *text, size_t len,
     if (status != ATTN_OK)
         return status;
     if (max_tokens != 0 && counted.count > max_tokens)
-        return attn_fail(err, ATTN_E_TOO_BIG, "sentence",
-                         "sentence has %zu tokens, more than max_tokens (%zu)",
+        return attn_fail(err, ATTN_E_TOO_BIG, field,
+                         "%s has %zu tokens, more than max_tokens (%zu)", field,
                          counted.count, max_tokens);
     if (counted.count == 0)
         return ATTN_OK;
@@ -385,7 +409,7 @@ attn_status attn_tokenize(const char *text, size_t len,
     if (!block || (counted.unsorted_max > 0 && !scratch)) {
         free(block);
         free(scratch);
-        return attn_fail(err, ATTN_E_NOMEM, "sentence",
+        return attn_fail(err, ATTN_E_NOMEM, field,
                          "no memory for %zu tokens (%zu bytes)", counted.count,
                          pointer_bytes + counted.used);
     }

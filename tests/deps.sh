@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what attnd's build, tests and tools need, and only what is missing.
 #
-#   tests/deps.sh SET...      SET: build test web fuzz golden
+#   tests/deps.sh SET...      SET: build test web fuzz golden bench
 #
 # Each need is probed the way the build uses it: a command on PATH, a
 # pkg-config module, a file, or a working compile. Only the Debian packages
@@ -88,6 +88,10 @@ fuzz fuzzer clang clang clang, for the fuzzers
 fuzz fuzzer libfuzzer libclang-rt-dev libFuzzer, for the fuzzers
 golden py numpy python3-numpy NumPy, for the golden vectors
 golden py torch python3-torch PyTorch, for the golden vectors
+bench cmd wrk wrk wrk, the HTTP load of make bench
+bench cmd nginx nginx-light nginx, the static-file server make bench compares with
+bench py numpy python3-numpy NumPy, for make bench's comparisons
+bench py torch python3-torch PyTorch, for make bench's comparisons
 EOF
 }
 
@@ -101,11 +105,11 @@ probe() {
     esac
 }
 
-[ $# -gt 0 ] || { say "usage: tests/deps.sh SET... (build test web fuzz golden)"; exit 2; }
+[ $# -gt 0 ] || { say "usage: tests/deps.sh SET... (build test web fuzz golden bench)"; exit 2; }
 for s in "$@"; do
     case $s in
-    build | test | web | fuzz | golden) ;;
-    *) say "unknown set '$s' (build test web fuzz golden)"; exit 2 ;;
+    build | test | web | fuzz | golden | bench) ;;
+    *) say "unknown set '$s' (build test web fuzz golden bench)"; exit 2 ;;
     esac
 done
 # in_sets X SET...: X is one of the sets asked for.

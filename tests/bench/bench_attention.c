@@ -202,13 +202,12 @@ static int rss_child(size_t n, size_t d_model, size_t heads)
         return 1;
     fill(x, n * d_model, 1);
     const long before = rss_kib("VmRSS:");
-    struct forward_ctx f = {
-        .cfg = {.n_query = n,
-                .d_model = d_model,
-                .heads = heads,
-                .threads = cores(),
-                .want = ATTN_WANT_OUTPUT},
-        .x = x};
+    struct forward_ctx f = {.cfg = {.n_query = n,
+                                    .d_model = d_model,
+                                    .heads = heads,
+                                    .threads = cores(),
+                                    .want = ATTN_WANT_OUTPUT},
+                            .x = x};
     if (run_forward(&f) < 0)
         return 1;
     printf("%ld %ld\n", before, rss_kib("VmHWM:"));

@@ -158,7 +158,7 @@ void fuzz_pipeline_run(struct request *req)
     struct attn_result res;
     struct problem pb;
     memset(&pb, 0, sizeof pb);
-    if (!attend_run(req, 1, NULL, &res, &pb)) {
+    if (!attend_run(req, 1, NULL, NULL, &res, &pb)) {
         fuzz_check_problem(&pb);
         request_free(req);
         return;

@@ -892,6 +892,331 @@ def make_cases():
     return cases
 
 
+# ------------------------------------------------ PyTorch parity (server)
+#
+# Requests as a PyTorch user writes them: mha.state_dict() pasted as
+# `params`, masks in PyTorch's forms and conventions. The expected numbers
+# are nn.MultiheadAttention's own (float64, on the float32 values the
+# request carries), cross-checked against the reference; the server test
+# tests/server/test_parity.c decodes each request and compares.
+
+PARITY_DIR = "parity"
+
+
+def mask_json(a, never_as_number=()):
+    """A mask as JSON: booleans, or numbers with -inf as the string "-inf"
+    (JSON has none); flat indices in never_as_number are sent as -1e31
+    instead, which means the same."""
+    a = np.asarray(a)
+    if a.dtype == bool:
+        return a.tolist()
+    flat = [float(v) for v in a.astype(np.float64).ravel()]
+    out = []
+    for i, v in enumerate(flat):
+        if v == -math.inf:
+            out.append(-1e31 if i in never_as_number else "-inf")
+        else:
+            out.append(v)
+    return np.array(out, dtype=object).reshape(a.shape).tolist()
+
+
+def torch_attn_mask(B, h, N, M, allow=None, bias=None, causal=False):
+    """PyTorch's attn_mask for nn.MultiheadAttention from attnd's pieces:
+    allow (True = may attend) and bias of shape [N][M], [B][N][M] or
+    [B][h][N][M]; causal. Boolean (True = masked) without a bias, else
+    float; 2-D when shared, [B*h][N][M] otherwise."""
+    def per_head(a):
+        a = torch.as_tensor(np.asarray(a))
+        if a.dim() == 2:
+            return a
+        if a.dim() == 3:
+            return a.repeat_interleave(h, dim=0)
+        return a.reshape(B * h, N, M)
+    if allow is None and bias is None and not causal:
+        return None
+    block = torch.zeros(N, M, dtype=torch.bool)
+    if allow is not None:
+        block = block | ~per_head(allow)
+    if causal:
+        block = block | torch.ones(N, M, dtype=torch.bool).triu(1)
+    if bias is None:
+        return block
+    b = per_head(np.asarray(bias, dtype=np.float32).astype(np.float64))
+    b = torch.where(b <= -1e30, torch.tensor(-math.inf, dtype=torch.float64), b)
+    return b.masked_fill(block, -math.inf) if block.dim() == b.dim() else \
+        (b + torch.zeros(block.shape, dtype=torch.float64)).masked_fill(block, -math.inf)
+
+
+def randomize_biases(mha, rng):
+    """nn.MultiheadAttention starts its biases at 0; give them values, so
+    that the cases test where each one goes."""
+    with torch.no_grad():
+        for name, t in mha.named_parameters():
+            if "bias" in name and name not in ("bias_k", "bias_v"):
+                t.copy_(torch.tensor(rng.uniform(-0.5, 0.5, size=tuple(t.shape)), dtype=t.dtype))
+
+
+def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, add_bias_kv=False,
+                add_zero_attn=False, allow=None, bias_mask=None, causal=False, key_padding=None,
+                convention=None, mask_type=None, send_numbers=False, never_as_number=(),
+                dropout=0.0, torch_seed=0, data_seed=0, state_dict=None, request_extra=None,
+                x=None, ctx=None):
+    """One request and nn.MultiheadAttention's answer to it."""
+    rng = np.random.default_rng(data_seed)
+    torch.manual_seed(torch_seed)
+    # a single sequence given without its batch dimension is sent so
+    x_given_batched = x is None
+    cross = M is not None
+    M = M if cross else N
+    # PyTorch's [B*heads][N][M] is sent as it is, and computed with as
+    # [B][heads][N][M], the same numbers
+    sent_allow, sent_bias = allow, bias_mask
+
+    def as_4d(a):
+        if a is None:
+            return None
+        a = np.asarray(a)
+        return a.reshape(B, h, N, M) if a.ndim == 3 and a.shape[0] == B * h and h > 1 else a
+    allow, bias_mask = as_4d(allow), as_4d(bias_mask)
+    kdim = kdim if kdim is not None else E
+    mha = nn.MultiheadAttention(E, h, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,
+                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=kdim, batch_first=True)
+    if bias:
+        randomize_biases(mha, rng)
+    if state_dict is not None:
+        mha.load_state_dict({k: torch.tensor(v, dtype=torch.float32) for k, v in state_dict.items()})
+    sd = {k: v.detach().float() for k, v in mha.state_dict().items()}
+    m64 = nn.MultiheadAttention(E, h, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,
+                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=kdim, batch_first=True,
+                                dtype=torch.float64)
+    m64.load_state_dict({k: v.double() for k, v in sd.items()})
+    x = rng.standard_normal((B, N, E)).astype(np.float32) if x is None else \
+        np.asarray(x, dtype=np.float32).reshape(B, N, E)
+    if not cross:
+        ctx = x
+    elif ctx is None:
+        ctx = rng.standard_normal((B, M, kdim)).astype(np.float32)
+    else:
+        ctx = np.asarray(ctx, dtype=np.float32).reshape(B, M, kdim)
+    x64, c64 = T(x), T(ctx)
+    attn_mask = torch_attn_mask(B, h, N, M, allow, bias_mask, causal)
+    kpm = None if key_padding is None else torch.tensor(np.asarray(key_padding, dtype=bool))
+    extra = int(add_bias_kv) + int(add_zero_attn)
+    K = M + extra
+
+    def run(average, train):
+        real = F.dropout
+        if train:
+            keep = torch.tensor(np_units(0, "dropout", B * h * N * K) >= f32(dropout)).reshape(B, h, N, K)
+
+            def readme_dropout(t, p=0.5, training=True, inplace=False):
+                return torch.where(keep.reshape(t.shape), t / (1.0 - f32(dropout)), torch.zeros_like(t))
+            F.dropout = readme_dropout
+            m64.train()
+        else:
+            m64.eval()
+        try:
+            with torch.no_grad():
+                return m64(x64, c64.clone(), c64.clone(), key_padding_mask=kpm, need_weights=True,
+                           attn_mask=attn_mask, average_attn_weights=average)
+        finally:
+            F.dropout = real
+    train = dropout > 0
+    out, w = run(False, train)
+    _, wmean = run(True, train)
+    w_raw = run(False, False)[1] if train else None
+    require("nn.MultiheadAttention parity cases", bool(torch.isfinite(w).all() and torch.isfinite(out).all()),
+            "%s: PyTorch gives non-finite numbers (a fully masked row?)" % name)
+
+    # the reference on the same numbers
+    def P(k):
+        return None if k not in sd else sd[k].numpy()
+    if "in_proj_weight" in sd:
+        wq, wk, wv = np.split(P("in_proj_weight"), 3)
+    else:
+        wq, wk, wv = P("q_proj_weight"), P("k_proj_weight"), P("v_proj_weight")
+    bq = bk = bv = None
+    if "in_proj_bias" in sd:
+        bq, bk, bv = np.split(P("in_proj_bias"), 3)
+    params = {"q_proj.weight": wq, "q_proj.bias": bq, "k_proj.weight": wk, "k_proj.bias": bk,
+              "v_proj.weight": wv, "v_proj.bias": bv, "out_proj.weight": P("out_proj.weight"),
+              "out_proj.bias": P("out_proj.bias")}
+    cfg = dict(batch=B, n_query=N, d_model=E, heads=h, causal=causal, dropout=f32(dropout), seed=0,
+               qkv_bias=bq is not None, out_bias=params["out_proj.bias"] is not None)
+    if cross:
+        cfg.update(n_ctx=M, d_ctx=kdim)
+    c = ref.resolve_config(cfg)
+    res = ref.forward(c, x, ctx if cross else None,
+                      mask=None if allow is None else np.asarray(allow, dtype=bool),
+                      key_padding=None if key_padding is None else np.asarray(key_padding, dtype=bool),
+                      params=params, mask_bias=bias_mask,
+                      bias_kv=(P("bias_k").ravel(), P("bias_v").ravel()) if add_bias_kv else None,
+                      zero_attn=add_zero_attn)
+    check = "nn.MultiheadAttention parity cases vs the reference"
+    compare(check, name + " weights", res["weights"], w)
+    compare(check, name + " mean_weights", res["mean_weights"], wmean)
+    compare(check, name + " output", res["output"], out)
+    if w_raw is not None:
+        compare(check, name + " weights_before_dropout", res["weights_raw"], w_raw)
+
+    batched = B > 1 or x_given_batched
+    body = {"embeddings": x.tolist() if batched else x[0].tolist()}
+    if cross:
+        body["context"] = {"embeddings": ctx.tolist() if batched else ctx[0].tolist()}
+    body["heads"] = h
+    # a given state_dict as it was written (the same float32 values)
+    body["params"] = state_dict if state_dict is not None else {k: v.tolist() for k, v in sd.items()}
+    form = None
+    if allow is not None or bias_mask is not None:
+        if sent_bias is not None:
+            mb = np.asarray(sent_bias, dtype=np.float32).astype(np.float64)
+            if sent_allow is not None:
+                mb = np.where(np.asarray(sent_allow, dtype=bool), mb, -math.inf)
+            body["mask"] = mask_json(mb, never_as_number)
+            form = mb.shape
+        else:
+            a = np.asarray(sent_allow, dtype=bool)
+            sent = ~a if convention == "block" else a
+            body["mask"] = sent.astype(int).tolist() if send_numbers else sent.tolist()
+            form = a.shape
+        if convention is not None:
+            body["mask_convention"] = convention
+        if mask_type is not None:
+            body["mask_type"] = mask_type
+    if causal:
+        body["causal"] = True
+    if key_padding is not None:
+        body["key_padding"] = np.asarray(key_padding, dtype=bool).tolist()
+    if add_zero_attn:
+        body["add_zero_attn"] = True
+    if dropout > 0:
+        body["dropout"] = f32(dropout)
+    body["return"] = ["weights", "mean_weights", "output"] + (["weights_before_dropout"] if train else [])
+    if request_extra:
+        body.update(request_extra)
+    forms = {2: "[N][M]", 3: "[B][N][M]", 4: "[B][heads][N][M]"}
+    echo = {"keys": K} if extra else {}
+    if form is not None:
+        echo["mask_form"] = forms[len(form)] if not (len(form) == 3 and form[0] != B) else "[B*heads][N][M]"
+        echo["mask_type"] = "additive" if bias_mask is not None else "boolean"
+        echo["mask_convention"] = convention or "allow"
+    return {"name": name, "description": description, "request": body, "echo": echo,
+            "expected": {"shape": [B, h, N, K, E],
+                         "weights": flat(to_np(w)), "mean_weights": flat(to_np(wmean)),
+                         "output": flat(to_np(out)),
+                         "weights_before_dropout": None if w_raw is None else flat(to_np(w_raw))}}
+
+
+README_X = [[1, 0, 0, 0, 0, 0, 0, 1], [0, 1, 0, 0, 0, 0, 1, 0]]
+README_CONTEXT = [[1, 0, 0, 0], [0, 1, 0, 0], [0.5, 0.5, 0.5, 0.5]]
+
+
+def readme_state_dict():
+    """The state_dict README pastes: nn.MultiheadAttention(8, 2, kdim=4,
+    vdim=4) as torch.manual_seed(0) makes it, to 4 decimals."""
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(8, 2, kdim=4, vdim=4)
+    return {k: np.round(v.detach().numpy().astype(np.float64), 4).tolist()
+            for k, v in mha.state_dict().items()}
+
+
+def parity_cases():
+    rng = np.random.default_rng(2024)
+
+    def allow_of(*shape, p=0.3):
+        a = rng.uniform(size=shape) >= p
+        a[..., 0] = True      # every row keeps a key, so PyTorch stays finite
+        return a
+
+    def alibi(B, h, N, M):
+        """ALiBi's per-head linear biases, [B][h][N][M]."""
+        slopes = 2.0 ** (-8.0 * np.arange(1, h + 1) / h)
+        dist = np.arange(M)[None, :] - np.arange(N)[:, None]
+        return np.broadcast_to(-slopes[:, None, None] * np.abs(dist)[None], (B, h, N, M)).astype(np.float32)
+
+    kp = np.array([[False, False, False, True, False], [False, True, False, False, True]])
+    cases = [
+        parity_case("kdim_vdim_bias",
+                    "nn.MultiheadAttention(8, 2, kdim=4, vdim=4).state_dict() pasted as params: "
+                    "q/k/v_proj_weight and in_proj_bias of 3 x 8 (the context is 4 wide); cross-"
+                    "attention, a batch of 2, N 3, M 5.",
+                    E=8, h=2, B=2, N=3, M=5, kdim=4, torch_seed=1, data_seed=1),
+        parity_case("kdim_vdim_no_bias",
+                    "bias=False with kdim = vdim = 6: no in_proj_bias, no out_proj.bias; key padding "
+                    "per sequence.",
+                    E=8, h=4, B=2, N=4, M=5, kdim=6, bias=False, key_padding=kp, torch_seed=2, data_seed=2),
+        parity_case("self_no_bias_causal",
+                    "Self-attention, bias=False (in_proj_weight alone), causal.",
+                    E=6, h=3, B=1, N=5, bias=False, causal=True, torch_seed=3, data_seed=3),
+        parity_case("bias_kv",
+                    "add_bias_kv=True with kdim 4: bias_k and bias_v ([1][1][8]) appended to the projected "
+                    "keys and values, a boolean mask in nn.MultiheadAttention's convention (block) and "
+                    "key padding, both padded with an allowed column by PyTorch.",
+                    E=8, h=2, B=2, N=3, M=5, kdim=4, add_bias_kv=True, allow=allow_of(3, 5),
+                    convention="block", key_padding=kp, torch_seed=4, data_seed=4),
+        parity_case("zero_attn_causal_padding",
+                    "add_zero_attn (a request option): a zero key and value after the context's; causal "
+                    "and key padding; self-attention.",
+                    E=8, h=2, B=2, N=5, add_zero_attn=True, causal=True,
+                    key_padding=np.array([[False, False, True, False, False], [False, False, False, False, True]]),
+                    torch_seed=5, data_seed=5),
+        parity_case("bias_kv_zero_attn_additive",
+                    "add_bias_kv and add_zero_attn together, in that order, with an additive [N][M] mask "
+                    "(-inf as the string \"-inf\", one as -1e31) and cross-attention.",
+                    E=8, h=4, B=2, N=4, M=6, kdim=5, add_bias_kv=True, add_zero_attn=True,
+                    bias_mask=np.where(allow_of(4, 6), rng.normal(size=(4, 6)), -np.inf).astype(np.float32),
+                    never_as_number=(3, 9), torch_seed=6, data_seed=6),
+        parity_case("float_mask_2d",
+                    "An additive [N][M] mask: a relative-position bias with -inf entries, added to the "
+                    "scaled scores as PyTorch's float attn_mask is.",
+                    E=8, h=2, B=1, N=5, bias_mask=np.where(allow_of(5, 5), rng.normal(size=(5, 5)), -np.inf)
+                    .astype(np.float32), torch_seed=7, data_seed=7),
+        parity_case("float_mask_per_head_3d",
+                    "PyTorch's 3-D float attn_mask [B*heads][N][M] (ALiBi slopes per head), with key "
+                    "padding.",
+                    E=8, h=4, B=2, N=4, M=5, bias_mask=alibi(2, 4, 4, 5).reshape(8, 4, 5), key_padding=kp,
+                    torch_seed=8, data_seed=8),
+        parity_case("float_mask_batched",
+                    "An additive mask per sequence, [B][N][M], and causal.",
+                    E=6, h=2, B=3, N=4, bias_mask=rng.normal(size=(3, 4, 4)).astype(np.float32), causal=True,
+                    torch_seed=9, data_seed=9),
+        parity_case("float_mask_4d",
+                    "An additive mask per sequence and head, [B][heads][N][M].",
+                    E=8, h=2, B=2, N=3, M=4, kdim=8, bias_mask=rng.normal(size=(2, 2, 3, 4)).astype(np.float32),
+                    torch_seed=10, data_seed=10),
+        parity_case("bool_allow_padding_causal",
+                    "A boolean [B][N][M] mask in SDPA's convention (allow, the default), combined with "
+                    "key padding and causal.",
+                    E=8, h=2, B=2, N=5, allow=allow_of(2, 5, 5), key_padding=kp, causal=True,
+                    torch_seed=11, data_seed=11),
+        parity_case("bool_block_padding_causal",
+                    "The same kind of mask in nn.MultiheadAttention's convention (block: true = masked), "
+                    "sent as 1s and 0s, with key padding and causal.",
+                    E=8, h=2, B=2, N=5, allow=allow_of(2, 5, 5), key_padding=kp, causal=True,
+                    convention="block", send_numbers=True, torch_seed=12, data_seed=12),
+        parity_case("bool_block_per_head",
+                    "A boolean per-head mask as PyTorch takes it, [B*heads][N][M], block convention.",
+                    E=8, h=2, B=2, N=3, M=5, allow=allow_of(4, 3, 5), convention="block", key_padding=kp,
+                    torch_seed=13, data_seed=13),
+        parity_case("additive_zero_one",
+                    "mask_type \"additive\" forces a mask of 0s and 1s to be added to the scores (auto "
+                    "would read it as boolean).",
+                    E=4, h=2, B=1, N=3, bias_mask=(rng.uniform(size=(3, 3)) < 0.5).astype(np.float32),
+                    mask_type="additive", torch_seed=14, data_seed=14),
+        parity_case("dropout_weights_before_after",
+                    "Dropout 0.25 with add_zero_attn: PyTorch's weights after dropout (F.dropout replaced "
+                    "by README's keep mask, stream 'dropout' of seed 0, K = M + 1 columns) and "
+                    "weights_before_dropout (PyTorch in eval mode).",
+                    E=8, h=2, B=1, N=4, add_zero_attn=True, dropout=0.25, torch_seed=15, data_seed=15),
+        parity_case("readme_state_dict",
+                    "README's example: nn.MultiheadAttention(8, 2, kdim=4, vdim=4).state_dict() of "
+                    "torch.manual_seed(0), to 4 decimals, pasted as params.",
+                    E=8, h=2, B=1, N=2, M=3, kdim=4, bias=True, state_dict=readme_state_dict(),
+                    x=README_X, ctx=README_CONTEXT, torch_seed=0, data_seed=16),
+    ]
+    return cases
+
+
 # ------------------------------------------------------------- tokenizer
 
 TOKENIZER_INPUTS = [
@@ -1059,6 +1384,8 @@ def main(argv):
         files = {"tokenizer.json": tokenizer_json(), "embeddings.json": embeddings_json()}
         for case in make_cases():
             files[case["name"] + ".json"] = case
+        for case in parity_cases():
+            files[os.path.join(PARITY_DIR, case["name"] + ".json")] = case
     except CrossCheckFailed as e:
         sys.exit("generate.py: CROSS-CHECK FAILED, nothing written:\n  %s" % e)
 
@@ -1071,7 +1398,7 @@ def main(argv):
         total += size
     if total > MAX_TOTAL_BYTES:
         sys.exit("generate.py: %d bytes in all (> %d)" % (total, MAX_TOTAL_BYTES))
-    os.makedirs(outdir, exist_ok=True)
+    os.makedirs(os.path.join(outdir, PARITY_DIR), exist_ok=True)
     for fname, text in texts.items():
         with open(os.path.join(outdir, fname), "w", encoding="ascii") as f:
             f.write(text)

@@ -17,7 +17,8 @@ Public functions:
     draw_params(cfg) -> {state_dict name: float32 array or None}
     sinusoidal(n, d) -> float64 [n][d]
     rope(t, heads, d_k, base) -> float64, t: [B][L][heads*d_k]
-    forward(cfg, x, context=None, mask=None, key_padding=None, params=None) -> dict
+    forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
+            mask_bias=None, bias_kv=None, zero_attn=False) -> dict
 """
 
 import math
@@ -349,14 +350,33 @@ def rope(t, heads, d_k, base=10000.0):
 
 # ------------------------------------------------------------ forward pass
 
+def mask_per_head(c, mask):
+    """A mask [N][M], [B][N][M] or [B][h][N][M] as [B][h][N][M] (a view)."""
+    B, h, N, M = c["batch"], c["heads"], c["n_query"], c["M"]
+    m = np.asarray(mask)
+    if m.ndim == 2:
+        return np.broadcast_to(m[None, None], (B, h, N, M))
+    if m.ndim == 3:
+        return np.broadcast_to(m[:, None], (B, h, N, M))
+    return m.reshape(B, h, N, M)
+
+
 def allowed_pairs(c, mask=None, key_padding=None):
-    """[B][N][M] bool: query i may attend key j."""
+    """[B][N][M] bool: query i may attend key j; [B][h][N][M] when mask is
+    per head ([B][h][N][M])."""
     B, N, M = c["batch"], c["n_query"], c["M"]
     allowed = np.ones((B, N, M), dtype=bool)
     if c["causal"]:
         i = np.arange(N)[:, None]
         j = np.arange(M)[None, :]
         allowed &= (j <= i)[None, :, :]
+    if mask is not None and np.asarray(mask).ndim == 4:
+        allowed = allowed[:, None] & np.asarray(mask).astype(bool)
+        if key_padding is not None:
+            kp = np.asarray(key_padding).astype(bool)
+            kp = kp if kp.ndim == 2 else np.broadcast_to(kp, (B, M))
+            allowed &= ~kp[:, None, None, :]
+        return allowed
     if mask is not None:
         m = np.asarray(mask).astype(bool)
         allowed &= m if m.ndim == 3 else m[None, :, :]
@@ -380,19 +400,26 @@ def masked_softmax(scores, allowed):
     return np.where(any_allowed, e / np.where(any_allowed, total, 1.0), 0.0)
 
 
-def dropout_keep(c):
-    """[B][h][N][M] bool, keep iff unit(((b*h + a)*N + i)*M + j) >= p."""
-    B, h, N, M, p = c["batch"], c["heads"], c["n_query"], c["M"], c["dropout"]
+def dropout_keep(c, M=None):
+    """[B][h][N][M] bool, keep iff unit(((b*h + a)*N + i)*M + j) >= p; M
+    counts the keys, appended ones included."""
+    B, h, N, p = c["batch"], c["heads"], c["n_query"], c["dropout"]
+    M = c["M"] if M is None else M
     key = stream_key(c["seed"], "dropout")
     u = np.array([unit(key, n) for n in range(B * h * N * M)], dtype=np.float64)
     return (u >= p).reshape(B, h, N, M)
 
 
-def forward(cfg, x, context=None, mask=None, key_padding=None, params=None):
+def forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
+            mask_bias=None, bias_kv=None, zero_attn=False):
     """Run the README forward pass. cfg may be unresolved. x: [B][N][d_model]
-    float32; context: [B][M][d_ctx] or None; mask: [N][M] or [B][N][M], true
-    = may attend; key_padding: [M] or [B][M], true = ignore; params: dict of
-    state_dict name -> float32 array (None = drawn from the seed)."""
+    float32; context: [B][M][d_ctx] or None; mask: [N][M], [B][N][M] or
+    [B][h][N][M], true = may attend; key_padding: [M] or [B][M], true =
+    ignore; params: dict of state_dict name -> float32 array (None = drawn
+    from the seed). mask_bias: an additive mask of the same shapes, -inf (or
+    <= -1e30) = never; bias_kv: (bias_k, bias_v) float32 rows appended to
+    the projected keys and values; zero_attn: then a zero key and value.
+    Appended keys are never masked."""
     c = resolve_config(cfg) if "M" not in cfg else cfg
     B, N, M = c["batch"], c["n_query"], c["M"]
     h, g, dk, dv = c["heads"], c["kv_heads"], c["d_k"], c["d_v"]
@@ -444,19 +471,44 @@ def forward(cfg, x, context=None, mask=None, key_padding=None, params=None):
             k = rope(k, g, dk, c["rope_base"])
         scale = 1.0 / math.sqrt(dk) if c["scale"] is None else float(c["scale"])
 
+    # keys after the context's: bias_k/bias_v as given, then zeros
+    extra = (1 if bias_kv is not None else 0) + (1 if zero_attn else 0)
+    if extra:
+        rows_k, rows_v = [k], [v]
+        if bias_kv is not None:
+            bk_row = np.asarray(bias_kv[0], dtype=np.float32).astype(np.float64).reshape(1, 1, g * dk)
+            bv_row = np.asarray(bias_kv[1], dtype=np.float32).astype(np.float64).reshape(1, 1, g * dv)
+            rows_k.append(np.broadcast_to(bk_row, (B, 1, g * dk)))
+            rows_v.append(np.broadcast_to(bv_row, (B, 1, g * dv)))
+        if zero_attn:
+            rows_k.append(np.zeros((B, 1, g * dk)))
+            rows_v.append(np.zeros((B, 1, g * dv)))
+        k = np.concatenate(rows_k, axis=1)
+        v = np.concatenate(rows_v, axis=1)
+    MK = M + extra
+
     group = h // g
     qh = q.reshape(B, N, h, dk).transpose(0, 2, 1, 3)      # [B][h][N][dk]
-    kh = k.reshape(B, M, g, dk).transpose(0, 2, 1, 3)      # [B][g][M][dk]
-    vh = v.reshape(B, M, g, dv).transpose(0, 2, 1, 3)      # [B][g][M][dv]
+    kh = k.reshape(B, MK, g, dk).transpose(0, 2, 1, 3)     # [B][g][MK][dk]
+    vh = v.reshape(B, MK, g, dv).transpose(0, 2, 1, 3)     # [B][g][MK][dv]
     kv_of = np.arange(h) // group                          # head a -> a / (h/g)
-    scores = scale * (qh @ kh[:, kv_of].transpose(0, 1, 3, 2))  # [B][h][N][M]
+    scores = scale * (qh @ kh[:, kv_of].transpose(0, 1, 3, 2))  # [B][h][N][MK]
 
-    allowed = allowed_pairs(c, mask, key_padding)          # [B][N][M]
-    weights = masked_softmax(scores, allowed[:, None, :, :])
-    fully_masked = ~allowed.any(axis=-1)                   # [B][N]
+    allowed = allowed_pairs(c, mask, key_padding)          # [B](h)[N][M]
+    if allowed.ndim == 3:
+        allowed = np.broadcast_to(allowed[:, None], (B, h, N, M))
+    masked = scores.copy()
+    if mask_bias is not None:
+        mb = mask_per_head(c, np.asarray(mask_bias, dtype=np.float32).astype(np.float64))
+        allowed = allowed & (mb > -1e30)
+        masked[..., :M] += np.where(mb > -1e30, mb, 0.0)
+    allowed = np.concatenate([allowed, np.ones((B, h, N, extra), dtype=bool)], axis=-1)
+    weights = masked_softmax(masked, allowed)
+    weights_raw = weights
+    fully_masked = ~allowed.any(axis=-1).all(axis=1)       # [B][N], any head
 
     if c["dropout"] > 0.0:
-        weights = np.where(dropout_keep(c), weights * (1.0 / (1.0 - c["dropout"])), 0.0)
+        weights = np.where(dropout_keep(c, MK), weights * (1.0 / (1.0 - c["dropout"])), 0.0)
 
     heads = weights @ vh[:, kv_of]                          # [B][h][N][dv]
     heads_out = heads.transpose(0, 2, 1, 3).reshape(B, N, h * dv)
@@ -479,6 +531,7 @@ def forward(cfg, x, context=None, mask=None, key_padding=None, params=None):
         "scale": scale,
         "scores": scores,
         "weights": weights,
+        "weights_raw": weights_raw,
         "mean_weights": weights.mean(axis=1),
         "q": q, "k": k, "v": v,
         "heads_out": heads_out,

@@ -3,8 +3,10 @@
  */
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <strings.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -277,4 +280,118 @@ bool post_json(const struct server *s, const char *path, const char *json,
 {
     const char *headers[] = {"Content-Type: application/json", NULL};
     return http_call(s, "POST", path, json, strlen(json), headers, out);
+}
+
+/* A connection to the server from the loopback address `from`
+ * ("127.0.0.1", "127.0.0.2", ...); -1 on failure. */
+int raw_connect(const struct server *s, const char *from)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in me = {.sin_family = AF_INET};
+    inet_pton(AF_INET, from, &me.sin_addr);
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)s->port)};
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    if (bind(fd, (struct sockaddr *)&me, sizeof me) ||
+        connect(fd, (struct sockaddr *)&to, sizeof to)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Send request on fd and read what comes back within ms milliseconds,
+ * until the peer closes or out is full. Returns the bytes read. */
+size_t raw_exchange(int fd, const char *request, char *out, size_t cap, int ms)
+{
+    if (request && send(fd, request, strlen(request), MSG_NOSIGNAL) < 0)
+        return 0;
+    size_t got = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (got + 1 < cap) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const long left = ms - (long)((now.tv_sec - t0.tv_sec) * 1000 +
+                                      (now.tv_nsec - t0.tv_nsec) / 1000000);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        const ssize_t n = recv(fd, out + got, cap - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    out[got] = '\0';
+    return got;
+}
+
+bool metric_read(const struct server *s, const char *from, const char *name,
+                 double *value)
+{
+    const int fd = raw_connect(s, from);
+    if (fd < 0)
+        return false;
+    static _Thread_local char out[65536];
+    raw_exchange(
+        fd, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        out, sizeof out, 2000);
+    close(fd);
+    char line[160];
+    snprintf(line, sizeof line, "\n%s ", name);
+    const char *at = strstr(out, line);
+    if (!at)
+        return false;
+    *value = strtod(at + strlen(line), NULL);
+    return true;
+}
+
+/* The value of header `name` ("Content-Length:") in the headers that end
+ * at end, or NULL. */
+static const char *header_in(const char *out, const char *end, const char *name)
+{
+    for (const char *p = strstr(out, "\r\n"); p && p < end;
+         p = strstr(p + 2, "\r\n"))
+        if (!strncasecmp(p + 2, name, strlen(name)))
+            return p + 2 + strlen(name);
+    return NULL;
+}
+
+/* Whether out (len bytes) holds one whole response: its headers, and a
+ * body of Content-Length bytes or a chunked body's last chunk. */
+static bool response_complete(const char *out, size_t len)
+{
+    const char *end = strstr(out, "\r\n\r\n");
+    if (!end)
+        return false;
+    const size_t head = (size_t)(end - out) + 4;
+    const char *length = header_in(out, end, "Content-Length:");
+    if (length)
+        return len >= head + strtoull(length, NULL, 10);
+    const char *coding = header_in(out, end, "Transfer-Encoding:");
+    if (coding && strstr(coding, "chunked") < end)
+        return len >= head + 5 && !memcmp(out + len - 5, "0\r\n\r\n", 5);
+    return true; /* no body (304, or closed by the server) */
+}
+
+size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms)
+{
+    if (request && send(fd, request, strlen(request), MSG_NOSIGNAL) < 0)
+        return 0;
+    size_t got = 0;
+    const double until = now() + ms / 1e3;
+    out[0] = '\0';
+    while (got + 1 < cap && !response_complete(out, got)) {
+        const double left = until - now();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)(left * 1e3) + 1) <= 0)
+            break;
+        const ssize_t n = recv(fd, out + got, cap - 1 - got, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        out[got] = '\0';
+    }
+    return got;
 }

@@ -51,6 +51,26 @@ bool reply_header(const struct reply *r, const char *name, char *out,
 bool post_json(const struct server *s, const char *path, const char *json,
                struct reply *out);
 
+/* A raw connection to s from the loopback address `from` ("127.0.0.1",
+ * "127.0.0.2", ...): the client's address is what per-address limits
+ * see. -1 on failure. */
+int raw_connect(const struct server *s, const char *from);
+
+/* Send request (NULL: nothing) on fd and read what comes back within ms
+ * milliseconds, until the peer closes or out (cap bytes, NUL-terminated)
+ * is full. Returns the bytes read. */
+size_t raw_exchange(int fd, const char *request, char *out, size_t cap, int ms);
+
+/* The same, reading one response only (a keep-alive connection stays
+ * open after it): until its headers and body have come. */
+size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms);
+
+/* The value of the metric `name` (a full series name, e.g.
+ * "attnd_memory_reserved_bytes") from GET /metrics, asked from the
+ * loopback address `from`. */
+bool metric_read(const struct server *s, const char *from, const char *name,
+                 double *value);
+
 /* Read a whole file (the caller frees the result); NULL on failure. */
 char *read_file(const char *path, size_t *len);
 

@@ -558,6 +558,35 @@ static void test_large_weights_stream(void **state)
     free(sentence);
 }
 
+/* PyTorch's options over HTTP: a state_dict with bias_k and bias_v,
+ * add_zero_attn and an additive mask with "-inf" and -1e31, answered with
+ * nn.MultiheadAttention's numbers (tests/golden/parity/). */
+static void test_pytorch_parity_over_http(void **state)
+{
+    (void)state;
+    const char *names[] = {"parity/bias_kv_zero_attn_additive",
+                           "parity/bool_block_per_head"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        cJSON *g = load_golden(names[k]);
+        const cJSON *expected = cJSON_GetObjectItem(g, "expected");
+        cJSON *resp = post_ok("/attention", cJSON_GetObjectItem(g, "request"));
+        expect_numbers(resp, "weights", expected, "weights", 1e-5, 0);
+        expect_numbers(resp, "mean_weights", expected, "mean_weights", 1e-5, 0);
+        expect_numbers(resp, "output", expected, "output", 5e-5, 0);
+        const cJSON *config = cJSON_GetObjectItem(resp, "config");
+        const cJSON *echo = cJSON_GetObjectItem(g, "echo");
+        const cJSON *want;
+        cJSON_ArrayForEach(want, echo)
+        {
+            if (!cJSON_Compare(want, cJSON_GetObjectItem(config, want->string),
+                               true))
+                fail_msg("%s: config.%s differs", names[k], want->string);
+        }
+        cJSON_Delete(resp);
+        cJSON_Delete(g);
+    }
+}
+
 /* -------------------------------------------------------------- errors */
 
 struct bad_case {
@@ -648,11 +677,40 @@ static void test_invalid_requests(void **state)
         {"{\"sentence\":\"a "
          "b\",\"heads\":1,\"d_model\":4,\"params\":{\"q_proj.weight\":[[1,2,3,"
          "4]]}}",
-         422, "/params/q_proj.weight", "has 1 rows; expected heads x d_k = 4"},
+         422, "/params/q_proj.weight",
+         "is [1][4]; this configuration needs [4][4] ([heads x d_k][d_model])"},
         {"{\"sentence\":\"a "
          "b\",\"heads\":1,\"d_model\":2,\"params\":{\"w\":[[1]]}}",
          422, "/params/w", "unknown parameter"},
         {"{\"sentence\":\"a\\u00ff\\ud800\"}", 400, NULL, "byte"},
+        /* PyTorch's options */
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask_type\":\"float\"}",
+         422, "/mask_type", "\"float\""},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask_convention\":"
+         "\"deny\"}",
+         422, "/mask_convention", "\"deny\""},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"add_zero_attn\":1}", 422,
+         "/add_zero_attn", "true or false"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":[[0,\"-Infinity\"]"
+         ","
+         "[0,0]]}",
+         422, "/mask/0/1", "\"-inf\""},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"mask\":[[0,0.5],[1,1]],"
+         "\"mask_type\":\"boolean\"}",
+         422, "/mask/0/1", "neither 0 nor 1"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":2,\"mask\":[[[[1,1],[1,1]]]]"
+         "}",
+         422, "/mask", "expected [B][heads][N][M] = 1 x 2 x 2 x 2"},
+        {"{\"embeddings\":[[1,2],[3,4]],\"heads\":1,\"params\":{"
+         "\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"out_proj.weight\":[[1,0],[0,1]],\"bias_v\":[1,2]}}",
+         422, "/params", "lacks bias_k"},
+        {"{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":[[1,2,3]]},"
+         "\"heads\":1,\"params\":{\"q_proj_weight\":[[1,0],[0,1]],"
+         "\"k_proj_weight\":[[1,0,0],[0,1,0]],\"v_proj_weight\":[[1,0],"
+         "[0,1]]}}",
+         422, "/params/v_proj_weight",
+         "is [2][2]; this configuration needs [2][3]"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct reply r;
@@ -749,6 +807,7 @@ int main(void)
         cmocka_unit_test(test_basic_mode_and_precision),
         cmocka_unit_test(test_fully_masked_rows_warn),
         cmocka_unit_test(test_large_weights_stream),
+        cmocka_unit_test(test_pytorch_parity_over_http),
         cmocka_unit_test(test_invalid_requests),
         cmocka_unit_test(test_too_many_tokens_and_output),
         cmocka_unit_test(test_transport_errors),

@@ -51,52 +51,6 @@ static int teardown(void **state)
     return server_stop(&srv, 10.0) == 0 ? 0 : -1;
 }
 
-/* A connection to the server from the loopback address `from`
- * ("127.0.0.1", "127.0.0.2", ...); -1 on failure. */
-static int connect_from(const struct server *s, const char *from)
-{
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in me = {.sin_family = AF_INET};
-    inet_pton(AF_INET, from, &me.sin_addr);
-    struct sockaddr_in to = {.sin_family = AF_INET,
-                             .sin_port = htons((uint16_t)s->port)};
-    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
-    if (bind(fd, (struct sockaddr *)&me, sizeof me) ||
-        connect(fd, (struct sockaddr *)&to, sizeof to)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Send request on fd and read what comes back within ms milliseconds,
- * until the peer closes or out is full. Returns the bytes read. */
-static size_t exchange_raw(int fd, const char *request, char *out, size_t cap,
-                           int ms)
-{
-    if (request && send(fd, request, strlen(request), MSG_NOSIGNAL) < 0)
-        return 0;
-    size_t got = 0;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (got + 1 < cap) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        const long left = ms - (long)((now.tv_sec - t0.tv_sec) * 1000 +
-                                      (now.tv_nsec - t0.tv_nsec) / 1000000);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            break;
-        const ssize_t n = recv(fd, out + got, cap - 1 - got, 0);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    out[got] = '\0';
-    return got;
-}
-
 static void test_two_content_lengths_are_refused(void **state)
 {
     (void)state;
@@ -109,10 +63,10 @@ static void test_two_content_lengths_are_refused(void **state)
         "{\"sentence\":\"a b\"}",
     };
     for (size_t i = 0; i < 2; i++) {
-        const int fd = connect_from(&srv, "127.0.0.1");
+        const int fd = raw_connect(&srv, "127.0.0.1");
         assert_true(fd >= 0);
         char out[4096];
-        exchange_raw(fd, requests[i], out, sizeof out, 5000);
+        raw_exchange(fd, requests[i], out, sizeof out, 5000);
         close(fd);
         if (strncmp(out, "HTTP/1.1 400", 12) || !strstr(out, "Content-Length"))
             fail_msg("two Content-Length headers answered: %.200s", out);
@@ -124,10 +78,10 @@ static void test_two_content_lengths_are_refused(void **state)
 static void test_log_lines_cannot_be_forged(void **state)
 {
     (void)state;
-    const int fd = connect_from(&srv, "127.0.0.1");
+    const int fd = raw_connect(&srv, "127.0.0.1");
     assert_true(fd >= 0);
     char out[4096];
-    exchange_raw(fd,
+    raw_exchange(fd,
                  "GET /x%0a2026-01-01T00:00:00Z%20POST%20/attention%20200%201"
                  "%201.0ms HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                  out, sizeof out, 5000);
@@ -228,10 +182,10 @@ static void wait_computing(const struct server *s)
 {
     const double deadline = seconds() + 30.0;
     while (seconds() < deadline) {
-        const int fd = connect_from(s, "127.0.0.1");
+        const int fd = raw_connect(s, "127.0.0.1");
         assert_true(fd >= 0);
         char out[16384];
-        exchange_raw(fd,
+        raw_exchange(fd,
                      "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
                      "close\r\n\r\n",
                      out, sizeof out, 200);
@@ -371,7 +325,10 @@ static void test_peak_memory_within_budget(void **state)
     struct server s;
     const char *args[] = {"--max-memory", "268435456", "--threads", "2",
                           "--max-queue",  "16",        NULL};
-    assert_true(server_start(&s, args));
+    /* and, as a safety net should the budget fail, a cap on its address
+     * space: an allocation past it fails (503) instead of taking the
+     * machine's memory */
+    assert_true(server_start_capped(&s, args, budget + ((size_t)1536 << 20)));
     struct reply r;
     assert_true(post_json(&s, "/attention", "{\"sentence\":\"a b\"}", &r));
     reply_free(&r);
@@ -471,29 +428,29 @@ static void test_connections_per_address(void **state)
     assert_true(server_start(&s, args));
     int held[4];
     for (int i = 0; i < 4; i++) {
-        held[i] = connect_from(&s, "127.0.0.3");
+        held[i] = raw_connect(&s, "127.0.0.3");
         assert_true(held[i] >= 0);
     }
     /* every one of them is the server's now: each has been answered and
      * is kept open */
     char out[4096];
     for (int i = 0; i < 4; i++) {
-        exchange_raw(held[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
+        raw_exchange(held[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
                      sizeof out, 300);
         if (strncmp(out, "HTTP/1.1 200", 12))
             fail_msg("held connection %d was not served: %.80s", i, out);
     }
-    const int fifth = connect_from(&s, "127.0.0.3");
+    const int fifth = raw_connect(&s, "127.0.0.3");
     assert_true(fifth >= 0);
     const size_t got =
-        exchange_raw(fifth, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
+        raw_exchange(fifth, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", out,
                      sizeof out, 2000);
     close(fifth);
     if (got && strstr(out, "200"))
         fail_msg("a fifth connection from one address was served");
-    const int other = connect_from(&s, "127.0.0.2");
+    const int other = raw_connect(&s, "127.0.0.2");
     assert_true(other >= 0);
-    exchange_raw(other,
+    raw_exchange(other,
                  "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: "
                  "close\r\n\r\n",
                  out, sizeof out, 5000);
@@ -513,10 +470,10 @@ static void test_key_checked_before_the_body(void **state)
     struct server s;
     const char *args[] = {"--api-key", "k3y", NULL};
     assert_true(server_start(&s, args));
-    const int fd = connect_from(&s, "127.0.0.1");
+    const int fd = raw_connect(&s, "127.0.0.1");
     assert_true(fd >= 0);
     char out[4096];
-    exchange_raw(fd,
+    raw_exchange(fd,
                  "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
                  "application/json\r\nContent-Length: 30000000\r\n\r\n",
                  out, sizeof out, 3000);
@@ -638,7 +595,7 @@ static void test_stop_cancels_long_computations(void **state)
     char *body = sentence_body(4096, LONG_OPTIONS);
     struct call long_call = {.s = &s, .body = body};
     /* a large request, so that it waits for the one slot (a small one
-     * would take the express lane): 300 tokens 512 wide */
+     * would be answered on the HTTP thread): 300 tokens 512 wide */
     char queued[1024];
     size_t q = (size_t)snprintf(queued, sizeof queued, "{\"sentence\":\"");
     for (int i = 0; i < 300; i++)
@@ -654,10 +611,10 @@ static void test_stop_cancels_long_computations(void **state)
     /* draining, and saying so */
     bool said = false;
     while (!said && seconds() - t0 < 0.8) {
-        const int fd = connect_from(&s, "127.0.0.1");
+        const int fd = raw_connect(&s, "127.0.0.1");
         char out[16384];
         if (fd >= 0) {
-            exchange_raw(fd,
+            raw_exchange(fd,
                          "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
                          "close\r\n\r\n",
                          out, sizeof out, 200);

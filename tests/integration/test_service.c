@@ -605,7 +605,7 @@ static void test_overload_answers_503(void **state)
     pthread_t tid;
     pthread_create(&tid, NULL, slow_request, &slow);
     wait_computing(&s2);
-    /* a large request (small ones have a lane of their own): 300 tokens
+    /* a large request (small ones are answered on the HTTP threads): 300 tokens
      * 512 wide, about half a GFLOP */
     char large[1024];
     size_t n = (size_t)snprintf(large, sizeof large, "{\"sentence\":\"");

@@ -182,9 +182,11 @@ static void test_config_echo_is_documented(void **state)
 {
     (void)state;
     const cJSON *props = at(schema("Config"), "properties");
-    size_t echoed = 4; /* batch, tokens, context_tokens, d_context */
-    const char *shape[] = {"batch", "tokens", "context_tokens", "d_context"};
-    for (size_t i = 0; i < 4; i++)
+    /* the shape, and what the mask row and the shape write besides */
+    const char *shape[] = {"batch",     "tokens", "context_tokens",
+                           "d_context", "keys",   "mask_form"};
+    size_t echoed = sizeof shape / sizeof shape[0];
+    for (size_t i = 0; i < echoed; i++)
         at(props, shape[i]);
     for (size_t i = 0; i < request_field_count; i++)
         if (request_fields[i].echo) {

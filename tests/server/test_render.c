@@ -64,7 +64,7 @@ static bool render_with(const char *labels, size_t max_pixels,
     memset(pb, 0, sizeof *pb);
     if (!request_parse_png(&req, p, n, false, pb) ||
         !request_parse_query(&req, p, n, &limits, pb) ||
-        !attend_run(&req, 1, NULL, &res, pb))
+        !attend_run(&req, 1, NULL, NULL, &res, pb))
         fail_msg("request refused: %d %s", pb->status, pb->detail);
     unsigned char *png = NULL;
     size_t len = 0;

@@ -15,6 +15,7 @@
 #include "request_fields.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,8 @@ static const struct {
     {"scale", "0.25", "0.25"},
     {"residual", "\"input\"", "input"},
     {"mask", "\"causal\"", "causal"},
+    {"causal", "true", "1"},
+    {"add_zero_attn", "true", "true"},
     {"positional", "\"rope\"", "rope"},
     {"dropout", "0.5", "0.5"},
     {"seed", "\"18446744073709551615\"", "18446744073709551615"},
@@ -359,10 +362,189 @@ static void test_masks(void **state)
     request_free(&req);
     expect_refusal("{\"embeddings\":[[1,0],[0,1]],\"heads\":1,\"mask\":"
                    "[[[1,1],[1,1]],[[1,1],[1,1]]]}",
-                   422, "/mask", "a batch of 2; the input has 1");
+                   422, "/mask",
+                   "mask has 2 matrices; expected one per sequence");
     expect_refusal("{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
                    "\"key_padding\":[[0,1],[1,0]]}",
                    422, "/key_padding", "2 rows; the batch is 1");
+}
+
+/* The kinds, conventions and forms of an explicit mask, as the core gets
+ * them and as the echo reports them. */
+static void test_mask_kinds_and_forms(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    /* nn.MultiheadAttention's convention: true = masked */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                       "\"mask\":[[true,false],[false,1]],"
+                       "\"mask_convention\":\"block\"}",
+                       &pb));
+    assert_true(!req.mask[0] && req.mask[1] && req.mask[2] && !req.mask[3]);
+    assert_null(req.cfg.mask_bias);
+    cJSON *echo = echo_of(&req);
+    assert_string_equal(cJSON_GetObjectItem(echo, "mask_type")->valuestring,
+                        "boolean");
+    assert_string_equal(
+        cJSON_GetObjectItem(echo, "mask_convention")->valuestring, "block");
+    assert_string_equal(cJSON_GetObjectItem(echo, "mask_form")->valuestring,
+                        "[N][M]");
+    cJSON_Delete(echo);
+    request_free(&req);
+    /* additive: "-inf" and anything at or below -1e30 mean never */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                       "\"mask\":[[0,\"-inf\"],[0.5,-1e31]],\"causal\":true}",
+                       &pb));
+    assert_null(req.cfg.mask);
+    const float *bias = req.cfg.mask_bias;
+    assert_true(bias[0] == 0.0f && isinf(bias[1]) && bias[1] < 0);
+    assert_true(bias[2] == 0.5f && isinf(bias[3]) && bias[3] < 0);
+    assert_true(req.cfg.causal);
+    echo = echo_of(&req);
+    assert_string_equal(cJSON_GetObjectItem(echo, "mask_type")->valuestring,
+                        "additive");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(echo, "causal")));
+    cJSON_Delete(echo);
+    request_free(&req);
+    /* 0s and 1s are boolean unless forced additive */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":1,"
+                       "\"mask\":[[0,1],[1,0]],\"mask_type\":\"additive\"}",
+                       &pb));
+    assert_true(req.cfg.mask_bias && req.cfg.mask_bias[1] == 1.0f);
+    request_free(&req);
+    /* per head: PyTorch's [B*heads][N][M], and [B][heads][N][M] */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":2,"
+                       "\"mask\":[[[1,1],[1,1]],[[1,0],[1,1]]]}",
+                       &pb));
+    assert_true(req.cfg.mask_per_head && !req.mask[5]);
+    assert_string_equal(req.mask_form, "[B*heads][N][M]");
+    request_free(&req);
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,0],[0,1]],\"heads\":2,"
+                       "\"mask\":[[[[0,0],[0,0]],[[0,-1],[2,0]]]]}",
+                       &pb));
+    assert_true(req.cfg.mask_per_head && req.cfg.mask_bias[5] == -1.0f);
+    assert_string_equal(req.mask_form, "[B][heads][N][M]");
+    request_free(&req);
+    /* a batch of two, one matrix each */
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[[1,0],[0,1]],[[1,1],[0,1]]],"
+                       "\"heads\":2,\"mask\":[[[1,1],[1,1]],[[1,0],[1,1]]]}",
+                       &pb));
+    assert_true(req.cfg.mask_batched && !req.cfg.mask_per_head);
+    assert_string_equal(req.mask_form, "[B][N][M]");
+    request_free(&req);
+}
+
+/* Every bad value of the new fields: 422, the field's pointer, a message
+ * naming the value. */
+static void test_parity_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *pointer, *detail;
+    } cases[] = {
+        {"\"mask_type\":\"fuzzy\"", "/mask_type", "\"auto\""},
+        {"\"mask_convention\":3", "/mask_convention", "\"allow\" or \"block\""},
+        {"\"add_zero_attn\":\"yes\"", "/add_zero_attn", "true or false"},
+        {"\"causal\":1", "/causal", "true or false"},
+        {"\"mask\":[[0.5,1],[1,1]],\"mask_type\":\"boolean\"", "/mask/0/0",
+         "neither 0 nor 1"},
+        {"\"mask\":[[1,1],[1,\"-inf\"]],\"mask_type\":\"boolean\"", "/mask/1/1",
+         "neither 0 nor 1"},
+        {"\"mask\":[[0,true],[1,1]],\"mask_type\":\"additive\"", "/mask/0/1",
+         "is a boolean"},
+        {"\"mask\":[[true,0.5],[1,1]]", "/mask/0/0", "also has numbers"},
+        {"\"mask\":[[\"inf\",0],[0,0]]", "/mask/0/0", "\"-inf\""},
+        {"\"mask\":[[null,0],[0,0]]", "/mask/0/0", "\"-inf\""},
+        {"\"mask\":[[1e39,0],[0,0]]", "/mask/0/0", "float32"},
+        {"\"mask\":[[1,1,1],[1,1,1]]", "/mask", "2 x 3; expected 2 x 2"},
+        {"\"mask\":[[[1,1],[1,1]],[[1,1],[1,1]],[[1,1],[1,1]]]", "/mask",
+         "3 matrices"},
+        {"\"mask\":[[[[1,1],[1,1]]]]", "/mask",
+         "expected [B][heads][N][M] = 1 x 2 x 2 x 2"},
+        {"\"mask\":[[[[[1]]]]]", "/mask", "5 dimensions"},
+        {"\"mask\":[1,0]", "/mask", "1 dimension"},
+        {"\"mask\":[[1,1],[1]]", "/mask/1", "1 numbers; expected 2"},
+        {"\"mask\":{\"a\":1}", "/mask", "an object"},
+        {"\"mode\":\"basic\",\"heads\":1,\"add_zero_attn\":true",
+         "/add_zero_attn", "mode projected"},
+        {"\"heads\":3,\"mask\":[[[1,1],[1,1]],[[1,1],[1,1]]]", "/heads",
+         "must divide d_model"},
+        {"\"return\":[\"weights_raw\"]", "/return/0", "\"weights_raw\""},
+        {"\"params\":{\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"in_proj_bias\":[1,2,3,4,5],\"out_proj.weight\":[[1,0],[0,1]]}",
+         "/params/in_proj_bias",
+         "in_proj_bias is [5]; this configuration needs [6] ([(heads + 2 x "
+         "kv_heads)"},
+        {"\"params\":{\"q_proj_weight\":[[1,0],[0,1]],\"k_proj_weight\":"
+         "[[1,0,0],[0,1,0]]}",
+         "/params/k_proj_weight", "is [2][3]; this configuration needs [2][2]"},
+        {"\"params\":{\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"out_proj.weight\":[[1,0],[0,1]],\"bias_k\":[[[1,2]]]}",
+         "/params", "lacks bias_v (add_bias_kv gives bias_k and bias_v)"},
+        {"\"params\":{\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"out_proj.weight\":[[1,0],[0,1]],\"bias_k\":[[[1,2,3]]],"
+         "\"bias_v\":[1,2]}",
+         "/params/bias_k", "is [3]; this configuration needs [2]"},
+        {"\"params\":{\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"out_proj.weight\":[[1,0],[0,1]],\"bias_k\":[[[1],[2]]],"
+         "\"bias_v\":[1,2]}",
+         "/params/bias_k", "3 dimensions; a bias is"},
+        {"\"params\":{\"in_proj_weight\":[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]],"
+         "\"out_proj.weight\":[[1,0],[0,1]],\"bias_k\":[1,2],\"bias_v\":[1,"
+         "\"x\"]}",
+         "/params/bias_v/1", "a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"embeddings\":[[1,0],[0,1]],\"heads\":2,%s}",
+                 cases[i].body);
+        if (!strstr(cases[i].body, "\"heads\""))
+            expect_refusal(body, 422, cases[i].pointer, cases[i].detail);
+        else {
+            snprintf(body, sizeof body, "{\"embeddings\":[[1,0],[0,1]],%s}",
+                     cases[i].body);
+            expect_refusal(body, 422, cases[i].pointer, cases[i].detail);
+        }
+    }
+}
+
+/* nn.MultiheadAttention's state_dict with kdim != embed_dim: in_proj_bias
+ * is 3 x embed_dim whatever the context's width; bias_k and bias_v in
+ * PyTorch's [1][1][E]; the fused weight alone needs equal widths. */
+static void test_state_dict_forms(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(decode(&req,
+                       "{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                       "[[1,2,3],[4,5,6]]},\"heads\":1,\"params\":{"
+                       "\"q_proj_weight\":[[1,0],[0,1]],\"k_proj_weight\":"
+                       "[[1,0,0],[0,1,0]],\"v_proj_weight\":[[0,0,1],[1,0,0]],"
+                       "\"in_proj_bias\":[1,2,3,4,5,6],\"bias_k\":[[[7,8]]],"
+                       "\"bias_v\":[[[9,10]]],\"out_proj.weight\":[[1,0],[0,"
+                       "1]],\"out_proj.bias\":[0,0]},\"add_zero_attn\":true}",
+                       &pb));
+    assert_true(req.cfg.bias_kv && req.cfg.zero_attn);
+    assert_true(req.params.bk[0] == 3 && req.params.bv[1] == 6);
+    assert_true(req.params.bias_k[1] == 8 && req.params.bias_v[0] == 9);
+    assert_int_equal(req.cfg.n_keys, 4);
+    cJSON *echo = echo_of(&req);
+    assert_int_equal(cJSON_GetObjectItem(echo, "keys")->valueint, 4);
+    cJSON_Delete(echo);
+    request_free(&req);
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2,3]]},\"heads\":1,\"params\":{\"in_proj_weight\":"
+                   "[[1,0],[0,1],[1,0],[0,1],[1,0],[0,1]]}}",
+                   422, "/params/in_proj_weight", "as wide as the input");
 }
 
 /* Sizes read off the first row must hold for every row before anything is
@@ -516,6 +698,9 @@ int main(void)
         cmocka_unit_test(test_core_fields_map_to_pointers),
         cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_masks),
+        cmocka_unit_test(test_mask_kinds_and_forms),
+        cmocka_unit_test(test_parity_refusals),
+        cmocka_unit_test(test_state_dict_forms),
         cmocka_unit_test(test_ragged_arrays_cost_nothing),
         cmocka_unit_test(test_nul_in_text),
         cmocka_unit_test(test_params),

@@ -19,9 +19,10 @@ static double *dalloc(size_t n)
 
 void ref_out_alloc(const struct attn_config *c, struct ref_out *out)
 {
-    const size_t b = c->batch, n = c->n_query, m = c->n_ctx, h = c->heads,
+    const size_t b = c->batch, n = c->n_query, m = c->n_keys, h = c->heads,
                  g = c->kv_heads;
     out->weights = dalloc(b * h * n * m);
+    out->weights_raw = dalloc(b * h * n * m);
     out->scores = dalloc(b * h * n * m);
     out->q = dalloc(b * n * h * c->d_k);
     out->k = dalloc(b * m * g * c->d_k);
@@ -34,6 +35,7 @@ void ref_out_alloc(const struct attn_config *c, struct ref_out *out)
 void ref_out_free(struct ref_out *out)
 {
     free(out->weights);
+    free(out->weights_raw);
     free(out->scores);
     free(out->q);
     free(out->k);
@@ -81,12 +83,29 @@ static void ref_rope(double *x, size_t n, size_t heads, size_t dh, double base)
             }
 }
 
-static bool allowed(const struct attn_config *c, size_t b, size_t i, size_t j)
+/* Where pair (i, j) of head a of sequence b sits in a mask. */
+static size_t mask_index(const struct attn_config *c, size_t b, size_t a,
+                         size_t i, size_t j)
 {
     const size_t n = c->n_query, m = c->n_ctx;
+    const size_t matrix = c->mask_per_head  ? b * c->heads + a
+                          : c->mask_batched ? b
+                                            : 0;
+    return (matrix * n + i) * m + j;
+}
+
+/* Keys past the context's (bias_k, zero) are never masked. */
+static bool allowed(const struct attn_config *c, size_t b, size_t a, size_t i,
+                    size_t j)
+{
+    const size_t m = c->n_ctx;
+    if (j >= m)
+        return true;
     if (c->causal && j > i)
         return false;
-    if (c->mask && !c->mask[(c->mask_batched ? b * n * m : 0) + i * m + j])
+    if (c->mask && !c->mask[mask_index(c, b, a, i, j)])
+        return false;
+    if (c->mask_bias && !(c->mask_bias[mask_index(c, b, a, i, j)] > -1e30f))
         return false;
     if (c->key_padding &&
         c->key_padding[(c->key_padding_batched ? b * m : 0) + j])
@@ -97,18 +116,19 @@ static bool allowed(const struct attn_config *c, size_t b, size_t i, size_t j)
 void ref_forward(const struct attn_config *c, const struct attn_params *p,
                  const float *x, const float *context, struct ref_out *out)
 {
-    const size_t B = c->batch, N = c->n_query, M = c->n_ctx, H = c->heads,
-                 G = c->kv_heads, dm = c->d_model, dc = c->d_ctx, dk = c->d_k,
-                 dv = c->d_v, dout = c->d_out;
+    /* M: context rows; MK: keys, the context's and the appended ones */
+    const size_t B = c->batch, N = c->n_query, M = c->n_ctx, MK = c->n_keys,
+                 H = c->heads, G = c->kv_heads, dm = c->d_model, dc = c->d_ctx,
+                 dk = c->d_k, dv = c->d_v, dout = c->d_out;
     const bool basic = c->mode == ATTN_MODE_BASIC;
     const double scale = c->has_scale ? c->scale
                          : basic      ? 1.0
                                       : 1.0 / sqrt((double)dk);
     const uint64_t drop_key = attn_stream_key(c->seed, "dropout", 7);
     double *xb = dalloc(N * dm), *cb = dalloc(M * dc);
-    double *q = dalloc(N * H * dk), *k = dalloc(M * G * dk),
-           *v = dalloc(M * G * dv);
-    double *heads = dalloc(N * H * dv), *row = dalloc(M);
+    double *q = dalloc(N * H * dk), *k = dalloc(MK * G * dk),
+           *v = dalloc(MK * G * dv);
+    double *heads = dalloc(N * H * dv), *row = dalloc(MK);
 
     for (size_t b = 0; b < B; b++) {
         for (size_t e = 0; e < N * dm; e++)
@@ -132,36 +152,44 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                 ref_rope(q, N, H, dk, c->rope_base);
                 ref_rope(k, M, G, dk, c->rope_base);
             }
+            /* bias_k and bias_v as they are, then zeros (dalloc's) */
+            for (size_t e = 0; c->bias_kv && e < G * dk; e++)
+                k[M * G * dk + e] = p->bias_k[e];
+            for (size_t e = 0; c->bias_kv && e < G * dv; e++)
+                v[M * G * dv + e] = p->bias_v[e];
         }
         memcpy(out->q + b * N * H * dk, q, N * H * dk * sizeof *q);
-        memcpy(out->k + b * M * G * dk, k, M * G * dk * sizeof *k);
-        memcpy(out->v + b * M * G * dv, v, M * G * dv * sizeof *v);
+        memcpy(out->k + b * MK * G * dk, k, MK * G * dk * sizeof *k);
+        memcpy(out->v + b * MK * G * dv, v, MK * G * dv * sizeof *v);
 
         for (size_t a = 0; a < H; a++) {
             const size_t g = a / (H / G);
             for (size_t i = 0; i < N; i++) {
                 double mx = -INFINITY;
-                for (size_t j = 0; j < M; j++) {
+                for (size_t j = 0; j < MK; j++) {
                     double s = 0.0;
                     for (size_t e = 0; e < dk; e++)
                         s += q[i * H * dk + a * dk + e] *
                              k[j * G * dk + g * dk + e];
                     s *= scale;
-                    out->scores[((b * H + a) * N + i) * M + j] = s;
-                    row[j] = allowed(c, b, i, j) ? s : -INFINITY;
+                    out->scores[((b * H + a) * N + i) * MK + j] = s;
+                    if (c->mask_bias && j < M)
+                        s += c->mask_bias[mask_index(c, b, a, i, j)];
+                    row[j] = allowed(c, b, a, i, j) ? s : -INFINITY;
                     if (row[j] > mx)
                         mx = row[j];
                 }
                 double sum = 0.0;
-                for (size_t j = 0; j < M; j++) {
+                for (size_t j = 0; j < MK; j++) {
                     row[j] = mx == -INFINITY ? 0.0 : exp(row[j] - mx);
                     sum += row[j];
                 }
                 if (mx == -INFINITY)
                     out->fully_masked[b * N + i] = 1;
-                for (size_t j = 0; j < M; j++) {
+                for (size_t j = 0; j < MK; j++) {
                     double w = sum > 0 ? row[j] / sum : 0.0;
-                    const uint64_t idx = ((b * H + a) * N + i) * M + j;
+                    const uint64_t idx = ((b * H + a) * N + i) * MK + j;
+                    out->weights_raw[idx] = w;
                     if (c->dropout > 0.0f) {
                         const double u =
                             (double)(attn_stream_draw(drop_key, idx) >> 11) *
@@ -173,7 +201,7 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                 }
                 for (size_t e = 0; e < dv; e++) {
                     double acc = 0.0;
-                    for (size_t j = 0; j < M; j++)
+                    for (size_t j = 0; j < MK; j++)
                         acc += row[j] * v[j * G * dv + g * dv + e];
                     heads[i * H * dv + a * dv + e] = acc;
                 }

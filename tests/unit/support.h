@@ -18,7 +18,7 @@
  * fully_masked: [B][N].
  */
 struct ref_out {
-    double *weights, *scores, *q, *k, *v, *heads_out, *output;
+    double *weights, *weights_raw, *scores, *q, *k, *v, *heads_out, *output;
     uint8_t *fully_masked;
 };
 void ref_forward(const struct attn_config *cfg, const struct attn_params *p,

@@ -25,18 +25,42 @@
 #define ALL_ARRAYS                                                             \
     (ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q | ATTN_WANT_K |        \
      ATTN_WANT_V | ATTN_WANT_HEADS | ATTN_WANT_OUTPUT |                        \
-     ATTN_WANT_MEAN_WEIGHTS)
+     ATTN_WANT_MEAN_WEIGHTS | ATTN_WANT_WEIGHTS_RAW)
+
+/* The explicit mask a fixture gets: none, booleans or additive numbers,
+ * one matrix per sequence or per sequence and head. */
+enum mask_kind {
+    NO_MASK,
+    MASK_BOOL, /* 1, so that a case's `true` is a boolean mask */
+    MASK_BIAS,
+    MASK_BOOL_HEADS,
+    MASK_BIAS_HEADS
+};
 
 /* Inputs of one test case, owned by the case. */
 struct fixture {
     struct attn_config cfg; /* resolved */
     struct attn_params params;
-    float *x, *context;
+    float *x, *context, *mask_bias;
     uint8_t *mask, *key_padding;
 };
 
+/* An additive mask: small biases (ALiBi-like), some -inf, some below
+ * ATTN_MASK_NEVER, which mean the same. */
+static void fill_bias(float *bias, size_t count, uint64_t seed)
+{
+    fill_normal(bias, count, seed, 2.0f);
+    for (size_t i = 0; i < count; i++) {
+        const uint64_t r = attn_stream_draw(seed, i) % 8;
+        if (r == 0)
+            bias[i] = -INFINITY;
+        else if (r == 1)
+            bias[i] = -3e30f;
+    }
+}
+
 static void fixture_init(struct fixture *f, const struct attn_config *cfg,
-                         uint64_t data_seed, bool with_mask, bool with_padding)
+                         uint64_t data_seed, int with_mask, bool with_padding)
 {
     struct attn_error err;
     memset(f, 0, sizeof *f);
@@ -52,13 +76,23 @@ static void fixture_init(struct fixture *f, const struct attn_config *cfg,
         f->context = malloc(nc * sizeof *f->context);
         fill_normal(f->context, nc, data_seed + 1, 1.0f);
     }
-    if (with_mask) {
-        const size_t nm = c->batch * c->n_query * c->n_ctx;
-        f->mask = malloc(nm);
-        for (size_t i = 0; i < nm; i++)
-            f->mask[i] = attn_stream_draw(data_seed, i) % 4 != 0;
-        f->cfg.mask = f->mask;
+    if (with_mask != NO_MASK) {
+        const bool per_head =
+            with_mask == MASK_BOOL_HEADS || with_mask == MASK_BIAS_HEADS;
+        const size_t nm =
+            c->batch * c->n_query * c->n_ctx * (per_head ? c->heads : 1);
+        if (with_mask == MASK_BIAS || with_mask == MASK_BIAS_HEADS) {
+            f->mask_bias = malloc(nm * sizeof *f->mask_bias);
+            fill_bias(f->mask_bias, nm, data_seed + 3);
+            f->cfg.mask_bias = f->mask_bias;
+        } else {
+            f->mask = malloc(nm);
+            for (size_t i = 0; i < nm; i++)
+                f->mask[i] = attn_stream_draw(data_seed, i) % 4 != 0;
+            f->cfg.mask = f->mask;
+        }
         f->cfg.mask_batched = true;
+        f->cfg.mask_per_head = per_head;
     }
     if (with_padding) {
         const size_t np = c->batch * c->n_ctx;
@@ -80,6 +114,7 @@ static void fixture_free(struct fixture *f)
     free(f->x);
     free(f->context);
     free(f->mask);
+    free(f->mask_bias);
     free(f->key_padding);
 }
 
@@ -104,13 +139,20 @@ static void check_against(const char *what, const struct fixture *f,
     if (st != ATTN_OK)
         fail_msg("%s: %s", what, err.message);
     const struct attn_config *c = &f->cfg;
-    const size_t b = c->batch, n = c->n_query, m = c->n_ctx, h = c->heads,
+    /* m: keys, the context's and the appended ones */
+    const size_t b = c->batch, n = c->n_query, m = c->n_keys, h = c->heads,
                  g = c->kv_heads;
     const double atol = 2e-5, rtol = 2e-4;
     if (want & ATTN_WANT_WEIGHTS) {
         const double d = max_abs_diff(res.weights, ref->weights, b * h * n * m);
         if (!(d <= 1e-5 * (c->dropout > 0 ? 1.0 / (1.0 - c->dropout) : 1.0)))
             fail_msg("%s: weights off by %g", what, d);
+    }
+    if (want & ATTN_WANT_WEIGHTS_RAW) {
+        const double d =
+            max_abs_diff(res.weights_raw, ref->weights_raw, b * h * n * m);
+        if (!(d <= 1e-5))
+            fail_msg("%s: weights before dropout off by %g", what, d);
     }
     if (want & ATTN_WANT_SCORES)
         expect_close(what, "scores", res.scores, ref->scores, b * h * n * m,
@@ -154,7 +196,7 @@ static void check_against(const char *what, const struct fixture *f,
 /* Compare the full path (everything asked for) and the streaming path
  * (only heads and output) with the reference. */
 static void check_case(const char *what, const struct attn_config *cfg,
-                       bool with_mask, bool with_padding)
+                       int with_mask, bool with_padding)
 {
     struct fixture f;
     fixture_init(&f, cfg, 1234, with_mask, with_padding);
@@ -170,11 +212,13 @@ static void check_case(const char *what, const struct attn_config *cfg,
     fixture_free(&f);
 }
 
-/* A configuration and whether it gets a random mask and key padding. */
+/* A configuration, which random mask it gets (enum mask_kind) and
+ * whether key padding. */
 struct feature_case {
     const char *name;
     struct attn_config cfg;
-    bool mask, padding;
+    int mask;
+    bool padding;
 };
 
 static void test_feature_matrix(void **state)
@@ -341,6 +385,80 @@ static void test_feature_matrix(void **state)
           .residual = ATTN_RESIDUAL_INPUT},
          false,
          true},
+        /* nn.MultiheadAttention's appended keys, PyTorch's mask forms */
+        {"bias_kv cross padding",
+         {.batch = 2,
+          .n_query = 5,
+          .d_model = 8,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 6,
+          .d_ctx = 4,
+          .qkv_bias = true,
+          .bias_kv = true},
+         MASK_BOOL,
+         true},
+        {"zero_attn causal",
+         {.n_query = 7,
+          .d_model = 12,
+          .heads = 3,
+          .causal = true,
+          .zero_attn = true},
+         NO_MASK,
+         true},
+        {"bias_kv zero_attn gqa dropout",
+         {.batch = 2,
+          .n_query = 6,
+          .d_model = 16,
+          .heads = 4,
+          .kv_heads = 2,
+          .bias_kv = true,
+          .zero_attn = true,
+          .dropout = 0.25f,
+          .seed = 3},
+         MASK_BIAS,
+         true},
+        {"additive causal",
+         {.n_query = 9, .d_model = 8, .heads = 2, .causal = true},
+         MASK_BIAS,
+         false},
+        {"per-head boolean",
+         {.batch = 2, .n_query = 6, .d_model = 12, .heads = 3},
+         MASK_BOOL_HEADS,
+         true},
+        {"per-head additive rope",
+         {.n_query = 7, .d_model = 16, .heads = 4, .positional = ATTN_POS_ROPE},
+         MASK_BIAS_HEADS,
+         false},
+        {"blocks per-head bias_kv",
+         {.n_query = 300,
+          .d_model = 8,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 700,
+          .bias_kv = true,
+          .zero_attn = true,
+          .causal = true},
+         MASK_BIAS_HEADS,
+         true},
+        {"blocks per-head key-outer",
+         {.batch = 2,
+          .n_query = 40,
+          .d_model = 8,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 600,
+          .causal = true},
+         MASK_BOOL_HEADS,
+         true},
+        {"blocks additive",
+         {.n_query = 260,
+          .d_model = 8,
+          .heads = 2,
+          .cross = true,
+          .n_ctx = 1030},
+         MASK_BIAS,
+         false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(cases[i].name, &cases[i].cfg, cases[i].mask,
@@ -735,6 +853,118 @@ static void test_bit_identical_across_runs_and_threads(void **state)
     fixture_free(&f);
 }
 
+/* Appended keys, a per-head additive mask and dropout: the same bits at
+ * every team size, weights before and after dropout alike. */
+static void test_parity_options_bit_identical(void **state)
+{
+    (void)state;
+    struct fixture f;
+    fixture_init(&f,
+                 &(struct attn_config){.batch = 2,
+                                       .n_query = 520,
+                                       .d_model = 32,
+                                       .heads = 4,
+                                       .bias_kv = true,
+                                       .zero_attn = true,
+                                       .causal = true,
+                                       .dropout = 0.2f,
+                                       .seed = 9},
+                 21, MASK_BIAS_HEADS, true);
+    attn_blas_single_thread();
+    const size_t nw = 2 * 4 * 520 * (size_t)522, no = 2 * 520 * 32;
+    float *base[3] = {NULL, NULL, NULL};
+    for (unsigned threads = 1; threads <= 4; threads++) {
+        struct attn_config cfg = f.cfg;
+        cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW;
+        cfg.threads = threads;
+        struct attn_result res;
+        struct attn_error err;
+        assert_int_equal(attn_forward(&cfg, f.x, NULL, &res, &err), ATTN_OK);
+        assert_int_equal(res.n_keys, 522);
+        const float *arrays[3] = {res.output, res.weights, res.weights_raw};
+        const size_t counts[3] = {no, nw, nw};
+        for (int k = 0; k < 3; k++) {
+            if (threads == 1) {
+                base[k] = malloc(counts[k] * sizeof(float));
+                memcpy(base[k], arrays[k], counts[k] * sizeof(float));
+            } else {
+                assert_memory_equal(base[k], arrays[k],
+                                    counts[k] * sizeof(float));
+            }
+        }
+        /* dropout zeroes some weights the raw ones keep */
+        size_t dropped = 0;
+        for (size_t e = 0; e < nw; e++)
+            dropped += res.weights[e] == 0.0f && res.weights_raw[e] > 0.0f;
+        assert_true(dropped > 0);
+        attn_result_free(&res);
+    }
+    for (int k = 0; k < 3; k++)
+        free(base[k]);
+    fixture_free(&f);
+}
+
+/* What the new options refuse, and what they cost. */
+static void test_parity_options_checked(void **state)
+{
+    (void)state;
+    struct attn_error err;
+    struct attn_config basic = {
+        .mode = ATTN_MODE_BASIC, .n_query = 3, .d_model = 4, .zero_attn = true};
+    assert_int_equal(attn_config_resolve(&basic, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "add_zero_attn");
+    basic.zero_attn = false;
+    basic.bias_kv = true;
+    assert_int_equal(attn_config_resolve(&basic, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "bias_kv");
+    struct attn_config lone = {
+        .n_query = 3, .d_model = 4, .heads = 2, .mask_per_head = true};
+    assert_int_equal(attn_config_resolve(&lone, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "mask");
+
+    /* explicit parameters must bring bias_k and bias_v */
+    struct fixture f;
+    fixture_init(&f,
+                 &(struct attn_config){
+                     .n_query = 3, .d_model = 4, .heads = 2, .bias_kv = true},
+                 4, MASK_BIAS, false);
+    struct attn_result res;
+    float *bias_v = f.params.bias_v;
+    f.params.bias_v = NULL;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "bias_v"));
+    f.params.bias_v = bias_v;
+    /* an additive mask takes -inf, not NaN or +inf */
+    f.mask_bias[4] = NAN;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
+    assert_string_equal(err.field, "mask");
+    assert_non_null(strstr(err.message, "mask[0][1][1]"));
+    f.mask_bias[4] = INFINITY;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
+    f.mask_bias[4] = -INFINITY;
+    assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_OK);
+    attn_result_free(&res);
+
+    /* two more keys: more weights, more K and V, more memory */
+    struct attn_config plain = f.cfg, more = f.cfg;
+    plain.bias_kv = false;
+    plain.resolved = more.resolved = false;
+    more.zero_attn = true;
+    plain.want = more.want = ATTN_WANT_WEIGHTS | ATTN_WANT_K;
+    assert_int_equal(attn_config_resolve(&plain, &err), ATTN_OK);
+    assert_int_equal(attn_config_resolve(&more, &err), ATTN_OK);
+    assert_int_equal(more.n_keys, plain.n_keys + 2);
+    /* weights [1][2][3][K] and k [1][K][4] hold 10 floats per key more,
+     * and bias_k and bias_v are drawn without explicit params */
+    more.params = plain.params = NULL;
+    assert_true(attn_forward_bytes(&more) >= attn_forward_bytes(&plain) +
+                                                 2 * 10 * sizeof(float) +
+                                                 8 * sizeof(float));
+    assert_true(attn_flops(&more) > attn_flops(&plain));
+    fixture_free(&f);
+}
+
 /* Forward with want and threads; the chosen array copied out (NULL on
  * failure). */
 static float *run_copy(const struct fixture *f, unsigned want, unsigned threads,
@@ -946,6 +1176,8 @@ int main(void)
         cmocka_unit_test(test_fully_masked_reported_without_heads),
         cmocka_unit_test(test_params_follow_spec),
         cmocka_unit_test(test_bit_identical_across_runs_and_threads),
+        cmocka_unit_test(test_parity_options_bit_identical),
+        cmocka_unit_test(test_parity_options_checked),
         cmocka_unit_test(test_key_outer_matches_key_inner),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_cancel_stops_between_units),

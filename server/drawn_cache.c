@@ -1,0 +1,338 @@
+/*
+ * drawn_cache.c - see drawn_cache.h.
+ */
+#include "drawn_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One kept value: a parameter tensor or a token's embedding. */
+struct drawn {
+    /* the key: what the values depend on */
+    enum drawn_kind kind;
+    uint64_t seed;
+    size_t cols, count; /* a tensor's fan-in; the values' number */
+    uint64_t hash;
+    float *values;               /* [count], read-only once kept */
+    size_t bytes;                /* of the entry, its label and its values */
+    unsigned refs;               /* leases holding it */
+    struct drawn *chain;         /* next in its slot */
+    struct drawn *newer, *older; /* the LRU list */
+    size_t label_len;
+    char label[]; /* a tensor's name, a token's text */
+};
+
+struct key {
+    enum drawn_kind kind;
+    uint64_t seed;
+    const char *label;
+    size_t label_len, cols, count;
+    uint64_t hash;
+};
+
+static struct key key_of(enum drawn_kind kind, uint64_t seed, const char *label,
+                         size_t cols, size_t count)
+{
+    struct key k = {kind, seed, label, strlen(label), cols, count, 0};
+    uint64_t h = attn_fnv1a64(label, k.label_len) ^ (uint64_t)kind;
+    h ^= seed + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
+    h ^= (uint64_t)cols * 0xBF58476D1CE4E5B9u;
+    h ^= (uint64_t)count * 0x94D049BB133111EBu;
+    k.hash = h ^ (h >> 29);
+    return k;
+}
+
+static struct drawn **slot_of(struct drawn_cache *c, uint64_t hash)
+{
+    return &c->slots[hash & (c->n_slots - 1)];
+}
+
+static struct drawn *find(struct drawn_cache *c, const struct key *k)
+{
+    for (struct drawn *e = *slot_of(c, k->hash); e; e = e->chain)
+        if (e->hash == k->hash && e->kind == k->kind && e->seed == k->seed &&
+            e->cols == k->cols && e->count == k->count &&
+            e->label_len == k->label_len &&
+            !memcmp(e->label, k->label, k->label_len))
+            return e;
+    return NULL;
+}
+
+static void lru_unlink(struct drawn_cache *c, struct drawn *e)
+{
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        c->lru_head = e->older;
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        c->lru_tail = e->newer;
+    e->newer = e->older = NULL;
+}
+
+static void lru_push(struct drawn_cache *c, struct drawn *e)
+{
+    e->older = c->lru_head;
+    e->newer = NULL;
+    if (c->lru_head)
+        c->lru_head->newer = e;
+    c->lru_head = e;
+    if (!c->lru_tail)
+        c->lru_tail = e;
+}
+
+static void forget(struct drawn_cache *c, struct drawn *e)
+{
+    struct drawn **p = slot_of(c, e->hash);
+    while (*p != e)
+        p = &(*p)->chain;
+    *p = e->chain;
+    lru_unlink(c, e);
+    c->bytes -= e->bytes;
+    c->n_held--;
+    free(e->values);
+    free(e);
+}
+
+/* Forget the least recently used entries no lease holds, until the cache
+ * is within its cap (or only held ones are left). */
+static void evict(struct drawn_cache *c)
+{
+    struct drawn *e = c->lru_tail;
+    while (c->bytes > c->cap && e) {
+        struct drawn *newer = e->newer;
+        if (!e->refs) {
+            forget(c, e);
+            c->evictions++;
+        }
+        e = newer;
+    }
+}
+
+void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
+{
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->lock, NULL);
+    c->cap = cap_bytes;
+    /* a slot for about every 4 KB of the cap, within reason: a fuller
+     * table only makes chains longer */
+    size_t slots = 1024;
+    while (slots < cap_bytes / 4096 && slots < ((size_t)1 << 20))
+        slots *= 2;
+    c->n_slots = cap_bytes ? slots : 0;
+    c->slots = c->n_slots ? calloc(c->n_slots, sizeof *c->slots) : NULL;
+    if (!c->slots)
+        c->cap = c->n_slots = 0;
+}
+
+void drawn_cache_free(struct drawn_cache *c)
+{
+    while (c->lru_head)
+        forget(c, c->lru_head);
+    free(c->slots);
+    pthread_mutex_destroy(&c->lock);
+    memset(c, 0, sizeof *c);
+}
+
+/* The kept entry of k with one more lease on it (refs > 0) or none
+ * (refs 0: a copy is all the caller takes), or NULL. */
+static struct drawn *take(struct drawn_cache *c, const struct key *k,
+                          bool lease)
+{
+    struct drawn *e = find(c, k);
+    if (e) {
+        e->refs += lease;
+        lru_unlink(c, e);
+        lru_push(c, e);
+    }
+    return e;
+}
+
+/* Keep values (drawn for k, now the cache's) with `lease` leases on them;
+ * NULL when they are not kept (too large, or no memory for the entry),
+ * and the values stay the caller's. */
+static struct drawn *keep(struct drawn_cache *c, const struct key *k,
+                          float *values, bool lease)
+{
+    const size_t bytes =
+        sizeof(struct drawn) + k->label_len + 1 + k->count * sizeof(float);
+    if (bytes > c->cap)
+        return NULL;
+    struct drawn *e = malloc(sizeof *e + k->label_len + 1);
+    if (!e)
+        return NULL;
+    *e = (struct drawn){.kind = k->kind,
+                        .seed = k->seed,
+                        .cols = k->cols,
+                        .count = k->count,
+                        .hash = k->hash,
+                        .values = values,
+                        .bytes = bytes,
+                        .refs = lease,
+                        .label_len = k->label_len};
+    memcpy(e->label, k->label, k->label_len + 1);
+    struct drawn **slot = slot_of(c, k->hash);
+    e->chain = *slot;
+    *slot = e;
+    lru_push(c, e);
+    c->bytes += bytes;
+    c->n_held++;
+    evict(c);
+    return e;
+}
+
+bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
+                        struct attn_params *out, struct drawn_lease *lease,
+                        struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    memset(lease, 0, sizeof *lease);
+    lease->cache = c;
+    const bool cached = c && c->cap;
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n = attn_params_layout(cfg, 0, tensors);
+    for (size_t i = 0; i < n; i++) {
+        const struct attn_param_tensor *t = &tensors[i];
+        const struct key k = key_of(DRAWN_PARAM, cfg->seed, t->name, t->cols,
+                                    attn_param_count(t));
+        float **slot = attn_params_slot(out, t->slot);
+        struct drawn *e = NULL;
+        if (cached) {
+            pthread_mutex_lock(&c->lock);
+            e = take(c, &k, true);
+            if (e)
+                c->hits[DRAWN_PARAM]++;
+            else
+                c->misses[DRAWN_PARAM]++;
+            pthread_mutex_unlock(&c->lock);
+        }
+        if (e) {
+            lease->held[lease->n_held++] = e;
+            *slot = e->values;
+            continue;
+        }
+        /* drawn outside the lock: a large tensor takes a while */
+        float *values = malloc(k.count * sizeof *values);
+        if (!values) {
+            drawn_lease_end(lease);
+            memset(out, 0, sizeof *out);
+            memset(err, 0, sizeof *err);
+            snprintf(err->field, sizeof err->field, "params");
+            snprintf(err->message, sizeof err->message,
+                     "out of memory drawing %s (%zu numbers)", t->name,
+                     k.count);
+            return false;
+        }
+        attn_params_draw_tensor(cfg->seed, t, values);
+        if (cached) {
+            pthread_mutex_lock(&c->lock);
+            /* another request may have drawn the same meanwhile */
+            e = take(c, &k, true);
+            if (e)
+                free(values);
+            else
+                e = keep(c, &k, values, true);
+            pthread_mutex_unlock(&c->lock);
+        }
+        if (e) {
+            lease->held[lease->n_held++] = e;
+            *slot = e->values;
+        } else {
+            lease->own[lease->n_own++] = values;
+            *slot = values;
+        }
+    }
+    return true;
+}
+
+void drawn_lease_end(struct drawn_lease *lease)
+{
+    struct drawn_cache *c = lease->cache;
+    if (lease->n_held) {
+        pthread_mutex_lock(&c->lock);
+        for (size_t i = 0; i < lease->n_held; i++)
+            lease->held[i]->refs--;
+        evict(c); /* what was over the cap while held */
+        pthread_mutex_unlock(&c->lock);
+    }
+    for (size_t i = 0; i < lease->n_own; i++)
+        free(lease->own[i]);
+    memset(lease, 0, sizeof *lease);
+}
+
+void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
+                        uint64_t seed, size_t dim, float *out)
+{
+    const size_t row = dim * sizeof(float);
+    if (!c || !c->cap) {
+        for (size_t t = 0; t < n; t++)
+            attn_embed_token(text[t], strlen(text[t]), seed, dim,
+                             out + t * dim);
+        return;
+    }
+    /* one look under the lock for all of them: copies of those kept;
+     * the others are drawn outside it, then kept */
+    enum { BATCH = 256 };
+    for (size_t first = 0; first < n; first += BATCH) {
+        const size_t last = first + BATCH < n ? first + BATCH : n;
+        bool found[BATCH];
+        pthread_mutex_lock(&c->lock);
+        for (size_t t = first; t < last; t++) {
+            const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
+            const struct drawn *e = take(c, &k, false);
+            found[t - first] = e != NULL;
+            if (e) {
+                memcpy(out + t * dim, e->values, row);
+                c->hits[DRAWN_TOKEN]++;
+            } else {
+                c->misses[DRAWN_TOKEN]++;
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+        bool drew = false;
+        for (size_t t = first; t < last; t++)
+            if (!found[t - first]) {
+                attn_embed_token(text[t], strlen(text[t]), seed, dim,
+                                 out + t * dim);
+                drew = true;
+            }
+        if (!drew)
+            continue;
+        pthread_mutex_lock(&c->lock);
+        for (size_t t = first; t < last; t++) {
+            if (found[t - first])
+                continue;
+            const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
+            if (find(c, &k)) /* the same word twice, or another request */
+                continue;
+            float *copy = malloc(row);
+            if (copy) {
+                memcpy(copy, out + t * dim, row);
+                if (!keep(c, &k, copy, false))
+                    free(copy);
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s)
+{
+    pthread_mutex_lock(&c->lock);
+    *s = (struct drawn_cache_stats){.bytes = c->bytes,
+                                    .cap = c->cap,
+                                    .entries = c->n_held,
+                                    .evictions = c->evictions};
+    for (int k = 0; k < DRAWN_KINDS; k++) {
+        s->hits[k] = c->hits[k];
+        s->misses[k] = c->misses[k];
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+const char *drawn_kind_name(enum drawn_kind kind)
+{
+    return kind == DRAWN_PARAM ? "params" : "tokens";
+}

@@ -1,0 +1,74 @@
+/*
+ * drawn_cache.h - values drawn from a seed, kept for the requests after:
+ * projection parameters and token embeddings. A parameter tensor depends
+ * on the seed, its name and its shape only (attn_params_draw_tensor()), a
+ * token's embedding on the seed, its text and the width
+ * (attn_embed_token()); drawing them costs more than a small request's
+ * whole pass. So each is drawn once and shared, read-only, by every
+ * request that needs the same one. Answers are the same bits with or
+ * without the cache.
+ *
+ * The cache holds at most its cap in bytes, entries and values together,
+ * forgetting the least recently used entry that no request holds; a value
+ * larger than the cap is drawn for its request alone. Cap 0 turns it off.
+ * Safe from every thread.
+ */
+#ifndef ATTND_DRAWN_CACHE_H
+#define ATTND_DRAWN_CACHE_H
+
+#include "attention.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum drawn_kind { DRAWN_PARAM, DRAWN_TOKEN, DRAWN_KINDS };
+
+struct drawn;
+
+struct drawn_cache {
+    pthread_mutex_t lock;
+    size_t cap, bytes;
+    struct drawn **slots; /* chained; n_slots a power of two */
+    size_t n_slots, n_held;
+    struct drawn *lru_head, *lru_tail; /* most recent first */
+    uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
+};
+
+/* The parameter tensors one request uses, held until drawn_lease_end(). */
+struct drawn_lease {
+    struct drawn_cache *cache;
+    struct drawn *held[ATTN_PARAM_COUNT];
+    float *own[ATTN_PARAM_COUNT]; /* drawn for this request alone */
+    size_t n_held, n_own;
+};
+
+void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes);
+void drawn_cache_free(struct drawn_cache *c);
+
+/*
+ * The seeded parameters of resolved projected config cfg into *out, each
+ * tensor from c (NULL: no cache) or drawn now; *lease holds them until
+ * drawn_lease_end(). false only when memory ran out (err filled).
+ */
+bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
+                        struct attn_params *out, struct drawn_lease *lease,
+                        struct attn_error *err);
+void drawn_lease_end(struct drawn_lease *lease);
+
+/* The embeddings of n tokens (text[i], NUL-terminated) from seed, dim
+ * wide, into out [n][dim], each from c (NULL: no cache) or drawn now. */
+void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
+                        uint64_t seed, size_t dim, float *out);
+
+struct drawn_cache_stats {
+    size_t bytes, cap, entries;
+    uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
+};
+void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s);
+
+/* "params", "tokens": a kind's name in /metrics. */
+const char *drawn_kind_name(enum drawn_kind kind);
+
+#endif

@@ -1,0 +1,183 @@
+/*
+ * test_drawn_cache.c - the cache of values drawn from seeds: what it lends is
+ * exactly what attn_params_draw() and attn_embed_token() draw; a second
+ * look finds it; it stays
+ * within its cap by forgetting the least recently used tensor that no
+ * lease holds, and never one that is held; a tensor over the cap is drawn
+ * for its lease alone; cap 0 keeps nothing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "drawn_cache.h"
+
+#include <string.h>
+
+static struct attn_config config(uint64_t seed, size_t d_model, size_t heads)
+{
+    struct attn_config cfg = {.n_query = 3,
+                              .d_model = d_model,
+                              .heads = heads,
+                              .seed = seed,
+                              .want = ATTN_WANT_OUTPUT};
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+    return cfg;
+}
+
+/* The lent parameters are the drawn ones, bit for bit. */
+static void same_as_drawn(const struct attn_config *cfg,
+                          struct attn_params *lent)
+{
+    struct attn_params drawn;
+    struct attn_error err;
+    assert_int_equal(attn_params_draw(cfg, &drawn, &err), ATTN_OK);
+    struct attn_param_tensor t[ATTN_PARAM_COUNT];
+    const size_t n = attn_params_layout(cfg, 0, t);
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++) {
+        const float *a = *attn_params_slot(lent, t[i].slot);
+        const float *b = *attn_params_slot(&drawn, t[i].slot);
+        assert_non_null(a);
+        assert_memory_equal(a, b, attn_param_count(&t[i]) * sizeof(float));
+    }
+    attn_params_free(&drawn);
+}
+
+static void test_lends_what_is_drawn_and_finds_it_again(void **state)
+{
+    (void)state;
+    struct drawn_cache c;
+    drawn_cache_init(&c, (size_t)1 << 20);
+    const struct attn_config cfg = config(7, 32, 4);
+    struct attn_params p1, p2;
+    struct drawn_lease l1, l2;
+    struct attn_error err;
+    assert_true(drawn_params_lease(&c, &cfg, &p1, &l1, &err));
+    same_as_drawn(&cfg, &p1);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.hits[DRAWN_PARAM], 0);
+    assert_true(s.misses[DRAWN_PARAM] > 0 &&
+                s.entries == s.misses[DRAWN_PARAM]);
+    assert_true(drawn_params_lease(&c, &cfg, &p2, &l2, &err));
+    assert_ptr_equal(p1.wq, p2.wq); /* shared, not drawn again */
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.hits[DRAWN_PARAM], s.misses[DRAWN_PARAM]);
+    /* another seed is another tensor */
+    const struct attn_config other = config(8, 32, 4);
+    struct attn_params p3;
+    struct drawn_lease l3;
+    assert_true(drawn_params_lease(&c, &other, &p3, &l3, &err));
+    assert_ptr_not_equal(p3.wq, p1.wq);
+    same_as_drawn(&other, &p3);
+    drawn_lease_end(&l1);
+    drawn_lease_end(&l2);
+    drawn_lease_end(&l3);
+    drawn_cache_free(&c);
+}
+
+static void test_within_cap_and_never_a_held_one(void **state)
+{
+    (void)state;
+    /* d_model 64, 8 heads: four 64x64 weights and four biases, about
+     * 66 KB a seed; a cap of 150 KB holds two seeds */
+    struct drawn_cache c;
+    drawn_cache_init(&c, 150000);
+    struct attn_params held;
+    struct drawn_lease held_lease;
+    struct attn_error err;
+    const struct attn_config first = config(1, 64, 8);
+    assert_true(drawn_params_lease(&c, &first, &held, &held_lease, &err));
+    for (uint64_t seed = 2; seed < 10; seed++) {
+        const struct attn_config cfg = config(seed, 64, 8);
+        struct attn_params p;
+        struct drawn_lease l;
+        assert_true(drawn_params_lease(&c, &cfg, &p, &l, &err));
+        same_as_drawn(&cfg, &p);
+        drawn_lease_end(&l);
+        struct drawn_cache_stats s;
+        drawn_cache_stats(&c, &s);
+        assert_true(s.bytes <= s.cap);
+    }
+    /* the first seed was held all along: still the same memory, intact */
+    same_as_drawn(&first, &held);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_true(s.evictions > 0);
+    drawn_lease_end(&held_lease);
+    drawn_cache_free(&c);
+}
+
+static void test_over_the_cap_or_off_is_drawn_alone(void **state)
+{
+    (void)state;
+    struct attn_error err;
+    const struct attn_config cfg = config(3, 64, 8);
+    for (int off = 0; off < 2; off++) {
+        struct drawn_cache c;
+        drawn_cache_init(&c, off ? 0 : 1000); /* 1 KB: no weight fits */
+        struct attn_params p;
+        struct drawn_lease l;
+        assert_true(drawn_params_lease(&c, &cfg, &p, &l, &err));
+        same_as_drawn(&cfg, &p);
+        struct drawn_cache_stats s;
+        drawn_cache_stats(&c, &s);
+        assert_int_equal(s.bytes, off ? 0 : s.bytes);
+        assert_true(s.bytes <= 1000);
+        drawn_lease_end(&l);
+        drawn_cache_free(&c);
+    }
+    /* and with no cache at all */
+    struct attn_params p;
+    struct drawn_lease l;
+    assert_true(drawn_params_lease(NULL, &cfg, &p, &l, &err));
+    same_as_drawn(&cfg, &p);
+    drawn_lease_end(&l);
+}
+
+/* Token embeddings: the drawn ones, kept and found again, the same word
+ * twice in one call drawn once; another seed or width is another one. */
+static void test_token_embeddings(void **state)
+{
+    (void)state;
+    char *words[] = {"the", "cat", "the", "sat", "caf\xc3\xa9"};
+    const size_t n = 5, dim = 12;
+    float want[5 * 12], got[5 * 12];
+    for (size_t t = 0; t < n; t++)
+        attn_embed_token(words[t], strlen(words[t]), 42, dim, want + t * dim);
+    struct drawn_cache c;
+    drawn_cache_init(&c, (size_t)1 << 20);
+    for (int pass = 0; pass < 2; pass++) {
+        memset(got, 0, sizeof got);
+        drawn_embed_tokens(&c, words, n, 42, dim, got);
+        assert_memory_equal(got, want, sizeof want);
+    }
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.entries, 4); /* "the" once */
+    assert_int_equal(s.hits[DRAWN_TOKEN], 5);
+    /* another seed: other values, not the kept ones */
+    drawn_embed_tokens(&c, words, 1, 43, dim, got);
+    attn_embed_token("the", 3, 43, dim, want);
+    assert_memory_equal(got, want, dim * sizeof(float));
+    /* no cache: drawn each time, the same */
+    drawn_embed_tokens(NULL, words, 1, 43, dim, got);
+    assert_memory_equal(got, want, dim * sizeof(float));
+    drawn_cache_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lends_what_is_drawn_and_finds_it_again),
+        cmocka_unit_test(test_within_cap_and_never_a_held_one),
+        cmocka_unit_test(test_over_the_cap_or_off_is_drawn_alone),
+        cmocka_unit_test(test_token_embeddings),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,926 @@
+/*
+ * test_model.c - the checkpoint loader of server/model/: every committed
+ * variant of tests/models/ loads and, through the core's tokenizer and
+ * encoder, matches its goldens; every malformed file, made here from a
+ * good one in a temporary folder, fails with one line naming the file, the
+ * tensor and what is wrong, and leaves nothing behind.
+ *
+ * Tolerances as tests/unit/test_bert.c: weights and rollout within 2e-5
+ * absolute, hidden states within 1e-4 + 1e-4 * |reference|.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "model/model.h"
+#include "model/safetensors.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WEIGHT_TOL 2e-5
+#define HIDDEN_ATOL 1e-4
+#define HIDDEN_RTOL 1e-4
+
+/* ---------------------------------------------------------------- files */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        fail_msg("cannot open %s", path);
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *text = malloc(*len + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, *len, fp), *len);
+    fclose(fp);
+    text[*len] = '\0';
+    return text;
+}
+
+static void spit(const char *path, const void *bytes, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(bytes, 1, len, fp), len);
+    fclose(fp);
+}
+
+static void path_of(char *out, const char *dir, const char *file)
+{
+    snprintf(out, 1024, "%s/%s", dir, file);
+}
+
+/* A fresh temporary copy of tests/models/<variant>. */
+static char *copy_variant(const char *variant)
+{
+    char tmpl[] = "/tmp/attnd-model-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    dir = strdup(dir);
+    const char *files[] = {"config.json", "vocab.txt", "model.safetensors",
+                           "tokenizer_config.json"};
+    for (int i = 0; i < 4; i++) {
+        char from[1024], to[1024];
+        snprintf(from, sizeof from, "tests/models/%s/%s", variant, files[i]);
+        if (access(from, R_OK) != 0)
+            continue;
+        path_of(to, dir, files[i]);
+        size_t len;
+        char *bytes = slurp(from, &len);
+        spit(to, bytes, len);
+        free(bytes);
+    }
+    return dir;
+}
+
+static void remove_dir(char *dir)
+{
+    const char *files[] = {"config.json", "vocab.txt", "model.safetensors",
+                           "tokenizer_config.json"};
+    for (int i = 0; i < 4; i++) {
+        char p[1024];
+        path_of(p, dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+/* ------------------------------------------------ rewriting checkpoints */
+
+/* A safetensors file taken apart: its header as JSON and its data. */
+struct st_parts {
+    cJSON *header;
+    unsigned char *data;
+    size_t data_len;
+};
+
+static struct st_parts st_split(const char *dir)
+{
+    char p[1024];
+    path_of(p, dir, "model.safetensors");
+    size_t len;
+    unsigned char *bytes = (unsigned char *)slurp(p, &len);
+    uint64_t n;
+    memcpy(&n, bytes, 8);
+    struct st_parts parts = {
+        .header = cJSON_ParseWithLength((char *)bytes + 8, n),
+        .data_len = len - 8 - n,
+    };
+    assert_non_null(parts.header);
+    parts.data = malloc(parts.data_len + 1);
+    memcpy(parts.data, bytes + 8 + n, parts.data_len);
+    free(bytes);
+    return parts;
+}
+
+/* Write header text (padded with spaces to pad bytes) and data. */
+static void st_write(const char *dir, const char *header, size_t pad,
+                     const unsigned char *data, size_t data_len)
+{
+    const size_t hl = strlen(header);
+    const size_t n = (hl + pad - 1) / pad * pad;
+    unsigned char *out = malloc(8 + n + data_len);
+    const uint64_t n64 = n;
+    memcpy(out, &n64, 8);
+    memset(out + 8, ' ', n);
+    memcpy(out + 8, header, hl);
+    if (data_len)
+        memcpy(out + 8 + n, data, data_len);
+    char p[1024];
+    path_of(p, dir, "model.safetensors");
+    spit(p, out, 8 + n + data_len);
+    free(out);
+}
+
+/* Write the parts as they are (offsets as edited). */
+static void st_join(const char *dir, struct st_parts *parts, size_t pad)
+{
+    char *text = cJSON_PrintUnformatted(parts->header);
+    st_write(dir, text, pad, parts->data, parts->data_len);
+    free(text);
+    cJSON_Delete(parts->header);
+    free(parts->data);
+}
+
+/* Rebuild: every tensor of the header, in header order, with offsets made
+ * consistent. A tensor whose entry has "replace_bytes": N gets N bytes of
+ * replacement (from the caller's buffer) instead of its own. */
+static void st_rebuild(const char *dir, struct st_parts *parts,
+                       const unsigned char *replacement)
+{
+    size_t total = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, parts->header)
+    {
+        if (strcmp(e->string, "__metadata__") == 0)
+            continue;
+        cJSON *rep = cJSON_GetObjectItemCaseSensitive(e, "replace_bytes");
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        total += rep ? (size_t)rep->valuedouble
+                     : (size_t)(cJSON_GetArrayItem(off, 1)->valuedouble -
+                                cJSON_GetArrayItem(off, 0)->valuedouble);
+    }
+    unsigned char *data = malloc(total + 1);
+    size_t at = 0;
+    cJSON_ArrayForEach(e, parts->header)
+    {
+        if (strcmp(e->string, "__metadata__") == 0)
+            continue;
+        cJSON *rep = cJSON_GetObjectItemCaseSensitive(e, "replace_bytes");
+        cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        const size_t b = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+        const size_t len =
+            rep ? (size_t)rep->valuedouble
+                : (size_t)cJSON_GetArrayItem(off, 1)->valuedouble - b;
+        memcpy(data + at, rep ? replacement : parts->data + b, len);
+        cJSON_ReplaceItemInArray(off, 0, cJSON_CreateNumber((double)at));
+        cJSON_ReplaceItemInArray(off, 1,
+                                 cJSON_CreateNumber((double)(at + len)));
+        if (rep)
+            cJSON_DeleteItemFromObjectCaseSensitive(e, "replace_bytes");
+        at += len;
+    }
+    free(parts->data);
+    parts->data = data;
+    parts->data_len = total;
+    st_join(dir, parts, 8);
+}
+
+static cJSON *entry(struct st_parts *parts, const char *name)
+{
+    cJSON *e = cJSON_GetObjectItemCaseSensitive(parts->header, name);
+    if (!e)
+        fail_msg("no tensor %s in the header", name);
+    return e;
+}
+
+static void set_pair(cJSON *e, const char *key, double a, double b)
+{
+    cJSON *arr = cJSON_CreateArray();
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(a));
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(b));
+    cJSON_ReplaceItemInObjectCaseSensitive(e, key, arr);
+}
+
+static double offset_of(cJSON *e, int i)
+{
+    return cJSON_GetArrayItem(
+               cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), i)
+        ->valuedouble;
+}
+
+/* ---------------------------------------------------------- expectations */
+
+/* Loading dir fails with one line holding every fragment (NULL-ended). */
+static void expect_failure(const char *dir, ...)
+{
+    struct model *m = (struct model *)1;
+    char err[600] = "";
+    assert_false(model_load("tiny", dir, &m, err, sizeof err));
+    if (getenv("ATTND_TEST_VERBOSE"))
+        fprintf(stderr, "  %s\n", err);
+    assert_null(m);
+    assert_null(strchr(err, '\n'));
+    if (strncmp(err, "model 'tiny': ", 14) != 0)
+        fail_msg("\"%s\" does not name the model", err);
+    va_list ap;
+    va_start(ap, dir);
+    for (const char *f; (f = va_arg(ap, const char *));)
+        if (!strstr(err, f))
+            fail_msg("\"%s\" lacks \"%s\"", err, f);
+    va_end(ap);
+}
+
+static struct model *load_ok(const char *dir)
+{
+    struct model *m = NULL;
+    char err[600] = "";
+    if (!model_load("tiny", dir, &m, err, sizeof err))
+        fail_msg("model_load %s: %s", dir, err);
+    return m;
+}
+
+/* ------------------------------------------------- the goldens replayed */
+
+static bool max_abs_diff_ok(const float *got, const double *want, size_t n,
+                            double tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= tol))
+            return false;
+    return true;
+}
+
+static double *doubles(const cJSON *arr, size_t *n)
+{
+    *n = (size_t)cJSON_GetArraySize(arr);
+    double *out = malloc(*n * sizeof *out + 1);
+    size_t i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, arr) out[i++] = v->valuedouble;
+    return out;
+}
+
+static void check_goldens(const struct model *m, const char *variant)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
+    size_t len;
+    char *text = slurp(path, &len);
+    cJSON *golden = cJSON_ParseWithLength(text, len);
+    free(text);
+    assert_non_null(golden);
+    assert_int_equal(
+        m->bert.layers,
+        (size_t)cJSON_GetObjectItem(golden, "layers")->valuedouble);
+    const cJSON *c;
+    size_t n_cases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden, "cases"))
+    {
+        const char *a = cJSON_GetObjectItem(c, "sentence")->valuestring;
+        const cJSON *jb = cJSON_GetObjectItem(c, "sentence_b");
+        const char *b = cJSON_IsString(jb) ? jb->valuestring : NULL;
+        const struct bert_encode_options opts = {
+            .do_lower_case = m->do_lower_case,
+            .max_tokens = m->bert.max_positions};
+        struct bert_encoding enc;
+        struct attn_error aerr = {0};
+        if (bert_encode(m->vocab, &opts, a, strlen(a), b, b ? strlen(b) : 0,
+                        &enc, &aerr))
+            fail_msg("%s: bert_encode: %s", variant, aerr.message);
+        const cJSON *tokens = cJSON_GetObjectItem(c, "tokens");
+        const cJSON *types = cJSON_GetObjectItem(c, "type_ids");
+        assert_int_equal(enc.count, (size_t)cJSON_GetArraySize(tokens));
+        for (size_t i = 0; i < enc.count; i++) {
+            assert_string_equal(
+                bert_vocab_token(m->vocab, enc.ids[i]),
+                cJSON_GetArrayItem(tokens, (int)i)->valuestring);
+            // the golden's types are clipped to the model's type vocabulary
+            const int t = (int)cJSON_GetArrayItem(types, (int)i)->valuedouble;
+            assert_int_equal(enc.type_ids[i] < m->bert.type_vocab_size
+                                 ? enc.type_ids[i]
+                                 : m->bert.type_vocab_size - 1,
+                             t);
+        }
+        struct bert_run run = {.ids = enc.ids,
+                               .type_ids = enc.type_ids,
+                               .n = enc.count,
+                               .want = BERT_WANT_WEIGHTS | BERT_WANT_HIDDEN |
+                                       BERT_WANT_ROLLOUT,
+                               .layer = BERT_ALL_LAYERS,
+                               .threads = 2};
+        struct bert_result r;
+        if (bert_forward(&m->bert, &run, &r, &aerr))
+            fail_msg("%s: bert_forward: %s", variant, aerr.message);
+        size_t n;
+        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        assert_int_equal(n, r.layers * r.heads * r.n * r.n);
+        if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
+            fail_msg("%s case %zu: attentions differ", variant, n_cases);
+        free(w);
+        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        assert_int_equal(n, (r.layers + 1) * r.n * r.hidden);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(r.hidden_states[i] - hs[i]) <=
+                  HIDDEN_ATOL + HIDDEN_RTOL * fabs(hs[i])))
+                fail_msg("%s case %zu: hidden state %zu is %g, want %g",
+                         variant, n_cases, i, (double)r.hidden_states[i],
+                         hs[i]);
+        free(hs);
+        double *roll = doubles(cJSON_GetObjectItem(c, "rollout"), &n);
+        assert_int_equal(n, r.n * r.n);
+        if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
+            fail_msg("%s case %zu: rollout differs", variant, n_cases);
+        free(roll);
+        bert_result_free(&r);
+        bert_encoding_free(&enc);
+        n_cases++;
+    }
+    assert_true(n_cases >= 3);
+    cJSON_Delete(golden);
+}
+
+static void test_variants_load_and_match(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        bool lower, converted;
+        size_t layers, hidden;
+    } variants[] = {
+        {"f32", true, false, 2, 32},
+        {"f16_prefixed", true, true, 3, 48},
+        {"bf16_legacy", false, true, 2, 64},
+        {"f32_prefixed_legacy", true, false, 2, 32},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "tests/models/%s", variants[i].name);
+        struct model *m = load_ok(dir);
+        assert_string_equal(m->name, "tiny");
+        assert_int_equal(m->do_lower_case, variants[i].lower);
+        assert_int_equal(m->bert.layers, variants[i].layers);
+        assert_int_equal(m->bert.hidden, variants[i].hidden);
+        // F32 is used in place from the mapping; F16 and BF16 converted
+        assert_int_equal(m->converted_bytes != 0, variants[i].converted);
+        if (!variants[i].converted) {
+            const char *map = m->map;
+            assert_true((const char *)m->bert.word_emb > map &&
+                        (const char *)m->bert.word_emb < map + m->map_bytes);
+        } else {
+            assert_int_equal(m->converted_bytes, m->weight_bytes);
+        }
+        check_goldens(m, variants[i].name);
+        model_free(m);
+    }
+    model_free(NULL);
+}
+
+/* A header whose data starts at an odd place: F32 tensors are copied out,
+ * not read unaligned, and the numbers are the same. */
+static void test_unaligned_f32(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    struct st_parts parts = st_split(dir);
+    char *text = cJSON_PrintUnformatted(parts.header);
+    const size_t hl = strlen(text);
+    char *odd = malloc(hl + 8);
+    memcpy(odd, text, hl);
+    memset(odd + hl, ' ', 7);
+    odd[hl + (hl % 4 == 1 ? 2 : hl % 4 == 2 ? 1 : hl % 4 == 3 ? 0 : 1)] = 0;
+    st_write(dir, odd, 1, parts.data, parts.data_len);
+    free(odd);
+    free(text);
+    cJSON_Delete(parts.header);
+    free(parts.data);
+    struct model *m = load_ok(dir);
+    assert_true(m->converted_bytes > 0);
+    check_goldens(m, "f32");
+    model_free(m);
+    remove_dir(dir);
+}
+
+/* F16 and BF16 special values convert exactly. */
+static void test_half_conversions(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    struct st_parts parts = st_split(dir);
+    // embeddings.LayerNorm.bias is [32]: rewrite it as F16, then BF16
+    const uint16_t f16[8] = {0x0001, 0x8000, 0x7bff, 0x3c00,
+                             0x0400, 0xc000, 0x03ff, 0x3555};
+    const float f16_want[8] = {5.9604644775390625e-08f,
+                               -0.0f,
+                               65504.0f,
+                               1.0f,
+                               6.103515625e-05f,
+                               -2.0f,
+                               6.097555160522461e-05f,
+                               0.333251953125f};
+    unsigned char bytes[64];
+    for (int i = 0; i < 32; i++)
+        memcpy(bytes + 2 * i, &f16[i % 8], 2);
+    cJSON *e = entry(&parts, "embeddings.LayerNorm.bias");
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "dtype",
+                                           cJSON_CreateString("F16"));
+    cJSON_AddNumberToObject(e, "replace_bytes", 64);
+    st_rebuild(dir, &parts, bytes);
+    struct model *m = load_ok(dir);
+    for (int i = 0; i < 32; i++)
+        assert_memory_equal(&m->bert.emb_ln_b[i], &f16_want[i % 8], 4);
+    model_free(m);
+
+    parts = st_split(dir);
+    const uint16_t bf16[4] = {0x3f80, 0x0001, 0xc2f7, 0x7f7f};
+    for (int i = 0; i < 32; i++)
+        memcpy(bytes + 2 * i, &bf16[i % 4], 2);
+    e = entry(&parts, "embeddings.LayerNorm.bias");
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "dtype",
+                                           cJSON_CreateString("BF16"));
+    cJSON_AddNumberToObject(e, "replace_bytes", 64);
+    st_rebuild(dir, &parts, bytes);
+    m = load_ok(dir);
+    for (int i = 0; i < 32; i++) {
+        const uint32_t bits = (uint32_t)bf16[i % 4] << 16;
+        assert_memory_equal(&m->bert.emb_ln_b[i], &bits, 4);
+    }
+    model_free(m);
+
+    // an F16 infinity is refused by name
+    parts = st_split(dir);
+    const uint16_t inf = 0x7c00;
+    for (int i = 0; i < 32; i++)
+        memcpy(bytes + 2 * i, i == 5 ? &inf : &f16[3], 2);
+    e = entry(&parts, "embeddings.LayerNorm.bias");
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "dtype",
+                                           cJSON_CreateString("F16"));
+    cJSON_AddNumberToObject(e, "replace_bytes", 64);
+    st_rebuild(dir, &parts, bytes);
+    expect_failure(dir, "model.safetensors", "embeddings.LayerNorm.bias",
+                   "element 5 is Inf", NULL);
+    remove_dir(dir);
+}
+
+/* ------------------------------------------------- malformed safetensors */
+
+static void raw_file(const char *dir, const void *bytes, size_t len)
+{
+    char p[1024];
+    path_of(p, dir, "model.safetensors");
+    spit(p, bytes, len);
+}
+
+static void test_truncated_and_short(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    char p[1024];
+    path_of(p, dir, "model.safetensors");
+    size_t len;
+    char *good = slurp(p, &len);
+    uint64_t n;
+    memcpy(&n, good, 8);
+
+    raw_file(dir, good, len - 100);
+    expect_failure(dir, "model.safetensors", "tensor '", "reach past",
+                   "truncated", NULL);
+    raw_file(dir, good, 8 + n / 2);
+    expect_failure(dir, "model.safetensors", "header length", "truncated",
+                   NULL);
+    raw_file(dir, good, 5);
+    expect_failure(dir, "model.safetensors", "too short", NULL);
+    raw_file(dir, good, 0);
+    expect_failure(dir, "model.safetensors", "0 bytes", NULL);
+    // a header length past the end of the file, and past any sane size
+    char *huge = malloc(len);
+    memcpy(huge, good, len);
+    const uint64_t lengths[] = {len, UINT64_MAX, (uint64_t)1 << 40};
+    for (int i = 0; i < 3; i++) {
+        memcpy(huge, &lengths[i], 8);
+        raw_file(dir, huge, len);
+        expect_failure(dir, "model.safetensors", "header length", NULL);
+    }
+    // an empty header, a header that is not an object, and bad JSON
+    const uint64_t zero = 0;
+    memcpy(huge, &zero, 8);
+    raw_file(dir, huge, len);
+    expect_failure(dir, "model.safetensors", "JSON object", NULL);
+    memcpy(huge, good, len);
+    huge[8] = '[';
+    raw_file(dir, huge, len);
+    expect_failure(dir, "model.safetensors", "JSON object", NULL);
+    memcpy(huge, good, len);
+    char *close = memchr(huge + 8, '}', n);
+    for (char *c = close; c && c < huge + 8 + n; c++)
+        if (*c == '}')
+            close = c;
+    *close = ','; /* the object's last brace */
+    raw_file(dir, huge, len);
+    expect_failure(dir, "model.safetensors", "not valid JSON", NULL);
+    // non-space bytes in the padding
+    st_write(dir, "{}x", 8, NULL, 0);
+    expect_failure(dir, "model.safetensors", "other than spaces", NULL);
+    free(huge);
+    free(good);
+    remove_dir(dir);
+}
+
+static void test_bad_offsets(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    const char *q = "encoder.layer.0.attention.self.query.bias";
+    const char *k = "encoder.layer.0.attention.self.key.bias";
+
+    // overlapping: the query bias moved onto the key bias's bytes
+    struct st_parts parts = st_split(dir);
+    set_pair(entry(&parts, q), "data_offsets", offset_of(entry(&parts, k), 0),
+             offset_of(entry(&parts, k), 1));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", "overlap", "query.bias'", NULL);
+    // shifted by 4 bytes into its neighbour
+    parts = st_split(dir);
+    cJSON *e = entry(&parts, q);
+    set_pair(e, "data_offsets", offset_of(e, 0) + 4, offset_of(e, 1) + 4);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", "overlap", NULL);
+    remove_dir(dir);
+
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    e = entry(&parts, q);
+    set_pair(e, "data_offsets", offset_of(e, 0), 1e12);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "reach past", NULL);
+    parts = st_split(dir);
+    e = entry(&parts, q);
+    set_pair(e, "data_offsets", 64, 32);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "end before", NULL);
+    parts = st_split(dir);
+    e = entry(&parts, q);
+    set_pair(e, "data_offsets", -8, 0);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "whole numbers", NULL);
+    parts = st_split(dir);
+    e = entry(&parts, q);
+    set_pair(e, "data_offsets", 0.5, 64);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "whole numbers", NULL);
+    remove_dir(dir);
+
+    // bytes that belong to no tensor: trailing, and a hole
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    parts.data = realloc(parts.data, parts.data_len + 16);
+    memset(parts.data + parts.data_len, 0, 16);
+    parts.data_len += 16;
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", "last 16 bytes", NULL);
+    parts = st_split(dir); /* still 16 bytes too many */
+    cJSON_DeleteItemFromObjectCaseSensitive(parts.header, q);
+    parts.data_len -= 16;
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", "belong to no tensor", NULL);
+    remove_dir(dir);
+}
+
+static void test_bad_entries(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    const char *q = "encoder.layer.1.attention.self.query.weight";
+    struct st_parts parts = st_split(dir);
+    cJSON_ReplaceItemInObjectCaseSensitive(entry(&parts, q), "dtype",
+                                           cJSON_CreateString("Q4_K"));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "unknown dtype 'Q4_K'", NULL);
+
+    // a size that disagrees with dtype and shape
+    parts = st_split(dir);
+    cJSON_ReplaceItemInObjectCaseSensitive(entry(&parts, q), "dtype",
+                                           cJSON_CreateString("F16"));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "F16 of 1024 elements",
+                   "4096 bytes", NULL);
+
+    // entries of the wrong kinds, and __metadata__ that is not strings
+    parts = st_split(dir);
+    cJSON_ReplaceItemInObjectCaseSensitive(entry(&parts, q), "shape",
+                                           cJSON_CreateString("32x32"));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "\"shape\"", NULL);
+    parts = st_split(dir);
+    cJSON_ReplaceItemInObjectCaseSensitive(parts.header, q,
+                                           cJSON_CreateNumber(3));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "not an object", NULL);
+    parts = st_split(dir);
+    cJSON *meta = cJSON_GetObjectItem(parts.header, "__metadata__");
+    cJSON_AddNumberToObject(meta, "epoch", 3);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", "__metadata__ 'epoch'", NULL);
+    remove_dir(dir);
+
+    // a name twice in the header
+    dir = copy_variant("f32");
+    static const unsigned char four[8] = {0};
+    st_write(dir,
+             "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+             8, four, 8);
+    expect_failure(dir, "model.safetensors", "'a' appears twice", NULL);
+    remove_dir(dir);
+}
+
+static void test_bad_tensors(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    const char *ob = "encoder.layer.1.output.dense.bias";
+    struct st_parts parts = st_split(dir);
+    cJSON_DeleteItemFromObjectCaseSensitive(parts.header, ob);
+    st_rebuild(dir, &parts, NULL);
+    expect_failure(dir, "model.safetensors", ob, "missing", NULL);
+    remove_dir(dir);
+
+    // wrong shape: the query weight as [32, 16] with half its bytes
+    dir = copy_variant("f32");
+    const char *q = "encoder.layer.0.attention.self.query.weight";
+    parts = st_split(dir);
+    cJSON *e = entry(&parts, q);
+    cJSON *shape = cJSON_CreateArray();
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(32));
+    cJSON_AddItemToArray(shape, cJSON_CreateNumber(16));
+    cJSON_ReplaceItemInObjectCaseSensitive(e, "shape", shape);
+    static unsigned char zeros[4096];
+    cJSON_AddNumberToObject(e, "replace_bytes", 2048);
+    st_rebuild(dir, &parts, zeros);
+    expect_failure(dir, "model.safetensors", q, "shape [32, 16]",
+                   "[32, 32] (hidden_size x hidden_size)", NULL);
+    remove_dir(dir);
+
+    // a dtype the encoder cannot use
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    cJSON_ReplaceItemInObjectCaseSensitive(entry(&parts, q), "dtype",
+                                           cJSON_CreateString("I32"));
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "dtype I32 is not supported",
+                   NULL);
+    remove_dir(dir);
+
+    // a NaN weight
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    const float nan = NAN;
+    memcpy(parts.data + (size_t)offset_of(entry(&parts, q), 0) + 12, &nan, 4);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "model.safetensors", q, "element 3 is NaN", NULL);
+    remove_dir(dir);
+
+    // a LayerNorm under both names, and a layer the config does not have
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    cJSON_AddItemToObject(
+        parts.header, "embeddings.LayerNorm.gamma",
+        cJSON_Duplicate(entry(&parts, "embeddings.LayerNorm.weight"), true));
+    st_rebuild(dir, &parts, NULL);
+    expect_failure(dir, "model.safetensors", "embeddings.LayerNorm.weight",
+                   "legacy name 'embeddings.LayerNorm.gamma'", NULL);
+    remove_dir(dir);
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    cJSON_AddItemToObject(parts.header, "encoder.layer.2.output.dense.bias",
+                          cJSON_Duplicate(entry(&parts, ob), true));
+    st_rebuild(dir, &parts, NULL);
+    expect_failure(dir, "model.safetensors",
+                   "encoder.layer.2.output.dense.bias",
+                   "not part of a BERT encoder of 2 layers", NULL);
+    remove_dir(dir);
+
+    // what lies outside the encoder is ignored
+    dir = copy_variant("f32");
+    parts = st_split(dir);
+    cJSON_AddItemToObject(parts.header, "classifier.weight",
+                          cJSON_Duplicate(entry(&parts, ob), true));
+    st_rebuild(dir, &parts, NULL);
+    model_free(load_ok(dir));
+    remove_dir(dir);
+
+    // with the bert. prefix, a tensor left without it is missing
+    dir = copy_variant("f16_prefixed");
+    parts = st_split(dir);
+    cJSON *moved = cJSON_DetachItemFromObjectCaseSensitive(
+        parts.header, "bert.encoder.layer.2.output.LayerNorm.bias");
+    cJSON_AddItemToObject(parts.header, "encoder.layer.2.output.LayerNorm.bias",
+                          moved);
+    st_join(dir, &parts, 8);
+    expect_failure(dir, "bert.encoder.layer.2.output.LayerNorm.bias", "missing",
+                   NULL);
+    remove_dir(dir);
+}
+
+/* ------------------------------------------- config, vocab, tokenizer */
+
+static void write_text(const char *dir, const char *file, const char *text)
+{
+    char p[1024];
+    path_of(p, dir, file);
+    spit(p, text, strlen(text));
+}
+
+/* config.json of the f32 variant with key set to raw JSON (or removed). */
+static void config_with(const char *dir, const char *key, const char *raw)
+{
+    size_t len;
+    char *text = slurp("tests/models/f32/config.json", &len);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, key);
+    if (raw)
+        cJSON_AddItemToObject(doc, key, cJSON_Parse(raw));
+    char *out = cJSON_Print(doc);
+    write_text(dir, "config.json", out);
+    free(out);
+    cJSON_Delete(doc);
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    const struct {
+        const char *key, *raw, *fragment;
+    } cases[] = {
+        {"hidden_act", "\"relu\"", "hidden_act 'relu' is not supported"},
+        {"hidden_act", "3", "hidden_act is not a string"},
+        {"num_attention_heads", NULL, "num_attention_heads is missing"},
+        {"num_attention_heads", "5", "does not divide hidden_size (32)"},
+        {"num_hidden_layers", "0", "num_hidden_layers (0)"},
+        {"hidden_size", "2.5", "hidden_size (2.5)"},
+        {"hidden_size", "\"32\"", "hidden_size is not a number"},
+        {"vocab_size", "1e12", "vocab_size (1e+12)"},
+        {"layer_norm_eps", "0", "layer_norm_eps"},
+        {"layer_norm_eps", "1e-60", "layer_norm_eps"},
+        {"model_type", "\"roberta\"", "model_type 'roberta' is not supported"},
+        {"position_embedding_type", "\"relative_key\"",
+         "position_embedding_type 'relative_key'"},
+        {"is_decoder", "true", "is_decoder is true"},
+        // sizes the tensors do not have
+        {"intermediate_size", "65", "intermediate.dense.weight"},
+        {"max_position_embeddings", "41", "[41, 32]"},
+        {"type_vocab_size", "3", "token_type_embeddings"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        config_with(dir, cases[i].key, cases[i].raw);
+        expect_failure(dir, cases[i].fragment, NULL);
+    }
+    // the defaults transformers gives stand in for absent keys
+    config_with(dir, "hidden_act", NULL);
+    config_with(dir, "layer_norm_eps", NULL);
+    model_free(load_ok(dir));
+    write_text(dir, "config.json", "{\"hidden_size\": 32,");
+    expect_failure(dir, "config.json", "not valid JSON", NULL);
+    write_text(dir, "config.json", "[1, 2]");
+    expect_failure(dir, "config.json", "not a JSON object", NULL);
+    char p[1024];
+    path_of(p, dir, "config.json");
+    unlink(p);
+    expect_failure(dir, "config.json", "No such file", NULL);
+    remove_dir(dir);
+
+    expect_failure("tests/models/does-not-exist", "config.json", NULL);
+    char long_dir[5000];
+    memset(long_dir, 'd', sizeof long_dir - 1);
+    long_dir[sizeof long_dir - 1] = '\0';
+    expect_failure(long_dir, "the path is too long", NULL);
+    struct model *m = (struct model *)1;
+    char err[300];
+    assert_false(
+        model_load("no spaces", "tests/models/f32", &m, err, sizeof err));
+    assert_null(m);
+    assert_non_null(strstr(err, "model name 'no spaces'"));
+    assert_false(model_load("", "tests/models/f32", &m, err, sizeof err));
+}
+
+static void test_bad_vocab_and_tokenizer(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    size_t len;
+    char *vocab = slurp("tests/models/f32/vocab.txt", &len);
+    // more lines than vocab_size
+    char *more = malloc(len + 8);
+    memcpy(more, vocab, len);
+    memcpy(more + len, "extra\n", 7);
+    write_text(dir, "vocab.txt", more);
+    expect_failure(dir, "vocab.txt", "more than 79 lines", NULL);
+    // invalid UTF-8 on line 3
+    char *bad = strdup(vocab);
+    char *line3 = strchr(strchr(bad, '\n') + 1, '\n') + 1;
+    line3[0] = '\xC3';
+    write_text(dir, "vocab.txt", bad);
+    expect_failure(dir, "vocab.txt", "line 3 has invalid UTF-8", NULL);
+    // no [UNK]
+    write_text(dir, "vocab.txt", "[CLS]\n[SEP]\ncat\n");
+    expect_failure(dir, "vocab.txt", "no [UNK]", NULL);
+    write_text(dir, "vocab.txt", "");
+    expect_failure(dir, "vocab.txt", "no tokens", NULL);
+    // CRLF lines read as transformers reads them
+    char *crlf = malloc(2 * len + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (vocab[i] == '\n')
+            crlf[o++] = '\r';
+        crlf[o++] = vocab[i];
+    }
+    crlf[o] = '\0';
+    write_text(dir, "vocab.txt", crlf);
+    struct model *m = load_ok(dir);
+    assert_int_equal(bert_vocab_size(m->vocab), 79);
+    assert_int_equal(bert_vocab_id(m->vocab, "cat", 3), 15);
+    model_free(m);
+    write_text(dir, "vocab.txt", vocab);
+
+    write_text(dir, "tokenizer_config.json",
+               "{\"do_lower_case\": false, \"strip_accents\": true}");
+    expect_failure(dir, "tokenizer_config.json", "strip_accents", NULL);
+    write_text(dir, "tokenizer_config.json", "{\"do_lower_case\": \"yes\"}");
+    expect_failure(dir, "tokenizer_config.json", "do_lower_case", NULL);
+    write_text(dir, "tokenizer_config.json",
+               "{\"tokenize_chinese_chars\": false}");
+    expect_failure(dir, "tokenize_chinese_chars", NULL);
+    write_text(dir, "tokenizer_config.json", "{\"do_lower_case\": false}");
+    m = load_ok(dir);
+    assert_false(m->do_lower_case);
+    model_free(m);
+    char p[1024];
+    path_of(p, dir, "tokenizer_config.json");
+    unlink(p);
+    m = load_ok(dir);
+    assert_true(m->do_lower_case);
+    model_free(m);
+    free(vocab);
+    free(more);
+    free(bad);
+    free(crlf);
+    remove_dir(dir);
+}
+
+/* The header reader on its own, as the fuzz target calls it. */
+static void test_header_reader(void **state)
+{
+    (void)state;
+    static const char file[] =
+        "\x40\0\0\0\0\0\0\0"
+        "{\"t\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}"
+        "         "
+        "\x80\x3f\x00\x40";
+    struct st_header h;
+    char err[200];
+    if (!st_header_parse((const unsigned char *)file, sizeof file - 1, &h, err,
+                         sizeof err))
+        fail_msg("%s", err);
+    assert_int_equal(h.count, 1);
+    const struct st_tensor *t = st_find(&h, "t");
+    assert_non_null(t);
+    assert_int_equal(t->dtype, ST_BF16);
+    assert_int_equal(t->offset, 8 + 64);
+    assert_int_equal(t->bytes, 4);
+    assert_null(st_find(&h, "u"));
+    st_header_free(&h);
+    assert_string_equal(st_dtype_name(ST_F8_E5M2), "F8_E5M2");
+    assert_int_equal(st_dtype_size(ST_I64), 8);
+}
+
+int main(void)
+{
+    attn_blas_single_thread();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_variants_load_and_match),
+        cmocka_unit_test(test_unaligned_f32),
+        cmocka_unit_test(test_half_conversions),
+        cmocka_unit_test(test_truncated_and_short),
+        cmocka_unit_test(test_bad_offsets),
+        cmocka_unit_test(test_bad_entries),
+        cmocka_unit_test(test_bad_tensors),
+        cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_bad_vocab_and_tokenizer),
+        cmocka_unit_test(test_header_reader),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,304 @@
+/*
+ * test_bert_memory.c - bert_forward_bytes() holds to what bert_forward()
+ * allocates. The program is linked with the allocator wrapped
+ * (-Wl,--wrap=malloc,...; see the Makefile), so every allocation the core
+ * makes passes through here; while a call runs, the bytes it holds are
+ * counted, and their peak must equal the estimate: never above it, and
+ * not below either, since a budget reserved and never used is refused to
+ * someone else. After the call exactly the result is left.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "bert.h"
+#include "support.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
+void __real_free(void *p);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t align, size_t n);
+void __wrap_free(void *p);
+
+/* The live blocks while counting: pointer -> size, open addressing. */
+enum { SLOTS = 1 << 14 };
+static struct {
+    void *p;
+    size_t n;
+} blocks[SLOTS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool counting;
+static size_t live, peak, overflowed;
+
+static size_t slot_of(const void *p)
+{
+    return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) % SLOTS;
+}
+
+static void note_alloc(void *p, size_t n)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&lock);
+    if (counting) {
+        size_t at = slot_of(p), tries = 0;
+        while (blocks[at].p && tries++ < SLOTS)
+            at = (at + 1) % SLOTS;
+        if (blocks[at].p) {
+            overflowed++;
+        } else {
+            blocks[at].p = p;
+            blocks[at].n = n;
+            live += n;
+            peak = live > peak ? live : peak;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void note_free(void *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&lock);
+    for (size_t at = slot_of(p), tries = 0; tries < SLOTS;
+         at = (at + 1) % SLOTS, tries++) {
+        if (blocks[at].p == p) {
+            live -= blocks[at].n;
+            // keep the probe chains whole: re-insert what follows
+            blocks[at].p = NULL;
+            for (size_t k = (at + 1) % SLOTS; blocks[k].p;
+                 k = (k + 1) % SLOTS) {
+                void *q = blocks[k].p;
+                const size_t qn = blocks[k].n;
+                blocks[k].p = NULL;
+                size_t to = slot_of(q);
+                while (blocks[to].p)
+                    to = (to + 1) % SLOTS;
+                blocks[to].p = q;
+                blocks[to].n = qn;
+            }
+            break;
+        }
+        if (!blocks[at].p)
+            break;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void *__wrap_malloc(size_t n)
+{
+    void *p = __real_malloc(n);
+    note_alloc(p, n);
+    return p;
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+    void *p = __real_calloc(n, size);
+    note_alloc(p, n * size);
+    return p;
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    note_free(p);
+    void *q = __real_realloc(p, n);
+    note_alloc(q, n);
+    return q;
+}
+
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    void *p = __real_aligned_alloc(align, n);
+    note_alloc(p, n);
+    return p;
+}
+
+void __wrap_free(void *p)
+{
+    note_free(p);
+    __real_free(p);
+}
+
+static void start_counting(void)
+{
+    pthread_mutex_lock(&lock);
+    memset(blocks, 0, sizeof blocks);
+    live = peak = overflowed = 0;
+    counting = true;
+    pthread_mutex_unlock(&lock);
+}
+
+static void stop_counting(void)
+{
+    pthread_mutex_lock(&lock);
+    counting = false;
+    pthread_mutex_unlock(&lock);
+}
+
+/* A random model of the given sizes, every tensor in one block. */
+static struct bert_model model_of(size_t layers, size_t heads, size_t H,
+                                  size_t J, float **block,
+                                  struct bert_layer **ly)
+{
+    const size_t vocab = 50, positions = 600;
+    const size_t per_layer = 4 * H * H + 8 * H + 2 * J * H + J + H;
+    const size_t total = (vocab + positions + 2 + 2) * H + layers * per_layer;
+    float *a = malloc(total * sizeof *a);
+    assert_non_null(a);
+    fill_normal(a, total, 3, 0.1f);
+    *block = a;
+    *ly = calloc(layers, sizeof **ly);
+    struct bert_model m = {.layers = layers,
+                           .heads = heads,
+                           .hidden = H,
+                           .intermediate = J,
+                           .vocab_size = vocab,
+                           .max_positions = positions,
+                           .type_vocab_size = 2,
+                           .layer_norm_eps = 1e-12f,
+                           .act = BERT_ACT_GELU,
+                           .layer = *ly};
+#define NEXT(count) (a += (count), a - (count))
+    m.word_emb = NEXT(vocab * H);
+    m.pos_emb = NEXT(positions * H);
+    m.type_emb = NEXT(2 * H);
+    m.emb_ln_w = NEXT(H);
+    m.emb_ln_b = NEXT(H);
+    for (size_t l = 0; l < layers; l++) {
+        struct bert_layer *y = &(*ly)[l];
+        y->q_w = NEXT(H * H);
+        y->k_w = NEXT(H * H);
+        y->v_w = NEXT(H * H);
+        y->ao_w = NEXT(H * H);
+        y->q_b = NEXT(H);
+        y->k_b = NEXT(H);
+        y->v_b = NEXT(H);
+        y->ao_b = NEXT(H);
+        y->ln1_w = NEXT(H);
+        y->ln1_b = NEXT(H);
+        y->ln2_w = NEXT(H);
+        y->ln2_b = NEXT(H);
+        y->in_w = NEXT(J * H);
+        y->out_w = NEXT(H * J);
+        y->in_b = NEXT(J);
+        y->out_b = NEXT(H);
+    }
+#undef NEXT
+    return m;
+}
+
+static size_t result_bytes(const struct bert_result *r)
+{
+    const size_t w = r->weight_layers * r->heads * r->n * r->n;
+    return sizeof(float) *
+           ((r->weights ? w : 0) +
+            (r->mean_weights ? r->weight_layers * r->n * r->n : 0) +
+            (r->hidden_states ? (r->layers + 1) * r->n * r->hidden : 0) +
+            (r->rollout ? r->n * r->n : 0));
+}
+
+static void check_run(const struct bert_model *m, size_t n, unsigned want,
+                      size_t layer, unsigned threads)
+{
+    uint32_t *ids = malloc(n * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (uint32_t)(i * 13 % m->vocab_size);
+    const struct bert_run run = {
+        .ids = ids, .n = n, .want = want, .layer = layer, .threads = threads};
+    const size_t estimate = bert_forward_bytes(m, &run);
+    struct bert_result r;
+    struct attn_error err;
+    start_counting();
+    const attn_status st = bert_forward(m, &run, &r, &err);
+    const size_t held = live, top = peak;
+    stop_counting();
+    if (st)
+        fail_msg("bert_forward: %s", err.message);
+    assert_int_equal(overflowed, 0);
+    if (top > estimate)
+        fail_msg("n %zu want %u threads %u: the call held %zu bytes, the "
+                 "estimate was %zu",
+                 n, want, threads, top, estimate);
+    // and nothing is counted that the call does not hold at its peak
+    if (estimate != top)
+        fail_msg("n %zu want %u: the estimate (%zu) overstates the peak "
+                 "(%zu) by %zu bytes",
+                 n, want, estimate, top, estimate - top);
+    assert_int_equal(held, result_bytes(&r));
+    bert_result_free(&r);
+    free(ids);
+}
+
+static void test_bytes_hold(void **state)
+{
+    (void)state;
+    float *block;
+    struct bert_layer *ly;
+    const struct bert_model m = model_of(3, 4, 32, 48, &block, &ly);
+    const unsigned all = BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS |
+                         BERT_WANT_HIDDEN | BERT_WANT_ROLLOUT;
+    const size_t ns[] = {1, 9, 64, 130, 600};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        check_run(&m, ns[i], all, BERT_ALL_LAYERS, 1);
+        check_run(&m, ns[i], all, BERT_ALL_LAYERS, 3);
+        check_run(&m, ns[i], BERT_WANT_WEIGHTS, BERT_ALL_LAYERS, 2);
+        check_run(&m, ns[i], BERT_WANT_HIDDEN, BERT_ALL_LAYERS, 2);
+        check_run(&m, ns[i], BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS, 1, 2);
+        check_run(&m, ns[i], BERT_WANT_ROLLOUT, BERT_ALL_LAYERS, 1);
+    }
+    free(block);
+    free(ly);
+}
+
+/* bert_encode_bytes() bounds what bert_encode() holds at once. */
+static void test_encode_bytes_bound(void **state)
+{
+    (void)state;
+    const char *tokens[] = {"[UNK]", "[CLS]", "[SEP]", "[MASK]", "a",
+                            "##a",   "caf",   "##e",   ",",      "東"};
+    struct bert_vocab *v = NULL;
+    struct attn_error err;
+    assert_int_equal(bert_vocab_new(tokens, 10, &v, &err), ATTN_OK);
+    const char *texts[] = {"", "a", "aaaa a,a,a,,,, [MASK][MASK] caf\xC3\xA9",
+                           "\xE6\x9D\xB1\xE6\x9D\xB1\xE6\x9D\xB1 x",
+                           "A\xCC\x81\xCC\x81\xCC\x81 \xEF\xAC\x80"};
+    for (size_t i = 0; i < 5; i++)
+        for (size_t j = 0; j < 5; j++) {
+            const size_t la = strlen(texts[i]), lb = strlen(texts[j]);
+            const struct bert_encode_options opts = {.do_lower_case = j % 2};
+            struct bert_encoding enc;
+            start_counting();
+            const attn_status st =
+                bert_encode(v, &opts, texts[i], la, texts[j], lb, &enc, &err);
+            const size_t top = peak;
+            stop_counting();
+            assert_int_equal(st, ATTN_OK);
+            assert_true(top <= bert_encode_bytes(la, lb));
+            bert_encoding_free(&enc);
+        }
+    bert_vocab_free(v);
+}
+
+int main(void)
+{
+    attn_blas_single_thread();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bytes_hold),
+        cmocka_unit_test(test_encode_bytes_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
