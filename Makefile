@@ -14,6 +14,7 @@
 #   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
 #                   and python3-torch); make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
+#   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
 # all, run, test, asan, bench, fuzz and golden first install what they need
 # and is missing (tests/deps.sh), then build.
@@ -173,6 +174,31 @@ INTEG_SUPPORT := $(patsubst tests/integration/%.c,$(BUILD)/tests/integration/%.o
 $(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_SUPPORT)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) -lm
+
+# The float formatter's checks, shared by its unit test and the exhaustive
+# run over every float32 (minutes on two cores: not part of `make test`),
+# and its instruction count under callgrind (README, "Benchmark").
+$(BUILD)/tests/server/test_jsonnum: $(BUILD)/tests/server/jsonnum_check.o
+JSONNUM_EXHAUSTIVE := $(BUILD)/tests/server/jsonnum_exhaustive
+$(JSONNUM_EXHAUSTIVE): $(BUILD)/tests/server/jsonnum_exhaustive.o $(BUILD)/tests/server/jsonnum_check.o $(SERVER_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ -lm
+
+$(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Iserver -c $< -o $@
+
+$(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@
+
+.PHONY: jsonnum-exhaustive
+jsonnum-exhaustive: deps-build
+	@$(MAKE) --no-print-directory $(JSONNUM_EXHAUSTIVE)
+	$(JSONNUM_EXHAUSTIVE)
+
+build-all: $(JSONNUM_EXHAUSTIVE) $(BUILD)/bench_jsonnum
 
 unit: $(UNIT_BIN)
 	@tests/run-cmocka $(UNIT_BIN)

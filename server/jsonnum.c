@@ -1,143 +1,381 @@
 /*
  * jsonnum.c - float32 to JSON text: the shortest decimal that reads back as
  * the same float (as JavaScript and Python print numbers), or a fixed
- * number of significant digits.
+ * number of significant digits, correctly rounded.
  *
- * Candidates come from double arithmetic, one per digit count, and are
- * accepted only when strtof() (correctly rounded) reads them back as the
- * same float, so the output always round-trips; nine digits always do.
- * No snprintf on the hot path: a weights array can hold millions of floats.
+ * Both are exact and use only integer arithmetic: no libm, no printf, no
+ * strtof, no loop over candidate lengths. A weights array can hold millions
+ * of floats, and formatting them was a third of a small request's work.
+ *
+ * A finite nonzero float is c * 2^q with c an integer below 2^24. Scaling
+ * it by a power of ten uses a 64-bit approximation g of that power from a
+ * generated table (jsonnum_pow10.h), never below the true value and above
+ * it by less than one unit in its last place.
+ *
+ * Shortest: the Schubfach method (R. Giulietti, "The Schubfach way to render
+ * doubles", 2020). The decimals that read back as the float fill its
+ * rounding interval R, half-way to each neighbour (a quarter of the way to
+ * the lower one at a power of two, where the gap below is half the gap
+ * above). Choose k so that 10^k <= width(R) < 10^(k+1): R then holds at
+ * most one multiple of 10^(k+1), which if present is the shortest answer,
+ * and otherwise at least one of the two multiples of 10^k around the float,
+ * of which the answer is the nearer. The float and R's ends, scaled by
+ * 10^-k, are counted in quarters and rounded to odd, which decides every
+ * comparison with an even number of quarters as the exact values would
+ * (`make jsonnum-exhaustive` checks every float).
+ *
+ * Fixed digits: the float scaled to p or p + 1 digits before the point,
+ * with 28 bits after it. Only when those bits put it within the error of a
+ * multiple of 1/2 (where rounding is decided) is it compared exactly with
+ * that multiple, in big-integer arithmetic.
  */
 #include "jsonnum.h"
 
-#include <math.h>
+#include "jsonnum_pow10.h"
+
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* 10^k for k in [-60, 60], each the double nearest to it. */
-static const double pow10_table[] = {
-    1e-60, 1e-59, 1e-58, 1e-57, 1e-56, 1e-55, 1e-54, 1e-53, 1e-52, 1e-51, 1e-50,
-    1e-49, 1e-48, 1e-47, 1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39,
-    1e-38, 1e-37, 1e-36, 1e-35, 1e-34, 1e-33, 1e-32, 1e-31, 1e-30, 1e-29, 1e-28,
-    1e-27, 1e-26, 1e-25, 1e-24, 1e-23, 1e-22, 1e-21, 1e-20, 1e-19, 1e-18, 1e-17,
-    1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-11, 1e-10, 1e-9,  1e-8,  1e-7,  1e-6,
-    1e-5,  1e-4,  1e-3,  1e-2,  1e-1,  1e0,   1e1,   1e2,   1e3,   1e4,   1e5,
-    1e6,   1e7,   1e8,   1e9,   1e10,  1e11,  1e12,  1e13,  1e14,  1e15,  1e16,
-    1e17,  1e18,  1e19,  1e20,  1e21,  1e22,  1e23,  1e24,  1e25,  1e26,  1e27,
-    1e28,  1e29,  1e30,  1e31,  1e32,  1e33,  1e34,  1e35,  1e36,  1e37,  1e38,
-    1e39,  1e40,  1e41,  1e42,  1e43,  1e44,  1e45,  1e46,  1e47,  1e48,  1e49,
-    1e50,  1e51,  1e52,  1e53,  1e54,  1e55,  1e56,  1e57,  1e58,  1e59,  1e60};
-
-static double pow10i(int k)
-{
-    return k >= -60 && k <= 60 ? pow10_table[k + 60] : pow(10.0, k);
-}
 
 static const uint32_t pow10_u32[10] = {
     1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 
-/* Write digits (no trailing zeros) of a number d.ddd x 10^exp10 in JSON
- * form: plain for exponents -5..8, scientific otherwise. */
-static size_t write_decimal(char *out, bool negative, uint32_t digits,
-                            int n_digits, int exp10)
+static int floor_log10_pow2(int q)
 {
-    while (n_digits > 1 && digits % 10 == 0) {
-        digits /= 10;
-        n_digits--;
+    return (q * JSONNUM_LOG10_2_MUL) >> JSONNUM_LOG_SHIFT;
+}
+
+static int floor_log10_three_quarters_pow2(int q)
+{
+    return (q * JSONNUM_LOG10_2_MUL + JSONNUM_LOG10_3_4_ADD) >>
+           JSONNUM_LOG_SHIFT;
+}
+
+/* floor(n * g / 2^shift) exactly, for n < 2^32 and 0 < shift < 96 when
+ * the result fits 64 bits. */
+static uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
+{
+    const uint64_t lo = n * (uint32_t)g, hi = n * (g >> 32);
+    /* n * g = hi * 2^32 + lo, both parts below 2^64 */
+    if (shift <= 32)
+        return (hi << (32 - shift)) + (lo >> shift);
+    return (hi + (lo >> 32)) >> (shift - 32);
+}
+
+/* The table's 10^e: g, a hair above 10^e * 2^(63 - b), and b. */
+static uint64_t pow10_g(int e)
+{
+    return jsonnum_pow10[e - JSONNUM_POW10_MIN].g;
+}
+
+static int pow10_b(int e)
+{
+    return jsonnum_pow10[e - JSONNUM_POW10_MIN].b;
+}
+
+/* ------------------------------------------------------------ shortest */
+
+/* x = n * 2^q * 10^e rounded to odd: x itself when it is an integer,
+ * otherwise whichever of the two integers around it is odd. Comparing the
+ * result with an even integer gives the exact x's answer. n < 2^27
+ * (quarter units of a float's c), e = -k for the k of shortest(), so x is
+ * below 2^30; with g and shift from there, n * g / 2^shift is x * 2^32. */
+static uint32_t round_to_odd(uint64_t n, uint64_t g, int shift)
+{
+    const uint64_t x32 = mul_shr(n, g, shift);
+    return (uint32_t)(x32 >> 32) | ((uint32_t)x32 != 0);
+}
+
+static bool above_low(uint32_t four_d, uint32_t low, bool closed)
+{
+    return closed ? low <= four_d : low < four_d;
+}
+
+static bool below_high(uint32_t four_d, uint32_t high, bool closed)
+{
+    return closed ? four_d <= high : four_d < high;
+}
+
+/* The shortest decimal in the rounding interval of c * 2^q, nearest to it
+ * among the shortest, ties to an even last digit: returns its digits and
+ * sets *exp10 so that the decimal is digits * 10^*exp10. */
+static uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
+{
+    /* in quarter units of 2^q: the float, its interval's low and high end */
+    const uint64_t mid = (uint64_t)c << 2;
+    const uint64_t low = mid - (irregular ? 1 : 2), high = mid + 2;
+    const int k =
+        irregular ? floor_log10_three_quarters_pow2(q) : floor_log10_pow2(q);
+    /* x * 2^32 = n * 2^q * 10^-k * 2^32 = n * g * 2^(q + b - 31) */
+    const uint64_t g = pow10_g(-k);
+    const int shift = 31 - q - pow10_b(-k);
+    assert(shift >= 28 && shift <= 31);
+    const uint32_t vm = round_to_odd(mid, g, shift);
+    const uint32_t vl = round_to_odd(low, g, shift);
+    const uint32_t vh = round_to_odd(high, g, shift);
+    /* Reading a decimal rounds to nearest, ties to even c: the interval
+     * includes its ends when c is even. A decimal d * 10^k is compared as
+     * 4d with the scaled ends. */
+    const bool closed = (c & 1) == 0;
+    const uint32_t s = vm >> 2; /* floor(float / 10^k) */
+    *exp10 = k;
+
+    /* one digit fewer: the multiples of 10^(k+1) below and above */
+    const uint32_t s10 = s / 10 * 10;
+    const bool down10 = above_low(4 * s10, vl, closed);
+    const bool up10 = below_high(4 * (s10 + 10), vh, closed);
+    if (down10 != up10)
+        return down10 ? s10 : s10 + 10;
+
+    const bool down = above_low(4 * s, vl, closed);
+    const bool up = below_high(4 * (s + 1), vh, closed);
+    if (down && up) { /* both inside: the nearer, ties to even */
+        const uint32_t half = 4 * s + 2;
+        if (vm < half || (vm == half && (s & 1) == 0))
+            return s;
+        return s + 1;
     }
-    char d[10];
-    for (int i = n_digits - 1; i >= 0; i--) {
-        d[i] = (char)('0' + digits % 10);
-        digits /= 10;
+    return down ? s : s + 1;
+}
+
+/* --------------------------------------------------------- fixed digits */
+
+/* Unsigned integers of up to 256 bits, for the rare exact comparison. */
+#define BIG_LIMBS 8
+struct big {
+    uint32_t limb[BIG_LIMBS]; /* least significant first */
+};
+
+static void big_set(struct big *a, uint64_t v)
+{
+    memset(a, 0, sizeof *a);
+    a->limb[0] = (uint32_t)v;
+    a->limb[1] = (uint32_t)(v >> 32);
+}
+
+static void big_mul_small(struct big *a, uint32_t m)
+{
+    uint64_t carry = 0;
+    for (int i = 0; i < BIG_LIMBS; i++) {
+        const uint64_t t = (uint64_t)a->limb[i] * m + carry;
+        a->limb[i] = (uint32_t)t;
+        carry = t >> 32;
     }
-    size_t n = 0;
+    assert(carry == 0); /* the callers' sizes stay below 2^224 */
+}
+
+static void big_mul_pow10(struct big *a, int n)
+{
+    for (; n >= 9; n -= 9)
+        big_mul_small(a, pow10_u32[9]);
+    big_mul_small(a, pow10_u32[n]);
+}
+
+static void big_shift_left(struct big *a, int bits)
+{
+    const int words = bits / 32, rest = bits % 32;
+    assert(words < BIG_LIMBS);
+    for (int i = BIG_LIMBS - words; i < BIG_LIMBS; i++)
+        assert(a->limb[i] == 0); /* nothing is shifted out */
+    assert(rest == 0 || a->limb[BIG_LIMBS - 1 - words] >> (32 - rest) == 0);
+    for (int i = BIG_LIMBS - 1; i >= 0; i--) {
+        const int from = i - words;
+        uint32_t v = from >= 0 ? a->limb[from] << rest : 0;
+        if (rest && from >= 1)
+            v |= a->limb[from - 1] >> (32 - rest);
+        a->limb[i] = v;
+    }
+}
+
+static int big_compare(const struct big *a, const struct big *b)
+{
+    for (int i = BIG_LIMBS - 1; i >= 0; i--)
+        if (a->limb[i] != b->limb[i])
+            return a->limb[i] < b->limb[i] ? -1 : 1;
+    return 0;
+}
+
+/* The sign of 2 * c * 2^q * 10^m - h, exactly. */
+static int compare_exact(uint32_t c, int q, int m, uint64_t h)
+{
+    struct big a, b;
+    big_set(&a, c);
+    big_set(&b, h);
+    if (q + 1 >= 0)
+        big_shift_left(&a, q + 1);
+    else
+        big_shift_left(&b, -(q + 1));
+    if (m >= 0)
+        big_mul_pow10(&a, m);
+    else
+        big_mul_pow10(&b, -m);
+    return big_compare(&a, &b);
+}
+
+/* c * 2^q (2^23 <= c < 2^24) rounded to p significant digits, ties to
+ * even: returns the digits and sets *exp10 as shortest() does. */
+static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
+{
+    /* The float lies in [2^(q+23), 2^(q+24)), which holds at most one power
+     * of ten: its decimal exponent is est or est + 1, so x = float * 10^m
+     * has p or p + 1 digits before the point. */
+    const int est = floor_log10_pow2(q + 23);
+    const int m = p - 1 - est;
+    /* 2x with 28 bits below the point: 2x * 2^28 = c * g * 2^(q + b - 34).
+     * The table's g is high by less than 2^-63 relatively, and the
+     * product is rounded down: the result is within (-1, 2] of the
+     * exact value. */
+    const int shift = 34 - q - pow10_b(m);
+    assert(shift >= 23 && shift <= 59);
+    const uint64_t y = mul_shr(c, pow10_g(m), shift);
+    uint64_t twice = y >> 28; /* floor(2x), unless near a multiple */
+    int side = 1;             /* x lies above twice / 2 */
+    if ((y & 0xFFFFFFF) <= 2) /* just below, at or just above twice / 2 */
+        side = compare_exact(c, q, m, twice);
+
+    /* Round x / 10^d to an integer, d = 1 when x has p + 1 digits. Counted
+     * in halves of x: a unit is 2 * 10^d of them, its half 10^d. */
+    const int d = twice >= 2ull * pow10_u32[p];
+    const uint64_t unit = d ? 20 : 2, half = unit / 2;
+    uint64_t n = twice / unit;
+    const uint64_t rest = twice % unit;
+    if (rest > half || (rest == half && (side > 0 || (side == 0 && (n & 1)))))
+        n++;
+    *exp10 = d - m;
+    if (n == pow10_u32[p]) { /* 9.99 to 3 digits: 10.0 */
+        n /= 10;
+        ++*exp10;
+    }
+    return (uint32_t)n;
+}
+
+/* -------------------------------------------------------------- writing */
+
+static const char digit_pairs[] = "00010203040506070809"
+                                  "10111213141516171819"
+                                  "20212223242526272829"
+                                  "30313233343536373839"
+                                  "40414243444546474849"
+                                  "50515253545556575859"
+                                  "60616263646566676869"
+                                  "70717273747576777879"
+                                  "80818283848586878889"
+                                  "90919293949596979899";
+
+/* Digits in v (0 < v < 10^9). */
+static int decimal_length(uint32_t v)
+{
+    if (v < 10000)
+        return v < 100 ? 1 + (v >= 10) : 3 + (v >= 1000);
+    if (v < 1000000)
+        return 5 + (v >= 100000);
+    return v < 100000000 ? 7 + (v >= 10000000) : 9;
+}
+
+/* The last n digits of v at out, leading zeros included, two at a time. */
+static void write_digits(char *out, uint32_t v, int n)
+{
+    for (; n >= 2; n -= 2, v /= 100)
+        memcpy(out + n - 2, digit_pairs + 2 * (v % 100), 2);
+    if (n)
+        out[0] = (char)('0' + v % 10);
+}
+
+/* a sign, 9 digits and the 8 zeros copied after them at once */
+_Static_assert(JSONNUM_MAX >= 1 + 9 + 8, "write_decimal's copies fit");
+
+/* Write digits * 10^exp10 (digits > 0, or 0 for a zero) in JSON form,
+ * without trailing zeros: plain for decimal exponents -5..8, as JavaScript
+ * does below 1e21 and Python's repr() above 1e-5, scientific otherwise.
+ * At most 15 bytes and the NUL; the fixed-size copies below stay within
+ * JSONNUM_MAX. */
+static size_t write_decimal(char *out, bool negative, uint32_t digits,
+                            int exp10)
+{
+    char *o = out;
     if (negative)
-        out[n++] = '-';
-    if (exp10 >= 0 && exp10 < 9) {
-        for (int i = 0; i <= exp10; i++)
-            out[n++] = i < n_digits ? d[i] : '0';
-        if (n_digits > exp10 + 1) {
-            out[n++] = '.';
-            for (int i = exp10 + 1; i < n_digits; i++)
-                out[n++] = d[i];
+        *o++ = '-';
+    if (digits == 0) {
+        memcpy(o, "0", 2);
+        return (size_t)(o - out) + 1;
+    }
+    while (digits % 10 == 0) {
+        digits /= 10;
+        exp10++;
+    }
+    const int n = decimal_length(digits);
+    const int point = exp10 + n - 1; /* exponent of the first digit */
+    int len;
+    if (point >= 0 && point < 9) {
+        if (n <= point + 1) { /* an integer: the digits, then zeros */
+            write_digits(o, digits, n);
+            memcpy(o + n, "00000000", 8);
+            len = point + 1;
+        } else { /* the digits, the point after point + 1 of them */
+            const int after = n - 1 - point;
+            const uint32_t unit = pow10_u32[after];
+            write_digits(o, digits / unit, point + 1);
+            o[point + 1] = '.';
+            write_digits(o + point + 2, digits % unit, after);
+            len = n + 1;
         }
-    } else if (exp10 < 0 && exp10 >= -5) {
-        out[n++] = '0';
-        out[n++] = '.';
-        for (int i = -1; i > exp10; i--)
-            out[n++] = '0';
-        for (int i = 0; i < n_digits; i++)
-            out[n++] = d[i];
-    } else {
-        out[n++] = d[0];
-        if (n_digits > 1) {
-            out[n++] = '.';
-            for (int i = 1; i < n_digits; i++)
-                out[n++] = d[i];
+    } else if (point < 0 && point >= -5) { /* 0.000ddd */
+        memcpy(o, "0.00000", 8);
+        write_digits(o + 1 - point, digits, n);
+        len = 1 - point + n;
+    } else { /* d.ddde-7 */
+        write_digits(o + 1, digits, n);
+        o[0] = o[1];
+        len = 1;
+        if (n > 1) {
+            o[1] = '.';
+            len = n + 1;
         }
-        out[n++] = 'e';
-        int e = exp10;
+        o[len++] = 'e';
+        int e = point;
         if (e < 0) {
-            out[n++] = '-';
+            o[len++] = '-';
             e = -e;
         }
-        if (e >= 10)
-            out[n++] = (char)('0' + e / 10);
-        out[n++] = (char)('0' + e % 10);
+        if (e >= 10) {
+            memcpy(o + len, digit_pairs + 2 * e, 2);
+            len += 2;
+        } else {
+            o[len++] = (char)('0' + e);
+        }
     }
-    out[n] = '\0';
-    return n;
+    o[len] = '\0';
+    return (size_t)(o - out) + (size_t)len;
 }
 
 size_t jsonnum_format(float f, int precision, char *out)
 {
-    if (!isfinite(f)) {
+    assert(precision >= 0 && precision <= 9);
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    const bool negative = bits >> 31;
+    const uint32_t field = (bits >> 23) & 0xFF, fraction = bits & 0x7FFFFF;
+    if (field == 0xFF) { /* Inf, NaN */
         memcpy(out, "null", 5);
         return 4;
     }
-    const bool negative = signbit(f);
-    if (f == 0.0f)
-        return write_decimal(out, negative, 0, 1, 0);
-    const double d = fabs((double)f);
-    int exp10 = (int)floor(log10(d));
-    if (pow10i(exp10) > d)
-        exp10--;
-    else if (pow10i(exp10 + 1) <= d)
-        exp10++;
-    /* Half the gaps to the neighbouring floats: decimals strictly inside
-     * read back as f. The gap below is half the one above at powers of
-     * two; past FLT_MAX there is no float above. */
-    const float a = fabsf(f);
-    const double gap_lo = 0.5 * ((double)a - (double)nextafterf(a, 0.0f));
-    const float up = nextafterf(a, INFINITY);
-    const double gap_hi = isinf(up) ? gap_lo : 0.5 * ((double)up - (double)a);
-    const double inside = (gap_lo < gap_hi ? gap_lo : gap_hi) * 0.999999;
-    const double outside = (gap_lo > gap_hi ? gap_lo : gap_hi) * 1.000001;
-
-    const int first = precision ? precision : 1;
-    const int last = precision ? precision : 9;
-    for (int p = first; p <= last; p++) {
-        const int shift = p - 1 - exp10;
-        const double scaled = d * pow10i(shift);
-        uint32_t digits = (uint32_t)rint(scaled); /* ties to even, as printf */
-        int e = exp10;
-        if (digits >= pow10_u32[p]) { /* rounded up to 10^p */
-            digits /= 10;
-            e++;
-        }
-        if (precision || p == 9) /* nine digits always read back */
-            return write_decimal(out, negative, digits, p, e);
-        /* Does the decimal read back as f? Its distance from f, in double,
-         * is off by far less than the margin; only a candidate within the
-         * margin of the half-ulp boundary needs strtof()'s exact answer. */
-        const double off = fabs((double)digits * pow10i(e - (p - 1)) - d);
-        if (off > outside)
-            continue;
-        const size_t len = write_decimal(out, negative, digits, p, e);
-        if (off < inside || strtof(out, NULL) == f)
-            return len;
+    if (field == 0 && fraction == 0)
+        return write_decimal(out, negative, 0, 0);
+    /* subnormals: c = fraction, q = -149; normals carry the hidden bit */
+    uint32_t c = field ? fraction | 0x800000 : fraction;
+    int q = field ? (int)field - 150 : -149;
+    int exp10;
+    uint32_t digits;
+    if (precision == 0) {
+        /* Below a power of two the gap halves, except at the smallest
+         * normal, whose lower neighbour is a subnormal as far away. */
+        const bool irregular = fraction == 0 && field > 1;
+        digits = shortest(c, q, irregular, &exp10);
+    } else {
+        for (; c < 0x800000; c <<= 1) /* same value, 24 bits */
+            q--;
+        digits = fixed(c, q, precision, &exp10);
     }
-    return 0; /* not reached: nine digits return above */
+    return write_decimal(out, negative, digits, exp10);
 }

@@ -11,9 +11,13 @@
 
 /*
  * Write f into out (JSONNUM_MAX bytes) and return the length.
- * precision 0: the shortest decimal that strtof() reads back as f;
- * 1..9: f rounded to that many significant digits. Non-finite values
- * (never produced by the core) are written as null.
+ * precision 0: the shortest decimal that strtof() reads back as f, and
+ * of those the nearest to f (ties to an even last digit); 1..9: f rounded
+ * to that many significant digits, ties to even, as printf's %.*e rounds.
+ * Trailing zeros are dropped; the form is plain for decimal exponents
+ * -5..8 (0.00001, 123456789), scientific otherwise (1e-6, 1.5e9); a zero
+ * keeps its sign (-0). Non-finite values (never produced by the core) are
+ * written as null. Uses no locale, no libm and no allocation.
  */
 size_t jsonnum_format(float f, int precision, char *out);
 
