@@ -57,6 +57,32 @@ bool buf_append_str(struct buf *b, const char *s)
     return buf_append(b, s, strlen(s));
 }
 
+bool buf_append_uint(struct buf *b, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    do
+        digits[sizeof digits - ++n] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return buf_append(b, digits + sizeof digits - n, n);
+}
+
+bool buf_append_member(struct buf *b, const char *name)
+{
+    const size_t len = strlen(name);
+    if (!buf_reserve(b, len + 4))
+        return false;
+    char *at = b->data + b->len;
+    at[0] = ',';
+    at[1] = '"';
+    memcpy(at + 2, name, len);
+    at[len + 2] = '"';
+    at[len + 3] = ':';
+    b->len += len + 4;
+    b->data[b->len] = '\0';
+    return true;
+}
+
 bool buf_printf(struct buf *b, const char *fmt, ...)
 {
     va_list ap;

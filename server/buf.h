@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
     char *data; /* owned; NUL-terminated after every append */
@@ -17,6 +18,13 @@ void buf_init(struct buf *b, size_t cap_bytes);
 void buf_free(struct buf *b);
 bool buf_append(struct buf *b, const void *bytes, size_t len);
 bool buf_append_str(struct buf *b, const char *s);
+/* v in decimal. */
+bool buf_append_uint(struct buf *b, uint64_t v);
+
+/* ,"name": — the start of a member after the first, for the echo and
+ * other hot writers that printf would slow down. */
+bool buf_append_member(struct buf *b, const char *name);
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif

@@ -43,7 +43,20 @@ static const char *colormap_name(int i)
 
 static bool echo_bool(struct buf *out, const char *name, bool v)
 {
-    return buf_printf(out, ",\"%s\":%s", name, v ? "true" : "false");
+    return buf_append_member(out, name) &&
+           buf_append_str(out, v ? "true" : "false");
+}
+
+/* ,"name":"text" for a text that needs no escapes (the server's own) */
+static bool echo_name(struct buf *out, const char *name, const char *text)
+{
+    return buf_append_member(out, name) && buf_append_str(out, "\"") &&
+           buf_append_str(out, text) && buf_append_str(out, "\"");
+}
+
+static bool echo_uint(struct buf *out, const char *name, uint64_t v)
+{
+    return buf_append_member(out, name) && buf_append_uint(out, v);
 }
 
 /* The resolved value at f->offset, by f->kind. */
@@ -54,19 +67,17 @@ static bool echo_scalar(struct buf *out, const struct request *req,
     char num[JSONNUM_MAX];
     switch (f->kind) {
     case FIELD_SIZE:
-        return buf_printf(out, ",\"%s\":%zu", f->name,
-                          *(const size_t *)(const void *)at);
+        return echo_uint(out, f->name, *(const size_t *)(const void *)at);
     case FIELD_BOOL:
         return echo_bool(out, f->name, *(const bool *)(const void *)at);
     case FIELD_FLOAT:
         jsonnum_format(*(const float *)(const void *)at, 0, num);
-        return buf_printf(out, ",\"%s\":%s", f->name, num);
+        return buf_append_member(out, f->name) && buf_append_str(out, num);
     case FIELD_SEED:
-        return buf_printf(out, ",\"%s\":%" PRIu64, f->name,
-                          *(const uint64_t *)(const void *)at);
+        return echo_uint(out, f->name, *(const uint64_t *)(const void *)at);
     case FIELD_ENUM: {
         const char *name = f->value_name(*(const int *)(const void *)at);
-        return buf_printf(out, ",\"%s\":\"%s\"", f->name, name ? name : "");
+        return echo_name(out, f->name, name ? name : "");
     }
     default: return false;
     }
@@ -102,16 +113,15 @@ static bool echo_scale(struct buf *out, const struct request *req,
 {
     char num[JSONNUM_MAX];
     jsonnum_format(attn_config_scale(&req->cfg), 0, num);
-    return buf_printf(out, ",\"%s\":%s", f->name, num);
+    return buf_append_member(out, f->name) && buf_append_str(out, num);
 }
 
 /* The mask's name, and an explicit mask's form. */
 static bool echo_mask(struct buf *out, const struct request *req,
                       const struct request_field *f)
 {
-    return buf_printf(out, ",\"%s\":\"%s\"", f->name, req->mask_name) &&
-           (!req->mask_form ||
-            buf_printf(out, ",\"mask_form\":\"%s\"", req->mask_form));
+    return echo_name(out, f->name, req->mask_name) &&
+           (!req->mask_form || echo_name(out, "mask_form", req->mask_form));
 }
 
 static bool echo_key_padding(struct buf *out, const struct request *req,
@@ -124,22 +134,22 @@ static bool echo_params(struct buf *out, const struct request *req,
                         const struct request_field *f)
 {
     static const char *const sources[] = {"none", "seed", "given"};
-    return buf_printf(out, ",\"%s\":\"%s\"", f->name,
-                      sources[basic(req) ? PARAMS_NONE : req->params_source]);
+    return echo_name(out, f->name,
+                     sources[basic(req) ? PARAMS_NONE : req->params_source]);
 }
 
 static bool echo_precision(struct buf *out, const struct request *req,
                            const struct request_field *f)
 {
     if (!req->precision)
-        return buf_printf(out, ",\"%s\":\"shortest\"", f->name);
-    return buf_printf(out, ",\"%s\":%zu", f->name, req->precision);
+        return echo_name(out, f->name, "shortest");
+    return echo_uint(out, f->name, req->precision);
 }
 
 static bool echo_return(struct buf *out, const struct request *req,
                         const struct request_field *f)
 {
-    if (!buf_printf(out, ",\"%s\":[", f->name))
+    if (!buf_append_member(out, f->name) || !buf_append_str(out, "["))
         return false;
     bool first = true;
     for (size_t i = 0; i < request_return_count; i++) {
@@ -150,7 +160,8 @@ static bool echo_return(struct buf *out, const struct request *req,
                             : (req->extra & r->extra) != 0;
         if (!on)
             continue;
-        if (!buf_printf(out, "%s\"%s\"", first ? "" : ",", r->name))
+        if (!buf_append_str(out, first ? "\"" : ",\"") ||
+            !buf_append_str(out, r->name) || !buf_append_str(out, "\""))
             return false;
         first = false;
     }
@@ -436,15 +447,14 @@ cJSON *request_field_from_query(const struct request_field *f,
 bool request_fields_echo(struct buf *out, const struct request *req)
 {
     const struct attn_config *c = &req->cfg;
-    bool ok =
-        buf_printf(out, "{\"batch\":%zu,\"tokens\":%zu", c->batch,
-                   c->n_query) &&
-        (!c->cross ||
-         buf_printf(out, ",\"context_tokens\":%zu,\"d_context\":%zu", c->n_ctx,
-                    c->d_ctx)) &&
-        /* the keys a row of weights has, when bias_k or the zero key
-         * follow the context's */
-        (c->n_keys == c->n_ctx || buf_printf(out, ",\"keys\":%zu", c->n_keys));
+    bool ok = buf_append_str(out, "{\"batch\":") &&
+              buf_append_uint(out, c->batch) &&
+              echo_uint(out, "tokens", c->n_query) &&
+              (!c->cross || (echo_uint(out, "context_tokens", c->n_ctx) &&
+                             echo_uint(out, "d_context", c->d_ctx))) &&
+              /* the keys a row of weights has, when bias_k or the zero key
+               * follow the context's */
+              (c->n_keys == c->n_ctx || echo_uint(out, "keys", c->n_keys));
     for (size_t i = 0; ok && i < request_field_count; i++)
         if (request_fields[i].echo)
             ok = request_fields[i].echo(out, req, &request_fields[i]);

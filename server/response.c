@@ -272,17 +272,25 @@ static void render_array(struct response_stream *s, const struct piece *p)
         stride[k] = total;
     }
     const int precision = (int)s->req->precision;
+    /* brackets only open and close at the ends of rows: the position in
+     * the row is counted, and the dimensions looked at once a row */
+    const size_t row = p->dims[p->ndim - 1];
+    size_t col = row ? s->element % row : 0;
     while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
         const size_t i = s->element;
         char *out = s->stage + s->stage_len;
         size_t n = 0;
-        for (int k = 0; k < p->ndim; k++)
-            if (i % stride[k] == 0)
-                out[n++] = '[';
+        if (col == 0)
+            for (int k = 0; k < p->ndim; k++)
+                if (i % stride[k] == 0)
+                    out[n++] = '[';
         n += jsonnum_format(p->values[i], precision, out + n);
-        for (int k = p->ndim - 1; k >= 0; k--)
-            if ((i + 1) % stride[k] == 0)
-                out[n++] = ']';
+        if (++col == row) {
+            col = 0;
+            for (int k = p->ndim - 1; k >= 0; k--)
+                if ((i + 1) % stride[k] == 0)
+                    out[n++] = ']';
+        }
         if (i + 1 < total)
             out[n++] = ',';
         s->stage_len += n;
