@@ -52,6 +52,11 @@ int main(int argc, char **argv)
      * threshold maps each large block on its own and unmaps it when
      * freed. */
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    /* Below it, blocks come and go from each thread's heap; giving the
+     * heap's top back to the kernel whenever 128 KB are free (glibc's
+     * default) would cost a system call per small request. Each heap
+     * keeps at most this much instead. */
+    mallopt(M_TRIM_THRESHOLD, 4 << 20);
 #endif
     main_thread = pthread_self();
     sigset_t stop;
