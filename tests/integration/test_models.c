@@ -26,10 +26,12 @@
 #include <curl/curl.h>
 #include <math.h>
 #include <png.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* gcc says so by a macro, clang by a feature */
@@ -918,6 +920,27 @@ static void test_models_from_environment(void **state)
 
 /* ---------------------------------------------- bert-base's size */
 
+struct slow_call {
+    const struct server *s;
+    const char *body;
+    struct reply r;
+    bool ok;
+};
+
+static void *post_slow(void *arg)
+{
+    struct slow_call *c = arg;
+    c->ok = post_json(c->s, "/attention", c->body, &c->r);
+    return NULL;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 /*
  * A random checkpoint of bert-base's sizes (12 layers, hidden 768, 12
  * heads, 3072, 30522 tokens, 512 positions; 436 MB of F32), written here.
@@ -997,8 +1020,11 @@ static void test_bert_base_size(void **state)
     free(body);
     assert_int_equal(server_stop(&s, 10.0), 0);
 
-    /* a budget of 64 MiB cannot hold every layer's weights of 512 */
-    const char *small[] = {"--model", spec, "--max-memory", "67108864", NULL};
+    /* a budget of 64 MiB cannot hold every layer's weights of 512; no
+     * grace on SIGTERM: computations in flight are cancelled */
+    const char *small[] = {
+        "--model", spec, "--max-memory", "67108864", "--drain-seconds",
+        "0",       NULL};
     assert_true(server_start(&s, small));
     body = words_body(512, "base", NULL);
     cJSON *k = post_expect(&s, body, 422);
@@ -1010,8 +1036,33 @@ static void test_bert_base_size(void **state)
     k = post_expect(&s, body, 200);
     assert_int_equal(cJSON_GetArraySize(get(k, "weights")), 12); /* heads */
     cJSON_Delete(k);
-    free(body);
+
+    /* SIGTERM while it computes (about 2 s on one core): the encoder is
+     * cancelled between units of work, the client told so, and the
+     * server exits 0 */
+    struct slow_call call = {.s = &s, .body = body};
+    pthread_t tid;
+    pthread_create(&tid, NULL, post_slow, &call);
+    double running = 0;
+    for (int i = 0; i < 3000 && running < 1; i++) {
+        assert_true(metric_read(&s, "127.0.0.1", "attnd_computations_running",
+                                &running));
+        if (running < 1)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    assert_true(running >= 1);
+    const double t0 = seconds_now();
     assert_int_equal(server_stop(&s, 10.0), 0);
+    const double stop_seconds = seconds_now() - t0;
+    pthread_join(tid, NULL);
+    assert_true(call.ok);
+    if (call.r.status != 503 || !strstr(call.r.body, "cancelled"))
+        fail_msg("cancelled: %ld %s", call.r.status, call.r.body);
+    reply_free(&call.r);
+    print_message("SIGTERM during a 512-token request: stopped in %.2f s\n",
+                  stop_seconds);
+    assert_true(stop_seconds < 1.5);
+    free(body);
     remove_tree(dir);
 }
 
