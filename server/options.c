@@ -73,8 +73,8 @@ static const struct flag flags[] = {
     {"quiet", K_BOOL, FIELD(quiet), 0, 1, "no access log"},
     {"model", K_LIST, FIELD(models), 0, 0,
      "NAME=DIR: load the checkpoint in DIR as model NAME; repeatable, the "
-     "variable lists them separated by commas (default: none, random "
-     "weights only)"},
+     "variable lists them separated by commas; without one, random weights "
+     "only"},
 };
 enum { N_FLAGS = sizeof flags / sizeof flags[0] };
 

@@ -161,11 +161,11 @@ bool render_model_png(const struct request *req, const struct bert_result *res,
 size_t render_model_png_bytes(const struct request *req, size_t max_pixels)
 {
     const size_t panels = panel_count(req);
-    const size_t n = req->model.run.n;
+    const size_t n = req->model.run.n ? req->model.run.n : 1;
     size_t cell =
         req->png.view == VIEW_MODEL ? model_view_cell(req) : req->png.cell;
-    if (!cell) /* heatmap.h's automatic cell */
-        cell = 300 / (n ? n : 1) > 48 ? 48 : 300 / n ? 300 / n : 1;
+    if (!cell) /* heatmap.h's automatic cell: 300 px on a side, 1 to 48 */
+        cell = (300 + n - 1) / n > 48 ? 48 : (300 + n - 1) / n;
     const double pixels =
         (double)panels * (double)(n * cell + 400) * (double)(n * cell + 400);
     const size_t canvas =
