@@ -145,11 +145,11 @@ bool request_parse_query(struct request *req, const struct request_param *p,
                          struct problem *pb);
 
 /* Whether key is one of the query parameters that shape a PNG answer:
- * format, head, batch, colormap, cell, labels. */
+ * format, head, view, batch, colormap, cell, labels. */
 bool request_is_png_param(const char *key);
 
 /*
- * PNG options (format, head, batch, colormap, cell, labels) from query
+ * PNG options (format, head, view, batch, colormap, cell, labels) from query
  * parameters; other keys are ignored here. accept_png: the Accept header
  * asked for image/png. Called before the body or the other parameters are
  * decoded, so that the config is resolved once, for what the answer

@@ -1,7 +1,7 @@
 /*
  * request_query.c - a request from a URL: GET parameters become the JSON
  * object the body would be (by the field table), and the parameters that
- * shape a PNG answer (format, head, batch, colormap, cell, labels) are
+ * shape a PNG answer (format, head, view, batch, colormap, cell, labels) are
  * read for GET and POST alike.
  */
 #include "request_fields.h"
