@@ -71,6 +71,9 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 
 BENCH_BIN := $(BUILD)/bench_attention
 BENCH_SERVICE := $(BUILD)/bench_service
+BENCH_BERT := $(BUILD)/bench_bert
+# a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
+BERT_BASE := $(BUILD)/bert-base
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
@@ -266,9 +269,23 @@ $(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harn
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
 
+# The BERT encoder against PyTorch on the same weights (tests/bench/bert_torch.py).
+$(BUILD)/bench/bench_bert.o: tests/bench/bench_bert.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+
+$(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
+$(BERT_BASE)/model.safetensors: tests/models/generate.py
+	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
+
 bench: deps-bench
-	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(ATTND)
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(ATTND) $(BERT_BASE)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
+	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
 	ATTND_BIN=$(ATTND) tests/bench/http.sh
 

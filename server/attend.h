@@ -19,4 +19,13 @@ bool attend_run(struct request *req, unsigned threads,
                 const atomic_bool *cancel, struct drawn_cache *cache,
                 struct attn_result *res, struct problem *pb);
 
+/*
+ * The same for a request on a loaded model (req->model.entry): the
+ * encoder's forward pass, returning what req->model.run asks for. On
+ * success the caller owns *res (bert_result_free()).
+ */
+bool attend_model_run(struct request *req, unsigned threads,
+                      const atomic_bool *cancel, struct bert_result *res,
+                      struct problem *pb);
+
 #endif

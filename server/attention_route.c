@@ -6,6 +6,7 @@
  */
 #include "attend.h"
 #include "exchange.h"
+#include "models.h"
 #include "render.h"
 #include "reply.h"
 
@@ -70,7 +71,8 @@ static bool accepts_png(struct MHD_Connection *conn)
 
 /* A stable tag for a GET: FNV-1a over the version, the sorted query and
  * what it answers with. */
-static bool query_etag(const struct query_collect *q, bool png, char out[24])
+static bool query_etag(const struct query_collect *q, bool png,
+                       const struct models_entry *model, char out[24])
 {
     const struct request_param *order[MAX_QUERY_PARAMS];
     for (size_t i = 0; i < q->n; i++)
@@ -88,6 +90,9 @@ static bool query_etag(const struct query_collect *q, bool png, char out[24])
     for (size_t i = 0; ok && i < q->n; i++)
         ok = buf_printf(&text, "%s=%s&", order[i]->key, order[i]->value);
     ok = ok && buf_append_str(&text, png ? "p" : "j");
+    /* a model's answer changes with its checkpoint, not with the URL */
+    ok = ok && (!model || buf_printf(&text, "m%016llx",
+                                     (unsigned long long)model->fingerprint));
     if (ok)
         snprintf(out, 24, "\"%016llx\"",
                  (unsigned long long)attn_fnv1a64(text.data, text.len));
@@ -163,7 +168,12 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     unsigned char *png = NULL;
-    if (!render_png(&ex->req, &ex->res, MAX_PNG_PIXELS, &png, bytes, pb))
+    const bool drawn =
+        ex->req.model.entry
+            ? render_model_png(&ex->req, &ex->bert, MAX_PNG_PIXELS, &png, bytes,
+                               pb)
+            : render_png(&ex->req, &ex->res, MAX_PNG_PIXELS, &png, bytes, pb);
+    if (!drawn)
         return NULL;
     struct MHD_Response *r = reply_from_heap((char *)png, *bytes, "image/png");
     if (r)
@@ -176,7 +186,10 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
 static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
                                         size_t *bytes, struct problem *pb)
 {
-    struct response_stream *stream = response_stream_new(&ex->req, &ex->res);
+    struct response_stream *stream =
+        ex->req.model.entry
+            ? response_stream_new_model(&ex->req, &ex->res, &ex->bert)
+            : response_stream_new(&ex->req, &ex->res);
     char *head = stream ? malloc(WHOLE_ANSWER_BYTES) : NULL;
     struct MHD_Response *r = NULL;
     *bytes = 0;
@@ -219,12 +232,18 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
  * before either starts. */
 static bool reserve_answer(struct exchange *ex, struct problem *pb)
 {
-    const size_t computed =
-        ex->req.compute ? attn_forward_bytes(&ex->req.cfg) : 0;
-    const size_t answer_bytes = ex->req.png.wanted
-                                    ? render_png_bytes(&ex->req, MAX_PNG_PIXELS)
-                                    : response_stream_bytes(&ex->req) +
-                                          WHOLE_ANSWER_BYTES; /* the head */
+    const struct request *req = &ex->req;
+    const bool model = req->model.entry != NULL;
+    size_t computed = 0;
+    if (req->compute)
+        computed = model ? bert_forward_bytes(&req->model.entry->model->bert,
+                                              &req->model.run)
+                         : attn_forward_bytes(&req->cfg);
+    const size_t answer_bytes =
+        !req->png.wanted
+            ? response_stream_bytes(req) + WHOLE_ANSWER_BYTES /* the head */
+        : model ? render_model_png_bytes(req, MAX_PNG_PIXELS)
+                : render_png_bytes(req, MAX_PNG_PIXELS);
     return budget_reserve(&ex->hold, computed, "the computation", false, pb) &&
            budget_reserve(&ex->hold, answer_bytes, "the answer", false, pb);
 }
@@ -239,8 +258,10 @@ static void compute_answer(struct exchange *ex)
     metrics_computation_started();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct models_entry *model = ex->req.model.entry;
     const bool ok =
-        attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
+        model ? attend_model_run(&ex->req, 1, &s->cancel, &ex->bert, &pb)
+              : attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
     const double compute_s = seconds_since(&t0);
     /* A PNG is drawn here too: its canvas is as large as any array. A JSON
      * answer is formatted as it is read, a bounded buffer at a time. */
@@ -251,8 +272,15 @@ static void compute_answer(struct exchange *ex)
     else if (ok)
         r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
-    if (ok && ex->req.compute)
+    if (ok && model) {
+        const double flops = ex->req.compute ? bert_flops(&model->model->bert,
+                                                          &ex->req.model.run)
+                                             : 0;
+        metrics_add_flops(flops);
+        models_count(model, flops);
+    } else if (ok && ex->req.compute) {
         metrics_add_flops(attn_flops(&ex->req.cfg));
+    }
     if (!r) {
         reply_prepare_problem(ex, &pb);
         return;
@@ -334,10 +362,17 @@ static enum MHD_Result hand_over(struct exchange *ex,
  * handover would cost more than the work; the rest go to the pool. */
 static bool answer_inline(const struct request *req)
 {
-    if (req->compute && attn_flops(&req->cfg) >= INLINE_FLOPS)
+    const struct models_entry *model = req->model.entry;
+    const double flops = !req->compute ? 0
+                         : model
+                             ? bert_flops(&model->model->bert, &req->model.run)
+                             : attn_flops(&req->cfg);
+    if (flops >= INLINE_FLOPS)
         return false;
-    return !req->png.wanted ||
-           render_png_bytes(req, MAX_PNG_PIXELS) <= INLINE_PNG_BYTES;
+    if (!req->png.wanted)
+        return true;
+    return (model ? render_model_png_bytes(req, MAX_PNG_PIXELS)
+                  : render_png_bytes(req, MAX_PNG_PIXELS)) <= INLINE_PNG_BYTES;
 }
 
 /* Answer the decoded ex->req: reserve, then compute here or hand over. */
@@ -380,7 +415,7 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
     if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
         !request_parse_query(req, q.params, q.n, lim, &pb))
         return reply_problem(ex, conn, &pb);
-    if (!query_etag(&q, req->png.wanted, ex->etag)) {
+    if (!query_etag(&q, req->png.wanted, req->model.entry, ex->etag)) {
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
@@ -440,7 +475,8 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             problem_set(&pb, 422, "",
                         "query parameter \"%.60s\" is not taken by POST; "
                         "options go in the JSON body (only format, head, "
-                        "batch, colormap, cell and labels go in the URL)",
+                        "view, batch, colormap, cell and labels go in the "
+                        "URL)",
                         q.params[i].key);
             return reply_problem(ex, conn, &pb);
         }

@@ -38,6 +38,7 @@ struct http_server {
     struct request_limits limits; /* of the flags, for every request */
     struct budget memory;         /* --max-memory */
     struct drawn_cache drawn;     /* --drawn-cache */
+    struct models *models;        /* loaded at start-up; borrowed */
 };
 
 /*
@@ -65,8 +66,9 @@ struct exchange {
     bool has_request;
     struct request req;
     struct attn_result res;
-    bool decoded;      /* ex->req holds the whole request */
-    bool decoded_late; /* the body is a worker's to decode */
+    struct bert_result bert; /* the result of a request on a model */
+    bool decoded;            /* ex->req holds the whole request */
+    bool decoded_late;       /* the body is a worker's to decode */
     double parse_seconds;
     char etag[24]; /* of a GET; "" for a POST */
     /* handed to the compute pool, the connection suspended meanwhile */

@@ -241,6 +241,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         MHD_destroy_response(ex->prepared.response);
     if (ex->has_request) {
         attn_result_free(&ex->res);
+        bert_result_free(&ex->bert);
         request_free(&ex->req);
     }
     buf_free(&ex->body);
@@ -277,13 +278,15 @@ static unsigned connection_limit(unsigned wanted)
     return allowed;
 }
 
-struct http_server *http_start(const struct options *o)
+struct http_server *http_start(const struct options *o, struct models *models)
 {
     struct http_server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->opt = *o;
+    s->models = models;
     s->limits = (struct request_limits){
+        .models = models,
         .max_tokens = o->max_tokens,
         .max_dim = o->max_dim,
         .max_heads = o->max_heads,

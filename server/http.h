@@ -10,9 +10,12 @@
 #include <stdbool.h>
 
 struct http_server;
+struct models;
 
-/* Listen as o says. NULL with a message on stderr when it cannot. */
-struct http_server *http_start(const struct options *o);
+/* Listen as o says, serving models (loaded, borrowed until the server
+ * has stopped; may be NULL). NULL with a message on stderr when it
+ * cannot. */
+struct http_server *http_start(const struct options *o, struct models *models);
 
 /* Answer /healthz and every new /attention with 503 and turn away those
  * waiting for a compute slot; let computations in flight finish for at most

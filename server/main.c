@@ -5,10 +5,15 @@
  * the only thread that sees them: the server answers every new request
  * 503, lets the computations in flight finish for --drain-seconds, cancels
  * the rest, and exits 0 once each has had its answer (http.h).
+ *
+ * The models of --model are loaded before the port opens: a checkpoint
+ * that does not load stops the server with the loader's one line and exit
+ * status 2, the status of every bad setting.
  */
 #include "attention.h"
 #include "heatmap.h"
 #include "http.h"
+#include "models.h"
 #include "options.h"
 #include "probe.h"
 
@@ -70,14 +75,29 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &pass, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    char err[256];
+    char err[1024];
     if (heatmap_font_init(opt.font, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "attnd: %s\n", err);
         return 1;
     }
-    attn_blas_single_thread(); /* the core's threading policy */
-    struct http_server *srv = http_start(&opt);
+    attn_blas_single_thread();   /* the core's threading policy */
+    static struct models models; /* lives until the process ends */
+    if (!models_load(&models, &opt.models, err, sizeof err)) {
+        fprintf(stderr, "attnd: %s\n", err);
+        heatmap_font_free();
+        return 2;
+    }
+    for (size_t i = 0; i < models.count; i++) {
+        const struct model *m = models.entry[i].model;
+        fprintf(stderr,
+                "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
+                "%zu MB of weights\n",
+                m->name, m->bert.layers, m->bert.heads, m->bert.hidden,
+                m->weight_bytes >> 20);
+    }
+    struct http_server *srv = http_start(&opt, &models);
     if (!srv) {
+        models_free(&models);
         heatmap_font_free();
         return 1;
     }
@@ -88,6 +108,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "attnd: %s: finishing requests in flight\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     http_drain_and_stop(srv, opt.drain);
+    models_free(&models);
     heatmap_font_free();
     fprintf(stderr, "attnd: stopped\n");
     return 0;

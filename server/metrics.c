@@ -45,7 +45,7 @@ const char *metrics_route_name(enum metrics_route r)
 {
     static const char *const names[N_ROUTES] = {
         "/attention", "/healthz", "/metrics", "/openapi.json",
-        "/config",    "static",   "other"};
+        "/config",    "/models",  "static",   "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 

@@ -17,6 +17,7 @@ enum metrics_route {
     ROUTE_METRICS,
     ROUTE_OPENAPI,
     ROUTE_CONFIG,
+    ROUTE_MODELS,
     ROUTE_STATIC,
     ROUTE_OTHER,
     N_ROUTES

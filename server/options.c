@@ -16,7 +16,11 @@
 #define ATTND_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #endif
 
-enum kind { K_STRING, K_SIZE, K_UINT, K_BOOL };
+/* K_LIST: a repeatable flag into a struct options_list; its variable is
+ * the plural (--model: ATTND_MODELS) and holds the items separated by
+ * commas. The flag wins: any item on the command line replaces the
+ * variable's list. */
+enum kind { K_STRING, K_SIZE, K_UINT, K_BOOL, K_LIST };
 
 struct flag {
     const char *name; /* --name; the variable is ATTND_NAME */
@@ -70,6 +74,10 @@ static const struct flag flags[] = {
     {"web-root", K_STRING, FIELD(web_root), 0, 0, "directory of the web page"},
     {"font", K_STRING, FIELD(font), 0, 0, "TrueType font for image labels"},
     {"quiet", K_BOOL, FIELD(quiet), 0, 1, "no access log"},
+    {"model", K_LIST, FIELD(models), 0, 0,
+     "NAME=DIR: load the checkpoint in DIR as model NAME; repeatable, the "
+     "variable lists them separated by commas; without one, random weights "
+     "only"},
 };
 enum { N_FLAGS = sizeof flags / sizeof flags[0] };
 
@@ -98,6 +106,17 @@ static void defaults(struct options *o)
     snprintf(o->font, sizeof o->font, "%s", ATTND_FONT);
 }
 
+/* The variable of flag f: f->var, or ATTND_ and its name in capitals. */
+static void variable_of(const struct flag *f, char var[48])
+{
+    size_t at = (size_t)snprintf(var, 48, "ATTND_");
+    for (size_t k = 0; f->name[k] && at + 2 < 48; k++)
+        var[at++] = f->name[k] == '-' ? '_' : (char)toupper(f->name[k]);
+    if (f->kind == K_LIST)
+        var[at++] = 'S';
+    var[at] = '\0';
+}
+
 static void usage(FILE *out)
 {
     struct options d;
@@ -110,9 +129,8 @@ static void usage(FILE *out)
             "--max-body by\nATTND_MAX_BODY; the flag wins.\n\n");
     for (int i = 0; i < N_FLAGS; i++) {
         const struct flag *f = &flags[i];
-        char var[48] = "ATTND_";
-        for (size_t k = 0; f->name[k] && k + 7 < sizeof var; k++)
-            var[6 + k] = f->name[k] == '-' ? '_' : (char)toupper(f->name[k]);
+        char var[48] = "";
+        variable_of(f, var);
         const char *p = (const char *)&d + f->offset;
         char shown[1100];
         switch (f->kind) {
@@ -126,6 +144,7 @@ static void usage(FILE *out)
                      *(const unsigned *)(const void *)p);
             break;
         case K_BOOL: snprintf(shown, sizeof shown, "off"); break;
+        case K_LIST: snprintf(shown, sizeof shown, "none"); break;
         }
         fprintf(out, "  --%-12s %-22s %s (default %s)\n", f->name, var, f->help,
                 shown);
@@ -137,6 +156,21 @@ static bool set_value(struct options *o, const struct flag *f,
                       const char *value, const char *source, FILE *err)
 {
     char *p = (char *)o + f->offset;
+    if (f->kind == K_LIST) {
+        struct options_list *list = (struct options_list *)(void *)p;
+        if (list->count == OPTIONS_MAX_MODELS) {
+            fprintf(err, "attnd: %s: more than %d items\n", source,
+                    OPTIONS_MAX_MODELS);
+            return false;
+        }
+        if (strlen(value) >= sizeof list->item[0]) {
+            fprintf(err, "attnd: %s: an item is longer than %zu bytes\n",
+                    source, sizeof list->item[0] - 1);
+            return false;
+        }
+        snprintf(list->item[list->count++], sizeof list->item[0], "%s", value);
+        return true;
+    }
     if (f->kind == K_STRING) {
         if (strlen(value) >= f->size) {
             fprintf(err, "attnd: %s: value is longer than %zu bytes\n", source,
@@ -172,19 +206,43 @@ static bool set_value(struct options *o, const struct flag *f,
     return true;
 }
 
+/* A list from a variable: items separated by commas. */
+static bool set_list(struct options *o, const struct flag *f, const char *text,
+                     const char *source, FILE *err)
+{
+    while (*text) {
+        const char *comma = strchr(text, ',');
+        const size_t len = comma ? (size_t)(comma - text) : strlen(text);
+        if (len >= OPTIONS_MODEL_SPEC) {
+            fprintf(err, "attnd: %s: an item is longer than %d bytes\n", source,
+                    OPTIONS_MODEL_SPEC - 1);
+            return false;
+        }
+        char item[OPTIONS_MODEL_SPEC];
+        snprintf(item, sizeof item, "%.*s", (int)len, text);
+        if (len && !set_value(o, f, item, source, err))
+            return false;
+        text += len + (comma ? 1 : 0);
+    }
+    return true;
+}
+
 enum options_result options_load(struct options *o, int argc, char **argv,
                                  FILE *out, FILE *err)
 {
     defaults(o);
     for (int i = 0; i < N_FLAGS; i++) {
-        char var[48] = "ATTND_";
-        for (size_t k = 0; flags[i].name[k] && k + 7 < sizeof var; k++)
-            var[6 + k] =
-                flags[i].name[k] == '-' ? '_' : (char)toupper(flags[i].name[k]);
+        char var[48] = "";
+        variable_of(&flags[i], var);
         const char *v = getenv(var);
-        if (v && *v && !set_value(o, &flags[i], v, var, err))
+        if (v && *v && flags[i].kind == K_LIST) {
+            if (!set_list(o, &flags[i], v, var, err))
+                return OPTIONS_EXIT_ERROR;
+        } else if (v && *v && !set_value(o, &flags[i], v, var, err)) {
             return OPTIONS_EXIT_ERROR;
+        }
     }
+    bool list_on_argv[N_FLAGS] = {false};
     for (int a = 1; a < argc; a++) {
         const char *arg = argv[a];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -227,6 +285,10 @@ enum options_result options_load(struct options *o, int argc, char **argv,
         }
         char source[64];
         snprintf(source, sizeof source, "--%s", f->name);
+        if (f->kind == K_LIST && !list_on_argv[f - flags]) {
+            list_on_argv[f - flags] = true; /* the flag wins */
+            ((struct options_list *)(void *)((char *)o + f->offset))->count = 0;
+        }
         if (!set_value(o, f, value, source, err))
             return OPTIONS_EXIT_ERROR;
     }

@@ -40,6 +40,7 @@ void request_free(struct request *req)
 {
     input_free(&req->input);
     input_free(&req->context);
+    bert_encoding_free(&req->model.enc);
     if (req->params_lease.n_held || req->params_lease.n_own)
         drawn_lease_end(&req->params_lease); /* the drawn parameters */
     else
@@ -103,6 +104,11 @@ static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
         int which;
         if (!jsonin_enum(item, &sub, names, request_return_count, &which, pb))
             return false;
+        if (!request_returns[which].want && !request_returns[which].extra)
+            return problem_set(pb, 422, sub.pointer,
+                               "%s (\"%s\") is returned only with \"model\", "
+                               "a loaded checkpoint (GET /models)",
+                               sub.name, names[which]);
         req->cfg.want |= request_returns[which].want;
         req->extra |= request_returns[which].extra;
     }
@@ -236,7 +242,13 @@ bool request_decode(struct request *req, const cJSON *root,
         return problem_set(pb, 422, "",
                            "the body is %s; expected a JSON object",
                            jsonin_kind(root));
-    if (!check_known_fields(root, pb) || !read_options(req, root, lim, pb) ||
+    if (!check_known_fields(root, pb))
+        return false;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (model)
+        return request_decode_model(req, root, model, lim, pb);
+    if (!request_check_without_model(req, root, pb) ||
+        !read_options(req, root, lim, pb) ||
         !request_read_inputs(req, root, lim, pb))
         return false;
     struct attn_config *c = &req->cfg;

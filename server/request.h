@@ -13,6 +13,7 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
+#include "bert.h"
 #include "drawn_cache.h"
 #include "budget.h"
 #include "heatmap.h"
@@ -22,10 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct models;
+struct models_entry;
+
 /* Limits from the server's flags; every request is held to them. */
 struct request_limits {
-    size_t max_tokens; /* per sequence */
-    size_t max_dim;    /* d_model, d_k, d_v, d_out, embedding width */
+    struct models *models; /* the loaded checkpoints; NULL: none */
+    size_t max_tokens;     /* per sequence */
+    size_t max_dim;        /* d_model, d_k, d_v, d_out, embedding width */
     size_t max_heads;
     size_t max_batch;
     size_t max_output; /* floats in one response */
@@ -46,6 +51,11 @@ struct request_input {
 /* What a PNG answer shows. */
 enum request_head_kind { HEAD_ONE, HEAD_MEAN, HEAD_ALL };
 
+/* What a model's PNG shows: one layer's heads (as head says), every
+ * layer x head as tiles, or the rollout. Without a model only
+ * VIEW_HEADS. VIEW_AUTO: model view for "layer": "all", else heads. */
+enum request_view { VIEW_AUTO, VIEW_HEADS, VIEW_MODEL, VIEW_ROLLOUT };
+
 struct request_png {
     bool wanted;
     enum request_head_kind head_kind;
@@ -54,6 +64,16 @@ struct request_png {
     enum heatmap_colormap colormap;
     unsigned cell; /* 0: automatic */
     bool labels;
+    enum request_view view;
+};
+
+/* A request on a loaded model (request_model.c). */
+struct request_model {
+    struct models_entry *entry; /* borrowed from the server; NULL: the
+                                   random-weights mode */
+    struct bert_encoding enc;   /* owned: the wordpieces */
+    struct bert_run run;        /* its ids point into enc */
+    bool pair;                  /* sentence_b was given */
 };
 
 /* Extra arrays a client can ask for beyond the core's own. */
@@ -101,6 +121,7 @@ struct request {
     struct budget_hold *hold;  /* borrowed: what decoding reserves its
                                   memory on; NULL counts nothing */
     struct request_png png;
+    struct request_model model;
 };
 
 void request_init(struct request *req);
@@ -128,11 +149,11 @@ bool request_parse_query(struct request *req, const struct request_param *p,
                          struct problem *pb);
 
 /* Whether key is one of the query parameters that shape a PNG answer:
- * format, head, batch, colormap, cell, labels. */
+ * format, head, view, batch, colormap, cell, labels. */
 bool request_is_png_param(const char *key);
 
 /*
- * PNG options (format, head, batch, colormap, cell, labels) from query
+ * PNG options (format, head, view, batch, colormap, cell, labels) from query
  * parameters; other keys are ignored here. accept_png: the Accept header
  * asked for image/png. Called before the body or the other parameters are
  * decoded, so that the config is resolved once, for what the answer
@@ -140,6 +161,9 @@ bool request_is_png_param(const char *key);
  */
 bool request_parse_png(struct request *req, const struct request_param *p,
                        size_t n, bool accept_png, struct problem *pb);
+
+/* The numbers a model request's answer returns (request_model.c). */
+size_t request_model_output(const struct request *req);
 
 /* The JSON pointer of the request field that a core error's field names
  * ("heads" -> "/heads", "x" -> the input's pointer); "" when none. */

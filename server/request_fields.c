@@ -7,6 +7,7 @@
 #include "request_steps.h"
 #include "jsonin.h"
 #include "jsonnum.h"
+#include "models.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -37,6 +38,19 @@ static const char *colormap_name(int i)
     static const enum heatmap_colormap maps[] = {HEATMAP_VIRIDIS, HEATMAP_MAGMA,
                                                  HEATMAP_GRAY};
     return i >= 0 && i < 3 ? heatmap_colormap_name(maps[i]) : NULL;
+}
+
+static const char *view_name(int i)
+{
+    static const char *const names[] = {"heads", "model", "rollout"};
+    return i >= 0 && i < 3 ? names[i] : NULL;
+}
+
+const char *request_field_models_name(enum request_field_models m)
+{
+    return m == MODELS_ALLOWED    ? "allowed"
+           : m == MODELS_REQUIRED ? "required"
+                                  : "refused";
 }
 
 /* --------------------------------------------------------- echo writers */
@@ -81,6 +95,37 @@ static bool echo_scalar(struct buf *out, const struct request *req,
     }
     default: return false;
     }
+}
+
+/* A model's name and the sizes of its encoder. */
+static bool echo_model(struct buf *out, const struct request *req,
+                       const struct request_field *f)
+{
+    const struct model *m = req->model.entry->model;
+    const struct bert_model *b = &m->bert;
+    return buf_printf(out,
+                      ",\"%s\":\"%s\",\"layers\":%zu,\"heads\":%zu,"
+                      "\"hidden\":%zu,\"intermediate\":%zu,"
+                      "\"max_positions\":%zu,\"activation\":\"%s\","
+                      "\"lowercase\":%s",
+                      f->name, m->name, b->layers, b->heads, b->hidden,
+                      b->intermediate, b->max_positions,
+                      b->act == BERT_ACT_GELU ? "gelu" : "gelu_new",
+                      m->do_lower_case ? "true" : "false");
+}
+
+static bool echo_pair(struct buf *out, const struct request *req,
+                      const struct request_field *f)
+{
+    return echo_bool(out, f->name, req->model.pair);
+}
+
+static bool echo_layer(struct buf *out, const struct request *req,
+                       const struct request_field *f)
+{
+    if (req->model.run.layer == BERT_ALL_LAYERS)
+        return buf_printf(out, ",\"%s\":\"all\"", f->name);
+    return buf_printf(out, ",\"%s\":%zu", f->name, req->model.run.layer);
 }
 
 static bool basic(const struct request *req)
@@ -154,7 +199,8 @@ static bool echo_return(struct buf *out, const struct request *req,
     bool first = true;
     for (size_t i = 0; i < request_return_count; i++) {
         const struct request_return *r = &request_returns[i];
-        const bool on = r->want ? req->compute && (req->cfg.want & r->want)
+        const bool on = req->model.entry ? (req->model.run.want & r->bert) != 0
+                        : r->want ? req->compute && (req->cfg.want & r->want)
                         : r->extra == REQUEST_WANT_PARAMS
                             ? (req->extra & r->extra) && !basic(req)
                             : (req->extra & r->extra) != 0;
@@ -171,17 +217,20 @@ static bool echo_return(struct buf *out, const struct request *req,
 /* ------------------------------------------------------------ the table */
 
 const struct request_return request_returns[] = {
-    {"weights", ATTN_WANT_WEIGHTS, 0},
-    {"weights_before_dropout", ATTN_WANT_WEIGHTS_RAW, 0},
-    {"scores", ATTN_WANT_SCORES, 0},
-    {"q", ATTN_WANT_Q, 0},
-    {"k", ATTN_WANT_K, 0},
-    {"v", ATTN_WANT_V, 0},
-    {"heads_output", ATTN_WANT_HEADS, 0},
-    {"output", ATTN_WANT_OUTPUT, 0},
-    {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0},
-    {"embeddings", 0, REQUEST_WANT_EMBEDDINGS},
-    {"params", 0, REQUEST_WANT_PARAMS},
+    {"weights", ATTN_WANT_WEIGHTS, 0, BERT_WANT_WEIGHTS},
+    {"weights_before_dropout", ATTN_WANT_WEIGHTS_RAW, 0, 0},
+    {"scores", ATTN_WANT_SCORES, 0, 0},
+    {"q", ATTN_WANT_Q, 0, 0},
+    {"k", ATTN_WANT_K, 0, 0},
+    {"v", ATTN_WANT_V, 0, 0},
+    {"heads_output", ATTN_WANT_HEADS, 0, 0},
+    {"output", ATTN_WANT_OUTPUT, 0, 0},
+    {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, BERT_WANT_MEAN_WEIGHTS},
+    {"embeddings", 0, REQUEST_WANT_EMBEDDINGS, 0},
+    {"params", 0, REQUEST_WANT_PARAMS, 0},
+    /* a model's only */
+    {"hidden_states", 0, 0, BERT_WANT_HIDDEN},
+    {"rollout", 0, 0, BERT_WANT_ROLLOUT},
 };
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];
@@ -197,7 +246,16 @@ const size_t request_return_count =
  */
 // clang-format off
 const struct request_field request_fields[] = {
-    {.name = "sentence", .pointer = "/sentence", .kind = FIELD_INPUT, .where = BOTH, .type = "string"},
+    {.name = "sentence", .pointer = "/sentence", .kind = FIELD_INPUT, .where = BOTH, .type = "string",
+     .models = MODELS_ALLOWED},
+    /* a loaded checkpoint (GET /models), and what only it takes */
+    {.name = "model", .pointer = "/model", .kind = FIELD_MODEL, .where = BOTH, .type = "string",
+     .models = MODELS_REQUIRED, .echo = echo_model},
+    {.name = "sentence_b", .pointer = "/sentence_b", .kind = FIELD_MODEL, .where = BOTH, .type = "string",
+     .models = MODELS_REQUIRED, .echo = echo_pair},
+    /* "all" or a layer from 0 */
+    {.name = "layer", .pointer = "/layer", .kind = FIELD_LAYER, .where = BOTH,
+     .default_json = "\"all\"", .models = MODELS_REQUIRED, .echo = echo_layer},
     {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
     {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
     {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},
@@ -254,22 +312,26 @@ const struct request_field request_fields[] = {
     {.name = "params", .pointer = "/params", .kind = FIELD_PARAMS, .where = BODY, .type = "object",
      .echo = echo_params},
     {.name = "return", .pointer = "/return", .kind = FIELD_RETURN, .where = BOTH, .type = "array",
-     .default_json = "[\"weights\"]", .echo = echo_return},
+     .default_json = "[\"weights\"]", .models = MODELS_ALLOWED, .echo = echo_return},
     {.name = "precision", .pointer = "/precision", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
-     .offset = AT(precision), .min = 1, .max = 9, .echo = echo_precision},
+     .offset = AT(precision), .min = 1, .max = 9, .models = MODELS_ALLOWED, .echo = echo_precision},
     /* the image, in the URL of a GET or a POST */
     {.name = "format", .pointer = "/format", .kind = FIELD_PNG, .where = QUERY, .type = "string",
-     .value_name = format_name, .default_json = "\"json\""},
+     .value_name = format_name, .default_json = "\"json\"", .models = MODELS_ALLOWED},
     {.name = "head", .pointer = "/head", .kind = FIELD_PNG, .where = QUERY,
-     .default_json = "\"all\""},
+     .default_json = "\"all\"", .models = MODELS_ALLOWED},
+    /* a model's image: one layer's heads, every layer x head, or the
+     * rollout; by default the heads of "layer", every layer for "all" */
+    {.name = "view", .pointer = "/view", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = view_name, .models = MODELS_REQUIRED},
     {.name = "batch", .pointer = "/batch", .kind = FIELD_PNG, .where = QUERY, .type = "integer",
      .default_json = "0"},
     {.name = "colormap", .pointer = "/colormap", .kind = FIELD_PNG, .where = QUERY, .type = "string",
-     .value_name = colormap_name, .default_json = "\"viridis\""},
+     .value_name = colormap_name, .default_json = "\"viridis\"", .models = MODELS_ALLOWED},
     {.name = "cell", .pointer = "/cell", .kind = FIELD_PNG, .where = QUERY, .type = "integer",
-     .min = 1, .max = 64},
+     .min = 1, .max = 64, .models = MODELS_ALLOWED},
     {.name = "labels", .pointer = "/labels", .kind = FIELD_PNG, .where = QUERY, .type = "boolean",
-     .default_json = "true"},
+     .default_json = "true", .models = MODELS_ALLOWED},
 };
 // clang-format on
 const size_t request_field_count =
@@ -403,6 +465,10 @@ cJSON *request_field_from_query(const struct request_field *f,
         }
         return ctx;
     }
+    case FIELD_LAYER: /* "all", or a number as the body has it */
+        if (!strcmp(value, "all"))
+            return cJSON_CreateString(value);
+        /* fall through */
     case FIELD_SIZE:
     case FIELD_FLOAT: {
         const double d = strtod(value, &end);
@@ -444,8 +510,20 @@ cJSON *request_field_from_query(const struct request_field *f,
 
 /* ---------------------------------------------------------------- echo */
 
+/* With a model: the tokens, then the rows a model takes. */
+static bool echo_model_request(struct buf *out, const struct request *req)
+{
+    bool ok = buf_printf(out, "{\"tokens\":%zu", req->model.enc.count);
+    for (size_t i = 0; ok && i < request_field_count; i++)
+        if (request_fields[i].echo && request_fields[i].models)
+            ok = request_fields[i].echo(out, req, &request_fields[i]);
+    return ok && buf_append_str(out, "}");
+}
+
 bool request_fields_echo(struct buf *out, const struct request *req)
 {
+    if (req->model.entry)
+        return echo_model_request(out, req);
     const struct attn_config *c = &req->cfg;
     bool ok = buf_append_str(out, "{\"batch\":") &&
               buf_append_uint(out, c->batch) &&
@@ -456,7 +534,8 @@ bool request_fields_echo(struct buf *out, const struct request *req)
                * follow the context's */
               (c->n_keys == c->n_ctx || echo_uint(out, "keys", c->n_keys));
     for (size_t i = 0; ok && i < request_field_count; i++)
-        if (request_fields[i].echo)
+        if (request_fields[i].echo &&
+            request_fields[i].models != MODELS_REQUIRED)
             ok = request_fields[i].echo(out, req, &request_fields[i]);
     return ok && buf_append_str(out, "}");
 }
@@ -492,7 +571,8 @@ char *request_fields_document(const struct request_limits *lim, size_t *len)
         }
         if (ok && f->default_json)
             ok = buf_printf(&b, ",\"default\":%s", f->default_json);
-        ok = ok && buf_append_str(&b, "}");
+        ok = ok && buf_printf(&b, ",\"with_model\":\"%s\"}",
+                              request_field_models_name(f->models));
     }
     ok = ok && buf_printf(&b,
                           "],\"limits\":{\"max_tokens\":%zu,\"max_dim\":%zu,"

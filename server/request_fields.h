@@ -32,7 +32,17 @@ enum request_field_kind {
     FIELD_MASK, /* request_mask.c */
     FIELD_KEY_PADDING,
     FIELD_PARAMS, /* request_params.c */
-    FIELD_PNG /* a query parameter that shapes the image (request_query.c) */
+    FIELD_PNG,   /* a query parameter that shapes the image (request_query.c) */
+    FIELD_MODEL, /* model, sentence_b (request_model.c) */
+    FIELD_LAYER  /* "all" or a layer number (request_model.c) */
+};
+
+/* Whether a field may be sent with "model" (a loaded checkpoint), which
+ * fixes every option of the random-weights mode. */
+enum request_field_models {
+    MODELS_REFUSED = 0, /* an option the model fixes: 422 with "model" */
+    MODELS_ALLOWED,     /* with or without a model */
+    MODELS_REQUIRED     /* only with a model */
 };
 
 /* Where a field may be sent. */
@@ -57,6 +67,7 @@ struct request_field {
         int);                 /* FIELD_ENUM: the names, NULL past the last */
     const char *default_json; /* the documented default as JSON; NULL when
                                  it follows from other fields */
+    enum request_field_models models; /* with "model" */
     /* The config echo: NULL when the field is not echoed, echo_scalar for
      * the resolved value at offset, or a writer of its own. */
     bool (*echo)(struct buf *out, const struct request *req,
@@ -66,12 +77,17 @@ struct request_field {
 extern const struct request_field request_fields[];
 extern const size_t request_field_count;
 
+/* The names of with_model values, for /config: "refused", "allowed",
+ * "required". */
+const char *request_field_models_name(enum request_field_models m);
+
 /* The names "return" takes: an array of the core (want) or one the server
  * adds (extra), in the order the echo lists them. */
 struct request_return {
     const char *name;
     unsigned want;  /* enum attn_want bit, or 0 */
     unsigned extra; /* enum request_extra bit, or 0 */
+    unsigned bert;  /* enum bert_want bit with a model, or 0 (refused) */
 };
 extern const struct request_return request_returns[];
 extern const size_t request_return_count;

@@ -1,7 +1,7 @@
 /*
  * request_query.c - a request from a URL: GET parameters become the JSON
  * object the body would be (by the field table), and the parameters that
- * shape a PNG answer (format, head, batch, colormap, cell, labels) are
+ * shape a PNG answer (format, head, view, batch, colormap, cell, labels) are
  * read for GET and POST alike.
  */
 #include "request_fields.h"
@@ -111,6 +111,19 @@ static bool read_png_option(struct request_png *png,
                                v);
         return true;
     }
+    if (!strcmp(k, "view")) {
+        static const enum request_view views[] = {VIEW_HEADS, VIEW_MODEL,
+                                                  VIEW_ROLLOUT};
+        for (int i = 0; f->value_name(i); i++)
+            if (!strcmp(v, f->value_name(i))) {
+                png->view = views[i];
+                return true;
+            }
+        return problem_set(pb, 422, f->pointer,
+                           "view (\"%.40s\") must be \"heads\", \"model\" or "
+                           "\"rollout\"",
+                           v);
+    }
     if (!strcmp(k, "colormap")) {
         if (!heatmap_colormap_parse(v, &png->colormap))
             return problem_set(pb, 422, f->pointer,
@@ -141,9 +154,11 @@ bool request_parse_png(struct request *req, const struct request_param *p,
     req->png.wanted = accept_png;
     for (size_t i = 0; i < n; i++) {
         const struct request_field *f = request_field_find(p[i].key);
-        if (f && f->kind == FIELD_PNG &&
-            !read_png_option(&req->png, f, p[i].value, pb))
+        if (!f || f->kind != FIELD_PNG)
+            continue;
+        if (!read_png_option(&req->png, f, p[i].value, pb))
             return false;
+        req->given |= (uint64_t)1 << request_field_index(f);
     }
     return true;
 }

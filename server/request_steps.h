@@ -46,4 +46,16 @@ bool request_read_params(struct request *req, const cJSON *v,
  * resolved, so that its sizes count it. */
 bool request_params_bias_kv(const cJSON *params);
 
+/* request_model.c: a request on the loaded model that name (the value of
+ * "model") names: its fields, encoding, layer, returns, image and
+ * budgets. */
+bool request_decode_model(struct request *req, const cJSON *root,
+                          const cJSON *name, const struct request_limits *lim,
+                          struct problem *pb);
+
+/* request_model.c: no field that only a model takes was sent without
+ * one (root, or the URL's PNG options marked given). */
+bool request_check_without_model(const struct request *req, const cJSON *root,
+                                 struct problem *pb);
+
 #endif

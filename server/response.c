@@ -6,6 +6,7 @@
 #include "response.h"
 #include "buf.h"
 #include "jsonnum.h"
+#include "models.h"
 #include "request_fields.h"
 
 #include <stddef.h>
@@ -26,8 +27,9 @@ struct piece {
 };
 
 struct response_stream {
-    const struct request *req;     /* borrowed */
-    const struct attn_result *res; /* borrowed */
+    const struct request *req;      /* borrowed */
+    const struct attn_result *res;  /* borrowed */
+    const struct bert_result *bert; /* borrowed: a model's result */
     struct buf text;
     struct piece pieces[MAX_PIECES];
     size_t n_pieces;
@@ -179,6 +181,50 @@ char *response_warnings_json(const struct request *req,
     return buf_take(&t, NULL);
 }
 
+/* A model's answer: its wordpieces and their types, the config, then
+ * the arrays asked for. */
+static bool assemble_model(struct response_stream *s)
+{
+    const struct request *req = s->req;
+    const struct bert_result *r = s->bert;
+    const struct bert_encoding *enc = &req->model.enc;
+    const struct model *m = req->model.entry->model;
+    struct buf *t = &s->text;
+    size_t mark = 0;
+    bool ok = buf_append_str(t, "{\"model\":") &&
+              buf_append_json_string(t, m->name) &&
+              buf_append_str(t, ",\"tokens\":[");
+    for (size_t i = 0; ok && i < enc->count; i++)
+        ok = (!i || buf_append_str(t, ",")) &&
+             buf_append_json_string(t, bert_vocab_token(m->vocab, enc->ids[i]));
+    ok = ok && buf_append_str(t, "],\"token_type_ids\":[");
+    for (size_t i = 0; ok && i < enc->count; i++)
+        ok = buf_printf(t, "%s%u", i ? "," : "", (unsigned)enc->type_ids[i]);
+    ok =
+        ok && buf_append_str(t, "],\"config\":") && request_fields_echo(t, req);
+    if (!ok)
+        return false;
+    /* Lw: the layers whose weights are returned */
+    const size_t n = r->n, lw = r->weight_layers;
+    const bool all = req->model.run.layer == BERT_ALL_LAYERS;
+    const size_t weights[4] = {lw, r->heads, n, n};
+    const size_t mean[3] = {lw, n, n};
+    const size_t hidden[3] = {r->layers + 1, n, r->hidden};
+    const size_t square[2] = {n, n};
+    if (r->weights && !add_array(s, &mark, "weights", r->weights, all ? 4 : 3,
+                                 all ? weights : weights + 1))
+        return false;
+    if (r->mean_weights && !add_array(s, &mark, "mean_weights", r->mean_weights,
+                                      all ? 3 : 2, all ? mean : mean + 1))
+        return false;
+    if (r->hidden_states &&
+        !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
+        return false;
+    if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
+        return false;
+    return buf_append_str(t, "}\n") && flush_text(s, &mark);
+}
+
 static bool assemble(struct response_stream *s)
 {
     const struct request *req = s->req;
@@ -233,6 +279,14 @@ static bool assemble(struct response_stream *s)
 struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res)
 {
+    return response_stream_new_model(req, res, NULL);
+}
+
+struct response_stream *
+response_stream_new_model(const struct request *req,
+                          const struct attn_result *res,
+                          const struct bert_result *bert)
+{
     /* the stage needs no zeroing: what is read of it is written first */
     struct response_stream *s = malloc(sizeof *s);
     if (!s)
@@ -240,8 +294,9 @@ struct response_stream *response_stream_new(const struct request *req,
     memset(s, 0, offsetof(struct response_stream, stage));
     s->req = req;
     s->res = res;
+    s->bert = bert;
     buf_init(&s->text, TEXT_CAP);
-    if (!assemble(s)) {
+    if (!(bert ? assemble_model(s) : assemble(s))) {
         response_stream_free(s);
         return NULL;
     }
@@ -258,6 +313,14 @@ size_t response_stream_bytes(const struct request *req)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
     text += req->cfg.batch * req->cfg.n_query * 44;
+    if (req->model.entry) { /* each wordpiece and its type id */
+        const struct model *m = req->model.entry->model;
+        for (size_t i = 0; i < req->model.enc.count; i++)
+            text +=
+                6 * strlen(bert_vocab_token(m->vocab, req->model.enc.ids[i])) +
+                8;
+        text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
+    }
     return sizeof(struct response_stream) + 2 * text;
 }
 

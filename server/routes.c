@@ -4,6 +4,7 @@
  * /attention has a file of its own (attention_route.c).
  */
 #include "routes.h"
+#include "models.h"
 #include "reply.h"
 #include "request_fields.h"
 #include "static.h"
@@ -36,6 +37,16 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
     drawn_cache_stats(&ex->srv->drawn, &now.drawn);
     size_t len = 0;
     char *text = metrics_render(&now, &len);
+    /* the loaded models' counters after the server's own */
+    struct buf all;
+    buf_init(&all, (size_t)2 << 20);
+    if (text && buf_append(&all, text, len) &&
+        models_metrics(ex->srv->models, &all)) {
+        free(text);
+        text = buf_take(&all, &len);
+    } else {
+        buf_free(&all);
+    }
     return reply_queue(
         ex, conn, 200,
         reply_from_heap(text, len, "text/plain; version=0.0.4; charset=utf-8"),
@@ -56,6 +67,18 @@ static enum MHD_Result handle_config(struct exchange *ex,
     const struct request_limits *lim = &ex->srv->limits;
     size_t len = 0;
     char *doc = request_fields_document(lim, &len);
+    struct MHD_Response *r = reply_from_heap(doc, len, "application/json");
+    if (r)
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+    return reply_queue(ex, conn, 200, r, len);
+}
+
+/* The loaded models with their sizes: what "model" may name. */
+static enum MHD_Result handle_models(struct exchange *ex,
+                                     struct MHD_Connection *conn)
+{
+    size_t len = 0;
+    char *doc = models_document(ex->srv->models, &len);
     struct MHD_Response *r = reply_from_heap(doc, len, "application/json");
     if (r)
         MHD_add_response_header(r, "Cache-Control", "no-cache");
@@ -95,6 +118,7 @@ static const struct route routes[] = {
     {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false, false},
     {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false, false},
     {"GET", "/config", handle_config, ROUTE_CONFIG, false, false},
+    {"GET", "/models", handle_models, ROUTE_MODELS, false, false},
     {"GET", NULL, handle_static, ROUTE_STATIC, false, false},
 };
 enum { N_ROUTES_TABLE = sizeof routes / sizeof routes[0] };

@@ -34,7 +34,12 @@ struct heatmap_options {
     const char *const *row_labels; /* [rows] query tokens, UTF-8 */
     const char *const *col_labels; /* [cols] key tokens, UTF-8 */
     size_t max_pixels;             /* cap on width * height; 0 = no cap */
+    size_t grid_cols; /* panels across a grid; 0: about square; at most
+                         HEATMAP_MAX_ACROSS */
 };
+
+#define HEATMAP_MAX_ACROSS 64
+#define HEATMAP_MAX_TILES 1024 /* matrices in one image */
 
 /* A PNG text chunk; written as iTXt when the text is not ASCII. */
 struct heatmap_text {

@@ -272,7 +272,16 @@ draw_status heatmap_layout_cells(struct heatmap_layout *l,
     memset(l, 0, sizeof *l);
     l->rows = mats[0].rows;
     l->cols = mats[0].cols;
-    heatmap_grid_shape(n, &l->grid_cols, &l->grid_rows);
+    if (opts->grid_cols > HEATMAP_MAX_ACROSS)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "heatmap: %zu panels across is more than %u",
+                           opts->grid_cols, HEATMAP_MAX_ACROSS);
+    if (opts->grid_cols) {
+        l->grid_cols = opts->grid_cols < n ? opts->grid_cols : n;
+        l->grid_rows = (n + l->grid_cols - 1) / l->grid_cols;
+    } else {
+        heatmap_grid_shape(n, &l->grid_cols, &l->grid_rows);
+    }
     const unsigned cell =
         opts->cell ? opts->cell : heatmap_auto_cell(l->rows, l->cols);
     size_t mat_w, mat_h;

@@ -5,6 +5,7 @@
 #include "pipeline.h"
 #include "attend.h"
 #include "heatmap.h"
+#include "models.h"
 #include "render.h"
 #include "response.h"
 
@@ -17,7 +18,12 @@
 /* http.c's MAX_PNG_PIXELS: the PNG cap a real request meets */
 #define MAX_PIXELS ((size_t)64 << 20)
 
+/* tests/models/f32 as "f32" and bf16_legacy as "bf16": requests on a
+ * model go through the encoder too */
+static struct models fuzz_models;
+
 const struct request_limits fuzz_limits = {
+    .models = &fuzz_models,
     .max_tokens = 1024, /* past two key blocks, so keys walk outside queries */
     .max_dim = 256,
     .max_heads = 16,
@@ -27,10 +33,17 @@ const struct request_limits fuzz_limits = {
 void fuzz_init(void)
 {
     static bool done;
-    char err[256];
+    char err[512];
     if (done)
         return;
     attn_blas_single_thread(); /* as the server's main() does */
+    static const struct options_list specs = {
+        .item = {"f32=tests/models/f32", "bf16=tests/models/bf16_legacy"},
+        .count = 2};
+    if (!models_load(&fuzz_models, &specs, err, sizeof err)) {
+        fprintf(stderr, "fuzz: %s (run from the repository's root)\n", err);
+        abort();
+    }
     if (heatmap_font_init(FONT_PATH, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "fuzz: %s\n", err);
         abort();
@@ -153,8 +166,43 @@ static void drain_json(struct response_stream *s)
     free(all);
 }
 
+/* A request on a model: the encoder, then its PNG or JSON. */
+static void run_model(struct request *req)
+{
+    struct bert_result res;
+    struct problem pb;
+    memset(&pb, 0, sizeof pb);
+    if (!attend_model_run(req, 1, NULL, &res, &pb)) {
+        fuzz_check_problem(&pb);
+        request_free(req);
+        return;
+    }
+    if (req->png.wanted) {
+        unsigned char *png = NULL;
+        size_t len = 0;
+        if (render_model_png(req, &res, MAX_PIXELS, &png, &len, &pb)) {
+            if (len < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8))
+                abort();
+            free(png);
+        } else {
+            fuzz_check_problem(&pb);
+        }
+    } else {
+        struct response_stream *s = response_stream_new_model(req, NULL, &res);
+        if (s)
+            drain_json(s);
+        response_stream_free(s);
+    }
+    bert_result_free(&res);
+    request_free(req);
+}
+
 void fuzz_pipeline_run(struct request *req)
 {
+    if (req->model.entry) {
+        run_model(req);
+        return;
+    }
     struct attn_result res;
     struct problem pb;
     memset(&pb, 0, sizeof pb);

@@ -80,6 +80,7 @@ bool server_start_capped(struct server *s, const char *const *extra_args,
 {
     static int serial;
     memset(s, 0, sizeof *s);
+    s->start_exit = -1;
     const char *bin = getenv("ATTND_BIN") ? getenv("ATTND_BIN") : "build/attnd";
     snprintf(s->log_path, sizeof s->log_path, "/tmp/attnd-test-%d-%d.log",
              (int)getpid(), serial++);
@@ -118,6 +119,8 @@ bool server_start_capped(struct server *s, const char *const *extra_args,
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
+            if (WIFEXITED(status))
+                s->start_exit = WEXITSTATUS(status);
             return false; /* exited during start-up */
         }
         if (!s->port)

@@ -11,6 +11,8 @@
 
 struct server {
     pid_t pid;
+    int start_exit; /* its exit status when it stopped during start-up
+                       (server_start() false), else -1 */
     unsigned port;
     char log_path[256];
     char web_root[512];

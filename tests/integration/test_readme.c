@@ -2,7 +2,8 @@
  * test_readme.c - every curl example of README.md, run as written against
  * a real server (only the address changes), so the documentation cannot
  * drift from the service. An example followed by a complete JSON block
- * must print exactly that JSON.
+ * must print exactly that JSON. The server has tests/models/f32 loaded as
+ * "bert", for the examples of "Real models".
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,7 +117,8 @@ static void test_readme_examples(void **state)
     const size_t n = find_examples(readme, ex, 64);
     assert_true(n >= 8);
     struct server s;
-    assert_true(server_start(&s, NULL));
+    assert_true(server_start(
+        &s, (const char *const[]){"--model", "bert=tests/models/f32", NULL}));
     char url[64], dir[] = "/tmp/attnd-readme-XXXXXX";
     snprintf(url, sizeof url, "http://127.0.0.1:%u", s.port);
     assert_non_null(mkdtemp(dir));

@@ -111,6 +111,12 @@ static void check_schema(const struct request_field *f, const cJSON *s,
                      where, f->default_json);
         cJSON_Delete(want);
     }
+    const cJSON *with_model = cJSON_GetObjectItem(s, "x-with-model");
+    if (!with_model ||
+        strcmp(with_model->valuestring, request_field_models_name(f->models)))
+        fail_msg("%s (%s): x-with-model is %s, the table says %s", f->name,
+                 where, with_model ? with_model->valuestring : "(none)",
+                 request_field_models_name(f->models));
     if (f->kind == FIELD_SIZE) {
         const cJSON *lo = cJSON_GetObjectItem(s, "minimum");
         const cJSON *hi = cJSON_GetObjectItem(s, "maximum");
@@ -182,9 +188,12 @@ static void test_config_echo_is_documented(void **state)
 {
     (void)state;
     const cJSON *props = at(schema("Config"), "properties");
-    /* the shape, and what the mask row and the shape write besides */
-    const char *shape[] = {"batch",     "tokens", "context_tokens",
-                           "d_context", "keys",   "mask_form"};
+    /* the shape, and what the mask row, the shape and the model row
+     * write besides */
+    const char *shape[] = {"batch",         "tokens",    "context_tokens",
+                           "d_context",     "keys",      "mask_form",
+                           "layers",        "hidden",    "intermediate",
+                           "max_positions", "activation"};
     size_t echoed = sizeof shape / sizeof shape[0];
     for (size_t i = 0; i < echoed; i++)
         at(props, shape[i]);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "models.h"
 #include "request.h"
 #include "request_fields.h"
 
@@ -20,8 +21,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct request_limits lim = {
+/* tests/models/f32 loaded as "f32", for the fields only a model takes */
+static struct models models;
+static struct request_limits lim = {
     .max_tokens = 64, .max_dim = 256, .max_heads = 16, .max_output = 1 << 20};
+
+static int load_models(void **state)
+{
+    (void)state;
+    static struct options_list specs = {.item = {"f32=tests/models/f32"},
+                                        .count = 1};
+    char err[512];
+    if (!models_load(&models, &specs, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    lim.models = &models;
+    return 0;
+}
+
+static int free_models(void **state)
+{
+    (void)state;
+    models_free(&models);
+    return 0;
+}
 
 /* Decode body; *pb says why not. The caller frees req. */
 static bool decode(struct request *req, const char *body, struct problem *pb)
@@ -121,17 +145,21 @@ static void test_table_is_consistent(void **state)
 static void test_defaults_are_what_the_echo_shows(void **state)
 {
     (void)state;
-    struct request req;
+    struct request req, on_model;
     struct problem pb;
     assert_true(decode(&req, "{\"sentence\":\"the cat sat\"}", &pb));
-    cJSON *echo = echo_of(&req);
+    assert_true(
+        decode(&on_model, "{\"model\":\"f32\",\"sentence\":\"the cat\"}", &pb));
+    cJSON *echo = echo_of(&req), *model_echo = echo_of(&on_model);
     int checked = 0;
     for (size_t i = 0; i < request_field_count; i++) {
         const struct request_field *f = &request_fields[i];
         if (!f->echo || !f->default_json)
             continue;
         cJSON *want = cJSON_Parse(f->default_json);
-        const cJSON *got = cJSON_GetObjectItemCaseSensitive(echo, f->name);
+        /* what only a model takes is echoed only with one */
+        const cJSON *got = cJSON_GetObjectItemCaseSensitive(
+            f->models == MODELS_REQUIRED ? model_echo : echo, f->name);
         if (!got || !cJSON_Compare(want, got, true)) {
             char *shown = got ? cJSON_PrintUnformatted(got) : NULL;
             fail_msg("%s echoes %s; the table says %s", f->name,
@@ -146,8 +174,58 @@ static void test_defaults_are_what_the_echo_shows(void **state)
     assert_int_equal(cJSON_GetObjectItem(echo, "d_k")->valueint, 8);
     assert_string_equal(cJSON_GetObjectItem(echo, "precision")->valuestring,
                         "shortest");
+    /* a model's echo: its sizes, and none of the random mode's options */
+    assert_int_equal(cJSON_GetObjectItem(model_echo, "layers")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(model_echo, "tokens")->valueint, 4);
+    assert_null(cJSON_GetObjectItem(model_echo, "d_model"));
+    assert_null(cJSON_GetObjectItem(echo, "layer"));
+    cJSON_Delete(model_echo);
     cJSON_Delete(echo);
+    request_free(&on_model);
     request_free(&req);
+}
+
+/* What only a model takes, through the body and the URL alike, on top of
+ * "model": "f32" and a sentence. */
+static const struct {
+    const char *name, *json, *query;
+} model_samples[] = {
+    {"sentence_b", "\"a dog\"", "a dog"},
+    {"layer", "1", "1"},
+};
+
+static void test_model_json_and_query_agree(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof model_samples / sizeof model_samples[0];
+         k++) {
+        char body[256], query[256];
+        snprintf(body, sizeof body,
+                 "{\"model\":\"f32\",\"sentence\":\"a b\",\"%s\":%s}",
+                 model_samples[k].name, model_samples[k].json);
+        snprintf(query, sizeof query, "model=f32&sentence=a b&%s=%s",
+                 model_samples[k].name, model_samples[k].query);
+        struct request a, b, d;
+        struct problem pa, pq, pd;
+        if (!decode(&a, body, &pa) || !decode_query(&b, query, &pq))
+            fail_msg("%s: %s / %s", model_samples[k].name, pa.detail,
+                     pq.detail);
+        assert_true(
+            decode(&d, "{\"model\":\"f32\",\"sentence\":\"a b\"}", &pd));
+        cJSON *ea = echo_of(&a), *eq = echo_of(&b), *ed = echo_of(&d);
+        if (!cJSON_Compare(ea, eq, true))
+            fail_msg("%s: the body and the URL give different configs",
+                     model_samples[k].name);
+        if (cJSON_Compare(cJSON_GetObjectItem(ea, model_samples[k].name),
+                          cJSON_GetObjectItem(ed, model_samples[k].name), true))
+            fail_msg("%s: the echo shows the default", model_samples[k].name);
+        cJSON_Delete(ea);
+        cJSON_Delete(eq);
+        cJSON_Delete(ed);
+        request_free(&a);
+        request_free(&b);
+        request_free(&d);
+    }
 }
 
 /* Every scalar field that GET takes: a value other than its default, the
@@ -187,9 +265,13 @@ static void test_every_query_field_is_sampled(void **state)
         if (!(f->where & FIELD_IN_QUERY) || f->kind == FIELD_PNG ||
             f->kind == FIELD_INPUT || f->kind == FIELD_CONTEXT)
             continue;
-        bool found = false;
+        /* "model" is the base of every model sample */
+        bool found = !strcmp(f->name, "model");
         for (size_t k = 0; k < sizeof samples / sizeof samples[0]; k++)
             found = found || !strcmp(samples[k].name, f->name);
+        for (size_t k = 0; k < sizeof model_samples / sizeof model_samples[0];
+             k++)
+            found = found || !strcmp(model_samples[k].name, f->name);
         if (!found)
             fail_msg("no sample for %s", f->name);
     }
@@ -694,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_defaults_are_what_the_echo_shows),
         cmocka_unit_test(test_every_query_field_is_sampled),
         cmocka_unit_test(test_json_and_query_agree),
+        cmocka_unit_test(test_model_json_and_query_agree),
         cmocka_unit_test(test_refusals_point_at_the_field),
         cmocka_unit_test(test_core_fields_map_to_pointers),
         cmocka_unit_test(test_inputs),
@@ -707,5 +790,6 @@ int main(void)
         cmocka_unit_test(test_png_options),
         cmocka_unit_test(test_fields_document),
     };
-    return cmocka_run_group_tests_name("request", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("request", tests, load_models,
+                                       free_models);
 }

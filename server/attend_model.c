@@ -1,0 +1,27 @@
+/*
+ * attend_model.c - the compute step of a request on a loaded model: the
+ * encoder's forward pass over the request's wordpieces, through the same
+ * thread count and cancel flag as every other computation.
+ */
+#include "attend.h"
+#include "models.h"
+
+#include <string.h>
+
+bool attend_model_run(struct request *req, unsigned threads,
+                      const atomic_bool *cancel, struct bert_result *res,
+                      struct problem *pb)
+{
+    memset(res, 0, sizeof *res);
+    if (!req->compute) /* "return": [] asks for tokens and config only */
+        return true;
+    struct bert_run *run = &req->model.run;
+    run->threads = threads;
+    run->cancel = cancel;
+    struct attn_error err;
+    const attn_status st =
+        bert_forward(&req->model.entry->model->bert, run, res, &err);
+    if (st != ATTN_OK)
+        return problem_from_core(pb, st, &err, "");
+    return true;
+}

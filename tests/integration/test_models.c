@@ -1,0 +1,1087 @@
+/*
+ * test_models.c - the server with loaded checkpoints (--model NAME=DIR,
+ * ATTND_MODELS), against the real binary on a loopback port: answers over
+ * HTTP against the float64 goldens of tests/models/ (tokens, type ids,
+ * every layer's weights, one layer's, mean weights, hidden states,
+ * rollout), GET /models, every refusal, the PNG views decoded with libpng,
+ * start-up failures (exit 2 with one line), the per-model metrics, and on
+ * a random checkpoint of bert-base's sizes written here at run time the
+ * largest request the limits allow and the peak resident memory.
+ *
+ * Tolerances as test_bert.c (float32 against float64): weights, mean
+ * weights and rollout within 2e-5 absolute; hidden states within 1e-4 +
+ * 1e-4 * |reference|. The server writes float32 values in their shortest
+ * round-trip form, so the JSON adds no error.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#include <cJSON.h>
+#include <curl/curl.h>
+#include <math.h>
+#include <png.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* gcc says so by a macro, clang by a feature */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+#define WEIGHT_TOL 2e-5
+#define HIDDEN_ATOL 1e-4
+#define HIDDEN_RTOL 1e-4
+
+static struct server srv;  /* f32, bf16_legacy and a one-type model */
+static char tmp_root[256]; /* this run's checkpoints, removed at the end */
+static char one_type_dir[300];
+
+/* ------------------------------------------------------------ helpers */
+
+static cJSON *parse_reply(const struct reply *r)
+{
+    cJSON *j = cJSON_ParseWithLength(r->body, r->len);
+    if (!j)
+        fail_msg("the answer is not JSON: %.200s", r->body);
+    return j;
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v)
+        fail_msg("no \"%s\" in %.300s", key, cJSON_PrintUnformatted(o));
+    return v;
+}
+
+/* A nested array of numbers, flattened in row-major order; its shape. */
+static size_t flatten(const cJSON *v, double *out, size_t at, size_t *dims,
+                      int depth, int *rank)
+{
+    if (cJSON_IsNumber(v)) {
+        out[at] = v->valuedouble;
+        if (*rank < depth)
+            *rank = depth;
+        return at + 1;
+    }
+    dims[depth] = (size_t)cJSON_GetArraySize(v);
+    const cJSON *item;
+    cJSON_ArrayForEach(item, v) at =
+        flatten(item, out, at, dims, depth + 1, rank);
+    return at;
+}
+
+/* Array key of the answer j against want[count] (a golden's flat array),
+ * with its shape dims[rank]. */
+static void check_array(const cJSON *j, const char *key, const double *want,
+                        size_t count, const size_t *dims, int rank, bool hidden)
+{
+    const cJSON *v = get(j, key);
+    double *got = calloc(count + 1, sizeof *got);
+    size_t shape[8] = {0};
+    int got_rank = 0;
+    const size_t n = flatten(v, got, 0, shape, 0, &got_rank);
+    assert_int_equal(n, count);
+    assert_int_equal(got_rank, rank);
+    for (int k = 0; k < rank; k++)
+        if (shape[k] != dims[k])
+            fail_msg("%s: dimension %d is %zu, expected %zu", key, k, shape[k],
+                     dims[k]);
+    double worst = 0;
+    for (size_t i = 0; i < count; i++) {
+        const double tol =
+            hidden ? HIDDEN_ATOL + HIDDEN_RTOL * fabs(want[i]) : WEIGHT_TOL;
+        const double r = fabs(got[i] - want[i]) / tol;
+        if (!(r <= worst))
+            worst = r;
+    }
+    if (!(worst <= 1.0))
+        fail_msg("%s: %.3g of the tolerance", key, worst);
+    free(got);
+}
+
+static double *numbers_of(const cJSON *arr, size_t *count)
+{
+    *count = (size_t)cJSON_GetArraySize(arr);
+    double *v = malloc((*count + 1) * sizeof *v);
+    size_t i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) v[i++] = x->valuedouble;
+    return v;
+}
+
+static cJSON *load_golden(const char *variant)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
+    size_t len;
+    char *text = read_file(path, &len);
+    assert_non_null(text);
+    cJSON *g = cJSON_ParseWithLength(text, len);
+    free(text);
+    assert_non_null(g);
+    return g;
+}
+
+/* POST body; the status must be want; the JSON answer (the caller
+ * deletes it). */
+static cJSON *post_expect(const struct server *s, const char *body, long want)
+{
+    struct reply r;
+    assert_true(post_json(s, "/attention", body, &r));
+    if (r.status != want)
+        fail_msg("%.200s: %ld, expected %ld: %.400s", body, r.status, want,
+                 r.body);
+    cJSON *j = parse_reply(&r);
+    reply_free(&r);
+    return j;
+}
+
+/* A 422 whose pointer is pointer and whose detail has each of words. */
+static void refused(const struct server *s, const char *body,
+                    const char *pointer, const char *const *words)
+{
+    cJSON *j = post_expect(s, body, 422);
+    const char *got = get(j, "pointer")->valuestring;
+    if (strcmp(got, pointer))
+        fail_msg("%.200s: pointer %s, expected %s", body, got, pointer);
+    const char *detail = get(j, "detail")->valuestring;
+    for (size_t i = 0; words && words[i]; i++)
+        if (!strstr(detail, words[i]))
+            fail_msg("%.200s: the detail \"%s\" lacks \"%s\"", body, detail,
+                     words[i]);
+    cJSON_Delete(j);
+}
+
+/* ------------------------------------------- random checkpoints in C */
+
+struct ckpt {
+    size_t layers, hidden, heads, intermediate, vocab, positions, types;
+};
+
+/* xorshift64*: values in [-scale, scale) */
+static float draw(uint64_t *s, float scale)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    const uint64_t x = *s * 0x2545F4914F6CDD1Dull;
+    return scale * ((float)(x >> 40) / (float)(1u << 23) - 1.0f);
+}
+
+struct tensor {
+    char name[96];
+    size_t rows, cols; /* cols 0: a vector of rows */
+    float base, scale; /* values base + [-scale, scale) */
+};
+
+static size_t tensor_list(const struct ckpt *c, struct tensor *t)
+{
+    const size_t H = c->hidden, I = c->intermediate;
+    size_t n = 0;
+#define ADD(r, cl, b, sc, ...)                                                 \
+    do {                                                                       \
+        snprintf(t[n].name, sizeof t[n].name, __VA_ARGS__);                    \
+        t[n].rows = (r);                                                       \
+        t[n].cols = (cl);                                                      \
+        t[n].base = (b);                                                       \
+        t[n].scale = (sc);                                                     \
+        n++;                                                                   \
+    } while (0)
+    ADD(c->vocab, H, 0, 0.05f, "embeddings.word_embeddings.weight");
+    ADD(c->positions, H, 0, 0.05f, "embeddings.position_embeddings.weight");
+    ADD(c->types, H, 0, 0.05f, "embeddings.token_type_embeddings.weight");
+    ADD(H, 0, 1, 0.05f, "embeddings.LayerNorm.weight");
+    ADD(H, 0, 0, 0.05f, "embeddings.LayerNorm.bias");
+    static const char *const attn[] = {
+        "attention.self.query", "attention.self.key", "attention.self.value",
+        "attention.output.dense"};
+    for (size_t l = 0; l < c->layers; l++) {
+        for (int k = 0; k < 4; k++) {
+            ADD(H, H, 0, 0.06f, "encoder.layer.%zu.%s.weight", l, attn[k]);
+            ADD(H, 0, 0, 0.02f, "encoder.layer.%zu.%s.bias", l, attn[k]);
+        }
+        ADD(H, 0, 1, 0.05f,
+            "encoder.layer.%zu.attention.output.LayerNorm.weight", l);
+        ADD(H, 0, 0, 0.05f, "encoder.layer.%zu.attention.output.LayerNorm.bias",
+            l);
+        ADD(I, H, 0, 0.04f, "encoder.layer.%zu.intermediate.dense.weight", l);
+        ADD(I, 0, 0, 0.02f, "encoder.layer.%zu.intermediate.dense.bias", l);
+        ADD(H, I, 0, 0.02f, "encoder.layer.%zu.output.dense.weight", l);
+        ADD(H, 0, 0, 0.02f, "encoder.layer.%zu.output.dense.bias", l);
+        ADD(H, 0, 1, 0.05f, "encoder.layer.%zu.output.LayerNorm.weight", l);
+        ADD(H, 0, 0, 0.05f, "encoder.layer.%zu.output.LayerNorm.bias", l);
+    }
+#undef ADD
+    return n;
+}
+
+/* The i-th word of a generated vocabulary: the special tokens, then
+ * "w0", "w1", ... (a sentence of them is one wordpiece a word). */
+static void vocab_word(size_t i, char *out, size_t len)
+{
+    static const char *const special[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                          "[MASK]"};
+    if (i < 5)
+        snprintf(out, len, "%s", special[i]);
+    else
+        snprintf(out, len, "w%zu", i - 5);
+}
+
+/* Write a random F32 checkpoint of sizes c into dir (created), in the
+ * Hub's layout: config.json, vocab.txt, model.safetensors. Returns the
+ * bytes of its tensors. */
+static size_t write_checkpoint(const char *dir, const struct ckpt *c,
+                               uint64_t seed)
+{
+    char path[512];
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "{\"architectures\":[\"BertModel\"],\"model_type\":\"bert\","
+            "\"hidden_act\":\"gelu\",\"hidden_size\":%zu,"
+            "\"num_hidden_layers\":%zu,\"num_attention_heads\":%zu,"
+            "\"intermediate_size\":%zu,\"vocab_size\":%zu,"
+            "\"max_position_embeddings\":%zu,\"type_vocab_size\":%zu,"
+            "\"layer_norm_eps\":1e-12}\n",
+            c->hidden, c->layers, c->heads, c->intermediate, c->vocab,
+            c->positions, c->types);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/vocab.txt", dir);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    for (size_t i = 0; i < c->vocab; i++) {
+        char w[32];
+        vocab_word(i, w, sizeof w);
+        fprintf(f, "%s\n", w);
+    }
+    fclose(f);
+
+    struct tensor *t = calloc(16 * c->layers + 8, sizeof *t);
+    const size_t n = tensor_list(c, t);
+    char *header = malloc(256 * n + 64);
+    size_t hlen = 0, offset = 0;
+    header[hlen++] = '{';
+    for (size_t i = 0; i < n; i++) {
+        const size_t count = t[i].rows * (t[i].cols ? t[i].cols : 1);
+        char shape[64];
+        if (t[i].cols)
+            snprintf(shape, sizeof shape, "[%zu,%zu]", t[i].rows, t[i].cols);
+        else
+            snprintf(shape, sizeof shape, "[%zu]", t[i].rows);
+        hlen += (size_t)snprintf(
+            header + hlen, 256,
+            "%s\"%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%zu,"
+            "%zu]}",
+            i ? "," : "", t[i].name, shape, offset, offset + 4 * count);
+        offset += 4 * count;
+    }
+    header[hlen++] = '}';
+    while (hlen % 8) /* the data 8-aligned, as the format advises */
+        header[hlen++] = ' ';
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    const uint64_t le = hlen; /* little-endian hosts only, as attnd */
+    fwrite(&le, 8, 1, f);
+    fwrite(header, 1, hlen, f);
+    enum { CHUNK = 1 << 16 };
+    float *buf = malloc(CHUNK * sizeof *buf);
+    uint64_t state = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        size_t left = t[i].rows * (t[i].cols ? t[i].cols : 1);
+        while (left) {
+            const size_t k = left < CHUNK ? left : CHUNK;
+            for (size_t e = 0; e < k; e++)
+                buf[e] = t[i].base + draw(&state, t[i].scale);
+            assert_int_equal(fwrite(buf, sizeof *buf, k, f), k);
+            left -= k;
+        }
+    }
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+    free(header);
+    free(t);
+    return offset;
+}
+
+/* A sentence of words w0 w1 ... of count wordpieces, [CLS] and [SEP]
+ * included, as a JSON body with extra fields. */
+static char *words_body(size_t wordpieces, const char *model, const char *extra)
+{
+    const size_t words = wordpieces - 2;
+    const size_t cap = words * 8 + 512;
+    char *b = malloc(cap);
+    size_t n =
+        (size_t)snprintf(b, cap, "{\"model\":\"%s\",\"sentence\":\"", model);
+    for (size_t i = 0; i < words; i++)
+        n += (size_t)snprintf(b + n, cap - n, "%sw%zu", i ? " " : "", i % 997);
+    snprintf(b + n, cap - n, "\"%s%s}", extra ? "," : "", extra ? extra : "");
+    return b;
+}
+
+static void remove_tree(const char *dir)
+{
+    static const char *const files[] = {"config.json", "vocab.txt",
+                                        "model.safetensors",
+                                        "tokenizer_config.json"};
+    char path[1024];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* Bytes of a /proc/PID/status field such as "VmHWM:", or 0. */
+static size_t status_bytes(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field)))
+            kib = strtoull(line + strlen(field), NULL, 10);
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+/* ------------------------------------------------------- setup */
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/attnd-models-%d", (int)getpid());
+    if (mkdir(tmp_root, 0700))
+        return -1;
+    snprintf(one_type_dir, sizeof one_type_dir, "%s/one_type", tmp_root);
+    const struct ckpt one = {.layers = 1,
+                             .hidden = 16,
+                             .heads = 2,
+                             .intermediate = 32,
+                             .vocab = 64,
+                             .positions = 16,
+                             .types = 1};
+    write_checkpoint(one_type_dir, &one, 7);
+    char spec[400];
+    snprintf(spec, sizeof spec, "one=%s", one_type_dir);
+    const char *args[] = {"--model", "f32=tests/models/f32",
+                          "--model", "bf16=tests/models/bf16_legacy",
+                          "--model", spec,
+                          NULL};
+    return server_start(&srv, args) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    const int rc = server_stop(&srv, 10.0);
+    remove_tree(one_type_dir);
+    rmdir(tmp_root);
+    return rc == 0 ? 0 : -1;
+}
+
+/* -------------------------------------------------- the goldens */
+
+/* Every case of variant's golden through model name: tokens, type ids,
+ * every layer's weights, mean weights, hidden states and rollout; then
+ * each layer alone. */
+static void check_golden(const char *variant, const char *name)
+{
+    cJSON *g = load_golden(variant);
+    const size_t L = (size_t)get(g, "layers")->valuedouble;
+    const size_t Hd = (size_t)get(g, "heads")->valuedouble;
+    const size_t W = (size_t)get(g, "hidden")->valuedouble;
+    const cJSON *c;
+    size_t cases = 0;
+    cJSON_ArrayForEach(c, get(g, "cases"))
+    {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "model", name);
+        cJSON_AddItemToObject(body, "sentence",
+                              cJSON_Duplicate(get(c, "sentence"), 1));
+        const cJSON *b = get(c, "sentence_b");
+        if (!cJSON_IsNull(b))
+            cJSON_AddItemToObject(body, "sentence_b", cJSON_Duplicate(b, 1));
+        cJSON *ret = cJSON_CreateArray();
+        const char *names[] = {"weights", "mean_weights", "hidden_states",
+                               "rollout"};
+        for (int k = 0; k < 4; k++)
+            cJSON_AddItemToArray(ret, cJSON_CreateString(names[k]));
+        cJSON_AddItemToObject(body, "return", ret);
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON *j = post_expect(&srv, text, 200);
+
+        /* the wordpieces and their types */
+        assert_string_equal(get(j, "model")->valuestring, name);
+        const cJSON *want_tokens = get(c, "tokens");
+        const size_t n = (size_t)cJSON_GetArraySize(want_tokens);
+        assert_true(cJSON_Compare(get(j, "tokens"), want_tokens, true));
+        assert_true(
+            cJSON_Compare(get(j, "token_type_ids"), get(c, "type_ids"), true));
+        const cJSON *cfg = get(j, "config");
+        assert_int_equal((size_t)get(cfg, "layers")->valuedouble, L);
+        assert_int_equal((size_t)get(cfg, "heads")->valuedouble, Hd);
+        assert_int_equal((size_t)get(cfg, "hidden")->valuedouble, W);
+        assert_int_equal((size_t)get(cfg, "tokens")->valuedouble, n);
+        assert_string_equal(get(cfg, "layer")->valuestring, "all");
+
+        size_t count;
+        double *att = numbers_of(get(c, "attentions"), &count);
+        const size_t dims4[4] = {L, Hd, n, n};
+        check_array(j, "weights", att, count, dims4, 4, false);
+        /* the mean over heads, of the golden's weights */
+        double *mean = calloc(L * n * n, sizeof *mean);
+        for (size_t l = 0; l < L; l++)
+            for (size_t h = 0; h < Hd; h++)
+                for (size_t e = 0; e < n * n; e++)
+                    mean[l * n * n + e] +=
+                        att[(l * Hd + h) * n * n + e] / (double)Hd;
+        const size_t dims3[3] = {L, n, n};
+        check_array(j, "mean_weights", mean, L * n * n, dims3, 3, false);
+        size_t hcount;
+        double *hs = numbers_of(get(c, "hidden_states"), &hcount);
+        const size_t hdims[3] = {L + 1, n, W};
+        check_array(j, "hidden_states", hs, hcount, hdims, 3, true);
+        size_t rcount;
+        double *roll = numbers_of(get(c, "rollout"), &rcount);
+        const size_t rdims[2] = {n, n};
+        check_array(j, "rollout", roll, rcount, rdims, 2, false);
+        cJSON_Delete(j);
+
+        /* each layer alone: [heads][N][N] and [N][N] */
+        for (size_t l = 0; l < L; l++) {
+            cJSON_DeleteItemFromObject(body, "layer");
+            cJSON_AddNumberToObject(body, "layer", (double)l);
+            cJSON_DeleteItemFromObject(body, "return");
+            cJSON *r2 = cJSON_AddArrayToObject(body, "return");
+            cJSON_AddItemToArray(r2, cJSON_CreateString("weights"));
+            cJSON_AddItemToArray(r2, cJSON_CreateString("mean_weights"));
+            char *one = cJSON_PrintUnformatted(body);
+            cJSON *k = post_expect(&srv, one, 200);
+            const size_t d3[3] = {Hd, n, n};
+            check_array(k, "weights", att + l * Hd * n * n, Hd * n * n, d3, 3,
+                        false);
+            check_array(k, "mean_weights", mean + l * n * n, n * n, d3 + 1, 2,
+                        false);
+            assert_int_equal(
+                (size_t)get(get(k, "config"), "layer")->valuedouble, l);
+            assert_null(cJSON_GetObjectItem(k, "hidden_states"));
+            cJSON_Delete(k);
+            free(one);
+        }
+        free(att);
+        free(mean);
+        free(hs);
+        free(roll);
+        free(text);
+        cJSON_Delete(body);
+        cases++;
+    }
+    assert_true(cases >= 3);
+    cJSON_Delete(g);
+}
+
+static void test_golden_f32(void **state)
+{
+    (void)state;
+    check_golden("f32", "f32");
+}
+
+static void test_golden_bf16_legacy(void **state)
+{
+    (void)state;
+    check_golden("bf16_legacy", "bf16");
+}
+
+/* The default return is the weights of every layer; "return": [] the
+ * tokens and config alone; the GET form gives the same numbers. */
+static void test_defaults_and_get(void **state)
+{
+    (void)state;
+    cJSON *j = post_expect(
+        &srv, "{\"model\":\"f32\",\"sentence\":\"the cat sat\"}", 200);
+    const cJSON *w = get(j, "weights");
+    assert_int_equal(cJSON_GetArraySize(w), 2); /* layers */
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetArrayItem(w, 0)), 4);
+    assert_null(cJSON_GetObjectItem(j, "rollout"));
+    assert_null(cJSON_GetObjectItem(j, "mean_weights"));
+    char *post_text = cJSON_PrintUnformatted(w);
+
+    struct reply r;
+    assert_true(http_call(&srv, "GET",
+                          "/attention?model=f32&sentence=the+cat+sat", NULL, 0,
+                          NULL, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *k = parse_reply(&r);
+    char *get_text = cJSON_PrintUnformatted(get(k, "weights"));
+    assert_string_equal(get_text, post_text);
+    char etag[64];
+    assert_true(reply_header(&r, "ETag", etag, sizeof etag));
+    reply_free(&r);
+    free(get_text);
+    free(post_text);
+    cJSON_Delete(k);
+    cJSON_Delete(j);
+
+    /* layer=all spelled out in a URL, and a layer number */
+    assert_true(http_call(&srv, "GET",
+                          "/attention?model=f32&sentence=a+b&layer=1&return="
+                          "rollout,mean_weights",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    k = parse_reply(&r);
+    assert_int_equal(cJSON_GetArraySize(get(k, "mean_weights")), 4); /* N */
+    assert_non_null(get(k, "rollout"));
+    reply_free(&r);
+    cJSON_Delete(k);
+
+    j = post_expect(&srv,
+                    "{\"model\":\"f32\",\"sentence\":\"the cat\","
+                    "\"sentence_b\":\"sat\",\"return\":[]}",
+                    200);
+    assert_int_equal(cJSON_GetArraySize(get(j, "tokens")), 6);
+    assert_null(cJSON_GetObjectItem(j, "weights"));
+    assert_true(cJSON_IsTrue(get(get(j, "config"), "sentence_b")));
+    cJSON_Delete(j);
+}
+
+static void test_models_listed(void **state)
+{
+    (void)state;
+    struct reply r;
+    assert_true(http_call(&srv, "GET", "/models", NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *j = parse_reply(&r);
+    const cJSON *list = get(j, "models");
+    assert_int_equal(cJSON_GetArraySize(list), 3);
+    const cJSON *m = cJSON_GetArrayItem(list, 0);
+    assert_string_equal(get(m, "name")->valuestring, "f32");
+    assert_int_equal(get(m, "layers")->valueint, 2);
+    assert_int_equal(get(m, "heads")->valueint, 4);
+    assert_int_equal(get(m, "hidden")->valueint, 32);
+    assert_int_equal(get(m, "intermediate")->valueint, 64);
+    assert_int_equal(get(m, "vocab_size")->valueint, 79);
+    assert_int_equal(get(m, "max_positions")->valueint, 40);
+    assert_string_equal(get(m, "activation")->valuestring, "gelu");
+    assert_true(cJSON_IsTrue(get(m, "lowercase")));
+    /* every tensor of the encoder as float32 */
+    const size_t H = 32, I = 64, L = 2;
+    const size_t weights =
+        (79 + 40 + 2) * H + 2 * H +
+        L * (4 * (H * H + H) + 2 * H + I * H + I + H * I + H + 2 * H);
+    assert_int_equal((size_t)get(m, "weight_bytes")->valuedouble, 4 * weights);
+    const cJSON *b = cJSON_GetArrayItem(list, 1);
+    assert_string_equal(get(b, "name")->valuestring, "bf16");
+    assert_false(cJSON_IsTrue(get(b, "lowercase"))); /* cased */
+    assert_int_equal(
+        get(cJSON_GetArrayItem(list, 2), "type_vocab_size")->valueint, 1);
+    reply_free(&r);
+    cJSON_Delete(j);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    refused(&srv, "{\"model\":\"bert\",\"sentence\":\"a\"}", "/model",
+            (const char *[]){"\"bert\"", "not loaded", "\"f32\"", "\"bf16\"",
+                             "\"one\"", NULL});
+    refused(&srv, "{\"model\":3,\"sentence\":\"a\"}", "/model", NULL);
+    /* options the model fixes, each named */
+    const char *fixed[] = {"heads",  "d_model", "mode",
+                           "seed",   "mask",    "positional",
+                           "tokens", "params",  "lowercase"};
+    const char *values[] = {"4",       "32",         "\"basic\"",
+                            "1",       "\"causal\"", "\"rope\"",
+                            "[\"a\"]", "{}",         "false"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        char body[256], pointer[64];
+        snprintf(body, sizeof body,
+                 "{\"model\":\"f32\",\"sentence\":\"a\",\"%s\":%s}", fixed[i],
+                 values[i]);
+        snprintf(pointer, sizeof pointer, "/%s", fixed[i]);
+        refused(&srv, body, pointer,
+                (const char *[]){fixed[i], "conflicts with \"model\"", NULL});
+    }
+    /* without a model, what only a model takes */
+    refused(&srv, "{\"sentence\":\"a\",\"sentence_b\":\"b\"}", "/sentence_b",
+            (const char *[]){"only with \"model\"", NULL});
+    refused(&srv, "{\"sentence\":\"a\",\"layer\":0}", "/layer", NULL);
+    refused(&srv, "{\"sentence\":\"a\",\"return\":[\"rollout\"]}", "/return/0",
+            NULL);
+    /* what a model does not return */
+    refused(&srv,
+            "{\"model\":\"f32\",\"sentence\":\"a\",\"return\":[\"weights\","
+            "\"q\"]}",
+            "/return/1", (const char *[]){"not returned for a model", NULL});
+    refused(&srv, "{\"model\":\"f32\"}", "/sentence", NULL);
+    refused(&srv, "{\"model\":\"f32\",\"sentence\":[1]}", "/sentence", NULL);
+    /* layers count from 0 */
+    refused(&srv, "{\"model\":\"f32\",\"sentence\":\"a\",\"layer\":2}",
+            "/layer", (const char *[]){"0 to 1", NULL});
+    refused(&srv, "{\"model\":\"f32\",\"sentence\":\"a\",\"layer\":-1}",
+            "/layer", NULL);
+    refused(&srv, "{\"model\":\"f32\",\"sentence\":\"a\",\"layer\":\"last\"}",
+            "/layer", NULL);
+    /* longer than max_position_embeddings (40): 39 words + 2 */
+    char *too_long = words_body(41, "f32", NULL);
+    refused(&srv, too_long, "/sentence",
+            (const char *[]){"40", "max_position_embeddings", NULL});
+    free(too_long);
+    char *longest = words_body(40, "f32", NULL);
+    /* f32's vocabulary has no w0...: every word is one [UNK] */
+    cJSON *j = post_expect(&srv, longest, 200);
+    assert_int_equal(cJSON_GetArraySize(get(j, "tokens")), 40);
+    cJSON_Delete(j);
+    free(longest);
+    /* a pair on a model of one token type */
+    refused(&srv,
+            "{\"model\":\"one\",\"sentence\":\"w1\",\"sentence_b\":\"w2\"}",
+            "/sentence_b", (const char *[]){"type_vocab_size 1", NULL});
+    j = post_expect(&srv, "{\"model\":\"one\",\"sentence\":\"w1 w2\"}", 200);
+    cJSON *zeros = cJSON_Parse("[0,0,0,0]");
+    assert_true(cJSON_Compare(get(j, "token_type_ids"), zeros, true));
+    cJSON_Delete(zeros);
+    cJSON_Delete(j);
+    /* the same refusals in a URL point at the parameter */
+    struct reply r;
+    assert_true(http_call(&srv, "GET",
+                          "/attention?model=f32&sentence=a&heads=2", NULL, 0,
+                          NULL, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"/heads\""));
+    reply_free(&r);
+    assert_true(http_call(&srv, "GET",
+                          "/attention?model=f32&sentence=a&format=png&batch=0",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"/batch\""));
+    reply_free(&r);
+    assert_true(http_call(&srv, "GET", "/attention?sentence=a&view=model", NULL,
+                          0, NULL, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"/view\""));
+    reply_free(&r);
+}
+
+/* ---------------------------------------------------------- PNGs */
+
+struct png_read {
+    const unsigned char *data;
+    size_t len, at;
+};
+
+static void png_source(png_structp p, png_bytep out, png_size_t n)
+{
+    struct png_read *r = png_get_io_ptr(p);
+    if (r->at + n > r->len)
+        png_error(p, "truncated");
+    memcpy(out, r->data + r->at, n);
+    r->at += n;
+}
+
+/* Decode a PNG: its size, and the text of chunk key into text. */
+static void png_decode(const struct reply *r, unsigned *w, unsigned *h,
+                       const char *key, char *text, size_t text_len)
+{
+    assert_string_equal(r->content_type, "image/png");
+    png_structp p =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    struct png_read src = {(const unsigned char *)r->body, r->len, 0};
+    if (setjmp(png_jmpbuf(p)))
+        fail_msg("the PNG does not decode");
+    png_set_read_fn(p, &src, png_source);
+    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
+    *w = png_get_image_width(p, info);
+    *h = png_get_image_height(p, info);
+    png_textp texts;
+    int n = 0;
+    png_get_text(p, info, &texts, &n);
+    text[0] = '\0';
+    for (int i = 0; i < n; i++)
+        if (!strcmp(texts[i].key, key))
+            snprintf(text, text_len, "%s", texts[i].text);
+    png_destroy_read_struct(&p, &info, NULL);
+}
+
+static void get_png(const char *path, unsigned *w, unsigned *h, const char *key,
+                    char *text, size_t len)
+{
+    struct reply r;
+    assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
+    if (r.status != 200)
+        fail_msg("%s: %ld %.300s", path, r.status, r.body);
+    png_decode(&r, w, h, key, text, len);
+    reply_free(&r);
+}
+
+static void test_png_views(void **state)
+{
+    (void)state;
+    unsigned w, h;
+    char text[512];
+    /* bare tiles: exactly their cells and gutters. The model view: a row
+     * of heads per layer (2 x 4 tiles of 5 x 5 cells of 3 px, a 3 px
+     * gutter between them) */
+    get_png("/attention?model=f32&sentence=the+cat+sat&format=png&"
+            "labels=false&cell=3",
+            &w, &h, "attnd:view", text, sizeof text);
+    assert_string_equal(text, "model");
+    assert_int_equal(w, 4 * 15 + 3 * 3);
+    assert_int_equal(h, 2 * 15 + 1 * 3);
+    /* one layer's heads: the about-square grid of 4 */
+    get_png("/attention?model=f32&sentence=the+cat+sat&format=png&"
+            "labels=false&cell=3&layer=1&head=all",
+            &w, &h, "attnd:layer", text, sizeof text);
+    assert_string_equal(text, "1");
+    assert_int_equal(w, 2 * 15 + 3);
+    assert_int_equal(h, 2 * 15 + 3);
+    /* one head, the mean, the rollout: one matrix */
+    const char *one[] = {"&layer=0&head=2", "&layer=1&head=mean",
+                         "&view=rollout"};
+    const char *head_text[] = {"2", "mean", "all"};
+    for (int i = 0; i < 3; i++) {
+        char path[256];
+        snprintf(path, sizeof path,
+                 "/attention?model=f32&sentence=the+cat+sat&format=png&"
+                 "labels=false&cell=3%s",
+                 one[i]);
+        get_png(path, &w, &h, "attnd:head", text, sizeof text);
+        assert_string_equal(text, head_text[i]);
+        assert_int_equal(w, 15);
+        assert_int_equal(h, 15);
+    }
+    /* labelled: the tokens and model name in text chunks */
+    get_png("/attention?model=bf16&sentence=Hello+there&sentence_b=Paris&"
+            "format=png&view=rollout",
+            &w, &h, "attnd:tokens", text, sizeof text);
+    assert_non_null(strstr(text, "\"[CLS]\""));
+    assert_non_null(strstr(text, "\"[SEP]\""));
+    assert_true(w > 100 && h > 100);
+    get_png("/attention?model=bf16&sentence=Hello&format=png", &w, &h,
+            "attnd:model", text, sizeof text);
+    assert_string_equal(text, "bf16");
+    /* what an image cannot show */
+    struct reply r;
+    const char *bad[] = {
+        "/attention?model=f32&sentence=a&format=png&view=heads",
+        "/attention?model=f32&sentence=a&format=png&layer=0&head=4",
+        "/attention?model=f32&sentence=a&format=png&view=model&layer=1",
+        "/attention?model=f32&sentence=a&format=png&view=rollout&head=1",
+        "/attention?model=f32&sentence=a&format=png&view=sideways"};
+    const char *pointers[] = {"\"/layer\"", "\"/head\"", "\"/layer\"",
+                              "\"/head\"", "\"/view\""};
+    for (int i = 0; i < 5; i++) {
+        assert_true(http_call(&srv, "GET", bad[i], NULL, 0, NULL, &r));
+        if (r.status != 422 || !strstr(r.body, pointers[i]))
+            fail_msg("%s: %ld %s", bad[i], r.status, r.body);
+        reply_free(&r);
+    }
+}
+
+/* -------------------------------------------------- metrics */
+
+static void test_metrics_per_model(void **state)
+{
+    (void)state;
+    double before = 0, flops_before = 0, after = 0, flops_after = 0;
+    assert_true(metric_read(&srv, "127.0.0.1",
+                            "attnd_model_requests_total{model=\"one\"}",
+                            &before));
+    assert_true(metric_read(&srv, "127.0.0.1",
+                            "attnd_model_flops_total{model=\"one\"}",
+                            &flops_before));
+    cJSON *j =
+        post_expect(&srv, "{\"model\":\"one\",\"sentence\":\"w1\"}", 200);
+    cJSON_Delete(j);
+    assert_true(metric_read(&srv, "127.0.0.1",
+                            "attnd_model_requests_total{model=\"one\"}",
+                            &after));
+    assert_true(metric_read(&srv, "127.0.0.1",
+                            "attnd_model_flops_total{model=\"one\"}",
+                            &flops_after));
+    assert_true(after == before + 1);
+    assert_true(flops_after > flops_before);
+}
+
+/* ------------------------------------------------ start-up */
+
+/* attnd with args stops during start-up with status 2 and one line that
+ * has each of words. */
+static void fails_to_start(const char *const *args, const char *const *words)
+{
+    struct server s;
+    assert_false(server_start(&s, args));
+    assert_int_equal(s.start_exit, 2);
+    size_t len = 0;
+    char *log = read_file(s.log_path, &len);
+    assert_non_null(log);
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += log[i] == '\n';
+    if (lines != 1)
+        fail_msg("%zu lines: %s", lines, log);
+    for (size_t i = 0; words[i]; i++)
+        if (!strstr(log, words[i]))
+            fail_msg("the line \"%s\" lacks \"%s\"", log, words[i]);
+    free(log);
+    unlink(s.log_path);
+}
+
+static void test_startup_failures(void **state)
+{
+    (void)state;
+    fails_to_start((const char *[]){"--model", "x=/nonexistent/dir", NULL},
+                   (const char *[]){"'x'", "/nonexistent/dir", NULL});
+    fails_to_start((const char *[]){"--model", "tests/models/f32", NULL},
+                   (const char *[]){"NAME=DIR", NULL});
+    fails_to_start((const char *[]){"--model", "a=tests/models/f32", "--model",
+                                    "a=tests/models/bf16_legacy", NULL},
+                   (const char *[]){"'a'", "twice", NULL});
+    fails_to_start(
+        (const char *[]){"--model", "bad/name=tests/models/f32", NULL},
+        (const char *[]){"bad/name", NULL});
+    /* a truncated safetensors file: the first model loads, the second
+     * does not, and nothing is served */
+    char dir[400], cmd[1200];
+    snprintf(dir, sizeof dir, "%s/truncated", tmp_root);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(cmd, sizeof cmd,
+             "cp tests/models/f32/config.json tests/models/f32/vocab.txt %s/ "
+             "&& head -c 30000 tests/models/f32/model.safetensors > "
+             "%s/model.safetensors",
+             dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char spec[450];
+    snprintf(spec, sizeof spec, "t=%s", dir);
+    fails_to_start((const char *[]){"--model", "ok=tests/models/f32", "--model",
+                                    spec, NULL},
+                   (const char *[]){"'t'", "model.safetensors", NULL});
+    remove_tree(dir);
+}
+
+static void test_models_from_environment(void **state)
+{
+    (void)state;
+    setenv("ATTND_MODELS", "a=tests/models/f32,b=tests/models/f16_prefixed", 1);
+    struct server s;
+    const bool up = server_start(&s, NULL);
+    unsetenv("ATTND_MODELS");
+    assert_true(up);
+    struct reply r;
+    assert_true(http_call(&s, "GET", "/models", NULL, 0, NULL, &r));
+    cJSON *j = parse_reply(&r);
+    const cJSON *list = get(j, "models");
+    assert_int_equal(cJSON_GetArraySize(list), 2);
+    assert_string_equal(get(cJSON_GetArrayItem(list, 1), "name")->valuestring,
+                        "b");
+    assert_int_equal(get(cJSON_GetArrayItem(list, 1), "layers")->valueint, 3);
+    reply_free(&r);
+    cJSON_Delete(j);
+    cJSON *k =
+        post_expect(&s, "{\"model\":\"b\",\"sentence\":\"the cat\"}", 200);
+    cJSON_Delete(k);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+    /* the flag wins over the variable */
+    setenv("ATTND_MODELS", "a=/nonexistent", 1);
+    const bool flag = server_start(
+        &s, (const char *[]){"--model", "c=tests/models/f32", NULL});
+    unsetenv("ATTND_MODELS");
+    assert_true(flag);
+    assert_true(http_call(&s, "GET", "/models", NULL, 0, NULL, &r));
+    assert_non_null(strstr(r.body, "\"c\""));
+    assert_null(strstr(r.body, "\"a\""));
+    reply_free(&r);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
+/* ---------------------------------------------- bert-base's size */
+
+struct slow_call {
+    const struct server *s;
+    const char *body;
+    struct reply r;
+    bool ok;
+};
+
+static void *post_slow(void *arg)
+{
+    struct slow_call *c = arg;
+    c->ok = post_json(c->s, "/attention", c->body, &c->r);
+    return NULL;
+}
+
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/*
+ * A random checkpoint of bert-base's sizes (12 layers, hidden 768, 12
+ * heads, 3072, 30522 tokens, 512 positions; 436 MB of F32), written here.
+ * With a memory budget of 256 MiB: one 128-token request's peak resident
+ * memory stays under the weights + 64 MiB; the largest request the limits
+ * allow (512 wordpieces, every layer's weights, the hidden states and the
+ * rollout) is answered within the budget; one more wordpiece is refused
+ * naming the limit; a budget too small for it refuses it for its size.
+ */
+static void test_bert_base_size(void **state)
+{
+    (void)state;
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/base", tmp_root);
+    const struct ckpt base = {.layers = 12,
+                              .hidden = 768,
+                              .heads = 12,
+                              .intermediate = 3072,
+                              .vocab = 30522,
+                              .positions = 512,
+                              .types = 2};
+    const size_t weights = write_checkpoint(dir, &base, 20261122);
+    char spec[450];
+    snprintf(spec, sizeof spec, "base=%s", dir);
+    const size_t budget = (size_t)256 << 20;
+    struct server s;
+    const char *args[] = {
+        "--model", spec, "--max-memory", "268435456", "--threads", "1", NULL};
+    assert_true(server_start(&s, args));
+
+    /* one 128-token request */
+    char *body = words_body(128, "base", NULL);
+    cJSON *j = post_expect(&s, body, 200);
+    assert_int_equal(cJSON_GetArraySize(get(j, "tokens")), 128);
+    const cJSON *w = get(j, "weights");
+    assert_int_equal(cJSON_GetArraySize(w), 12);
+    cJSON_Delete(j);
+    free(body);
+    const size_t peak128 = status_bytes(s.pid, "VmHWM:");
+    print_message("bert-base sizes: %zu MiB of float32 weights; peak RSS "
+                  "serving one 128-token request %zu MiB (the limit: weights "
+                  "+ 64 MiB = %zu MiB)\n",
+                  weights >> 20, peak128 >> 20,
+                  (weights + ((size_t)64 << 20)) >> 20);
+    if (!UNDER_ASAN)
+        assert_true(peak128 < weights + ((size_t)64 << 20));
+
+    /* the largest the limits allow: 512 positions, everything returned */
+    body = words_body(512, "base",
+                      "\"return\":[\"weights\",\"mean_weights\","
+                      "\"hidden_states\",\"rollout\"],\"precision\":2");
+    struct reply r;
+    assert_true(post_json(&s, "/attention", body, &r));
+    if (r.status != 200)
+        fail_msg("512 wordpieces: %ld %.300s", r.status, r.body);
+    /* [12][12][512][512] weights in the text */
+    assert_true(r.len > (size_t)12 * 12 * 512 * 512 * 2);
+    /* the rollout, 512 x 512 at 2 digits, ends the text */
+    assert_non_null(strstr(r.body + r.len - ((size_t)4 << 20), "\"rollout\""));
+    assert_non_null(strstr(r.body, "\"hidden_states\""));
+    reply_free(&r);
+    free(body);
+    const size_t peak = status_bytes(s.pid, "VmHWM:");
+    print_message("the largest request: peak RSS %zu MiB (weights %zu + "
+                  "budget %zu MiB)\n",
+                  peak >> 20, weights >> 20, budget >> 20);
+    if (!UNDER_ASAN)
+        assert_true(peak < weights + budget + ((size_t)64 << 20));
+    double reserved = -1;
+    assert_true(
+        metric_read(&s, "127.0.0.1", "attnd_memory_reserved_bytes", &reserved));
+    assert_true(reserved == 0);
+    /* one wordpiece more */
+    body = words_body(513, "base", NULL);
+    refused(&s, body, "/sentence",
+            (const char *[]){"512", "max_position_embeddings", NULL});
+    free(body);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+
+    /* a budget of 64 MiB cannot hold every layer's weights of 512; no
+     * grace on SIGTERM: computations in flight are cancelled */
+    const char *small[] = {
+        "--model", spec, "--max-memory", "67108864", "--drain-seconds",
+        "0",       NULL};
+    assert_true(server_start(&s, small));
+    body = words_body(512, "base", NULL);
+    cJSON *k = post_expect(&s, body, 422);
+    assert_non_null(strstr(get(k, "detail")->valuestring, "memory"));
+    cJSON_Delete(k);
+    free(body);
+    /* and one layer of it fits */
+    body = words_body(512, "base", "\"layer\":11");
+    k = post_expect(&s, body, 200);
+    assert_int_equal(cJSON_GetArraySize(get(k, "weights")), 12); /* heads */
+    cJSON_Delete(k);
+
+    /* SIGTERM while it computes (about 2 s on one core): the encoder is
+     * cancelled between units of work, the client told so, and the
+     * server exits 0 */
+    struct slow_call call = {.s = &s, .body = body};
+    pthread_t tid;
+    pthread_create(&tid, NULL, post_slow, &call);
+    double running = 0;
+    for (int i = 0; i < 3000 && running < 1; i++) {
+        assert_true(metric_read(&s, "127.0.0.1", "attnd_computations_running",
+                                &running));
+        if (running < 1)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    assert_true(running >= 1);
+    const double t0 = seconds_now();
+    assert_int_equal(server_stop(&s, 10.0), 0);
+    const double stop_seconds = seconds_now() - t0;
+    pthread_join(tid, NULL);
+    assert_true(call.ok);
+    if (call.r.status != 503 || !strstr(call.r.body, "cancelled"))
+        fail_msg("cancelled: %ld %s", call.r.status, call.r.body);
+    reply_free(&call.r);
+    print_message("SIGTERM during a 512-token request: stopped in %.2f s\n",
+                  stop_seconds);
+    assert_true(stop_seconds < 1.5);
+    free(body);
+    remove_tree(dir);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_f32),
+        cmocka_unit_test(test_golden_bf16_legacy),
+        cmocka_unit_test(test_defaults_and_get),
+        cmocka_unit_test(test_models_listed),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_png_views),
+        cmocka_unit_test(test_metrics_per_model),
+        cmocka_unit_test(test_startup_failures),
+        cmocka_unit_test(test_models_from_environment),
+        cmocka_unit_test(test_bert_base_size),
+    };
+    const int failed = cmocka_run_group_tests(tests, setup, teardown);
+    curl_global_cleanup();
+    return failed;
+}
