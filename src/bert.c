@@ -503,6 +503,9 @@ static attn_status run_layer(const struct bert_model *m,
         .bo = (float *)y->ao_b,
     };
     cfg.params = &params;
+    /* a model's values are checked once, by its loader (bert.h), not on
+     * every layer of every call */
+    cfg.params_checked = true;
     st = attn_forward(&cfg, h_in, NULL, attn, err);
     if (st) {
         if (st == ATTN_E_CANCELLED || !err)
