@@ -1,0 +1,86 @@
+// How long a view takes: from submitting the form to the next painted
+// frame with the whole view of the new sentence on screen (every
+// thumbnail of the grid, the enlarged head and its lines). Printed, not
+// asserted: a timed assertion fails on a busy machine for no fault of the
+// page. With ATTND_WEB_BEFORE=DIR (a copy of an earlier web/), the same
+// run also times the page in DIR, on a server of its own, and prints the
+// ratio (README's "The page" says how the published figures were made).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, metric } from './harness.js';
+
+const ROUNDS = 9;
+const WORDS = ['cat', 'dog', 'fox', 'mouse', 'bird', 'owl', 'hare', 'deer', 'wolf', 'bear', 'frog'];
+let browser;
+
+before(async () => { browser = await launchBrowser(); });
+after(async () => { await browser?.close(); });
+
+// The page's view of sentence, in the browser: true once the lines view
+// shows its words and every image of the grid and the enlarged head is
+// loaded (an <img> of an earlier page) or drawn (a <canvas>).
+function viewShown({ words, thumbs }) {
+  const tokens = [...document.querySelectorAll('#lines text.token')].map((t) => t.textContent);
+  if (tokens.length !== 2 * words.length || tokens.slice(0, words.length).join(' ') !== words.join(' '))
+    return false;
+  const grid = document.querySelectorAll('#grid img, #grid canvas');
+  const imgs = [...document.querySelectorAll('#grid img, #matrix img')];
+  return grid.length === thumbs && !!document.querySelector('#matrix img, #matrix canvas') &&
+    imgs.every((i) => i.complete && i.naturalWidth > 0) &&
+    document.querySelector('#controls').getAttribute('aria-busy') !== 'true';
+}
+
+// Milliseconds from submit to the view on screen, for each of ROUNDS
+// sentences never asked before, and the /attention requests the server
+// counted per view.
+async function timeViews(base, label) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(base);
+  await page.waitForFunction(viewShown,
+    { words: 'the cat chased the mouse because it was hungry'.split(' '), thumbs: 9 });
+  const times = [];
+  const asked = await metric(base, 'attnd_requests_total', 'route="/attention"');
+  for (let r = 0; r < ROUNDS; r++) {
+    const words = ['the', WORDS[r % WORDS.length], 'saw', `${label}${r}`, 'near', 'the', WORDS[(r + 3) % WORDS.length]];
+    const ms = await page.evaluate(async ({ words, shown }) => {
+      const isShown = new Function(`return (${shown})`)();
+      document.querySelector('#sentence').value = words.join(' ');
+      const t0 = performance.now();
+      document.querySelector('#controls').requestSubmit();
+      await new Promise((resolve) => {
+        const tick = () => (isShown({ words, thumbs: 9 }) ? resolve() : setTimeout(tick, 0));
+        tick();
+      });
+      // the frame that shows it: after the next animation frame is painted
+      await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+      return performance.now() - t0;
+    }, { words, shown: viewShown.toString() });
+    times.push(ms);
+  }
+  const per = (await metric(base, 'attnd_requests_total', 'route="/attention"') - asked) / ROUNDS;
+  await page.close();
+  times.sort((a, b) => a - b);
+  return { median: times[Math.floor(times.length / 2)], min: times[0], max: times.at(-1), per };
+}
+
+const show = (r) => `median ${r.median.toFixed(1)} ms (min ${r.min.toFixed(1)}, max ${r.max.toFixed(1)}), ` +
+  `${r.per} /attention requests per view`;
+
+test('a view of 8 heads: time from submit to screen', async (t) => {
+  const now = await startServer();
+  let was = null;
+  try {
+    const after_ = await timeViews(now.url, 'now');
+    t.diagnostic(`this page: ${show(after_)}`);
+    if (process.env.ATTND_WEB_BEFORE) {
+      was = await startServer([], process.env.ATTND_WEB_BEFORE);
+      const before_ = await timeViews(was.url, 'was');
+      t.diagnostic(`page in ${process.env.ATTND_WEB_BEFORE}: ${show(before_)}`);
+      t.diagnostic(`speed-up: ${(before_.median / after_.median).toFixed(2)}x`);
+    }
+    assert.ok(after_.median > 0);
+  } finally {
+    now.child.kill('SIGTERM');
+    was?.child.kill('SIGTERM');
+  }
+});
