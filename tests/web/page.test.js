@@ -2,43 +2,18 @@
 // by playwright-core) against the real server on a loopback port.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { root, startServer, launchBrowser, metric } from './harness.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const shots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 const SENTENCE = 'The cat chased the mouse because it was hungry';
 let server, base, browser;
 
-// flags: more of attnd's flags, after the test's own.
-function startServer(flags = []) {
-  const bin = process.env.ATTND_BIN || `${root}build/attnd`;
-  const child = spawn(bin, ['--port', '0', '--web-root', `${root}web`, '--threads', '2', ...flags],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`attnd did not start: ${log}`)), 10000);
-    child.stderr.on('data', (chunk) => {
-      log += chunk;
-      const m = log.match(/serving http:\/\/127\.0\.0\.1:(\d+)\//);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: `http://127.0.0.1:${m[1]}` });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`attnd exited (${code}): ${log}`)));
-  });
-}
-
 before(async () => {
   ({ child: server, url: base } = await startServer());
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
 });
 
@@ -57,14 +32,14 @@ async function openPage(path = '/', viewport = { width: 1280, height: 800 }) {
   return page;
 }
 
-// Every image of the grid loaded and decoded, and the enlarged head drawn.
+// The grid's heatmaps (count of them, when given) and the enlarged head
+// drawn, and nothing being asked.
 async function waitForHeatmaps(page, count) {
   await page.waitForFunction((n) => {
-    const imgs = [...document.querySelectorAll('#grid img')];
-    const enlarged = document.querySelector('#matrix img');
-    return imgs.length > 0 && (n === undefined || imgs.length === n) &&
-      imgs.every((i) => i.complete && i.naturalWidth > 0) &&
-      enlarged && enlarged.complete && enlarged.naturalWidth > 0 &&
+    const thumbs = [...document.querySelectorAll('#grid canvas')];
+    const enlarged = document.querySelector('#matrix canvas');
+    return thumbs.length > 0 && (n === undefined || thumbs.length === n) &&
+      thumbs.every((c) => c.width > 0) && enlarged && enlarged.width > 0 &&
       document.querySelector('#controls').getAttribute('aria-busy') !== 'true';
   }, count, { timeout: 20000 });
 }
@@ -77,7 +52,7 @@ async function apiWeights(query) {
 
 // Hover the centre of cell (i, j) of the enlarged head; return the tooltip.
 async function hoverCell(page, i, j) {
-  const img = page.locator('#matrix .cells img');
+  const img = page.locator('#matrix .cells canvas');
   await img.scrollIntoViewIfNeeded();
   const box = await img.boundingBox();
   const n = await page.evaluate(() => Number(getComputedStyle(document.querySelector('#matrix')).getPropertyValue('--rows')));
@@ -90,15 +65,15 @@ async function hoverCell(page, i, j) {
 test('the default sentence gives one heatmap per head plus the mean', async () => {
   const page = await openPage();
   assert.equal(await page.inputValue('#sentence'), SENTENCE);
-  const widths = await page.$$eval('#grid img', (imgs) => imgs.map((i) => i.naturalWidth));
+  const widths = await page.$$eval('#grid canvas', (all) => all.map((c) => c.width));
   assert.equal(widths.length, 8 + 1);
   assert.ok(widths.every((w) => w > 0));
   const captions = await page.$$eval('#grid button span', (s) => s.map((x) => x.textContent));
   assert.deepEqual(captions.slice(0, 2), ['head 0', 'head 1']);
   assert.equal(captions[8], 'mean of 8');
-  // the thumbnails are the server's labelled PNGs, by URL
-  const src = await page.getAttribute('#grid img', 'src');
-  assert.match(src, /^\/attention\?sentence=The\+cat.*format=png/);
+  // the thumbnails are drawn by the page; the server's PNGs are links
+  const src = await page.getAttribute('#dl-head', 'href');
+  assert.match(src, /^\/attention\?sentence=The\+cat.*head=0.*format=png/);
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -124,7 +99,7 @@ test('with a causal mask, a cell above the diagonal reads 0', async () => {
   const page = await openPage();
   await page.selectOption('#mask', 'causal');
   await page.waitForFunction(() => location.search.includes('mask=causal'));
-  await page.waitForFunction(() => document.querySelector('#grid img').src.includes('mask=causal'));
+  await page.waitForFunction(() => document.querySelector('#dl-head').href.includes('mask=causal'));
   await waitForHeatmaps(page);
   const tip = await hoverCell(page, 1, 6);
   assert.equal(tip.split(': ')[1], '0');
@@ -205,8 +180,15 @@ test('embeddings can be pasted instead of a sentence', async () => {
   await page.fill('#embeddings', '[[1, 0, 0, 1], [0, 1, 0, 1], [1, 1, 0, 0]]');
   await page.fill('#heads', '2');
   await waitForHeatmaps(page, 2 + 1);
-  assert.match(await page.getAttribute('#grid img', 'src'), /^blob:/);
   await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 9);
+  // the head's PNG: POSTed when its link is clicked, and saved
+  const posted = requestsTo(page, '/attention');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-head')]);
+  assert.equal(download.suggestedFilename(), 'attention-head-0.png');
+  const png = await readFile(await download.path());
+  assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
+  assert.equal(posted.length, 1);
+  assert.match(posted[0], /format=png/);
   // a batch: one sequence at a time, chosen in the page and kept in the URL
   await page.fill('#embeddings', '[[[1, 0, 0, 1], [0, 1, 0, 1]], [[1, 1, 0, 0], [0, 0, 1, 1]]]');
   await page.waitForSelector('#batch-field:not([hidden])');
