@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, launchBrowser, metric } from './harness.js';
 
-const ROUNDS = 9;
+const ROUNDS = 15;
 const WORDS = ['cat', 'dog', 'fox', 'mouse', 'bird', 'owl', 'hare', 'deer', 'wolf', 'bear', 'frog'];
 let browser;
 

@@ -9,30 +9,24 @@ export function scaleTop(w) {
   return top > 0 ? top : 1;
 }
 
-// Draws w ([n][m]) on canvas, cell pixels per weight, and sizes the
-// canvas to it (m * cell wide, n * cell high). The colour of a weight is
-// the table entry of weight / top in float32, as on the server.
-export function drawHeatmap(canvas, w, cell, colormap) {
+// Draws w ([n][m]) on canvas, one pixel per weight (m wide, n high), as
+// the server's PNG with labels=false and cell=1; CSS scales it up with
+// whole squares (image-rendering: pixelated), which costs the page
+// nothing per pixel shown. The colour of a weight is the table entry of
+// weight / top in float32, as on the server.
+export function drawHeatmap(canvas, w, colormap) {
   const n = w.length, m = n ? w[0].length : 0;
-  canvas.width = Math.max(1, m * cell);
-  canvas.height = Math.max(1, n * cell);
+  canvas.width = Math.max(1, m);
+  canvas.height = Math.max(1, n);
   if (!n || !m) return;
   const ctx = canvas.getContext('2d');
-  const image = ctx.createImageData(m * cell, n * cell);
+  const image = ctx.createImageData(m, n);
   const px = image.data, table = colormapTable(colormap), top = scaleTop(w);
-  const stride = m * cell * 4;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0, o = 0; i < n; i++) {
     const row = w[i];
-    for (let j = 0; j < m; j++) {
+    for (let j = 0; j < m; j++, o += 4) {
       const e = colormapIndex(Math.fround(Math.fround(row[j]) / top)) * 3;
-      const r = table[e], g = table[e + 1], b = table[e + 2];
-      // the cell's square: cell rows of cell pixels, opaque
-      for (let y = 0; y < cell; y++) {
-        let o = (i * cell + y) * stride + j * cell * 4;
-        for (let x = 0; x < cell; x++, o += 4) {
-          px[o] = r; px[o + 1] = g; px[o + 2] = b; px[o + 3] = 255;
-        }
-      }
+      px[o] = table[e]; px[o + 1] = table[e + 1]; px[o + 2] = table[e + 2]; px[o + 3] = 255;
     }
   }
   ctx.putImageData(image, 0, 0);

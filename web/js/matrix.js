@@ -31,7 +31,9 @@ export function drawMatrix({ box, readout, label }, sh, w, cell, colormap) {
   frame.setAttribute('role', 'grid');
   frame.setAttribute('aria-label', 'weights: use the arrow keys to read each cell');
   const canvas = document.createElement('canvas');
-  drawHeatmap(canvas, w, cell, colormap);
+  drawHeatmap(canvas, w, colormap);
+  canvas.style.width = `${sh.m * cell}px`;
+  canvas.style.height = `${sh.n * cell}px`;
   canvas.setAttribute('role', 'img');
   canvas.setAttribute('aria-label', `${label}, one square per weight`);
   const mark = document.createElement('div');

@@ -48,12 +48,10 @@ function modelShape(d) {
     layers: d.config.layers, rollout: cut(d.rollout) };
 }
 
-// Cells of a thumbnail: about side pixels across, in whole pixels.
-const thumbCell = (sh, side, most) => Math.max(1, Math.min(most, Math.ceil(side / Math.max(sh.n, sh.m))));
-
-function thumbnail(sh, w, cell, label) {
+// A thumbnail: one pixel per weight, as wide as its place (CSS).
+function thumbnail(w, label) {
   const c = document.createElement('canvas');
-  drawHeatmap(c, w, cell, state.colormap);
+  drawHeatmap(c, w, state.colormap);
   c.setAttribute('role', 'img');
   c.setAttribute('aria-label', `attention weights, ${label}`);
   return c;
@@ -67,11 +65,17 @@ function keep() {
 export function render() {
   const sh = shape();
   $('results').hidden = false;
+  const room = measureRoom(); // before the grid changes, so the page is laid out once
   if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
   if (!(Number(state.layer) < sh.layers)) state.layer = '0';
   if (sh.model) renderModelGrid(sh);
   else renderHeadGrid(sh);
-  renderSelected(sh);
+  renderSelected(sh, room);
+}
+
+// The room for the enlarged head and the rollout, in pixels.
+function measureRoom() {
+  return { head: $('matrix').parentElement.clientWidth - 90, rollout: $('rollout-view').clientWidth - 110 };
 }
 
 // Random weights: a card per head, then their mean.
@@ -85,7 +89,6 @@ function renderHeadGrid(sh) {
   $('results-title').textContent = 'Every head';
   const grid = $('grid');
   grid.className = 'heads';
-  const cell = thumbCell(sh, 200, 48);
   const cards = [...Array(sh.count).keys()].map((k) => ({ head: String(k), title: `head ${k}`, w: sh.heads(0)[k] }));
   cards.push({ head: 'mean', title: `mean of ${sh.count}`, w: sh.mean(0) });
   grid.replaceChildren(...cards.map((c) => {
@@ -96,7 +99,7 @@ function renderHeadGrid(sh) {
     button.setAttribute('aria-pressed', String(c.head === state.head));
     const caption = document.createElement('span');
     caption.textContent = c.title;
-    button.append(thumbnail(sh, c.w, cell, c.title), caption);
+    button.append(thumbnail(c.w, c.title), caption);
     button.addEventListener('click', () => select('0', c.head));
     return button;
   }));
@@ -113,7 +116,6 @@ function renderModelGrid(sh) {
   grid.setAttribute('role', 'group');
   grid.setAttribute('aria-label', 'layers × heads: arrow keys move, Enter selects');
   grid.style.setProperty('--heads', sh.count + 1);
-  const cell = thumbCell(sh, 96, 12);
   const cells = [document.createElement('span')];
   for (let h = 0; h <= sh.count; h++) {
     const top = document.createElement('span');
@@ -136,7 +138,7 @@ function renderModelGrid(sh) {
       button.dataset.layer = String(l);
       button.dataset.head = head;
       button.title = label;
-      button.append(thumbnail(sh, h < sh.count ? heads[h] : sh.mean(l), cell, label));
+      button.append(thumbnail(h < sh.count ? heads[h] : sh.mean(l), label));
       button.addEventListener('click', () => select(String(l), head));
       button.addEventListener('keydown', (e) => moveFocus(e, l, h, sh));
       cells.push(button);
@@ -179,7 +181,7 @@ function select(layer, head) {
   state.head = head;
   keep();
   markSelected();
-  renderSelected(shape());
+  renderSelected(shape(), measureRoom());
 }
 
 // The layer control: the same head in another layer.
@@ -194,21 +196,19 @@ export function selectBatch(b) {
   render();
 }
 
-function renderSelected(sh) {
+function renderSelected(sh, room) {
   const l = Number(state.layer);
   const w = state.head === 'mean' ? sh.mean(l) : sh.heads(l)[Number(state.head)];
   const which = state.head === 'mean' ? `Mean of ${sh.count} heads` : `Head ${state.head} of ${sh.count}`;
   const title = sh.model ? `Layer ${l}, ${which.charAt(0).toLowerCase()}${which.slice(1)}` : which;
   $('enlarged-title').textContent = title;
   const wide = Math.max(sh.n, sh.m);
-  const room = Math.min(520, $('matrix').parentElement.clientWidth - 90);
-  const cell = Math.max(2, Math.min(48, Math.floor(room / wide)));
+  const cell = Math.max(2, Math.min(48, Math.floor(Math.min(520, room.head) / wide)));
   drawMatrix({ box: $('matrix'), readout: $('readout'), label: title }, sh, w, cell, state.colormap);
   drawLines(sh, w);
   if (sh.rollout) {
-    const wideR = Math.min(520, $('rollout-view').clientWidth - 110);
     drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout' }, sh,
-      sh.rollout, Math.max(2, Math.min(48, Math.floor(wideR / wide))), state.colormap);
+      sh.rollout, Math.max(2, Math.min(48, Math.floor(Math.min(520, room.rollout) / wide))), state.colormap);
   }
   const image = sh.model ? { colormap: state.colormap } : { batch: String(sh.b), colormap: state.colormap };
   showDownloads({
