@@ -22,19 +22,22 @@ export async function compute(push) {
   const errors = localErrors(s);
   showErrors(errors);
   if (Object.keys(errors).length) return;
+  const { mine, signal } = nextRequest();
+  const drawn = result && result.key === requestKey(s);
+  // asked first: the page's own work below overlaps the server's
+  const asked = drawn ? null : fetchWeights(s, signal);
+  asked?.catch(() => {}); // awaited below; a rejection is handled there
   setState(s);
   const url = pageUrl(s);
   if (push) history.pushState(null, '', url);
   else history.replaceState(null, '', url);
-
-  const { mine, signal } = nextRequest();
-  if (result && result.key === requestKey(s)) {
+  if (drawn) {
     render();
     return;
   }
   const slow = setTimeout(() => { if (mine === generation) setBusy(true); }, 150);
   try {
-    const answer = await fetchWeights(s, signal);
+    const answer = await asked;
     if (mine !== generation) return;
     if (answer.problem) {
       showErrors({ [fieldOfPointer(answer.problem.pointer)]: answer.problem.detail });
