@@ -8,10 +8,6 @@ export function models() {
   return known;
 }
 
-export function modelNamed(name) {
-  return known.find((m) => m.name === name) || null;
-}
-
 // Fetches GET /models. A server that gives no list (or cannot be asked)
 // has no model the page can offer, and the page runs on random weights
 // alone, as it does on a server without --model: the random-weights mode

@@ -12,6 +12,9 @@ import { drawLines } from './lines.js';
 import { showDownloads } from './downloads.js';
 
 const SPECIAL = new Set(['[CLS]', '[SEP]']);
+// The smallest cell of an enlarged matrix, in pixels: its token labels are
+// set as tall as a cell (style.css), and smaller text cannot be read.
+const MIN_CELL = 10;
 
 // The answer's view, random weights or model alike:
 //   heads(l)  the heads' weights [head][n][m] of layer l (random weights
@@ -89,6 +92,8 @@ function renderHeadGrid(sh) {
   $('results-title').textContent = 'Every head';
   const grid = $('grid');
   grid.className = 'heads';
+  grid.removeAttribute('role');
+  grid.removeAttribute('aria-label');
   const cards = [...Array(sh.count).keys()].map((k) => ({ head: String(k), title: `head ${k}`, w: sh.heads(0)[k] }));
   cards.push({ head: 'mean', title: `mean of ${sh.count}`, w: sh.mean(0) });
   grid.replaceChildren(...cards.map((c) => {
@@ -202,13 +207,16 @@ function renderSelected(sh, room) {
   const which = state.head === 'mean' ? `Mean of ${sh.count} heads` : `Head ${state.head} of ${sh.count}`;
   const title = sh.model ? `Layer ${l}, ${which.charAt(0).toLowerCase()}${which.slice(1)}` : which;
   $('enlarged-title').textContent = title;
+  // cells fill the room, but no smaller than a readable token label: a
+  // long input scrolls inside its panel rather than shrinking its labels
   const wide = Math.max(sh.n, sh.m);
-  const cell = Math.max(2, Math.min(48, Math.floor(Math.min(520, room.head) / wide)));
+  const fit = (px) => Math.max(MIN_CELL, Math.min(48, Math.floor(Math.min(520, px) / wide)));
+  const cell = fit(room.head);
   drawMatrix({ box: $('matrix'), readout: $('readout'), label: title }, sh, w, cell, state.colormap);
   drawLines(sh, w);
   if (sh.rollout) {
     drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout' }, sh,
-      sh.rollout, Math.max(2, Math.min(48, Math.floor(Math.min(520, room.rollout) / wide))), state.colormap);
+      sh.rollout, fit(room.rollout), state.colormap);
   }
   const image = sh.model ? { colormap: state.colormap } : { batch: String(sh.b), colormap: state.colormap };
   showDownloads({
