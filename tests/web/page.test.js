@@ -453,13 +453,24 @@ test('one view costs one /attention request; choosing within it costs none', asy
   const page = await openModelPage();
   const asked = requestsTo(page, '/attention');
   const count = () => metric(models.url, 'attnd_requests_total', 'route="/attention"');
-  const flops = () => metric(models.url, 'attnd_model_flops_total', 'model="f32"');
-  const [before, flopsBefore] = [await count(), await flops()];
+  const flops = () => metric(models.url, 'attnd_attention_flops_total');
+  const modelFlops = () => metric(models.url, 'attnd_model_flops_total', 'model="f32"');
+  // the work of one forward pass: what the server counts for one request
+  // of the page's kind, asked here directly
+  const once = async (query) => {
+    const f = await flops();
+    assert.equal((await fetch(`${models.url}/attention?${query}`)).status, 200);
+    return (await flops()) - f;
+  };
+  const pass = await once('model=f32&sentence=the+dog+sat+on+the+mat&return=weights,mean_weights,rollout');
+  const [before, flopsBefore, modelBefore] = [await count(), await flops(), await modelFlops()];
   await page.fill('#sentence', 'the dog sat on the mat');
   await page.press('#sentence', 'Enter');
   await waitForModelView(page, { tokens: ['[CLS]', 'the', 'dog', 'sat', 'on', 'the', 'mat', '[SEP]'] });
   assert.equal(await count() - before, 1);
-  assert.ok(await flops() > flopsBefore);
+  assert.ok(pass > 0);
+  assert.equal(await flops() - flopsBefore, pass);
+  assert.equal(await modelFlops() - modelBefore, pass);
   assert.equal(asked.length, 1);
   assert.doesNotMatch(asked[0], /format=png/);
   assert.match(asked[0], /return=weights%2Cmean_weights%2Crollout/);
@@ -475,11 +486,15 @@ test('one view costs one /attention request; choosing within it costs none', asy
   await page.waitForTimeout(600); // past the pause after typing that would ask
   assert.equal(asked.length, 1);
   assert.equal(await count() - before, 1);
+  assert.equal(await flops() - flopsBefore, pass);
 
   // the random weights too: one request per view, 8 heads and their mean
+  const randomPass = await once('sentence=the+dog+sat+on+the+mat&return=weights,mean_weights');
+  const [before2, flopsBefore2] = [await count(), await flops()];
   await page.selectOption('#model', '');
   await waitForHeatmaps(page, 8 + 1);
-  assert.equal(await count() - before, 2);
+  assert.equal(await count() - before2, 1);
+  assert.equal(await flops() - flopsBefore2, randomPass);
   assert.equal(asked.length, 2);
   assert.deepEqual(page.errors, []);
   await page.close();
