@@ -32,6 +32,7 @@ export async function compute(push) {
   if (push) history.pushState(null, '', url);
   else history.replaceState(null, '', url);
   if (drawn) {
+    setBusy(false); // a request this one replaced may have shown it
     render();
     return;
   }
