@@ -2,49 +2,30 @@
 // by playwright-core) against the real server on a loopback port.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { root, startServer, launchBrowser, metric } from './harness.js';
 
-const root = fileURLToPath(new URL('../../', import.meta.url));
 const shots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 const SENTENCE = 'The cat chased the mouse because it was hungry';
 let server, base, browser;
-
-// flags: more of attnd's flags, after the test's own.
-function startServer(flags = []) {
-  const bin = process.env.ATTND_BIN || `${root}build/attnd`;
-  const child = spawn(bin, ['--port', '0', '--web-root', `${root}web`, '--threads', '2', ...flags],
-    { stdio: ['ignore', 'ignore', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let log = '';
-    const timer = setTimeout(() => reject(new Error(`attnd did not start: ${log}`)), 10000);
-    child.stderr.on('data', (chunk) => {
-      log += chunk;
-      const m = log.match(/serving http:\/\/127\.0\.0\.1:(\d+)\//);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: `http://127.0.0.1:${m[1]}` });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`attnd exited (${code}): ${log}`)));
-  });
-}
+// A server with two of the committed test checkpoints loaded: f32 (2
+// layers of 4 heads, uncased) and bf (2 layers of 8 heads, cased).
+let models;
 
 before(async () => {
   ({ child: server, url: base } = await startServer());
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  models = await startServer(['--model', `f32=${root}tests/models/f32`,
+    '--model', `bf=${root}tests/models/bf16_legacy`]);
+  browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
 });
 
 after(async () => {
   await browser?.close();
   server?.kill('SIGTERM');
+  models?.child.kill('SIGTERM');
 });
 
 async function openPage(path = '/', viewport = { width: 1280, height: 800 }) {
@@ -57,14 +38,14 @@ async function openPage(path = '/', viewport = { width: 1280, height: 800 }) {
   return page;
 }
 
-// Every image of the grid loaded and decoded, and the enlarged head drawn.
+// The grid's heatmaps (count of them, when given) and the enlarged head
+// drawn, and nothing being asked.
 async function waitForHeatmaps(page, count) {
   await page.waitForFunction((n) => {
-    const imgs = [...document.querySelectorAll('#grid img')];
-    const enlarged = document.querySelector('#matrix img');
-    return imgs.length > 0 && (n === undefined || imgs.length === n) &&
-      imgs.every((i) => i.complete && i.naturalWidth > 0) &&
-      enlarged && enlarged.complete && enlarged.naturalWidth > 0 &&
+    const thumbs = [...document.querySelectorAll('#grid canvas')];
+    const enlarged = document.querySelector('#matrix canvas');
+    return thumbs.length > 0 && (n === undefined || thumbs.length === n) &&
+      thumbs.every((c) => c.width > 0) && enlarged && enlarged.width > 0 &&
       document.querySelector('#controls').getAttribute('aria-busy') !== 'true';
   }, count, { timeout: 20000 });
 }
@@ -77,7 +58,7 @@ async function apiWeights(query) {
 
 // Hover the centre of cell (i, j) of the enlarged head; return the tooltip.
 async function hoverCell(page, i, j) {
-  const img = page.locator('#matrix .cells img');
+  const img = page.locator('#matrix .cells canvas');
   await img.scrollIntoViewIfNeeded();
   const box = await img.boundingBox();
   const n = await page.evaluate(() => Number(getComputedStyle(document.querySelector('#matrix')).getPropertyValue('--rows')));
@@ -90,15 +71,15 @@ async function hoverCell(page, i, j) {
 test('the default sentence gives one heatmap per head plus the mean', async () => {
   const page = await openPage();
   assert.equal(await page.inputValue('#sentence'), SENTENCE);
-  const widths = await page.$$eval('#grid img', (imgs) => imgs.map((i) => i.naturalWidth));
+  const widths = await page.$$eval('#grid canvas', (all) => all.map((c) => c.width));
   assert.equal(widths.length, 8 + 1);
   assert.ok(widths.every((w) => w > 0));
   const captions = await page.$$eval('#grid button span', (s) => s.map((x) => x.textContent));
   assert.deepEqual(captions.slice(0, 2), ['head 0', 'head 1']);
   assert.equal(captions[8], 'mean of 8');
-  // the thumbnails are the server's labelled PNGs, by URL
-  const src = await page.getAttribute('#grid img', 'src');
-  assert.match(src, /^\/attention\?sentence=The\+cat.*format=png/);
+  // the thumbnails are drawn by the page; the server's PNGs are links
+  const src = await page.getAttribute('#dl-head', 'href');
+  assert.match(src, /^\/attention\?sentence=The\+cat.*head=0.*format=png/);
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -124,7 +105,7 @@ test('with a causal mask, a cell above the diagonal reads 0', async () => {
   const page = await openPage();
   await page.selectOption('#mask', 'causal');
   await page.waitForFunction(() => location.search.includes('mask=causal'));
-  await page.waitForFunction(() => document.querySelector('#grid img').src.includes('mask=causal'));
+  await page.waitForFunction(() => document.querySelector('#dl-head').href.includes('mask=causal'));
   await waitForHeatmaps(page);
   const tip = await hoverCell(page, 1, 6);
   assert.equal(tip.split(': ')[1], '0');
@@ -205,8 +186,15 @@ test('embeddings can be pasted instead of a sentence', async () => {
   await page.fill('#embeddings', '[[1, 0, 0, 1], [0, 1, 0, 1], [1, 1, 0, 0]]');
   await page.fill('#heads', '2');
   await waitForHeatmaps(page, 2 + 1);
-  assert.match(await page.getAttribute('#grid img', 'src'), /^blob:/);
   await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 9);
+  // the head's PNG: POSTed when its link is clicked, and saved
+  const posted = requestsTo(page, '/attention');
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-head')]);
+  assert.equal(download.suggestedFilename(), 'attention-head-0.png');
+  const png = await readFile(await download.path());
+  assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
+  assert.equal(posted.length, 1);
+  assert.match(posted[0], /format=png/);
   // a batch: one sequence at a time, chosen in the page and kept in the URL
   await page.fill('#embeddings', '[[[1, 0, 0, 1], [0, 1, 0, 1]], [[1, 1, 0, 0], [0, 0, 1, 1]]]');
   await page.waitForSelector('#batch-field:not([hidden])');
@@ -359,4 +347,341 @@ test('without /config the page shows why, and no form', async () => {
     assert.deepEqual(asked, []);
     await page.close();
   }
+});
+
+// ---------------------------------------------------------------- models
+
+// Sentences in the vocabulary of tests/models/f32.
+const A = 'the cat sat on the mat because it was hungry';
+const B = 'a dog chased the mouse';
+const TOKENS_A = ['[CLS]', ...A.split(' '), '[SEP]'];
+const TOKENS_AB = [...TOKENS_A, ...B.split(' '), '[SEP]'];
+
+// f32's view drawn: layers x (heads + their mean) thumbnails, the enlarged
+// head with lines between tokens queries and keys, and the rollout.
+async function waitForModelView(page, { layers = 2, heads = 4, tokens } = {}) {
+  await page.waitForFunction(({ layers, heads, tokens }) => {
+    const thumbs = [...document.querySelectorAll('#grid button.thumb canvas')];
+    const words = [...document.querySelectorAll('#lines text.token')].map((t) => t.textContent);
+    return thumbs.length === layers * (heads + 1) && thumbs.every((c) => c.width > 0) &&
+      document.querySelector('#matrix canvas') && document.querySelector('#rollout-matrix canvas') &&
+      (!tokens || words.join(' ') === [...tokens, ...tokens].join(' ')) &&
+      document.querySelector('#controls').getAttribute('aria-busy') !== 'true';
+  }, { layers, heads, tokens }, { timeout: 20000 });
+}
+
+async function openModelPage(query = `model=f32&sentence=${encodeURIComponent(A)}`,
+  viewport = { width: 1280, height: 800 }, scheme = 'light') {
+  const page = await browser.newPage({ viewport, colorScheme: scheme });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.errors = errors;
+  await page.goto(`${models.url}/?${query}`);
+  await waitForModelView(page);
+  return page;
+}
+
+// The server's own answer for f32 (every layer, their means, the rollout).
+async function modelAnswer(sentence, sentenceB) {
+  const q = new URLSearchParams({ model: 'f32', sentence, return: 'weights,mean_weights,rollout' });
+  if (sentenceB) q.set('sentence_b', sentenceB);
+  const r = await fetch(`${models.url}/attention?${q}`);
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+// Hover cell (i, j) of the matrix in box ('#matrix', '#rollout-matrix');
+// return the tooltip's "query → key" and value.
+async function readCell(page, box, i, j) {
+  const c = page.locator(`${box} .cells canvas`);
+  await c.scrollIntoViewIfNeeded();
+  const r = await c.boundingBox();
+  const [n, m] = await page.evaluate((b) => {
+    const st = getComputedStyle(document.querySelector(b));
+    return [Number(st.getPropertyValue('--rows')), Number(st.getPropertyValue('--cols'))];
+  }, box);
+  await page.mouse.move(r.x + (j + 0.5) * r.width / m, r.y + (i + 0.5) * r.height / n);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  const [pair, value] = (await page.textContent('#tooltip')).split(': ');
+  await page.mouse.move(0, 0);
+  return { pair, value: Number(value) };
+}
+
+test('without --model the page has no model picker', async () => {
+  const page = await openPage();
+  assert.equal(await page.isHidden('#model-field'), true);
+  assert.equal(await page.isVisible('fieldset.options'), true);
+  assert.equal(await page.isHidden('#sentence_b'), true);
+  assert.equal(await page.isHidden('#rollout-view'), true);
+  await page.close();
+});
+
+test('the model picker offers "no model" and each loaded model, and shows every layer × head', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(models.url);
+  await waitForHeatmaps(page, 8 + 1); // no model: the random weights, as before
+  assert.equal(await page.isVisible('#model-field'), true);
+  const listed = (await (await fetch(`${models.url}/models`)).json()).models.map((m) => m.name);
+  assert.deepEqual(await page.$$eval('#model option', (o) => o.map((x) => x.value)), ['', ...listed]);
+  assert.match(await page.textContent('#model option[value=f32]'), /2 layers × 4 heads/);
+  assert.equal(await page.inputValue('#model'), '');
+  assert.equal(await page.isVisible('fieldset.options'), true);
+
+  await page.selectOption('#model', 'f32');
+  await waitForModelView(page);
+  assert.match(page.url(), /model=f32/);
+  for (const gone of ['fieldset.options', '#context', 'input[name=kind]'])
+    assert.equal(await page.isHidden(gone), true, gone);
+  for (const shown of ['#sentence_b', '#hide_special', '#layer', '#rollout-view'])
+    assert.equal(await page.isVisible(shown), true, shown);
+  assert.equal(await page.textContent('#results-title'), 'Every layer and head (2 × 4)');
+  assert.deepEqual(await page.$$eval('#grid .axis', (a) => a.map((x) => x.textContent)),
+    ['head 0', 'head 1', 'head 2', 'head 3', 'mean', 'layer 0', 'layer 1']);
+  assert.equal(await page.getAttribute('#grid button.thumb >> nth=6', 'title'), 'layer 1, head 1');
+  assert.equal(await page.textContent('#enlarged-title'), 'Layer 0, head 0 of 4');
+
+  await page.selectOption('#model', 'bf');
+  await waitForModelView(page, { heads: 8 });
+  await page.selectOption('#model', '');
+  await waitForHeatmaps(page, 8 + 1);
+  assert.equal(await page.isVisible('fieldset.options'), true);
+  assert.equal(await page.isHidden('#rollout-view'), true);
+  await page.close();
+});
+
+test('one view costs one /attention request; choosing within it costs none', async () => {
+  const page = await openModelPage();
+  const asked = requestsTo(page, '/attention');
+  const count = () => metric(models.url, 'attnd_requests_total', 'route="/attention"');
+  const flops = () => metric(models.url, 'attnd_attention_flops_total');
+  const modelFlops = () => metric(models.url, 'attnd_model_flops_total', 'model="f32"');
+  // the work of one forward pass: what the server counts for one request
+  // of the page's kind, asked here directly
+  const once = async (query) => {
+    const f = await flops();
+    assert.equal((await fetch(`${models.url}/attention?${query}`)).status, 200);
+    return (await flops()) - f;
+  };
+  const pass = await once('model=f32&sentence=the+dog+sat+on+the+mat&return=weights,mean_weights,rollout');
+  const [before, flopsBefore, modelBefore] = [await count(), await flops(), await modelFlops()];
+  await page.fill('#sentence', 'the dog sat on the mat');
+  await page.press('#sentence', 'Enter');
+  await waitForModelView(page, { tokens: ['[CLS]', 'the', 'dog', 'sat', 'on', 'the', 'mat', '[SEP]'] });
+  assert.equal(await count() - before, 1);
+  assert.ok(pass > 0);
+  assert.equal(await flops() - flopsBefore, pass);
+  assert.equal(await modelFlops() - modelBefore, pass);
+  assert.equal(asked.length, 1);
+  assert.doesNotMatch(asked[0], /format=png/);
+  assert.match(asked[0], /return=weights%2Cmean_weights%2Crollout/);
+
+  // a head, a layer, the hidden tokens, the colours: drawn from that answer
+  await page.click('#grid button.thumb[data-layer="1"][data-head="2"]');
+  await page.focus('#layer');
+  await page.keyboard.press('ArrowLeft');
+  await page.check('#hide_special');
+  await page.waitForFunction(() => document.querySelectorAll('#lines line').length === 6 * 6);
+  await page.selectOption('#colormap', 'magma');
+  await page.waitForFunction(() => document.querySelector('#dl-head').href.includes('colormap=magma'));
+  await page.waitForTimeout(600); // past the pause after typing that would ask
+  assert.equal(asked.length, 1);
+  assert.equal(await count() - before, 1);
+  assert.equal(await flops() - flopsBefore, pass);
+
+  // the random weights too: one request per view, 8 heads and their mean
+  const randomPass = await once('sentence=the+dog+sat+on+the+mat&return=weights,mean_weights');
+  const [before2, flopsBefore2] = [await count(), await flops()];
+  await page.selectOption('#model', '');
+  await waitForHeatmaps(page, 8 + 1);
+  assert.equal(await count() - before2, 1);
+  assert.equal(await flops() - flopsBefore2, randomPass);
+  assert.equal(asked.length, 2);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('clicking a thumbnail enlarges that layer and head, with its lines', async () => {
+  const answer = await modelAnswer(A);
+  const page = await openModelPage();
+  await page.click('#grid button.thumb[data-layer="1"][data-head="2"]');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 1, head 2 of 4');
+  assert.equal(await page.getAttribute('#grid button.thumb[data-layer="1"][data-head="2"]', 'aria-pressed'), 'true');
+  assert.equal(await page.getAttribute('#grid button.thumb[data-layer="0"][data-head="0"]', 'aria-pressed'), 'false');
+  assert.equal(await page.inputValue('#layer'), '1');
+  await page.waitForFunction(() => location.search.includes('layer=1') && location.search.includes('head=2'));
+  assert.deepEqual(answer.tokens, TOKENS_A);
+  for (const [i, j] of [[0, 0], [3, 7], [11, 2]]) {
+    const cell = await readCell(page, '#matrix', i, j);
+    assert.equal(cell.pair, `${TOKENS_A[i]} → ${TOKENS_A[j]}`);
+    assert.equal(cell.value, answer.weights[1][2][i][j]);
+  }
+  assert.equal(await page.locator('#lines line').count(), 12 * 12);
+  assert.equal(await page.textContent('#lines line >> nth=13 >> title'),
+    `${TOKENS_A[1]} → ${TOKENS_A[1]}: ${answer.weights[1][2][1][1]}`);
+  // the mean of a layer's heads
+  await page.click('#grid button.thumb[data-layer="0"][data-head="mean"]');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 0, mean of 4 heads');
+  assert.equal((await readCell(page, '#matrix', 4, 5)).value, answer.mean_weights[0][4][5]);
+  // the downloads are the server's PNGs of this layer and head, not fetched until clicked
+  const href = await page.getAttribute('#dl-head', 'href');
+  assert.match(href, /^\/attention\?model=f32&sentence=.*layer=0&head=mean&format=png$/);
+  assert.match(await page.getAttribute('#dl-grid', 'href'), /view=model&format=png$/);
+  assert.match(await page.getAttribute('#dl-rollout', 'href'), /view=rollout&format=png$/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#dl-head')]);
+  assert.equal(download.suggestedFilename(), 'attention-layer-0-head-mean.png');
+  const png = await readFile(await download.path());
+  assert.deepEqual([...png.subarray(1, 4)], [...Buffer.from('PNG')]);
+  // a shared link restores the layer and head
+  const again = await openModelPage(new URL(page.url()).search.slice(1));
+  assert.equal(await again.textContent('#enlarged-title'), 'Layer 0, mean of 4 heads');
+  await again.close();
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the layer is chosen from the keyboard, and so is the thumbnail', async () => {
+  const answer = await modelAnswer(A);
+  const page = await openModelPage();
+  await page.click('#grid button.thumb[data-layer="0"][data-head="3"]');
+  await page.focus('#layer');
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 1, head 3 of 4');
+  assert.equal(await page.textContent('#layer-out'), '1 of 2');
+  assert.equal(await page.getAttribute('#grid button.thumb[data-layer="1"][data-head="3"]', 'aria-pressed'), 'true');
+  assert.equal((await readCell(page, '#matrix', 2, 9)).value, answer.weights[1][3][2][9]);
+  await page.focus('#layer');
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 0, head 3 of 4');
+  assert.equal((await readCell(page, '#matrix', 2, 9)).value, answer.weights[0][3][2][9]);
+
+  // one thumbnail in the tab order, the selected one; arrows move, Enter selects
+  assert.deepEqual(await page.$$eval('#grid button.thumb', (b) => b.filter((x) => x.tabIndex === 0)
+    .map((x) => `${x.dataset.layer}/${x.dataset.head}`)), ['0/3']);
+  await page.focus('#grid button.thumb[data-layer="0"][data-head="3"]');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await page.evaluate(() => document.activeElement.title), 'layer 1, mean of 4 heads');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 1, head 3 of 4');
+  assert.equal(await page.inputValue('#layer'), '1');
+  await page.close();
+});
+
+test('sentence B makes the pair [CLS] A [SEP] B [SEP]', async () => {
+  const answer = await modelAnswer(A, B);
+  assert.deepEqual(answer.tokens, TOKENS_AB);
+  const page = await openModelPage();
+  await page.fill('#sentence_b', B);
+  await page.press('#sentence_b', 'Enter');
+  await waitForModelView(page, { tokens: TOKENS_AB });
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('sentence_b') === 'a dog chased the mouse');
+  assert.equal(await page.locator('#lines line').count(), TOKENS_AB.length ** 2);
+  const cell = await readCell(page, '#matrix', 14, 3);
+  assert.equal(cell.pair, 'chased → sat');
+  assert.equal(cell.value, answer.weights[0][0][14][3]);
+  await page.close();
+});
+
+test('hiding [CLS] and [SEP] leaves out their rows and columns, weights not renormalised', async () => {
+  const answer = await modelAnswer(A, B);
+  const page = await openModelPage(`model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}`);
+  const words = TOKENS_AB.filter((t) => t !== '[CLS]' && t !== '[SEP]');
+  const kept = TOKENS_AB.map((t, i) => i).filter((i) => TOKENS_AB[i] !== '[CLS]' && TOKENS_AB[i] !== '[SEP]');
+  assert.match(await page.textContent('#hide-note'), /not renormalised/);
+  await page.click('#grid button.thumb[data-layer="1"][data-head="1"]');
+  await page.check('#hide_special');
+  await waitForModelView(page, { tokens: words });
+  await page.waitForFunction(() => location.search.includes('hide_special=true'));
+  assert.deepEqual(await page.$$eval('#matrix .row-labels span', (s) => s.map((x) => x.textContent)), words);
+  assert.deepEqual(await page.$$eval('#rollout-matrix .row-labels span', (s) => s.map((x) => x.textContent)), words);
+  for (const [i, j] of [[0, 0], [4, 11], [14, 2]]) {
+    const cell = await readCell(page, '#matrix', i, j);
+    assert.equal(cell.pair, `${words[i]} → ${words[j]}`);
+    assert.equal(cell.value, answer.weights[1][1][kept[i]][kept[j]]); // the model's own weight
+    const rolled = await readCell(page, '#rollout-matrix', i, j);
+    assert.equal(rolled.value, answer.rollout[kept[i]][kept[j]]);
+  }
+  // each row shown sums to less than 1: what [CLS] and [SEP] took is not handed out again
+  const row = kept.reduce((sum, j) => sum + answer.weights[1][1][kept[4]][j], 0);
+  assert.ok(row < 0.999, `row sums to ${row}`);
+  // and the thumbnails are of the words alone too
+  assert.equal(await page.$eval('#grid button.thumb canvas', (c) => c.width), words.length);
+  await page.uncheck('#hide_special');
+  await waitForModelView(page, { tokens: TOKENS_AB });
+  await page.close();
+});
+
+test('the rollout is its own view, read like a head', async () => {
+  const answer = await modelAnswer(A);
+  const page = await openModelPage();
+  assert.equal(await page.textContent('#rollout-title'), 'Rollout: every layer together');
+  // from the keyboard, with its own readout: the first key lands on the corner
+  await page.focus('#rollout-matrix .cells');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.textContent('#rollout-readout'), `the → [CLS]: ${answer.rollout[1][0]}`);
+  assert.equal(await page.textContent('#readout'), '\u00a0'); // the head's readout is its own
+  for (const [i, j] of [[0, 0], [5, 2], [11, 11]]) {
+    const cell = await readCell(page, '#rollout-matrix', i, j);
+    assert.equal(cell.pair, `${TOKENS_A[i]} → ${TOKENS_A[j]}`);
+    assert.equal(cell.value, answer.rollout[i][j]);
+  }
+  await page.close();
+});
+
+test('the page draws the server\'s colours, pixel for pixel', async () => {
+  // pixels of the canvas in box and of the server's bare PNG at one pixel per weight
+  const compare = (page, box, query) => page.evaluate(async ({ box, query }) => {
+    const mine = document.querySelector(`${box} .cells canvas`);
+    const ours = mine.getContext('2d').getImageData(0, 0, mine.width, mine.height).data;
+    const r = await fetch(`/attention?${query}&labels=false&cell=1&format=png`);
+    const bitmap = await createImageBitmap(await r.blob(), { colorSpaceConversion: 'none' });
+    const c = document.createElement('canvas');
+    c.width = bitmap.width; c.height = bitmap.height;
+    const ctx = c.getContext('2d');
+    ctx.drawImage(bitmap, 0, 0);
+    const theirs = ctx.getImageData(0, 0, c.width, c.height).data;
+    let differ = 0;
+    for (let k = 0; k < theirs.length; k++) if (theirs[k] !== ours[k]) differ++;
+    return { size: [mine.width, mine.height, c.width, c.height], differ };
+  }, { box, query });
+  const page = await openModelPage(`model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}&layer=1&head=3`);
+  const q = `model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}`;
+  for (const map of ['viridis', 'magma', 'gray']) {
+    await page.selectOption('#colormap', map);
+    await page.waitForFunction((m) => document.querySelector('#dl-head').href.includes(`colormap=${m}`), map);
+    for (const [box, query] of [['#matrix', `${q}&layer=1&head=3`], ['#rollout-matrix', `${q}&view=rollout`]]) {
+      const got = await compare(page, box, `${query}&colormap=${map}`);
+      assert.deepEqual(got, { size: [18, 18, 18, 18], differ: 0 }, `${box} ${map}`);
+    }
+  }
+  await page.close();
+  // and the random weights' heads
+  const random = await openPage('/?head=5&colormap=magma');
+  const got = await compare(random, '#matrix', `sentence=${encodeURIComponent(SENTENCE)}&head=5&colormap=magma`);
+  assert.deepEqual(got, { size: [9, 9, 9, 9], differ: 0 });
+  await random.close();
+});
+
+test('a long input keeps the layout; one past the model\'s positions gets the server\'s message', async () => {
+  const words = 'the quick brown fox jump over the lazy dog and the cat sat on the mat because it was hungry'.split(' ');
+  const long = [...words, ...words].slice(0, 38).join(' '); // 38 + [CLS] + [SEP] = f32's 40 positions
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    for (const scheme of ['light', 'dark']) {
+      const page = await openModelPage(`model=f32&sentence=${encodeURIComponent(long)}`, { width, height }, scheme);
+      await waitForModelView(page, { tokens: ['[CLS]', ...long.split(' '), '[SEP]'] });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(overflow <= width, `page is ${overflow}px wide at ${width}px`);
+      await page.screenshot({ path: `${shots}model-${width}x${height}-${scheme}.png`, fullPage: true });
+      await page.close();
+    }
+  }
+  const page = await openModelPage();
+  await page.fill('#sentence', `${long} dog`);
+  await page.press('#sentence', 'Enter');
+  await page.waitForFunction(() => document.querySelector('#sentence-error').textContent !== '');
+  assert.match(await page.textContent('#sentence-error'), /40/);
+  assert.equal(await page.getAttribute('#sentence', 'aria-invalid'), 'true');
+  await page.close();
 });

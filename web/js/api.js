@@ -1,8 +1,13 @@
 // Asking the server: the request a state makes, its JSON answer and its PNG URLs; the newest request wins.
+//
+// A view costs one request: the JSON answer holds every weight the page
+// draws (heads, their mean, a model's every layer and its rollout), and the
+// page draws them itself. PNGs are asked only for a download, when it is
+// clicked.
 import { fields } from './fields.js';
 
-// The last good answer, { data, text, blobs }: blobs holds the PNG object
-// URLs fetched for it (embeddings), by their parameters.
+// The last good answer, { data, text, key }: key is requestKey() of the
+// state it answers.
 export let result = null;
 
 export function setResult(answer) {
@@ -21,10 +26,17 @@ export function nextRequest() {
   return { mine, signal: inflight.signal };
 }
 
-// The API's query parameters (GET) for the computation itself.
+// The API's query parameters (GET) for the computation itself. A model
+// fixes every option of the random weights, so it takes only its own.
 function apiQuery(s) {
   const f = fields();
   const q = new URLSearchParams();
+  if (s.model) {
+    q.set('model', s.model);
+    q.set('sentence', s.sentence);
+    if (s.sentence_b) q.set('sentence_b', s.sentence_b);
+    return q;
+  }
   if (s.kind === 'sentence') q.set('sentence', s.sentence);
   if (s.context) q.set('context', s.context);
   for (const k of f.text) if (s[k] !== '' && s[k] !== f.defaults[k]) q.set(k, s[k]);
@@ -47,12 +59,26 @@ function apiBody(s, extra) {
   return Object.assign(body, extra);
 }
 
-// The weights and their mean as { data, text, blobs }, or { problem } with
-// the server's problem+json (or the HTTP status) when it refuses.
+// What the server is asked for a state: two states with the same key have
+// the same answer, so a change of the view alone (colours, head, layer,
+// hidden tokens) is drawn from the answer the page has.
+export function requestKey(s) {
+  return s.kind === 'sentence' || s.model ? `GET ${apiQuery(s)}`
+    : `POST ${JSON.stringify(apiBody(s, {}))}`;
+}
+
+// What the page draws: every head and their mean, and with a model every
+// layer's and the rollout.
+function returned(s) {
+  return s.model ? ['weights', 'mean_weights', 'rollout'] : ['weights', 'mean_weights'];
+}
+
+// The weights as { data, text, key }, or { problem } with the server's
+// problem+json (or the HTTP status) when it refuses.
 export async function fetchWeights(s, signal) {
-  const ret = ['weights', 'mean_weights'];
+  const ret = returned(s);
   let response;
-  if (s.kind === 'sentence') {
+  if (s.kind === 'sentence' || s.model) {
     const q = apiQuery(s);
     q.set('return', ret.join(','));
     response = await fetch(`/attention?${q}`, { signal });
@@ -69,26 +95,29 @@ export async function fetchWeights(s, signal) {
       return { problem: { detail: `HTTP ${response.status}` } };
     }
   }
-  return { data: JSON.parse(text), text, blobs: new Map() };
+  return { data: JSON.parse(text), text, key: requestKey(s) };
 }
 
-// A heatmap's URL: a plain GET for sentences, a blob for embeddings.
-export async function pngUrl(s, params) {
-  if (s.kind === 'sentence') {
-    const q = apiQuery(s);
-    for (const [k, v] of Object.entries(params)) q.set(k, v);
-    q.set('format', 'png');
-    return `/attention?${q}`;
-  }
-  const key = JSON.stringify(params);
-  if (result.blobs.has(key)) return result.blobs.get(key);
+// A PNG of the view as a GET URL (params: the image's query, head, layer,
+// view, colormap, ...), or null for embeddings, which only a POST carries:
+// fetch those with fetchPng().
+export function pngUrl(s, params) {
+  if (s.kind !== 'sentence' && !s.model) return null;
+  const q = apiQuery(s);
+  for (const [k, v] of Object.entries(params)) q.set(k, v);
+  q.set('format', 'png');
+  return `/attention?${q}`;
+}
+
+// A PNG of the view of embeddings, POSTed; resolves to a Blob, or rejects
+// with an Error naming the HTTP status.
+export async function fetchPng(s, params) {
   const q = new URLSearchParams({ ...params, format: 'png' });
   const r = await fetch(`/attention?${q}`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: 'image/png' },
     body: JSON.stringify(apiBody(s, {})),
   });
-  const url = URL.createObjectURL(await r.blob());
-  result.blobs.set(key, url);
-  return url;
+  if (!r.ok) throw new Error(`HTTP ${r.status}`);
+  return r.blob();
 }

@@ -1,6 +1,7 @@
 // The form's controls made from the server's fields: each one's kind, range, options and default.
 import { $, form } from './dom.js';
 import { fields } from './fields.js';
+import { models } from './models.js';
 
 // index.html gives each field of fields().form an element with its name
 // as id: a <select> for a field the server enumerates, an <input> for the
@@ -35,6 +36,17 @@ export function setUpControls() {
     }
     if (name in f.placeholders) el.placeholder = f.placeholders[name];
   }
+}
+
+// The model picker: "no model" (random weights) first, then each model the
+// server loaded. Without any it stays hidden, and the page is as it is
+// on a server without --model.
+export function setUpModels() {
+  const list = models();
+  const none = new Option('none: random weights', '');
+  $('model').replaceChildren(none, ...list.map((m) =>
+    new Option(`${m.name} (${m.layers} layers × ${m.heads} heads, hidden ${m.hidden})`, m.name)));
+  $('model-field').hidden = list.length === 0;
 }
 
 // Shows the form once its controls are made; until then only its error

@@ -1,14 +1,53 @@
-// The view's downloads (the head's PNG, the grid's PNG, the JSON) and the link that shares it.
+// The view's downloads (the head's PNG, the grid's or model view's PNG, the rollout's, the JSON) and the link that shares it.
+//
+// A PNG is the server's, asked for only when its link is clicked: a GET
+// URL the browser follows, or for embeddings (which only a POST carries)
+// a request made on the click. The PNGs draw every token: hiding [CLS]
+// and [SEP] is the page's alone.
 import { $ } from './dom.js';
+import { state } from './state.js';
+import { pngUrl, fetchPng } from './api.js';
 
-// head: the selected head ("0", …, "mean"); text: the answer's JSON as sent.
-export function showDownloads(head, headUrl, gridUrl, text) {
-  $('dl-head').href = headUrl;
-  $('dl-head').download = `attention-head-${head}.png`;
-  $('dl-grid').href = gridUrl;
+const PNG_LINKS = { head: 'dl-head', grid: 'dl-grid', rollout: 'dl-rollout' };
+
+// links: { head, grid, rollout }, each [image query, file name], rollout
+// null without a model; text: the answer's JSON as sent.
+export function showDownloads(links, text) {
+  for (const [which, id] of Object.entries(PNG_LINKS)) {
+    const a = $(id);
+    if (!links[which]) continue;
+    const [params, name] = links[which];
+    const url = pngUrl(state, params);
+    a.download = name;
+    a.dataset.params = JSON.stringify(params);
+    a.href = url || '#';
+    a.dataset.post = String(!url);
+  }
   const old = $('dl-json').href;
   if (old.startsWith('blob:')) URL.revokeObjectURL(old);
   $('dl-json').href = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+}
+
+// A PNG link of embeddings: the POST is made now, and its answer saved
+// under the link's file name.
+async function postDownload(e) {
+  const a = e.currentTarget;
+  if (a.dataset.post !== 'true') return; // a GET URL: the browser follows it
+  e.preventDefault();
+  try {
+    const url = URL.createObjectURL(await fetchPng(state, JSON.parse(a.dataset.params)));
+    const save = document.createElement('a');
+    save.href = url;
+    save.download = a.download;
+    save.click();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+  } catch (err) {
+    $('status').textContent = `The PNG could not be made: ${err.message}`;
+  }
+}
+
+export function listenDownloads() {
+  for (const id of Object.values(PNG_LINKS)) $(id).addEventListener('click', postDownload);
 }
 
 // The clipboard may be refused (no permission, no secure context): then

@@ -1,17 +1,18 @@
 // attnd's page: takes the server's fields, restores the view from its URL and wires the page's events to the modules that do the work.
 //
-// A form that asks the API, a grid of the server's heatmaps, one head
-// enlarged with readable cells, and BertViz-style lines. The whole view
-// lives in the page's URL, so a link restores it.
+// A form that asks the API, a grid of every head drawn from its answer
+// (with a model, every layer and head), one head enlarged with readable
+// cells, BertViz-style lines and a model's rollout. The whole view lives
+// in the page's URL, so a link restores it.
 import { $, form } from './dom.js';
 import { loadFields } from './fields.js';
-import { setUpControls, showControls } from './controls.js';
-import { state, setState, readForm, writeForm, showKind, stateFromUrl, pageUrl } from './state.js';
+import { loadModels } from './models.js';
+import { setUpControls, setUpModels, showControls } from './controls.js';
+import { state, setState, readForm, writeForm, showKind, showMode, stateFromUrl } from './state.js';
 import { localErrors, showErrors } from './validate.js';
-import { generation } from './api.js';
 import { compute } from './compute.js';
-import { render } from './results.js';
-import { copyLink } from './downloads.js';
+import { selectBatch, selectLayer } from './results.js';
+import { copyLink, listenDownloads } from './downloads.js';
 
 let debounce = 0; // typing asks once it pauses
 
@@ -19,16 +20,16 @@ function listen() {
   form.addEventListener('submit', (e) => { e.preventDefault(); compute(true); });
   form.addEventListener('input', (e) => {
     if (e.target.name === 'kind') showKind(e.target.value);
+    if (e.target.name === 'model') showMode(e.target.value);
     clearTimeout(debounce);
     const s = readForm();
     showErrors(localErrors(s));
-    debounce = setTimeout(() => compute(false), 450);
+    // a choice from a list or a check box is made at once; typing pauses
+    const chosen = e.target.tagName === 'SELECT' || e.target.type === 'checkbox';
+    debounce = setTimeout(() => compute(false), chosen ? 0 : 450);
   });
-  $('batch').addEventListener('change', (e) => {
-    state.batch = e.target.value;
-    history.replaceState(null, '', pageUrl(state));
-    render(generation);
-  });
+  $('batch').addEventListener('change', (e) => selectBatch(e.target.value));
+  $('layer').addEventListener('input', (e) => selectLayer(e.target.value));
   $('embeddings-file').addEventListener('change', async (e) => {
     const file = e.target.files[0];
     if (!file) return;
@@ -36,6 +37,7 @@ function listen() {
     compute(false);
   });
   $('share').addEventListener('click', copyLink);
+  listenDownloads();
   window.addEventListener('popstate', () => {
     setState(stateFromUrl());
     writeForm(state);
@@ -47,12 +49,13 @@ function listen() {
 // them there is no form: only the error that says why.
 async function start() {
   try {
-    await loadFields();
+    await Promise.all([loadFields(), loadModels()]);
   } catch (err) {
     showErrors({ form: `The form needs the server's fields, and GET /config ${err.message}. Reload the page to try again.` });
     return;
   }
   setUpControls();
+  setUpModels();
   showControls();
   listen();
   setState(stateFromUrl());

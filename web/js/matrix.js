@@ -1,11 +1,13 @@
-// The enlarged head: its weights one cell each, tokens around them, read by pointer or arrow keys.
+// A matrix enlarged (a head, or the rollout): its weights one cell each, tokens around them, read by pointer or arrow keys.
 import { $ } from './dom.js';
+import { drawHeatmap } from './heatmap.js';
 
-// src: the bare matrix, one square cell pixels wide per weight of w
-// ([n][m]); the tokens are laid out around it in HTML, so the cell under
-// the pointer is exact.
-export function drawMatrix(sh, w, src, cell) {
-  const box = $('matrix');
+// Draws w ([n][m], rows sh.rows and columns sh.cols) into the element
+// box, one square of cell pixels per weight on a canvas, in colormap; the
+// tokens are laid out around it in HTML, so the cell under the pointer is
+// exact. readout: the element that shows the cell read; label: what the
+// matrix is, for its description.
+export function drawMatrix({ box, readout, label }, sh, w, cell, colormap) {
   box.style.setProperty('--cell', `${cell}px`);
   box.style.setProperty('--rows', sh.n);
   box.style.setProperty('--cols', sh.m);
@@ -28,16 +30,16 @@ export function drawMatrix(sh, w, src, cell) {
   frame.tabIndex = 0;
   frame.setAttribute('role', 'grid');
   frame.setAttribute('aria-label', 'weights: use the arrow keys to read each cell');
-  const img = document.createElement('img');
-  img.src = src;
-  img.alt = `${$('enlarged-title').textContent}, one square per weight`;
-  img.width = sh.m * cell;
-  img.height = sh.n * cell;
-  img.draggable = false;
+  const canvas = document.createElement('canvas');
+  drawHeatmap(canvas, w, colormap);
+  canvas.style.width = `${sh.m * cell}px`;
+  canvas.style.height = `${sh.n * cell}px`;
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', `${label}, one square per weight`);
   const mark = document.createElement('div');
   mark.className = 'mark';
   mark.hidden = true;
-  frame.append(img, mark);
+  frame.append(canvas, mark);
   const corner = document.createElement('div');
   corner.className = 'corner';
   box.replaceChildren(corner, top, left, frame);
@@ -46,7 +48,7 @@ export function drawMatrix(sh, w, src, cell) {
   const show = (i, j, x, y) => {
     at = [i, j];
     const text = `${sh.rows[i]} → ${sh.cols[j]}: ${w[i][j]}`;
-    $('readout').textContent = text;
+    readout.textContent = text;
     mark.hidden = false;
     mark.style.transform = `translate(${j * cell}px, ${i * cell}px)`;
     const tip = $('tooltip');
@@ -58,7 +60,7 @@ export function drawMatrix(sh, w, src, cell) {
   };
   const hide = () => { $('tooltip').hidden = true; mark.hidden = true; };
   frame.addEventListener('mousemove', (e) => {
-    const r = img.getBoundingClientRect();
+    const r = canvas.getBoundingClientRect();
     const x = e.clientX - r.left, y = e.clientY - r.top;
     const j = Math.floor(x / (r.width / sh.m)), i = Math.floor(y / (r.height / sh.n));
     if (i < 0 || j < 0 || i >= sh.n || j >= sh.m) return hide();

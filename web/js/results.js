@@ -1,15 +1,33 @@
-// Showing an answer: the grid of every head, then the selected head enlarged, its lines and its downloads.
+// Showing an answer: the grid of every head (a model's every layer and head), then the selected head enlarged, its lines, the rollout and the downloads.
+//
+// Everything here is drawn from the one JSON answer in api.js's result:
+// choosing a head, a layer, the colours or the hidden tokens asks the
+// server nothing.
 import { $ } from './dom.js';
 import { state, pageUrl } from './state.js';
-import { result, generation, pngUrl } from './api.js';
+import { result } from './api.js';
+import { drawHeatmap } from './heatmap.js';
 import { drawMatrix } from './matrix.js';
 import { drawLines } from './lines.js';
 import { showDownloads } from './downloads.js';
 
-// The answer's sequence in view: its heads' weights [head][n][m], their
-// mean [n][m], the token labels of rows (queries) and columns (keys).
+const SPECIAL = new Set(['[CLS]', '[SEP]']);
+// The smallest cell of an enlarged matrix, in pixels: its token labels are
+// set as tall as a cell (style.css), and smaller text cannot be read.
+const MIN_CELL = 10;
+
+// The answer's view, random weights or model alike:
+//   heads(l)  the heads' weights [head][n][m] of layer l (random weights
+//             have one layer), mean(l) their mean [n][m]
+//   n, m, rows, cols  the shown queries and keys and their token labels
+//   count, layers     heads per layer, layers
+//   rollout           [n][m] (a model), else null
+//   b                 the sequence of the batch in view (random weights)
+// With a model and hide_special, the rows and columns of [CLS] and [SEP]
+// are left out of every matrix; the weights left are not renormalised.
 function shape() {
   const d = result.data;
+  if (d.model !== undefined) return modelShape(d);
   const batched = d.config.batch > 1 || Array.isArray(d.weights[0][0][0]);
   const b = Math.min(Number(state.batch) || 0, d.config.batch - 1);
   const heads = batched ? d.weights[b] : d.weights;
@@ -17,74 +35,195 @@ function shape() {
   const n = d.config.tokens, m = d.config.context_tokens || n;
   const rows = d.tokens || [...Array(n).keys()].map(String);
   const cols = d.context_tokens || (d.config.context_tokens ? [...Array(m).keys()].map(String) : rows);
-  return { heads, mean, n, m, rows, cols, b, count: d.config.heads };
+  return { model: false, heads: () => heads, mean: () => mean, n, m, rows, cols, b,
+    count: d.config.heads, layers: 1, rollout: null };
 }
 
-function selectedMatrix(sh) {
-  return state.head === 'mean' ? sh.mean : sh.heads[Number(state.head)];
+function modelShape(d) {
+  const all = d.tokens.map((t, i) => i);
+  const keep = state.hide_special ? all.filter((i) => !SPECIAL.has(d.tokens[i])) : all;
+  // an input of special tokens alone keeps them: there is nothing else to show
+  const idx = keep.length ? keep : all;
+  const cut = (w) => (idx.length === all.length ? w : idx.map((i) => idx.map((j) => w[i][j])));
+  const rows = idx.map((i) => d.tokens[i]);
+  return { model: true, heads: (l) => d.weights[l].map(cut), mean: (l) => cut(d.mean_weights[l]),
+    n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads,
+    layers: d.config.layers, rollout: cut(d.rollout) };
 }
 
-// mine: the generation drawn for; a newer one stops the drawing.
-export async function render(mine) {
+// A thumbnail: one pixel per weight, as wide as its place (CSS).
+function thumbnail(w, label) {
+  const c = document.createElement('canvas');
+  drawHeatmap(c, w, state.colormap);
+  c.setAttribute('role', 'img');
+  c.setAttribute('aria-label', `attention weights, ${label}`);
+  return c;
+}
+
+// A choice of the view kept in the page's URL.
+function keep() {
+  history.replaceState(null, '', pageUrl(state));
+}
+
+export function render() {
+  const sh = shape();
+  $('results').hidden = false;
+  const room = measureRoom(); // before the grid changes, so the page is laid out once
+  if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
+  if (!(Number(state.layer) < sh.layers)) state.layer = '0';
+  if (sh.model) renderModelGrid(sh);
+  else renderHeadGrid(sh);
+  renderSelected(sh, room);
+}
+
+// The room for the enlarged head and the rollout, in pixels.
+function measureRoom() {
+  return { head: $('matrix').parentElement.clientWidth - 90, rollout: $('rollout-view').clientWidth - 110 };
+}
+
+// Random weights: a card per head, then their mean.
+function renderHeadGrid(sh) {
   const sequences = result.data.config.batch;
   const pick = $('batch');
   $('batch-field').hidden = sequences < 2;
   pick.replaceChildren(...[...Array(sequences).keys()].map((b) => new Option(String(b), String(b))));
   if (!(Number(state.batch) < sequences)) state.batch = '0';
   pick.value = state.batch;
-  const sh = shape();
-  if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
-  $('results').hidden = false;
+  $('results-title').textContent = 'Every head';
   const grid = $('grid');
-  const cards = [];
-  const common = { batch: String(sh.b), colormap: state.colormap };
-  for (let k = 0; k < sh.count; k++) cards.push({ head: String(k), title: `head ${k}` });
-  cards.push({ head: 'mean', title: `mean of ${sh.count}` });
-  const urls = await Promise.all(cards.map((c) => pngUrl(state, { ...common, head: c.head })));
-  if (mine !== generation) return;
-  grid.replaceChildren(...cards.map((c, i) => {
+  grid.className = 'heads';
+  grid.removeAttribute('role');
+  grid.removeAttribute('aria-label');
+  const cards = [...Array(sh.count).keys()].map((k) => ({ head: String(k), title: `head ${k}`, w: sh.heads(0)[k] }));
+  cards.push({ head: 'mean', title: `mean of ${sh.count}`, w: sh.mean(0) });
+  grid.replaceChildren(...cards.map((c) => {
     const button = document.createElement('button');
     button.type = 'button';
     button.className = 'head';
     button.dataset.head = c.head;
     button.setAttribute('aria-pressed', String(c.head === state.head));
-    const img = document.createElement('img');
-    img.src = urls[i];
-    img.alt = `attention weights, ${c.title}`;
-    img.loading = 'lazy';
     const caption = document.createElement('span');
     caption.textContent = c.title;
-    button.append(img, caption);
-    button.addEventListener('click', () => selectHead(c.head));
+    button.append(thumbnail(c.w, c.title), caption);
+    button.addEventListener('click', () => select('0', c.head));
     return button;
   }));
-  await renderSelected(mine);
 }
 
-async function selectHead(head) {
+// A model: BertViz's model view, a row of heads (and their mean) per
+// layer. One thumbnail is in the tab order, the selected one; the arrow
+// keys move between them, Enter or Space selects.
+function renderModelGrid(sh) {
+  $('batch-field').hidden = true;
+  $('results-title').textContent = `Every layer and head (${sh.layers} × ${sh.count})`;
+  const grid = $('grid');
+  grid.className = 'model-view';
+  grid.setAttribute('role', 'group');
+  grid.setAttribute('aria-label', 'layers × heads: arrow keys move, Enter selects');
+  grid.style.setProperty('--heads', sh.count + 1);
+  const cells = [document.createElement('span')];
+  for (let h = 0; h <= sh.count; h++) {
+    const top = document.createElement('span');
+    top.className = 'axis';
+    top.textContent = h < sh.count ? `head ${h}` : 'mean';
+    cells.push(top);
+  }
+  for (let l = 0; l < sh.layers; l++) {
+    const side = document.createElement('span');
+    side.className = 'axis';
+    side.textContent = `layer ${l}`;
+    cells.push(side);
+    const heads = sh.heads(l);
+    for (let h = 0; h <= sh.count; h++) {
+      const head = h < sh.count ? String(h) : 'mean';
+      const label = h < sh.count ? `layer ${l}, head ${h}` : `layer ${l}, mean of ${sh.count} heads`;
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.className = 'thumb';
+      button.dataset.layer = String(l);
+      button.dataset.head = head;
+      button.title = label;
+      button.append(thumbnail(h < sh.count ? heads[h] : sh.mean(l), label));
+      button.addEventListener('click', () => select(String(l), head));
+      button.addEventListener('keydown', (e) => moveFocus(e, l, h, sh));
+      cells.push(button);
+    }
+  }
+  grid.replaceChildren(...cells);
+  const range = $('layer');
+  range.max = String(sh.layers - 1);
+  range.value = state.layer;
+  markSelected();
+}
+
+function moveFocus(e, l, h, sh) {
+  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
+    Home: [0, -h], End: [0, sh.count - h] };
+  if (!moves[e.key]) return;
+  e.preventDefault();
+  const [dl, dh] = moves[e.key];
+  const nl = Math.min(sh.layers - 1, Math.max(0, l + dl)), nh = Math.min(sh.count, Math.max(0, h + dh));
+  const head = nh < sh.count ? String(nh) : 'mean';
+  const next = $('grid').querySelector(`button[data-layer="${nl}"][data-head="${head}"]`);
+  for (const b of $('grid').querySelectorAll('button.thumb')) b.tabIndex = b === next ? 0 : -1;
+  next.focus();
+}
+
+// aria-pressed on the selected thumbnail (in the tab order), and the
+// layer control on its layer.
+function markSelected() {
+  for (const b of $('grid').querySelectorAll('button')) {
+    const on = b.dataset.head === state.head && (b.dataset.layer ?? '0') === state.layer;
+    b.setAttribute('aria-pressed', String(on));
+    if (b.classList.contains('thumb')) b.tabIndex = on ? 0 : -1;
+  }
+  $('layer').value = state.layer;
+  $('layer-out').textContent = `${state.layer} of ${Number($('layer').max) + 1}`;
+}
+
+function select(layer, head) {
+  state.layer = layer;
   state.head = head;
-  history.replaceState(null, '', pageUrl(state));
-  for (const b of $('grid').querySelectorAll('button.head'))
-    b.setAttribute('aria-pressed', String(b.dataset.head === head));
-  await renderSelected(generation);
+  keep();
+  markSelected();
+  renderSelected(shape(), measureRoom());
 }
 
-async function renderSelected(mine) {
-  const sh = shape();
-  const w = selectedMatrix(sh);
-  const title = state.head === 'mean' ? `Mean of ${sh.count} heads` : `Head ${state.head} of ${sh.count}`;
+// The layer control: the same head in another layer.
+export function selectLayer(layer) {
+  select(layer, state.head);
+}
+
+// The batch's sequence in view (random weights).
+export function selectBatch(b) {
+  state.batch = b;
+  keep();
+  render();
+}
+
+function renderSelected(sh, room) {
+  const l = Number(state.layer);
+  const w = state.head === 'mean' ? sh.mean(l) : sh.heads(l)[Number(state.head)];
+  const which = state.head === 'mean' ? `Mean of ${sh.count} heads` : `Head ${state.head} of ${sh.count}`;
+  const title = sh.model ? `Layer ${l}, ${which.charAt(0).toLowerCase()}${which.slice(1)}` : which;
   $('enlarged-title').textContent = title;
-  const common = { batch: String(sh.b), colormap: state.colormap, head: state.head };
+  // cells fill the room, but no smaller than a readable token label: a
+  // long input scrolls inside its panel rather than shrinking its labels
   const wide = Math.max(sh.n, sh.m);
-  const room = Math.min(520, $('matrix').parentElement.clientWidth - 90);
-  const cell = Math.max(2, Math.min(48, Math.floor(room / wide)));
-  const [bare, labelled, all] = await Promise.all([
-    pngUrl(state, { ...common, labels: 'false', cell: String(cell) }),
-    pngUrl(state, common),
-    pngUrl(state, { batch: String(sh.b), colormap: state.colormap, head: 'all' }),
-  ]);
-  if (mine !== generation) return;
-  drawMatrix(sh, w, bare, cell);
+  const fit = (px) => Math.max(MIN_CELL, Math.min(48, Math.floor(Math.min(520, px) / wide)));
+  const cell = fit(room.head);
+  drawMatrix({ box: $('matrix'), readout: $('readout'), label: title }, sh, w, cell, state.colormap);
   drawLines(sh, w);
-  showDownloads(state.head, labelled, all, result.text);
+  if (sh.rollout) {
+    drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout' }, sh,
+      sh.rollout, fit(room.rollout), state.colormap);
+  }
+  const image = sh.model ? { colormap: state.colormap } : { batch: String(sh.b), colormap: state.colormap };
+  showDownloads({
+    head: [sh.model ? { ...image, layer: state.layer, head: state.head } : { ...image, head: state.head },
+      sh.model ? `attention-layer-${state.layer}-head-${state.head}.png` : `attention-head-${state.head}.png`],
+    grid: [sh.model ? { ...image, view: 'model' } : { ...image, head: 'all' },
+      sh.model ? 'attention-model.png' : 'attention-grid.png'],
+    rollout: sh.model ? [{ ...image, view: 'rollout' }, 'attention-rollout.png'] : null,
+  }, result.text);
 }

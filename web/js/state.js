@@ -2,21 +2,25 @@
 import { $, form } from './dom.js';
 import { fields } from './fields.js';
 
-// The server's defaults inside the page's own: what is asked and what is shown.
+// The server's defaults inside the page's own: what is asked and what is
+// shown. model '' is no model: random weights, the page's first mode.
 export function defaults() {
   return {
+    model: '',
     kind: 'sentence',
     sentence: 'The cat chased the mouse because it was hungry',
+    sentence_b: '',
     embeddings: '',
     context: '',
     ...fields().defaults,
-    head: '0', batch: '0',
+    hide_special: false,
+    head: '0', batch: '0', layer: '0',
   };
 }
 
 // The view on screen, set once the server's fields are known. Replaced
-// whole by setState() when the form or the URL gives a new one; head and
-// batch change in place.
+// whole by setState() when the form or the URL gives a new one; head,
+// batch and layer change in place.
 export let state = null;
 
 export function setState(s) {
@@ -24,31 +28,45 @@ export function setState(s) {
 }
 
 // The form's fields read through .value; the rest are checkboxes.
-const valueFields = () => ['sentence', 'embeddings', 'context', ...fields().text, ...fields().image];
+const valueFields = () => ['model', 'sentence', 'sentence_b', 'embeddings', 'context',
+  ...fields().text, ...fields().image];
+// The page's own check boxes, beside the server's.
+const PAGE_CHECKS = ['hide_special'];
 
 // Fields under "Advanced": a view that changes one opens it.
 const ADVANCED = ['d_k', 'd_v', 'd_out', 'dropout', 'bias', 'out_bias', 'lowercase',
-  'special_tokens', 'colormap'];
+  'special_tokens'];
 
 export function readForm() {
   const s = { ...state };
   s.kind = form.querySelector('input[name=kind]:checked').value;
   for (const k of valueFields()) s[k] = $(k).value.trim();
-  for (const k of fields().bool) s[k] = $(k).checked;
+  for (const k of [...fields().bool, ...PAGE_CHECKS]) s[k] = $(k).checked;
+  if (s.model) s.kind = 'sentence'; // a model reads sentences only
   return s;
 }
 
 export function writeForm(s) {
   form.querySelector(`input[name=kind][value=${s.kind}]`).checked = true;
   for (const k of valueFields()) $(k).value = s[k];
-  for (const k of fields().bool) $(k).checked = s[k];
+  for (const k of [...fields().bool, ...PAGE_CHECKS]) $(k).checked = s[k];
   showKind(s.kind);
+  showMode(s.model);
   const d = defaults();
   if (ADVANCED.some((k) => s[k] !== d[k])) $('advanced').open = true;
 }
 
 export function showKind(kind) {
   for (const el of form.querySelectorAll('[data-kind]')) el.hidden = el.dataset.kind !== kind;
+}
+
+// Shows what a mode uses: with a model, sentences A and B and the views
+// of a trained network; without, the random-weights options.
+export function showMode(model) {
+  const mode = model ? 'model' : 'random';
+  for (const el of document.querySelectorAll('[data-mode]')) el.hidden = el.dataset.mode !== mode;
+  if (model) showKind('sentence');
+  else showKind(form.querySelector('input[name=kind]:checked').value);
 }
 
 // The page's query: every value that differs from its default.
@@ -59,6 +77,7 @@ function pageQuery(s) {
     if (v === d[k]) continue;
     if (k === 'embeddings' && s.kind !== 'embeddings') continue;
     if (k === 'sentence' && s.kind !== 'sentence') continue;
+    if (k === 'batch' && s.model) continue;
     q.set(k, typeof v === 'boolean' ? String(v) : v);
   }
   return q;

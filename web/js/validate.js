@@ -23,6 +23,11 @@ function inWords(r) {
 export function localErrors(s) {
   const f = fields();
   const errors = {};
+  if (s.model) {
+    // a model fixes every other option, and none of them is sent
+    if (!s.sentence) errors.sentence = 'type a sentence';
+    return errors;
+  }
   for (const [k, r] of Object.entries(f.integer)) {
     const v = s[k];
     if (v === '') continue;
