@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         const struct model *m = models.entry[i].model;
         fprintf(stderr,
                 "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
-                "%zu MB of weights\n",
+                "%zu MiB of float32 weights\n",
                 m->name, m->bert.layers, m->bert.heads, m->bert.hidden,
                 m->weight_bytes >> 20);
     }

@@ -568,6 +568,54 @@ static void test_defaults_and_get(void **state)
     cJSON_Delete(j);
 }
 
+/* The ETag of a GET on a model: the URL's and the checkpoint's, so a
+ * different checkpoint under the same name is not served from a cache. */
+static void etag_of(const struct server *s, char *out, size_t len)
+{
+    struct reply r;
+    assert_true(http_call(s, "GET", "/attention?model=f32&sentence=the+cat",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    assert_true(reply_header(&r, "ETag", out, len));
+    reply_free(&r);
+}
+
+static void test_etag_follows_the_checkpoint(void **state)
+{
+    (void)state;
+    char mine[64], same[64], other[64];
+    etag_of(&srv, mine, sizeof mine);
+    struct server s;
+    assert_true(server_start(
+        &s, (const char *const[]){"--model", "f32=tests/models/f32", NULL}));
+    etag_of(&s, same, sizeof same);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+    assert_true(server_start(
+        &s, (const char *const[]){
+                "--model", "f32=tests/models/f32_prefixed_legacy", NULL}));
+    etag_of(&s, other, sizeof other);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+    assert_string_equal(mine, same);
+    assert_string_not_equal(mine, other);
+}
+
+/* A body over 64 KB is decoded by a worker: the same refusals there. */
+static void test_large_body(void **state)
+{
+    (void)state;
+    const size_t words = 20000; /* "cat " each: 80 KB */
+    char *body = malloc(words * 4 + 128);
+    size_t n = (size_t)snprintf(body, 64, "{\"model\":\"f32\",\"sentence\":\"");
+    for (size_t i = 0; i < words; i++) {
+        memcpy(body + n, "cat ", 4);
+        n += 4;
+    }
+    snprintf(body + n, 64, "\"}");
+    refused(&srv, body, "/sentence",
+            (const char *[]){"max_position_embeddings", NULL});
+    free(body);
+}
+
 static void test_models_listed(void **state)
 {
     (void)state;
@@ -1074,6 +1122,8 @@ int main(void)
         cmocka_unit_test(test_golden_bf16_legacy),
         cmocka_unit_test(test_defaults_and_get),
         cmocka_unit_test(test_models_listed),
+        cmocka_unit_test(test_etag_follows_the_checkpoint),
+        cmocka_unit_test(test_large_body),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_png_views),
         cmocka_unit_test(test_metrics_per_model),

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "models.h"
 #include "options.h"
 #include "request_fields.h"
 
@@ -214,9 +215,43 @@ static void test_config_route_is_documented(void **state)
     assert_non_null(fields);
 }
 
+/* GET /models: every key a loaded model is described by is documented,
+ * and nothing else. */
+static void test_models_route_is_documented(void **state)
+{
+    (void)state;
+    at(at(at(doc, "paths"), "/models"), "get");
+    const cJSON *props = at(
+        at(at(at(schema("ModelsDocument"), "properties"), "models"), "items"),
+        "properties");
+    const struct options_list specs = {.item = {"f32=tests/models/f32"},
+                                       .count = 1};
+    struct models set = {0};
+    char err[512];
+    assert_true(models_load(&set, &specs, err, sizeof err));
+    size_t len = 0;
+    char *text = models_document(&set, &len);
+    cJSON *answer = cJSON_ParseWithLength(text, len);
+    const cJSON *model =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(answer, "models"), 0);
+    assert_non_null(model);
+    int keys = 0;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, model)
+    {
+        at(props, k->string);
+        keys++;
+    }
+    assert_int_equal(cJSON_GetArraySize(props), keys);
+    cJSON_Delete(answer);
+    free(text);
+    models_free(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_models_route_is_documented),
         cmocka_unit_test(test_fields_are_documented),
         cmocka_unit_test(test_config_echo_is_documented),
         cmocka_unit_test(test_config_route_is_documented),
