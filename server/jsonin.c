@@ -218,6 +218,13 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
                  const char *const *names, size_t n, int *out,
                  struct problem *pb)
 {
+    if (cJSON_IsString(v))
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(v->valuestring, names[i])) {
+                *out = (int)i;
+                return true;
+            }
+    /* the names allowed, written out only for the refusal */
     char allowed[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < n && used < sizeof allowed; i++)
@@ -226,11 +233,6 @@ bool jsonin_enum(const cJSON *v, const struct jpath *at,
                              i ? (i + 1 == n ? " or " : ", ") : "", names[i]);
     if (!cJSON_IsString(v))
         return wrong_type(v, at, allowed, pb);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(v->valuestring, names[i])) {
-            *out = (int)i;
-            return true;
-        }
     return problem_set(pb, 422, at->pointer, "%s (\"%.40s\") must be %s",
                        at->name, v->valuestring, allowed);
 }
