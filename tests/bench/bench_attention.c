@@ -308,7 +308,8 @@ static void torch_best(double ms[2], double *best, int *threads)
 }
 
 static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
-                        const char *torch_script, struct row *out)
+                        const char *torch_script, struct attn_pool *pool,
+                        struct row *out)
 {
     const size_t nx = sh.n * sh.d_model;
     float *x = malloc(nx * sizeof *x);
@@ -322,6 +323,7 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
                 .qkv_bias = true,
                 .out_bias = true,
                 .threads = cores(),
+                .pool = pool,
                 /* resolved for every set it runs */
                 .want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS},
         .x = x};
@@ -521,9 +523,17 @@ int main(int argc, char **argv)
     fill(sg.a, sq, 1);
     fill(sg.b, sq, 2);
 
+    /* the threads of the pass, started once as a long-lived caller would */
+    struct attn_pool *pool;
+    struct attn_error err;
+    if (attn_pool_create(cores(), &pool, &err) != ATTN_OK) {
+        fprintf(stderr, "bench: %s\n", err.message);
+        return 1;
+    }
     const char *core_env = getenv("OPENBLAS_CORETYPE");
     printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s), %u cores, forward team "
-           "of %u threads with 1 BLAS thread each\n",
+           "of %u threads (a pool kept between calls) with 1 BLAS thread "
+           "each\n",
            openblas_get_corename(), core_env ? core_env : "unset", cores(),
            cores());
     if (torch_script)
@@ -538,7 +548,7 @@ int main(int argc, char **argv)
            "torch wts", "x_w");
     struct row rows[N_SHAPES];
     for (int i = 0; i < N_SHAPES; i++) {
-        if (!bench_shape(shapes[i], &sg, quick, torch_script, &rows[i]))
+        if (!bench_shape(shapes[i], &sg, quick, torch_script, pool, &rows[i]))
             return 1;
         const struct row *r = &rows[i];
         const double gf_w = r->flops / (r->ms_weights * 1e-3) * 1e-9;
@@ -615,6 +625,7 @@ int main(int argc, char **argv)
                 mem_shape.n, mem_shape.d_model, mem_shape.heads, peak, before);
         fclose(fp);
     }
+    attn_pool_free(pool);
     free(sg.a);
     free(sg.b);
     free(sg.c);
