@@ -35,6 +35,9 @@
  * All scratch memory is sized up front and allocated once per call, with
  * one set of per-thread parts for each member of the team.
  */
+/* madvise() and MADV_HUGEPAGE, where the system has them */
+#define _DEFAULT_SOURCE
+
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
@@ -49,6 +52,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum {
     QUERY_BLOCK = 256, /* most query rows in one unit */
@@ -58,6 +62,10 @@ enum {
     WS_ALIGN = 64,
     MAX_TEAM = POOL_MAX_MEMBERS
 };
+
+/* Result arrays of HUGE_ARRAY bytes or more are laid on huge pages. */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_ARRAY ((size_t)8 << 20)
 
 /* A pass of fewer floating-point operations runs as one unit per phase:
  * about 0.15 ms on one core, where a second thread would not pay for
@@ -515,6 +523,25 @@ static void result_parts(const struct attn_config *c, struct attn_result *res,
     memcpy(parts, all, sizeof all);
 }
 
+/* An array of a result that the pass writes whole (and the caller frees
+ * with free()). Large ones start on a huge-page boundary, and the kernel
+ * is asked for huge pages there: the first write to tens of megabytes of
+ * weights would otherwise fault once per 4 KiB page, which costs more than
+ * the softmax over them. */
+static void *result_alloc(size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_ARRAY) {
+        const size_t whole = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+        void *a = aligned_alloc(HUGE_PAGE, whole);
+        if (a)
+            madvise(a, whole, MADV_HUGEPAGE); /* only advice */
+        return a;
+    }
+#endif
+    return malloc(bytes);
+}
+
 /* Allocate the arrays the caller asked for. */
 static attn_status result_init(const struct attn_config *c,
                                struct attn_result *res, struct attn_error *err)
@@ -536,7 +563,7 @@ static attn_status result_init(const struct attn_config *c,
             continue;
         *arrays[i].slot = arrays[i].zeroed
                               ? calloc(arrays[i].count, sizeof(float))
-                              : malloc(arrays[i].count * sizeof(float));
+                              : result_alloc(arrays[i].count * sizeof(float));
         if (!*arrays[i].slot)
             goto nomem;
     }
