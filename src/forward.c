@@ -542,6 +542,19 @@ static void *result_alloc(size_t bytes)
     return malloc(bytes);
 }
 
+/* The bytes result_alloc() takes beyond bytes (none for a zeroed array,
+ * which calloc() allocates). */
+static size_t result_alloc_extra(size_t bytes, bool zeroed)
+{
+#ifdef MADV_HUGEPAGE
+    if (!zeroed && bytes >= HUGE_ARRAY)
+        return (HUGE_PAGE - bytes % HUGE_PAGE) % HUGE_PAGE;
+#endif
+    (void)bytes;
+    (void)zeroed;
+    return 0;
+}
+
 /* Allocate the arrays the caller asked for. */
 static attn_status result_init(const struct attn_config *c,
                                struct attn_result *res, struct attn_error *err)
@@ -583,10 +596,13 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     struct result_part arrays[N_RESULT_PARTS];
     result_parts(cfg, &res, arrays);
     /* every term is under SIZE_MAX / 32 once the config is resolved */
-    size_t floats = 0;
+    size_t floats = 0, rounding = 0;
     for (size_t i = 0; i < N_RESULT_PARTS; i++)
-        if (cfg->want & arrays[i].bit)
+        if (cfg->want & arrays[i].bit) {
             floats += arrays[i].count;
+            rounding += result_alloc_extra(arrays[i].count * sizeof(float),
+                                           arrays[i].zeroed);
+        }
     if (cfg->mode == ATTN_MODE_PROJECTED && !cfg->params) {
         struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
         const size_t n = attn_params_layout(cfg, 0, tensors);
@@ -601,7 +617,8 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     size_t bytes;
     if (!size_mul(floats, sizeof(float), &bytes) ||
         !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
-        !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool))
+        !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool) ||
+        !size_add_to(&bytes, rounding))
         return SIZE_MAX;
     return bytes;
 }
