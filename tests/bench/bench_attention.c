@@ -109,16 +109,21 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* OpenBLAS's workers (and those of PyTorch's OpenMP and OpenBLAS) spin
+ * for a while after a threaded call before they sleep; let them, so that
+ * they do not compete with what is timed next. */
+static void quiet_pause(void)
+{
+    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 300000000}, NULL);
+}
+
 /* Seconds of one CEILING_SIZE^3 sgemm with OpenBLAS on every core. */
 static double ceiling_once(struct sgemm_ctx *s)
 {
     openblas_set_num_threads((int)cores());
     const double t = run_sgemm(s);
     attn_blas_single_thread();
-    /* OpenBLAS's workers spin for a while after a threaded call before
-     * they sleep; let them, so they do not compete with the pass timed
-     * next */
-    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 300000000}, NULL);
+    quiet_pause();
     return t;
 }
 
@@ -388,6 +393,8 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
                 }
                 spent += torch_s[w][t][rounds];
             }
+        if (have_torch)
+            quiet_pause();
         rounds++;
     }
     torch_stop(&torch);
