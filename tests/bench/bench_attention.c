@@ -384,8 +384,9 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
         weights_s[rounds] = run_forward(&f);
         ok = plain_s[rounds] >= 0 && weights_s[rounds] >= 0;
         spent += sgemm_s[rounds] + plain_s[rounds] + weights_s[rounds];
-        for (int w = 0; have_torch && w < 2; w++)
-            for (int t = 0; t < 2; t++) {
+        /* threads outside: PyTorch warms up after each change of count */
+        for (int t = 0; have_torch && t < 2; t++)
+            for (int w = 0; w < 2; w++) {
                 torch_s[w][t][rounds] = torch_run(&torch, w, t + 1);
                 if (torch_s[w][t][rounds] < 0) {
                     fprintf(stderr, "bench: PyTorch stopped answering\n");
