@@ -211,6 +211,14 @@ static void dropout_row(const struct forward *f, size_t b, size_t head,
                                                           : 0.0f;
 }
 
+/* a[e] *= factor for e < n: a head's row, too short for a BLAS call to
+ * pay for itself (the same products as cblas_sscal's). */
+static void scale_floats(float *restrict a, size_t n, float factor)
+{
+    for (size_t e = 0; e < n; e++)
+        a[e] *= factor;
+}
+
 /* Remember the first place where finite inputs gave non-finite products. */
 static void note_overflow(struct forward *f, size_t b, size_t row)
 {
@@ -726,8 +734,9 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
             note_overflow(f, bk->b, i);
             memset(row, 0, nj * sizeof *row);
         }
-        if (rescale != 1.0f)
-            cblas_sscal((int)dv, rescale, out + r * ldh, 1);
+        /* rescale 0: nothing was accumulated, the row is still zero */
+        if (rescale != 1.0f && rescale != 0.0f)
+            scale_floats(out + r * ldh, dv, rescale);
         if (c->dropout > 0.0f)
             dropout_row(f, bk->b, a, i, j0, row, nj);
     }
@@ -766,7 +775,7 @@ static void stream_finish(struct forward *f, const struct block *bk,
             f->res->fully_masked[bk->b * c->n_query + bk->r0 + r] = 1;
             continue; /* its head output stayed all zero */
         }
-        cblas_sscal((int)dv, (float)(1.0 / online[r].sum), out + r * ldh, 1);
+        scale_floats(out + r * ldh, dv, (float)(1.0 / online[r].sum));
     }
 }
 
