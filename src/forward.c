@@ -46,9 +46,9 @@
 #include "rng.h"
 #include "softmax.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
-#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
