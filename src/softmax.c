@@ -341,16 +341,23 @@ static void scale_row(float *s, size_t m, float f)
     DISPATCH(scale_row, s, m, f);
 }
 
+/* NaN and +Inf scores are found without a pass of their own: +Inf is the
+ * maximum, and a NaN makes the sum of the exponentials NaN; only a row
+ * whose maximum is -inf (all masked, or NaN) is looked at again. */
 enum softmax_status softmax_row(float *s, size_t m)
 {
-    if (row_overflowed(s, m))
-        return SOFTMAX_OVERFLOW;
     const float mx = row_max(s, m);
+    if (mx == INFINITY)
+        return SOFTMAX_OVERFLOW;
     if (mx == -INFINITY) {
+        if (row_overflowed(s, m))
+            return SOFTMAX_OVERFLOW;
         memset(s, 0, m * sizeof *s);
         return SOFTMAX_ALL_MASKED;
     }
     const double sum = exp_shifted(s, m, mx);
+    if (!isfinite(sum))
+        return SOFTMAX_OVERFLOW;
     scale_row(s, m, (float)(1.0 / sum));
     return SOFTMAX_OK;
 }
@@ -365,10 +372,12 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
                                          size_t m, float *rescale)
 {
     *rescale = 1.0f;
-    if (row_overflowed(s, m))
-        return SOFTMAX_OVERFLOW;
     const float block_max = row_max(s, m);
+    if (block_max == INFINITY)
+        return SOFTMAX_OVERFLOW;
     if (block_max == -INFINITY) {
+        if (row_overflowed(s, m))
+            return SOFTMAX_OVERFLOW;
         memset(s, 0, m * sizeof *s);
         return SOFTMAX_OK;
     }
@@ -378,6 +387,9 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
         st->sum *= *rescale;
         st->max = block_max;
     }
-    st->sum += exp_shifted(s, m, st->max);
+    const double block_sum = exp_shifted(s, m, st->max);
+    if (!isfinite(block_sum))
+        return SOFTMAX_OVERFLOW;
+    st->sum += block_sum;
     return SOFTMAX_OK;
 }

@@ -12,7 +12,8 @@
 enum softmax_status {
     SOFTMAX_OK,
     SOFTMAX_ALL_MASKED, /* every entry was -INFINITY; the row is now 0 */
-    SOFTMAX_OVERFLOW    /* a score is NaN or +Inf; the row is untouched */
+    SOFTMAX_OVERFLOW    /* a score is NaN or +Inf; the row (and the
+                           online state) hold nothing of use then */
 };
 
 /*

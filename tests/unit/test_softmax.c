@@ -2,7 +2,8 @@
  * test_softmax.c - the builds of the softmax row kernels (plain, AVX2,
  * AVX-512, whichever this CPU runs) give the same bits, and their
  * exponentials stay within 2 ulp of libm's, on rows of every length
- * around the vector widths, with masked (-inf) and extreme scores.
+ * around the vector widths, with masked (-inf) and extreme scores; and
+ * the row functions report NaN and +inf scores wherever they are.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -97,11 +98,54 @@ static void test_overflow_found_everywhere(void **state)
     }
 }
 
+/* softmax_row() and softmax_online_block() find NaN and +inf wherever
+ * they sit, in rows of scores and in rows otherwise all masked; a row all
+ * masked is that, and -inf alone is never overflow. */
+static void test_rows_report_overflow(void **state)
+{
+    (void)state;
+    enum { M = 37 };
+    float row[M];
+    const float bad[2] = {NAN, INFINITY};
+    for (int masked = 0; masked < 2; masked++)
+        for (size_t at = 0; at < M; at++)
+            for (int b = 0; b < 2; b++) {
+                fill_row(row, M, 9);
+                if (masked)
+                    for (size_t j = 0; j < M; j++)
+                        row[j] = -INFINITY;
+                row[at] = bad[b];
+                assert_int_equal(softmax_row(row, M), SOFTMAX_OVERFLOW);
+                fill_row(row, M, 9);
+                if (masked)
+                    for (size_t j = 0; j < M; j++)
+                        row[j] = -INFINITY;
+                row[at] = bad[b];
+                struct softmax_online st;
+                softmax_online_init(&st);
+                float rescale;
+                assert_int_equal(softmax_online_block(&st, row, M, &rescale),
+                                 SOFTMAX_OVERFLOW);
+            }
+    for (size_t j = 0; j < M; j++)
+        row[j] = -INFINITY;
+    assert_int_equal(softmax_row(row, M), SOFTMAX_ALL_MASKED);
+    for (size_t j = 0; j < M; j++)
+        assert_true(row[j] == 0.0f);
+    fill_row(row, M, 9);
+    assert_int_equal(softmax_row(row, M), SOFTMAX_OK);
+    double sum = 0.0;
+    for (size_t j = 0; j < M; j++)
+        sum += row[j];
+    assert_true(fabs(sum - 1.0) < 1e-5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builds_agree),
         cmocka_unit_test(test_overflow_found_everywhere),
+        cmocka_unit_test(test_rows_report_overflow),
     };
     return cmocka_run_group_tests_name("softmax", tests, NULL, NULL);
 }
