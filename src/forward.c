@@ -7,7 +7,7 @@
  * projection, every head and the output projection. Units have fixed
  * boundaries and write disjoint rows, so a team of any size computes the
  * same bits. Large inputs go QUERY_BLOCK and KV_CHUNK rows at a time; a
- * smaller one is cut into about four units a phase, so that a team has
+ * smaller one is cut into two to four units a phase, so that a team has
  * something to share (unit_rows()). Products go to cblas_sgemm with
  * leading dimensions, so a head is addressed inside the [rows][heads * d]
  * matrices rather than copied out.
@@ -303,10 +303,11 @@ static attn_status check_mask_bias(const struct attn_config *c,
 
 /* ------------------------------------------------------------ the plan */
 
-/* Rows per unit, out of rows, at most most: a pass worth splitting is cut
- * into about four units or more (of MIN_UNIT_ROWS at least), so that a
- * team has work to share however small the input; the cut depends on the
- * sizes only, never on the team. */
+/* Rows per unit, out of rows, at most most: the smallest power of two
+ * from MIN_UNIT_ROWS on that cuts rows into four units at most, so that a
+ * pass worth splitting (SPLIT_FLOPS) gives a team two to four units a
+ * phase however few its rows (65 to 1024); the cut depends on the sizes
+ * only, never on the team. */
 static size_t unit_rows(size_t rows, double flops, size_t most)
 {
     if (flops < SPLIT_FLOPS)
