@@ -250,10 +250,10 @@ static bool torch_start(struct torch_child *t, const char *script,
     }
     t->to = fdopen(in[1], "w");
     t->from = fdopen(out[0], "r");
-    char line[256];
+    char line[256] = "";
     if (!t->to || !t->from || !torch_read(t, line, sizeof line) ||
         strcmp(line, "ready") != 0) {
-        snprintf(why, wsize, "%s", t->from && line[0] ? line : "no answer");
+        snprintf(why, wsize, "%s", line[0] ? line : "the script did not start");
         torch_stop(t);
         return false;
     }
