@@ -10,11 +10,13 @@
  * the name of the offending field and a message naming the value.
  *
  * Threading: the core has no global mutable state; any number of threads
- * may call it at once. One call splits its work into units of fixed
- * boundaries (rows of K/V, blocks of queries) and runs them on
- * cfg->threads threads of its own, so its results are bit-identical for
- * every thread count. OpenBLAS must then run one thread per product
- * (openblas_set_num_threads(1), see attn_blas_single_thread()): its own
+ * may call it at once. One call splits its work into units whose
+ * boundaries follow from the config's sizes alone (rows of K/V, blocks of
+ * queries) and runs them on cfg->threads threads, so its results are
+ * bit-identical for every thread count. Those threads are a pool the
+ * caller keeps (struct attn_pool, cfg->pool), or else ones the call starts
+ * for itself and joins before it returns. OpenBLAS must then run one thread per
+ * product (openblas_set_num_threads(1), see attn_blas_single_thread()): its own
  * threading changes rounding with its thread count, and two levels of
  * threads would oversubscribe the cores. A program running T calls at once
  * on C cores gives each call max(1, C / T) threads.
@@ -171,6 +173,27 @@ size_t attn_param_count(const struct attn_param_tensor *t);
 /* The field of p that holds slot. */
 float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot);
 
+/* ------------------------------------------------------------------ pool */
+
+/*
+ * Threads kept for forward passes, so that a call does not start and join
+ * its own: the calling thread plus threads - 1 helpers, which spin briefly
+ * after each job and then sleep. The caller owns the pool: it creates it
+ * once, gives it to any number of calls through cfg->pool, and frees it
+ * with attn_pool_free() after the last of them has returned. One call uses
+ * it at a time; a call that finds it in use by another starts threads of
+ * its own instead, so sharing a pool is safe, only slower.
+ * threads: 1 to 64. On success the caller owns *out.
+ */
+struct attn_pool;
+attn_status attn_pool_create(unsigned threads, struct attn_pool **out,
+                             struct attn_error *err);
+void attn_pool_free(struct attn_pool *pool);
+
+/* The threads of a pool, the calling one included: fewer than asked for
+ * when the system refused to start some. */
+unsigned attn_pool_threads(const struct attn_pool *pool);
+
 /* ---------------------------------------------------------------- config */
 
 typedef enum attn_mode {
@@ -271,12 +294,15 @@ struct attn_config {
     /* explicit parameters (caller-owned); NULL: drawn from seed */
     const struct attn_params *params;
 
-    unsigned want;       /* bit set of enum attn_want; 0 means OUTPUT */
-    size_t max_elements; /* cap on floats in the result and, apart,
-                            on K and V and on drawn weights, which a
-                            projected pass holds; 0 = no cap */
-    unsigned threads;    /* threads for this call; 0 means 1; at most
-                            64 and at most one per unit of work are used */
+    unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
+    size_t max_elements;    /* cap on floats in the result and, apart,
+                               on K and V and on drawn weights, which a
+                               projected pass holds; 0 = no cap */
+    unsigned threads;       /* threads for this call; 0 means 1; at most
+                               64 and at most one per unit of work are used */
+    struct attn_pool *pool; /* NULL, or the caller's pool, whose threads
+                               (at most threads of them) the call runs on
+                               when no other call is using it */
 
     /* NULL, or a flag another thread may raise to stop this call: it is
      * read between units of work, and once it is true the call frees what
@@ -285,8 +311,9 @@ struct attn_config {
 
     bool resolved;       /* set by attn_config_resolve(); attn_forward() then
                             takes the config as it is. After resolving, change
-                            only params, params_checked, threads, cancel, and want
-                            to fewer arrays than it was resolved for. */
+                            only params, params_checked, threads, pool,
+                            cancel, and want to fewer arrays than it was
+                            resolved for. */
     bool params_checked; /* params hold every tensor of this config and
                             only finite values: drawn (attn_params_draw(),
                             attn_params_draw_tensor()) or checked before
@@ -393,7 +420,10 @@ const char *attn_blas_core(void);
 size_t attn_workspace_bytes(const struct attn_config *cfg);
 
 /* Bytes attn_forward() allocates in all for a resolved config: its result,
- * its workspace, and the parameters it draws when cfg->params is NULL. */
+ * its workspace, the parameters it draws when cfg->params is NULL, and a
+ * pool of its own when its team has more than one thread (counted even
+ * with cfg->pool, which another call may be using). Thread stacks are
+ * not counted. */
 size_t attn_forward_bytes(const struct attn_config *cfg);
 
 /* Floating-point operations of the forward pass for a resolved config

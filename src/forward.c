@@ -2,13 +2,19 @@
  * forward.c - the multi-head attention forward pass.
  *
  * One call runs in two phases of independent units: the key phase gives
- * each chunk of KV_CHUNK context rows its positions and its K and V
- * projections; the query phase takes each block of QUERY_BLOCK queries of a
- * sequence through its Q projection, every head and the output projection.
- * Units have fixed boundaries and write disjoint rows, so a team of any
- * size computes the same bits. Products go to cblas_sgemm with leading
- * dimensions, so a head is addressed inside the [rows][heads * d] matrices
- * rather than copied out.
+ * each chunk of context rows its positions and its K and V projections;
+ * the query phase takes each block of queries of a sequence through its Q
+ * projection, every head and the output projection. Units have fixed
+ * boundaries and write disjoint rows, so a team of any size computes the
+ * same bits. Large inputs go QUERY_BLOCK and KV_CHUNK rows at a time; a
+ * smaller one is cut into two to four units a phase, so that a team has
+ * something to share (unit_rows()). Products go to cblas_sgemm with
+ * leading dimensions, so a head is addressed inside the [rows][heads * d]
+ * matrices rather than copied out.
+ *
+ * The team is the calling thread and the helpers of a pool (pool.c): the
+ * caller's, or one the call starts for itself, once, whatever the number
+ * of phases.
  *
  * Each head takes one of two paths:
  *  - full: when weights, scores or their mean are wanted, the [rows][M]
@@ -29,27 +35,42 @@
  * All scratch memory is sized up front and allocated once per call, with
  * one set of per-thread parts for each member of the team.
  */
+/* madvise() and MADV_HUGEPAGE, where the system has them */
+#define _DEFAULT_SOURCE
+
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
+#include "pool.h"
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum {
-    QUERY_BLOCK = 256,
-    KV_CHUNK = 256,
+    QUERY_BLOCK = 256, /* most query rows in one unit */
+    KV_CHUNK = 256,    /* most context rows in one unit of the key phase */
+    MIN_UNIT_ROWS = 64,
     KEY_BLOCK = 512,
     WS_ALIGN = 64,
-    MAX_TEAM = 64
+    MAX_TEAM = POOL_MAX_MEMBERS
 };
+
+/* Result arrays of HUGE_ARRAY bytes or more are laid on huge pages. */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_ARRAY ((size_t)8 << 20)
+
+/* A pass of fewer floating-point operations runs as one unit per phase:
+ * about 0.15 ms on one core, where a second thread would not pay for
+ * itself. */
+#define SPLIT_FLOPS 16e6
 
 /* Which keys one sequence's queries may see, and what their scores get
  * added. Keys at or past n_ctx (bias_k's, the zero key) are never masked:
@@ -65,16 +86,18 @@ struct mask_view {
 
 /* Scratch of one thread; pointers its config does not need stay NULL. */
 struct scratch {
-    float *q;     /* [QUERY_BLOCK][h*d_k] when q is not returned */
-    float *heads; /* [QUERY_BLOCK][h*d_v] when heads are not returned */
-    float *tile;  /* [QUERY_BLOCK][tile_ld] */
-    struct softmax_online *online; /* [QUERY_BLOCK] */
-    float *out; /* [QUERY_BLOCK][d_out] when head outputs are projected
+    float *q;     /* [query_rows][h*d_k] when q is not returned */
+    float *heads; /* [query_rows][h*d_v] when heads are not returned */
+    float *tile;  /* [query_rows][tile_ld] */
+    struct softmax_online *online; /* [query_rows] */
+    float *out; /* [query_rows][d_out] when head outputs are projected
                    in place (key-outer) */
 };
 
-/* Which way a pass goes, from the config alone. */
+/* Which way a pass goes and how it is cut, from the config alone. */
 struct paths {
+    size_t query_rows;    /* rows of a query unit */
+    size_t kv_rows;       /* context rows of a key unit */
     bool full_path;       /* weights or scores held whole */
     bool need_pv;         /* weights times V: head outputs or the output */
     bool key_outer;       /* keys outside queries, one key block held */
@@ -102,6 +125,9 @@ struct forward {
     size_t tile_ld;
     float scale;
     uint64_t dropout_key;
+    /* the team: at most team threads of pool (NULL: the caller alone) */
+    struct attn_pool *pool;
+    unsigned team;
     /* the phase being run by the team */
     void (*unit)(struct forward *f, size_t unit, struct scratch *s);
     size_t n_units;
@@ -185,6 +211,14 @@ static void dropout_row(const struct forward *f, size_t b, size_t head,
                                                           : 0.0f;
 }
 
+/* a[e] *= factor for e < n: a head's row, too short for a BLAS call to
+ * pay for itself (the same products as cblas_sscal's). */
+static void scale_floats(float *restrict a, size_t n, float factor)
+{
+    for (size_t e = 0; e < n; e++)
+        a[e] *= factor;
+}
+
 /* Remember the first place where finite inputs gave non-finite products. */
 static void note_overflow(struct forward *f, size_t b, size_t row)
 {
@@ -194,12 +228,26 @@ static void note_overflow(struct forward *f, size_t b, size_t row)
     }
 }
 
+/* Whether a[0 .. count) holds no NaN and no infinity: four floats at a
+ * time (a width every x86-64 has), with no branch per value, since the
+ * answer is almost always yes. x - x is 0 for a finite x and NaN for the
+ * others. */
 static bool rows_finite(const float *a, size_t count)
 {
-    for (size_t e = 0; e < count; e++)
-        if (!isfinite(a[e]))
-            return false;
-    return true;
+    typedef float v4f __attribute__((vector_size(16)));
+    typedef int32_t v4i __attribute__((vector_size(16)));
+    v4f v;
+    v4i bad = {0};
+    size_t e = 0;
+    for (; e + 4 <= count; e += 4) {
+        memcpy(&v, a + e, sizeof v);
+        v -= v;
+        bad |= v != v;
+    }
+    int32_t any = bad[0] | bad[1] | bad[2] | bad[3];
+    for (; e < count; e++)
+        any |= !isfinite(a[e]);
+    return any == 0;
 }
 
 static const char *nonfinite_name(float v)
@@ -211,6 +259,8 @@ static attn_status check_finite(const float *a, size_t rows, size_t cols,
                                 size_t batch, const char *field,
                                 struct attn_error *err)
 {
+    if (rows_finite(a, batch * rows * cols))
+        return ATTN_OK;
     for (size_t b = 0; b < batch; b++)
         for (size_t r = 0; r < rows; r++)
             for (size_t c = 0; c < cols; c++) {
@@ -253,9 +303,27 @@ static attn_status check_mask_bias(const struct attn_config *c,
 
 /* ------------------------------------------------------------ the plan */
 
+/* Rows per unit, out of rows, at most most: the smallest power of two
+ * from MIN_UNIT_ROWS on that cuts rows into four units at most, so that a
+ * pass worth splitting (SPLIT_FLOPS) gives a team two to four units a
+ * phase however few its rows (65 to 1024); the cut depends on the sizes
+ * only, never on the team. */
+static size_t unit_rows(size_t rows, double flops, size_t most)
+{
+    if (flops < SPLIT_FLOPS)
+        return most;
+    size_t r = MIN_UNIT_ROWS;
+    while (r < most && r * 4 < rows)
+        r *= 2;
+    return r;
+}
+
 static struct paths paths_of(const struct attn_config *c)
 {
     struct paths p;
+    const double flops = attn_flops(c);
+    p.query_rows = unit_rows(c->n_query, flops, QUERY_BLOCK);
+    p.kv_rows = unit_rows(c->n_ctx, flops, KV_CHUNK);
     p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
                              ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS);
     p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
@@ -273,11 +341,12 @@ static struct paths paths_of(const struct attn_config *c)
 
 /* The team of a call: cfg->threads, but never more than MAX_TEAM or the
  * units of its largest phase, which a larger team would only idle over. */
-static unsigned team_size(const struct attn_config *c)
+static unsigned team_size(const struct attn_config *c, const struct paths *p)
 {
-    const size_t kv_units = c->batch * ((c->n_ctx + KV_CHUNK - 1) / KV_CHUNK);
+    const size_t kv_units =
+        c->batch * ((c->n_ctx + p->kv_rows - 1) / p->kv_rows);
     const size_t q_units =
-        c->batch * ((c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK);
+        c->batch * ((c->n_query + p->query_rows - 1) / p->query_rows);
     const size_t most_units = kv_units > q_units ? kv_units : q_units;
     unsigned threads = c->threads == 0 ? 1 : c->threads;
     if (threads > MAX_TEAM)
@@ -343,7 +412,7 @@ static void workspace_plan(const struct attn_config *c, const struct paths *p,
     size_t *count = w->count, *elem = w->elem;
     const unsigned want = c->want;
     const bool projected = c->mode == ATTN_MODE_PROJECTED;
-    const size_t qb = c->n_query < QUERY_BLOCK ? c->n_query : QUERY_BLOCK;
+    const size_t qb = c->n_query < p->query_rows ? c->n_query : p->query_rows;
     /* m: keys, which K and V hold; the context has n_ctx rows */
     const size_t b = c->batch, n = c->n_query, m = c->n_keys;
     w->tile_ld = p->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
@@ -403,7 +472,7 @@ size_t attn_workspace_bytes(const struct attn_config *cfg)
 {
     const struct paths p = paths_of(cfg);
     struct workspace_plan w;
-    workspace_plan(cfg, &p, team_size(cfg), &w);
+    workspace_plan(cfg, &p, team_size(cfg, &p), &w);
     return w.overflow ? SIZE_MAX : w.bytes;
 }
 
@@ -479,6 +548,38 @@ static void result_parts(const struct attn_config *c, struct attn_result *res,
     memcpy(parts, all, sizeof all);
 }
 
+/* An array of a result that the pass writes whole (and the caller frees
+ * with free()). Large ones start on a huge-page boundary, and the kernel
+ * is asked for huge pages there: the first write to tens of megabytes of
+ * weights would otherwise fault once per 4 KiB page, which costs more than
+ * the softmax over them. */
+static void *result_alloc(size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_ARRAY) {
+        const size_t whole = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
+        void *a = aligned_alloc(HUGE_PAGE, whole);
+        if (a)
+            madvise(a, whole, MADV_HUGEPAGE); /* only advice */
+        return a;
+    }
+#endif
+    return malloc(bytes);
+}
+
+/* The bytes result_alloc() takes beyond bytes (none for a zeroed array,
+ * which calloc() allocates). */
+static size_t result_alloc_extra(size_t bytes, bool zeroed)
+{
+#ifdef MADV_HUGEPAGE
+    if (!zeroed && bytes >= HUGE_ARRAY)
+        return (HUGE_PAGE - bytes % HUGE_PAGE) % HUGE_PAGE;
+#endif
+    (void)bytes;
+    (void)zeroed;
+    return 0;
+}
+
 /* Allocate the arrays the caller asked for. */
 static attn_status result_init(const struct attn_config *c,
                                struct attn_result *res, struct attn_error *err)
@@ -500,7 +601,7 @@ static attn_status result_init(const struct attn_config *c,
             continue;
         *arrays[i].slot = arrays[i].zeroed
                               ? calloc(arrays[i].count, sizeof(float))
-                              : malloc(arrays[i].count * sizeof(float));
+                              : result_alloc(arrays[i].count * sizeof(float));
         if (!*arrays[i].slot)
             goto nomem;
     }
@@ -520,10 +621,13 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     struct result_part arrays[N_RESULT_PARTS];
     result_parts(cfg, &res, arrays);
     /* every term is under SIZE_MAX / 32 once the config is resolved */
-    size_t floats = 0;
+    size_t floats = 0, rounding = 0;
     for (size_t i = 0; i < N_RESULT_PARTS; i++)
-        if (cfg->want & arrays[i].bit)
+        if (cfg->want & arrays[i].bit) {
             floats += arrays[i].count;
+            rounding += result_alloc_extra(arrays[i].count * sizeof(float),
+                                           arrays[i].zeroed);
+        }
     if (cfg->mode == ATTN_MODE_PROJECTED && !cfg->params) {
         struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
         const size_t n = attn_params_layout(cfg, 0, tensors);
@@ -531,10 +635,15 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
             floats += attn_param_count(&tensors[i]);
     }
     const size_t workspace = attn_workspace_bytes(cfg);
+    /* a team of more than one runs on a pool, the call's own when the
+     * caller gave none or its pool is busy */
+    const struct paths p = paths_of(cfg);
+    const size_t pool = team_size(cfg, &p) > 1 ? pool_bytes() : 0;
     size_t bytes;
     if (!size_mul(floats, sizeof(float), &bytes) ||
         !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
-        !size_add_to(&bytes, workspace))
+        !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool) ||
+        !size_add_to(&bytes, rounding))
         return SIZE_MAX;
     return bytes;
 }
@@ -642,8 +751,9 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
             note_overflow(f, bk->b, i);
             memset(row, 0, nj * sizeof *row);
         }
-        if (rescale != 1.0f)
-            cblas_sscal((int)dv, rescale, out + r * ldh, 1);
+        /* rescale 0: nothing was accumulated, the row is still zero */
+        if (rescale != 1.0f && rescale != 0.0f)
+            scale_floats(out + r * ldh, dv, rescale);
         if (c->dropout > 0.0f)
             dropout_row(f, bk->b, a, i, j0, row, nj);
     }
@@ -682,7 +792,7 @@ static void stream_finish(struct forward *f, const struct block *bk,
             f->res->fully_masked[bk->b * c->n_query + bk->r0 + r] = 1;
             continue; /* its head output stayed all zero */
         }
-        cblas_sscal((int)dv, (float)(1.0 / online[r].sum), out + r * ldh, 1);
+        scale_floats(out + r * ldh, dv, (float)(1.0 / online[r].sum));
     }
 }
 
@@ -813,7 +923,7 @@ static struct block block_at(const struct forward *f, size_t b, size_t r0)
     return (struct block){
         .b = b,
         .r0 = r0,
-        .rows = n - r0 < QUERY_BLOCK ? n - r0 : QUERY_BLOCK,
+        .rows = n - r0 < f->paths.query_rows ? n - r0 : f->paths.query_rows,
         .mv = {.causal = c->causal,
                .mask = c->mask ? c->mask + mask_at : NULL,
                .bias = c->mask_bias ? c->mask_bias + mask_at : NULL,
@@ -847,9 +957,10 @@ static void block_finish(struct forward *f, const struct block *bk,
 static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 {
     const struct attn_config *c = f->cfg;
-    const size_t blocks = (c->n_query + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    const size_t qr = f->paths.query_rows;
+    const size_t blocks = (c->n_query + qr - 1) / qr;
     const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
-    struct block bk = block_at(f, unit / blocks, unit % blocks * QUERY_BLOCK);
+    struct block bk = block_at(f, unit / blocks, unit % blocks * qr);
     const size_t n = c->n_query, m = c->n_keys, b = bk.b;
     const size_t row0 = b * n + bk.r0;
     /* In self-attention the key phase already wrote these rows. */
@@ -928,7 +1039,7 @@ static void append_keys(struct forward *f, float *k, float *v)
     }
 }
 
-/* Unit of the key phase: KV_CHUNK context rows of one sequence get their
+/* Unit of the key phase: kv_rows context rows of one sequence get their
  * positions, projections and rotations; the last chunk also the
  * appended keys. */
 static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
@@ -936,9 +1047,10 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
     (void)sc;
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_ctx;
-    const size_t chunks = (m + KV_CHUNK - 1) / KV_CHUNK;
-    const size_t b = unit / chunks, r0 = unit % chunks * KV_CHUNK;
-    const size_t rows = m - r0 < KV_CHUNK ? m - r0 : KV_CHUNK;
+    const size_t kr = f->paths.kv_rows;
+    const size_t chunks = (m + kr - 1) / kr;
+    const size_t b = unit / chunks, r0 = unit % chunks * kr;
+    const size_t rows = m - r0 < kr ? m - r0 : kr;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
     const float *ctx =
         c->cross
@@ -987,7 +1099,7 @@ static float *key_outer_q(const struct forward *f, size_t r0)
 static struct block key_outer_block(const struct forward *f, size_t unit)
 {
     const struct attn_config *c = f->cfg;
-    struct block bk = block_at(f, f->seq, unit * QUERY_BLOCK);
+    struct block bk = block_at(f, f->seq, unit * f->paths.query_rows);
     const size_t row0 = bk.b * c->n_query + bk.r0;
     bk.q = key_outer_q(f, bk.r0);
     bk.ldq = c->heads * c->d_k;
@@ -1018,14 +1130,15 @@ static void key_outer_queries(struct forward *f, size_t unit,
                      f->online_seq + a * c->n_query + bk.r0, bk.heads + a * dv);
 }
 
-/* Unit: KV_CHUNK rows of the key block in hand get their K and V. */
+/* Unit: kv_rows rows of the key block in hand get their K and V. */
 static void key_outer_keys(struct forward *f, size_t unit, struct scratch *sc)
 {
     (void)sc;
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_ctx, b = f->seq;
-    const size_t r0 = f->j0 + unit * KV_CHUNK, end = f->j0 + f->nj;
-    const size_t rows = end - r0 < KV_CHUNK ? end - r0 : KV_CHUNK;
+    const size_t kr = f->paths.kv_rows;
+    const size_t r0 = f->j0 + unit * kr, end = f->j0 + f->nj;
+    const size_t rows = end - r0 < kr ? end - r0 : kr;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
     /* in self-attention the query units already added the positions */
     const float *ctx =
@@ -1063,69 +1176,77 @@ static void key_outer_finish(struct forward *f, size_t unit, struct scratch *sc)
 
 /* ----------------------------------------------------------------- team */
 
-struct member {
-    struct forward *f;
-    struct scratch *sc;
-};
-
 /* Take units until none is left. Which thread runs a unit never changes
  * what the unit computes, so results do not depend on the team's size. */
-static void *member_run(void *arg)
+static void member_run(void *arg, unsigned member)
 {
-    struct member *mb = arg;
-    struct forward *f = mb->f;
+    struct forward *f = arg;
+    struct scratch *sc = &f->scratch[member];
     const atomic_bool *cancel = f->cfg->cancel;
     for (;;) {
         if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
-            return NULL; /* the units left are skipped; the caller sees it */
+            return; /* the units left are skipped; the caller sees it */
         const size_t u = atomic_fetch_add(&f->next_unit, 1);
         if (u >= f->n_units)
-            return NULL;
-        f->unit(f, u, mb->sc);
+            return;
+        f->unit(f, u, sc);
     }
 }
 
-static void run_phase(struct forward *f, unsigned threads,
+/* One phase: n_units units on the team (the pool's threads, at most
+ * f->team of them), or on the calling thread alone without a pool. */
+static void run_phase(struct forward *f,
                       void (*unit)(struct forward *, size_t, struct scratch *),
                       size_t n_units)
 {
     f->unit = unit;
     f->n_units = n_units;
     atomic_store(&f->next_unit, 0);
-    pthread_t tid[MAX_TEAM];
-    struct member members[MAX_TEAM];
-    unsigned started = 0;
-    const unsigned want = threads < n_units ? threads : (unsigned)n_units;
-    for (unsigned t = 1; t < want && t < MAX_TEAM; t++) {
-        members[t] = (struct member){f, &f->scratch[t]};
-        if (pthread_create(&tid[t], NULL, member_run, &members[t]) != 0)
-            break; /* fewer helpers only means less parallelism */
-        started = t;
-    }
-    members[0] = (struct member){f, &f->scratch[0]};
-    member_run(&members[0]);
-    for (unsigned t = 1; t <= started; t++)
-        pthread_join(tid[t], NULL);
+    const unsigned members = f->team < n_units ? f->team : (unsigned)n_units;
+    if (f->pool && members > 1)
+        pool_run(f->pool, members, member_run, f);
+    else
+        member_run(f, 0);
 }
 
 /* Every sequence in turn: its queries, then each key block, then its rows. */
-static void run_key_outer(struct forward *f, unsigned threads)
+static void run_key_outer(struct forward *f)
 {
     const struct attn_config *c = f->cfg;
     const size_t n = c->n_query, m = c->n_ctx;
-    const size_t q_units = (n + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    const size_t qr = f->paths.query_rows, kr = f->paths.kv_rows;
+    const size_t q_units = (n + qr - 1) / qr;
+    /* key units of a block are those of the other order's key phase */
+    assert(KEY_BLOCK % kr == 0);
     for (f->seq = 0; f->seq < c->batch; f->seq++) {
-        run_phase(f, threads, key_outer_queries, q_units);
+        run_phase(f, key_outer_queries, q_units);
         for (f->j0 = 0; f->j0 < m; f->j0 += KEY_BLOCK) {
             if (c->causal && f->j0 >= n)
                 break; /* no query sees these keys */
             f->nj = m - f->j0 < KEY_BLOCK ? m - f->j0 : KEY_BLOCK;
-            run_phase(f, threads, key_outer_keys,
-                      (f->nj + KV_CHUNK - 1) / KV_CHUNK);
-            run_phase(f, threads, key_outer_attend, q_units);
+            run_phase(f, key_outer_keys, (f->nj + kr - 1) / kr);
+            run_phase(f, key_outer_attend, q_units);
         }
-        run_phase(f, threads, key_outer_finish, q_units);
+        run_phase(f, key_outer_finish, q_units);
     }
+}
+
+/* The pool a call runs on: the caller's when it is free, else one of its
+ * own for a team of more than one (*own, freed by the caller), else none. */
+static attn_status team_pool(const struct attn_config *c, unsigned team,
+                             struct attn_pool **pool, struct attn_pool **own,
+                             struct attn_error *err)
+{
+    *pool = *own = NULL;
+    if (team <= 1)
+        return ATTN_OK;
+    if (c->pool && pool_acquire(c->pool)) {
+        *pool = c->pool;
+        return ATTN_OK;
+    }
+    const attn_status st = attn_pool_create(team, own, err);
+    *pool = *own;
+    return st;
 }
 
 /* ---------------------------------------------------------------- entry */
@@ -1184,21 +1305,28 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     f.scale = attn_config_scale(&cfg);
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
-    const size_t kv_units = cfg.batch * ((cfg.n_ctx + KV_CHUNK - 1) / KV_CHUNK);
-    const size_t q_units =
-        cfg.batch * ((cfg.n_query + QUERY_BLOCK - 1) / QUERY_BLOCK);
-    const unsigned threads = team_size(&cfg);
+    const size_t kr = f.paths.kv_rows, qr = f.paths.query_rows;
+    const size_t kv_units = cfg.batch * ((cfg.n_ctx + kr - 1) / kr);
+    const size_t q_units = cfg.batch * ((cfg.n_query + qr - 1) / qr);
+    const unsigned threads = team_size(&cfg, &f.paths);
+    struct attn_pool *own_pool = NULL;
     atomic_flag_clear(&f.overflowed);
     st = result_init(&cfg, out, err);
     if (!st)
         st = workspace_init(&f, threads, err);
+    if (!st)
+        st = team_pool(&cfg, threads, &f.pool, &own_pool, err);
     if (!st) {
+        f.team = threads;
         if (f.paths.key_outer) {
-            run_key_outer(&f, threads);
+            run_key_outer(&f);
         } else {
-            run_phase(&f, threads, key_unit, kv_units);
-            run_phase(&f, threads, query_unit, q_units);
+            run_phase(&f, key_unit, kv_units);
+            run_phase(&f, query_unit, q_units);
         }
+        if (f.pool && f.pool == cfg.pool)
+            pool_release(f.pool);
+        attn_pool_free(own_pool);
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
         if (cfg.cancel && atomic_load(cfg.cancel)) {

@@ -6,8 +6,11 @@
  * Exponentials are the hot spot of attention after the products, so the
  * row kernels work eight floats at a time with GCC/Clang vector extensions
  * (SSE on any x86-64, AVX2 + FMA where the CPU has them, picked per
- * call). Every element, tail included, goes through the same vector code,
- * so a value never depends on where it sits in a row.
+ * call), or sixteen with AVX-512. Every element, tail included, goes
+ * through the same arithmetic, so a value never depends on where it sits
+ * in a row; the sixteen-wide build adds its two halves into the same eight
+ * per-lane sums in the same order as the eight-wide one, so every build
+ * gives the same bits.
  */
 #include "softmax.h"
 
@@ -15,14 +18,24 @@
 #include <stdint.h>
 #include <string.h>
 
+/* No multiply-add is fused into one rounding: the builds with FMA and
+ * the one without must round alike (GCC fuses nothing in ISO C mode;
+ * clang would, within an expression). */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
 
 /* x86-64 CPUs with AVX2 and FMA get a second build of each row kernel,
  * chosen per call from the CPU's feature bits. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_BUILD 1
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
 #else
 #define HAVE_AVX2_BUILD 0
 #endif
@@ -31,6 +44,16 @@ static bool cpu_has_avx2_fma(void)
 {
 #if HAVE_AVX2_BUILD
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+}
+
+static bool cpu_has_avx512(void)
+{
+#if HAVE_AVX2_BUILD
+    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl");
 #else
     return false;
 #endif
@@ -46,32 +69,44 @@ static bool cpu_has_avx2_fma(void)
 #define SELECT(mask, yes, no)                                                  \
     ((v8f)(((v8i)(yes) & (mask)) | ((v8i)(no) & ~(mask))))
 
+#define SELECT16(mask, yes, no)                                                \
+    ((v16f)(((v16i)(yes) & (mask)) | ((v16i)(no) & ~(mask))))
+
 /*
- * exp(x) for eight floats, within 2 ulp for x in [-87, 88]; 0 below -87,
- * including -INFINITY (a masked score).
- * exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in
- * [-ln2/2, ln2/2], exp(r) by Cephes' degree-6 polynomial.
+ * exp(x) for a vector of floats (type VF, its integer twin VI, its SELECT),
+ * within 2 ulp for x in [-87, 88]; 0 below -87, including -INFINITY (a
+ * masked score). exp(x) = 2^n * exp(r), n = round(x / ln 2),
+ * r = x - n ln 2 in [-ln2/2, ln2/2], exp(r) by Cephes' degree-6
+ * polynomial. Each lane's arithmetic is the same at every width.
  */
+#define EXP_BODY(VF, VI, SEL)                                                  \
+    VF x = *xp;                                                                \
+    const VF zero = {0};                                                       \
+    const VI underflow = x < EXP_FLOOR;                                        \
+    x = SEL(underflow, zero + EXP_FLOOR, x);                                   \
+    x = SEL(x > 88.0f, zero + 88.0f, x);                                       \
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds */      \
+    const VF t = x * 1.44269504088896341f + shifter;                           \
+    const VF n = t - shifter;                                                  \
+    const VF r = x - n * 0.693359375f - n * -2.12194440e-4f;                   \
+    VF p = zero + 1.9875691500e-4f;                                            \
+    p = p * r + 1.3981999507e-3f;                                              \
+    p = p * r + 8.3334519073e-3f;                                              \
+    p = p * r + 4.1665795894e-2f;                                              \
+    p = p * r + 1.6666665459e-1f;                                              \
+    p = p * r + 5.0000001201e-1f;                                              \
+    p = p * r * r + r + 1.0f;                                                  \
+    const VI bits = ((VI)t - (VI)(zero + shifter) + 127) << 23;                \
+    *xp = SEL(underflow, zero, p * (VF)bits)
+
 ALWAYS_INLINE void exp_v8(v8f *xp)
 {
-    v8f x = *xp;
-    const v8f zero = {0};
-    const v8i underflow = x < EXP_FLOOR;
-    x = SELECT(underflow, zero + EXP_FLOOR, x);
-    x = SELECT(x > 88.0f, zero + 88.0f, x);
-    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds */
-    const v8f t = x * 1.44269504088896341f + shifter;
-    const v8f n = t - shifter;
-    const v8f r = x - n * 0.693359375f - n * -2.12194440e-4f;
-    v8f p = zero + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    const v8i bits = ((v8i)t - (v8i)(zero + shifter) + 127) << 23;
-    *xp = SELECT(underflow, zero, p * (v8f)bits);
+    EXP_BODY(v8f, v8i, SELECT);
+}
+
+ALWAYS_INLINE void exp_v16(v16f *xp)
+{
+    EXP_BODY(v16f, v16i, SELECT16);
 }
 
 /* The first n (< 8) of s, padded to eight with pad. */
@@ -82,75 +117,99 @@ static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
 }
 
 /*
- * The row kernels. Bodies are always inlined into a plain and an AVX2 +
- * FMA wrapper, so each build gets its own instruction selection. Whole
- * groups of eight load with a constant-size copy (one vector load); the
- * tail goes through the same vector code, padded.
+ * The row kernels. Bodies are always inlined into a plain, an AVX2 + FMA
+ * and an AVX-512 wrapper, so each build gets its own instruction
+ * selection. Whole groups of eight load with a constant-size copy (one
+ * vector load); the tail goes through the same vector code, padded. The
+ * *_from bodies start at element j with state a wider prefix
+ * (exp_shifted_wide(), sixteen at a time) may have begun.
  */
-ALWAYS_INLINE float row_max_body(const float *s, size_t m)
+ALWAYS_INLINE float row_max_from(const float *s, size_t m, size_t j, v8f *mx)
 {
-    v8f mx, v;
-    load_tail(&mx, s, 0, -INFINITY);
-    size_t j = 0;
+    v8f v;
     for (; j + 8 <= m; j += 8) {
         memcpy(&v, s + j, sizeof v);
-        mx = SELECT(v > mx, v, mx);
+        *mx = SELECT(v > *mx, v, *mx);
     }
     if (j < m) {
         load_tail(&v, s + j, m - j, -INFINITY);
-        mx = SELECT(v > mx, v, mx);
+        *mx = SELECT(v > *mx, v, *mx);
     }
-    float best = mx[0];
+    float best = (*mx)[0];
     for (int l = 1; l < 8; l++)
-        best = mx[l] > best ? mx[l] : best;
+        best = (*mx)[l] > best ? (*mx)[l] : best;
     return best;
 }
 
 /* True when some score is NaN or +Inf: the products overflowed float32. */
-ALWAYS_INLINE bool row_overflowed_body(const float *s, size_t m)
+ALWAYS_INLINE bool row_overflowed_from(const float *s, size_t m, size_t j,
+                                       v8i *bad)
 {
-    v8i bad = {0};
     v8f v;
-    size_t j = 0;
     for (; j + 8 <= m; j += 8) {
         memcpy(&v, s + j, sizeof v);
-        bad |= (v != v) | (v == INFINITY);
+        *bad |= (v != v) | (v == INFINITY);
     }
     if (j < m) {
         load_tail(&v, s + j, m - j, 0.0f);
-        bad |= (v != v) | (v == INFINITY);
+        *bad |= (v != v) | (v == INFINITY);
     }
     int any = 0;
     for (int l = 0; l < 8; l++)
-        any |= bad[l];
+        any |= (*bad)[l];
     return any != 0;
 }
 
 /* s[j] <- exp(s[j] - shift); returns the sum, accumulated per lane in
  * float (at most 64 terms per lane for a 512-key block) and across lanes
  * in double. */
-ALWAYS_INLINE double exp_shifted_body(float *s, size_t m, float shift)
+ALWAYS_INLINE double exp_shifted_from(float *s, size_t m, float shift, size_t j,
+                                      v8f *acc)
 {
-    v8f acc = {0}, e;
-    size_t j = 0;
+    v8f e;
     for (; j + 8 <= m; j += 8) {
         memcpy(&e, s + j, sizeof e);
         e -= shift;
         exp_v8(&e);
         memcpy(s + j, &e, sizeof e);
-        acc += e;
+        *acc += e;
     }
     if (j < m) {
         load_tail(&e, s + j, m - j, -INFINITY);
         e -= shift;
         exp_v8(&e);
         memcpy(s + j, &e, (m - j) * sizeof *s);
-        acc += e;
+        *acc += e;
     }
     double sum = 0.0;
     for (int l = 0; l < 8; l++)
-        sum += acc[l];
+        sum += (*acc)[l];
     return sum;
+}
+
+/* The halves of a sixteen-wide vector, as two groups of eight. */
+ALWAYS_INLINE void halves(const v16f *w, v8f *lo, v8f *hi)
+{
+    memcpy(lo, w, sizeof *lo);
+    memcpy(hi, (const char *)w + sizeof *lo, sizeof *hi);
+}
+
+/* The eight-wide sums' order: group j + 0..7 is added before j + 8..15. */
+ALWAYS_INLINE size_t exp_shifted_wide(float *s, size_t m, float shift, v8f *acc)
+{
+    v16f e;
+    v8f lo, hi;
+    size_t j = 0;
+    for (; j + 16 <= m; j += 16) {
+        memcpy(&e, s + j, sizeof e);
+        e -= shift;
+        exp_v16(&e);
+        memcpy(s + j, &e, sizeof e);
+        halves(&e, &lo, &hi);
+        *acc += lo;
+        *acc += hi;
+    }
+    return j;
 }
 
 ALWAYS_INLINE void scale_row_body(float *s, size_t m, float factor)
@@ -161,15 +220,19 @@ ALWAYS_INLINE void scale_row_body(float *s, size_t m, float factor)
 
 static float row_max_plain(const float *s, size_t m)
 {
-    return row_max_body(s, m);
+    v8f mx;
+    load_tail(&mx, s, 0, -INFINITY);
+    return row_max_from(s, m, 0, &mx);
 }
 static bool row_overflowed_plain(const float *s, size_t m)
 {
-    return row_overflowed_body(s, m);
+    v8i bad = {0};
+    return row_overflowed_from(s, m, 0, &bad);
 }
 static double exp_shifted_plain(float *s, size_t m, float shift)
 {
-    return exp_shifted_body(s, m, shift);
+    v8f acc = {0};
+    return exp_shifted_from(s, m, shift, 0, &acc);
 }
 static void scale_row_plain(float *s, size_t m, float f)
 {
@@ -178,25 +241,88 @@ static void scale_row_plain(float *s, size_t m, float f)
 #if HAVE_AVX2_BUILD
 AVX2_TARGET static float row_max_avx2(const float *s, size_t m)
 {
-    return row_max_body(s, m);
+    v8f mx;
+    load_tail(&mx, s, 0, -INFINITY);
+    return row_max_from(s, m, 0, &mx);
 }
 AVX2_TARGET static bool row_overflowed_avx2(const float *s, size_t m)
 {
-    return row_overflowed_body(s, m);
+    v8i bad = {0};
+    return row_overflowed_from(s, m, 0, &bad);
 }
 AVX2_TARGET static double exp_shifted_avx2(float *s, size_t m, float shift)
 {
-    return exp_shifted_body(s, m, shift);
+    v8f acc = {0};
+    return exp_shifted_from(s, m, shift, 0, &acc);
 }
 AVX2_TARGET static void scale_row_avx2(float *s, size_t m, float f)
 {
     scale_row_body(s, m, f);
 }
-#define DISPATCH(name, ...)                                                    \
-    (cpu_has_avx2_fma() ? name##_avx2(__VA_ARGS__) : name##_plain(__VA_ARGS__))
+/* Maxima and checks are no faster sixteen-wide (GCC 12 turns the
+ * comparisons into mask registers and back); only the exponentials are. */
+static float row_max_avx512(const float *s, size_t m)
+{
+    return row_max_avx2(s, m);
+}
+static bool row_overflowed_avx512(const float *s, size_t m)
+{
+    return row_overflowed_avx2(s, m);
+}
+AVX512_TARGET static double exp_shifted_avx512(float *s, size_t m, float shift)
+{
+    v8f acc = {0};
+    const size_t j = exp_shifted_wide(s, m, shift, &acc);
+    return exp_shifted_from(s, m, shift, j, &acc);
+}
+static void scale_row_avx512(float *s, size_t m, float f)
+{
+    scale_row_avx2(s, m, f);
+}
+#define DISPATCH_ISA(isa, name, ...)                                           \
+    ((isa) == SOFTMAX_ISA_AVX512 ? name##_avx512(__VA_ARGS__)                  \
+     : (isa) == SOFTMAX_ISA_AVX2 ? name##_avx2(__VA_ARGS__)                    \
+                                 : name##_plain(__VA_ARGS__))
 #else
-#define DISPATCH(name, ...) name##_plain(__VA_ARGS__)
+#define DISPATCH_ISA(isa, name, ...) ((void)(isa), name##_plain(__VA_ARGS__))
 #endif
+
+/* The widest build this CPU runs (the compiler's feature bits, read from
+ * memory each time). */
+static enum softmax_isa best_isa(void)
+{
+    return cpu_has_avx512()     ? SOFTMAX_ISA_AVX512
+           : cpu_has_avx2_fma() ? SOFTMAX_ISA_AVX2
+                                : SOFTMAX_ISA_PLAIN;
+}
+
+#define DISPATCH(name, ...) DISPATCH_ISA(best_isa(), name, __VA_ARGS__)
+
+bool softmax_isa_available(enum softmax_isa isa)
+{
+    switch (isa) {
+    case SOFTMAX_ISA_PLAIN: return true;
+    case SOFTMAX_ISA_AVX2: return cpu_has_avx2_fma();
+    case SOFTMAX_ISA_AVX512: return cpu_has_avx512();
+    }
+    return false;
+}
+
+float softmax_row_max_isa(enum softmax_isa isa, const float *s, size_t m)
+{
+    return DISPATCH_ISA(isa, row_max, s, m);
+}
+
+bool softmax_row_overflowed_isa(enum softmax_isa isa, const float *s, size_t m)
+{
+    return DISPATCH_ISA(isa, row_overflowed, s, m);
+}
+
+double softmax_exp_shifted_isa(enum softmax_isa isa, float *s, size_t m,
+                               float shift)
+{
+    return DISPATCH_ISA(isa, exp_shifted, s, m, shift);
+}
 
 static float row_max(const float *s, size_t m)
 {
@@ -215,16 +341,23 @@ static void scale_row(float *s, size_t m, float f)
     DISPATCH(scale_row, s, m, f);
 }
 
+/* NaN and +Inf scores are found without a pass of their own: +Inf is the
+ * maximum, and a NaN makes the sum of the exponentials NaN; only a row
+ * whose maximum is -inf (all masked, or NaN) is looked at again. */
 enum softmax_status softmax_row(float *s, size_t m)
 {
-    if (row_overflowed(s, m))
-        return SOFTMAX_OVERFLOW;
     const float mx = row_max(s, m);
+    if (mx == INFINITY)
+        return SOFTMAX_OVERFLOW;
     if (mx == -INFINITY) {
+        if (row_overflowed(s, m))
+            return SOFTMAX_OVERFLOW;
         memset(s, 0, m * sizeof *s);
         return SOFTMAX_ALL_MASKED;
     }
     const double sum = exp_shifted(s, m, mx);
+    if (!isfinite(sum))
+        return SOFTMAX_OVERFLOW;
     scale_row(s, m, (float)(1.0 / sum));
     return SOFTMAX_OK;
 }
@@ -239,10 +372,12 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
                                          size_t m, float *rescale)
 {
     *rescale = 1.0f;
-    if (row_overflowed(s, m))
-        return SOFTMAX_OVERFLOW;
     const float block_max = row_max(s, m);
+    if (block_max == INFINITY)
+        return SOFTMAX_OVERFLOW;
     if (block_max == -INFINITY) {
+        if (row_overflowed(s, m))
+            return SOFTMAX_OVERFLOW;
         memset(s, 0, m * sizeof *s);
         return SOFTMAX_OK;
     }
@@ -252,6 +387,9 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
         st->sum *= *rescale;
         st->max = block_max;
     }
-    st->sum += exp_shifted(s, m, st->max);
+    const double block_sum = exp_shifted(s, m, st->max);
+    if (!isfinite(block_sum))
+        return SOFTMAX_OVERFLOW;
+    st->sum += block_sum;
     return SOFTMAX_OK;
 }

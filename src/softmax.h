@@ -12,7 +12,8 @@
 enum softmax_status {
     SOFTMAX_OK,
     SOFTMAX_ALL_MASKED, /* every entry was -INFINITY; the row is now 0 */
-    SOFTMAX_OVERFLOW    /* a score is NaN or +Inf; the row is untouched */
+    SOFTMAX_OVERFLOW    /* a score is NaN or +Inf; the row (and the
+                           online state) hold nothing of use then */
 };
 
 /*
@@ -37,5 +38,18 @@ void softmax_online_init(struct softmax_online *st);
  */
 enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
                                          size_t m, float *rescale);
+
+/*
+ * The builds of the row kernels, for tests that hold them to the same
+ * bits: each is used by the functions above on CPUs where it is the
+ * widest available.
+ */
+enum softmax_isa { SOFTMAX_ISA_PLAIN, SOFTMAX_ISA_AVX2, SOFTMAX_ISA_AVX512 };
+bool softmax_isa_available(enum softmax_isa isa);
+float softmax_row_max_isa(enum softmax_isa isa, const float *s, size_t m);
+bool softmax_row_overflowed_isa(enum softmax_isa isa, const float *s, size_t m);
+/* s[j] <- exp(s[j] - shift); returns the sum of the new s. */
+double softmax_exp_shifted_isa(enum softmax_isa isa, float *s, size_t m,
+                               float shift);
 
 #endif

@@ -784,6 +784,7 @@ struct det_job {
     unsigned threads;
     float *output;
     float *weights;
+    struct attn_pool *pool;
 };
 
 static void *det_run(void *arg)
@@ -792,6 +793,7 @@ static void *det_run(void *arg)
     struct attn_config cfg = job->f->cfg;
     cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
     cfg.threads = job->threads;
+    cfg.pool = job->pool;
     struct attn_result res;
     struct attn_error err;
     if (attn_forward(&cfg, job->f->x, NULL, &res, &err) != ATTN_OK)
@@ -822,10 +824,10 @@ static void test_bit_identical_across_runs_and_threads(void **state)
                  11, false, false);
     const size_t no = 2 * 600 * 96, nw = 2 * 6 * 600 * 600;
     attn_blas_single_thread();
-    struct det_job base = {&f, 1, NULL, NULL};
+    struct det_job base = {&f, 1, NULL, NULL, NULL};
     assert_non_null(det_run(&base));
     for (unsigned threads = 2; threads <= 5; threads++) {
-        struct det_job again = {&f, threads, NULL, NULL};
+        struct det_job again = {&f, threads, NULL, NULL, NULL};
         assert_non_null(det_run(&again));
         assert_memory_equal(base.output, again.output, no * sizeof(float));
         assert_memory_equal(base.weights, again.weights, nw * sizeof(float));
@@ -837,7 +839,7 @@ static void test_bit_identical_across_runs_and_threads(void **state)
     pthread_t tid[CALLERS];
     struct det_job jobs[CALLERS];
     for (int t = 0; t < CALLERS; t++) {
-        jobs[t] = (struct det_job){&f, (unsigned)t % 2 + 1, NULL, NULL};
+        jobs[t] = (struct det_job){&f, (unsigned)t % 2 + 1, NULL, NULL, NULL};
         assert_int_equal(pthread_create(&tid[t], NULL, det_run, &jobs[t]), 0);
     }
     for (int t = 0; t < CALLERS; t++) {
@@ -851,6 +853,105 @@ static void test_bit_identical_across_runs_and_threads(void **state)
     free(base.output);
     free(base.weights);
     fixture_free(&f);
+}
+
+/* A small input is cut into several units, which a team shares: the same
+ * bits on 1 to 4 threads, with the caller's pool or without, and from
+ * callers that share one pool at once (all but one of them then start
+ * threads of their own). Then a large input in the key-outer order, whose
+ * phases run on the pool many times in one call. */
+static void test_pool_bit_identical(void **state)
+{
+    (void)state;
+    struct attn_pool *pool;
+    struct attn_error err;
+    assert_int_equal(attn_pool_create(3, &pool, &err), ATTN_OK);
+    assert_int_equal(attn_pool_threads(pool), 3);
+    attn_blas_single_thread();
+    const struct attn_config shapes[2] = {
+        {.batch = 2,
+         .n_query = 128,
+         .d_model = 256,
+         .heads = 8,
+         .causal = true},
+        {.batch = 1,
+         .n_query = 1100,
+         .d_model = 64,
+         .heads = 4,
+         .dropout = 0.1f},
+    };
+    for (int s = 0; s < 2; s++) {
+        struct fixture f;
+        fixture_init(&f, &shapes[s], 5, NO_MASK, false);
+        const struct attn_config *c = &f.cfg;
+        const size_t no = c->batch * c->n_query * c->d_out;
+        const size_t nw = c->batch * c->heads * c->n_query * c->n_query;
+        struct det_job base = {&f, 1, NULL, NULL, NULL};
+        assert_non_null(det_run(&base));
+        for (unsigned threads = 1; threads <= 4; threads++)
+            for (int with_pool = 0; with_pool < 2; with_pool++) {
+                struct det_job again = {&f, threads, NULL, NULL,
+                                        with_pool ? pool : NULL};
+                assert_non_null(det_run(&again));
+                assert_memory_equal(base.output, again.output,
+                                    no * sizeof(float));
+                assert_memory_equal(base.weights, again.weights,
+                                    nw * sizeof(float));
+                free(again.output);
+                free(again.weights);
+            }
+        /* without weights: the streaming (and key-outer) paths */
+        struct attn_config plain = f.cfg;
+        plain.want = ATTN_WANT_OUTPUT;
+        struct attn_result one, team;
+        assert_int_equal(attn_forward(&plain, f.x, NULL, &one, &err), ATTN_OK);
+        plain.threads = 3;
+        plain.pool = pool;
+        assert_int_equal(attn_forward(&plain, f.x, NULL, &team, &err), ATTN_OK);
+        assert_memory_equal(one.output, team.output, no * sizeof(float));
+        attn_result_free(&one);
+        attn_result_free(&team);
+
+        enum { CALLERS = 3 };
+        pthread_t tid[CALLERS];
+        struct det_job jobs[CALLERS];
+        for (int t = 0; t < CALLERS; t++) {
+            jobs[t] = (struct det_job){&f, 3, NULL, NULL, pool};
+            assert_int_equal(pthread_create(&tid[t], NULL, det_run, &jobs[t]),
+                             0);
+        }
+        for (int t = 0; t < CALLERS; t++) {
+            assert_int_equal(pthread_join(tid[t], NULL), 0);
+            assert_non_null(jobs[t].output);
+            assert_memory_equal(base.output, jobs[t].output,
+                                no * sizeof(float));
+            assert_memory_equal(base.weights, jobs[t].weights,
+                                nw * sizeof(float));
+            free(jobs[t].output);
+            free(jobs[t].weights);
+        }
+        free(base.output);
+        free(base.weights);
+        fixture_free(&f);
+    }
+    attn_pool_free(pool);
+}
+
+static void test_pool_rejects_sizes(void **state)
+{
+    (void)state;
+    const unsigned bad[2] = {0, 65};
+    for (int i = 0; i < 2; i++) {
+        struct attn_pool *pool = (struct attn_pool *)&pool;
+        struct attn_error err;
+        assert_int_equal(attn_pool_create(bad[i], &pool, &err), ATTN_E_INVALID);
+        assert_null(pool);
+        assert_string_equal(err.field, "threads");
+        char value[16];
+        snprintf(value, sizeof value, "not %u", bad[i]);
+        assert_non_null(strstr(err.message, value));
+    }
+    attn_pool_free(NULL);
 }
 
 /* Appended keys, a per-head additive mask and dropout: the same bits at
@@ -1177,6 +1278,8 @@ int main(void)
         cmocka_unit_test(test_params_follow_spec),
         cmocka_unit_test(test_bit_identical_across_runs_and_threads),
         cmocka_unit_test(test_parity_options_bit_identical),
+        cmocka_unit_test(test_pool_bit_identical),
+        cmocka_unit_test(test_pool_rejects_sizes),
         cmocka_unit_test(test_parity_options_checked),
         cmocka_unit_test(test_key_outer_matches_key_inner),
         cmocka_unit_test(test_flops),

@@ -1,0 +1,32 @@
+/*
+ * pool.h - the worker threads a forward pass runs its phases on; internal
+ * to the core. The public face is struct attn_pool in attention.h.
+ */
+#ifndef ATTN_POOL_H
+#define ATTN_POOL_H
+
+#include "attention.h"
+
+/* At most this many members (the calling thread and its helpers). */
+enum { POOL_MAX_MEMBERS = 64 };
+
+/* A job: member m (0 = the calling thread) runs job(arg, m). */
+typedef void (*pool_job)(void *arg, unsigned member);
+
+/* The calling thread and the pool's helpers. */
+unsigned pool_members(const struct attn_pool *pool);
+
+/* Bytes attn_pool_create() allocates (its threads' stacks aside). */
+size_t pool_bytes(void);
+
+/* Take the pool for one call; false when another call has it. */
+bool pool_acquire(struct attn_pool *pool);
+void pool_release(struct attn_pool *pool);
+
+/* Run job on members 0 .. members - 1 (at most pool_members()), the
+ * calling thread as member 0, and return once every member is done.
+ * Only the call that acquired the pool may run jobs on it. */
+void pool_run(struct attn_pool *pool, unsigned members, pool_job job,
+              void *arg);
+
+#endif
