@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -366,7 +367,18 @@ static void test_health_and_metrics(void **state)
     assert_true(http_call(&srv, "GET", "/attention?sentence=a%20b&heads=3",
                           NULL, 0, NULL, &r));
     reply_free(&r);
-    assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
+    /* an exchange is counted when it ends, just after its last byte has
+     * gone out: look until both are, 2 s at most */
+    for (int look = 0;; look++) {
+        assert_true(http_call(&srv, "GET", "/metrics", NULL, 0, NULL, &r));
+        const bool counted =
+            strstr(r.body, "attnd_requests_total{route=\"/attention\","
+                           "status=\"422\"}") != NULL;
+        if (counted || look == 100)
+            break;
+        reply_free(&r);
+        nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+    }
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.content_type, "text/plain"));
     assert_non_null(strstr(
