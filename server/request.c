@@ -40,6 +40,7 @@ void request_free(struct request *req)
 {
     input_free(&req->input);
     input_free(&req->context);
+    input_free(&req->value);
     bert_encoding_free(&req->model.enc);
     if (req->params_lease.n_held || req->params_lease.n_own)
         drawn_lease_end(&req->params_lease); /* the drawn parameters */
@@ -147,6 +148,8 @@ const char *request_pointer_of(const struct request *req,
     if (!strcmp(core_field, "context") || !strcmp(core_field, "n_ctx") ||
         !strcmp(core_field, "d_ctx"))
         return "/context";
+    if (!strcmp(core_field, "value") || !strcmp(core_field, "d_value"))
+        return "/value";
     if (!strcmp(core_field, "want"))
         return "/return";
     if (!strcmp(core_field, "bias_kv"))
@@ -258,6 +261,8 @@ bool request_decode(struct request *req, const cJSON *root,
     c->cross = req->context.present;
     c->n_ctx = c->cross ? req->context.n : c->n_query;
     c->d_ctx = c->cross ? req->context.d : c->d_model;
+    c->value = req->value.present ? req->value.x : NULL;
+    c->d_value = req->value.present ? req->value.d : 0;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "params");
     c->bias_kv = c->mode == ATTN_MODE_PROJECTED && request_params_bias_kv(v);
     if (!request_read_masks(req, root, pb) || !resolve(req, lim, pb))

@@ -99,8 +99,9 @@ enum request_params_source {
 
 struct request {
     struct request_input input, context;
-    struct attn_config cfg;    /* resolved before the request is accepted */
-    struct attn_params params; /* owned when given; leased when drawn */
+    struct request_input value; /* V's own input (kdim != vdim), or none */
+    struct attn_config cfg;     /* resolved before the request is accepted */
+    struct attn_params params;  /* owned when given; leased when drawn */
     enum request_params_source params_source;
     struct drawn_lease params_lease; /* the drawn ones, until freed */
     uint8_t *mask, *key_padding;     /* owned */

@@ -259,6 +259,9 @@ const struct request_field request_fields[] = {
     {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
     {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
     {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},
+    /* V's own rows beside the context's keys: nn.MultiheadAttention's
+     * value when vdim differs from kdim */
+    {.name = "value", .pointer = "/value", .kind = FIELD_CONTEXT, .where = BODY, .type = "object"},
     {.name = "mode", .pointer = "/mode", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
      .offset = AT(cfg.mode), .value_name = attn_mode_name, .default_json = "\"projected\"", .echo = echo_scalar},
     {.name = "heads", .pointer = "/heads", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
@@ -530,6 +533,7 @@ bool request_fields_echo(struct buf *out, const struct request *req)
               echo_uint(out, "tokens", c->n_query) &&
               (!c->cross || (echo_uint(out, "context_tokens", c->n_ctx) &&
                              echo_uint(out, "d_context", c->d_ctx))) &&
+              (!c->value || echo_uint(out, "d_value", c->d_value)) &&
               /* the keys a row of weights has, when bias_k or the zero key
                * follow the context's */
               (c->n_keys == c->n_ctx || echo_uint(out, "keys", c->n_keys));

@@ -8,6 +8,7 @@
 #include "request_fields.h"
 #include "request_steps.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,11 +206,15 @@ static bool read_input(struct request *req, struct request_input *in,
                            what);
     struct jpath at;
     jpath_key(&at, base, kinds[which]);
-    static const char *const pointers[2][3] = {
+    /* static strings: the pointer outlives this call */
+    static const char *const pointers[3][3] = {
         {"/sentence", "/tokens", "/embeddings"},
-        {"/context/sentence", "/context/tokens", "/context/embeddings"}};
+        {"/context/sentence", "/context/tokens", "/context/embeddings"},
+        {"/value/sentence", "/value/tokens", "/value/embeddings"}};
     in->present = true;
-    in->pointer = pointers[base != NULL][which];
+    in->pointer = pointers[in == &req->input     ? 0
+                           : in == &req->context ? 1
+                                                 : 2][which];
     if (which == 2)
         return read_embeddings(req, in, found[2], &at, lim, pb);
     in->from_text = true;
@@ -223,21 +228,23 @@ static bool read_input(struct request *req, struct request_input *in,
     return embed_text(req, in, d, &at, lim, pb);
 }
 
-/* One context for every sequence of a batched input: repeat it, once the
- * copies are known to fit --max-output. */
-static bool broadcast_context(struct request *req,
-                              const struct request_limits *lim,
-                              struct problem *pb)
+/* One side input (the context, the value) for every sequence of a
+ * batched input: repeat it, once the copies are known to fit
+ * --max-output. */
+static bool broadcast_side(struct request *req, struct request_input *c,
+                           const char *what, const struct request_limits *lim,
+                           struct problem *pb)
 {
-    struct request_input *c = &req->context;
     const size_t batch = req->input.batch, one = c->n * c->d;
     size_t all;
     if (!size_mul(batch, one, &all) || all > lim->max_output)
         return problem_set(pb, 422, c->pointer,
-                           "the context repeated for %zu sequences holds "
+                           "the %s repeated for %zu sequences holds "
                            "more than %zu numbers (--max-output)",
-                           batch, lim->max_output);
-    if (!request_reserve(req, all * sizeof(float), "the repeated context", pb))
+                           what, batch, lim->max_output);
+    char reserve_what[48];
+    snprintf(reserve_what, sizeof reserve_what, "the repeated %s", what);
+    if (!request_reserve(req, all * sizeof(float), reserve_what, pb))
         return false;
     float *wide = malloc(all * sizeof *wide);
     if (!wide)
@@ -248,6 +255,47 @@ static bool broadcast_context(struct request *req,
     c->x = wide;
     c->batch = batch;
     return true;
+}
+
+/* The side input `name` ("context", "value") of root into side, when
+ * root has it: an object of one of the input's three forms, as many
+ * sequences as the input or one for all. */
+static bool read_side(struct request *req, const cJSON *root, const char *name,
+                      struct request_input *side,
+                      const struct request_limits *lim, struct problem *pb)
+{
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, name);
+    if (!obj)
+        return true;
+    struct jpath at;
+    jpath_root(&at, name);
+    if (!cJSON_IsObject(obj))
+        return problem_set(pb, 422, at.pointer,
+                           "%s is %s; expected an object such as "
+                           "{\"embeddings\": [[...]]}",
+                           name, jsonin_kind(obj));
+    const cJSON *k;
+    cJSON_ArrayForEach(k, obj)
+    {
+        if (strcmp(k->string, "sentence") && strcmp(k->string, "tokens") &&
+            strcmp(k->string, "embeddings")) {
+            struct jpath bad;
+            jpath_key(&bad, &at, k->string);
+            return problem_set(pb, 422, bad.pointer,
+                               "unknown field \"%.40s\" in %s; expected "
+                               "\"sentence\", \"tokens\" or \"embeddings\"",
+                               k->string, name);
+        }
+    }
+    if (!read_input(req, side, obj, &at, name, lim, pb))
+        return false;
+    const struct request_input *x = &req->input;
+    if (side->batched && x->batch != side->batch)
+        return problem_set(pb, 422, side->pointer,
+                           "%s has a batch of %zu; the input has %zu", name,
+                           side->batch, x->batch);
+    return side->batched || x->batch == 1 ||
+           broadcast_side(req, side, name, lim, pb);
 }
 
 bool request_read_inputs(struct request *req, const cJSON *root,
@@ -261,35 +309,18 @@ bool request_read_inputs(struct request *req, const cJSON *root,
                            "d_model (%zu) does not match the embeddings' "
                            "width (%zu)",
                            req->cfg.d_model, x->d);
-    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(root, "context");
-    if (!ctx)
-        return true;
-    struct jpath at;
-    jpath_root(&at, "context");
-    if (!cJSON_IsObject(ctx))
-        return problem_set(pb, 422, at.pointer,
-                           "context is %s; expected an object such as "
-                           "{\"sentence\": \"...\"}",
-                           jsonin_kind(ctx));
-    const cJSON *k;
-    cJSON_ArrayForEach(k, ctx)
-    {
-        if (strcmp(k->string, "sentence") && strcmp(k->string, "tokens") &&
-            strcmp(k->string, "embeddings")) {
-            struct jpath bad;
-            jpath_key(&bad, &at, k->string);
-            return problem_set(pb, 422, bad.pointer,
-                               "unknown field \"%.40s\" in context; expected "
-                               "\"sentence\", \"tokens\" or \"embeddings\"",
-                               k->string);
-        }
-    }
-    if (!read_input(req, &req->context, ctx, &at, "context", lim, pb))
+    if (!read_side(req, root, "context", &req->context, lim, pb) ||
+        !read_side(req, root, "value", &req->value, lim, pb))
         return false;
-    const struct request_input *c = &req->context;
-    if (c->batched && x->batch != c->batch)
-        return problem_set(pb, 422, c->pointer,
-                           "context has a batch of %zu; the input has %zu",
-                           c->batch, x->batch);
-    return c->batched || x->batch == 1 || broadcast_context(req, lim, pb);
+    const struct request_input *c = &req->context, *v = &req->value;
+    if (v->present && !c->present)
+        return problem_set(pb, 422, "/value",
+                           "value needs a context: keys come from the "
+                           "context, values from the value input");
+    if (v->present && v->n != c->n)
+        return problem_set(pb, 422, v->pointer,
+                           "value has %zu rows; the context has %zu: one "
+                           "value a key",
+                           v->n, c->n);
+    return true;
 }

@@ -87,12 +87,14 @@ static bool store_fused(struct request *req, bool weight, const float *values,
                  gv = c->kv_heads * c->d_v;
     /* in_proj_bias is 3 x embed_dim whatever kdim and vdim are; only the
      * fused weight needs the context as wide as the input */
-    if (weight && c->d_ctx != c->d_model)
-        return problem_set(pb, 422, at->pointer,
-                           "params %s needs the context as wide as the input "
-                           "(%zu vs %zu); give q_proj_weight, k_proj_weight "
-                           "and v_proj_weight instead",
-                           at->name, c->d_ctx, c->d_model);
+    if (weight && (c->d_ctx != c->d_model || c->d_value != c->d_model))
+        return problem_set(
+            pb, 422, at->pointer,
+            "params %s needs the context%s as wide as the "
+            "input (%zu%s vs %zu); give q_proj_weight, "
+            "k_proj_weight and v_proj_weight instead",
+            at->name, c->value ? " and the value" : "", c->d_ctx,
+            c->value && c->d_value != c->d_ctx ? " and more" : "", c->d_model);
     if (!expect_shape(at, dims, rank, weight, hk + gk + gv, c->d_model,
                       "(heads + 2 x kv_heads) x d_head", "d_model", pb))
         return false;

@@ -116,7 +116,7 @@ void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
 struct attn_params {
     float *wq, *bq; /* [heads * d_k][d_model],     [heads * d_k]    */
     float *wk, *bk; /* [kv_heads * d_k][d_ctx],    [kv_heads * d_k] */
-    float *wv, *bv; /* [kv_heads * d_v][d_ctx],    [kv_heads * d_v] */
+    float *wv, *bv; /* [kv_heads * d_v][d_value],  [kv_heads * d_v] */
     float *bias_k;  /* [kv_heads * d_k]: a key row appended to K      */
     float *bias_v;  /* [kv_heads * d_v]: a value row appended to V    */
     float *wo, *bo; /* [d_out][heads * d_v],       [d_out]          */
@@ -247,6 +247,15 @@ struct attn_config {
     size_t n_ctx;   /* M, context tokens; 0 = self-attention (M = N) */
     size_t d_ctx;   /* width of the context; 0 = d_model */
     bool cross;     /* true when a separate context is passed */
+    /* V's own input, when keys and values come from different rows
+     * (nn.MultiheadAttention's key and value, kdim != vdim): value is
+     * [B][M][d_value], one row per context row; NULL: the context gives V
+     * as it gives K. Only with a context, in mode projected, without
+     * sinusoidal positions (which would have to be added to one and not
+     * the other). */
+    const float *value;
+    size_t d_value; /* resolved: the width V is projected from (d_ctx
+                       without a value input) */
 
     /* heads */
     size_t heads;    /* h; 0 means 8 in projected mode, 1 in basic mode */

@@ -89,6 +89,31 @@ static attn_status resolve_shapes(struct attn_config *cfg,
         if (cfg->d_ctx == 0)
             cfg->d_ctx = cfg->d_model;
     }
+    if (!cfg->value) {
+        if (cfg->d_value && cfg->d_value != cfg->d_ctx)
+            return attn_fail(err, ATTN_E_INVALID, "d_value",
+                             "d_value (%zu) must equal the context's width "
+                             "(%zu) without a value input",
+                             cfg->d_value, cfg->d_ctx);
+        cfg->d_value = cfg->d_ctx;
+        return ATTN_OK;
+    }
+    if (!cfg->cross)
+        return attn_fail(err, ATTN_E_INVALID, "value",
+                         "a value input needs a context: keys come from the "
+                         "context, values from the value input");
+    if (cfg->d_value == 0)
+        return attn_fail(err, ATTN_E_INVALID, "d_value",
+                         "d_value (0): the value input has no width");
+    if (cfg->mode != ATTN_MODE_PROJECTED)
+        return attn_fail(err, ATTN_E_INVALID, "value",
+                         "a value input needs mode projected: mode basic "
+                         "takes V as the context itself");
+    if (cfg->positional == ATTN_POS_SINUSOIDAL)
+        return attn_fail(err, ATTN_E_INVALID, "value",
+                         "a value input cannot take positional "
+                         "\"sinusoidal\": positions would be added to the "
+                         "keys' rows and not to the values'");
     return ATTN_OK;
 }
 
@@ -245,8 +270,9 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const size_t b = cfg->batch, n = cfg->n_query, m = cfg->n_keys;
     const size_t h = cfg->heads, g = cfg->kv_heads;
     size_t wide = cfg->d_model;
-    const size_t widths[] = {cfg->d_ctx,   h * cfg->d_k, h * cfg->d_v,
-                             g * cfg->d_k, g * cfg->d_v, cfg->d_out};
+    const size_t widths[] = {cfg->d_ctx,   cfg->d_value, h * cfg->d_k,
+                             h * cfg->d_v, g * cfg->d_k, g * cfg->d_v,
+                             cfg->d_out};
     size_t hk, hv;
     if (!size_mul(h, cfg->d_k, &hk) || !size_mul(h, cfg->d_v, &hv))
         return attn_fail(err, ATTN_E_TOO_BIG, "heads",
@@ -281,8 +307,13 @@ static attn_status check_sizes(const struct attn_config *cfg,
     const struct {
         const char *field;
         size_t value;
-    } dims[] = {{"n_query", n},        {"n_ctx", m}, {"d_model", cfg->d_model},
-                {"d_ctx", cfg->d_ctx}, {"d_k", hk},  {"d_v", hv},
+    } dims[] = {{"n_query", n},
+                {"n_ctx", m},
+                {"d_model", cfg->d_model},
+                {"d_ctx", cfg->d_ctx},
+                {"d_value", cfg->d_value},
+                {"d_k", hk},
+                {"d_v", hv},
                 {"d_out", cfg->d_out}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
         if (dims[i].value > INT_MAX)
@@ -410,7 +441,8 @@ double attn_flops(const struct attn_config *cfg)
     double per_seq = h * n * m * (dk + dv); /* QK^T and PV */
     if (cfg->mode == ATTN_MODE_PROJECTED) {
         per_seq += n * (double)cfg->d_model * h * dk;
-        per_seq += (double)cfg->n_ctx * (double)cfg->d_ctx * g * (dk + dv);
+        per_seq += (double)cfg->n_ctx * g *
+                   ((double)cfg->d_ctx * dk + (double)cfg->d_value * dv);
         if (!cfg->no_out_proj)
             per_seq += n * h * dv * (double)cfg->d_out;
     }

@@ -1011,8 +1011,11 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
 {
     const struct attn_config *c = f->cfg;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
+    /* V from its own input's rows when there is one */
+    const float *vin =
+        c->value ? c->value + (b * c->n_ctx + r0) * c->d_value : ctx;
     linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
-    linear(ctx, rows, c->d_ctx, f->p->wv, f->p->bv, gv, v, gv);
+    linear(vin, rows, c->d_value, f->p->wv, f->p->bv, gv, v, gv);
     if (c->positional == ATTN_POS_ROPE)
         posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
     if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
@@ -1281,6 +1284,9 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     st = check_finite(x, cfg.n_query, cfg.d_model, cfg.batch, "x", err);
     if (!st && context)
         st = check_finite(context, cfg.n_ctx, cfg.d_ctx, cfg.batch, "context",
+                          err);
+    if (!st && cfg.value)
+        st = check_finite(cfg.value, cfg.n_ctx, cfg.d_value, cfg.batch, "value",
                           err);
     if (!st)
         st = check_mask_bias(&cfg, err);

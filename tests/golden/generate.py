@@ -956,7 +956,7 @@ def randomize_biases(mha, rng):
                 t.copy_(torch.tensor(rng.uniform(-0.5, 0.5, size=tuple(t.shape)), dtype=t.dtype))
 
 
-def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, add_bias_kv=False,
+def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, vdim=None, bias=True, add_bias_kv=False,
                 add_zero_attn=False, allow=None, bias_mask=None, causal=False, key_padding=None,
                 convention=None, mask_type=None, send_numbers=False, never_as_number=(),
                 dropout=0.0, torch_seed=0, data_seed=0, state_dict=None, request_extra=None,
@@ -979,15 +979,18 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
         return a.reshape(B, h, N, M) if a.ndim == 3 and a.shape[0] == B * h and h > 1 else a
     allow, bias_mask = as_4d(allow), as_4d(bias_mask)
     kdim = kdim if kdim is not None else E
+    # a value input of its own when vdim differs from kdim
+    separate_value = vdim is not None and vdim != kdim
+    vdim = vdim if vdim is not None else kdim
     mha = nn.MultiheadAttention(E, h, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,
-                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=kdim, batch_first=True)
+                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=vdim, batch_first=True)
     if bias:
         randomize_biases(mha, rng)
     if state_dict is not None:
         mha.load_state_dict({k: torch.tensor(v, dtype=torch.float32) for k, v in state_dict.items()})
     sd = {k: v.detach().float() for k, v in mha.state_dict().items()}
     m64 = nn.MultiheadAttention(E, h, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,
-                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=kdim, batch_first=True,
+                                add_zero_attn=add_zero_attn, kdim=kdim, vdim=vdim, batch_first=True,
                                 dtype=torch.float64)
     m64.load_state_dict({k: v.double() for k, v in sd.items()})
     x = rng.standard_normal((B, N, E)).astype(np.float32) if x is None else \
@@ -998,7 +1001,8 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
         ctx = rng.standard_normal((B, M, kdim)).astype(np.float32)
     else:
         ctx = np.asarray(ctx, dtype=np.float32).reshape(B, M, kdim)
-    x64, c64 = T(x), T(ctx)
+    val = rng.standard_normal((B, M, vdim)).astype(np.float32) if separate_value else ctx
+    x64, c64, v64 = T(x), T(ctx), T(val)
     attn_mask = torch_attn_mask(B, h, N, M, allow, bias_mask, causal)
     kpm = None if key_padding is None else torch.tensor(np.asarray(key_padding, dtype=bool))
     extra = int(add_bias_kv) + int(add_zero_attn)
@@ -1017,7 +1021,7 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
             m64.eval()
         try:
             with torch.no_grad():
-                return m64(x64, c64.clone(), c64.clone(), key_padding_mask=kpm, need_weights=True,
+                return m64(x64, c64.clone(), v64.clone(), key_padding_mask=kpm, need_weights=True,
                            attn_mask=attn_mask, average_attn_weights=average)
         finally:
             F.dropout = real
@@ -1045,13 +1049,15 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
                qkv_bias=bq is not None, out_bias=params["out_proj.bias"] is not None)
     if cross:
         cfg.update(n_ctx=M, d_ctx=kdim)
+    if separate_value:
+        cfg.update(d_value=vdim)
     c = ref.resolve_config(cfg)
     res = ref.forward(c, x, ctx if cross else None,
                       mask=None if allow is None else np.asarray(allow, dtype=bool),
                       key_padding=None if key_padding is None else np.asarray(key_padding, dtype=bool),
                       params=params, mask_bias=bias_mask,
                       bias_kv=(P("bias_k").ravel(), P("bias_v").ravel()) if add_bias_kv else None,
-                      zero_attn=add_zero_attn)
+                      zero_attn=add_zero_attn, value=val if separate_value else None)
     check = "nn.MultiheadAttention parity cases vs the reference"
     compare(check, name + " weights", res["weights"], w)
     compare(check, name + " mean_weights", res["mean_weights"], wmean)
@@ -1063,6 +1069,8 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
     body = {"embeddings": x.tolist() if batched else x[0].tolist()}
     if cross:
         body["context"] = {"embeddings": ctx.tolist() if batched else ctx[0].tolist()}
+    if separate_value:
+        body["value"] = {"embeddings": val.tolist() if batched else val[0].tolist()}
     body["heads"] = h
     # a given state_dict as it was written (the same float32 values)
     body["params"] = state_dict if state_dict is not None else {k: v.tolist() for k, v in sd.items()}
@@ -1096,6 +1104,8 @@ def parity_case(name, description, *, E, h, B, N, M=None, kdim=None, bias=True, 
         body.update(request_extra)
     forms = {2: "[N][M]", 3: "[B][N][M]", 4: "[B][heads][N][M]"}
     echo = {"keys": K} if extra else {}
+    if separate_value:
+        echo["d_value"] = vdim
     if form is not None:
         echo["mask_form"] = forms[len(form)] if not (len(form) == 3 and form[0] != B) else "[B*heads][N][M]"
         echo["mask_type"] = "additive" if bias_mask is not None else "boolean"
@@ -1145,6 +1155,16 @@ def parity_cases():
                     "bias=False with kdim = vdim = 6: no in_proj_bias, no out_proj.bias; key padding "
                     "per sequence.",
                     E=8, h=4, B=2, N=4, M=5, kdim=6, bias=False, key_padding=kp, torch_seed=2, data_seed=2),
+        parity_case("kdim_ne_vdim",
+                    "nn.MultiheadAttention(8, 2, kdim=4, vdim=6).state_dict(): keys from the context, "
+                    "values from a value input of their own, as forward(query, key, value) takes them.",
+                    E=8, h=2, B=2, N=3, M=5, kdim=4, vdim=6, torch_seed=11, data_seed=11),
+        parity_case("kdim_ne_vdim_no_bias_bias_kv",
+                    "kdim 3, vdim 5, bias=False, add_bias_kv and add_zero_attn, key padding and causal: "
+                    "bias_v is as wide as the values' heads, whatever vdim is.",
+                    E=8, h=4, B=1, N=4, M=6, kdim=3, vdim=5, bias=False, add_bias_kv=True,
+                    add_zero_attn=True, causal=True, key_padding=[[False, False, True, False, False, True]],
+                    torch_seed=12, data_seed=12),
         parity_case("self_no_bias_causal",
                     "Self-attention, bias=False (in_proj_weight alone), causal.",
                     E=6, h=3, B=1, N=5, bias=False, causal=True, torch_seed=3, data_seed=3),

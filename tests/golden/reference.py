@@ -184,7 +184,7 @@ def embed_tokens(tokens, seed, d):
 
 CONFIG_DEFAULTS = {
     "mode": "projected", "batch": 1, "n_query": None, "d_model": None,
-    "n_ctx": 0, "d_ctx": 0, "heads": 0, "kv_heads": 0, "d_k": 0, "d_v": 0,
+    "n_ctx": 0, "d_ctx": 0, "d_value": 0, "heads": 0, "kv_heads": 0, "d_k": 0, "d_v": 0,
     "d_out": 0, "qkv_bias": False, "out_proj": True, "out_bias": False,
     "scale": None, "residual": "none", "positional": "none", "dropout": 0.0,
     "seed": 0, "causal": False,
@@ -215,6 +215,8 @@ def resolve_config(cfg):
     c["cross"] = cross
     c["M"] = c["n_ctx"] if cross else N
     c["D_ctx"] = c["d_ctx"] if cross else d_model
+    # V's input: a value input of its own (d_value), or the keys' rows
+    c["D_value"] = c["d_value"] or c["D_ctx"]
 
     if c["mode"] == "basic":
         if c["D_ctx"] != d_model:
@@ -288,12 +290,12 @@ def param_shapes(c):
     shapes = {
         "q_proj.weight": ((h * dk, c["d_model"]), c["d_model"]),
         "k_proj.weight": ((g * dk, c["D_ctx"]), c["D_ctx"]),
-        "v_proj.weight": ((g * dv, c["D_ctx"]), c["D_ctx"]),
+        "v_proj.weight": ((g * dv, c["D_value"]), c["D_value"]),
     }
     if c["qkv_bias"]:
         shapes["q_proj.bias"] = ((h * dk,), c["d_model"])
         shapes["k_proj.bias"] = ((g * dk,), c["D_ctx"])
-        shapes["v_proj.bias"] = ((g * dv,), c["D_ctx"])
+        shapes["v_proj.bias"] = ((g * dv,), c["D_value"])
     if c["out_proj"]:
         shapes["out_proj.weight"] = ((c["d_out"], h * dv), h * dv)
         if c["out_bias"]:
@@ -411,7 +413,7 @@ def dropout_keep(c, M=None):
 
 
 def forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
-            mask_bias=None, bias_kv=None, zero_attn=False):
+            mask_bias=None, bias_kv=None, zero_attn=False, value=None):
     """Run the README forward pass. cfg may be unresolved. x: [B][N][d_model]
     float32; context: [B][M][d_ctx] or None; mask: [N][M], [B][N][M] or
     [B][h][N][M], true = may attend; key_padding: [M] or [B][M], true =
@@ -419,7 +421,8 @@ def forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
     from the seed). mask_bias: an additive mask of the same shapes, -inf (or
     <= -1e30) = never; bias_kv: (bias_k, bias_v) float32 rows appended to
     the projected keys and values; zero_attn: then a zero key and value.
-    Appended keys are never masked."""
+    Appended keys are never masked. value: [B][M][d_value], V's own input
+    beside the context's keys (nn.MultiheadAttention's vdim != kdim)."""
     c = resolve_config(cfg) if "M" not in cfg else cfg
     B, N, M = c["batch"], c["n_query"], c["M"]
     h, g, dk, dv = c["heads"], c["kv_heads"], c["d_k"], c["d_v"]
@@ -465,7 +468,9 @@ def forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
 
         q = linear(x64, used["q_proj.weight"], used["q_proj.bias"])   # [B][N][h*dk]
         k = linear(ctx64, used["k_proj.weight"], used["k_proj.bias"])  # [B][M][g*dk]
-        v = linear(ctx64, used["v_proj.weight"], used["v_proj.bias"])  # [B][M][g*dv]
+        vin64 = ctx64 if value is None else \
+            np.asarray(value, dtype=np.float32).astype(np.float64).reshape(B, M, -1)
+        v = linear(vin64, used["v_proj.weight"], used["v_proj.bias"])  # [B][M][g*dv]
         if c["positional"] == "rope":
             q = rope(q, h, dk, c["rope_base"])
             k = rope(k, g, dk, c["rope_base"])

@@ -629,6 +629,53 @@ static void test_state_dict_forms(void **state)
                    422, "/params/in_proj_weight", "as wide as the input");
 }
 
+/* kdim != vdim: keys from the context, values from a value input of their
+ * own, v_proj.weight as wide as the values; refused where it cannot mean
+ * that. */
+static void test_value_input(void **state)
+{
+    (void)state;
+    struct request req;
+    struct problem pb;
+    assert_true(
+        decode(&req,
+               "{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+               "[[1,2,3],[4,5,6]]},\"value\":{\"embeddings\":[[1],[2]]},"
+               "\"heads\":1,\"params\":{\"q_proj_weight\":[[1,0],[0,1]],"
+               "\"k_proj_weight\":[[1,0,0],[0,1,0]],\"v_proj_weight\":"
+               "[[1],[2]],\"out_proj.weight\":[[1,0],[0,1]]}}",
+               &pb));
+    assert_true(req.cfg.value == req.value.x && req.cfg.d_value == 1);
+    assert_true(req.params.wv[0] == 1 && req.params.wv[1] == 2);
+    cJSON *echo = echo_of(&req);
+    assert_int_equal(cJSON_GetObjectItem(echo, "d_value")->valueint, 1);
+    cJSON_Delete(echo);
+    request_free(&req);
+    /* v_proj.weight must be as wide as the values, not the keys */
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2,3]]},\"value\":{\"embeddings\":[[1]]},\"heads\":1,"
+                   "\"params\":{\"q_proj_weight\":[[1,0],[0,1]],"
+                   "\"k_proj_weight\":[[1,0,0],[0,1,0]],\"v_proj_weight\":"
+                   "[[1,0,0],[0,1,0]],\"out_proj.weight\":[[1,0],[0,1]]}}",
+                   422, "/params/v_proj_weight", "v_proj");
+    expect_refusal("{\"embeddings\":[[1,2]],\"value\":{\"embeddings\":[[1]]}}",
+                   422, "/value", "needs a context");
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2],[3,4]]},\"value\":{\"embeddings\":[[1]]}}",
+                   422, "/value/embeddings", "one value a key");
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2]]},\"value\":{\"embeddings\":[[1]]},\"mode\":"
+                   "\"basic\"}",
+                   422, "/value", "mode projected");
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2]]},\"value\":{\"embeddings\":[[1]]},\"positional\":"
+                   "\"sinusoidal\"}",
+                   422, "/value", "sinusoidal");
+    expect_refusal("{\"embeddings\":[[1,2]],\"context\":{\"embeddings\":"
+                   "[[1,2]]},\"value\":[[1]]}",
+                   422, "/value", "expected an object");
+}
+
 /* Sizes read off the first row must hold for every row before anything is
  * sized from them: a mask whose first rows claim 4096 x 4096 x 4096 but
  * whose body holds a few kilobytes is refused where it is ragged, with
@@ -784,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_mask_kinds_and_forms),
         cmocka_unit_test(test_parity_refusals),
         cmocka_unit_test(test_state_dict_forms),
+        cmocka_unit_test(test_value_input),
         cmocka_unit_test(test_ragged_arrays_cost_nothing),
         cmocka_unit_test(test_nul_in_text),
         cmocka_unit_test(test_params),

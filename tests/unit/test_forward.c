@@ -1190,6 +1190,107 @@ static void test_key_outer_matches_key_inner(void **state)
     }
 }
 
+/* V from a value input of its own (kdim != vdim): the context's rows with
+ * a zero column added, and v_proj.weight with a zero column, give the
+ * output of V from the context itself; on the short path and on the
+ * key-outer one. A value input is refused where it cannot mean that. */
+static void test_value_input(void **state)
+{
+    (void)state;
+    const struct attn_config shapes[] = {{.n_query = 5,
+                                          .d_model = 8,
+                                          .cross = true,
+                                          .n_ctx = 7,
+                                          .d_ctx = 6,
+                                          .heads = 2,
+                                          .qkv_bias = true,
+                                          .want = ATTN_WANT_OUTPUT},
+                                         {.batch = 2,
+                                          .n_query = 300,
+                                          .d_model = 16,
+                                          .cross = true,
+                                          .n_ctx = 1030,
+                                          .d_ctx = 12,
+                                          .heads = 2,
+                                          .causal = true,
+                                          .positional = ATTN_POS_ROPE,
+                                          .want = ATTN_WANT_OUTPUT}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        struct attn_config cfg = shapes[s];
+        struct attn_error err;
+        assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+        const size_t b = cfg.batch, n = cfg.n_query, m = cfg.n_ctx;
+        const size_t d = cfg.d_ctx, gv = cfg.kv_heads * cfg.d_v;
+        float *x = malloc(b * n * cfg.d_model * sizeof *x);
+        float *ctx = malloc(b * m * d * sizeof *ctx);
+        float *val = calloc(b * m * (d + 1), sizeof *val);
+        fill_normal(x, b * n * cfg.d_model, 1, 1.0f);
+        fill_normal(ctx, b * m * d, 2, 1.0f);
+        for (size_t r = 0; r < b * m; r++)
+            memcpy(val + r * (d + 1), ctx + r * d, d * sizeof *val);
+        struct attn_params p;
+        assert_int_equal(attn_params_draw(&cfg, &p, &err), ATTN_OK);
+        struct attn_result plain, split;
+        cfg.params = &p;
+        assert_int_equal(attn_forward(&cfg, x, ctx, &plain, &err), ATTN_OK);
+        float *wide = calloc(gv * (d + 1), sizeof *wide);
+        for (size_t r = 0; r < gv; r++)
+            memcpy(wide + r * (d + 1), p.wv + r * d, d * sizeof *wide);
+        struct attn_params with_value = p;
+        with_value.wv = wide;
+        struct attn_config vc = shapes[s];
+        vc.value = val;
+        vc.d_value = d + 1;
+        assert_int_equal(attn_config_resolve(&vc, &err), ATTN_OK);
+        vc.params = &with_value;
+        assert_int_equal(attn_forward(&vc, x, ctx, &split, &err), ATTN_OK);
+        const size_t outs = b * n * cfg.d_out;
+        for (size_t i = 0; i < outs; i++)
+            if (fabsf(plain.output[i] - split.output[i]) > 1e-5f)
+                fail_msg("shape %zu, output %zu: %g from the context, %g from "
+                         "the value input",
+                         s, i, plain.output[i], split.output[i]);
+        attn_result_free(&plain);
+        attn_result_free(&split);
+        attn_params_free(&p);
+        free(wide);
+        free(x);
+        free(ctx);
+        free(val);
+    }
+    /* refusals, each naming the value */
+    const float one = 1;
+    struct {
+        struct attn_config cfg;
+        const char *field;
+    } bad[] = {
+        {{.n_query = 2, .d_model = 4, .value = &one, .d_value = 1}, "value"},
+        {{.n_query = 2, .d_model = 4, .cross = true, .n_ctx = 1, .value = &one},
+         "d_value"},
+        {{.mode = ATTN_MODE_BASIC,
+          .n_query = 2,
+          .d_model = 4,
+          .cross = true,
+          .n_ctx = 1,
+          .value = &one,
+          .d_value = 1},
+         "value"},
+        {{.n_query = 2,
+          .d_model = 4,
+          .cross = true,
+          .n_ctx = 1,
+          .positional = ATTN_POS_SINUSOIDAL,
+          .value = &one,
+          .d_value = 1},
+         "value"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct attn_error err;
+        assert_int_equal(attn_config_resolve(&bad[i].cfg, &err),
+                         ATTN_E_INVALID);
+        assert_string_equal(err.field, bad[i].field);
+    }
+}
+
 static void test_flops(void **state)
 {
     (void)state;
@@ -1282,6 +1383,7 @@ int main(void)
         cmocka_unit_test(test_pool_rejects_sizes),
         cmocka_unit_test(test_parity_options_checked),
         cmocka_unit_test(test_key_outer_matches_key_inner),
+        cmocka_unit_test(test_value_input),
         cmocka_unit_test(test_flops),
         cmocka_unit_test(test_cancel_stops_between_units),
     };
