@@ -416,6 +416,16 @@ test('without --model the page has no model picker', async () => {
   await page.close();
 });
 
+test('a link naming a model the server has not loaded says so and shows random weights', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${models.url}/?model=nosuch&sentence=${encodeURIComponent('the cat sat')}`);
+  await waitForHeatmaps(page, 8 + 1);
+  assert.equal(await page.inputValue('#model'), '');
+  assert.match(await page.textContent('#status'), /model "nosuch", which this server has not loaded/);
+  assert.doesNotMatch(page.url(), /model=nosuch/);
+  await page.close();
+});
+
 test('the model picker offers "no model" and each loaded model, and shows every layer × head', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(models.url);

@@ -6,7 +6,7 @@
 // in the page's URL, so a link restores it.
 import { $, form } from './dom.js';
 import { loadFields } from './fields.js';
-import { loadModels } from './models.js';
+import { loadModels, models } from './models.js';
 import { setUpControls, setUpModels, showControls } from './controls.js';
 import { state, setState, readForm, writeForm, showKind, showMode, stateFromUrl } from './state.js';
 import { localErrors, showErrors } from './validate.js';
@@ -58,9 +58,19 @@ async function start() {
   setUpModels();
   showControls();
   listen();
-  setState(stateFromUrl());
+  // a link may name a model this server has not loaded: it is said so,
+  // beside the random weights shown instead
+  const asked = stateFromUrl();
+  const missing = asked.model && !models().some((m) => m.name === asked.model)
+    ? asked.model : '';
+  if (missing) asked.model = '';
+  setState(asked);
   writeForm(state);
-  compute(false);
+  await compute(false);
+  if (missing) {
+    $('status').textContent = `The link names the model "${missing}", which this server has not `
+      + 'loaded (GET /models lists those it has); showing random weights instead.';
+  }
 }
 
 start();
