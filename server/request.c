@@ -82,37 +82,27 @@ static bool check_known_fields(const cJSON *root, struct problem *pb)
     return true;
 }
 
+/* One name of "return" without a model. */
+static bool take_return(struct request *req, const struct request_return *r,
+                        const struct jpath *at, struct problem *pb)
+{
+    if (!r->want && !r->extra)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (\"%s\") is returned only with \"model\", "
+                           "a loaded checkpoint (GET /models)",
+                           at->name, r->name);
+    req->cfg.want |= r->want;
+    req->extra |= r->extra;
+    return true;
+}
+
 static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
 {
-    struct jpath at;
-    jpath_root(&at, "return");
-    if (!cJSON_IsArray(v))
-        return problem_set(pb, 422, at.pointer,
-                           "return is %s; expected an array of names such as "
-                           "[\"weights\", \"output\"]",
-                           jsonin_kind(v));
-    const char *names[16];
-    for (size_t i = 0; i < request_return_count; i++)
-        names[i] = request_returns[i].name;
     req->cfg.want = 0;
     req->extra = 0;
-    size_t i = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, v)
-    {
-        struct jpath sub;
-        jpath_index(&sub, &at, i++);
-        int which;
-        if (!jsonin_enum(item, &sub, names, request_return_count, &which, pb))
-            return false;
-        if (!request_returns[which].want && !request_returns[which].extra)
-            return problem_set(pb, 422, sub.pointer,
-                               "%s (\"%s\") is returned only with \"model\", "
-                               "a loaded checkpoint (GET /models)",
-                               sub.name, names[which]);
-        req->cfg.want |= request_returns[which].want;
-        req->extra |= request_returns[which].extra;
-    }
+    if (!request_returns_read(v, "[\"weights\", \"output\"]", take_return, req,
+                              pb))
+        return false;
     /* the core reads "nothing" as "the output"; the client meant it */
     req->compute = req->cfg.want != 0;
     return true;

@@ -53,6 +53,38 @@ const char *request_field_models_name(enum request_field_models m)
                                   : "refused";
 }
 
+bool request_returns_read(const cJSON *v, const char *example,
+                          bool (*take)(struct request *req,
+                                       const struct request_return *r,
+                                       const struct jpath *at,
+                                       struct problem *pb),
+                          struct request *req, struct problem *pb)
+{
+    struct jpath at;
+    jpath_root(&at, "return");
+    if (!cJSON_IsArray(v))
+        return problem_set(pb, 422, at.pointer,
+                           "return is %s; expected an array of names such as "
+                           "%s",
+                           jsonin_kind(v), example);
+    const char *names[16];
+    assert(request_return_count <= sizeof names / sizeof names[0]);
+    for (size_t i = 0; i < request_return_count; i++)
+        names[i] = request_returns[i].name;
+    size_t i = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, v)
+    {
+        struct jpath sub;
+        jpath_index(&sub, &at, i++);
+        int which;
+        if (!jsonin_enum(item, &sub, names, request_return_count, &which, pb) ||
+            !take(req, &request_returns[which], &sub, pb))
+            return false;
+    }
+    return true;
+}
+
 /* --------------------------------------------------------- echo writers */
 
 static bool echo_bool(struct buf *out, const char *name, bool v)

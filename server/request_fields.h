@@ -92,6 +92,17 @@ struct request_return {
 extern const struct request_return request_returns[];
 extern const size_t request_return_count;
 
+struct jpath;
+/* Read "return" (v, an array of names of request_returns) and hand each
+ * row to take(), with its path; example ends the sentence "expected an
+ * array of names such as". false, with pb filled, on the first refusal. */
+bool request_returns_read(const cJSON *v, const char *example,
+                          bool (*take)(struct request *req,
+                                       const struct request_return *r,
+                                       const struct jpath *at,
+                                       struct problem *pb),
+                          struct request *req, struct problem *pb);
+
 /* The row named name, or NULL. */
 const struct request_field *request_field_find(const char *name);
 

@@ -60,40 +60,30 @@ static bool check_fields(const struct request *req, const cJSON *root,
     return true;
 }
 
+/* One name of "return" with a model. */
+static bool take_return(struct request *req, const struct request_return *r,
+                        const struct jpath *at, struct problem *pb)
+{
+    if (!r->bert)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (\"%s\") is not returned for a model; a "
+                           "model returns weights, mean_weights, "
+                           "hidden_states and rollout",
+                           at->name, r->name);
+    req->model.run.want |= r->bert;
+    return true;
+}
+
 static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
 {
-    struct jpath at;
-    jpath_root(&at, "return");
     struct request_model *rm = &req->model;
     rm->run.want = BERT_WANT_WEIGHTS;
     if (!v)
         return true;
-    if (!cJSON_IsArray(v))
-        return problem_set(pb, 422, at.pointer,
-                           "return is %s; expected an array of names such as "
-                           "[\"weights\", \"rollout\"]",
-                           jsonin_kind(v));
-    const char *names[16];
-    for (size_t i = 0; i < request_return_count; i++)
-        names[i] = request_returns[i].name;
     rm->run.want = 0;
-    size_t i = 0;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, v)
-    {
-        struct jpath sub;
-        jpath_index(&sub, &at, i++);
-        int which;
-        if (!jsonin_enum(item, &sub, names, request_return_count, &which, pb))
-            return false;
-        if (!request_returns[which].bert)
-            return problem_set(pb, 422, sub.pointer,
-                               "%s (\"%s\") is not returned for a model; a "
-                               "model returns weights, mean_weights, "
-                               "hidden_states and rollout",
-                               sub.name, names[which]);
-        rm->run.want |= request_returns[which].bert;
-    }
+    if (!request_returns_read(v, "[\"weights\", \"rollout\"]", take_return, req,
+                              pb))
+        return false;
     /* "return": [] asks for the tokens and the config only */
     req->compute = rm->run.want != 0;
     return true;

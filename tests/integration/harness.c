@@ -398,3 +398,30 @@ size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms)
     }
     return got;
 }
+
+size_t status_bytes(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, strlen(field)))
+            kib = strtoull(line + strlen(field), NULL, 10);
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+char *sentence_body(size_t words, const char *options)
+{
+    const size_t cap = words * 2 + strlen(options) + 32;
+    char *body = malloc(cap);
+    if (!body)
+        return NULL;
+    size_t n = (size_t)snprintf(body, cap, "{\"sentence\":\"");
+    for (size_t i = 0; i < words; i++)
+        body[n++] = 'a', body[n++] = ' ';
+    snprintf(body + n, cap - n, "\",%s}", options);
+    return body;
+}

@@ -73,6 +73,13 @@ size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms);
 bool metric_read(const struct server *s, const char *from, const char *name,
                  double *value);
 
+/* Bytes of a /proc/PID/status field of pid such as "VmHWM:", or 0. */
+size_t status_bytes(pid_t pid, const char *field);
+
+/* A JSON body of a sentence of `words` words ("a a a ...") and options,
+ * members written as in a body ("\"heads\":8"); the caller frees it. */
+char *sentence_body(size_t words, const char *options);
+
 /* Read a whole file (the caller frees the result); NULL on failure. */
 char *read_file(const char *path, size_t *len);
 

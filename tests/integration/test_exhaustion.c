@@ -57,21 +57,6 @@ static void pause_ms(long ms)
               NULL);
 }
 
-/* Bytes of a /proc/PID/status field such as "VmHWM:", or 0. */
-static size_t status_bytes(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, strlen(field)))
-            kib = strtoull(line + strlen(field), NULL, 10);
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
 /* Whether the server has closed fd (end of stream or reset), looking for
  * at most ms milliseconds; anything it sends first is read and dropped. */
 static bool closed_by_server(int fd, int ms)
@@ -223,17 +208,6 @@ static void *post_body(void *arg)
     struct call *c = arg;
     c->ok = post_json(c->s, "/attention", c->body, &c->r);
     return NULL;
-}
-
-static char *sentence_body(size_t words, const char *options)
-{
-    const size_t cap = words * 2 + strlen(options) + 32;
-    char *body = malloc(cap);
-    size_t n = (size_t)snprintf(body, cap, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        body[n++] = 'a', body[n++] = ' ';
-    snprintf(body + n, cap - n, "\",%s}", options);
-    return body;
 }
 
 /* Until s has `running` computations under way; false after 30 s. */

@@ -197,19 +197,6 @@ static void wait_computing(const struct server *s)
     fail_msg("no computation started");
 }
 
-/* {"sentence": "a a a ...", <options>}: words copies of "a" and the rest
- * of the object; the caller frees it. */
-static char *sentence_body(size_t words, const char *options)
-{
-    const size_t cap = words * 2 + strlen(options) + 32;
-    char *body = malloc(cap);
-    size_t n = (size_t)snprintf(body, cap, "{\"sentence\":\"");
-    for (size_t i = 0; i < words; i++)
-        body[n++] = 'a', body[n++] = ' ';
-    snprintf(body + n, cap - n, "\",%s}", options);
-    return body;
-}
-
 /* A computation of many seconds: 4096 tokens, 64 heads of 64, 256 wide,
  * about 0.3 TFLOP, within every default limit. */
 #define LONG_OPTIONS                                                           \
@@ -292,21 +279,6 @@ static void test_memory_budget(void **state)
         reply_free(&first.r);
     free(held);
     free(text);
-}
-
-/* Bytes of a /proc/PID/status field such as "VmHWM:", or 0. */
-static size_t status_bytes(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, strlen(field)))
-            kib = strtoull(line + strlen(field), NULL, 10);
-    if (f)
-        fclose(f);
-    return kib * 1024;
 }
 
 /* Under a burst of requests that together want far more than the budget,

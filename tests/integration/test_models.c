@@ -353,21 +353,6 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-/* Bytes of a /proc/PID/status field such as "VmHWM:", or 0. */
-static size_t status_bytes(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, strlen(field)))
-            kib = strtoull(line + strlen(field), NULL, 10);
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
 /* ------------------------------------------------------- setup */
 
 static int setup(void **state)
