@@ -13,11 +13,12 @@
  * network in PyTorch (tests/bench/bert_torch.py, run by Debian's
  * /usr/bin/python3 and kept alive across rounds) on 1 and on 2 threads.
  * Interleaving the rounds makes a busy neighbour on a shared machine slow
- * every side alike. It reports medians: attnd's speed over PyTorch's best
- * thread count, and the encoder's matrix products (8NH^2 + 4NHI + 4N^2H
- * per layer) per second as a fraction of the sgemm ceiling. Before timing
- * it checks that both sides compute the same network: the last hidden
- * states agree within 1e-3.
+ * every side alike; each side is timed on its second run in a row, and
+ * PyTorch's process is stopped while the others run. It reports medians:
+ * attnd's speed over PyTorch's best thread count, and the encoder's matrix
+ * products (8NH^2 + 4NHI + 4N^2H per layer) per second as a fraction of the
+ * sgemm ceiling. Before timing it checks that both sides compute the same
+ * network: the last hidden states agree within 1e-3.
  */
 #include "bert.h"
 #include "model/model.h"
@@ -115,15 +116,22 @@ static bool torch_start(struct torch *t, const char *dir)
     if (!t->to || !t->from || !fgets(line, sizeof line, t->from))
         return false;
     printf("reference: %s", line);
+    kill(t->pid, SIGSTOP); /* until it is asked (torch_ask) */
     return true;
 }
 
-/* Send a command; its one-line answer into line. */
+/* Send a command; its one-line answer into line. The script runs only
+ * while it answers: PyTorch's idle pools (OpenMP's, and the system
+ * OpenBLAS's, whose threads spin for tens of milliseconds after each
+ * product) would otherwise take CPU from whatever is timed next. */
 static bool torch_ask(struct torch *t, const char *cmd, char *line, size_t len)
 {
+    kill(t->pid, SIGCONT);
     fprintf(t->to, "%s\n", cmd);
     fflush(t->to);
-    return fgets(line, (int)len, t->from) != NULL;
+    const bool answered = fgets(line, (int)len, t->from) != NULL;
+    kill(t->pid, SIGSTOP);
+    return answered;
 }
 
 static double torch_run(struct torch *t, size_t n, int threads)
@@ -137,6 +145,8 @@ static double torch_run(struct torch *t, size_t n, int threads)
 
 static void torch_stop(struct torch *t)
 {
+    if (t->pid > 0)
+        kill(t->pid, SIGCONT);
     if (t->to)
         fclose(t->to); /* end of input: the script exits */
     if (t->from)
@@ -297,13 +307,16 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("N=%zu: the last hidden states agree within %.2g\n", n, diff);
-        /* warm both sides once, untimed */
-        attnd_run(m, ids, n, BERT_WANT_WEIGHTS, NULL);
-        torch_run(&torch, n, 1);
-        torch_run(&torch, n, 2);
+        /* Each side is timed on its second run in a row: the first wakes
+         * its threads and brings the clocks up (a core left idle for even
+         * a few hundred milliseconds runs the next 100 ms markedly slower
+         * here), and outlasts the spinning of the previous side's idle
+         * OpenBLAS threads. bert_torch.py does the same for PyTorch. */
         double ce[64], at[64], t1[64], t2[64];
         for (int r = 0; r < rounds; r++) {
+            ceiling_once(&sg);
             ce[r] = ceiling_once(&sg);
+            attnd_run(m, ids, n, BERT_WANT_WEIGHTS, NULL);
             at[r] = attnd_run(m, ids, n, BERT_WANT_WEIGHTS, NULL);
             t1[r] = torch_run(&torch, n, 1);
             t2[r] = torch_run(&torch, n, 2);
