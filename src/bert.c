@@ -5,19 +5,25 @@
  * projections as explicit parameters (the output projection is BERT's
  * attention.output.dense). It always asks for the mean weights, so every
  * call takes the core's full path and the hidden states have the same bits
- * whatever the caller wants returned. The rest of the layer runs in units
- * of ROW_BLOCK rows: residual + LayerNorm, the feed-forward products
- * through cblas_sgemm, residual + LayerNorm. Units have fixed boundaries
- * and write disjoint rows, so any team size computes the same bits.
+ * whatever the caller wants returned. The rest of the layer runs in four
+ * phases on the same team: residual + LayerNorm by rows; the intermediate
+ * product + GELU, then the output product + residual, by tiles of
+ * columns (FFN_COL_TILES to a product, at most FFN_ROW_TILE rows each), so
+ * that each tile's slice of the weights is packed by OpenBLAS once for
+ * all of its rows; LayerNorm by rows. Units and tiles have boundaries
+ * fixed by the sizes alone and write disjoint cells, so any team size
+ * computes the same bits. The last layer's feed-forward half is skipped
+ * when no hidden state is returned: nothing else reads it.
  *
  * Memory: the result, one workspace block (the hidden states when they are
- * not returned, the rollout's two matrices, per-thread feed-forward rows),
+ * not returned, the rollout's two matrices, the feed-forward's [n][H + I]),
  * and, one layer at a time, what attn_forward() holds. bert_forward_bytes()
  * adds up exactly these.
  */
 #include "bert.h"
 #include "checked.h"
 #include "error.h"
+#include "pool.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -26,9 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ROW_BLOCK: rows per feed-forward unit; large enough for sgemm to run
- * near its peak, small enough that 128 tokens still make two units. */
-enum { ROW_BLOCK = 64, MAX_TEAM = 64, WS_ALIGN = 64 };
+/* ROW_UNIT: rows per unit of the LayerNorm phases. FFN_COL_TILES: tiles
+ * a product's columns are cut into, enough for a team of two or four to
+ * share evenly; FFN_ROW_TILE rows at most to a tile (all of them, up to
+ * bert-base's 512 positions). A tile's width is a multiple of COL_ALIGN. */
+enum {
+    ROW_UNIT = 64,
+    FFN_COL_TILES = 4,
+    FFN_ROW_TILE = 512,
+    COL_ALIGN = 16,
+    MAX_TEAM = POOL_MAX_MEMBERS,
+    WS_ALIGN = 64
+};
 
 /* ------------------------------------------------------------ checking */
 
@@ -166,9 +181,28 @@ static attn_status layer_config(const struct bert_model *m,
     return attn_config_resolve(cfg, err);
 }
 
-static unsigned team_size(const struct bert_run *run)
+/* Columns to a tile of a product with cols columns. */
+static size_t tile_cols(size_t cols)
 {
-    const size_t units = (run->n + ROW_BLOCK - 1) / ROW_BLOCK;
+    const size_t w = (cols + FFN_COL_TILES - 1) / FFN_COL_TILES;
+    return (w + COL_ALIGN - 1) / COL_ALIGN * COL_ALIGN;
+}
+
+/* Tiles of a product with cols columns over n rows. */
+static size_t tile_count(size_t n, size_t cols)
+{
+    const size_t w = tile_cols(cols);
+    return ((n + FFN_ROW_TILE - 1) / FFN_ROW_TILE) * ((cols + w - 1) / w);
+}
+
+/* The team: one thread for each of the widest phase's units or tiles at
+ * most, as many as the caller allows. */
+static unsigned team_size(const struct bert_model *m,
+                          const struct bert_run *run)
+{
+    size_t units = (run->n + ROW_UNIT - 1) / ROW_UNIT;
+    const size_t tiles = tile_count(run->n, m->intermediate);
+    units = tiles > units ? tiles : units;
     unsigned t = run->threads ? run->threads : 1;
     if (t > MAX_TEAM)
         t = MAX_TEAM;
@@ -186,7 +220,7 @@ struct ws_plan {
 };
 
 static void ws_plan(const struct bert_model *m, const struct bert_run *run,
-                    unsigned team, struct ws_plan *w)
+                    struct ws_plan *w)
 {
     memset(w, 0, sizeof *w);
     const unsigned want = want_of(run);
@@ -198,9 +232,8 @@ static void ws_plan(const struct bert_model *m, const struct bert_run *run,
         ok = ok && size_mul(n, n, &w->count[WS_ROLL_A]);
         w->count[WS_ROLL_B] = w->count[WS_ROLL_A];
     }
-    // per thread: a block's intermediate rows and its residual rows
-    ok = ok && size_mul3(team, ROW_BLOCK, m->intermediate + m->hidden,
-                         &w->count[WS_FFN]);
+    // the residual rows after the attention, and the intermediate rows
+    ok = ok && size_mul(n, m->intermediate + m->hidden, &w->count[WS_FFN]);
     for (int i = 0; i < WS_PARTS && ok; i++) {
         size_t bytes;
         w->offset[i] = w->bytes;
@@ -231,9 +264,23 @@ static bool result_counts(const struct bert_model *m,
 }
 
 /* The core's want for layer l. */
-static unsigned layer_want(const struct bert_run *run, size_t l)
+/* Does layer l's output feed anything: the next layer, or the hidden
+ * states returned? */
+static bool output_used(const struct bert_model *m, const struct bert_run *run,
+                        size_t l)
 {
-    unsigned want = ATTN_WANT_OUTPUT | ATTN_WANT_MEAN_WEIGHTS;
+    return l + 1 < layers_run(m, run) || (want_of(run) & BERT_WANT_HIDDEN);
+}
+
+/* What layer l asks of the core. Always the mean weights, so that every
+ * call takes the core's full path, and the weights have the same bits
+ * whether or not the output is also asked for. */
+static unsigned layer_want(const struct bert_model *m,
+                           const struct bert_run *run, size_t l)
+{
+    unsigned want = ATTN_WANT_MEAN_WEIGHTS;
+    if (output_used(m, run, l))
+        want |= ATTN_WANT_OUTPUT;
     if ((want_of(run) & BERT_WANT_WEIGHTS) && returns_layer(run, l))
         want |= ATTN_WANT_WEIGHTS;
     return want;
@@ -251,36 +298,38 @@ size_t bert_forward_bytes(const struct bert_model *m,
     if (!size_mul(total, sizeof(float), &total))
         return SIZE_MAX;
     struct ws_plan w;
-    ws_plan(m, run, team_size(run), &w);
+    ws_plan(m, run, &w);
     if (w.overflow || !size_add_to(&total, w.bytes))
         return SIZE_MAX;
-    // the largest layer call: some layers may return their weights and
-    // others not (whose scratch then holds a tile instead)
-    bool with_weights = false, without = false;
-    for (size_t l = 0; l < layers_run(m, run); l++) {
-        const bool has = layer_want(run, l) & ATTN_WANT_WEIGHTS;
-        with_weights |= has;
-        without |= !has;
-    }
+    // the largest layer call, on bert_forward()'s pool when it needs one
+    // (that pool is free whenever a layer's attention runs)
     size_t most = 0;
-    for (int i = 0; i < 2; i++) {
-        if (!(i ? with_weights : without))
+    unsigned seen[4], n_seen = 0; /* layer_want()'s values: four at most */
+    for (size_t l = 0; l < layers_run(m, run); l++) {
+        const unsigned want = layer_want(m, run, l);
+        bool again = false;
+        for (unsigned i = 0; i < n_seen; i++)
+            again |= seen[i] == want;
+        if (again)
             continue;
+        if (n_seen < 4)
+            seen[n_seen++] = want;
         struct attn_config cfg;
-        if (layer_config(m, run,
-                         ATTN_WANT_OUTPUT | ATTN_WANT_MEAN_WEIGHTS |
-                             (i ? ATTN_WANT_WEIGHTS : 0u),
-                         &cfg, NULL))
+        if (layer_config(m, run, want, &cfg, NULL))
             return SIZE_MAX;
         // the layer's own projections, so the core draws none
         static const struct attn_params explicit_params;
         cfg.params = &explicit_params;
-        const size_t bytes = attn_forward_bytes(&cfg);
+        size_t bytes = attn_forward_bytes(&cfg);
         if (bytes == SIZE_MAX)
             return SIZE_MAX;
+        if (attn_forward_needs_pool(&cfg))
+            bytes -= pool_bytes();
         most = bytes > most ? bytes : most;
     }
     if (!size_add_to(&total, most))
+        return SIZE_MAX;
+    if (team_size(m, run) > 1 && !size_add_to(&total, pool_bytes()))
         return SIZE_MAX;
     return total;
 }
@@ -292,9 +341,13 @@ double bert_flops(const struct bert_model *m, const struct bert_run *run)
                      NULL))
         return 0.0;
     const double n = (double)run->n;
-    double per_layer = attn_flops(&cfg) +
-                       4.0 * n * (double)m->hidden * (double)m->intermediate;
-    double total = per_layer * (double)layers_run(m, run);
+    const size_t layers = layers_run(m, run);
+    // the last layer's feed-forward half only when its output is returned
+    const size_t ffn_layers =
+        want_of(run) & BERT_WANT_HIDDEN ? layers : layers - 1;
+    double total = attn_flops(&cfg) * (double)layers +
+                   4.0 * n * (double)m->hidden * (double)m->intermediate *
+                       (double)ffn_layers;
     if (want_of(run) & BERT_WANT_ROLLOUT)
         total += 2.0 * n * n * n * (double)(m->layers - 1);
     return total;
@@ -302,6 +355,8 @@ double bert_flops(const struct bert_model *m, const struct bert_run *run)
 
 /* ----------------------------------------------------------------- team */
 
+/* One layer's feed-forward half: h_out = LayerNorm(x1 + W_out act(W_in x1
+ * + b_in) + b_out), x1 = LayerNorm(attention + h_in). */
 struct pass {
     const struct bert_model *m;
     const struct bert_run *run;
@@ -309,86 +364,136 @@ struct pass {
     const float *attn_out; /* [n][H] the layer's attention output */
     const float *h_in;     /* [n][H] the layer's input */
     float *h_out;          /* [n][H] the layer's output */
-    float *ffn;            /* per thread: [ROW_BLOCK][I + H] */
+    float *x1;             /* [n][H] */
+    float *inter;          /* [n][I] */
+    /* the phase in hand: its unit function and count */
+    void (*unit)(struct pass *p, size_t unit);
     size_t n_units;
     atomic_size_t next_unit;
     atomic_bool overflowed;
 };
 
-/* Unit: rows [r0, r0 + rows) of a layer after its attention. */
-static void ffn_unit(struct pass *p, size_t unit, float *scratch)
+/* Rows [*r0, *r0 + return) of unit u of a by-rows phase. */
+static size_t unit_rows(const struct pass *p, size_t u, size_t *r0)
 {
-    const struct bert_model *m = p->m;
-    const struct bert_layer *y = p->y;
-    const size_t H = m->hidden, inter_w = m->intermediate;
-    const size_t r0 = unit * ROW_BLOCK;
-    const size_t rows = p->run->n - r0 < ROW_BLOCK ? p->run->n - r0 : ROW_BLOCK;
-    float *inter = scratch, *x1 = scratch + (size_t)ROW_BLOCK * inter_w;
-    float *out = p->h_out + r0 * H;
+    *r0 = u * ROW_UNIT;
+    const size_t n = p->run->n;
+    return n - *r0 < ROW_UNIT ? n - *r0 : ROW_UNIT;
+}
 
-    // x1 = LayerNorm(attention + input)
+/* A tile of a product with cols columns: rows [r0, r0 + rows), columns
+ * [c0, c0 + width). */
+struct tile {
+    size_t r0, rows, c0, width;
+};
+
+static struct tile tile_at(size_t n, size_t cols, size_t u)
+{
+    const size_t w = tile_cols(cols), across = (cols + w - 1) / w;
+    struct tile t = {.r0 = u / across * FFN_ROW_TILE, .c0 = u % across * w};
+    t.rows = n - t.r0 < FFN_ROW_TILE ? n - t.r0 : FFN_ROW_TILE;
+    t.width = cols - t.c0 < w ? cols - t.c0 : w;
+    return t;
+}
+
+/* x1 = LayerNorm(attention + input), by rows. */
+static void residual_unit(struct pass *p, size_t u)
+{
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    float *x1 = p->x1 + r0 * H;
     for (size_t e = 0; e < rows * H; e++)
         x1[e] = p->attn_out[r0 * H + e] + p->h_in[r0 * H + e];
-    bert_layer_norm(x1, rows, H, y->ln1_w, y->ln1_b, m->layer_norm_eps, x1);
-    // inter = act(x1 W_in^T + b_in)
-    for (size_t r = 0; r < rows; r++)
-        memcpy(inter + r * inter_w, y->in_b, inter_w * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows,
-                (int)inter_w, (int)H, 1.0f, x1, (int)H, y->in_w, (int)H, 1.0f,
-                inter, (int)inter_w);
-    bert_activation(m->act, inter, rows * inter_w);
-    // out = LayerNorm(inter W_out^T + b_out + x1)
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < H; c++)
-            out[r * H + c] = y->out_b[c] + x1[r * H + c];
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)H,
-                (int)inter_w, 1.0f, inter, (int)inter_w, y->out_w, (int)inter_w,
-                1.0f, out, (int)H);
-    bert_layer_norm(out, rows, H, y->ln2_w, y->ln2_b, m->layer_norm_eps, out);
+    bert_layer_norm(x1, rows, H, p->y->ln1_w, p->y->ln1_b, p->m->layer_norm_eps,
+                    x1);
+}
+
+/* inter = act(x1 W_in^T + b_in), a tile of it. (IW, not I: cblas.h
+ * brings complex.h's I.) */
+static void intermediate_tile(struct pass *p, size_t u)
+{
+    const size_t H = p->m->hidden, IW = p->m->intermediate;
+    const struct tile t = tile_at(p->run->n, IW, u);
+    float *inter = p->inter + t.r0 * IW + t.c0;
+    for (size_t r = 0; r < t.rows; r++)
+        memcpy(inter + r * IW, p->y->in_b + t.c0, t.width * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
+                (int)t.width, (int)H, 1.0f, p->x1 + t.r0 * H, (int)H,
+                p->y->in_w + t.c0 * H, (int)H, 1.0f, inter, (int)IW);
+    for (size_t r = 0; r < t.rows; r++)
+        bert_activation(p->m->act, inter + r * IW, t.width);
+}
+
+/* h_out = inter W_out^T + b_out + x1, a tile of it. */
+static void output_tile(struct pass *p, size_t u)
+{
+    const size_t H = p->m->hidden, IW = p->m->intermediate;
+    const struct tile t = tile_at(p->run->n, H, u);
+    float *out = p->h_out + t.r0 * H + t.c0;
+    const float *x1 = p->x1 + t.r0 * H + t.c0;
+    for (size_t r = 0; r < t.rows; r++)
+        for (size_t c = 0; c < t.width; c++)
+            out[r * H + c] = p->y->out_b[t.c0 + c] + x1[r * H + c];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
+                (int)t.width, (int)IW, 1.0f, p->inter + t.r0 * IW, (int)IW,
+                p->y->out_w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);
+}
+
+/* h_out = LayerNorm(h_out), by rows, and a look for overflow. */
+static void norm_unit(struct pass *p, size_t u)
+{
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    float *out = p->h_out + r0 * H;
+    bert_layer_norm(out, rows, H, p->y->ln2_w, p->y->ln2_b,
+                    p->m->layer_norm_eps, out);
     for (size_t e = 0; e < rows * H; e++)
         if (!isfinite(out[e]))
             atomic_store(&p->overflowed, true);
 }
 
-struct member {
-    struct pass *p;
-    float *scratch;
-};
-
-static void *member_run(void *arg)
+static void member_run(void *arg, unsigned member)
 {
-    struct member *mb = arg;
-    struct pass *p = mb->p;
+    (void)member;
+    struct pass *p = arg;
     for (;;) {
         if (p->run->cancel &&
             atomic_load_explicit(p->run->cancel, memory_order_relaxed))
-            return NULL;
+            return;
         const size_t u = atomic_fetch_add(&p->next_unit, 1);
         if (u >= p->n_units)
-            return NULL;
-        ffn_unit(p, u, mb->scratch);
+            return;
+        p->unit(p, u);
     }
 }
 
-/* Every unit of the pass, on a team of `team` threads. */
-static void run_units(struct pass *p, unsigned team)
+/* One phase: n_units calls of unit on the team (pool's threads, team of
+ * them), or on the calling thread alone without a pool. */
+static void run_phase(struct pass *p, struct attn_pool *pool, unsigned team,
+                      void (*unit)(struct pass *, size_t), size_t n_units)
 {
-    const size_t stride =
-        (size_t)ROW_BLOCK * (p->m->intermediate + p->m->hidden);
+    p->unit = unit;
+    p->n_units = n_units;
     atomic_store(&p->next_unit, 0);
-    pthread_t tid[MAX_TEAM];
-    struct member members[MAX_TEAM];
-    unsigned started = 0;
-    for (unsigned t = 1; t < team; t++) {
-        members[t] = (struct member){p, p->ffn + t * stride};
-        if (pthread_create(&tid[t], NULL, member_run, &members[t]) != 0)
-            break; /* fewer helpers only means less parallelism */
-        started = t;
-    }
-    members[0] = (struct member){p, p->ffn};
-    member_run(&members[0]);
-    for (unsigned t = 1; t <= started; t++)
-        pthread_join(tid[t], NULL);
+    const unsigned members = team < n_units ? team : (unsigned)n_units;
+    if (pool && members > 1)
+        pool_run(pool, members, member_run, p);
+    else
+        member_run(p, 0);
+}
+
+/* The feed-forward half of a layer, on the team. */
+static void feed_forward(struct pass *p, struct attn_pool *pool, unsigned team)
+{
+    const size_t n = p->run->n;
+    const size_t rows = (n + ROW_UNIT - 1) / ROW_UNIT;
+    run_phase(p, pool, team, residual_unit, rows);
+    run_phase(p, pool, team, intermediate_tile,
+              tile_count(n, p->m->intermediate));
+    run_phase(p, pool, team, output_tile, tile_count(n, p->m->hidden));
+    run_phase(p, pool, team, norm_unit, rows);
 }
 
 /* ---------------------------------------------------------------- pass */
@@ -478,17 +583,30 @@ static attn_status result_init(const struct bert_model *m,
     return ATTN_OK;
 }
 
-/* Layer l: attention through the core, then the feed-forward units;
- * h_in -> h_out, the weights and mean weights into the result. */
-static attn_status run_layer(const struct bert_model *m,
-                             const struct bert_run *run, size_t l,
-                             const float *h_in, float *h_out, float *ffn,
-                             unsigned team, struct bert_result *out,
-                             struct attn_result *attn, struct attn_error *err)
+/* What every layer of one bert_forward() call shares. */
+struct encoder {
+    const struct bert_model *m;
+    const struct bert_run *run;
+    struct bert_result *out;
+    float *ffn;             /* the feed-forward's [n][H + I] */
+    struct attn_pool *pool; /* the call's own, NULL for a team of one */
+    unsigned team;
+    size_t layers; /* layers_run() */
+};
+
+/* Layer l: attention through the core, then the feed-forward half when
+ * its output is used; h_in -> h_out, the weights and mean weights into
+ * the result. */
+static attn_status run_layer(struct encoder *e, size_t l, const float *h_in,
+                             float *h_out, struct attn_result *attn,
+                             struct attn_error *err)
 {
+    const struct bert_model *m = e->m;
+    const struct bert_run *run = e->run;
     const struct bert_layer *y = &m->layer[l];
+    const bool used = output_used(m, run, l);
     struct attn_config cfg;
-    attn_status st = layer_config(m, run, layer_want(run, l), &cfg, err);
+    attn_status st = layer_config(m, run, layer_want(m, run, l), &cfg, err);
     if (st)
         return st;
     // the core never writes through its params; bert.h's tensors are const
@@ -506,6 +624,7 @@ static attn_status run_layer(const struct bert_model *m,
     /* a model's values are checked once, by its loader (bert.h), not on
      * every layer of every call */
     cfg.params_checked = true;
+    cfg.pool = e->pool;
     st = attn_forward(&cfg, h_in, NULL, attn, err);
     if (st) {
         if (st == ATTN_E_CANCELLED || !err)
@@ -516,12 +635,14 @@ static attn_status run_layer(const struct bert_model *m,
     }
     const size_t n = run->n, nn = n * n;
     const size_t at = run->layer == BERT_ALL_LAYERS ? l : 0;
-    if (out->weights && returns_layer(run, l))
-        memcpy(out->weights + at * m->heads * nn, attn->weights,
+    if (e->out->weights && returns_layer(run, l))
+        memcpy(e->out->weights + at * m->heads * nn, attn->weights,
                m->heads * nn * sizeof(float));
-    if (out->mean_weights && returns_layer(run, l))
-        memcpy(out->mean_weights + at * nn, attn->mean_weights,
+    if (e->out->mean_weights && returns_layer(run, l))
+        memcpy(e->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
+    if (!used)
+        return ATTN_OK;
 
     struct pass p = {.m = m,
                      .run = run,
@@ -529,10 +650,15 @@ static attn_status run_layer(const struct bert_model *m,
                      .attn_out = attn->output,
                      .h_in = h_in,
                      .h_out = h_out,
-                     .ffn = ffn,
-                     .n_units = (n + ROW_BLOCK - 1) / ROW_BLOCK};
+                     .x1 = e->ffn,
+                     .inter = e->ffn + n * m->hidden};
     atomic_store(&p.overflowed, false);
-    run_units(&p, team);
+    // the pool is the call's own: attn_forward() has given it back
+    if (e->pool)
+        pool_acquire(e->pool);
+    feed_forward(&p, e->pool, e->team);
+    if (e->pool)
+        pool_release(e->pool);
     if (run->cancel && atomic_load(run->cancel))
         return attn_fail(err, ATTN_E_CANCELLED, "",
                          "the computation was cancelled");
@@ -553,9 +679,13 @@ attn_status bert_forward(const struct bert_model *m, const struct bert_run *run,
         st = check_run(m, run, err);
     if (st)
         return st;
-    const unsigned want = want_of(run), team = team_size(run);
+    struct encoder e = {.m = m,
+                        .run = run,
+                        .out = out,
+                        .team = team_size(m, run),
+                        .layers = layers_run(m, run)};
     struct ws_plan w;
-    ws_plan(m, run, team, &w);
+    ws_plan(m, run, &w);
     if (w.overflow)
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                          "the scratch memory for %zu tokens is too large",
@@ -569,26 +699,33 @@ attn_status bert_forward(const struct bert_model *m, const struct bert_run *run,
         return attn_fail(err, ATTN_E_NOMEM, "ids",
                          "out of memory for %zu bytes of scratch", w.bytes);
     }
+    struct attn_pool *own_pool = NULL;
+    st = pool_take(NULL, e.team, &e.pool, &own_pool, err);
+    if (st) {
+        free(block);
+        bert_result_free(out);
+        return st;
+    }
     float *ws[WS_PARTS];
     for (int i = 0; i < WS_PARTS; i++)
         ws[i] = (float *)(block + w.offset[i]);
+    e.ffn = ws[WS_FFN];
 
     const size_t nh = run->n * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows
     float *hidden = out->hidden_states;
 #define STATE(l) (hidden ? hidden + (l)*nh : ws[WS_HIDDEN] + ((l) % 2) * nh)
     embed(m, run, STATE(0));
-    const size_t layers = layers_run(m, run);
-    for (size_t l = 0; l < layers && !st; l++) {
+    for (size_t l = 0; l < e.layers && !st; l++) {
         struct attn_result attn = {0};
-        st = run_layer(m, run, l, STATE(l), STATE(l + 1), ws[WS_FFN], team, out,
-                       &attn, err);
-        if (!st && (want & BERT_WANT_ROLLOUT))
+        st = run_layer(&e, l, STATE(l), STATE(l + 1), &attn, err);
+        if (!st && (want_of(run) & BERT_WANT_ROLLOUT))
             rollout_step(attn.mean_weights, run->n, l == 0, out->rollout,
                          ws[WS_ROLL_A], ws[WS_ROLL_B]);
         attn_result_free(&attn);
     }
 #undef STATE
+    pool_give_back(e.pool, own_pool);
     free(block);
     if (st)
         bert_result_free(out);

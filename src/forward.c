@@ -615,6 +615,12 @@ nomem:
                      "out of memory for the requested arrays");
 }
 
+bool attn_forward_needs_pool(const struct attn_config *cfg)
+{
+    const struct paths p = paths_of(cfg);
+    return team_size(cfg, &p) > 1;
+}
+
 size_t attn_forward_bytes(const struct attn_config *cfg)
 {
     struct attn_result res;
@@ -637,8 +643,7 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     const size_t workspace = attn_workspace_bytes(cfg);
     /* a team of more than one runs on a pool, the call's own when the
      * caller gave none or its pool is busy */
-    const struct paths p = paths_of(cfg);
-    const size_t pool = team_size(cfg, &p) > 1 ? pool_bytes() : 0;
+    const size_t pool = attn_forward_needs_pool(cfg) ? pool_bytes() : 0;
     size_t bytes;
     if (!size_mul(floats, sizeof(float), &bytes) ||
         !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
@@ -1234,24 +1239,6 @@ static void run_key_outer(struct forward *f)
     }
 }
 
-/* The pool a call runs on: the caller's when it is free, else one of its
- * own for a team of more than one (*own, freed by the caller), else none. */
-static attn_status team_pool(const struct attn_config *c, unsigned team,
-                             struct attn_pool **pool, struct attn_pool **own,
-                             struct attn_error *err)
-{
-    *pool = *own = NULL;
-    if (team <= 1)
-        return ATTN_OK;
-    if (c->pool && pool_acquire(c->pool)) {
-        *pool = c->pool;
-        return ATTN_OK;
-    }
-    const attn_status st = attn_pool_create(team, own, err);
-    *pool = *own;
-    return st;
-}
-
 /* ---------------------------------------------------------------- entry */
 
 void attn_blas_single_thread(void)
@@ -1321,7 +1308,7 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st)
-        st = team_pool(&cfg, threads, &f.pool, &own_pool, err);
+        st = pool_take(cfg.pool, threads, &f.pool, &own_pool, err);
     if (!st) {
         f.team = threads;
         if (f.paths.key_outer) {
@@ -1330,9 +1317,7 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
             run_phase(&f, key_unit, kv_units);
             run_phase(&f, query_unit, q_units);
         }
-        if (f.pool && f.pool == cfg.pool)
-            pool_release(f.pool);
-        attn_pool_free(own_pool);
+        pool_give_back(f.pool, own_pool);
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
         if (cfg.cancel && atomic_load(cfg.cancel)) {

@@ -229,3 +229,26 @@ void pool_run(struct attn_pool *p, unsigned members, pool_job job, void *arg)
     job(arg, 0);
     close_and_wait(p);
 }
+
+attn_status pool_take(struct attn_pool *given, unsigned team,
+                      struct attn_pool **use, struct attn_pool **own,
+                      struct attn_error *err)
+{
+    *use = *own = NULL;
+    if (team <= 1)
+        return ATTN_OK;
+    if (given && pool_acquire(given)) {
+        *use = given;
+        return ATTN_OK;
+    }
+    const attn_status st = attn_pool_create(team, own, err);
+    *use = *own;
+    return st;
+}
+
+void pool_give_back(struct attn_pool *use, struct attn_pool *own)
+{
+    if (use && use != own)
+        pool_release(use);
+    attn_pool_free(own);
+}

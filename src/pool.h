@@ -23,6 +23,22 @@ size_t pool_bytes(void);
 bool pool_acquire(struct attn_pool *pool);
 void pool_release(struct attn_pool *pool);
 
+/* The pool a call of a team of `team` runs on (*use): given, when the
+ * caller gave one and no other call has it (acquired then), else one of
+ * its own (*own, also *use) for a team of more than one, else none (a
+ * team of one runs on the calling thread alone). */
+attn_status pool_take(struct attn_pool *given, unsigned team,
+                      struct attn_pool **use, struct attn_pool **own,
+                      struct attn_error *err);
+
+/* Does attn_forward(cfg) run on a team of more than one, and so on
+ * cfg->pool or, when that is busy, a pool of its own (whose bytes
+ * attn_forward_bytes() counts)? Defined by forward.c. */
+bool attn_forward_needs_pool(const struct attn_config *cfg);
+
+/* Undo pool_take(): release use when it was the given pool, free own. */
+void pool_give_back(struct attn_pool *use, struct attn_pool *own);
+
 /* Run job on members 0 .. members - 1 (at most pool_members()), the
  * calling thread as member 0, and return once every member is done.
  * Only the call that acquired the pool may run jobs on it. */

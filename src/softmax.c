@@ -13,101 +13,10 @@
  * gives the same bits.
  */
 #include "softmax.h"
+#include "vecmath.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <string.h>
-
-/* No multiply-add is fused into one rounding: the builds with FMA and
- * the one without must round alike (GCC fuses nothing in ISO C mode;
- * clang would, within an expression). */
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#endif
-
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-
-/* x86-64 CPUs with AVX2 and FMA get a second build of each row kernel,
- * chosen per call from the CPU's feature bits. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_AVX2_BUILD 1
-#define AVX2_TARGET __attribute__((target("avx2,fma")))
-#define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
-#else
-#define HAVE_AVX2_BUILD 0
-#endif
-
-static bool cpu_has_avx2_fma(void)
-{
-#if HAVE_AVX2_BUILD
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
-}
-
-static bool cpu_has_avx512(void)
-{
-#if HAVE_AVX2_BUILD
-    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512vl");
-#else
-    return false;
-#endif
-}
-
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
-
-/* Below this exp(x) is under FLT_MIN; it is returned as exactly 0. */
-#define EXP_FLOOR -87.0f
-
-/* Vectors pass between helpers by pointer: a 32-byte vector argument
- * would tie the helpers to the AVX calling convention. */
-#define SELECT(mask, yes, no)                                                  \
-    ((v8f)(((v8i)(yes) & (mask)) | ((v8i)(no) & ~(mask))))
-
-#define SELECT16(mask, yes, no)                                                \
-    ((v16f)(((v16i)(yes) & (mask)) | ((v16i)(no) & ~(mask))))
-
-/*
- * exp(x) for a vector of floats (type VF, its integer twin VI, its SELECT),
- * within 2 ulp for x in [-87, 88]; 0 below -87, including -INFINITY (a
- * masked score). exp(x) = 2^n * exp(r), n = round(x / ln 2),
- * r = x - n ln 2 in [-ln2/2, ln2/2], exp(r) by Cephes' degree-6
- * polynomial. Each lane's arithmetic is the same at every width.
- */
-#define EXP_BODY(VF, VI, SEL)                                                  \
-    VF x = *xp;                                                                \
-    const VF zero = {0};                                                       \
-    const VI underflow = x < EXP_FLOOR;                                        \
-    x = SEL(underflow, zero + EXP_FLOOR, x);                                   \
-    x = SEL(x > 88.0f, zero + 88.0f, x);                                       \
-    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds */      \
-    const VF t = x * 1.44269504088896341f + shifter;                           \
-    const VF n = t - shifter;                                                  \
-    const VF r = x - n * 0.693359375f - n * -2.12194440e-4f;                   \
-    VF p = zero + 1.9875691500e-4f;                                            \
-    p = p * r + 1.3981999507e-3f;                                              \
-    p = p * r + 8.3334519073e-3f;                                              \
-    p = p * r + 4.1665795894e-2f;                                              \
-    p = p * r + 1.6666665459e-1f;                                              \
-    p = p * r + 5.0000001201e-1f;                                              \
-    p = p * r * r + r + 1.0f;                                                  \
-    const VI bits = ((VI)t - (VI)(zero + shifter) + 127) << 23;                \
-    *xp = SEL(underflow, zero, p * (VF)bits)
-
-ALWAYS_INLINE void exp_v8(v8f *xp)
-{
-    EXP_BODY(v8f, v8i, SELECT);
-}
-
-ALWAYS_INLINE void exp_v16(v16f *xp)
-{
-    EXP_BODY(v16f, v16i, SELECT16);
-}
 
 /* The first n (< 8) of s, padded to eight with pad. */
 static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
@@ -279,49 +188,24 @@ static void scale_row_avx512(float *s, size_t m, float f)
 {
     scale_row_avx2(s, m, f);
 }
-#define DISPATCH_ISA(isa, name, ...)                                           \
-    ((isa) == SOFTMAX_ISA_AVX512 ? name##_avx512(__VA_ARGS__)                  \
-     : (isa) == SOFTMAX_ISA_AVX2 ? name##_avx2(__VA_ARGS__)                    \
-                                 : name##_plain(__VA_ARGS__))
-#else
-#define DISPATCH_ISA(isa, name, ...) ((void)(isa), name##_plain(__VA_ARGS__))
 #endif
 
-/* The widest build this CPU runs (the compiler's feature bits, read from
- * memory each time). */
-static enum softmax_isa best_isa(void)
+#define DISPATCH(name, ...) VEC_DISPATCH(vec_isa_best(), name, __VA_ARGS__)
+
+float softmax_row_max_isa(enum vec_isa isa, const float *s, size_t m)
 {
-    return cpu_has_avx512()     ? SOFTMAX_ISA_AVX512
-           : cpu_has_avx2_fma() ? SOFTMAX_ISA_AVX2
-                                : SOFTMAX_ISA_PLAIN;
+    return VEC_DISPATCH(isa, row_max, s, m);
 }
 
-#define DISPATCH(name, ...) DISPATCH_ISA(best_isa(), name, __VA_ARGS__)
-
-bool softmax_isa_available(enum softmax_isa isa)
+bool softmax_row_overflowed_isa(enum vec_isa isa, const float *s, size_t m)
 {
-    switch (isa) {
-    case SOFTMAX_ISA_PLAIN: return true;
-    case SOFTMAX_ISA_AVX2: return cpu_has_avx2_fma();
-    case SOFTMAX_ISA_AVX512: return cpu_has_avx512();
-    }
-    return false;
+    return VEC_DISPATCH(isa, row_overflowed, s, m);
 }
 
-float softmax_row_max_isa(enum softmax_isa isa, const float *s, size_t m)
-{
-    return DISPATCH_ISA(isa, row_max, s, m);
-}
-
-bool softmax_row_overflowed_isa(enum softmax_isa isa, const float *s, size_t m)
-{
-    return DISPATCH_ISA(isa, row_overflowed, s, m);
-}
-
-double softmax_exp_shifted_isa(enum softmax_isa isa, float *s, size_t m,
+double softmax_exp_shifted_isa(enum vec_isa isa, float *s, size_t m,
                                float shift)
 {
-    return DISPATCH_ISA(isa, exp_shifted, s, m, shift);
+    return VEC_DISPATCH(isa, exp_shifted, s, m, shift);
 }
 
 static float row_max(const float *s, size_t m)

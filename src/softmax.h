@@ -6,6 +6,8 @@
 #ifndef ATTN_SOFTMAX_H
 #define ATTN_SOFTMAX_H
 
+#include "vecmath.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,12 +46,10 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
  * bits: each is used by the functions above on CPUs where it is the
  * widest available.
  */
-enum softmax_isa { SOFTMAX_ISA_PLAIN, SOFTMAX_ISA_AVX2, SOFTMAX_ISA_AVX512 };
-bool softmax_isa_available(enum softmax_isa isa);
-float softmax_row_max_isa(enum softmax_isa isa, const float *s, size_t m);
-bool softmax_row_overflowed_isa(enum softmax_isa isa, const float *s, size_t m);
+float softmax_row_max_isa(enum vec_isa isa, const float *s, size_t m);
+bool softmax_row_overflowed_isa(enum vec_isa isa, const float *s, size_t m);
 /* s[j] <- exp(s[j] - shift); returns the sum of the new s. */
-double softmax_exp_shifted_isa(enum softmax_isa isa, float *s, size_t m,
+double softmax_exp_shifted_isa(enum vec_isa isa, float *s, size_t m,
                                float shift);
 
 #endif

@@ -20,6 +20,7 @@
 
 #include "bert.h"
 #include "support.h"
+#include "vecmath.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -56,6 +57,48 @@ static void test_gelu_values(void **state)
     assert_true(max_tol_ratio(b, tanh_form, N, 1e-7, 1e-6) <= 1.0);
     // the two forms differ by more than the tolerance: neither stands in
     assert_true(fabs(a[1] - b[1]) > 1e-4);
+}
+
+/* Both forms on a dense grid of [-20, 20], with values near 0 and the
+ * edges of float32, against double-precision formulas that do not cancel
+ * on the negative side (erfc for the erf form; x / (1 + exp(-2u)) for
+ * the tanh form); every build of the kernel gives the same bits. The
+ * bound is bert.h's: near 1e-6 for x > -5, up to 8e-6 further out, where
+ * rounding x^2 / 2 in float32 moves exp(-x^2 / 2) by that much (float32's
+ * 1 + erf(x / sqrt 2) would have no correct digit there). */
+static void test_gelu_dense(void **state)
+{
+    (void)state;
+    enum { N = 2561 + 8 };
+    static float x[N], got[N], other[N];
+    for (int i = 0; i < 2561; i++)
+        x[i] = -20.0f + (float)i / 64.0f;
+    const float edges[] = {1e-30f, -1e-30f, 1e-7f,  -1e-7f,
+                           3e38f,  -3e38f,  -40.0f, -1e4f};
+    memcpy(x + 2561, edges, sizeof edges);
+    for (int act = BERT_ACT_GELU; act <= BERT_ACT_GELU_TANH; act++) {
+        memcpy(got, x, sizeof x);
+        bert_activation((bert_act)act, got, N);
+        double worst = 0.0;
+        for (int i = 0; i < N; i++) {
+            const double v = x[i];
+            const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+            const double want = act == BERT_ACT_GELU
+                                    ? 0.5 * v * erfc(-v / sqrt(2.0))
+                                    : v / (1.0 + exp(-2.0 * u));
+            const double err =
+                fabs(got[i] - want) / (1e-5 * fabs(want) + 1e-20);
+            worst = err > worst ? err : worst;
+        }
+        assert_true(worst <= 1.0);
+        for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+            if (!vec_isa_available(isa))
+                continue;
+            memcpy(other, x, sizeof x);
+            bert_activation_isa(isa, (bert_act)act, other, N);
+            assert_memory_equal(other, got, sizeof got);
+        }
+    }
 }
 
 static void test_layer_norm_values(void **state)
@@ -795,6 +838,7 @@ int main(void)
     attn_blas_single_thread();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gelu_values),
+        cmocka_unit_test(test_gelu_dense),
         cmocka_unit_test(test_layer_norm_values),
         cmocka_unit_test(test_encoder_matches_reference_gelu),
         cmocka_unit_test(test_encoder_matches_reference_gelu_tanh),

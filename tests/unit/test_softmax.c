@@ -48,10 +48,10 @@ static void test_builds_agree(void **state)
         const size_t m = lengths[l];
         fill_row(src, m, 100 + m);
         const float shift =
-            m ? softmax_row_max_isa(SOFTMAX_ISA_PLAIN, src, m) : 0.0f;
+            m ? softmax_row_max_isa(VEC_ISA_PLAIN, src, m) : 0.0f;
         memcpy(base, src, m * sizeof *src);
         const double base_sum =
-            softmax_exp_shifted_isa(SOFTMAX_ISA_PLAIN, base, m, shift);
+            softmax_exp_shifted_isa(VEC_ISA_PLAIN, base, m, shift);
         for (size_t j = 0; j < m; j++) {
             /* within 2 ulp of libm's exp of the float difference, and
              * exactly 0 below -87, as softmax.c says */
@@ -63,12 +63,12 @@ static void test_builds_agree(void **state)
             const double want = exp((double)x);
             assert_true(fabs(base[j] - want) <= 2.5 * want * 0x1p-23);
         }
-        for (int isa = SOFTMAX_ISA_AVX2; isa <= SOFTMAX_ISA_AVX512; isa++) {
-            if (!softmax_isa_available(isa))
+        for (int isa = VEC_ISA_AVX2; isa <= VEC_ISA_AVX512; isa++) {
+            if (!vec_isa_available(isa))
                 continue;
             memcpy(row, src, m * sizeof *src);
             assert_true(softmax_row_max_isa(isa, row, m) ==
-                        softmax_row_max_isa(SOFTMAX_ISA_PLAIN, row, m));
+                        softmax_row_max_isa(VEC_ISA_PLAIN, row, m));
             assert_true(softmax_row_overflowed_isa(isa, row, m) == false);
             const double sum = softmax_exp_shifted_isa(isa, row, m, shift);
             assert_memory_equal(&sum, &base_sum, sizeof sum);
@@ -83,8 +83,8 @@ static void test_overflow_found_everywhere(void **state)
 {
     (void)state;
     float row[40];
-    for (int isa = SOFTMAX_ISA_PLAIN; isa <= SOFTMAX_ISA_AVX512; isa++) {
-        if (!softmax_isa_available(isa))
+    for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_isa_available(isa))
             continue;
         for (size_t at = 0; at < 37; at++) {
             const float bad[2] = {NAN, INFINITY};

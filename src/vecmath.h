@@ -1,0 +1,105 @@
+/*
+ * vecmath.h - what the core's elementwise kernels share: eight- and
+ * sixteen-wide float vectors (GCC/Clang vector extensions), the builds a
+ * kernel comes in (plain SSE on any x86-64, AVX2 + FMA, AVX-512) with the
+ * CPU test that picks one, and exp() over a vector. Internal to the core.
+ *
+ * A kernel that includes this is compiled with no multiply-add fused
+ * into one rounding, so that every build gives the same bits: GCC fuses
+ * nothing in ISO C mode, and clang is told not to below.
+ */
+#ifndef ATTN_VECMATH_H
+#define ATTN_VECMATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* x86-64 CPUs with AVX2 and FMA get a second build of each kernel, and
+ * those with AVX-512 a third, chosen per call (vec_isa_best()). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_AVX2_BUILD 1
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#else
+#define HAVE_AVX2_BUILD 0
+#endif
+
+enum vec_isa { VEC_ISA_PLAIN, VEC_ISA_AVX2, VEC_ISA_AVX512 };
+
+/* Can this CPU run the build? The plain one always can. */
+bool vec_isa_available(enum vec_isa isa);
+
+/* The widest build this CPU runs. */
+enum vec_isa vec_isa_best(void);
+
+/* Call name_plain, name_avx2 or name_avx512 (args) as isa says. */
+#if HAVE_AVX2_BUILD
+#define VEC_DISPATCH(isa, name, ...)                                           \
+    ((isa) == VEC_ISA_AVX512 ? name##_avx512(__VA_ARGS__)                      \
+     : (isa) == VEC_ISA_AVX2 ? name##_avx2(__VA_ARGS__)                        \
+                             : name##_plain(__VA_ARGS__))
+#else
+#define VEC_DISPATCH(isa, name, ...) ((void)(isa), name##_plain(__VA_ARGS__))
+#endif
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Below this exp(x) is under FLT_MIN; it is returned as exactly 0. */
+#define EXP_FLOOR -87.0f
+
+/* Vectors pass between helpers by pointer: a 32-byte vector argument
+ * would tie the helpers to the AVX calling convention. */
+#define SELECT(mask, yes, no)                                                  \
+    ((v8f)(((v8i)(yes) & (mask)) | ((v8i)(no) & ~(mask))))
+
+#define SELECT16(mask, yes, no)                                                \
+    ((v16f)(((v16i)(yes) & (mask)) | ((v16i)(no) & ~(mask))))
+
+/*
+ * exp(x) for a vector of floats (type VF, its integer twin VI, its SELECT),
+ * within 2 ulp for x in [-87, 88]; 0 below -87, including -INFINITY (a
+ * masked score); exp(88) above 88. exp(x) = 2^n * exp(r),
+ * n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], exp(r) by
+ * Cephes' degree-6 polynomial. Each lane's arithmetic is the same at
+ * every width.
+ */
+#define EXP_BODY(VF, VI, SEL)                                                  \
+    VF x = *xp;                                                                \
+    const VF zero = {0};                                                       \
+    const VI underflow = x < EXP_FLOOR;                                        \
+    x = SEL(underflow, zero + EXP_FLOOR, x);                                   \
+    x = SEL(x > 88.0f, zero + 88.0f, x);                                       \
+    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds */      \
+    const VF t = x * 1.44269504088896341f + shifter;                           \
+    const VF n = t - shifter;                                                  \
+    const VF r = x - n * 0.693359375f - n * -2.12194440e-4f;                   \
+    VF p = zero + 1.9875691500e-4f;                                            \
+    p = p * r + 1.3981999507e-3f;                                              \
+    p = p * r + 8.3334519073e-3f;                                              \
+    p = p * r + 4.1665795894e-2f;                                              \
+    p = p * r + 1.6666665459e-1f;                                              \
+    p = p * r + 5.0000001201e-1f;                                              \
+    p = p * r * r + r + 1.0f;                                                  \
+    const VI bits = ((VI)t - (VI)(zero + shifter) + 127) << 23;                \
+    *xp = SEL(underflow, zero, p * (VF)bits)
+
+ALWAYS_INLINE void exp_v8(v8f *xp)
+{
+    EXP_BODY(v8f, v8i, SELECT);
+}
+
+ALWAYS_INLINE void exp_v16(v16f *xp)
+{
+    EXP_BODY(v16f, v16i, SELECT16);
+}
+
+#endif
