@@ -12,12 +12,13 @@
  * once before the rounds), as PyTorch is. Everything is timed in
  * interleaved rounds (one sgemm, one pass without weights, one with, then
  * PyTorch without and with weights at 1 and at 2 threads), so that a busy
- * neighbour on a shared machine slows both sides of each ratio alike.
- * PyTorch runs in a child process (SCRIPT, by default
- * tests/bench/mha_torch.py, under Debian's /usr/bin/python3) on the same
- * input and parameters; its time is the better of its medians at 1 and 2
- * threads, and its output is compared with attnd's once per shape.
- * The forward pass runs its own team of one thread per core with
+ * neighbour on a shared machine slows both sides of each ratio alike;
+ * attnd runs untimed for a moment before it is timed (warm_up()), and
+ * PyTorch's process is stopped while the others run. PyTorch runs in a child
+ * process (SCRIPT, by default tests/bench/mha_torch.py, under Debian's
+ * /usr/bin/python3) on the same input and parameters; its time is the better of
+ * its medians at 1 and 2 threads, and its output is compared with attnd's once
+ * per shape. The forward pass runs its own team of one thread per core with
  * single-threaded OpenBLAS, as the core's threading policy says; the
  * ceiling gives OpenBLAS all the cores. Memory is measured in a fresh
  * process so that nothing else counts.
@@ -27,6 +28,7 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,22 +111,28 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
-/* OpenBLAS's workers (and those of PyTorch's OpenMP and OpenBLAS) spin
- * for a while after a threaded call before they sleep; let them, so that
- * they do not compete with what is timed next. */
-static void quiet_pause(void)
-{
-    nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 300000000}, NULL);
-}
-
 /* Seconds of one CEILING_SIZE^3 sgemm with OpenBLAS on every core. */
 static double ceiling_once(struct sgemm_ctx *s)
 {
     openblas_set_num_threads((int)cores());
     const double t = run_sgemm(s);
     attn_blas_single_thread();
-    quiet_pause();
     return t;
+}
+
+/* Before attnd is timed, it runs untimed for WARM_SECONDS: long enough
+ * for the ceiling's OpenBLAS threads, which spin a while after a threaded
+ * call, to go to sleep, and for the cores' clocks to come up again after
+ * any idle moment (a core left idle a few hundred milliseconds runs the
+ * next hundred markedly slower here). A pause would do the first and
+ * undo the second. */
+#define WARM_SECONDS 0.15
+
+static void warm_up(struct forward_ctx *f)
+{
+    const double t0 = now_seconds();
+    while (run_forward(f) >= 0 && now_seconds() - t0 < WARM_SECONDS)
+        ;
 }
 
 struct shape {
@@ -169,6 +177,8 @@ static void remove_files(const char *dir)
 
 static void torch_stop(struct torch_child *t)
 {
+    if (t->pid > 0)
+        kill(t->pid, SIGCONT); /* to read its end of input */
     if (t->to)
         fclose(t->to); /* EOF: the child returns */
     if (t->from)
@@ -180,13 +190,26 @@ static void torch_stop(struct torch_child *t)
     memset(t, 0, sizeof *t);
 }
 
-/* One line of the child's answer into buf; false at EOF. */
+/* One line of the child's answer into buf; false at EOF. The child is
+ * stopped from its answer until it is asked again (torch_ask()): the idle
+ * pools of PyTorch's OpenMP and OpenBLAS spin for a while after each call
+ * and would take CPU from what is timed next. */
 static bool torch_read(struct torch_child *t, char *buf, size_t size)
 {
-    if (!fgets(buf, (int)size, t->from))
+    const bool got = fgets(buf, (int)size, t->from) != NULL;
+    kill(t->pid, SIGSTOP);
+    if (!got)
         return false;
     buf[strcspn(buf, "\n")] = '\0';
     return true;
+}
+
+/* Send the child a command line (answered through torch_read()). */
+static void torch_ask(struct torch_child *t, const char *line)
+{
+    kill(t->pid, SIGCONT);
+    fprintf(t->to, "%s\n", line);
+    fflush(t->to);
 }
 
 /* Start the child on x and p (square d_model projections, every bias);
@@ -264,8 +287,9 @@ static bool torch_start(struct torch_child *t, const char *script,
 static double torch_run(struct torch_child *t, bool weights, int threads)
 {
     char line[256];
-    fprintf(t->to, "run %d %d\n", weights ? 1 : 0, threads);
-    fflush(t->to);
+    char cmd[32];
+    snprintf(cmd, sizeof cmd, "run %d %d", weights ? 1 : 0, threads);
+    torch_ask(t, cmd);
     if (!torch_read(t, line, sizeof line))
         return -1.0;
     char *end;
@@ -277,8 +301,7 @@ static double torch_run(struct torch_child *t, bool weights, int threads)
 static double torch_diff(struct torch_child *t, const float *ours, size_t n)
 {
     char line[256], path[128];
-    fprintf(t->to, "check\n");
-    fflush(t->to);
+    torch_ask(t, "check");
     if (!torch_read(t, line, sizeof line) || strcmp(line, "ok") != 0)
         return -1.0;
     snprintf(path, sizeof path, "%s/out", t->dir);
@@ -378,7 +401,7 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
            (rounds < min_rounds || spent < budget)) {
         sgemm_s[rounds] = ceiling_once(sg);
         f.cfg.want = ATTN_WANT_OUTPUT;
-        run_forward(&f); /* caches and clocks back up after the pause */
+        warm_up(&f);
         plain_s[rounds] = run_forward(&f);
         f.cfg.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
         weights_s[rounds] = run_forward(&f);
@@ -394,8 +417,6 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
                 }
                 spent += torch_s[w][t][rounds];
             }
-        if (have_torch)
-            quiet_pause();
         rounds++;
     }
     torch_stop(&torch);
