@@ -475,8 +475,8 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             problem_set(&pb, 422, "",
                         "query parameter \"%.60s\" is not taken by POST; "
                         "options go in the JSON body (only format, head, "
-                        "view, batch, colormap, cell and labels go in the "
-                        "URL)",
+                        "view, batch, colormap, cell, labels, special and "
+                        "color_scale go in the URL)",
                         q.params[i].key);
             return reply_problem(ex, conn, &pb);
         }
