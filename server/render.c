@@ -89,7 +89,7 @@ struct picture {
     char (*titles)[48];          /* [count] */
     char **rows, **cols;         /* [n], [m] labels */
     char *row_json, *col_json;
-    char head_text[24], grid_title[64], batch_text[24];
+    char head_text[24], grid_title[96], batch_text[24];
     char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
     struct heatmap_options opts;
     struct heatmap_text texts[TEXT_COUNT];
@@ -148,7 +148,8 @@ static bool picture_make(struct picture *p, const struct request *req,
     if (o->head_kind == HEAD_ALL)
         snprintf(p->grid_title, sizeof p->grid_title,
                  "attention weights, %zu head%s%s", h, h == 1 ? "" : "s",
-                 tile && h > 1 ? "; each to its own top" : "");
+                 tile && h > 1 ? "; each coloured to its own largest weight"
+                               : "");
     snprintf(p->batch_text, sizeof p->batch_text, "%zu", o->batch);
     p->opts = (struct heatmap_options){
         .colormap = o->colormap,

@@ -196,8 +196,9 @@ static bool picture_make(struct picture *p, const struct request *req,
     const bool tile = o->color_scale == SCALE_TILE ||
                       (o->color_scale == SCALE_AUTO && o->view == VIEW_MODEL);
     /* the title says what the colours mean when each tile has its own */
-    const char *scaled =
-        tile && p->count > 1 ? "; each tile to its own top" : "";
+    const char *scaled = tile && p->count > 1
+                             ? "; each tile coloured to its own largest weight"
+                             : "";
     if (o->view == VIEW_MODEL)
         snprintf(p->title, sizeof p->title,
                  "%s: attention of %zu layers (rows) x %zu heads%s", m->name,
