@@ -227,14 +227,14 @@ static int heatmap_tick_room(struct font *f, enum heatmap_scale scale,
                             font_text_width(f, t.text[i], 0, FONT_HORIZONTAL));
         return w;
     }
-    char digit[2] = "0";
+    char digit = '0';
     int widest = -1;
     for (char d = '0'; d <= '9'; d++) {
         const char one[2] = {d, '\0'};
         const int w = font_text_width(f, one, 0, FONT_HORIZONTAL);
         if (w > widest) {
             widest = w;
-            digit[0] = d;
+            digit = d;
         }
     }
     static const char *const forms[] = {"0.0000", "00000", "0.0e-00", "0.0e00"};
@@ -243,7 +243,7 @@ static int heatmap_tick_room(struct font *f, enum heatmap_scale scale,
         char text[16];
         size_t i = 0;
         for (const char *c = forms[k]; *c && i + 1 < sizeof text; c++)
-            text[i++] = *c == '0' ? digit[0] : *c;
+            text[i++] = *c == '0' ? digit : *c;
         text[i] = '\0';
         room = heatmap_max(room, font_text_width(f, text, 0, FONT_HORIZONTAL));
     }
