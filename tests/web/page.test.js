@@ -689,6 +689,39 @@ test('the page draws the server\'s colours, pixel for pixel', async () => {
   await random.close();
 });
 
+test('the server\'s model view colours each tile as the page colours each thumbnail', async () => {
+  const page = await openModelPage();
+  const got = await page.evaluate(async () => {
+    // the grid download, bare at one pixel per weight: 2 rows of 4 tiles
+    const href = document.querySelector('#dl-grid').getAttribute('href');
+    const r = await fetch(`${href.replace(/&format=png$/, '')}&labels=false&cell=1&format=png`);
+    const bitmap = await createImageBitmap(await r.blob(), { colorSpaceConversion: 'none' });
+    const c = document.createElement('canvas');
+    c.width = bitmap.width; c.height = bitmap.height;
+    c.getContext('2d').drawImage(bitmap, 0, 0);
+    const theirs = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let differ = 0, compared = 0;
+    for (const b of document.querySelectorAll('#grid button.thumb')) {
+      if (b.dataset.head === 'mean') continue;
+      const canvas = b.querySelector('canvas');
+      const n = canvas.width;
+      const ours = canvas.getContext('2d').getImageData(0, 0, n, n).data;
+      const x0 = Number(b.dataset.head) * (n + 1), y0 = Number(b.dataset.layer) * (n + 1);
+      for (let y = 0; y < n; y++) {
+        for (let x = 0; x < n; x++) {
+          for (let k = 0; k < 3; k++) {
+            if (ours[(y * n + x) * 4 + k] !== theirs[((y0 + y) * c.width + x0 + x) * 4 + k]) differ++;
+          }
+        }
+      }
+      compared++;
+    }
+    return { type: r.headers.get('Content-Type'), compared, differ };
+  });
+  assert.deepEqual(got, { type: 'image/png', compared: 8, differ: 0 });
+  await page.close();
+});
+
 test('a long input keeps the layout; one past the model\'s positions gets the server\'s message', async () => {
   const words = 'the quick brown fox jump over the lazy dog and the cat sat on the mat because it was hungry'.split(' ');
   const long = [...words, ...words].slice(0, 38).join(' '); // 38 + [CLS] + [SEP] = f32's 40 positions
