@@ -106,6 +106,40 @@ static void png_source(png_structp p, png_bytep out, png_size_t n)
     r->at += n;
 }
 
+/* A decoded PNG: its size, its pixels and its attnd:color_scale text. */
+struct decoded {
+    unsigned w, h;
+    unsigned char *rgb; /* [h][w][3] */
+    char scale[16];
+};
+
+static void decode(const struct reply *r, struct decoded *d)
+{
+    memset(d, 0, sizeof *d);
+    png_structp p =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    struct png_read src = {(const unsigned char *)r->body, r->len, 0};
+    if (setjmp(png_jmpbuf(p)))
+        fail_msg("the PNG does not decode");
+    png_set_read_fn(p, &src, png_source);
+    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
+    d->w = png_get_image_width(p, info);
+    d->h = png_get_image_height(p, info);
+    assert_int_equal(png_get_color_type(p, info), PNG_COLOR_TYPE_RGB);
+    png_bytepp rows = png_get_rows(p, info);
+    d->rgb = malloc((size_t)d->w * d->h * 3);
+    for (unsigned y = 0; y < d->h; y++)
+        memcpy(d->rgb + (size_t)y * d->w * 3, rows[y], (size_t)d->w * 3);
+    png_textp texts;
+    int n = 0;
+    png_get_text(p, info, &texts, &n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(texts[i].key, "attnd:color_scale"))
+            snprintf(d->scale, sizeof d->scale, "%s", texts[i].text);
+    png_destroy_read_struct(&p, &info, NULL);
+}
+
 /*
  * head=all with color_scale=tile, bare in gray: every head's brightest
  * cell is white (255), each on its own scale; shared, only the heads whose
@@ -126,44 +160,29 @@ static void test_grid_scale_per_head(void **state)
         assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
         free(path);
         assert_int_equal(r.status, 200);
-        png_structp p =
-            png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-        png_infop info = png_create_info_struct(p);
-        struct png_read src = {(const unsigned char *)r.body, r.len, 0};
-        if (setjmp(png_jmpbuf(p)))
-            fail_msg("the PNG does not decode");
-        png_set_read_fn(p, &src, png_source);
-        png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
+        struct decoded d;
+        decode(&r, &d);
+        reply_free(&r);
         /* 8 heads about square: 3 across, 3 down, a 1-cell gutter */
-        assert_int_equal(png_get_image_width(p, info), 3 * 6 + 2);
-        assert_int_equal(png_get_image_height(p, info), 3 * 6 + 2);
-        png_bytepp rows = png_get_rows(p, info);
+        assert_int_equal(d.w, 3 * 6 + 2);
+        assert_int_equal(d.h, 3 * 6 + 2);
+        assert_string_equal(d.scale, scales[s]);
         unsigned white = 0;
         for (unsigned k = 0; k < 8; k++) {
             unsigned top = 0;
             for (unsigned y = 0; y < 6; y++)
                 for (unsigned x = 0; x < 6; x++) {
-                    const unsigned v =
-                        rows[(k / 3) * 7 + y][((k % 3) * 7 + x) * 3];
-                    top = v > top ? v : top;
+                    const size_t at =
+                        ((size_t)((k / 3) * 7 + y) * d.w + (k % 3) * 7 + x) * 3;
+                    top = d.rgb[at] > top ? d.rgb[at] : top;
                 }
             white += top == 255;
         }
-        png_textp texts;
-        int n = 0;
-        const char *scale = NULL;
-        png_get_text(p, info, &texts, &n);
-        for (int i = 0; i < n; i++)
-            if (!strcmp(texts[i].key, "attnd:color_scale"))
-                scale = texts[i].text;
-        assert_non_null(scale);
-        assert_string_equal(scale, scales[s]);
         if (s == 0)
             assert_int_equal(white, 8);
         else
             assert_true(white >= 1 && white < 8);
-        png_destroy_read_struct(&p, &info, NULL);
-        reply_free(&r);
+        free(d.rgb);
     }
 }
 
