@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #define MAX_QUERY_PARAMS 64
-#define MAX_PNG_PIXELS ((size_t)64 << 20)
 /* cJSON's nodes per byte of JSON text, at most: "1," is a node of 64
  * bytes plus its allocator's overhead for 2 bytes of text */
 #define JSON_TREE_BYTES 48
@@ -170,9 +169,10 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     unsigned char *png = NULL;
     const bool drawn =
         ex->req.model.entry
-            ? render_model_png(&ex->req, &ex->bert, MAX_PNG_PIXELS, &png, bytes,
-                               pb)
-            : render_png(&ex->req, &ex->res, MAX_PNG_PIXELS, &png, bytes, pb);
+            ? render_model_png(&ex->req, &ex->bert, RENDER_MAX_PIXELS, &png,
+                               bytes, pb)
+            : render_png(&ex->req, &ex->res, RENDER_MAX_PIXELS, &png, bytes,
+                         pb);
     if (!drawn)
         return NULL;
     struct MHD_Response *r = reply_from_heap((char *)png, *bytes, "image/png");
@@ -242,8 +242,8 @@ static bool reserve_answer(struct exchange *ex, struct problem *pb)
     const size_t answer_bytes =
         !req->png.wanted
             ? response_stream_bytes(req) + WHOLE_ANSWER_BYTES /* the head */
-        : model ? render_model_png_bytes(req, MAX_PNG_PIXELS)
-                : render_png_bytes(req, MAX_PNG_PIXELS);
+        : model ? render_model_png_bytes(req)
+                : render_png_bytes(req);
     return budget_reserve(&ex->hold, computed, "the computation", false, pb) &&
            budget_reserve(&ex->hold, answer_bytes, "the answer", false, pb);
 }
@@ -371,8 +371,8 @@ static bool answer_inline(const struct request *req)
         return false;
     if (!req->png.wanted)
         return true;
-    return (model ? render_model_png_bytes(req, MAX_PNG_PIXELS)
-                  : render_png_bytes(req, MAX_PNG_PIXELS)) <= INLINE_PNG_BYTES;
+    return (model ? render_model_png_bytes(req) : render_png_bytes(req)) <=
+           INLINE_PNG_BYTES;
 }
 
 /* Answer the decoded ex->req: reserve, then compute here or hand over. */
@@ -475,8 +475,8 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             problem_set(&pb, 422, "",
                         "query parameter \"%.60s\" is not taken by POST; "
                         "options go in the JSON body (only format, head, "
-                        "view, batch, colormap, cell and labels go in the "
-                        "URL)",
+                        "view, batch, colormap, cell, labels, special and "
+                        "color_scale go in the URL)",
                         q.params[i].key);
             return reply_problem(ex, conn, &pb);
         }

@@ -67,120 +67,188 @@ static char *json_strings(char *const *items, size_t n)
     return buf_take(&b, NULL);
 }
 
-bool render_png(const struct request *req, const struct attn_result *res,
-                size_t max_pixels, unsigned char **png, size_t *len,
-                struct problem *pb)
+/* The texts of the image, in the order of the picture's texts[]. */
+enum {
+    TEXT_TITLE,
+    TEXT_SOFTWARE,
+    TEXT_TOKENS,
+    TEXT_CONTEXT,
+    TEXT_HEAD,
+    TEXT_BATCH,
+    TEXT_MIN,
+    TEXT_MAX,
+    TEXT_SCALE,
+    TEXT_COUNT
+};
+
+/* What the image shows, all of it known before anything is computed but
+ * the values. Owns every pointer; picture_free() releases them. */
+struct picture {
+    size_t count, n, m;          /* matrices; queries and keys */
+    struct heatmap_matrix *mats; /* [count]; values NULL until filled */
+    char (*titles)[48];          /* [count] */
+    char **rows, **cols;         /* [n], [m] labels */
+    char *row_json, *col_json;
+    char head_text[24], grid_title[96], batch_text[24];
+    char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
+    struct heatmap_options opts;
+    struct heatmap_text texts[TEXT_COUNT];
+};
+
+static void picture_free(struct picture *p)
 {
+    free(p->row_json);
+    free(p->col_json);
+    free_labels(p->rows, p->n);
+    free_labels(p->cols, p->m);
+    free(p->titles);
+    free(p->mats);
+    memset(p, 0, sizeof *p);
+}
+
+static bool picture_make(struct picture *p, const struct request *req,
+                         size_t max_pixels, struct problem *pb)
+{
+    memset(p, 0, sizeof *p);
     const struct request_png *o = &req->png;
-    const size_t h = res->heads, n = res->n_query, m = res->n_keys;
-    const size_t b = o->batch;
-    const size_t n_mats = o->head_kind == HEAD_ALL ? h : 1;
-    struct heatmap_matrix *mats = calloc(n_mats, sizeof *mats);
-    char(*titles)[48] = calloc(n_mats, sizeof *titles);
-    char **rows = make_labels(&req->input, n, &req->cfg);
-    char **cols =
-        make_labels(req->cfg.cross ? &req->context : &req->input, m, &req->cfg);
-    bool ok = mats && titles && rows && cols;
-    char head_text[24] = "";
-    char grid_title[64] = "";
-    for (size_t k = 0; ok && k < n_mats; k++) {
+    const struct attn_config *c = &req->cfg;
+    const size_t h = c->heads;
+    p->n = c->n_query;
+    p->m = c->n_keys;
+    p->count = o->head_kind == HEAD_ALL ? h : 1;
+    p->mats = calloc(p->count, sizeof *p->mats);
+    p->titles = calloc(p->count, sizeof *p->titles);
+    p->rows = make_labels(&req->input, p->n, c);
+    p->cols = make_labels(c->cross ? &req->context : &req->input, p->m, c);
+    p->row_json = p->rows ? json_strings(p->rows, p->n) : NULL;
+    p->col_json = p->cols ? json_strings(p->cols, p->m) : NULL;
+    if (!p->mats || !p->titles || !p->row_json || !p->col_json)
+        return problem_from_draw(
+            pb, DRAW_E_NOMEM,
+            "out of memory for titles, labels and text chunks");
+    for (size_t k = 0; k < p->count; k++) {
         const size_t head = o->head_kind == HEAD_ONE ? o->head : k;
         if (o->head_kind == HEAD_MEAN) {
-            mats[k].values = res->mean_weights + b * n * m;
-            snprintf(titles[k], sizeof titles[k], "mean of %zu head%s", h,
+            snprintf(p->titles[k], sizeof p->titles[k], "mean of %zu head%s", h,
                      h == 1 ? "" : "s");
-            snprintf(head_text, sizeof head_text, "mean");
+            snprintf(p->head_text, sizeof p->head_text, "mean");
         } else {
-            mats[k].values = res->weights + (b * h + head) * n * m;
-            snprintf(titles[k], sizeof titles[k], "head %zu of %zu", head, h);
-            snprintf(head_text, sizeof head_text, "%s",
+            snprintf(p->titles[k], sizeof p->titles[k], "head %zu of %zu", head,
+                     h);
+            snprintf(p->head_text, sizeof p->head_text, "%s",
                      o->head_kind == HEAD_ALL ? "all" : "");
             if (o->head_kind == HEAD_ONE)
-                snprintf(head_text, sizeof head_text, "%zu", head);
+                snprintf(p->head_text, sizeof p->head_text, "%zu", head);
         }
-        mats[k].rows = n;
-        mats[k].cols = m;
-        mats[k].title = titles[k];
+        p->mats[k].rows = p->n;
+        p->mats[k].cols = p->m;
+        p->mats[k].title = p->titles[k];
     }
+    const bool tile = o->color_scale == SCALE_TILE;
+    if (o->head_kind == HEAD_ALL)
+        snprintf(p->grid_title, sizeof p->grid_title,
+                 "attention weights, %zu head%s%s", h, h == 1 ? "" : "s",
+                 tile && h > 1 ? "; each coloured to its own largest weight"
+                               : "");
+    snprintf(p->batch_text, sizeof p->batch_text, "%zu", o->batch);
+    p->opts = (struct heatmap_options){
+        .colormap = o->colormap,
+        .cell = o->cell,
+        .labels = o->labels,
+        .title = o->head_kind == HEAD_ALL ? p->grid_title : NULL,
+        .row_labels = (const char *const *)p->rows,
+        .col_labels = (const char *const *)p->cols,
+        .max_pixels = max_pixels,
+        .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
+    };
+    /* the values' texts are numbers, empty until they are known: they
+     * cannot change whether the texts are accepted */
+    const struct heatmap_text texts[TEXT_COUNT] = {
+        [TEXT_TITLE] = {"Title", o->head_kind == HEAD_ALL ? p->grid_title
+                                                          : p->titles[0]},
+        [TEXT_SOFTWARE] = {"Software", "attnd"},
+        [TEXT_TOKENS] = {"attnd:tokens", p->row_json},
+        [TEXT_CONTEXT] = {"attnd:context_tokens", p->col_json},
+        [TEXT_HEAD] = {"attnd:head", p->head_text},
+        [TEXT_BATCH] = {"attnd:batch", p->batch_text},
+        [TEXT_MIN] = {"attnd:min", p->lo_text},
+        [TEXT_MAX] = {"attnd:max", p->hi_text},
+        [TEXT_SCALE] = {"attnd:color_scale", tile ? "tile" : "shared"},
+    };
+    memcpy(p->texts, texts, sizeof texts);
+    return true;
+}
+
+/* The values of sequence png.batch, and the smallest and largest shown. */
+static void picture_fill(struct picture *p, const struct request *req,
+                         const struct attn_result *res)
+{
+    const struct request_png *o = &req->png;
+    const size_t h = res->heads, n = p->n, m = p->m, b = o->batch;
     float lo = 0.0f, hi = 0.0f;
-    for (size_t k = 0; ok && k < n_mats; k++)
+    for (size_t k = 0; k < p->count; k++) {
+        const size_t head = o->head_kind == HEAD_ONE ? o->head : k;
+        p->mats[k].values = o->head_kind == HEAD_MEAN
+                                ? res->mean_weights + b * n * m
+                                : res->weights + (b * h + head) * n * m;
         for (size_t e = 0; e < n * m; e++) {
-            const float v = mats[k].values[e];
+            const float v = p->mats[k].values[e];
             if ((k == 0 && e == 0) || v < lo)
                 lo = v;
             if ((k == 0 && e == 0) || v > hi)
                 hi = v;
         }
-    if (o->head_kind == HEAD_ALL)
-        snprintf(grid_title, sizeof grid_title, "attention weights, %zu head%s",
-                 h, h == 1 ? "" : "s");
-    char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX], batch_text[24];
-    jsonnum_format(lo, 0, lo_text);
-    jsonnum_format(hi, 0, hi_text);
-    snprintf(batch_text, sizeof batch_text, "%zu", b);
-    char *row_json = ok ? json_strings(rows, n) : NULL;
-    char *col_json = ok ? json_strings(cols, m) : NULL;
-    ok = ok && row_json && col_json;
+    }
+    jsonnum_format(lo, 0, p->lo_text);
+    jsonnum_format(hi, 0, p->hi_text);
+}
+
+bool render_png_measure(struct request *req, struct problem *pb)
+{
+    struct picture p;
+    bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
     if (ok) {
-        const struct heatmap_options opts = {
-            .colormap = o->colormap,
-            .cell = o->cell,
-            .labels = o->labels,
-            .title = o->head_kind == HEAD_ALL ? grid_title : NULL,
-            .row_labels = (const char *const *)rows,
-            .col_labels = (const char *const *)cols,
-            .max_pixels = max_pixels,
-        };
-        const struct heatmap_text texts[] = {
-            {"Title", o->head_kind == HEAD_ALL ? grid_title : titles[0]},
-            {"Software", "attnd"},
-            {"attnd:tokens", row_json},
-            {"attnd:context_tokens", col_json},
-            {"attnd:head", head_text},
-            {"attnd:batch", batch_text},
-            {"attnd:min", lo_text},
-            {"attnd:max", hi_text},
-        };
         char err[256] = "";
-        const draw_status st = heatmap_render_png(
-            mats, n_mats, &opts, texts, sizeof texts / sizeof texts[0], png,
-            len, err, sizeof err);
+        const draw_status st =
+            heatmap_measure(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
+                            &req->png.width, &req->png.height, err, sizeof err);
         if (st != DRAW_OK)
             ok = problem_from_draw(pb, st, err);
-    } else {
-        problem_from_draw(pb, DRAW_E_NOMEM,
-                          "out of memory for titles, labels and text chunks");
     }
-    free(row_json);
-    free(col_json);
-    free_labels(rows, n);
-    free_labels(cols, m);
-    free(titles);
-    free(mats);
+    picture_free(&p);
     return ok;
 }
 
-size_t render_png_bytes(const struct request *req, size_t max_pixels)
+bool render_png(const struct request *req, const struct attn_result *res,
+                size_t max_pixels, unsigned char **png, size_t *len,
+                struct problem *pb)
 {
-    const struct attn_config *c = &req->cfg;
-    const size_t matrices = req->png.head_kind == HEAD_ALL ? c->heads : 1;
-    const size_t n = c->n_query, m = c->n_keys, longer = n > m ? n : m;
-    /* the cell heatmap.h describes: given, or large enough for 300 px on
-     * the longer side, 1 to 48 */
-    size_t cell = req->png.cell;
-    if (!cell)
-        cell = 300 / longer > 48 ? 48 : 300 / longer ? 300 / longer : 1;
-    /* each matrix with room for titles, labels and the colorbar */
-    const double pixels =
-        (double)matrices * (double)(m * cell + 400) * (double)(n * cell + 400);
-    const size_t canvas =
-        pixels < (double)max_pixels ? (size_t)pixels : max_pixels;
-    /* RGB canvas and a PNG no larger than it; labels and text chunks are
-     * copies of the tokens */
+    struct picture p;
+    bool ok = picture_make(&p, req, max_pixels, pb);
+    if (ok) {
+        picture_fill(&p, req, res);
+        char err[256] = "";
+        const draw_status st =
+            heatmap_render_png(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
+                               png, len, err, sizeof err);
+        if (st != DRAW_OK)
+            ok = problem_from_draw(pb, st, err);
+    }
+    picture_free(&p);
+    return ok;
+}
+
+size_t render_png_bytes(const struct request *req)
+{
+    const size_t matrices = req->png.head_kind == HEAD_ALL ? req->cfg.heads : 1;
+    /* the canvas (RGB) and the encoder's room for the PNG (half again);
+     * labels and text chunks are copies of the tokens */
+    const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
     size_t tokens = 0;
     const struct request_input *ins[2] = {&req->input, &req->context};
     for (size_t k = 0; k < 2; k++)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             tokens += 8 * strlen(ins[k]->tokens.text[i]) + 64;
-    return canvas * 6 + matrices * 64 + tokens + ((size_t)1 << 20);
+    return pixels * 3 + pixels * 9 / 2 + matrices * 64 + tokens +
+           ((size_t)1 << 20);
 }

@@ -10,6 +10,7 @@
  */
 #include "request.h"
 #include "jsonin.h"
+#include "render.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -207,8 +208,10 @@ static bool check_extra_size(const struct request *req,
     return true;
 }
 
-/* The image's sequence and head exist in the resolved config. */
-static bool check_png(const struct request *req, struct problem *pb)
+/* The image's sequence and head exist in the resolved config, and the
+ * image can be drawn: one the drawing would refuse is refused before
+ * anything is computed. */
+static bool check_png(struct request *req, struct problem *pb)
 {
     const struct request_png *png = &req->png;
     const struct attn_config *c = &req->cfg;
@@ -225,7 +228,7 @@ static bool check_png(const struct request *req, struct problem *pb)
                            "batch (%zu) is out of range; the input has %zu "
                            "sequence%s",
                            png->batch, c->batch, c->batch == 1 ? "" : "s");
-    return true;
+    return render_png_measure(req, pb);
 }
 
 bool request_decode(struct request *req, const cJSON *root,

@@ -56,6 +56,15 @@ enum request_head_kind { HEAD_ONE, HEAD_MEAN, HEAD_ALL };
  * VIEW_HEADS. VIEW_AUTO: model view for "layer": "all", else heads. */
 enum request_view { VIEW_AUTO, VIEW_HEADS, VIEW_MODEL, VIEW_ROLLOUT };
 
+/* A model's image with or without the special tokens the tokenizer
+ * added ([CLS], and each [SEP] that ends a sentence). */
+enum request_special { SPECIAL_SHOW, SPECIAL_HIDE };
+
+/* The colour scale of an image of several matrices (heatmap.h's
+ * HEATMAP_SCALE_*). SCALE_AUTO: per tile in a model's view=model, shared
+ * otherwise. */
+enum request_color_scale { SCALE_AUTO, SCALE_SHARED, SCALE_TILE };
+
 struct request_png {
     bool wanted;
     enum request_head_kind head_kind;
@@ -65,6 +74,11 @@ struct request_png {
     unsigned cell; /* 0: automatic */
     bool labels;
     enum request_view view;
+    enum request_special special;
+    enum request_color_scale color_scale;
+    /* the image's size in pixels, measured when the request is decoded
+     * (render.h), before anything is computed */
+    int width, height;
 };
 
 /* A request on a loaded model (request_model.c). */
@@ -150,11 +164,13 @@ bool request_parse_query(struct request *req, const struct request_param *p,
                          struct problem *pb);
 
 /* Whether key is one of the query parameters that shape a PNG answer:
- * format, head, view, batch, colormap, cell, labels. */
+ * format, head, view, batch, colormap, cell, labels, special,
+ * color_scale. */
 bool request_is_png_param(const char *key);
 
 /*
- * PNG options (format, head, view, batch, colormap, cell, labels) from query
+ * PNG options (format, head, view, batch, colormap, cell, labels, special,
+ * color_scale) from query
  * parameters; other keys are ignored here. accept_png: the Accept header
  * asked for image/png. Called before the body or the other parameters are
  * decoded, so that the config is resolved once, for what the answer

@@ -46,6 +46,18 @@ static const char *view_name(int i)
     return i >= 0 && i < 3 ? names[i] : NULL;
 }
 
+static const char *special_name(int i)
+{
+    static const char *const names[] = {"show", "hide"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
+static const char *color_scale_name(int i)
+{
+    static const char *const names[] = {"shared", "tile"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
 const char *request_field_models_name(enum request_field_models m)
 {
     return m == MODELS_ALLOWED    ? "allowed"
@@ -367,6 +379,13 @@ const struct request_field request_fields[] = {
      .min = 1, .max = 64, .models = MODELS_ALLOWED},
     {.name = "labels", .pointer = "/labels", .kind = FIELD_PNG, .where = QUERY, .type = "boolean",
      .default_json = "true", .models = MODELS_ALLOWED},
+    /* a model's image without the [CLS] and [SEP] its tokenizer added */
+    {.name = "special", .pointer = "/special", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = special_name, .default_json = "\"show\"", .models = MODELS_REQUIRED},
+    /* one colour scale for every matrix of an image, or one per tile; by
+     * default per tile in a model's view=model, shared elsewhere */
+    {.name = "color_scale", .pointer = "/color_scale", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = color_scale_name, .models = MODELS_ALLOWED},
 };
 // clang-format on
 const size_t request_field_count =

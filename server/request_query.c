@@ -1,8 +1,8 @@
 /*
  * request_query.c - a request from a URL: GET parameters become the JSON
  * object the body would be (by the field table), and the parameters that
- * shape a PNG answer (format, head, view, batch, colormap, cell, labels) are
- * read for GET and POST alike.
+ * shape a PNG answer (format, head, view, batch, colormap, cell, labels,
+ * special, color_scale) are read for GET and POST alike.
  */
 #include "request_fields.h"
 #include "request_steps.h"
@@ -76,6 +76,15 @@ static bool parse_index(const char *v, size_t *out)
     return true;
 }
 
+/* The index of v among the names of f (an enum row), or -1. */
+static int enum_index(const struct request_field *f, const char *v)
+{
+    for (int i = 0; f->value_name(i); i++)
+        if (!strcmp(v, f->value_name(i)))
+            return i;
+    return -1;
+}
+
 /* One PNG option; f is its row, v its text. */
 static bool read_png_option(struct request_png *png,
                             const struct request_field *f, const char *v,
@@ -123,6 +132,18 @@ static bool read_png_option(struct request_png *png,
                            "view (\"%.40s\") must be \"heads\", \"model\" or "
                            "\"rollout\"",
                            v);
+    }
+    if (!strcmp(k, "special") || !strcmp(k, "color_scale")) {
+        const int i = enum_index(f, v);
+        if (i < 0)
+            return problem_set(pb, 422, f->pointer,
+                               "%s (\"%.40s\") must be \"%s\" or \"%s\"", k, v,
+                               f->value_name(0), f->value_name(1));
+        if (!strcmp(k, "special")) /* show, hide */
+            png->special = i == 1 ? SPECIAL_HIDE : SPECIAL_SHOW;
+        else /* shared, tile */
+            png->color_scale = i == 1 ? SCALE_TILE : SCALE_SHARED;
+        return true;
     }
     if (!strcmp(k, "colormap")) {
         if (!heatmap_colormap_parse(v, &png->colormap))

@@ -42,6 +42,9 @@ static draw_status heatmap_check_inputs(const struct heatmap_matrix *mats,
         return errbuf_fail(err, err_len, DRAW_E_INVALID,
                            "heatmap: unknown colormap %u",
                            (unsigned)opts->colormap);
+    if ((unsigned)opts->scale > HEATMAP_SCALE_TILE)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "heatmap: unknown scale %u", (unsigned)opts->scale);
     if (opts->cell > HEATMAP_MAX_CELL)
         return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
                            "heatmap: cell %u px, at most %u", opts->cell,
@@ -54,9 +57,6 @@ static draw_status heatmap_check_inputs(const struct heatmap_matrix *mats,
                            "heatmap: matrix of %zu x %zu, sides 1 to %u", rows,
                            cols, HEATMAP_MAX_SIDE);
     for (size_t i = 0; i < n; i++) {
-        if (!mats[i].values)
-            return errbuf_fail(err, err_len, DRAW_E_INVALID,
-                               "heatmap: matrix %zu has no values", i);
         if (mats[i].rows != rows || mats[i].cols != cols)
             return errbuf_fail(err, err_len, DRAW_E_INVALID,
                                "heatmap: matrix %zu is %zu x %zu, matrix 0 is "
@@ -70,21 +70,30 @@ static draw_status heatmap_check_inputs(const struct heatmap_matrix *mats,
     if (n_texts > 0 && !texts)
         return errbuf_fail(err, err_len, DRAW_E_INVALID,
                            "heatmap: %zu texts but no array", n_texts);
-    return DRAW_OK;
+    struct pngw_text pt[PNGW_MAX_TEXTS];
+    for (size_t i = 0; i < n_texts; i++)
+        pt[i] = (struct pngw_text){texts[i].key, texts[i].text};
+    return pngw_check_texts(pt, n_texts, err, err_len);
 }
 
 /*
- * The largest value over all matrices, the top of the colour scale: 1 when
- * all are 0. Negative or non-finite values are refused: the scale starts
- * at 0 and has no colour for them.
+ * The top of each matrix's colour scale, into tops[n]: its own largest
+ * value with HEATMAP_SCALE_TILE, else the largest over all matrices; 1
+ * where that is 0. Missing, negative or non-finite values are refused:
+ * the scale starts at 0 and has no colour for them.
  */
-static draw_status heatmap_scan_max(const struct heatmap_matrix *mats, size_t n,
-                                    float *vmax, char *err, size_t err_len)
+static draw_status heatmap_scan_tops(const struct heatmap_matrix *mats,
+                                     size_t n, enum heatmap_scale scale,
+                                     float *tops, char *err, size_t err_len)
 {
     const size_t rows = mats[0].rows, cols = mats[0].cols;
-    float top = 0.0f;
+    float all = 0.0f;
     for (size_t m = 0; m < n; m++) {
         const float *v = mats[m].values;
+        if (!v)
+            return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                               "heatmap: matrix %zu has no values", m);
+        float top = 0.0f;
         for (size_t i = 0; i < rows * cols; i++) {
             if (!(v[i] >= 0.0f) || !isfinite(v[i]))
                 return errbuf_fail(err, err_len, DRAW_E_INVALID,
@@ -94,12 +103,65 @@ static draw_status heatmap_scan_max(const struct heatmap_matrix *mats, size_t n,
             if (v[i] > top)
                 top = v[i];
         }
+        tops[m] = top > 0.0f ? top : 1.0f;
+        if (top > all)
+            all = top;
     }
-    *vmax = top > 0.0f ? top : 1.0f;
+    for (size_t m = 0; scale == HEATMAP_SCALE_SHARED && m < n; m++)
+        tops[m] = all > 0.0f ? all : 1.0f;
     return DRAW_OK;
 }
 
+/*
+ * Everything about the image that the arguments decide, values aside: the
+ * checks, the layout and its size. On DRAW_OK *f is the labels' font (NULL
+ * without labels), the caller's to close; on failure it is closed.
+ */
+static draw_status heatmap_plan(const struct heatmap_matrix *mats, size_t n,
+                                const struct heatmap_options *opts,
+                                const struct heatmap_text *texts,
+                                size_t n_texts, struct heatmap_layout *l,
+                                struct font **f, char *err, size_t err_len)
+{
+    *f = NULL;
+    draw_status st =
+        heatmap_check_inputs(mats, n, opts, texts, n_texts, err, err_len);
+    /* The bare image has a pixel or more per value: once it passes the
+     * caps, so does reading the values. */
+    if (st == DRAW_OK)
+        st = heatmap_layout_cells(l, mats, n, opts, err, err_len);
+    if (st == DRAW_OK)
+        st = heatmap_check_size(l, opts, err, err_len);
+    if (st == DRAW_OK && opts->labels)
+        st = heatmap_layout_labels(l, mats, n, opts, f, err, err_len);
+    if (st != DRAW_OK) {
+        font_close(*f);
+        *f = NULL;
+    }
+    return st;
+}
+
 /* ----------------------------------------------------------------- API */
+
+draw_status heatmap_measure(const struct heatmap_matrix *mats, size_t n,
+                            const struct heatmap_options *opts,
+                            const struct heatmap_text *texts, size_t n_texts,
+                            int *width, int *height, char *err, size_t err_len)
+{
+    *width = *height = 0;
+    if (err && err_len)
+        err[0] = '\0';
+    struct heatmap_layout l;
+    struct font *f;
+    const draw_status st =
+        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
+    font_close(f);
+    if (st == DRAW_OK) {
+        *width = l.width;
+        *height = l.height;
+    }
+    return st;
+}
 
 draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
                                const struct heatmap_options *opts,
@@ -111,36 +173,30 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
     *png_len = 0;
     if (err && err_len)
         err[0] = '\0';
+    struct heatmap_layout l;
+    struct font *f;
     draw_status st =
-        heatmap_check_inputs(mats, n, opts, texts, n_texts, err, err_len);
+        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
     if (st != DRAW_OK)
         return st;
-    /* The bare image has a pixel or more per value: once it passes the
-     * caps, so does reading the values. */
-    struct heatmap_layout l;
-    st = heatmap_layout_cells(&l, mats, n, opts, err, err_len);
+    float *tops = malloc(n * sizeof *tops);
+    st = tops ? heatmap_scan_tops(mats, n, opts->scale, tops, err, err_len)
+              : errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                            "heatmap: out of memory for %zu scales", n);
+    const size_t bytes = (size_t)l.width * (size_t)l.height * 3;
+    struct font_canvas canvas = {NULL, l.width, l.height, 3};
+    if (st == DRAW_OK && !(canvas.pixels = malloc(bytes)))
+        st = errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                         "heatmap: out of memory for %d x %d px", l.width,
+                         l.height);
     if (st == DRAW_OK)
-        st = heatmap_check_size(&l, opts, err, err_len);
-    float vmax = 1.0f;
-    if (st == DRAW_OK)
-        st = heatmap_scan_max(mats, n, &vmax, err, err_len);
-    struct font *f = NULL;
-    if (st == DRAW_OK && opts->labels)
-        st = heatmap_layout_labels(&l, mats, n, opts, vmax, &f, err, err_len);
+        heatmap_draw_image(&canvas, &l, f, mats, n, opts, tops);
+    font_close(f);
+    free(tops);
     if (st != DRAW_OK) {
-        font_close(f);
+        free(canvas.pixels);
         return st;
     }
-    const size_t bytes = (size_t)l.width * (size_t)l.height * 3;
-    struct font_canvas canvas = {malloc(bytes), l.width, l.height, 3};
-    if (!canvas.pixels) {
-        font_close(f);
-        return errbuf_fail(err, err_len, DRAW_E_NOMEM,
-                           "heatmap: out of memory for %d x %d px", l.width,
-                           l.height);
-    }
-    heatmap_draw_image(&canvas, &l, f, mats, n, opts, vmax);
-    font_close(f);
 
     /* raw rows plus half again for zlib's worst case and the chunks, and
      * the texts (each under PNGW_MAX_TEXT_BYTES, or pngw_encode refuses) */

@@ -19,6 +19,18 @@ enum heatmap_colormap { HEATMAP_VIRIDIS = 0, HEATMAP_MAGMA, HEATMAP_GRAY };
 bool heatmap_colormap_parse(const char *name, enum heatmap_colormap *out);
 const char *heatmap_colormap_name(enum heatmap_colormap map);
 
+/* What a colour means in an image of several matrices. */
+enum heatmap_scale {
+    /* one scale for every matrix, from 0 to the largest value of any; the
+     * colorbar's ticks are values */
+    HEATMAP_SCALE_SHARED = 0,
+    /* each matrix from 0 to its own largest value (1 when all are 0), as
+     * BertViz's model view: a matrix of small values still spans the
+     * colour map; the colorbar's ticks are percentages of that largest
+     * value */
+    HEATMAP_SCALE_TILE
+};
+
 /* One matrix of weights. values: [rows][cols], row-major. */
 struct heatmap_matrix {
     const float *values;
@@ -36,6 +48,7 @@ struct heatmap_options {
     size_t max_pixels;             /* cap on width * height; 0 = no cap */
     size_t grid_cols; /* panels across a grid; 0: about square; at most
                          HEATMAP_MAX_ACROSS */
+    enum heatmap_scale scale;
 };
 
 #define HEATMAP_MAX_ACROSS 64
@@ -50,8 +63,14 @@ struct heatmap_text {
 /*
  * Render n matrices of the same shape as one PNG image: n == 1 gives a
  * single heatmap, n > 1 a grid (about square, row-major in the given order)
- * sharing one colour scale and one colorbar. The colour scale runs from 0
- * to the largest value over all matrices (1 when all are 0).
+ * with one colorbar. The colour scale runs from 0 to the largest value
+ * over all matrices (1 when all are 0), or with HEATMAP_SCALE_TILE each
+ * matrix's from 0 to its own largest value.
+ *
+ * The image's size follows from the arguments alone, never from the
+ * values: heatmap_measure() gives it before there are any. (The colorbar's
+ * tick values are the one thing drawn that depends on them; they get the
+ * room of the widest text a tick can have.)
  *
  * Layout with labels: the title on top, query tokens down the left, key
  * tokens along the top (turned 45 degrees when longer than a cell), a
@@ -70,7 +89,7 @@ struct heatmap_text {
  *                   than 1024 matrices, a text over 1 MiB;
  *   DRAW_E_INVALID  no options or matrices, an empty matrix or one of
  *                   another shape, no values, values negative or not
- *                   finite, an unknown colormap, bad texts;
+ *                   finite, an unknown colormap or scale, bad texts;
  *   DRAW_E_FONT     labels asked for but no font loaded, or FreeType failed;
  *   DRAW_E_NOMEM    out of memory;
  *   DRAW_E_PNG      libpng failed.
@@ -80,6 +99,20 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
                                const struct heatmap_text *texts, size_t n_texts,
                                unsigned char **png, size_t *png_len, char *err,
                                size_t err_len);
+
+/*
+ * The size of the image heatmap_render_png() draws from the same
+ * arguments, and the same refusals, without reading a value: mats[i].values
+ * may be NULL, and the texts' content is checked as the encoder will check
+ * it. So a caller can refuse an image that cannot be drawn before it
+ * computes what the image would show. DRAW_OK with *width and *height in
+ * pixels, or heatmap_render_png()'s statuses and messages (DRAW_E_FONT
+ * when labels are asked for and no font is loaded).
+ */
+draw_status heatmap_measure(const struct heatmap_matrix *mats, size_t n,
+                            const struct heatmap_options *opts,
+                            const struct heatmap_text *texts, size_t n_texts,
+                            int *width, int *height, char *err, size_t err_len);
 
 /* The font used for labels (DejaVu Sans); overridable for tests. Reads the
  * file once; safe to call before any thread starts. On failure returns

@@ -42,11 +42,12 @@ static void heatmap_panel_origin(const struct heatmap_layout *l, size_t i,
     *my = l->y0 + (int)(i / l->grid_cols) * l->pitch_y;
 }
 
-/* Cells as solid squares, coloured by value / vmax. */
+/* Cells as solid squares, coloured by value / the top of its matrix's
+ * scale. */
 static void heatmap_draw_cells(struct font_canvas *c,
                                const struct heatmap_layout *l,
                                const struct heatmap_matrix *mats, size_t n,
-                               enum heatmap_colormap map, float vmax)
+                               enum heatmap_colormap map, const float *tops)
 {
     const size_t rows = l->rows, cols = l->cols;
     const int cell = l->cell;
@@ -54,6 +55,7 @@ static void heatmap_draw_cells(struct font_canvas *c,
         int mx, my;
         heatmap_panel_origin(l, i, &mx, &my);
         const float *v = mats[i].values;
+        const float vmax = tops[i];
         for (size_t r = 0; r < rows; r++) {
             for (size_t k = 0; k < cols; k++) {
                 unsigned char rgb[3];
@@ -124,11 +126,19 @@ static void heatmap_draw_centred(struct font_canvas *c, struct font *f,
     font_draw(f, c, x, baseline, s, max_w, FONT_HORIZONTAL, heatmap_ink);
 }
 
+/* The colorbar, and its ticks: values up to vmax, or percentages of each
+ * matrix's own top. */
 static void heatmap_draw_colorbar(struct font_canvas *c,
                                   const struct heatmap_layout *l,
-                                  struct font *f, enum heatmap_colormap map,
+                                  struct font *f,
+                                  const struct heatmap_options *opts,
                                   float vmax)
 {
+    const enum heatmap_colormap map = opts->colormap;
+    const bool percent = opts->scale == HEATMAP_SCALE_TILE;
+    const double top = percent ? 1.0 : (double)vmax;
+    struct heatmap_ticks ticks;
+    heatmap_ticks_make(top, l->tick_fit, percent, &ticks);
     const int x = l->bar_x, y = l->bar_y, h = l->bar_h;
     /* top row is vmax, bottom row 0 */
     for (int yy = 0; yy < h; yy++) {
@@ -143,8 +153,8 @@ static void heatmap_draw_colorbar(struct font_canvas *c,
 
     font_set_size(f, l->px);
     const int cap = font_cap_height(f);
-    for (size_t i = 0; i < l->ticks.n; i++) {
-        double t = l->ticks.value[i] / (double)vmax;
+    for (size_t i = 0; i < ticks.n; i++) {
+        double t = ticks.value[i] / top;
         if (t > 1.0)
             t = 1.0;
         const int ty = y + h - 1 - (int)lround(t * (double)(h - 1));
@@ -152,7 +162,7 @@ static void heatmap_draw_colorbar(struct font_canvas *c,
                      heatmap_axis);
         font_draw(f, c,
                   x + HEATMAP_BAR_W + 1 + HEATMAP_TICK_LEN + HEATMAP_TICK_GAP,
-                  ty + (cap + 1) / 2, l->ticks.text[i], 0, FONT_HORIZONTAL,
+                  ty + (cap + 1) / 2, ticks.text[i], l->tick_w, FONT_HORIZONTAL,
                   heatmap_ink);
     }
 }
@@ -187,17 +197,17 @@ static void heatmap_draw_labels(struct font_canvas *c,
                              HEATMAP_MARGIN, l->width - HEATMAP_MARGIN,
                              HEATMAP_MARGIN + font_ascent(f));
     }
-    heatmap_draw_colorbar(c, l, f, opts->colormap, vmax);
+    heatmap_draw_colorbar(c, l, f, opts, vmax);
 }
 
 void heatmap_draw_image(struct font_canvas *c, const struct heatmap_layout *l,
                         struct font *f, const struct heatmap_matrix *mats,
                         size_t n, const struct heatmap_options *opts,
-                        float vmax)
+                        const float *tops)
 {
     memset(c->pixels, heatmap_white[0],
            (size_t)c->width * (size_t)c->height * c->channels);
-    heatmap_draw_cells(c, l, mats, n, opts->colormap, vmax);
+    heatmap_draw_cells(c, l, mats, n, opts->colormap, tops);
     if (f)
-        heatmap_draw_labels(c, l, f, mats, n, opts, vmax);
+        heatmap_draw_labels(c, l, f, mats, n, opts, tops[0]);
 }

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Automatic cell: ceil(300 / longer side), within 1 .. 48. */
@@ -33,22 +34,29 @@ static void heatmap_grid_shape(size_t n, size_t *across, size_t *down)
 
 /*
  * Tick values: the smallest "nice" step (1, 2, 2.5 or 5 times a power of
- * ten) that gives at most max_n ticks from 0 to vmax; that leaves at least
- * 3 for max_n >= 4, since the steps grow at most 2x. Texts are the values
- * with as many decimals as the step needs: 0, 0.25, 0.5, 0.75, 1.
+ * ten) that gives at most max_n ticks from 0 to top; that leaves at least
+ * 3 for max_n >= 4, since the steps grow at most 2x.
+ *
+ * Texts, so that the layout can keep room for any of them before the top
+ * is known: with percent, whole percentages of top ("0%", "25%", ...,
+ * "100%": the step is at least a quarter); else 0, then the values with as
+ * many decimals as the step needs (0.25, 0.5, 1) while that is 0 to 4
+ * decimals and the values stay under 100000, and past that one or two
+ * digits times a power of ten ("7.5e-5", "2e6"). The forms are then
+ * D.DDDD, DDDDD, D.De-DD and D.DeDD at the widest (heatmap_tick_room).
  */
-static void heatmap_ticks_make(double vmax, size_t max_n,
-                               struct heatmap_ticks *t)
+void heatmap_ticks_make(double top, size_t max_n, bool percent,
+                        struct heatmap_ticks *t)
 {
     static const double mant[] = {1.0, 2.0, 2.5, 5.0};
-    const int e0 = (int)floor(log10(vmax)) - 2;
-    double step = vmax;
+    const int e0 = (int)floor(log10(top)) - 2;
+    double step = top;
     int decimals = 0;
     for (int e = e0; e <= e0 + 4; e++) {
         const double p = pow(10.0, e);
         for (size_t k = 0; k < 4; k++) {
             const double s = mant[k] * p;
-            if (floor(vmax / s * (1.0 + 1e-9)) + 1.0 <= (double)max_n) {
+            if (floor(top / s * (1.0 + 1e-9)) + 1.0 <= (double)max_n) {
                 step = s;
                 decimals = -e + (k == 2 ? 1 : 0);
                 goto found;
@@ -56,24 +64,42 @@ static void heatmap_ticks_make(double vmax, size_t max_n,
         }
     }
 found:
-    t->n = (size_t)floor(vmax / step * (1.0 + 1e-9)) + 1;
+    t->n = (size_t)floor(top / step * (1.0 + 1e-9)) + 1;
     if (t->n > max_n)
         t->n = max_n;
     for (size_t i = 0; i < t->n; i++) {
         t->value[i] = step * (double)i;
         char *s = t->text[i];
         const size_t len = sizeof t->text[i];
-        if (decimals > 6)
-            snprintf(s, len, "%.3g", t->value[i]);
-        else
+        if (i == 0) {
+            snprintf(s, len, percent ? "0%%" : "0");
+        } else if (percent) {
+            snprintf(s, len, "%.0f%%", t->value[i] / top * 100.0);
+        } else if (decimals >= -2 && decimals <= 4) {
             snprintf(s, len, "%.*f", decimals < 0 ? 0 : decimals, t->value[i]);
-        /* 0.50 -> 0.5, 1.00 -> 1 */
-        if (decimals > 0 && decimals <= 6 && strchr(s, '.')) {
-            size_t end = strlen(s);
-            while (end > 0 && s[end - 1] == '0')
-                s[--end] = '\0';
-            if (end > 0 && s[end - 1] == '.')
-                s[--end] = '\0';
+            /* 0.50 -> 0.5, 1.00 -> 1 */
+            if (decimals > 0 && strchr(s, '.')) {
+                size_t end = strlen(s);
+                while (end > 0 && s[end - 1] == '0')
+                    s[--end] = '\0';
+                if (end > 0 && s[end - 1] == '.')
+                    s[--end] = '\0';
+            }
+        } else {
+            /* "7.5e-05" -> "7.5e-5", "2.0e+06" -> "2e6": the mantissa has
+             * at most two digits, the exponent at most two (float32) */
+            char sci[32];
+            snprintf(sci, sizeof sci, "%.1e", t->value[i]);
+            char *e = strchr(sci, 'e');
+            if (!e) { /* not a finite number: as printf wrote it */
+                snprintf(s, len, "%s", sci);
+                continue;
+            }
+            const long exp = strtol(e + 1, NULL, 10);
+            size_t mlen = (size_t)(e - sci);
+            if (mlen >= 3 && sci[mlen - 1] == '0' && sci[mlen - 2] == '.')
+                mlen -= 2; /* "2.0" -> "2" */
+            snprintf(s, len, "%.*se%ld", (int)mlen, sci, exp);
         }
     }
 }
@@ -182,11 +208,52 @@ static int heatmap_layout_keys(struct heatmap_layout *l, struct font *f,
     return right;
 }
 
+/*
+ * The room a tick's text gets, at the font's current size: for
+ * percentages the widest of the texts themselves (they do not depend on
+ * the values); for values the widest of the forms heatmap_ticks_make()
+ * writes, with its widest digit in every place. So the image's width does
+ * not depend on the values; the drawing still cuts a text at this width.
+ */
+static int heatmap_tick_room(struct font *f, enum heatmap_scale scale,
+                             size_t fit)
+{
+    if (scale == HEATMAP_SCALE_TILE) {
+        struct heatmap_ticks t;
+        heatmap_ticks_make(1.0, fit, true, &t);
+        int w = 0;
+        for (size_t i = 0; i < t.n; i++)
+            w = heatmap_max(w,
+                            font_text_width(f, t.text[i], 0, FONT_HORIZONTAL));
+        return w;
+    }
+    char digit = '0';
+    int widest = -1;
+    for (char d = '0'; d <= '9'; d++) {
+        const char one[2] = {d, '\0'};
+        const int w = font_text_width(f, one, 0, FONT_HORIZONTAL);
+        if (w > widest) {
+            widest = w;
+            digit = d;
+        }
+    }
+    static const char *const forms[] = {"0.0000", "00000", "0.0e-00", "0.0e00"};
+    int room = 0;
+    for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+        char text[16];
+        size_t i = 0;
+        for (const char *c = forms[k]; *c && i + 1 < sizeof text; c++)
+            text[i++] = *c == '0' ? digit : *c;
+        text[i] = '\0';
+        room = heatmap_max(room, font_text_width(f, text, 0, FONT_HORIZONTAL));
+    }
+    return room;
+}
+
 /* The labelled layout: labels, titles and colorbar around the grid. */
 static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
                                     const struct heatmap_matrix *mats, size_t n,
-                                    const struct heatmap_options *opts,
-                                    float vmax)
+                                    const struct heatmap_options *opts)
 {
     font_set_size(f, l->px);
     l->label_max_w = 10 * (int)l->px;
@@ -246,16 +313,11 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     font_set_size(f, l->px);
     const int line = (int)l->px + 6;
     const size_t fit = (size_t)(l->bar_h / line) + 1;
-    heatmap_ticks_make(vmax, fit < HEATMAP_MAX_TICKS ? fit : HEATMAP_MAX_TICKS,
-                       &l->ticks);
-    l->ticks.max_w = 0;
-    for (size_t i = 0; i < l->ticks.n; i++)
-        l->ticks.max_w =
-            heatmap_max(l->ticks.max_w, font_text_width(f, l->ticks.text[i], 0,
-                                                        FONT_HORIZONTAL));
+    l->tick_fit = fit < HEATMAP_MAX_TICKS ? fit : HEATMAP_MAX_TICKS;
+    l->tick_w = heatmap_tick_room(f, opts->scale, l->tick_fit);
 
     int right = l->bar_x + HEATMAP_BAR_W + HEATMAP_TICK_LEN + HEATMAP_TICK_GAP +
-                l->ticks.max_w;
+                l->tick_w;
     right = heatmap_max(right, grid_right + key_right);
     l->width =
         heatmap_max(right + HEATMAP_MARGIN, l->title_w + 2 * HEATMAP_MARGIN);
@@ -334,8 +396,7 @@ static unsigned heatmap_label_px(int cell)
 draw_status heatmap_layout_labels(struct heatmap_layout *l,
                                   const struct heatmap_matrix *mats, size_t n,
                                   const struct heatmap_options *opts,
-                                  float vmax, struct font **f, char *err,
-                                  size_t err_len)
+                                  struct font **f, char *err, size_t err_len)
 {
     l->px = heatmap_label_px(l->cell);
     l->panel_px = l->px + 1;
@@ -343,6 +404,6 @@ draw_status heatmap_layout_labels(struct heatmap_layout *l,
     const draw_status st = font_open(l->px, f, err, err_len);
     if (st != DRAW_OK)
         return st;
-    heatmap_layout_labelled(l, *f, mats, n, opts, vmax);
+    heatmap_layout_labelled(l, *f, mats, n, opts);
     return heatmap_check_size(l, opts, err, err_len);
 }

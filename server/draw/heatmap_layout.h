@@ -58,9 +58,8 @@
 /* The values written next to the colorbar. */
 struct heatmap_ticks {
     size_t n;
-    double value[HEATMAP_MAX_TICKS];
+    double value[HEATMAP_MAX_TICKS]; /* on the scale of the colour map's top */
     char text[HEATMAP_MAX_TICKS][32];
-    int max_w; /* widest text, pixels */
 };
 
 /* Where everything goes; all in pixels of the final image. */
@@ -84,7 +83,8 @@ struct heatmap_layout {
     const char *title; /* over the image; NULL for none */
     int title_w;
     int bar_x, bar_y, bar_h;
-    struct heatmap_ticks ticks;
+    size_t tick_fit; /* at most this many ticks fit beside the bar */
+    int tick_w;      /* room for a tick's text, whatever the values */
 };
 
 static inline int heatmap_max(int a, int b)
@@ -121,14 +121,21 @@ draw_status heatmap_check_size(const struct heatmap_layout *l,
                                size_t err_len);
 
 /*
- * Replace the bare layout by the labelled one, for a colour scale up to
- * vmax, and check its size. *f is opened here (font_open's statuses) and
- * owned by the caller afterwards, also on failure (font_close).
+ * Replace the bare layout by the labelled one and check its size; the
+ * values play no part. *f is opened here (font_open's statuses) and owned
+ * by the caller afterwards, also on failure (font_close).
  */
 draw_status heatmap_layout_labels(struct heatmap_layout *l,
                                   const struct heatmap_matrix *mats, size_t n,
                                   const struct heatmap_options *opts,
-                                  float vmax, struct font **f, char *err,
-                                  size_t err_len);
+                                  struct font **f, char *err, size_t err_len);
+
+/*
+ * The ticks of a colour scale from 0 to top, at most max_n of them: values
+ * written as numbers, or with percent as percentages of top. Every text
+ * has one of the forms whose room heatmap_layout_labels() keeps.
+ */
+void heatmap_ticks_make(double top, size_t max_n, bool percent,
+                        struct heatmap_ticks *t);
 
 #endif

@@ -129,9 +129,12 @@ static bool pngw_key_ok(const char *key)
     return true;
 }
 
-static draw_status pngw_check_texts(const struct pngw_text *texts, size_t n,
-                                    char *err, size_t err_len)
+draw_status pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
+                             size_t err_len)
 {
+    if (n > 0 && !texts)
+        return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                           "png: %zu texts but no array", n);
     if (n > PNGW_MAX_TEXTS)
         return errbuf_fail(err, err_len, DRAW_E_INVALID,
                            "png: %zu text chunks, at most %u allowed", n,
@@ -212,9 +215,6 @@ draw_status pngw_encode(const unsigned char *pixels, size_t width,
         return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
                            "png: image of %zu x %zu px, sides at most %u",
                            width, height, PNGW_MAX_SIDE);
-    if (n_texts > 0 && !texts)
-        return errbuf_fail(err, err_len, DRAW_E_INVALID,
-                           "png: %zu texts but no array", n_texts);
     const draw_status checked = pngw_check_texts(texts, n_texts, err, err_len);
     if (checked != DRAW_OK)
         return checked;

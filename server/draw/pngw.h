@@ -30,6 +30,15 @@ struct pngw_text {
 };
 
 /*
+ * The checks pngw_encode() makes of its texts, on their own, so that a
+ * caller can know before drawing whether the texts will be accepted:
+ * DRAW_E_TOO_BIG for a text over PNGW_MAX_TEXT_BYTES, DRAW_E_INVALID for
+ * the other refusals pngw_encode() lists for texts.
+ */
+draw_status pngw_check_texts(const struct pngw_text *texts, size_t n, char *err,
+                             size_t err_len);
+
+/*
  * Encode pixels: [height][width][channels] bytes, row-major, 8 bits per
  * sample, channels 3 (RGB) or 4 (RGBA, not premultiplied).
  *

@@ -15,8 +15,6 @@
 #include <string.h>
 
 #define FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-/* http.c's MAX_PNG_PIXELS: the PNG cap a real request meets */
-#define MAX_PIXELS ((size_t)64 << 20)
 
 /* tests/models/f32 as "f32" and bf16_legacy as "bf16": requests on a
  * model go through the encoder too */
@@ -180,7 +178,7 @@ static void run_model(struct request *req)
     if (req->png.wanted) {
         unsigned char *png = NULL;
         size_t len = 0;
-        if (render_model_png(req, &res, MAX_PIXELS, &png, &len, &pb)) {
+        if (render_model_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
             if (len < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8))
                 abort();
             free(png);
@@ -214,7 +212,7 @@ void fuzz_pipeline_run(struct request *req)
     if (req->png.wanted) {
         unsigned char *png = NULL;
         size_t len = 0;
-        if (render_png(req, &res, MAX_PIXELS, &png, &len, &pb)) {
+        if (render_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
             static const unsigned char sig[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1a, '\n'};
             if (len < 8 || memcmp(png, sig, 8))

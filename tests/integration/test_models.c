@@ -835,6 +835,296 @@ static void test_png_views(void **state)
     }
 }
 
+/* A PNG decoded whole: gray or RGB pixels and every text chunk. */
+struct decoded {
+    unsigned w, h;
+    unsigned char *rgb; /* [h][w][3] */
+    char keys[16][80];
+    char *texts[16];
+    int n_texts;
+};
+
+static void decoded_free(struct decoded *d)
+{
+    free(d->rgb);
+    for (int i = 0; i < d->n_texts; i++)
+        free(d->texts[i]);
+    memset(d, 0, sizeof *d);
+}
+
+static const char *decoded_text(const struct decoded *d, const char *key)
+{
+    for (int i = 0; i < d->n_texts; i++)
+        if (!strcmp(d->keys[i], key))
+            return d->texts[i];
+    fail_msg("no text chunk %s", key);
+    return NULL;
+}
+
+/* The red channel of pixel (x, y): the gray level in colormap=gray. */
+static unsigned level(const struct decoded *d, unsigned x, unsigned y)
+{
+    return d->rgb[((size_t)y * d->w + x) * 3];
+}
+
+/* GET path, which must answer a PNG; decoded into d. */
+static void get_decoded(const char *path, struct decoded *d)
+{
+    struct reply r;
+    assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
+    if (r.status != 200)
+        fail_msg("%s: %ld %.300s", path, r.status, r.body);
+    assert_string_equal(r.content_type, "image/png");
+    memset(d, 0, sizeof *d);
+    png_structp p =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(p);
+    struct png_read src = {(const unsigned char *)r.body, r.len, 0};
+    if (setjmp(png_jmpbuf(p)))
+        fail_msg("the PNG does not decode");
+    png_set_read_fn(p, &src, png_source);
+    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
+    d->w = png_get_image_width(p, info);
+    d->h = png_get_image_height(p, info);
+    assert_int_equal(png_get_color_type(p, info), PNG_COLOR_TYPE_RGB);
+    png_bytepp rows = png_get_rows(p, info);
+    d->rgb = malloc((size_t)d->w * d->h * 3);
+    for (unsigned y = 0; y < d->h; y++)
+        memcpy(d->rgb + (size_t)y * d->w * 3, rows[y], (size_t)d->w * 3);
+    png_textp texts;
+    int n = 0;
+    png_get_text(p, info, &texts, &n);
+    for (int i = 0; i < n && d->n_texts < 16; i++) {
+        snprintf(d->keys[d->n_texts], sizeof d->keys[0], "%s", texts[i].key);
+        d->texts[d->n_texts++] = strdup(texts[i].text);
+    }
+    png_destroy_read_struct(&p, &info, NULL);
+    reply_free(&r);
+}
+
+/* GET path's JSON answer (the caller deletes it). */
+static cJSON *get_json(const char *path)
+{
+    struct reply r;
+    assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
+    if (r.status != 200)
+        fail_msg("%s: %ld %.300s", path, r.status, r.body);
+    cJSON *j = parse_reply(&r);
+    reply_free(&r);
+    return j;
+}
+
+/* GET path must be a 422 pointing at pointer. */
+static void get_refused(const char *path, const char *pointer)
+{
+    struct reply r;
+    assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
+    char want[64];
+    snprintf(want, sizeof want, "\"pointer\":\"%s\"", pointer);
+    if (r.status != 422 || !strstr(r.body, want))
+        fail_msg("%s: %ld %s", path, r.status, r.body);
+    reply_free(&r);
+}
+
+/* weights[l][h][i][j] of a JSON answer of every layer. */
+static double weight_at(const cJSON *w, size_t l, size_t h, size_t i, size_t j)
+{
+    const cJSON *row = cJSON_GetArrayItem(
+        cJSON_GetArrayItem(cJSON_GetArrayItem(w, (int)l), (int)h), (int)i);
+    return cJSON_GetArrayItem(row, (int)j)->valuedouble;
+}
+
+/* Pixels of a bare gray matrix at (x0, y0), one per weight, against
+ * 255 * weight / top (the colour map's index, rounded). */
+static void check_levels(const struct decoded *d, unsigned x0, unsigned y0,
+                         const cJSON *w, size_t l, size_t h, const size_t *at,
+                         size_t n, double top)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            const double want = 255.0 * weight_at(w, l, h, at[i], at[j]) / top;
+            const unsigned got = level(d, x0 + (unsigned)j, y0 + (unsigned)i);
+            if (fabs((double)got - want) > 1.0)
+                fail_msg("layer %zu head %zu [%zu][%zu]: level %u, expected "
+                         "%.2f",
+                         l, h, i, j, got, want);
+        }
+}
+
+#define SPECIAL_Q                                                              \
+    "model=f32&sentence=the+%5BMASK%5D+sat+%5BSEP%5D+on&sentence_b=a+dog"
+
+/*
+ * special=hide: [CLS] A [SEP] B [SEP] drawn without the three the
+ * tokenizer added; [MASK] and a [SEP] typed in A stay. The image is of
+ * the words alone: its size, its labels (attnd:tokens), its scale (every
+ * pixel 255 * weight / the largest weight shown, in gray) and its texts.
+ */
+static void test_png_special_hidden(void **state)
+{
+    (void)state;
+    cJSON *j = get_json("/attention?" SPECIAL_Q);
+    const cJSON *tokens = get(j, "tokens");
+    assert_int_equal(cJSON_GetArraySize(tokens), 10);
+    const char *all[] = {"[CLS]", "the",   "[MASK]", "sat", "[SEP]",
+                         "on",    "[SEP]", "a",      "dog", "[SEP]"};
+    for (int i = 0; i < 10; i++)
+        assert_string_equal(cJSON_GetArrayItem(tokens, i)->valuestring, all[i]);
+    const size_t kept[] = {1, 2, 3, 4, 5, 7, 8};
+    const size_t n = sizeof kept / sizeof kept[0];
+    const cJSON *w = get(j, "weights");
+
+    /* one head, bare at one pixel per weight, in gray */
+    struct decoded d;
+    get_decoded("/attention?" SPECIAL_Q "&format=png&layer=1&head=2&"
+                "labels=false&cell=1&colormap=gray&special=hide",
+                &d);
+    assert_int_equal(d.w, n);
+    assert_int_equal(d.h, n);
+    assert_string_equal(decoded_text(&d, "attnd:tokens"),
+                        "[\"the\",\"[MASK]\",\"sat\",\"[SEP]\",\"on\",\"a\","
+                        "\"dog\"]");
+    assert_string_equal(decoded_text(&d, "attnd:special"), "hide");
+    double top = 0, bottom = 1;
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++) {
+            const double v = weight_at(w, 1, 2, kept[a], kept[b]);
+            top = v > top ? v : top;
+            bottom = v < bottom ? v : bottom;
+        }
+    /* the texts are float32's shortest forms, as the JSON's */
+    assert_true((float)strtod(decoded_text(&d, "attnd:max"), NULL) ==
+                (float)top);
+    assert_true((float)strtod(decoded_text(&d, "attnd:min"), NULL) ==
+                (float)bottom);
+    check_levels(&d, 0, 0, w, 1, 2, kept, n, top);
+    decoded_free(&d);
+
+    /* shown, every wordpiece */
+    get_decoded("/attention?" SPECIAL_Q "&format=png&layer=1&head=2&"
+                "labels=false&cell=1&colormap=gray",
+                &d);
+    assert_int_equal(d.w, 10);
+    assert_string_equal(decoded_text(&d, "attnd:special"), "show");
+    decoded_free(&d);
+
+    /* labelled, at a given cell: fewer rows and columns to draw */
+    struct decoded shown, hidden;
+    get_decoded("/attention?" SPECIAL_Q "&format=png&view=rollout&cell=20",
+                &shown);
+    get_decoded("/attention?" SPECIAL_Q
+                "&format=png&view=rollout&cell=20&special=hide",
+                &hidden);
+    assert_true(hidden.w < shown.w && hidden.h < shown.h);
+    assert_null(strstr(decoded_text(&hidden, "attnd:tokens"), "[CLS]"));
+    assert_non_null(strstr(decoded_text(&shown, "attnd:tokens"), "[CLS]"));
+    decoded_free(&shown);
+    decoded_free(&hidden);
+
+    /* the model view: 2 x 4 tiles of the words alone, each on its own
+     * scale; attnd:tile_max is each tile's largest shown weight */
+    get_decoded("/attention?" SPECIAL_Q "&format=png&labels=false&cell=1&"
+                "colormap=gray&special=hide",
+                &d);
+    assert_int_equal(d.w, 4 * n + 3);
+    assert_int_equal(d.h, 2 * n + 1);
+    cJSON *tile_max = cJSON_Parse(decoded_text(&d, "attnd:tile_max"));
+    assert_int_equal(cJSON_GetArraySize(tile_max), 8);
+    for (size_t k = 0; k < 8; k++) {
+        double t = 0;
+        for (size_t a = 0; a < n; a++)
+            for (size_t b = 0; b < n; b++) {
+                const double v = weight_at(w, k / 4, k % 4, kept[a], kept[b]);
+                t = v > t ? v : t;
+            }
+        assert_true((float)cJSON_GetArrayItem(tile_max, (int)k)->valuedouble ==
+                    (float)t);
+        check_levels(&d, (unsigned)((k % 4) * (n + 1)),
+                     (unsigned)((k / 4) * (n + 1)), w, k / 4, k % 4, kept, n,
+                     t);
+    }
+    cJSON_Delete(tile_max);
+    decoded_free(&d);
+    cJSON_Delete(j);
+
+    /* nothing but [CLS] and [SEP] to hide, a value it does not take, and
+     * no model */
+    get_refused("/attention?model=f32&sentence=&format=png&special=hide",
+                "/special");
+    get_refused("/attention?model=f32&sentence=a&format=png&special=some",
+                "/special");
+    get_refused("/attention?sentence=a&format=png&special=hide", "/special");
+}
+
+/*
+ * color_scale: the model view colours each tile from 0 to its own largest
+ * weight by default, so a tile of small weights still reaches the top of
+ * the colour map; shared, every tile is on the scale of the largest
+ * weight of all. Checked pixel by pixel against the JSON's weights.
+ */
+static void test_png_color_scale(void **state)
+{
+    (void)state;
+    const char *q = "/attention?model=f32&sentence=the+cat+sat+on+the+mat";
+    char path[256];
+    snprintf(path, sizeof path, "%s", q);
+    cJSON *j = get_json(path);
+    const cJSON *w = get(j, "weights");
+    const size_t n = (size_t)cJSON_GetArraySize(get(j, "tokens"));
+    size_t at[64];
+    for (size_t i = 0; i < n; i++)
+        at[i] = i;
+    double tile[8], all = 0, smallest = 1;
+    for (size_t k = 0; k < 8; k++) {
+        tile[k] = 0;
+        for (size_t a = 0; a < n; a++)
+            for (size_t b = 0; b < n; b++) {
+                const double v = weight_at(w, k / 4, k % 4, a, b);
+                tile[k] = v > tile[k] ? v : tile[k];
+            }
+        all = tile[k] > all ? tile[k] : all;
+        smallest = tile[k] < smallest ? tile[k] : smallest;
+    }
+    /* the test means something only if the tiles' tops differ */
+    assert_true(smallest < 0.9 * all);
+    const char *scales[] = {"", "&color_scale=tile", "&color_scale=shared"};
+    const char *names[] = {"tile", "tile", "shared"};
+    for (size_t s = 0; s < 3; s++) {
+        struct decoded d;
+        snprintf(path, sizeof path,
+                 "%s&format=png&labels=false&cell=1&colormap=gray%s", q,
+                 scales[s]);
+        get_decoded(path, &d);
+        assert_string_equal(decoded_text(&d, "attnd:color_scale"), names[s]);
+        for (size_t k = 0; k < 8; k++) {
+            const unsigned x0 = (unsigned)((k % 4) * (n + 1));
+            const unsigned y0 = (unsigned)((k / 4) * (n + 1));
+            const bool own = names[s][0] == 't';
+            check_levels(&d, x0, y0, w, k / 4, k % 4, at, n,
+                         own ? tile[k] : all);
+            /* a tile's brightest pixel: white per tile, its share of the
+             * largest weight of all when shared */
+            unsigned brightest = 0;
+            for (unsigned y = 0; y < n; y++)
+                for (unsigned x = 0; x < n; x++)
+                    if (level(&d, x0 + x, y0 + y) > brightest)
+                        brightest = level(&d, x0 + x, y0 + y);
+            if (own)
+                assert_int_equal(brightest, 255);
+            else if (tile[k] == smallest)
+                assert_true(brightest < 255 * 0.9);
+        }
+        decoded_free(&d);
+    }
+    /* one layer's heads share a scale unless asked */
+    struct decoded d;
+    snprintf(path, sizeof path, "%s&format=png&layer=0&head=all", q);
+    get_decoded(path, &d);
+    assert_string_equal(decoded_text(&d, "attnd:color_scale"), "shared");
+    decoded_free(&d);
+    cJSON_Delete(j);
+}
+
 /* -------------------------------------------------- metrics */
 
 static void test_metrics_per_model(void **state)
@@ -975,6 +1265,54 @@ static double seconds_now(void)
 }
 
 /*
+ * Images of 512 wordpieces past the drawing's caps (the model view of 144
+ * tiles of 32768 px, twelve heads of 8192 px, a rollout wider than 32768
+ * px with its labels): refused with the drawing's 422 at /cell before the
+ * encoder runs. Each answers in a fraction of the time the largest request
+ * took (forward_seconds, mostly the encoder's), and /metrics counts neither
+ * a request nor a FLOP of the model for them.
+ */
+static void giant_views_refused(const struct server *s, double forward_seconds)
+{
+    const char *views[] = {"/attention?format=png&view=model&cell=64",
+                           "/attention?format=png&view=heads&cell=16",
+                           "/attention?format=png&view=rollout&cell=64"};
+    char *body = words_body(512, "base", NULL);
+    char *layer0 = words_body(512, "base", "\"layer\":0");
+    double requests = 0, flops = 0;
+    assert_true(metric_read(s, "127.0.0.1",
+                            "attnd_model_requests_total{model=\"base\"}",
+                            &requests));
+    assert_true(metric_read(s, "127.0.0.1",
+                            "attnd_model_flops_total{model=\"base\"}", &flops));
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++) {
+        struct reply r;
+        const double t0 = seconds_now();
+        assert_true(post_json(s, views[i], i == 1 ? layer0 : body, &r));
+        const double took = seconds_now() - t0;
+        if (r.status != 422 || !strstr(r.body, "\"pointer\":\"/cell\"") ||
+            !strstr(r.body, "px"))
+            fail_msg("%s: %ld %s", views[i], r.status, r.body);
+        print_message(
+            "%s refused in %.3f s (the largest request took %.2f s)\n",
+            views[i], took, forward_seconds);
+        assert_true(took < forward_seconds / 4);
+        reply_free(&r);
+    }
+    double requests_after = 0, flops_after = 0;
+    assert_true(metric_read(s, "127.0.0.1",
+                            "attnd_model_requests_total{model=\"base\"}",
+                            &requests_after));
+    assert_true(metric_read(s, "127.0.0.1",
+                            "attnd_model_flops_total{model=\"base\"}",
+                            &flops_after));
+    assert_true(requests_after == requests);
+    assert_true(flops_after == flops);
+    free(body);
+    free(layer0);
+}
+
+/*
  * A random checkpoint of bert-base's sizes (12 layers, hidden 768, 12
  * heads, 3072, 30522 tokens, 512 positions; 436 MB of F32), written here.
  * With a memory budget of 256 MiB: one 128-token request's peak resident
@@ -1026,7 +1364,9 @@ static void test_bert_base_size(void **state)
                       "\"return\":[\"weights\",\"mean_weights\","
                       "\"hidden_states\",\"rollout\"],\"precision\":2");
     struct reply r;
+    const double forward_t0 = seconds_now();
     assert_true(post_json(&s, "/attention", body, &r));
+    const double forward_seconds = seconds_now() - forward_t0;
     if (r.status != 200)
         fail_msg("512 wordpieces: %ld %.300s", r.status, r.body);
     /* [12][12][512][512] weights in the text */
@@ -1046,6 +1386,7 @@ static void test_bert_base_size(void **state)
     assert_true(
         metric_read(&s, "127.0.0.1", "attnd_memory_reserved_bytes", &reserved));
     assert_true(reserved == 0);
+    giant_views_refused(&s, forward_seconds);
     /* one wordpiece more */
     body = words_body(513, "base", NULL);
     refused(&s, body, "/sentence",
@@ -1111,6 +1452,8 @@ int main(void)
         cmocka_unit_test(test_large_body),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_png_views),
+        cmocka_unit_test(test_png_special_hidden),
+        cmocka_unit_test(test_png_color_scale),
         cmocka_unit_test(test_metrics_per_model),
         cmocka_unit_test(test_startup_failures),
         cmocka_unit_test(test_models_from_environment),

@@ -12,6 +12,7 @@
 
 #include "colormap.h"
 #include "heatmap.h"
+#include "heatmap_layout.h" /* the tick texts */
 #include "pngw.h"
 
 #include <png.h>
@@ -309,6 +310,163 @@ static void test_scale_uses_max(void **state)
     render(&m, 1, &o, NULL, 0, &img);
     assert_memory_equal(px(&img, 4, 4), t[0], 3);
     image_free(&img);
+}
+
+/* A grid of two matrices, one of large weights and one of small: with a
+ * shared scale the small one stays at the bottom of the colour map; with
+ * a scale per tile its largest weight takes the top colour, as the large
+ * one's does, and every weight is coloured by its share of its own
+ * matrix's largest. */
+static void test_scale_per_tile(void **state)
+{
+    (void)state;
+    float big[4] = {0.0f, 0.5f, 1.0f, 0.25f};
+    float small[4] = {0.0f, 0.005f, 0.01f, 0.0025f};
+    const struct heatmap_matrix m[2] = {{big, 2, 2, NULL}, {small, 2, 2, NULL}};
+    struct heatmap_options o = {
+        .colormap = HEATMAP_VIRIDIS, .cell = 3, .grid_cols = 2};
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_VIRIDIS);
+    struct image img;
+    /* bare: the second matrix starts after 2 cells and a 1-cell gutter */
+    const unsigned x1 = 9;
+    render(m, 2, &o, NULL, 0, &img);
+    assert_memory_equal(px(&img, 1, 4), t[255], 3);
+    assert_true(nearest_index(HEATMAP_VIRIDIS, px(&img, x1 + 1, 4)) <= 3);
+    image_free(&img);
+
+    o.scale = HEATMAP_SCALE_TILE;
+    render(m, 2, &o, NULL, 0, &img);
+    for (unsigned k = 0; k < 2; k++) {
+        const unsigned x = k * x1;
+        assert_memory_equal(px(&img, x + 1, 1), t[0], 3);
+        assert_memory_equal(px(&img, x + 4, 1), t[128], 3);
+        assert_memory_equal(px(&img, x + 1, 4), t[255], 3);
+        assert_memory_equal(px(&img, x + 4, 4), t[64], 3);
+    }
+    image_free(&img);
+
+    /* labelled, the colorbar reads in percent of each tile's largest */
+    o.labels = true;
+    o.cell = 24;
+    render(m, 2, &o, NULL, 0, &img);
+    assert_true(img.w > 2 * 48);
+    image_free(&img);
+
+    /* a scale the library does not know is the caller's bug */
+    o.scale = (enum heatmap_scale)7;
+    unsigned char *png = NULL;
+    size_t len = 0;
+    char err[256];
+    assert_int_equal(
+        heatmap_render_png(m, 2, &o, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_E_INVALID);
+    assert_null(png);
+}
+
+/* Every tick text heatmap_ticks_make writes has one of the forms whose
+ * room the layout keeps (D.DDDD, DDDDD, D.De-DD, D.DeDD), over every scale
+ * a float can top. */
+static void test_tick_texts_keep_their_forms(void **state)
+{
+    (void)state;
+    for (double top = 1.5e-45; top < 3.4e38; top *= 1.37) {
+        struct heatmap_ticks t;
+        heatmap_ticks_make(top, HEATMAP_MAX_TICKS, false, &t);
+        assert_true(t.n >= 3 && t.n <= HEATMAP_MAX_TICKS);
+        for (size_t i = 0; i < t.n; i++) {
+            const char *s = t.text[i];
+            const char *e = strchr(s, 'e');
+            const size_t len = strlen(s);
+            bool ok = strspn(s, "0123456789.e-") == len;
+            if (e) /* a digit or two, maybe a point, e, a sign, two digits */
+                ok = ok && e - s <= 3 && strlen(e + 1) <= 3;
+            else
+                ok = ok && (strchr(s, '.') ? len <= 6 : len <= 5);
+            if (!ok)
+                fail_msg("top %g: tick \"%s\"", top, s);
+        }
+    }
+    struct heatmap_ticks t;
+    heatmap_ticks_make(1.0, 5, true, &t);
+    assert_int_equal(t.n, 5);
+    assert_string_equal(t.text[0], "0%");
+    assert_string_equal(t.text[1], "25%");
+    assert_string_equal(t.text[4], "100%");
+    heatmap_ticks_make(7.5e-5, 5, false, &t);
+    assert_string_equal(t.text[1], "2e-5");
+    heatmap_ticks_make(1.0, 5, false, &t);
+    assert_string_equal(t.text[1], "0.25");
+}
+
+/* heatmap_measure: the size heatmap_render_png draws, for any values, and
+ * its refusals, without values. */
+static void test_measure_is_the_drawn_size(void **state)
+{
+    (void)state;
+    static const char *const tokens[] = {"[CLS]", "the", "cat", "sat",
+                                         "on",    "the", "mat", "[SEP]"};
+    float w[64];
+    const struct heatmap_text texts[] = {{"attnd:x", "y"}};
+    /* values whose ticks are as different as they come: 0 .. 1, tiny,
+     * huge, all zero */
+    static const float tops[] = {1.0f, 3.7e-7f, 8.5e6f, 0.0f, 0.031f};
+    const enum heatmap_scale scales[] = {HEATMAP_SCALE_SHARED,
+                                         HEATMAP_SCALE_TILE};
+    for (size_t sc = 0; sc < 2; sc++) {
+        for (size_t grid = 1; grid <= 4; grid += 3) {
+            struct heatmap_matrix m[4], shapes[4];
+            const struct heatmap_options o = {.colormap = HEATMAP_MAGMA,
+                                              .labels = true,
+                                              .title = "every head",
+                                              .row_labels = tokens,
+                                              .col_labels = tokens,
+                                              .scale = scales[sc]};
+            for (size_t k = 0; k < grid; k++) {
+                m[k] = (struct heatmap_matrix){w, 8, 8, "head"};
+                shapes[k] = (struct heatmap_matrix){NULL, 8, 8, "head"};
+            }
+            int mw = 0, mh = 0;
+            char err[256];
+            assert_int_equal(heatmap_measure(shapes, grid, &o, texts, 1, &mw,
+                                             &mh, err, sizeof err),
+                             DRAW_OK);
+            for (size_t v = 0; v < sizeof tops / sizeof tops[0]; v++) {
+                for (size_t i = 0; i < 64; i++)
+                    w[i] = tops[v] * (float)((i * 5) % 9) / 8.0f;
+                struct image img;
+                render(m, grid, &o, texts, 1, &img);
+                if ((int)img.w != mw || (int)img.h != mh)
+                    fail_msg("top %g, %zu matrices: drawn %u x %u, measured "
+                             "%d x %d",
+                             (double)tops[v], grid, img.w, img.h, mw, mh);
+                image_free(&img);
+            }
+        }
+    }
+    /* the refusals are the drawing's: past max_pixels, and a text too long */
+    const struct heatmap_matrix one = {NULL, 8, 8, NULL};
+    struct heatmap_options o = {.cell = 64, .labels = false, .max_pixels = 100};
+    int mw = 1, mh = 1;
+    char err[256];
+    assert_int_equal(
+        heatmap_measure(&one, 1, &o, NULL, 0, &mw, &mh, err, sizeof err),
+        DRAW_E_TOO_BIG);
+    assert_non_null(strstr(err, "exceeds max_pixels 100"));
+    assert_int_equal(mw, 0);
+    o.max_pixels = 0;
+    char *long_text = malloc(((size_t)1 << 20) + 2);
+    memset(long_text, 'a', ((size_t)1 << 20) + 1);
+    long_text[((size_t)1 << 20) + 1] = '\0';
+    const struct heatmap_text too_long[] = {{"attnd:tokens", long_text}};
+    assert_int_equal(
+        heatmap_measure(&one, 1, &o, too_long, 1, &mw, &mh, err, sizeof err),
+        DRAW_E_TOO_BIG);
+    free(long_text);
+    assert_int_equal(
+        heatmap_measure(&one, 1, &o, NULL, 0, &mw, &mh, err, sizeof err),
+        DRAW_OK);
+    assert_int_equal(mw, 8 * 64);
+    assert_int_equal(mh, 8 * 64);
 }
 
 /* The bounding box of the matrix: pixels of colormap colours (never gray
@@ -893,6 +1051,9 @@ int main(void)
         cmocka_unit_test(test_bare_is_exact),
         cmocka_unit_test(test_colours_follow_weights),
         cmocka_unit_test(test_scale_uses_max),
+        cmocka_unit_test(test_scale_per_tile),
+        cmocka_unit_test(test_measure_is_the_drawn_size),
+        cmocka_unit_test(test_tick_texts_keep_their_forms),
         cmocka_unit_test(test_labels_in_margins),
         cmocka_unit_test(test_gray_is_gray),
         cmocka_unit_test(test_text_chunks),

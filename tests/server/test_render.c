@@ -46,7 +46,9 @@ static int teardown(void **state)
 /*
  * Parse labels ("true"/"false") into a PNG request for one head of "the
  * cat sat on the mat", compute it, and render it with max_pixels. Returns
- * render_png's answer; a PNG is checked for its signature and freed.
+ * false with the problem in pb when the request is refused where its image
+ * is measured (decoding) or drawn; a PNG is checked for its signature and
+ * freed.
  */
 static bool render_with(const char *labels, size_t max_pixels,
                         struct problem *pb)
@@ -62,9 +64,13 @@ static bool render_with(const char *labels, size_t max_pixels,
     struct attn_result res;
     request_init(&req);
     memset(pb, 0, sizeof *pb);
+    memset(&res, 0, sizeof res);
     if (!request_parse_png(&req, p, n, false, pb) ||
-        !request_parse_query(&req, p, n, &limits, pb) ||
-        !attend_run(&req, 1, NULL, NULL, &res, pb))
+        !request_parse_query(&req, p, n, &limits, pb)) {
+        request_free(&req);
+        return false;
+    }
+    if (!attend_run(&req, 1, NULL, NULL, &res, pb))
         fail_msg("request refused: %d %s", pb->status, pb->detail);
     unsigned char *png = NULL;
     size_t len = 0;
@@ -102,8 +108,9 @@ static void test_too_big_is_422(void **state)
         fail_msg("detail: %s", pb.detail);
 }
 
-/* No font: the server's failure, not the client's; bare images still
- * work. */
+/* No font: the server's failure, not the client's, found when the
+ * labelled image is measured, before anything is computed; bare images
+ * still work. */
 static void test_no_font_is_500(void **state)
 {
     (void)state;

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "heatmap.h"
 #include "models.h"
 #include "request.h"
 #include "request_fields.h"
@@ -37,6 +38,11 @@ static int load_models(void **state)
         return -1;
     }
     lim.models = &models;
+    /* a PNG request's image is measured as it is decoded */
+    if (heatmap_font_init(NULL, err, sizeof err) != DRAW_OK) {
+        fprintf(stderr, "heatmap_font_init: %s\n", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -44,6 +50,7 @@ static int free_models(void **state)
 {
     (void)state;
     models_free(&models);
+    heatmap_font_free();
     return 0;
 }
 
@@ -761,6 +768,37 @@ static void test_png_options(void **state)
     assert_int_equal(req.png.head_kind, HEAD_MEAN);
     assert_int_equal(req.cfg.want, ATTN_WANT_MEAN_WEIGHTS);
     assert_int_equal(req.png.cell, 3);
+    /* measured as it is decoded: bare, 2 x 2 cells of 3 px */
+    request_free(&req);
+    assert_true(decode_query(
+        &req, "sentence=a b&format=png&head=0&cell=3&labels=false", &pb));
+    assert_int_equal(req.png.width, 6);
+    assert_int_equal(req.png.height, 6);
+    request_free(&req);
+    /* an image past the drawing's caps is refused here, before anything
+     * is computed, as the drawing would refuse it */
+    assert_false(decode_query(&req,
+                              "sentence=a b c d e f g h i j k l m n o p q r s "
+                              "t u v w x y z a b c d e f g h i j k l m n o p "
+                              "q r s t&format=png&heads=16&cell=64",
+                              &pb));
+    assert_int_equal(pb.status, 422);
+    assert_string_equal(pb.pointer, "/cell");
+    assert_non_null(strstr(pb.detail, "over the limit"));
+    request_free(&req);
+    /* the colour scale: per tile or shared, anything else refused; what
+     * only a model's image takes, refused without one */
+    assert_true(
+        decode_query(&req, "sentence=a b&format=png&color_scale=tile", &pb));
+    assert_int_equal(req.png.color_scale, SCALE_TILE);
+    request_free(&req);
+    assert_false(
+        decode_query(&req, "sentence=a&format=png&color_scale=log", &pb));
+    assert_string_equal(pb.pointer, "/color_scale");
+    request_free(&req);
+    assert_false(decode_query(&req, "sentence=a&format=png&special=hide", &pb));
+    assert_string_equal(pb.pointer, "/special");
+    assert_non_null(strstr(pb.detail, "only with \"model\""));
     request_free(&req);
     assert_false(decode_query(&req, "sentence=a b&format=png&head=8", &pb));
     assert_string_equal(pb.pointer, "/head");

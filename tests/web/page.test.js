@@ -593,16 +593,30 @@ test('sentence B makes the pair [CLS] A [SEP] B [SEP]', async () => {
   await page.close();
 });
 
-test('hiding [CLS] and [SEP] leaves out their rows and columns, weights not renormalised', async () => {
+test('hiding [CLS] and [SEP] leaves out their rows and columns, weights not renormalised, in the downloads too', async () => {
   const answer = await modelAnswer(A, B);
   const page = await openModelPage(`model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}`);
   const words = TOKENS_AB.filter((t) => t !== '[CLS]' && t !== '[SEP]');
   const kept = TOKENS_AB.map((t, i) => i).filter((i) => TOKENS_AB[i] !== '[CLS]' && TOKENS_AB[i] !== '[SEP]');
   assert.match(await page.textContent('#hide-note'), /not renormalised/);
   await page.click('#grid button.thumb[data-layer="1"][data-head="1"]');
+  const links = ['#dl-head', '#dl-grid', '#dl-rollout'];
+  for (const id of links) assert.doesNotMatch(await page.getAttribute(id, 'href'), /special=/);
   await page.check('#hide_special');
   await waitForModelView(page, { tokens: words });
   await page.waitForFunction(() => location.search.includes('hide_special=true'));
+  // the downloads leave them out too: the server's PNG of the words alone
+  for (const id of links) assert.match(await page.getAttribute(id, 'href'), /[?&]special=hide(&|$)/);
+  const png = await page.evaluate(async () => {
+    const r = await fetch(document.querySelector('#dl-head').href);
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    // the attnd:tokens text chunk, read from the bytes
+    const text = new TextDecoder('latin1').decode(bytes);
+    const at = text.indexOf('attnd:tokens\0');
+    return { type: r.headers.get('Content-Type'), tokens: text.slice(at + 13, text.indexOf(']', at) + 1) };
+  });
+  assert.equal(png.type, 'image/png');
+  assert.deepEqual(JSON.parse(png.tokens), words);
   assert.deepEqual(await page.$$eval('#matrix .row-labels span', (s) => s.map((x) => x.textContent)), words);
   assert.deepEqual(await page.$$eval('#rollout-matrix .row-labels span', (s) => s.map((x) => x.textContent)), words);
   for (const [i, j] of [[0, 0], [4, 11], [14, 2]]) {
@@ -619,6 +633,7 @@ test('hiding [CLS] and [SEP] leaves out their rows and columns, weights not reno
   assert.equal(await page.$eval('#grid button.thumb canvas', (c) => c.width), words.length);
   await page.uncheck('#hide_special');
   await waitForModelView(page, { tokens: TOKENS_AB });
+  for (const id of links) assert.doesNotMatch(await page.getAttribute(id, 'href'), /special=/);
   await page.close();
 });
 
@@ -672,6 +687,39 @@ test('the page draws the server\'s colours, pixel for pixel', async () => {
   const got = await compare(random, '#matrix', `sentence=${encodeURIComponent(SENTENCE)}&head=5&colormap=magma`);
   assert.deepEqual(got, { size: [9, 9, 9, 9], differ: 0 });
   await random.close();
+});
+
+test('the server\'s model view colours each tile as the page colours each thumbnail', async () => {
+  const page = await openModelPage();
+  const got = await page.evaluate(async () => {
+    // the grid download, bare at one pixel per weight: 2 rows of 4 tiles
+    const href = document.querySelector('#dl-grid').getAttribute('href');
+    const r = await fetch(`${href.replace(/&format=png$/, '')}&labels=false&cell=1&format=png`);
+    const bitmap = await createImageBitmap(await r.blob(), { colorSpaceConversion: 'none' });
+    const c = document.createElement('canvas');
+    c.width = bitmap.width; c.height = bitmap.height;
+    c.getContext('2d').drawImage(bitmap, 0, 0);
+    const theirs = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let differ = 0, compared = 0;
+    for (const b of document.querySelectorAll('#grid button.thumb')) {
+      if (b.dataset.head === 'mean') continue;
+      const canvas = b.querySelector('canvas');
+      const n = canvas.width;
+      const ours = canvas.getContext('2d').getImageData(0, 0, n, n).data;
+      const x0 = Number(b.dataset.head) * (n + 1), y0 = Number(b.dataset.layer) * (n + 1);
+      for (let y = 0; y < n; y++) {
+        for (let x = 0; x < n; x++) {
+          for (let k = 0; k < 3; k++) {
+            if (ours[(y * n + x) * 4 + k] !== theirs[((y0 + y) * c.width + x0 + x) * 4 + k]) differ++;
+          }
+        }
+      }
+      compared++;
+    }
+    return { type: r.headers.get('Content-Type'), compared, differ };
+  });
+  assert.deepEqual(got, { type: 'image/png', compared: 8, differ: 0 });
+  await page.close();
 });
 
 test('a long input keeps the layout; one past the model\'s positions gets the server\'s message', async () => {

@@ -2,8 +2,8 @@
 //
 // A PNG is the server's, asked for only when its link is clicked: a GET
 // URL the browser follows, or for embeddings (which only a POST carries)
-// a request made on the click. The PNGs draw every token: hiding [CLS]
-// and [SEP] is the page's alone.
+// a request made on the click. With [CLS] and [SEP] hidden on the page,
+// the links ask the server to leave them out too (special=hide).
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { pngUrl, fetchPng } from './api.js';

@@ -11,7 +11,6 @@ import { drawMatrix } from './matrix.js';
 import { drawLines } from './lines.js';
 import { showDownloads } from './downloads.js';
 
-const SPECIAL = new Set(['[CLS]', '[SEP]']);
 // The smallest cell of an enlarged matrix, in pixels: its token labels are
 // set as tall as a cell (style.css), and smaller text cannot be read.
 const MIN_CELL = 10;
@@ -23,8 +22,9 @@ const MIN_CELL = 10;
 //   count, layers     heads per layer, layers
 //   rollout           [n][m] (a model), else null
 //   b                 the sequence of the batch in view (random weights)
-// With a model and hide_special, the rows and columns of [CLS] and [SEP]
-// are left out of every matrix; the weights left are not renormalised.
+// With a model and hide_special, the rows and columns of the [CLS] and
+// [SEP] the tokenizer added are left out of every matrix (the server's
+// special=hide leaves out the same); the weights left are not renormalised.
 function shape() {
   const d = result.data;
   if (d.model !== undefined) return modelShape(d);
@@ -39,16 +39,24 @@ function shape() {
     count: d.config.heads, layers: 1, rollout: null };
 }
 
+// Whether the tokenizer put wordpiece i in: [CLS] A [SEP] or [CLS] A [SEP]
+// B [SEP] has [CLS] first, a [SEP] last and, in a pair, one ending A (the
+// last of token type 0). A [SEP] or [MASK] typed in a sentence is not one.
+function addedByTokenizer(d, i) {
+  const n = d.tokens.length, types = d.token_type_ids;
+  return i === 0 || i === n - 1 || (types[i] === 0 && types[i + 1] === 1);
+}
+
 function modelShape(d) {
   const all = d.tokens.map((t, i) => i);
-  const keep = state.hide_special ? all.filter((i) => !SPECIAL.has(d.tokens[i])) : all;
+  const keep = state.hide_special ? all.filter((i) => !addedByTokenizer(d, i)) : all;
   // an input of special tokens alone keeps them: there is nothing else to show
   const idx = keep.length ? keep : all;
   const cut = (w) => (idx.length === all.length ? w : idx.map((i) => idx.map((j) => w[i][j])));
   const rows = idx.map((i) => d.tokens[i]);
   return { model: true, heads: (l) => d.weights[l].map(cut), mean: (l) => cut(d.mean_weights[l]),
     n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads,
-    layers: d.config.layers, rollout: cut(d.rollout) };
+    layers: d.config.layers, rollout: cut(d.rollout), hidden: idx.length < all.length };
 }
 
 // A thumbnail: one pixel per weight, as wide as its place (CSS).
@@ -218,7 +226,10 @@ function renderSelected(sh, room) {
     drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout' }, sh,
       sh.rollout, fit(room.rollout), state.colormap);
   }
-  const image = sh.model ? { colormap: state.colormap } : { batch: String(sh.b), colormap: state.colormap };
+  // the server's PNGs draw what the page draws: without the special
+  // tokens when they are hidden here
+  const image = !sh.model ? { batch: String(sh.b), colormap: state.colormap }
+    : sh.hidden ? { colormap: state.colormap, special: 'hide' } : { colormap: state.colormap };
   showDownloads({
     head: [sh.model ? { ...image, layer: state.layer, head: state.head } : { ...image, head: state.head },
       sh.model ? `attention-layer-${state.layer}-head-${state.head}.png` : `attention-head-${state.head}.png`],
