@@ -70,6 +70,8 @@ static unsigned port_from_log(const char *path)
     return port;
 }
 
+enum { START_SECONDS = 60 };
+
 bool server_start(struct server *s, const char *const *extra_args)
 {
     return server_start_capped(s, extra_args, 0);
@@ -114,7 +116,10 @@ bool server_start_capped(struct server *s, const char *const *extra_args,
         execv(bin, (char *const *)argv);
         _exit(127);
     }
-    const double deadline = now() + 10.0;
+    /* a generous wait: a checkpoint of bert-base's size is read and
+     * checked before the port opens, which on a busy shared machine has
+     * taken over ten seconds */
+    const double deadline = now() + START_SECONDS;
     while (now() < deadline) {
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
@@ -136,6 +141,11 @@ bool server_start_capped(struct server *s, const char *const *extra_args,
         }
         pause_ms(20);
     }
+    char *log = read_file(s->log_path, NULL);
+    fprintf(stderr,
+            "server_start: %s was not serving after %d s; its log:\n%s\n", bin,
+            START_SECONDS, log ? log : "(none)");
+    free(log);
     server_stop(s, 1.0);
     return false;
 }
