@@ -9,6 +9,7 @@
 #include "budget.h"
 #include "buf.h"
 #include "deadlines.h"
+#include "listener.h"
 #include "metrics.h"
 #include "options.h"
 #include "request.h"
@@ -26,6 +27,7 @@
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    struct listener listener; /* accepts, and hands connections to daemon */
     struct options opt;
     char web_root[PATH_MAX]; /* canonical; "" when there is none */
     unsigned port;

@@ -17,6 +17,7 @@
 #include "routes.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,18 @@ static unsigned connection_limit(unsigned wanted)
     return allowed;
 }
 
+/* A connection opened or closed: its deadline (deadlines.h), and the
+ * listener's count. */
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_server *s = cls;
+    deadlines_notify(&s->deadlines, conn, socket_context, code);
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        listener_closed(&s->listener);
+}
+
 struct http_server *http_start(const struct options *o, struct models *models)
 {
     struct http_server *s = calloc(1, sizeof *s);
@@ -316,14 +329,23 @@ struct http_server *http_start(const struct options *o, struct models *models)
         free(s);
         return NULL;
     }
+    if (!listener_open(&s->listener, &addr)) {
+        fprintf(stderr, "attnd: cannot listen on %s:%u: %s\n", o->bind, o->port,
+                strerror(errno));
+        drawn_cache_free(&s->drawn);
+        free(s);
+        return NULL;
+    }
     if (!workers_start(&s->workers, o->threads, o->max_queue)) {
         fprintf(stderr, "attnd: cannot start %u compute threads\n", o->threads);
+        listener_close(&s->listener);
         drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
     if (!deadlines_start(&s->deadlines, o->receive)) {
         fprintf(stderr, "attnd: cannot start the deadline watch\n");
+        listener_close(&s->listener);
         workers_stop(&s->workers);
         drawn_cache_free(&s->drawn);
         free(s);
@@ -331,30 +353,32 @@ struct http_server *http_start(const struct options *o, struct models *models)
     }
     const unsigned max_connections = connection_limit(o->max_connections);
     /* HTTP threads only move bytes and answer small requests: one a core
-     * is enough, two at least so that one busy thread is never all. */
+     * is enough, two at least so that one busy thread is never all. They
+     * are handed their connections by the listener (listener.h). */
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const unsigned io_threads = cores > 2 ? (unsigned)cores : 2;
     s->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-            MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
-        (uint16_t)o->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-        (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE, io_threads,
+            MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, on_request, s, MHD_OPTION_THREAD_POOL_SIZE, io_threads,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout, MHD_OPTION_CONNECTION_LIMIT,
-        max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        max_connections + LISTENER_SLACK, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         o->max_conns_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, deadlines_notify, &s->deadlines,
-        MHD_OPTION_END);
-    if (!s->daemon) {
-        fprintf(stderr, "attnd: cannot listen on %s:%u\n", o->bind, o->port);
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
+    if (!s->daemon ||
+        !listener_start(&s->listener, s->daemon, max_connections)) {
+        fprintf(stderr, "attnd: cannot start the HTTP threads\n");
+        if (s->daemon)
+            MHD_stop_daemon(s->daemon);
+        listener_close(&s->listener);
         deadlines_stop(&s->deadlines);
         workers_stop(&s->workers);
         drawn_cache_free(&s->drawn);
         free(s);
         return NULL;
     }
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : o->port;
+    s->port = s->listener.port;
     return s;
 }
 
@@ -394,6 +418,7 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
         fflush(stderr);
         _exit(1);
     }
+    listener_close(&s->listener);
     MHD_stop_daemon(s->daemon);
     deadlines_stop(&s->deadlines);
     workers_stop(&s->workers);
