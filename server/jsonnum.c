@@ -252,38 +252,47 @@ static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
 
 /* -------------------------------------------------------------- writing */
 
-static const char digit_pairs[] = "00010203040506070809"
-                                  "10111213141516171819"
-                                  "20212223242526272829"
-                                  "30313233343536373839"
-                                  "40414243444546474849"
-                                  "50515253545556575859"
-                                  "60616263646566676869"
-                                  "70717273747576777879"
-                                  "80818283848586878889"
-                                  "90919293949596979899";
-
-/* Digits in v (0 < v < 10^9). */
-static int decimal_length(uint32_t v)
+/* The eight decimal digits of v < 10^8, leading zeros included, one in
+ * each byte of the result, the first in the lowest byte: the halves of
+ * four digits split into pairs, the pairs into digits, every lane at once
+ * (a lane's product never reaches the next lane). x * 10486 >> 20 is x /
+ * 100 for x < 10^4, x * 103 >> 10 is x / 10 for x < 100. */
+static uint64_t eight_digits(uint32_t v)
 {
-    if (v < 10000)
-        return v < 100 ? 1 + (v >= 10) : 3 + (v >= 1000);
-    if (v < 1000000)
-        return 5 + (v >= 100000);
-    return v < 100000000 ? 7 + (v >= 10000000) : 9;
+    uint64_t x = v / 10000 | (uint64_t)(v % 10000) << 32;
+    uint64_t q = (x * 10486) >> 20 & 0x0000007F0000007Fu;
+    x = q | (x - q * 100) << 16;
+    q = (x * 103) >> 10 & 0x000F000F000F000Fu;
+    return q | (x - q * 10) << 8;
 }
 
-/* The last n digits of v at out, leading zeros included, two at a time. */
-static void write_digits(char *out, uint32_t v, int n)
+/* The digits of v (0 < v < 10^9) as text at text[0 .. 9), leading zeros
+ * included, with '0's after them up to text[24]: returns the index of the
+ * first significant digit and sets *trailing to the number of zeros that
+ * end v. */
+static int nine_digits(uint32_t v, char text[24], int *trailing)
 {
-    for (; n >= 2; n -= 2, v /= 100)
-        memcpy(out + n - 2, digit_pairs + 2 * (v % 100), 2);
-    if (n)
-        out[0] = (char)('0' + v % 10);
+    const uint32_t first = v / 100000000;
+    const uint64_t rest = eight_digits(v % 100000000);
+    uint64_t ascii = rest + 0x3030303030303030u;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    ascii = __builtin_bswap64(ascii); /* the first digit first in memory */
+#endif
+    text[0] = (char)('0' + first);
+    memcpy(text + 1, &ascii, 8);
+    memcpy(text + 9, "000000000000000", 15);
+    /* a zero digit is a zero byte of rest: those below the first nonzero
+     * one lead, those above the last one trail */
+    if (!rest) {
+        *trailing = 8;
+        return 0;
+    }
+    *trailing = __builtin_clzll(rest) / 8;
+    return first ? 0 : 1 + __builtin_ctzll(rest) / 8;
 }
 
-/* a sign, 9 digits and the 8 zeros copied after them at once */
-_Static_assert(JSONNUM_MAX >= 1 + 9 + 8, "write_decimal's copies fit");
+/* a sign and 16 bytes copied at once, the NUL after 15 of them */
+_Static_assert(JSONNUM_MAX >= 1 + 7 + 16, "write_decimal's copies fit");
 
 /* Write digits * 10^exp10 (digits > 0, or 0 for a zero) in JSON form,
  * without trailing zeros: plain for decimal exponents -5..8, as JavaScript
@@ -300,38 +309,31 @@ static size_t write_decimal(char *out, bool negative, uint32_t digits,
         memcpy(o, "0", 2);
         return (size_t)(o - out) + 1;
     }
-    while (digits % 10 == 0) {
-        digits /= 10;
-        exp10++;
-    }
-    const int n = decimal_length(digits);
-    const int point = exp10 + n - 1; /* exponent of the first digit */
+    char text[24];
+    int trailing;
+    const int lead = nine_digits(digits, text, &trailing);
+    const char *d = text + lead; /* the n significant digits, then '0's */
+    const int n = 9 - lead - trailing;
+    const int point = exp10 + 8 - lead; /* exponent of the first digit */
     int len;
     if (point >= 0 && point < 9) {
+        memcpy(o, d, 16);
         if (n <= point + 1) { /* an integer: the digits, then zeros */
-            write_digits(o, digits, n);
-            memcpy(o + n, "00000000", 8);
             len = point + 1;
         } else { /* the digits, the point after point + 1 of them */
-            const int after = n - 1 - point;
-            const uint32_t unit = pow10_u32[after];
-            write_digits(o, digits / unit, point + 1);
             o[point + 1] = '.';
-            write_digits(o + point + 2, digits % unit, after);
+            memcpy(o + point + 2, d + point + 1, 8);
             len = n + 1;
         }
     } else if (point < 0 && point >= -5) { /* 0.000ddd */
         memcpy(o, "0.00000", 8);
-        write_digits(o + 1 - point, digits, n);
+        memcpy(o + 1 - point, d, 16);
         len = 1 - point + n;
     } else { /* d.ddde-7 */
-        write_digits(o + 1, digits, n);
-        o[0] = o[1];
-        len = 1;
-        if (n > 1) {
-            o[1] = '.';
-            len = n + 1;
-        }
+        o[0] = d[0];
+        o[1] = '.';
+        memcpy(o + 2, d + 1, 8);
+        len = n > 1 ? n + 1 : 1;
         o[len++] = 'e';
         int e = point;
         if (e < 0) {
@@ -339,11 +341,10 @@ static size_t write_decimal(char *out, bool negative, uint32_t digits,
             e = -e;
         }
         if (e >= 10) {
-            memcpy(o + len, digit_pairs + 2 * e, 2);
-            len += 2;
-        } else {
-            o[len++] = (char)('0' + e);
+            o[len++] = (char)('0' + e / 10);
+            e %= 10;
         }
+        o[len++] = (char)('0' + e);
     }
     o[len] = '\0';
     return (size_t)(o - out) + (size_t)len;
