@@ -38,6 +38,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The steps of one number are inlined into both loops that format
+ * numbers (jsonnum_format(), jsonnum_format_list()): called, they cost a
+ * tenth of the work in moving registers. */
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
 static const uint32_t pow10_u32[10] = {
     1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 
@@ -54,7 +63,7 @@ static int floor_log10_three_quarters_pow2(int q)
 
 /* floor(n * g / 2^shift) exactly, for n < 2^32 and 0 < shift < 96 when
  * the result fits 64 bits. */
-static uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
+INLINE uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
 {
     const uint64_t lo = n * (uint32_t)g, hi = n * (g >> 32);
     /* n * g = hi * 2^32 + lo, both parts below 2^64 */
@@ -78,12 +87,16 @@ static int pow10_b(int e)
 
 /* x = n * 2^q * 10^e rounded to odd: x itself when it is an integer,
  * otherwise whichever of the two integers around it is odd. Comparing the
- * result with an even integer gives the exact x's answer. n < 2^27
- * (quarter units of a float's c), e = -k for the k of shortest(), so x is
- * below 2^30; with g and shift from there, n * g / 2^shift is x * 2^32. */
-static uint32_t round_to_odd(uint64_t n, uint64_t g, int shift)
+ * result with an even integer gives the exact x's answer. n < 2^30
+ * (quarter units of a float's c, times up to 8), e = -k for the k of
+ * shortest(), so x is below 2^30; with g from there, n * g / 2^31 is
+ * x * 2^32. The shift is a constant: shortest() scales n instead. */
+INLINE uint32_t round_to_odd(uint64_t n, uint64_t g)
 {
-    const uint64_t x32 = mul_shr(n, g, shift);
+    /* floor(n * g / 2^31), exactly: n * g = hi * 2^32 + lo, both parts
+     * below 2^62 */
+    const uint64_t lo = n * (uint32_t)g, hi = n * (g >> 32);
+    const uint64_t x32 = (hi << 1) + (lo >> 31);
     return (uint32_t)(x32 >> 32) | ((uint32_t)x32 != 0);
 }
 
@@ -100,7 +113,7 @@ static bool below_high(uint32_t four_d, uint32_t high, bool closed)
 /* The shortest decimal in the rounding interval of c * 2^q, nearest to it
  * among the shortest, ties to an even last digit: returns its digits and
  * sets *exp10 so that the decimal is digits * 10^*exp10. */
-static uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
+INLINE uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
 {
     /* in quarter units of 2^q: the float, its interval's low and high end */
     const uint64_t mid = (uint64_t)c << 2;
@@ -111,9 +124,11 @@ static uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
     const uint64_t g = pow10_g(-k);
     const int shift = 31 - q - pow10_b(-k);
     assert(shift >= 28 && shift <= 31);
-    const uint32_t vm = round_to_odd(mid, g, shift);
-    const uint32_t vl = round_to_odd(low, g, shift);
-    const uint32_t vh = round_to_odd(high, g, shift);
+    /* n * g / 2^shift = (n * 2^lift) * g / 2^31 */
+    const int lift = 31 - shift;
+    const uint32_t vm = round_to_odd(mid << lift, g);
+    const uint32_t vl = round_to_odd(low << lift, g);
+    const uint32_t vh = round_to_odd(high << lift, g);
     /* Reading a decimal rounds to nearest, ties to even c: the interval
      * includes its ends when c is even. A decimal d * 10^k is compared as
      * 4d with the scaled ends. */
@@ -257,7 +272,7 @@ static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
  * four digits split into pairs, the pairs into digits, every lane at once
  * (a lane's product never reaches the next lane). x * 10486 >> 20 is x /
  * 100 for x < 10^4, x * 103 >> 10 is x / 10 for x < 100. */
-static uint64_t eight_digits(uint32_t v)
+INLINE uint64_t eight_digits(uint32_t v)
 {
     uint64_t x = v / 10000 | (uint64_t)(v % 10000) << 32;
     uint64_t q = (x * 10486) >> 20 & 0x0000007F0000007Fu;
@@ -270,7 +285,7 @@ static uint64_t eight_digits(uint32_t v)
  * included, with '0's after them up to text[24]: returns the index of the
  * first significant digit and sets *trailing to the number of zeros that
  * end v. */
-static int nine_digits(uint32_t v, char text[24], int *trailing)
+INLINE int nine_digits(uint32_t v, char text[24], int *trailing)
 {
     const uint32_t first = v / 100000000;
     const uint64_t rest = eight_digits(v % 100000000);
@@ -299,7 +314,7 @@ _Static_assert(JSONNUM_MAX >= 1 + 7 + 16, "write_decimal's copies fit");
  * does below 1e21 and Python's repr() above 1e-5, scientific otherwise.
  * At most 15 bytes and the NUL; the fixed-size copies below stay within
  * JSONNUM_MAX. */
-static size_t write_decimal(char *out, bool negative, uint32_t digits,
+INLINE size_t write_decimal(char *out, bool negative, uint32_t digits,
                             int exp10)
 {
     char *o = out;
@@ -350,9 +365,9 @@ static size_t write_decimal(char *out, bool negative, uint32_t digits,
     return (size_t)(o - out) + (size_t)len;
 }
 
-size_t jsonnum_format(float f, int precision, char *out)
+/* jsonnum_format()'s work, inlined into the list's loop as well. */
+INLINE size_t format_one(float f, int precision, char *out)
 {
-    assert(precision >= 0 && precision <= 9);
     uint32_t bits;
     memcpy(&bits, &f, sizeof bits);
     const bool negative = bits >> 31;
@@ -379,4 +394,23 @@ size_t jsonnum_format(float f, int precision, char *out)
         digits = fixed(c, q, precision, &exp10);
     }
     return write_decimal(out, negative, digits, exp10);
+}
+
+size_t jsonnum_format(float f, int precision, char *out)
+{
+    assert(precision >= 0 && precision <= 9);
+    return format_one(f, precision, out);
+}
+
+size_t jsonnum_format_list(const float *values, size_t count, int precision,
+                           char *out)
+{
+    assert(precision >= 0 && precision <= 9);
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (i)
+            out[n++] = ',';
+        n += format_one(values[i], precision, out + n);
+    }
+    return n;
 }
