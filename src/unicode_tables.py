@@ -230,6 +230,9 @@ static size_t last_at_most(const uint32_t *keys, size_t n, uint32_t key)
 
 enum unicode_class unicode_class(uint32_t cp)
 {
+    // most text is ASCII: a table, not a search
+    if (cp < 0x80)
+        return (enum unicode_class)ascii_class[cp];
     if (cp > 0x10FFFF)
         return UNICODE_OTHER;
     // packed (first << 8 | class) <= (cp << 8 | 0xFF) iff first <= cp
@@ -312,7 +315,7 @@ def emit(classes, folds, ccc):
         ones.append((cp, "SEQ(%d, %d)" % (seq_at[seq], len(seq))))
     check(len(seqs) < 1 << 29, "sequence offsets fit FOLD_SEQ's bits")
 
-    size_bytes = 4 * len(ranges) + 4 * len(ccc) + 16 * len(runs) \
+    size_bytes = 128 + 4 * len(ranges) + 4 * len(ccc) + 16 * len(runs) \
         + 8 * len(ones) + 4 * len(seqs)
     out = []
     w = out.append
@@ -349,6 +352,13 @@ def emit(classes, folds, ccc):
     out.extend(wrap(cells))
     w("};")
     w("#undef R")
+    w("")
+    w("/* The class of each ASCII code point, as class_ranges has it. */")
+    w("#define A(cls) UNICODE_##cls")
+    w("static const uint8_t ascii_class[128] = {")
+    out.extend(wrap(["A(%s)" % CLASSES[classes[cp]] for cp in range(128)]))
+    w("};")
+    w("#undef A")
     w("")
     w("/* (code point << 8 | canonical combining class) of UNICODE_COMBINING. */")
     w("static const uint32_t combining_ccc[%d] = {" % len(ccc))
