@@ -96,6 +96,14 @@ static void log_field(const char *text, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/* text into out (cap bytes), cut short if need be, NUL-terminated. */
+static void copy_cut(char *out, size_t cap, const char *text)
+{
+    const size_t n = strnlen(text, cap - 1);
+    memcpy(out, text, n);
+    out[n] = '\0';
+}
+
 /* The first call for a request: headers only. */
 static enum MHD_Result begin_exchange(struct http_server *s,
                                       struct MHD_Connection *conn,
@@ -107,8 +115,8 @@ static enum MHD_Result begin_exchange(struct http_server *s,
         return MHD_NO;
     ex->srv = s;
     clock_gettime(CLOCK_MONOTONIC, &ex->started);
-    snprintf(ex->method, sizeof ex->method, "%s", method);
-    snprintf(ex->path, sizeof ex->path, "%s", url);
+    copy_cut(ex->method, sizeof ex->method, method);
+    copy_cut(ex->path, sizeof ex->path, url);
     ex->route = ROUTE_OTHER;
     buf_init(&ex->body, s->opt.max_body);
     ex->hold.budget = &s->memory;

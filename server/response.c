@@ -66,7 +66,7 @@ static bool add_array(struct response_stream *s, size_t *mark, const char *name,
                       const float *values, int ndim, const size_t *dims)
 {
     struct buf *t = &s->text;
-    if (!buf_printf(t, ",\"%s\":", name) || !flush_text(s, mark) ||
+    if (!buf_append_member(t, name) || !flush_text(s, mark) ||
         s->n_pieces == MAX_PIECES)
         return false;
     struct piece p = {.values = values, .ndim = ndim};
@@ -91,7 +91,8 @@ static bool add_batched(struct response_stream *s, size_t *mark,
 static bool add_tokens(struct buf *t, const char *name,
                        const struct request_input *in)
 {
-    if (!buf_printf(t, "\"%s\":", name))
+    if (!buf_append(t, "\"", 1) || !buf_append_str(t, name) ||
+        !buf_append_str(t, "\":"))
         return false;
     if (!in->from_text)
         return buf_append_str(t, "null");
@@ -273,7 +274,8 @@ static bool assemble(struct response_stream *s)
         !add_params(s, &mark))
         return false;
     char *warnings = response_warnings_json(req, r);
-    const bool ok = warnings && buf_printf(t, ",\"warnings\":%s}\n", warnings);
+    const bool ok = warnings && buf_append_member(t, "warnings") &&
+                    buf_append_str(t, warnings) && buf_append_str(t, "}\n");
     free(warnings);
     return ok && flush_text(s, &mark);
 }
