@@ -968,7 +968,7 @@ size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX])
 {
     // ASCII is most text, and only A-Z changes (the generator checks)
     if (cp < 0x80) {
-        out[0] = cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+        out[0] = unicode_fold_ascii(cp);
         return 1;
     }
     // syllable - HANGUL_FIRST = (L * 21 + V) * 28 + T; T == 0 is no jamo

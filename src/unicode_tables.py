@@ -164,6 +164,8 @@ def build():
         want = [cp + 32] if 0x41 <= cp <= 0x5A else None
         check(folds.get(cp) == want,
               "ASCII folds as the C fast path assumes (U+%04X)" % cp)
+        check(want is None or classes[want[0]] == classes[cp],
+              "an ASCII fold keeps its class (U+%04X)" % cp)
 
     ccc = [(cp, ud.combining(chr(cp))) for cp in range(MAX_CP + 1)
            if classes[cp] == COMBINING]
@@ -254,7 +256,7 @@ size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX])
 {
     // ASCII is most text, and only A-Z changes (the generator checks)
     if (cp < 0x80) {
-        out[0] = cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+        out[0] = unicode_fold_ascii(cp);
         return 1;
     }
     // syllable - HANGUL_FIRST = (L * 21 + V) * 28 + T; T == 0 is no jamo
