@@ -85,6 +85,13 @@ static int pow10_b(int e)
 
 /* ------------------------------------------------------------ shortest */
 
+/* digits * 10^exp10, returned by value: a result through a pointer would
+ * keep the caller's variable in memory. */
+struct decimal {
+    uint32_t digits;
+    int exp10;
+};
+
 /* x = n * 2^q * 10^e rounded to odd: x itself when it is an integer,
  * otherwise whichever of the two integers around it is odd. Comparing the
  * result with an even integer gives the exact x's answer. n < 2^30
@@ -112,8 +119,8 @@ static bool below_high(uint32_t four_d, uint32_t high, bool closed)
 
 /* The shortest decimal in the rounding interval of c * 2^q, nearest to it
  * among the shortest, ties to an even last digit: returns its digits and
- * sets *exp10 so that the decimal is digits * 10^*exp10. */
-INLINE uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
+ * that decimal. */
+INLINE struct decimal shortest(uint32_t c, int q, bool irregular)
 {
     /* in quarter units of 2^q: the float, its interval's low and high end */
     const uint64_t mid = (uint64_t)c << 2;
@@ -134,24 +141,23 @@ INLINE uint32_t shortest(uint32_t c, int q, bool irregular, int *exp10)
      * 4d with the scaled ends. */
     const bool closed = (c & 1) == 0;
     const uint32_t s = vm >> 2; /* floor(float / 10^k) */
-    *exp10 = k;
 
     /* one digit fewer: the multiples of 10^(k+1) below and above */
     const uint32_t s10 = s / 10 * 10;
     const bool down10 = above_low(4 * s10, vl, closed);
     const bool up10 = below_high(4 * (s10 + 10), vh, closed);
     if (down10 != up10)
-        return down10 ? s10 : s10 + 10;
+        return (struct decimal){down10 ? s10 : s10 + 10, k};
 
     const bool down = above_low(4 * s, vl, closed);
     const bool up = below_high(4 * (s + 1), vh, closed);
     if (down && up) { /* both inside: the nearer, ties to even */
         const uint32_t half = 4 * s + 2;
         if (vm < half || (vm == half && (s & 1) == 0))
-            return s;
-        return s + 1;
+            return (struct decimal){s, k};
+        return (struct decimal){s + 1, k};
     }
-    return down ? s : s + 1;
+    return (struct decimal){down ? s : s + 1, k};
 }
 
 /* --------------------------------------------------------- fixed digits */
@@ -229,8 +235,8 @@ static int compare_exact(uint32_t c, int q, int m, uint64_t h)
 }
 
 /* c * 2^q (2^23 <= c < 2^24) rounded to p significant digits, ties to
- * even: returns the digits and sets *exp10 as shortest() does. */
-static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
+ * even. */
+static struct decimal fixed(uint32_t c, int q, int p)
 {
     /* The float lies in [2^(q+23), 2^(q+24)), which holds at most one power
      * of ten: its decimal exponent is est or est + 1, so x = float * 10^m
@@ -257,12 +263,9 @@ static uint32_t fixed(uint32_t c, int q, int p, int *exp10)
     const uint64_t rest = twice % unit;
     if (rest > half || (rest == half && (side > 0 || (side == 0 && (n & 1)))))
         n++;
-    *exp10 = d - m;
-    if (n == pow10_u32[p]) { /* 9.99 to 3 digits: 10.0 */
-        n /= 10;
-        ++*exp10;
-    }
-    return (uint32_t)n;
+    if (n == pow10_u32[p]) /* 9.99 to 3 digits: 10.0 */
+        return (struct decimal){(uint32_t)(n / 10), d - m + 1};
+    return (struct decimal){(uint32_t)n, d - m};
 }
 
 /* -------------------------------------------------------------- writing */
@@ -309,27 +312,21 @@ INLINE int nine_digits(uint32_t v, char text[24], int *trailing)
 /* a sign and 16 bytes copied at once, the NUL after 15 of them */
 _Static_assert(JSONNUM_MAX >= 1 + 7 + 16, "write_decimal's copies fit");
 
-/* Write digits * 10^exp10 (digits > 0, or 0 for a zero) in JSON form,
- * without trailing zeros: plain for decimal exponents -5..8, as JavaScript
- * does below 1e21 and Python's repr() above 1e-5, scientific otherwise.
- * At most 15 bytes and the NUL; the fixed-size copies below stay within
- * JSONNUM_MAX. */
-INLINE size_t write_decimal(char *out, bool negative, uint32_t digits,
-                            int exp10)
+/* Write v (v.digits > 0) in JSON form, without trailing zeros: plain for
+ * decimal exponents -5..8, as JavaScript does below 1e21 and Python's
+ * repr() above 1e-5, scientific otherwise. At most 15 bytes and the NUL;
+ * the fixed-size copies below stay within JSONNUM_MAX. */
+INLINE size_t write_decimal(char *out, bool negative, struct decimal v)
 {
     char *o = out;
     if (negative)
         *o++ = '-';
-    if (digits == 0) {
-        memcpy(o, "0", 2);
-        return (size_t)(o - out) + 1;
-    }
     char text[24];
     int trailing;
-    const int lead = nine_digits(digits, text, &trailing);
+    const int lead = nine_digits(v.digits, text, &trailing);
     const char *d = text + lead; /* the n significant digits, then '0's */
     const int n = 9 - lead - trailing;
-    const int point = exp10 + 8 - lead; /* exponent of the first digit */
+    const int point = v.exp10 + 8 - lead; /* exponent of the first digit */
     int len;
     if (point >= 0 && point < 9) {
         memcpy(o, d, 16);
@@ -376,24 +373,25 @@ INLINE size_t format_one(float f, int precision, char *out)
         memcpy(out, "null", 5);
         return 4;
     }
-    if (field == 0 && fraction == 0)
-        return write_decimal(out, negative, 0, 0);
+    if (field == 0 && fraction == 0) { /* a zero keeps its sign */
+        size_t n = 0;
+        if (negative)
+            out[n++] = '-';
+        memcpy(out + n, "0", 2);
+        return n + 1;
+    }
     /* subnormals: c = fraction, q = -149; normals carry the hidden bit */
     uint32_t c = field ? fraction | 0x800000 : fraction;
     int q = field ? (int)field - 150 : -149;
-    int exp10;
-    uint32_t digits;
     if (precision == 0) {
         /* Below a power of two the gap halves, except at the smallest
          * normal, whose lower neighbour is a subnormal as far away. */
         const bool irregular = fraction == 0 && field > 1;
-        digits = shortest(c, q, irregular, &exp10);
-    } else {
-        for (; c < 0x800000; c <<= 1) /* same value, 24 bits */
-            q--;
-        digits = fixed(c, q, precision, &exp10);
+        return write_decimal(out, negative, shortest(c, q, irregular));
     }
-    return write_decimal(out, negative, digits, exp10);
+    for (; c < 0x800000; c <<= 1) /* same value, 24 bits */
+        q--;
+    return write_decimal(out, negative, fixed(c, q, precision));
 }
 
 size_t jsonnum_format(float f, int precision, char *out)
@@ -407,10 +405,19 @@ size_t jsonnum_format_list(const float *values, size_t count, int precision,
 {
     assert(precision >= 0 && precision <= 9);
     size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (i)
+    /* one loop a form, so that each keeps its state in registers */
+    if (precision == 0)
+        for (size_t i = 0; i < count; i++) {
+            n += format_one(values[i], 0, out + n);
             out[n++] = ',';
-        n += format_one(values[i], precision, out + n);
-    }
+        }
+    else
+        for (size_t i = 0; i < count; i++) {
+            n += format_one(values[i], precision, out + n);
+            out[n++] = ',';
+        }
+    if (!count)
+        return 0;
+    out[--n] = '\0'; /* no comma after the last */
     return n;
 }
