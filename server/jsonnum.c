@@ -284,12 +284,34 @@ INLINE uint64_t eight_digits(uint32_t v)
     return q | (x - q * 10) << 8;
 }
 
-/* The digits of v (0 < v < 10^9) as text at text[0 .. 9), leading zeros
- * included, with '0's after them up to text[24]: returns the index of the
- * first significant digit and sets *trailing to the number of zeros that
- * end v. */
-INLINE int nine_digits(uint32_t v, char text[24], int *trailing)
+/* The four decimal digits of v < 10^4 in the bytes of a 32-bit word, as
+ * eight_digits() lays out eight. */
+INLINE uint32_t four_digits(uint32_t v)
 {
+    uint32_t q = (v * 10486) >> 20;
+    const uint32_t x = q | (v - q * 100) << 16;
+    q = (x * 103) >> 10 & 0x000F000Fu;
+    return q | (x - q * 10) << 8;
+}
+
+/* The digits of v (0 < v < 10^9; below 10^4 when four is set) as text at
+ * text[0 .. 9), leading zeros included, with '0's after them up to
+ * text[24]: returns the index of the first significant digit and sets
+ * *trailing to the number of zeros that end v. */
+INLINE int nine_digits(uint32_t v, bool four, char text[24], int *trailing)
+{
+    if (four) { /* v < 10^4, known to the caller: a cheaper split */
+        const uint32_t lanes = four_digits(v);
+        uint32_t ascii4 = lanes + 0x30303030u;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        ascii4 = __builtin_bswap32(ascii4);
+#endif
+        memcpy(text, "00000", 5);
+        memcpy(text + 5, &ascii4, 4);
+        memcpy(text + 9, "000000000000000", 15);
+        *trailing = __builtin_clz(lanes) / 8;
+        return 5 + __builtin_ctz(lanes) / 8;
+    }
     const uint32_t first = v / 100000000;
     const uint64_t rest = eight_digits(v % 100000000);
     uint64_t ascii = rest + 0x3030303030303030u;
@@ -312,18 +334,20 @@ INLINE int nine_digits(uint32_t v, char text[24], int *trailing)
 /* a sign and 16 bytes copied at once, the NUL after 15 of them */
 _Static_assert(JSONNUM_MAX >= 1 + 7 + 16, "write_decimal's copies fit");
 
-/* Write v (v.digits > 0) in JSON form, without trailing zeros: plain for
- * decimal exponents -5..8, as JavaScript does below 1e21 and Python's
- * repr() above 1e-5, scientific otherwise. At most 15 bytes and the NUL;
- * the fixed-size copies below stay within JSONNUM_MAX. */
-INLINE size_t write_decimal(char *out, bool negative, struct decimal v)
+/* Write v (v.digits > 0; below 10^4 when four is set) in JSON form,
+ * without trailing zeros: plain for decimal exponents -5..8, as
+ * JavaScript does below 1e21 and Python's repr() above 1e-5, scientific
+ * otherwise. At most 15 bytes and the NUL; the fixed-size copies below
+ * stay within JSONNUM_MAX. */
+INLINE size_t write_decimal(char *out, bool negative, struct decimal v,
+                            bool four)
 {
     char *o = out;
     if (negative)
         *o++ = '-';
     char text[24];
     int trailing;
-    const int lead = nine_digits(v.digits, text, &trailing);
+    const int lead = nine_digits(v.digits, four, text, &trailing);
     const char *d = text + lead; /* the n significant digits, then '0's */
     const int n = 9 - lead - trailing;
     const int point = v.exp10 + 8 - lead; /* exponent of the first digit */
@@ -387,11 +411,12 @@ INLINE size_t format_one(float f, int precision, char *out)
         /* Below a power of two the gap halves, except at the smallest
          * normal, whose lower neighbour is a subnormal as far away. */
         const bool irregular = fraction == 0 && field > 1;
-        return write_decimal(out, negative, shortest(c, q, irregular));
+        return write_decimal(out, negative, shortest(c, q, irregular), false);
     }
     for (; c < 0x800000; c <<= 1) /* same value, 24 bits */
         q--;
-    return write_decimal(out, negative, fixed(c, q, precision));
+    /* to p <= 4 digits, the digits are below 10^4 */
+    return write_decimal(out, negative, fixed(c, q, precision), precision <= 4);
 }
 
 size_t jsonnum_format(float f, int precision, char *out)
