@@ -21,4 +21,14 @@
  */
 size_t jsonnum_format(float f, int precision, char *out);
 
+/*
+ * Write values[0 .. count) as jsonnum_format() does, separated by commas,
+ * into out, which has room for count * JSONNUM_MAX bytes (and is
+ * NUL-terminated after the last, unless count is 0); returns the length.
+ * The same text as a loop over jsonnum_format(), in fewer instructions: a
+ * row of weights is formatted in one call.
+ */
+size_t jsonnum_format_list(const float *values, size_t count, int precision,
+                           char *out);
+
 #endif

@@ -33,8 +33,10 @@ struct response_stream {
     struct buf text;
     struct piece pieces[MAX_PIECES];
     size_t n_pieces;
-    /* where reading stands */
+    /* where reading stands: in an array, at its flat index element, which
+     * is at[k] in dimension k */
     size_t piece, element, text_at;
+    size_t at[4];
     size_t stage_len, stage_at;
     char stage[STAGE_BYTES + 64]; /* last: left as it is allocated */
 };
@@ -64,7 +66,7 @@ static bool add_array(struct response_stream *s, size_t *mark, const char *name,
                       const float *values, int ndim, const size_t *dims)
 {
     struct buf *t = &s->text;
-    if (!buf_printf(t, ",\"%s\":", name) || !flush_text(s, mark) ||
+    if (!buf_append_member(t, name) || !flush_text(s, mark) ||
         s->n_pieces == MAX_PIECES)
         return false;
     struct piece p = {.values = values, .ndim = ndim};
@@ -89,7 +91,8 @@ static bool add_batched(struct response_stream *s, size_t *mark,
 static bool add_tokens(struct buf *t, const char *name,
                        const struct request_input *in)
 {
-    if (!buf_printf(t, "\"%s\":", name))
+    if (!buf_append(t, "\"", 1) || !buf_append_str(t, name) ||
+        !buf_append_str(t, "\":"))
         return false;
     if (!in->from_text)
         return buf_append_str(t, "null");
@@ -271,7 +274,8 @@ static bool assemble(struct response_stream *s)
         !add_params(s, &mark))
         return false;
     char *warnings = response_warnings_json(req, r);
-    const bool ok = warnings && buf_printf(t, ",\"warnings\":%s}\n", warnings);
+    const bool ok = warnings && buf_append_member(t, "warnings") &&
+                    buf_append_str(t, warnings) && buf_append_str(t, "}\n");
     free(warnings);
     return ok && flush_text(s, &mark);
 }
@@ -326,38 +330,47 @@ size_t response_stream_bytes(const struct request *req)
 
 /* ------------------------------------------------------------ reading */
 
-/* Format array elements into the stage until it is nearly full. */
+/* Format the array's elements into the stage until it is nearly full, a
+ * row (or what fits of one) at a time. s->at holds the index of the next
+ * element in each dimension: a row opens a bracket for each dimension
+ * that starts with it, and closes one for each that ends with it. */
 static void render_array(struct response_stream *s, const struct piece *p)
 {
-    size_t stride[4], total = 1;
-    for (int k = p->ndim - 1; k >= 0; k--) {
+    const int last = p->ndim - 1;
+    size_t total = 1;
+    for (int k = 0; k <= last; k++)
         total *= p->dims[k];
-        stride[k] = total;
-    }
+    const size_t row = p->dims[last];
     const int precision = (int)s->req->precision;
-    /* brackets only open and close at the ends of rows: the position in
-     * the row is counted, and the dimensions looked at once a row */
-    const size_t row = p->dims[p->ndim - 1];
-    size_t col = row ? s->element % row : 0;
+    size_t *at = s->at;
     while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
-        const size_t i = s->element;
         char *out = s->stage + s->stage_len;
         size_t n = 0;
-        if (col == 0)
-            for (int k = 0; k < p->ndim; k++)
-                if (i % stride[k] == 0)
-                    out[n++] = '[';
-        n += jsonnum_format(p->values[i], precision, out + n);
-        if (++col == row) {
-            col = 0;
-            for (int k = p->ndim - 1; k >= 0; k--)
-                if ((i + 1) % stride[k] == 0)
-                    out[n++] = ']';
+        if (at[last] == 0) {
+            int k = last;
+            while (k > 0 && at[k - 1] == 0)
+                k--;
+            for (; k <= last; k++)
+                out[n++] = '[';
         }
-        if (i + 1 < total)
+        /* room for the brackets (at most 4 a side) and a comma */
+        const size_t fit = (STAGE_BYTES - s->stage_len - 16) / JSONNUM_MAX;
+        const size_t count = row - at[last] < fit ? row - at[last] : fit;
+        n += jsonnum_format_list(p->values + s->element, count, precision,
+                                 out + n);
+        s->element += count;
+        at[last] += count;
+        if (at[last] == row) {
+            at[last] = 0;
+            out[n++] = ']';
+            for (int k = last - 1; k >= 0 && ++at[k] == p->dims[k]; k--) {
+                at[k] = 0;
+                out[n++] = ']';
+            }
+        }
+        if (s->element < total)
             out[n++] = ',';
         s->stage_len += n;
-        s->element++;
     }
     if (s->element == total) {
         s->piece++;

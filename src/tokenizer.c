@@ -269,6 +269,17 @@ static void put_char(struct tok_sink *sink, uint32_t cp, enum unicode_class cls,
                      bool lower)
 {
     unsigned char utf8[4];
+    if (cp < 0x80) { /* most text: one byte, which folds to one byte */
+        utf8[0] = (unsigned char)(lower ? unicode_fold_ascii(cp) : cp);
+        if (cls == UNICODE_PUNCT) {
+            sink_token(sink, utf8, 1);
+            return;
+        }
+        if (lower)
+            sink_close_run(sink);
+        sink_bytes(sink, utf8, 1);
+        return;
+    }
     if (!lower) {
         if (cls == UNICODE_PUNCT)
             sink_token(sink, utf8, utf8_encode(cp, utf8));

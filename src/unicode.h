@@ -35,6 +35,14 @@ enum unicode_class unicode_class(uint32_t cp);
  */
 unsigned unicode_ccc(uint32_t cp);
 
+/* The fold of an ASCII code point (below 0x80): A-Z lowercased, every
+ * other one unchanged, so of the same class (src/unicode_tables.py checks
+ * both); unicode_fold() gives the same. */
+static inline uint32_t unicode_fold_ascii(uint32_t cp)
+{
+    return cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+}
+
 /* The longest fold, in code points. */
 #define UNICODE_FOLD_MAX 3
 

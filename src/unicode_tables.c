@@ -7,7 +7,7 @@
  *     /usr/bin/python3 src/unicode_tables.py > src/unicode_tables.c
  *
  * 1106 class ranges, 25 combining classes, 54 fold runs, 2116 single folds,
- * 93 code points of fold sequences: 22688 bytes of tables in all.
+ * 93 code points of fold sequences: 22816 bytes of tables in all.
  */
 #include "unicode.h"
 
@@ -350,6 +350,30 @@ static const uint32_t class_ranges[1106] = {
     R(0xE0100, MARK_STARTER), R(0xE01F0, OTHER)
 };
 #undef R
+
+/* The class of each ASCII code point, as class_ranges has it. */
+#define A(cls) UNICODE_##cls
+static const uint8_t ascii_class[128] = {
+    A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP),
+    A(DROP), A(SPACE), A(SPACE), A(DROP), A(DROP), A(SPACE), A(DROP), A(DROP),
+    A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP),
+    A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP), A(DROP),
+    A(SPACE), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT),
+    A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT),
+    A(PUNCT), A(PUNCT), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(PUNCT), A(PUNCT),
+    A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT),
+    A(PUNCT), A(PUNCT), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER), A(OTHER),
+    A(PUNCT), A(PUNCT), A(PUNCT), A(PUNCT), A(DROP)
+};
+#undef A
 
 /* (code point << 8 | canonical combining class) of UNICODE_COMBINING. */
 static const uint32_t combining_ccc[25] = {
@@ -920,6 +944,9 @@ static size_t last_at_most(const uint32_t *keys, size_t n, uint32_t key)
 
 enum unicode_class unicode_class(uint32_t cp)
 {
+    // most text is ASCII: a table, not a search
+    if (cp < 0x80)
+        return (enum unicode_class)ascii_class[cp];
     if (cp > 0x10FFFF)
         return UNICODE_OTHER;
     // packed (first << 8 | class) <= (cp << 8 | 0xFF) iff first <= cp
@@ -941,7 +968,7 @@ size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX])
 {
     // ASCII is most text, and only A-Z changes (the generator checks)
     if (cp < 0x80) {
-        out[0] = cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+        out[0] = unicode_fold_ascii(cp);
         return 1;
     }
     // syllable - HANGUL_FIRST = (L * 21 + V) * 28 + T; T == 0 is no jamo

@@ -164,6 +164,8 @@ def build():
         want = [cp + 32] if 0x41 <= cp <= 0x5A else None
         check(folds.get(cp) == want,
               "ASCII folds as the C fast path assumes (U+%04X)" % cp)
+        check(want is None or classes[want[0]] == classes[cp],
+              "an ASCII fold keeps its class (U+%04X)" % cp)
 
     ccc = [(cp, ud.combining(chr(cp))) for cp in range(MAX_CP + 1)
            if classes[cp] == COMBINING]
@@ -230,6 +232,9 @@ static size_t last_at_most(const uint32_t *keys, size_t n, uint32_t key)
 
 enum unicode_class unicode_class(uint32_t cp)
 {
+    // most text is ASCII: a table, not a search
+    if (cp < 0x80)
+        return (enum unicode_class)ascii_class[cp];
     if (cp > 0x10FFFF)
         return UNICODE_OTHER;
     // packed (first << 8 | class) <= (cp << 8 | 0xFF) iff first <= cp
@@ -251,7 +256,7 @@ size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX])
 {
     // ASCII is most text, and only A-Z changes (the generator checks)
     if (cp < 0x80) {
-        out[0] = cp >= 'A' && cp <= 'Z' ? cp + ('a' - 'A') : cp;
+        out[0] = unicode_fold_ascii(cp);
         return 1;
     }
     // syllable - HANGUL_FIRST = (L * 21 + V) * 28 + T; T == 0 is no jamo
@@ -312,7 +317,7 @@ def emit(classes, folds, ccc):
         ones.append((cp, "SEQ(%d, %d)" % (seq_at[seq], len(seq))))
     check(len(seqs) < 1 << 29, "sequence offsets fit FOLD_SEQ's bits")
 
-    size_bytes = 4 * len(ranges) + 4 * len(ccc) + 16 * len(runs) \
+    size_bytes = 128 + 4 * len(ranges) + 4 * len(ccc) + 16 * len(runs) \
         + 8 * len(ones) + 4 * len(seqs)
     out = []
     w = out.append
@@ -349,6 +354,13 @@ def emit(classes, folds, ccc):
     out.extend(wrap(cells))
     w("};")
     w("#undef R")
+    w("")
+    w("/* The class of each ASCII code point, as class_ranges has it. */")
+    w("#define A(cls) UNICODE_##cls")
+    w("static const uint8_t ascii_class[128] = {")
+    out.extend(wrap(["A(%s)" % CLASSES[classes[cp]] for cp in range(128)]))
+    w("};")
+    w("#undef A")
     w("")
     w("/* (code point << 8 | canonical combining class) of UNICODE_COMBINING. */")
     w("static const uint32_t combining_ccc[%d] = {" % len(ccc))

@@ -104,6 +104,48 @@ static void test_log_lines_cannot_be_forged(void **state)
     free(log);
 }
 
+/* The status of a GET of /attention?...&sentence=abcdefghijk+... (words
+ * words of 11 letters), sent raw: the whole request line goes out as it
+ * is. A thousand words are answered on the spot (no queue). */
+static long get_sentence(size_t words)
+{
+    static const char head[] =
+        "GET /attention?d_model=8&heads=1&return=weights&sentence=abcdefghijk";
+    static const char tail[] = " HTTP/1.1\r\nHost: x\r\n\r\n";
+    const size_t len = strlen(head) + 12 * (words - 1) + strlen(tail);
+    char *request = malloc(len + 1);
+    assert_non_null(request);
+    char *at = request;
+    memcpy(at, head, strlen(head));
+    at += strlen(head);
+    for (size_t i = 1; i < words; i++, at += 12)
+        memcpy(at, "+abcdefghijk", 12);
+    memcpy(at, tail, strlen(tail) + 1);
+    const int fd = raw_connect(&srv, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[1024];
+    raw_response(fd, request, out, sizeof out, 10000);
+    close(fd);
+    free(request);
+    long status = 0;
+    if (sscanf(out, "HTTP/1.1 %ld", &status) != 1)
+        fail_msg("no status line: %.100s", out);
+    return status;
+}
+
+/* A connection's memory (CONNECTION_MEMORY in server/http.c) holds a
+ * request line and headers of about 15 KB: a 12 KB URL is answered, a
+ * 24 KB one refused by libmicrohttpd, and the server serves on. */
+static void test_long_request_lines(void **state)
+{
+    (void)state;
+    assert_int_equal(get_sentence(1000), 200);
+    const long refused = get_sentence(2000);
+    if (refused != 414 && refused != 431)
+        fail_msg("a 24 KB request line was answered %ld", refused);
+    assert_int_equal(get_sentence(10), 200);
+}
+
 /* --max-flops: the estimate and the cap named, before any work. */
 static void test_compute_budget(void **state)
 {
@@ -653,6 +695,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_content_lengths_are_refused),
         cmocka_unit_test(test_log_lines_cannot_be_forged),
+        cmocka_unit_test(test_long_request_lines),
         cmocka_unit_test(test_compute_budget),
         cmocka_unit_test(test_working_memory_is_capped),
         cmocka_unit_test(test_memory_is_given_back),

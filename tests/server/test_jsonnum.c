@@ -274,6 +274,39 @@ static void test_weights_range(void **state)
     }
 }
 
+/* A list is its numbers' texts joined by commas, at every precision:
+ * zeros of both signs, non-finite values, subnormals, the ends of the
+ * plain form, and random bit patterns; a list of none writes nothing. */
+static void test_list_is_joined_numbers(void **state)
+{
+    (void)state;
+    enum { COUNT = 64 };
+    float values[COUNT] = {0.0f,      -0.0f,   NAN,          INFINITY,
+                           -INFINITY, 1e-45f,  1e-5f,        9.9e-6f,
+                           1e8f,      1e9f,    0.1f,         1.0f / 3,
+                           -2.5f,     3.4e38f, 123456789.0f, 0.34600133f};
+    const uint64_t key = attn_stream_key(3, "jsonnum", 7);
+    for (size_t i = 16; i < COUNT; i++)
+        values[i] = from_bits((uint32_t)attn_stream_draw(key, i));
+    char list[COUNT * JSONNUM_MAX], joined[COUNT * JSONNUM_MAX];
+    for (int p = 0; p <= 9; p++)
+        for (size_t count = 0; count <= COUNT; count++) {
+            size_t n = 0;
+            for (size_t i = 0; i < count; i++) {
+                if (i)
+                    joined[n++] = ',';
+                n += jsonnum_format(values[i], p, joined + n);
+            }
+            memset(list, 'x', sizeof list);
+            assert_int_equal(jsonnum_format_list(values, count, p, list), n);
+            assert_memory_equal(list, joined, n);
+            if (count)
+                assert_int_equal(list[n], '\0');
+            else
+                assert_int_equal(list[0], 'x');
+        }
+}
+
 /* Rounding to p digits: carries into a new digit, and exact ties, which
  * go to the even digit as printf's do. */
 static void test_fixed_precision_edges(void **state)
@@ -385,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_powers_of_ten),
         cmocka_unit_test(test_random_bit_patterns),
         cmocka_unit_test(test_weights_range),
+        cmocka_unit_test(test_list_is_joined_numbers),
         cmocka_unit_test(test_fixed_precision_edges),
         cmocka_unit_test(test_fixed_precision_matches_printf),
         cmocka_unit_test(test_fixed_precision_ties),

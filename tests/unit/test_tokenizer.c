@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -137,6 +138,34 @@ static void test_hangul(void **state)
     // the first and last syllables
     EXPECT(&uncased, "가 힣", "\xe1\x84\x80\xe1\x85\xa1",
            "\xe1\x84\x92\xe1\x85\xb5\xe1\x87\x82");
+}
+
+/* Every ASCII character between two letters, against C's classes (the
+ * "C" locale): \t \n \r and the space split words; other controls
+ * vanish; punctuation stands alone; letters and digits join the word,
+ * A-Z lowercased when uncased. */
+static void test_ascii_classes(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 0x80; c++) {
+        const char text[3] = {'x', (char)c, 'y'};
+        const char one[2] = {(char)c, '\0'};
+        char word[4] = {'x', (char)c, 'y', '\0'};
+        for (int lower = 0; lower < 2; lower++) {
+            const struct attn_tokenize_options *opts =
+                lower ? &uncased : &cased;
+            if (lower && c >= 'A' && c <= 'Z')
+                word[1] = (char)(c - 'A' + 'a');
+            if (c == '\t' || c == '\n' || c == '\r' || c == ' ')
+                check_tokens(text, 3, opts, WANT("x", "y"), 2);
+            else if (iscntrl(c))
+                check_tokens(text, 3, opts, WANT("xy"), 1);
+            else if (ispunct(c))
+                check_tokens(text, 3, opts, WANT("x", one, "y"), 3);
+            else
+                check_tokens(text, 3, opts, WANT(word), 1);
+        }
+    }
 }
 
 static void test_control_and_whitespace(void **state)
@@ -429,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_accents),
         cmocka_unit_test(test_cjk),
         cmocka_unit_test(test_hangul),
+        cmocka_unit_test(test_ascii_classes),
         cmocka_unit_test(test_control_and_whitespace),
         cmocka_unit_test(test_emoji),
         cmocka_unit_test(test_special_tokens),
