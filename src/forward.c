@@ -56,6 +56,7 @@
 
 enum {
     QUERY_BLOCK = 256, /* most query rows in one unit */
+    SHORT_ROW = 32,    /* rows of fewer keys: softmax_rows() */
     KV_CHUNK = 256,    /* most context rows in one unit of the key phase */
     MIN_UNIT_ROWS = 64,
     KEY_BLOCK = 512,
@@ -701,11 +702,21 @@ static void head_full(struct forward *f, const struct block *bk,
                 (int)bk->ldk, 0.0f, s, (int)m);
     if (s != w)
         memcpy(w, s, bk->rows * m * sizeof *w);
+    // short rows go through the softmax together (softmax_rows())
+    enum softmax_status short_st[QUERY_BLOCK];
+    const bool short_rows = m < SHORT_ROW && bk->rows <= QUERY_BLOCK;
+    if (short_rows) {
+        for (size_t r = 0; r < bk->rows; r++)
+            mask_row(&mv, bk->r0 + r, 0, w + r * m, m);
+        softmax_rows(w, bk->rows, m, short_st);
+    }
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = w + r * m;
         const size_t i = bk->r0 + r;
-        mask_row(&mv, i, 0, row, m);
-        const enum softmax_status st = softmax_row(row, m);
+        if (!short_rows)
+            mask_row(&mv, i, 0, row, m);
+        const enum softmax_status st =
+            short_rows ? short_st[r] : softmax_row(row, m);
         if (st == SOFTMAX_ALL_MASKED) {
             f->res->fully_masked[bk->b * c->n_query + i] = 1;
         } else if (st == SOFTMAX_OVERFLOW) {
@@ -1019,11 +1030,14 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
     /* V from its own input's rows when there is one */
     const float *vin =
         c->value ? c->value + (b * c->n_ctx + r0) * c->d_value : ctx;
+    /* V only when something reads it: the weights alone need none */
+    const bool want_v = f->paths.need_pv || (c->want & ATTN_WANT_V);
     linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
-    linear(vin, rows, c->d_value, f->p->wv, f->p->bv, gv, v, gv);
+    if (want_v)
+        linear(vin, rows, c->d_value, f->p->wv, f->p->bv, gv, v, gv);
     if (c->positional == ATTN_POS_ROPE)
         posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
-    if (!rows_finite(k, rows * gk) || !rows_finite(v, rows * gv))
+    if (!rows_finite(k, rows * gk) || (want_v && !rows_finite(v, rows * gv)))
         note_overflow(f, b, r0);
 }
 

@@ -199,6 +199,45 @@ static void scale_row_avx512(float *s, size_t m, float f)
 }
 #endif
 
+/* s[e] <- exp(s[e]) for e < n: the block form's exponentials, every
+ * vector independent of the others, so that several are in flight. */
+ALWAYS_INLINE void exp_flat_from(float *s, size_t n, size_t e)
+{
+    v8f v;
+    for (; e + 8 <= n; e += 8) {
+        memcpy(&v, s + e, sizeof v);
+        exp_v8(&v);
+        memcpy(s + e, &v, sizeof v);
+    }
+    if (e < n) {
+        load_tail(&v, s + e, n - e, -INFINITY);
+        exp_v8(&v);
+        memcpy(s + e, &v, (n - e) * sizeof *s);
+    }
+}
+
+static void exp_flat_plain(float *s, size_t n)
+{
+    exp_flat_from(s, n, 0);
+}
+#if HAVE_AVX2_BUILD
+AVX2_TARGET static void exp_flat_avx2(float *s, size_t n)
+{
+    exp_flat_from(s, n, 0);
+}
+AVX512_TARGET static void exp_flat_avx512(float *s, size_t n)
+{
+    v16f w;
+    size_t e = 0;
+    for (; e + 16 <= n; e += 16) {
+        memcpy(&w, s + e, sizeof w);
+        exp_v16(&w);
+        memcpy(s + e, &w, sizeof w);
+    }
+    exp_flat_from(s, n, e);
+}
+#endif
+
 #define DISPATCH(name, ...) VEC_DISPATCH(vec_isa_best(), name, __VA_ARGS__)
 
 float softmax_row_max_isa(enum vec_isa isa, const float *s, size_t m)
@@ -253,6 +292,48 @@ enum softmax_status softmax_row(float *s, size_t m)
         return SOFTMAX_OVERFLOW;
     scale_row(s, m, (float)(1.0 / sum));
     return SOFTMAX_OK;
+}
+
+/* The largest of a short row, NaN aside, as row_max() takes it. */
+static float short_row_max(const float *s, size_t m)
+{
+    float mx = -INFINITY;
+    for (size_t j = 0; j < m; j++)
+        mx = s[j] > mx ? s[j] : mx;
+    return mx;
+}
+
+void softmax_rows(float *s, size_t rows, size_t m, enum softmax_status *st)
+{
+    for (size_t r = 0; r < rows; r++) {
+        float *row = s + r * m;
+        const float mx = short_row_max(row, m);
+        bool bad = mx == INFINITY;
+        for (size_t j = 0; j < m && !bad; j++)
+            bad = row[j] != row[j];
+        st[r] = bad               ? SOFTMAX_OVERFLOW
+                : mx == -INFINITY ? SOFTMAX_ALL_MASKED
+                                  : SOFTMAX_OK;
+        // a row that is not OK becomes zeros: exp(-inf) below
+        for (size_t j = 0; j < m; j++)
+            row[j] = st[r] == SOFTMAX_OK ? row[j] - mx : -INFINITY;
+    }
+    VEC_DISPATCH(vec_isa_best(), exp_flat, s, rows * m);
+    for (size_t r = 0; r < rows; r++) {
+        if (st[r] != SOFTMAX_OK)
+            continue;
+        float *row = s + r * m;
+        double sum = 0.0;
+        for (size_t j = 0; j < m; j++)
+            sum += row[j];
+        if (!isfinite(sum)) {
+            st[r] = SOFTMAX_OVERFLOW;
+            continue;
+        }
+        const float factor = (float)(1.0 / sum);
+        for (size_t j = 0; j < m; j++)
+            row[j] *= factor;
+    }
 }
 
 void softmax_online_init(struct softmax_online *st)

@@ -24,6 +24,17 @@ enum softmax_status {
  */
 enum softmax_status softmax_row(float *s, size_t m);
 
+/*
+ * Each row of s as softmax_row() does it, with the same statuses (st:
+ * [rows]), for short rows: the exponentials of the whole block are taken
+ * together, several vectors in flight, where a row of a few keys would be
+ * one dependent chain of one or two vectors. A row whose status is not
+ * SOFTMAX_OK is left all zeros. Its bits differ from softmax_row()'s (the
+ * sum is taken in another order); a caller picks one of the two by the
+ * row length alone.  s: [rows][m]
+ */
+void softmax_rows(float *s, size_t rows, size_t m, enum softmax_status *st);
+
 /* Running state of one query row across key blocks. */
 struct softmax_online {
     float max;  /* largest score seen, -INFINITY before any */

@@ -3,7 +3,8 @@
  * AVX-512, whichever this CPU runs) give the same bits, and their
  * exponentials stay within 2 ulp of libm's, on rows of every length
  * around the vector widths, with masked (-inf) and extreme scores; and
- * the row functions report NaN and +inf scores wherever they are.
+ * the row functions report NaN and +inf scores wherever they are; the
+ * block form for short rows agrees with the row form.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,12 +142,51 @@ static void test_rows_report_overflow(void **state)
     assert_true(fabs(sum - 1.0) < 1e-5);
 }
 
+/* softmax_rows() agrees with softmax_row() on every row of blocks of
+ * short rows: the same status, the values within 4 ulp (the sums are
+ * taken in another order), zeros where the status is not OK; rows all
+ * masked, with NaN and with +inf among ordinary ones. */
+static void test_short_rows_together(void **state)
+{
+    (void)state;
+    enum { ROWS = 40, M_MOST = 31 };
+    static float block[ROWS * M_MOST], one[ROWS * M_MOST];
+    enum softmax_status st[ROWS];
+    for (size_t m = 1; m <= M_MOST; m++) {
+        for (size_t r = 0; r < ROWS; r++)
+            fill_row(block + r * m, m, 1000 + m * ROWS + r);
+        for (size_t j = 0; j < m; j++) {
+            block[3 * m + j] = -INFINITY;
+            block[5 * m + j] = j == m / 2 ? NAN : 1.0f;
+            block[7 * m + j] = j == m - 1 ? INFINITY : 0.5f;
+        }
+        memcpy(one, block, ROWS * m * sizeof *one);
+        softmax_rows(block, ROWS, m, st);
+        for (size_t r = 0; r < ROWS; r++) {
+            const enum softmax_status want = softmax_row(one + r * m, m);
+            assert_int_equal(st[r], want);
+            for (size_t j = 0; j < m; j++) {
+                const float got = block[r * m + j], ref = one[r * m + j];
+                if (want != SOFTMAX_OK)
+                    assert_true(got == 0.0f);
+                else if (fabsf(got - ref) > 4.0f * FLT_EPSILON * ref + 1e-30f)
+                    fail_msg("m %zu row %zu key %zu: %g, one row at a time %g",
+                             m, r, j, (double)got, (double)ref);
+            }
+        }
+        assert_int_equal(st[3], SOFTMAX_ALL_MASKED);
+        assert_int_equal(st[5], SOFTMAX_OVERFLOW);
+        assert_int_equal(st[7], SOFTMAX_OVERFLOW);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builds_agree),
         cmocka_unit_test(test_overflow_found_everywhere),
         cmocka_unit_test(test_rows_report_overflow),
+        cmocka_unit_test(test_short_rows_together),
     };
     return cmocka_run_group_tests_name("softmax", tests, NULL, NULL);
 }
