@@ -81,13 +81,30 @@ void jpath_key(struct jpath *out, const struct jpath *parent, const char *key)
     *out = p;
 }
 
+/* v in decimal between open and close, into out (24 bytes at least):
+ * every array element of a request gets a path, so no printf. */
+static void decimal_between(char *out, char open, size_t v, const char *close)
+{
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    *out++ = open;
+    while (n)
+        *out++ = digits[--n];
+    while ((*out++ = *close++))
+        ;
+}
+
 void jpath_index(struct jpath *out, const struct jpath *parent, size_t index)
 {
     struct jpath p = *parent;
     char num[24];
-    snprintf(num, sizeof num, "/%zu", index);
+    decimal_between(num, '/', index, "");
     append(p.pointer, sizeof p.pointer, num);
-    snprintf(num, sizeof num, "[%zu]", index);
+    decimal_between(num, '[', index, "]");
     append(p.name, sizeof p.name, num);
     *out = p;
 }

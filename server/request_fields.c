@@ -11,6 +11,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,11 +396,38 @@ static_assert(sizeof request_fields / sizeof request_fields[0] <= 64,
 
 /* ------------------------------------------------------------- lookups */
 
-const struct request_field *request_field_find(const char *name)
+/* The table's indices in the order of their names, for a binary search:
+ * every body is looked up member by member. Built once. */
+static uint8_t by_name[sizeof request_fields / sizeof request_fields[0]];
+static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(request_fields[*(const uint8_t *)a].name,
+                  request_fields[*(const uint8_t *)b].name);
+}
+
+static void sort_names(void)
 {
     for (size_t i = 0; i < request_field_count; i++)
-        if (!strcmp(request_fields[i].name, name))
-            return &request_fields[i];
+        by_name[i] = (uint8_t)i;
+    qsort(by_name, request_field_count, sizeof by_name[0], compare_names);
+}
+
+const struct request_field *request_field_find(const char *name)
+{
+    pthread_once(&by_name_once, sort_names);
+    size_t lo = 0, hi = request_field_count;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const int c = strcmp(name, request_fields[by_name[mid]].name);
+        if (!c)
+            return &request_fields[by_name[mid]];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
     return NULL;
 }
 
@@ -483,9 +511,18 @@ static bool read_scalar(struct request *req, const struct request_field *f,
 bool request_fields_read(struct request *req, const cJSON *root,
                          const struct request_limits *lim, struct problem *pb)
 {
+    // the body's members looked up in the table, then read in the table's
+    // order; of a name given twice, the first (as cJSON looks one up)
+    const cJSON *found[sizeof request_fields / sizeof request_fields[0]] = {0};
+    for (const cJSON *v = root ? root->child : NULL; v; v = v->next) {
+        const struct request_field *f =
+            v->string ? request_field_find(v->string) : NULL;
+        if (f && !found[request_field_index(f)])
+            found[request_field_index(f)] = v;
+    }
     for (size_t i = 0; i < request_field_count; i++) {
         const struct request_field *f = &request_fields[i];
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, f->name);
+        const cJSON *v = found[i];
         if (!v || !(f->where & FIELD_IN_BODY))
             continue;
         req->given |= (uint64_t)1 << i;

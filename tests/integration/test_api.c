@@ -408,6 +408,17 @@ static void test_get_equals_post_and_is_deterministic(void **state)
     char timing[256], etag[64], cache[64];
     assert_true(reply_header(&p1, "Server-Timing", timing, sizeof timing));
     assert_non_null(strstr(timing, "compute;dur="));
+    /* milliseconds to three decimals: "parse;dur=0.091, compute;dur=1.250" */
+    double parse_ms = -1, compute_ms = -1;
+    int at_dot = 0, end = 0;
+    assert_int_equal(sscanf(timing, "parse;dur=%lf, compute;dur=%lf", &parse_ms,
+                            &compute_ms),
+                     2);
+    assert_true(parse_ms >= 0 && compute_ms >= 0 && compute_ms < 60e3);
+    assert_int_equal(sscanf(strstr(timing, "compute;dur="),
+                            "compute;dur=%*[0-9]%n.%*[0-9]%n", &at_dot, &end),
+                     0);
+    assert_int_equal(end - at_dot, 4);
     assert_null(strstr(p1.body, "dur")); /* timing never in the body */
     assert_true(reply_header(&g1, "ETag", etag, sizeof etag));
     assert_true(reply_header(&g1, "Cache-Control", cache, sizeof cache));
