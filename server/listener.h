@@ -6,7 +6,8 @@
  * to ten connections a wake-up: one thread could take every connection of
  * a burst (32 keep-alive clients, say) while the other sat idle, and the
  * server then had one core where it had two. Connections it is handed are
- * spread over its threads by descriptor number instead, which alternates.
+ * spread over its threads by descriptor number instead, which mostly
+ * alternates.
  * While --max-connections are open, nothing is accepted: the kernel's
  * backlog keeps the rest waiting, as libmicrohttpd's own accept did. The
  * count is the listener's own (libmicrohttpd counts a connection only
