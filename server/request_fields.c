@@ -1,7 +1,8 @@
 /*
- * request_fields.c - the table of request fields, and the readers and
- * writers that go by it. A new scalar option is one row here (and its
- * use in the core); everything else about it follows from the row.
+ * request_fields.c - the table of request fields, the lookups and writers
+ * that go by it (the readers are request_fields_read.c). A new scalar
+ * option is one row here (and its use in the core); everything else about
+ * it follows from the row.
  */
 #include "request_fields.h"
 #include "request_steps.h"
@@ -391,7 +392,8 @@ const struct request_field request_fields[] = {
 // clang-format on
 const size_t request_field_count =
     sizeof request_fields / sizeof request_fields[0];
-static_assert(sizeof request_fields / sizeof request_fields[0] <= 64,
+static_assert(sizeof request_fields / sizeof request_fields[0] <=
+                  REQUEST_FIELDS_MOST,
               "struct request marks given fields in 64 bits");
 
 /* ------------------------------------------------------------- lookups */
@@ -447,156 +449,13 @@ size_t request_field_max(const struct request_field *f,
     return f->max;
 }
 
-/* The names of an enum row, for jsonin_enum(). */
-static size_t enum_names(const struct request_field *f, const char *names[8])
+size_t request_field_enum_names(const struct request_field *f,
+                                const char *names[8])
 {
     size_t n = 0;
     while (n < 8 && f->value_name((int)n))
         names[n] = f->value_name((int)n), n++;
     return n;
-}
-
-/* ------------------------------------------------------------- reading */
-
-/* Rows the table's own reader fills, at their offset. */
-static bool is_scalar(const struct request_field *f)
-{
-    return f->kind == FIELD_SIZE || f->kind == FIELD_BOOL ||
-           f->kind == FIELD_FLOAT || f->kind == FIELD_SEED ||
-           f->kind == FIELD_ENUM;
-}
-
-static bool read_scalar(struct request *req, const struct request_field *f,
-                        const cJSON *v, const struct request_limits *lim,
-                        struct problem *pb)
-{
-    char *at = (char *)req + f->offset;
-    struct jpath path;
-    jpath_root(&path, f->name);
-    switch (f->kind) {
-    case FIELD_SIZE: {
-        size_t value;
-        if (!jsonin_size(v, &path, f->min, request_field_max(f, lim), &value,
-                         pb))
-            return false;
-        *(size_t *)(void *)at = value;
-        return true;
-    }
-    case FIELD_BOOL: return jsonin_bool(v, &path, (bool *)(void *)at, pb);
-    case FIELD_FLOAT: {
-        float value;
-        if (!jsonin_float(v, &path, &value, pb))
-            return false;
-        if (f->max > f->min &&
-            !(value >= (float)f->min && value < (float)f->max))
-            return problem_set(pb, 422, f->pointer,
-                               "%s (%.9g) must be at least %zu and below %zu",
-                               f->name, (double)value, f->min, f->max);
-        *(float *)(void *)at = value;
-        return true;
-    }
-    case FIELD_SEED: return jsonin_u64(v, &path, (uint64_t *)(void *)at, pb);
-    case FIELD_ENUM: {
-        const char *names[8];
-        int which;
-        if (!jsonin_enum(v, &path, names, enum_names(f, names), &which, pb))
-            return false;
-        *(int *)(void *)at = which;
-        return true;
-    }
-    default: return true;
-    }
-}
-
-bool request_fields_read(struct request *req, const cJSON *root,
-                         const struct request_limits *lim, struct problem *pb)
-{
-    // the body's members looked up in the table, then read in the table's
-    // order; of a name given twice, the first (as cJSON looks one up)
-    const cJSON *found[sizeof request_fields / sizeof request_fields[0]] = {0};
-    for (const cJSON *v = root ? root->child : NULL; v; v = v->next) {
-        const struct request_field *f =
-            v->string ? request_field_find(v->string) : NULL;
-        if (f && !found[request_field_index(f)])
-            found[request_field_index(f)] = v;
-    }
-    for (size_t i = 0; i < request_field_count; i++) {
-        const struct request_field *f = &request_fields[i];
-        const cJSON *v = found[i];
-        if (!v || !(f->where & FIELD_IN_BODY))
-            continue;
-        req->given |= (uint64_t)1 << i;
-        if (is_scalar(f) && !read_scalar(req, f, v, lim, pb))
-            return false;
-    }
-    return true;
-}
-
-bool request_bool_from_text(const char *text, bool *out)
-{
-    if (!strcmp(text, "true") || !strcmp(text, "1"))
-        *out = true;
-    else if (!strcmp(text, "false") || !strcmp(text, "0"))
-        *out = false;
-    else
-        return false;
-    return true;
-}
-
-cJSON *request_field_from_query(const struct request_field *f,
-                                const char *value, struct problem *pb)
-{
-    char *end = NULL;
-    switch (f->kind) {
-    case FIELD_CONTEXT: {
-        cJSON *ctx = cJSON_CreateObject();
-        if (ctx && !cJSON_AddStringToObject(ctx, "sentence", value)) {
-            cJSON_Delete(ctx);
-            ctx = NULL;
-        }
-        return ctx;
-    }
-    case FIELD_LAYER: /* "all", or a number as the body has it */
-        if (!strcmp(value, "all"))
-            return cJSON_CreateString(value);
-        /* fall through */
-    case FIELD_SIZE:
-    case FIELD_FLOAT: {
-        const double d = strtod(value, &end);
-        if (!*value || *end) {
-            problem_set(pb, 422, f->pointer, "%s (\"%.40s\") must be a number",
-                        f->name, value);
-            return NULL;
-        }
-        return cJSON_CreateNumber(d);
-    }
-    case FIELD_BOOL: {
-        bool on;
-        if (request_bool_from_text(value, &on))
-            return cJSON_CreateBool(on);
-        problem_set(pb, 422, f->pointer, "%s (\"%.40s\") must be true or false",
-                    f->name, value);
-        return NULL;
-    }
-    case FIELD_RETURN: {
-        cJSON *arr = cJSON_CreateArray();
-        const char *p = value;
-        while (arr && *p) {
-            const char *comma = strchr(p, ',');
-            const size_t n = comma ? (size_t)(comma - p) : strlen(p);
-            char name[64];
-            snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
-            if (n && !cJSON_AddItemToArray(arr, cJSON_CreateString(name))) {
-                cJSON_Delete(arr);
-                return NULL;
-            }
-            p += n + (comma ? 1 : 0);
-        }
-        return arr;
-    }
-    default: /* names, the sentence, the seed's digits: as strings */
-        return cJSON_CreateString(value);
-    }
 }
 
 /* ---------------------------------------------------------------- echo */
@@ -655,7 +514,7 @@ char *request_fields_document(const struct request_limits *lim, size_t *len)
                             f->min, f->max);
         if (ok && f->value_name) {
             const char *names[8];
-            const size_t n = enum_names(f, names);
+            const size_t n = request_field_enum_names(f, names);
             ok = buf_append_str(&b, ",\"enum\":[");
             for (size_t k = 0; ok && k < n; k++)
                 ok = buf_printf(&b, "%s\"%s\"", k ? "," : "", names[k]);

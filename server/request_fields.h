@@ -109,6 +109,14 @@ const struct request_field *request_field_find(const char *name);
 /* Its index, for struct request's `given` bits. */
 size_t request_field_index(const struct request_field *f);
 
+/* Rows the table may have: struct request marks the given ones in 64
+ * bits. */
+enum { REQUEST_FIELDS_MOST = 64 };
+
+/* The names of an enum row (8 at most), for jsonin_enum(); their count. */
+size_t request_field_enum_names(const struct request_field *f,
+                                const char *names[8]);
+
 /* The upper bound of f under lim. */
 size_t request_field_max(const struct request_field *f,
                          const struct request_limits *lim);
