@@ -63,9 +63,10 @@ static void test_gelu_values(void **state)
  * edges of float32, against double-precision formulas that do not cancel
  * on the negative side (erfc for the erf form; x / (1 + exp(-2u)) for
  * the tanh form); every build of the kernel gives the same bits. The
- * bound is bert.h's: about 1e-6 for x > -3, 2e-6 to -5, 8e-6 further out, where
- * rounding x^2 / 2 in float32 moves exp(-x^2 / 2) by that much (float32's
- * 1 + erf(x / sqrt 2) would have no correct digit there). */
+ * bound is bert.h's; the errors are about 1e-6 for x > -3, 2e-6 to -5,
+ * and up to 8e-6 further out, where rounding x^2 / 2 in float32 moves
+ * exp(-x^2 / 2) by that much (float32's 1 + erf(x / sqrt 2) would have no
+ * correct digit there). */
 static void test_gelu_dense(void **state)
 {
     (void)state;
