@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "decoded_png.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
@@ -721,43 +722,19 @@ static void test_refusals(void **state)
 
 /* ---------------------------------------------------------- PNGs */
 
-struct png_read {
-    const unsigned char *data;
-    size_t len, at;
-};
-
-static void png_source(png_structp p, png_bytep out, png_size_t n)
-{
-    struct png_read *r = png_get_io_ptr(p);
-    if (r->at + n > r->len)
-        png_error(p, "truncated");
-    memcpy(out, r->data + r->at, n);
-    r->at += n;
-}
-
-/* Decode a PNG: its size, and the text of chunk key into text. */
+/* Decode a PNG: its size, and the text of chunk key into text ("" when
+ * there is none). */
 static void png_decode(const struct reply *r, unsigned *w, unsigned *h,
                        const char *key, char *text, size_t text_len)
 {
     assert_string_equal(r->content_type, "image/png");
-    png_structp p =
-        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(p);
-    struct png_read src = {(const unsigned char *)r->body, r->len, 0};
-    if (setjmp(png_jmpbuf(p)))
-        fail_msg("the PNG does not decode");
-    png_set_read_fn(p, &src, png_source);
-    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
-    *w = png_get_image_width(p, info);
-    *h = png_get_image_height(p, info);
-    png_textp texts;
-    int n = 0;
-    png_get_text(p, info, &texts, &n);
-    text[0] = '\0';
-    for (int i = 0; i < n; i++)
-        if (!strcmp(texts[i].key, key))
-            snprintf(text, text_len, "%s", texts[i].text);
-    png_destroy_read_struct(&p, &info, NULL);
+    struct decoded_png img;
+    decoded_png_read(r, &img);
+    *w = img.width;
+    *h = img.height;
+    const char *found = decoded_png_text(&img, key);
+    snprintf(text, text_len, "%s", found ? found : "");
+    decoded_png_free(&img);
 }
 
 static void get_png(const char *path, unsigned *w, unsigned *h, const char *key,
@@ -835,70 +812,31 @@ static void test_png_views(void **state)
     }
 }
 
-/* A PNG decoded whole: gray or RGB pixels and every text chunk. */
-struct decoded {
-    unsigned w, h;
-    unsigned char *rgb; /* [h][w][3] */
-    char keys[16][80];
-    char *texts[16];
-    int n_texts;
-};
-
-static void decoded_free(struct decoded *d)
+/* The text of chunk key, which d must have. */
+static const char *decoded_text(const struct decoded_png *d, const char *key)
 {
-    free(d->rgb);
-    for (int i = 0; i < d->n_texts; i++)
-        free(d->texts[i]);
-    memset(d, 0, sizeof *d);
-}
-
-static const char *decoded_text(const struct decoded *d, const char *key)
-{
-    for (int i = 0; i < d->n_texts; i++)
-        if (!strcmp(d->keys[i], key))
-            return d->texts[i];
-    fail_msg("no text chunk %s", key);
-    return NULL;
+    const char *text = decoded_png_text(d, key);
+    if (!text)
+        fail_msg("no text chunk %s", key);
+    return text;
 }
 
 /* The red channel of pixel (x, y): the gray level in colormap=gray. */
-static unsigned level(const struct decoded *d, unsigned x, unsigned y)
+static unsigned level(const struct decoded_png *d, unsigned x, unsigned y)
 {
-    return d->rgb[((size_t)y * d->w + x) * 3];
+    return d->rgb[((size_t)y * d->width + x) * 3];
 }
 
-/* GET path, which must answer a PNG; decoded into d. */
-static void get_decoded(const char *path, struct decoded *d)
+/* GET path, which must answer an RGB PNG; decoded into d. */
+static void get_decoded(const char *path, struct decoded_png *d)
 {
     struct reply r;
     assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
     if (r.status != 200)
         fail_msg("%s: %ld %.300s", path, r.status, r.body);
     assert_string_equal(r.content_type, "image/png");
-    memset(d, 0, sizeof *d);
-    png_structp p =
-        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(p);
-    struct png_read src = {(const unsigned char *)r.body, r.len, 0};
-    if (setjmp(png_jmpbuf(p)))
-        fail_msg("the PNG does not decode");
-    png_set_read_fn(p, &src, png_source);
-    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
-    d->w = png_get_image_width(p, info);
-    d->h = png_get_image_height(p, info);
-    assert_int_equal(png_get_color_type(p, info), PNG_COLOR_TYPE_RGB);
-    png_bytepp rows = png_get_rows(p, info);
-    d->rgb = malloc((size_t)d->w * d->h * 3);
-    for (unsigned y = 0; y < d->h; y++)
-        memcpy(d->rgb + (size_t)y * d->w * 3, rows[y], (size_t)d->w * 3);
-    png_textp texts;
-    int n = 0;
-    png_get_text(p, info, &texts, &n);
-    for (int i = 0; i < n && d->n_texts < 16; i++) {
-        snprintf(d->keys[d->n_texts], sizeof d->keys[0], "%s", texts[i].key);
-        d->texts[d->n_texts++] = strdup(texts[i].text);
-    }
-    png_destroy_read_struct(&p, &info, NULL);
+    decoded_png_read(&r, d);
+    assert_int_equal(d->color_type, PNG_COLOR_TYPE_RGB);
     reply_free(&r);
 }
 
@@ -936,7 +874,7 @@ static double weight_at(const cJSON *w, size_t l, size_t h, size_t i, size_t j)
 
 /* Pixels of a bare gray matrix at (x0, y0), one per weight, against
  * 255 * weight / top (the colour map's index, rounded). */
-static void check_levels(const struct decoded *d, unsigned x0, unsigned y0,
+static void check_levels(const struct decoded_png *d, unsigned x0, unsigned y0,
                          const cJSON *w, size_t l, size_t h, const size_t *at,
                          size_t n, double top)
 {
@@ -975,12 +913,12 @@ static void test_png_special_hidden(void **state)
     const cJSON *w = get(j, "weights");
 
     /* one head, bare at one pixel per weight, in gray */
-    struct decoded d;
+    struct decoded_png d;
     get_decoded("/attention?" SPECIAL_Q "&format=png&layer=1&head=2&"
                 "labels=false&cell=1&colormap=gray&special=hide",
                 &d);
-    assert_int_equal(d.w, n);
-    assert_int_equal(d.h, n);
+    assert_int_equal(d.width, n);
+    assert_int_equal(d.height, n);
     assert_string_equal(decoded_text(&d, "attnd:tokens"),
                         "[\"the\",\"[MASK]\",\"sat\",\"[SEP]\",\"on\",\"a\","
                         "\"dog\"]");
@@ -998,36 +936,36 @@ static void test_png_special_hidden(void **state)
     assert_true((float)strtod(decoded_text(&d, "attnd:min"), NULL) ==
                 (float)bottom);
     check_levels(&d, 0, 0, w, 1, 2, kept, n, top);
-    decoded_free(&d);
+    decoded_png_free(&d);
 
     /* shown, every wordpiece */
     get_decoded("/attention?" SPECIAL_Q "&format=png&layer=1&head=2&"
                 "labels=false&cell=1&colormap=gray",
                 &d);
-    assert_int_equal(d.w, 10);
+    assert_int_equal(d.width, 10);
     assert_string_equal(decoded_text(&d, "attnd:special"), "show");
-    decoded_free(&d);
+    decoded_png_free(&d);
 
     /* labelled, at a given cell: fewer rows and columns to draw */
-    struct decoded shown, hidden;
+    struct decoded_png shown, hidden;
     get_decoded("/attention?" SPECIAL_Q "&format=png&view=rollout&cell=20",
                 &shown);
     get_decoded("/attention?" SPECIAL_Q
                 "&format=png&view=rollout&cell=20&special=hide",
                 &hidden);
-    assert_true(hidden.w < shown.w && hidden.h < shown.h);
+    assert_true(hidden.width < shown.width && hidden.height < shown.height);
     assert_null(strstr(decoded_text(&hidden, "attnd:tokens"), "[CLS]"));
     assert_non_null(strstr(decoded_text(&shown, "attnd:tokens"), "[CLS]"));
-    decoded_free(&shown);
-    decoded_free(&hidden);
+    decoded_png_free(&shown);
+    decoded_png_free(&hidden);
 
     /* the model view: 2 x 4 tiles of the words alone, each on its own
      * scale; attnd:tile_max is each tile's largest shown weight */
     get_decoded("/attention?" SPECIAL_Q "&format=png&labels=false&cell=1&"
                 "colormap=gray&special=hide",
                 &d);
-    assert_int_equal(d.w, 4 * n + 3);
-    assert_int_equal(d.h, 2 * n + 1);
+    assert_int_equal(d.width, 4 * n + 3);
+    assert_int_equal(d.height, 2 * n + 1);
     cJSON *tile_max = cJSON_Parse(decoded_text(&d, "attnd:tile_max"));
     assert_int_equal(cJSON_GetArraySize(tile_max), 8);
     for (size_t k = 0; k < 8; k++) {
@@ -1044,7 +982,7 @@ static void test_png_special_hidden(void **state)
                      t);
     }
     cJSON_Delete(tile_max);
-    decoded_free(&d);
+    decoded_png_free(&d);
     cJSON_Delete(j);
 
     /* nothing but [CLS] and [SEP] to hide, a value it does not take, and
@@ -1090,7 +1028,7 @@ static void test_png_color_scale(void **state)
     const char *scales[] = {"", "&color_scale=tile", "&color_scale=shared"};
     const char *names[] = {"tile", "tile", "shared"};
     for (size_t s = 0; s < 3; s++) {
-        struct decoded d;
+        struct decoded_png d;
         snprintf(path, sizeof path,
                  "%s&format=png&labels=false&cell=1&colormap=gray%s", q,
                  scales[s]);
@@ -1114,14 +1052,14 @@ static void test_png_color_scale(void **state)
             else if (tile[k] == smallest)
                 assert_true(brightest < 255 * 0.9);
         }
-        decoded_free(&d);
+        decoded_png_free(&d);
     }
     /* one layer's heads share a scale unless asked */
-    struct decoded d;
+    struct decoded_png d;
     snprintf(path, sizeof path, "%s&format=png&layer=0&head=all", q);
     get_decoded(path, &d);
     assert_string_equal(decoded_text(&d, "attnd:color_scale"), "shared");
-    decoded_free(&d);
+    decoded_png_free(&d);
     cJSON_Delete(j);
 }
 

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "decoded_png.h"
 
 #include <curl/curl.h>
 #include <png.h>
@@ -92,54 +93,6 @@ static void test_too_big_is_refused_before_computing(void **state)
     free(giant);
 }
 
-struct png_read {
-    const unsigned char *data;
-    size_t len, at;
-};
-
-static void png_source(png_structp p, png_bytep out, png_size_t n)
-{
-    struct png_read *r = png_get_io_ptr(p);
-    if (r->at + n > r->len)
-        png_error(p, "truncated");
-    memcpy(out, r->data + r->at, n);
-    r->at += n;
-}
-
-/* A decoded PNG: its size, its pixels and its attnd:color_scale text. */
-struct decoded {
-    unsigned w, h;
-    unsigned char *rgb; /* [h][w][3] */
-    char scale[16];
-};
-
-static void decode(const struct reply *r, struct decoded *d)
-{
-    memset(d, 0, sizeof *d);
-    png_structp p =
-        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(p);
-    struct png_read src = {(const unsigned char *)r->body, r->len, 0};
-    if (setjmp(png_jmpbuf(p)))
-        fail_msg("the PNG does not decode");
-    png_set_read_fn(p, &src, png_source);
-    png_read_png(p, info, PNG_TRANSFORM_IDENTITY, NULL);
-    d->w = png_get_image_width(p, info);
-    d->h = png_get_image_height(p, info);
-    assert_int_equal(png_get_color_type(p, info), PNG_COLOR_TYPE_RGB);
-    png_bytepp rows = png_get_rows(p, info);
-    d->rgb = malloc((size_t)d->w * d->h * 3);
-    for (unsigned y = 0; y < d->h; y++)
-        memcpy(d->rgb + (size_t)y * d->w * 3, rows[y], (size_t)d->w * 3);
-    png_textp texts;
-    int n = 0;
-    png_get_text(p, info, &texts, &n);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(texts[i].key, "attnd:color_scale"))
-            snprintf(d->scale, sizeof d->scale, "%s", texts[i].text);
-    png_destroy_read_struct(&p, &info, NULL);
-}
-
 /*
  * head=all with color_scale=tile, bare in gray: every head's brightest
  * cell is white (255), each on its own scale; shared, only the heads whose
@@ -160,20 +113,23 @@ static void test_grid_scale_per_head(void **state)
         assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
         free(path);
         assert_int_equal(r.status, 200);
-        struct decoded d;
-        decode(&r, &d);
+        struct decoded_png d;
+        decoded_png_read(&r, &d);
+        assert_int_equal(d.color_type, PNG_COLOR_TYPE_RGB);
         reply_free(&r);
         /* 8 heads about square: 3 across, 3 down, a 1-cell gutter */
-        assert_int_equal(d.w, 3 * 6 + 2);
-        assert_int_equal(d.h, 3 * 6 + 2);
-        assert_string_equal(d.scale, scales[s]);
+        assert_int_equal(d.width, 3 * 6 + 2);
+        assert_int_equal(d.height, 3 * 6 + 2);
+        assert_string_equal(decoded_png_text(&d, "attnd:color_scale"),
+                            scales[s]);
         unsigned white = 0;
         for (unsigned k = 0; k < 8; k++) {
             unsigned top = 0;
             for (unsigned y = 0; y < 6; y++)
                 for (unsigned x = 0; x < 6; x++) {
-                    const size_t at =
-                        ((size_t)((k / 3) * 7 + y) * d.w + (k % 3) * 7 + x) * 3;
+                    const size_t at = ((size_t)((k / 3) * 7 + y) * d.width +
+                                       (k % 3) * 7 + x) *
+                                      3;
                     top = d.rgb[at] > top ? d.rgb[at] : top;
                 }
             white += top == 255;
@@ -182,7 +138,7 @@ static void test_grid_scale_per_head(void **state)
             assert_int_equal(white, 8);
         else
             assert_true(white >= 1 && white < 8);
-        free(d.rgb);
+        decoded_png_free(&d);
     }
 }
 

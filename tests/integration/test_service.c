@@ -12,11 +12,11 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "decoded_png.h"
 
 #include <cJSON.h>
 #include <curl/curl.h>
 #include <math.h>
-#include <png.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,81 +40,6 @@ static int stop(void **state)
 }
 
 /* ---------------------------------------------------------------- PNG */
-
-struct image {
-    png_uint_32 width, height;
-    unsigned char *rgb; /* [height][width][3] */
-    char texts[8][2][512];
-    int n_texts;
-};
-
-struct png_source {
-    const unsigned char *data;
-    size_t len, at;
-};
-
-static void png_read_mem(png_structp png, png_bytep out, png_size_t n)
-{
-    struct png_source *src = png_get_io_ptr(png);
-    if (src->at + n > src->len)
-        png_error(png, "truncated");
-    memcpy(out, src->data + src->at, n);
-    src->at += n;
-}
-
-/* Decode a PNG into 8-bit RGB with libpng, text chunks included. */
-static void decode_png(const struct reply *r, struct image *img)
-{
-    memset(img, 0, sizeof *img);
-    assert_true(r->len > 8 && !png_sig_cmp((png_const_bytep)r->body, 0, 8));
-    png_structp png =
-        png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    struct png_source src = {(const unsigned char *)r->body, r->len, 0};
-    unsigned char *rgb = NULL;
-    png_bytep *rows = NULL;
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_read_struct(&png, &info, NULL);
-        free(rgb);
-        free(rows);
-        fail_msg("libpng could not decode the image");
-    }
-    png_set_read_fn(png, &src, png_read_mem);
-    png_read_info(png, info);
-    png_set_strip_16(png);
-    png_set_strip_alpha(png);
-    png_set_palette_to_rgb(png);
-    png_set_gray_to_rgb(png);
-    png_read_update_info(png, info);
-    img->width = png_get_image_width(png, info);
-    img->height = png_get_image_height(png, info);
-    assert_int_equal(png_get_rowbytes(png, info), img->width * 3);
-    rgb = malloc((size_t)img->width * img->height * 3);
-    rows = malloc(img->height * sizeof *rows);
-    for (png_uint_32 y = 0; y < img->height; y++)
-        rows[y] = rgb + (size_t)y * img->width * 3;
-    png_read_image(png, rows);
-    png_read_end(png, info);
-    png_textp text;
-    int n = 0;
-    png_get_text(png, info, &text, &n);
-    for (int i = 0; i < n && i < 8; i++) {
-        snprintf(img->texts[i][0], sizeof img->texts[i][0], "%s", text[i].key);
-        snprintf(img->texts[i][1], sizeof img->texts[i][1], "%s", text[i].text);
-    }
-    img->n_texts = n < 8 ? n : 8;
-    png_destroy_read_struct(&png, &info, NULL);
-    free(rows);
-    img->rgb = rgb;
-}
-
-static const char *image_text(const struct image *img, const char *key)
-{
-    for (int i = 0; i < img->n_texts; i++)
-        if (!strcmp(img->texts[i][0], key))
-            return img->texts[i][1];
-    return NULL;
-}
 
 static double luminance(const unsigned char *p)
 {
@@ -160,8 +85,8 @@ static void check_monotonic(const char *colormap)
     assert_true(http_call(&srv, "GET", path, NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
     assert_string_equal(r.content_type, "image/png");
-    struct image img;
-    decode_png(&r, &img);
+    struct decoded_png img;
+    decoded_png_read(&r, &img);
     assert_int_equal(img.width, n);
     assert_int_equal(img.height, n);
     /* Colours come from 256-entry tables, and perceived lightness is only
@@ -186,7 +111,7 @@ static void check_monotonic(const char *colormap)
         for (size_t a = 0; a < n * n; a++)
             assert_true(img.rgb[a * 3] == img.rgb[a * 3 + 1] &&
                         img.rgb[a * 3 + 1] == img.rgb[a * 3 + 2]);
-    free(img.rgb);
+    decoded_png_free(&img);
     free(w);
     reply_free(&r);
 }
@@ -209,25 +134,26 @@ static void test_png_labels_and_text_chunks(void **state)
         "%20it%20was%20hungry&format=png&head=3",
         NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
-    struct image img;
-    decode_png(&r, &img);
+    struct decoded_png img;
+    decoded_png_read(&r, &img);
     /* small inputs still give an image of at least 300 px */
     assert_true(img.width >= 300 && img.height >= 300);
-    assert_non_null(image_text(&img, "attnd:tokens"));
-    assert_non_null(strstr(image_text(&img, "attnd:tokens"), "\"hungry\""));
-    assert_string_equal(image_text(&img, "attnd:head"), "3");
-    assert_non_null(image_text(&img, "attnd:min"));
-    assert_non_null(image_text(&img, "attnd:max"));
-    assert_true(atof(image_text(&img, "attnd:max")) <= 1.0);
-    assert_non_null(strstr(image_text(&img, "Title"), "head 3 of 8"));
+    assert_non_null(decoded_png_text(&img, "attnd:tokens"));
+    assert_non_null(
+        strstr(decoded_png_text(&img, "attnd:tokens"), "\"hungry\""));
+    assert_string_equal(decoded_png_text(&img, "attnd:head"), "3");
+    assert_non_null(decoded_png_text(&img, "attnd:min"));
+    assert_non_null(decoded_png_text(&img, "attnd:max"));
+    assert_true(atof(decoded_png_text(&img, "attnd:max")) <= 1.0);
+    assert_non_null(strstr(decoded_png_text(&img, "Title"), "head 3 of 8"));
     /* labels: dark text pixels in the left margin, where the bare matrix
      * has none */
     size_t dark = 0;
-    for (png_uint_32 y = img.height / 4; y < img.height * 3 / 4; y++)
-        for (png_uint_32 x = 0; x < img.width / 8; x++)
+    for (unsigned y = img.height / 4; y < img.height * 3 / 4; y++)
+        for (unsigned x = 0; x < img.width / 8; x++)
             dark += luminance(img.rgb + ((size_t)y * img.width + x) * 3) < 100;
     assert_true(dark > 20);
-    free(img.rgb);
+    decoded_png_free(&img);
     reply_free(&r);
 
     /* the grid of every head is larger than one head; the mean works */
@@ -235,19 +161,19 @@ static void test_png_labels_and_text_chunks(void **state)
         &srv, "GET", "/attention?sentence=the%20cat%20sat&format=png&head=all",
         NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
-    struct image grid;
-    decode_png(&r, &grid);
+    struct decoded_png grid;
+    decoded_png_read(&r, &grid);
     reply_free(&r);
     assert_true(http_call(
         &srv, "GET", "/attention?sentence=the%20cat%20sat&format=png&head=mean",
         NULL, 0, NULL, &r));
     assert_int_equal(r.status, 200);
-    struct image mean;
-    decode_png(&r, &mean);
+    struct decoded_png mean;
+    decoded_png_read(&r, &mean);
     assert_true(grid.width > mean.width && grid.height > mean.height);
-    assert_string_equal(image_text(&mean, "attnd:head"), "mean");
-    free(grid.rgb);
-    free(mean.rgb);
+    assert_string_equal(decoded_png_text(&mean, "attnd:head"), "mean");
+    decoded_png_free(&grid);
+    decoded_png_free(&mean);
     reply_free(&r);
 
     /* POST with Accept: image/png */
