@@ -23,6 +23,7 @@
  * ceiling gives OpenBLAS all the cores. Memory is measured in a fresh
  * process so that nothing else counts.
  */
+#include "bench_clock.h"
 #include "attention.h"
 
 #include <cblas.h>
@@ -41,25 +42,6 @@
 
 /* Debian's Python, which sees Debian's PyTorch */
 #define TORCH_PYTHON "/usr/bin/python3"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void fill(float *a, size_t n, uint64_t seed)
 {
@@ -103,12 +85,6 @@ static double run_forward(void *p)
         return -1.0;
     }
     return t;
-}
-
-static unsigned cores(void)
-{
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
 }
 
 /* Seconds of one CEILING_SIZE^3 sgemm with OpenBLAS on every core. */

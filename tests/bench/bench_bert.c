@@ -22,6 +22,7 @@
  * returned). Before timing it checks that both sides compute the same
  * network: the last hidden states agree within 1e-3.
  */
+#include "bench_clock.h"
 #include "bert.h"
 #include "model/model.h"
 
@@ -39,31 +40,6 @@
 #define CEILING_SIZE 2048
 #define TORCH_SCRIPT "tests/bench/bert_torch.py"
 #define PYTHON "/usr/bin/python3"
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static unsigned cores(void)
-{
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1;
-}
 
 /* ------------------------------------------------------------ ceiling */
 
