@@ -6,6 +6,7 @@
  */
 #include "attend.h"
 #include "exchange.h"
+#include "jsonnum.h"
 #include "models.h"
 #include "render.h"
 #include "reply.h"
@@ -154,13 +155,8 @@ static char *put_timing(char *out, bool first, const char *name, double seconds)
         *out++ = *name++;
     memcpy(out, ";dur=", 5);
     out += 5;
-    // the milliseconds (at least "0"), a point, three digits of the rest
-    char digits[24];
-    size_t n = 0;
-    for (uint64_t ms = v / 1000; n == 0 || ms; ms /= 10)
-        digits[n++] = (char)('0' + ms % 10);
-    while (n)
-        *out++ = digits[--n];
+    // the milliseconds, a point, three digits of the rest
+    out += jsonnum_uint(v / 1000, out);
     *out++ = '.';
     *out++ = (char)('0' + v / 100 % 10);
     *out++ = (char)('0' + v / 10 % 10);

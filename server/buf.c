@@ -2,6 +2,7 @@
  * buf.c - growable, capped byte buffer.
  */
 #include "buf.h"
+#include "jsonnum.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -60,11 +61,7 @@ bool buf_append_str(struct buf *b, const char *s)
 bool buf_append_uint(struct buf *b, uint64_t v)
 {
     char digits[20];
-    size_t n = 0;
-    do
-        digits[sizeof digits - ++n] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    return buf_append(b, digits + sizeof digits - n, n);
+    return buf_append(b, digits, jsonnum_uint(v, digits));
 }
 
 bool buf_append_member(struct buf *b, const char *name)

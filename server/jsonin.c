@@ -3,6 +3,7 @@
  * the field as the client wrote it, the value it sent, and its pointer.
  */
 #include "jsonin.h"
+#include "jsonnum.h"
 
 #include <errno.h>
 #include <float.h>
@@ -85,15 +86,8 @@ void jpath_key(struct jpath *out, const struct jpath *parent, const char *key)
  * every array element of a request gets a path, so no printf. */
 static void decimal_between(char *out, char open, size_t v, const char *close)
 {
-    char digits[24];
-    size_t n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
     *out++ = open;
-    while (n)
-        *out++ = digits[--n];
+    out += jsonnum_uint(v, out);
     while ((*out++ = *close++))
         ;
 }

@@ -446,3 +446,14 @@ size_t jsonnum_format_list(const float *values, size_t count, int precision,
     out[--n] = '\0'; /* no comma after the last */
     return n;
 }
+
+size_t jsonnum_uint(uint64_t v, char *out)
+{
+    char digits[20];
+    size_t n = 0;
+    do
+        digits[sizeof digits - ++n] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    memcpy(out, digits + sizeof digits - n, n);
+    return n;
+}

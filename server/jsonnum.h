@@ -1,10 +1,11 @@
 /*
- * jsonnum.h - float32 values as JSON numbers.
+ * jsonnum.h - float32 values, and unsigned integers, as JSON numbers.
  */
 #ifndef ATTND_JSONNUM_H
 #define ATTND_JSONNUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Longest text jsonnum_format() writes, with its NUL. */
 #define JSONNUM_MAX 24
@@ -30,5 +31,9 @@ size_t jsonnum_format(float f, int precision, char *out);
  */
 size_t jsonnum_format_list(const float *values, size_t count, int precision,
                            char *out);
+
+/* Write v in decimal into out (20 bytes, no NUL) and return the length:
+ * the one writer of counts, indices and sizes in the answer's path. */
+size_t jsonnum_uint(uint64_t v, char *out);
 
 #endif

@@ -294,23 +294,18 @@ enum softmax_status softmax_row(float *s, size_t m)
     return SOFTMAX_OK;
 }
 
-/* The largest of a short row, NaN aside, as row_max() takes it. */
-static float short_row_max(const float *s, size_t m)
-{
-    float mx = -INFINITY;
-    for (size_t j = 0; j < m; j++)
-        mx = s[j] > mx ? s[j] : mx;
-    return mx;
-}
-
 void softmax_rows(float *s, size_t rows, size_t m, enum softmax_status *st)
 {
     for (size_t r = 0; r < rows; r++) {
         float *row = s + r * m;
-        const float mx = short_row_max(row, m);
-        bool bad = mx == INFINITY;
-        for (size_t j = 0; j < m && !bad; j++)
-            bad = row[j] != row[j];
+        // the largest score, and any NaN or +inf (what row_overflowed()
+        // looks for), in one pass over a short row
+        float mx = -INFINITY;
+        bool bad = false;
+        for (size_t j = 0; j < m; j++) {
+            mx = row[j] > mx ? row[j] : mx;
+            bad |= row[j] != row[j] || row[j] == INFINITY;
+        }
         st[r] = bad               ? SOFTMAX_OVERFLOW
                 : mx == -INFINITY ? SOFTMAX_ALL_MASKED
                                   : SOFTMAX_OK;

@@ -409,6 +409,28 @@ static void test_checker_rejects(void **state)
     assert_true(jsonnum_check_fixed(0.125f, 2, "0.12", why, sizeof why));
 }
 
+/* Unsigned integers: every length, no NUL, the largest there is. */
+static void test_uint(void **state)
+{
+    (void)state;
+    const struct {
+        uint64_t v;
+        const char *text;
+    } cases[] = {{0, "0"},
+                 {9, "9"},
+                 {10, "10"},
+                 {1234567, "1234567"},
+                 {UINT64_MAX, "18446744073709551615"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[21];
+        memset(out, 'x', sizeof out);
+        const size_t n = jsonnum_uint(cases[i].v, out);
+        assert_int_equal(n, strlen(cases[i].text));
+        assert_memory_equal(out, cases[i].text, n);
+        assert_int_equal(out[n], 'x');
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_fixed_precision_matches_printf),
         cmocka_unit_test(test_fixed_precision_ties),
         cmocka_unit_test(test_checker_rejects),
+        cmocka_unit_test(test_uint),
     };
     return cmocka_run_group_tests_name("jsonnum", tests, NULL, NULL);
 }
