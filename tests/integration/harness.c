@@ -19,14 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
+double clock_seconds(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void pause_ms(long ms)
+void pause_ms(long ms)
 {
     nanosleep(&(struct timespec){.tv_sec = ms / 1000,
                                  .tv_nsec = (ms % 1000) * 1000000L},
@@ -119,8 +119,8 @@ bool server_start_capped(struct server *s, const char *const *extra_args,
     /* a generous wait: a checkpoint of bert-base's size is read and
      * checked before the port opens, which on a busy shared machine has
      * taken over ten seconds */
-    const double deadline = now() + START_SECONDS;
-    while (now() < deadline) {
+    const double deadline = clock_seconds() + START_SECONDS;
+    while (clock_seconds() < deadline) {
         int status;
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
@@ -155,9 +155,9 @@ int server_stop(struct server *s, double timeout_seconds)
     if (s->pid <= 0)
         return -1;
     kill(s->pid, SIGTERM);
-    const double deadline = now() + timeout_seconds;
+    const double deadline = clock_seconds() + timeout_seconds;
     int status = 0;
-    while (now() < deadline) {
+    while (clock_seconds() < deadline) {
         if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
             s->pid = 0;
             return WIFEXITED(status) ? WEXITSTATUS(status)
@@ -288,6 +288,13 @@ bool reply_header(const struct reply *r, const char *name, char *out,
     return false;
 }
 
+void *post_call_run(void *arg)
+{
+    struct post_call *c = arg;
+    c->ok = post_json(c->s, "/attention", c->body, &c->r);
+    return NULL;
+}
+
 bool post_json(const struct server *s, const char *path, const char *json,
                struct reply *out)
 {
@@ -393,10 +400,10 @@ size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms)
     if (request && send(fd, request, strlen(request), MSG_NOSIGNAL) < 0)
         return 0;
     size_t got = 0;
-    const double until = now() + ms / 1e3;
+    const double until = clock_seconds() + ms / 1e3;
     out[0] = '\0';
     while (got + 1 < cap && !response_complete(out, got)) {
-        const double left = until - now();
+        const double left = until - clock_seconds();
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (left <= 0 || poll(&p, 1, (int)(left * 1e3) + 1) <= 0)
             break;

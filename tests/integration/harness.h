@@ -49,6 +49,21 @@ void reply_free(struct reply *r);
 bool reply_header(const struct reply *r, const char *name, char *out,
                   size_t len);
 
+/* A monotonic clock, in seconds. */
+double clock_seconds(void);
+
+void pause_ms(long ms);
+
+/* POST body to s's /attention on a thread of its own:
+ * pthread_create(&t, NULL, post_call_run, &call); ok and r once joined. */
+struct post_call {
+    const struct server *s;
+    const char *body;
+    struct reply r;
+    bool ok;
+};
+void *post_call_run(void *arg);
+
 /* POST a JSON body to /attention (extra headers may be NULL). */
 bool post_json(const struct server *s, const char *path, const char *json,
                struct reply *out);

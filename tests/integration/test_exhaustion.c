@@ -43,29 +43,15 @@
  * memory. */
 #define SAFETY_NET ((size_t)1536 << 20)
 
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static void pause_ms(long ms)
-{
-    nanosleep(&(struct timespec){.tv_sec = ms / 1000,
-                                 .tv_nsec = (ms % 1000) * 1000000},
-              NULL);
-}
-
 /* Whether the server has closed fd (end of stream or reset), looking for
  * at most ms milliseconds; anything it sends first is read and dropped. */
 static bool closed_by_server(int fd, int ms)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     char sink[4096];
-    const double until = seconds() + ms / 1e3;
+    const double until = clock_seconds() + ms / 1e3;
     for (;;) { /* one look at least */
-        const int left = (int)((until - seconds()) * 1e3);
+        const int left = (int)((until - clock_seconds()) * 1e3);
         if (poll(&p, 1, left > 0 ? left : 0) <= 0)
             return false;
         const ssize_t n = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
@@ -100,7 +86,7 @@ static void test_trickling_clients_are_cut(void **state)
     enum { ATTACKERS = 6 };
     int fd[ATTACKERS];
     double cut_at[ATTACKERS];
-    const double t0 = seconds();
+    const double t0 = clock_seconds();
     for (int i = 0; i < ATTACKERS; i++) {
         fd[i] = raw_connect(&s, "127.0.0.1");
         assert_true(fd[i] >= 0);
@@ -130,12 +116,12 @@ static void test_trickling_clients_are_cut(void **state)
                  out);
     /* a byte every 200 ms, for at most 8 s */
     int open = ATTACKERS;
-    while (open > 0 && seconds() - t0 < 8.0) {
+    while (open > 0 && clock_seconds() - t0 < 8.0) {
         for (int i = 0; i < ATTACKERS; i++) {
             if (cut_at[i] > 0)
                 continue;
             if (closed_by_server(fd[i], 0)) {
-                cut_at[i] = seconds() - t0;
+                cut_at[i] = clock_seconds() - t0;
                 open--;
                 continue;
             }
@@ -153,7 +139,7 @@ static void test_trickling_clients_are_cut(void **state)
                           "deadline is 2 s\n",
                           i, i % 2 ? "headers" : "body",
                           cut_at[i] > 0 ? "cut after" : "still open after",
-                          cut_at[i] > 0 ? cut_at[i] : seconds() - t0);
+                          cut_at[i] > 0 ? cut_at[i] : clock_seconds() - t0);
             all_cut = false;
         }
     }
@@ -196,25 +182,11 @@ static void test_prompt_keepalive_is_not_cut(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
-struct call {
-    const struct server *s;
-    const char *body;
-    struct reply r;
-    bool ok;
-};
-
-static void *post_body(void *arg)
-{
-    struct call *c = arg;
-    c->ok = post_json(c->s, "/attention", c->body, &c->r);
-    return NULL;
-}
-
 /* Until s has `running` computations under way; false after 30 s. */
 static bool wait_running(const struct server *s, double running)
 {
-    const double until = seconds() + 30.0;
-    while (seconds() < until) {
+    const double until = clock_seconds() + 30.0;
+    while (clock_seconds() < until) {
         double now = 0;
         if (metric_read(s, "127.0.0.9", "attnd_computations_running", &now) &&
             now >= running)
@@ -245,11 +217,11 @@ static void test_keepalive_beside_long_computations(void **state)
     char *body = sentence_body(4096, "\"d_model\":256,\"heads\":64,"
                                      "\"d_k\":64,\"d_v\":64,"
                                      "\"return\":[\"output\"]");
-    struct call large[2];
+    struct post_call large[2];
     pthread_t tids[2];
     for (int i = 0; i < 2; i++) {
-        large[i] = (struct call){.s = &s, .body = body};
-        pthread_create(&tids[i], NULL, post_body, &large[i]);
+        large[i] = (struct post_call){.s = &s, .body = body};
+        pthread_create(&tids[i], NULL, post_call_run, &large[i]);
     }
     assert_true(wait_running(&s, 2));
     for (int i = 0; i < 10; i++) {

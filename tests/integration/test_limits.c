@@ -196,34 +196,13 @@ static size_t address_space_of(pid_t pid)
 
 /* ------------------------------------------------------------ stopping */
 
-struct call {
-    const struct server *s;
-    const char *body;
-    struct reply r;
-    bool ok;
-};
-
-static void *post_body(void *arg)
-{
-    struct call *c = arg;
-    c->ok = post_json(c->s, "/attention", c->body, &c->r);
-    return NULL;
-}
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Until s has a computation running (its gauge in /metrics), at most
  * 30 s. Each look is a new connection given 200 ms, since one accepted by
  * the worker about to compute waits for the computation. */
 static void wait_computing(const struct server *s)
 {
-    const double deadline = seconds() + 30.0;
-    while (seconds() < deadline) {
+    const double deadline = clock_seconds() + 30.0;
+    while (clock_seconds() < deadline) {
         const int fd = raw_connect(s, "127.0.0.1");
         assert_true(fd >= 0);
         char out[16384];
@@ -304,9 +283,9 @@ static void test_memory_budget(void **state)
     reply_free(&r);
     /* one that fits alone, twice at once: the second is told to retry */
     char *held = sentence_body(4096, LONG_OPTIONS);
-    struct call first = {.s = &s, .body = held};
+    struct post_call first = {.s = &s, .body = held};
     pthread_t tid;
-    pthread_create(&tid, NULL, post_body, &first);
+    pthread_create(&tid, NULL, post_call_run, &first);
     wait_computing(&s);
     assert_true(post_json(&s, "/attention", held, &r));
     if (r.status != 503 || !strstr(r.body, "memory is in use"))
@@ -367,12 +346,12 @@ static void test_peak_memory_within_budget(void **state)
     }
     snprintf(numbers + n, 64, "],\"heads\":8,\"return\":[\"weights\"]}");
     enum { CALLS = 12 };
-    struct call calls[CALLS];
+    struct post_call calls[CALLS];
     pthread_t tids[CALLS];
     const char *kinds[3] = {long_body, weights, numbers};
     for (int i = 0; i < CALLS; i++) {
-        calls[i] = (struct call){.s = &s, .body = kinds[i % 3]};
-        pthread_create(&tids[i], NULL, post_body, &calls[i]);
+        calls[i] = (struct post_call){.s = &s, .body = kinds[i % 3]};
+        pthread_create(&tids[i], NULL, post_call_run, &calls[i]);
     }
     int answered = 0;
     for (int i = 0; i < CALLS; i++) {
@@ -509,9 +488,9 @@ static void test_small_requests_pass_large_ones(void **state)
                           "--drain-seconds", "0", NULL};
     assert_true(server_start(&s, args));
     char *body = sentence_body(4096, LONG_OPTIONS);
-    struct call large = {.s = &s, .body = body};
+    struct post_call large = {.s = &s, .body = body};
     pthread_t tid;
-    pthread_create(&tid, NULL, post_body, &large);
+    pthread_create(&tid, NULL, post_call_run, &large);
     wait_computing(&s);
     for (int i = 0; i < 5; i++) {
         struct reply r;
@@ -607,7 +586,7 @@ static void test_stop_cancels_long_computations(void **state)
                           "--drain-seconds", "1", NULL};
     assert_true(server_start(&s, args));
     char *body = sentence_body(4096, LONG_OPTIONS);
-    struct call long_call = {.s = &s, .body = body};
+    struct post_call long_call = {.s = &s, .body = body};
     /* a large request, so that it waits for the one slot (a small one
      * would be answered on the HTTP thread): 300 tokens 512 wide */
     char queued[1024];
@@ -615,16 +594,16 @@ static void test_stop_cancels_long_computations(void **state)
     for (int i = 0; i < 300; i++)
         q += (size_t)snprintf(queued + q, sizeof queued - q, "b ");
     snprintf(queued + q, sizeof queued - q, "\",\"d_model\":512}");
-    struct call waiting = {.s = &s, .body = queued};
+    struct post_call waiting = {.s = &s, .body = queued};
     pthread_t long_tid, wait_tid;
-    pthread_create(&long_tid, NULL, post_body, &long_call);
+    pthread_create(&long_tid, NULL, post_call_run, &long_call);
     wait_computing(&s);
-    pthread_create(&wait_tid, NULL, post_body, &waiting);
-    const double t0 = seconds();
+    pthread_create(&wait_tid, NULL, post_call_run, &waiting);
+    const double t0 = clock_seconds();
     kill(s.pid, SIGTERM);
     /* draining, and saying so */
     bool said = false;
-    while (!said && seconds() - t0 < 0.8) {
+    while (!said && clock_seconds() - t0 < 0.8) {
         const int fd = raw_connect(&s, "127.0.0.1");
         char out[16384];
         if (fd >= 0) {
@@ -638,7 +617,7 @@ static void test_stop_cancels_long_computations(void **state)
     }
     assert_true(said);
     const int status = server_stop(&s, 15.0);
-    const double took = seconds() - t0;
+    const double took = clock_seconds() - t0;
     pthread_join(long_tid, NULL);
     pthread_join(wait_tid, NULL);
     assert_int_equal(status, 0);
@@ -671,13 +650,13 @@ static void test_stop_is_bounded_when_stuck(void **state)
     const size_t started = address_space_of(s.pid);
     assert_int_equal(server_stop(&s, 10.0), 0);
     assert_true(server_start_capped(&s, args, started + ((size_t)32 << 20)));
-    struct call stuck = {.s = &s, .body = "{\"sentence\":\"a b\"}"};
+    struct post_call stuck = {.s = &s, .body = "{\"sentence\":\"a b\"}"};
     pthread_t tid;
-    pthread_create(&tid, NULL, post_body, &stuck);
+    pthread_create(&tid, NULL, post_call_run, &stuck);
     wait_computing(&s);
-    const double t0 = seconds();
+    const double t0 = clock_seconds();
     const int status = server_stop(&s, 15.0);
-    const double took = seconds() - t0;
+    const double took = clock_seconds() - t0;
     pthread_join(tid, NULL);
     if (stuck.ok)
         reply_free(&stuck.r);

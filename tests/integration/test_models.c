@@ -1181,27 +1181,6 @@ static void test_models_from_environment(void **state)
 
 /* ---------------------------------------------- bert-base's size */
 
-struct slow_call {
-    const struct server *s;
-    const char *body;
-    struct reply r;
-    bool ok;
-};
-
-static void *post_slow(void *arg)
-{
-    struct slow_call *c = arg;
-    c->ok = post_json(c->s, "/attention", c->body, &c->r);
-    return NULL;
-}
-
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /*
  * Images of 512 wordpieces past the drawing's caps (the model view of 144
  * tiles of 32768 px, twelve heads of 8192 px, a rollout wider than 32768
@@ -1225,9 +1204,9 @@ static void giant_views_refused(const struct server *s, double forward_seconds)
                             "attnd_model_flops_total{model=\"base\"}", &flops));
     for (size_t i = 0; i < sizeof views / sizeof views[0]; i++) {
         struct reply r;
-        const double t0 = seconds_now();
+        const double t0 = clock_seconds();
         assert_true(post_json(s, views[i], i == 1 ? layer0 : body, &r));
-        const double took = seconds_now() - t0;
+        const double took = clock_seconds() - t0;
         if (r.status != 422 || !strstr(r.body, "\"pointer\":\"/cell\"") ||
             !strstr(r.body, "px"))
             fail_msg("%s: %ld %s", views[i], r.status, r.body);
@@ -1302,9 +1281,9 @@ static void test_bert_base_size(void **state)
                       "\"return\":[\"weights\",\"mean_weights\","
                       "\"hidden_states\",\"rollout\"],\"precision\":2");
     struct reply r;
-    const double forward_t0 = seconds_now();
+    const double forward_t0 = clock_seconds();
     assert_true(post_json(&s, "/attention", body, &r));
-    const double forward_seconds = seconds_now() - forward_t0;
+    const double forward_seconds = clock_seconds() - forward_t0;
     if (r.status != 200)
         fail_msg("512 wordpieces: %ld %.300s", r.status, r.body);
     /* [12][12][512][512] weights in the text */
@@ -1352,9 +1331,9 @@ static void test_bert_base_size(void **state)
     /* SIGTERM while it computes (about 2 s on one core): the encoder is
      * cancelled between units of work, the client told so, and the
      * server exits 0 */
-    struct slow_call call = {.s = &s, .body = body};
+    struct post_call call = {.s = &s, .body = body};
     pthread_t tid;
-    pthread_create(&tid, NULL, post_slow, &call);
+    pthread_create(&tid, NULL, post_call_run, &call);
     double running = 0;
     for (int i = 0; i < 3000 && running < 1; i++) {
         assert_true(metric_read(&s, "127.0.0.1", "attnd_computations_running",
@@ -1363,9 +1342,9 @@ static void test_bert_base_size(void **state)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     assert_true(running >= 1);
-    const double t0 = seconds_now();
+    const double t0 = clock_seconds();
     assert_int_equal(server_stop(&s, 10.0), 0);
-    const double stop_seconds = seconds_now() - t0;
+    const double stop_seconds = clock_seconds() - t0;
     pthread_join(tid, NULL);
     assert_true(call.ok);
     if (call.r.status != 503 || !strstr(call.r.body, "cancelled"))
