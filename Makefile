@@ -155,7 +155,7 @@ $(BUILD)/tests/%.o: tests/unit/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Itests/unit $(call pc_cflags,$(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(CORE_LIB)
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(BUILD)/tests/files.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
@@ -164,7 +164,7 @@ $(BUILD)/tests/server/%.o: tests/server/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/draw -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
-$(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(SERVER_LIB) $(CORE_LIB)
+$(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(BUILD)/tests/files.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
 

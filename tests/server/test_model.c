@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "files.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -31,22 +32,6 @@
 #define HIDDEN_RTOL 1e-4
 
 /* ---------------------------------------------------------------- files */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        fail_msg("cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    *len = (size_t)ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *text = malloc(*len + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, *len, fp), *len);
-    fclose(fp);
-    text[*len] = '\0';
-    return text;
-}
 
 static void spit(const char *path, const void *bytes, size_t len)
 {
@@ -77,7 +62,7 @@ static char *copy_variant(const char *variant)
             continue;
         path_of(to, dir, files[i]);
         size_t len;
-        char *bytes = slurp(from, &len);
+        char *bytes = test_read_file(from, &len);
         spit(to, bytes, len);
         free(bytes);
     }
@@ -111,7 +96,7 @@ static struct st_parts st_split(const char *dir)
     char p[1024];
     path_of(p, dir, "model.safetensors");
     size_t len;
-    unsigned char *bytes = (unsigned char *)slurp(p, &len);
+    unsigned char *bytes = (unsigned char *)test_read_file(p, &len);
     uint64_t n;
     memcpy(&n, bytes, 8);
     struct st_parts parts = {
@@ -278,7 +263,7 @@ static void check_goldens(const struct model *m, const char *variant)
     char path[1024];
     snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
     size_t len;
-    char *text = slurp(path, &len);
+    char *text = test_read_file(path, &len);
     cJSON *golden = cJSON_ParseWithLength(text, len);
     free(text);
     assert_non_null(golden);
@@ -490,7 +475,7 @@ static void test_truncated_and_short(void **state)
     char p[1024];
     path_of(p, dir, "model.safetensors");
     size_t len;
-    char *good = slurp(p, &len);
+    char *good = test_read_file(p, &len);
     uint64_t n;
     memcpy(&n, good, 8);
 
@@ -747,7 +732,7 @@ static void write_text(const char *dir, const char *file, const char *text)
 static void config_with(const char *dir, const char *key, const char *raw)
 {
     size_t len;
-    char *text = slurp("tests/models/f32/config.json", &len);
+    char *text = test_read_file("tests/models/f32/config.json", &len);
     cJSON *doc = cJSON_ParseWithLength(text, len);
     free(text);
     cJSON_DeleteItemFromObjectCaseSensitive(doc, key);
@@ -822,7 +807,7 @@ static void test_bad_vocab_and_tokenizer(void **state)
     (void)state;
     char *dir = copy_variant("f32");
     size_t len;
-    char *vocab = slurp("tests/models/f32/vocab.txt", &len);
+    char *vocab = test_read_file("tests/models/f32/vocab.txt", &len);
     // more lines than vocab_size
     char *more = malloc(len + 8);
     memcpy(more, vocab, len);

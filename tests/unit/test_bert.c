@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "files.h"
 #include "bert.h"
 #include "support.h"
 #include "vecmath.h"
@@ -634,22 +635,6 @@ static void test_forward_bytes(void **state)
 
 /* ----------------------------------------- against tests/models/ goldens */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        fail_msg("cannot open %s", path);
-    fseek(fp, 0, SEEK_END);
-    *len = (size_t)ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *text = malloc(*len + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, *len, fp), *len);
-    fclose(fp);
-    text[*len] = '\0';
-    return text;
-}
-
 /* A committed F32 checkpoint read without the server's loader: its
  * safetensors header parsed here, each tensor copied out by name. */
 struct f32_file {
@@ -690,14 +675,14 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     char path[512];
     snprintf(path, sizeof path, "tests/models/%s/model.safetensors", variant);
     struct f32_file f = {.prefix = prefix, .legacy = legacy};
-    f.bytes = slurp(path, &f.len);
+    f.bytes = test_read_file(path, &f.len);
     uint64_t n;
     memcpy(&n, f.bytes, 8);
     f.header = cJSON_ParseWithLength(f.bytes + 8, n);
     assert_non_null(f.header);
     size_t glen;
     snprintf(path, sizeof path, "tests/models/%s/config.json", variant);
-    char *ctext = slurp(path, &glen);
+    char *ctext = test_read_file(path, &glen);
     cJSON *cfg = cJSON_ParseWithLength(ctext, glen);
     free(ctext);
 #define CFG(k) ((size_t)cJSON_GetObjectItemCaseSensitive(cfg, k)->valuedouble)
@@ -764,7 +749,7 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     m.layer = layers;
 
     snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
-    char *gtext = slurp(path, &glen);
+    char *gtext = test_read_file(path, &glen);
     cJSON *golden = cJSON_ParseWithLength(gtext, glen);
     free(gtext);
     const cJSON *c;

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "files.h"
 #include "attention.h"
 #include "support.h"
 
@@ -40,21 +41,7 @@ static cJSON *load_json(const char *name)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", golden_dir(), name);
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        fail_msg("%s: %s", path, strerror(errno));
-    fseek(fp, 0, SEEK_END);
-    const long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *text = malloc((size_t)len);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)len, fp), (size_t)len);
-    fclose(fp);
-    cJSON *doc = cJSON_ParseWithLength(text, (size_t)len);
-    free(text);
-    if (!doc)
-        fail_msg("%s is not valid JSON", path);
-    return doc;
+    return test_read_json(path);
 }
 
 static cJSON *get(const cJSON *obj, const char *key)
