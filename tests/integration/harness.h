@@ -49,6 +49,20 @@ void reply_free(struct reply *r);
 bool reply_header(const struct reply *r, const char *name, char *out,
                   size_t len);
 
+/* Built with AddressSanitizer (UNDER_ASAN 1): tests of address-space
+ * caps and resident memory skip themselves there. gcc says so by a
+ * macro, clang by a feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 /* A monotonic clock, in seconds. */
 double clock_seconds(void);
 

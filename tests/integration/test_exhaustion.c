@@ -25,18 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* gcc says so by a macro, clang by a feature */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 /* Address space beyond the budget for a server under test: its code,
  * thread stacks and OpenBLAS's buffers. Were the budget to fail, an
  * allocation past it would fail too (503) instead of taking the machine's

@@ -24,18 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* gcc says so by a macro, clang by a feature */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 static struct server srv;
 
 static int setup(void **state)
