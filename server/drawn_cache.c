@@ -197,7 +197,7 @@ bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
         const struct attn_param_tensor *t = &tensors[i];
         const struct key k = key_of(DRAWN_PARAM, cfg->seed, t->name, t->cols,
                                     attn_param_count(t));
-        float **slot = attn_params_slot(out, t->slot);
+        const float **slot = attn_params_slot(out, t->slot);
         struct drawn *e = NULL;
         if (cached) {
             pthread_mutex_lock(&c->lock);

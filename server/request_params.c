@@ -66,13 +66,15 @@ static const char *in_what(const struct attn_param_tensor *t)
     }
 }
 
-static bool copy_rows(float **dst, const float *src, size_t rows, size_t cols)
+static bool copy_rows(const float **dst, const float *src, size_t rows,
+                      size_t cols)
 {
-    free(*dst);
-    *dst = malloc(rows * cols * sizeof **dst);
-    if (!*dst)
+    free((void *)*dst); /* the request's own, replaced */
+    float *copy = malloc(rows * cols * sizeof *copy);
+    *dst = copy;
+    if (!copy)
         return false;
-    memcpy(*dst, src, rows * cols * sizeof **dst);
+    memcpy(copy, src, rows * cols * sizeof *copy);
     return true;
 }
 
@@ -102,8 +104,8 @@ static bool store_fused(struct request *req, bool weight, const float *values,
     if (!request_reserve(req, (hk + gk + gv) * cols * sizeof(float), at->name,
                          pb))
         return false;
-    float **q = weight ? &p->wq : &p->bq, **k = weight ? &p->wk : &p->bk,
-          **v = weight ? &p->wv : &p->bv;
+    const float **q = weight ? &p->wq : &p->bq,
+                **k = weight ? &p->wk : &p->bk, **v = weight ? &p->wv : &p->bv;
     if (!copy_rows(q, values, hk, cols) ||
         !copy_rows(k, values + hk * cols, gk, cols) ||
         !copy_rows(v, values + (hk + gk) * cols, gv, cols))
@@ -164,8 +166,8 @@ static bool store_param(struct request *req, const char *key, const cJSON *v,
         free(values);
         return false;
     }
-    float **slot = attn_params_slot(&req->params, t->slot);
-    free(*slot);
+    const float **slot = attn_params_slot(&req->params, t->slot);
+    free((void *)*slot); /* the request's own, replaced */
     *slot = values;
     return true;
 }
@@ -213,7 +215,7 @@ bool request_read_params(struct request *req, const cJSON *v,
     const size_t n = attn_params_layout(c, 0, tensors);
     for (size_t i = 0; i < n; i++)
         if (tensors[i].required &&
-            !*attn_params_slot(&req->params, tensors[i].slot))
+            !attn_params_tensor(&req->params, tensors[i].slot))
             return problem_set(pb, 422, at.pointer, "params lacks %s%s",
                                tensors[i].name,
                                c->bias_kv && !tensors[i].is_weight

@@ -109,7 +109,7 @@ static bool add_tokens(struct buf *t, const char *name,
  * and a tensor that is no module's (bias_k, bias_v) by its own name. */
 static bool add_params(struct response_stream *s, size_t *mark)
 {
-    struct attn_params *p = (struct attn_params *)&s->req->params;
+    const struct attn_params *p = &s->req->params;
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n =
         attn_params_layout(&s->req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
@@ -119,7 +119,7 @@ static bool add_params(struct response_stream *s, size_t *mark)
     bool any = false;        /* a member of "params" was written */
     for (size_t i = 0; i < n; i++) {
         const struct attn_param_tensor *t = &tensors[i];
-        const float *values = *attn_params_slot(p, t->slot);
+        const float *values = attn_params_tensor(p, t->slot);
         if (!values)
             continue;
         const bool own = !strcmp(t->name, t->module); /* no module's */

@@ -114,12 +114,12 @@ void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
  * rows, used only when the config has bias_kv.
  */
 struct attn_params {
-    float *wq, *bq; /* [heads * d_k][d_model],     [heads * d_k]    */
-    float *wk, *bk; /* [kv_heads * d_k][d_ctx],    [kv_heads * d_k] */
-    float *wv, *bv; /* [kv_heads * d_v][d_value],  [kv_heads * d_v] */
-    float *bias_k;  /* [kv_heads * d_k]: a key row appended to K      */
-    float *bias_v;  /* [kv_heads * d_v]: a value row appended to V    */
-    float *wo, *bo; /* [d_out][heads * d_v],       [d_out]          */
+    const float *wq, *bq; /* [heads * d_k][d_model],  [heads * d_k]    */
+    const float *wk, *bk; /* [kv_heads * d_k][d_ctx], [kv_heads * d_k] */
+    const float *wv, *bv; /* [kv_heads * d_v][d_value], [kv_heads * d_v] */
+    const float *bias_k;  /* [kv_heads * d_k]: a key row appended to K */
+    const float *bias_v;  /* [kv_heads * d_v]: a value row appended to V */
+    const float *wo, *bo; /* [d_out][heads * d_v],    [d_out]          */
 };
 
 /* The tensors of struct attn_params, in state_dict order. */
@@ -170,8 +170,12 @@ size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
 /* Number of floats in tensor t: rows x cols for a weight, rows for a bias. */
 size_t attn_param_count(const struct attn_param_tensor *t);
 
-/* The field of p that holds slot. */
-float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot);
+/* The field of p that holds slot, to set it. */
+const float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot);
+
+/* The tensor of p in slot, NULL when absent. */
+const float *attn_params_tensor(const struct attn_params *p,
+                                enum attn_param_slot slot);
 
 /* ------------------------------------------------------------------ pool */
 
@@ -357,6 +361,9 @@ const char *attn_positional_name(int positional);
  */
 attn_status attn_params_draw(const struct attn_config *cfg,
                              struct attn_params *out, struct attn_error *err);
+/* Free every tensor of params, which its holder allocated with malloc()
+ * (attn_params_draw()'s, or a caller's own), and zero it. Not for
+ * tensors borrowed from elsewhere, such as a checkpoint's. */
 void attn_params_free(struct attn_params *params);
 
 /* One tensor of the above, into out (attn_param_count(t) floats). Its

@@ -23,6 +23,7 @@
 #include "bert.h"
 #include "checked.h"
 #include "error.h"
+#include "forward_plan.h"
 #include "pool.h"
 
 #include <cblas.h>
@@ -609,16 +610,15 @@ static attn_status run_layer(struct encoder *e, size_t l, const float *h_in,
     attn_status st = layer_config(m, run, layer_want(m, run, l), &cfg, err);
     if (st)
         return st;
-    // the core never writes through its params; bert.h's tensors are const
     const struct attn_params params = {
-        .wq = (float *)y->q_w,
-        .bq = (float *)y->q_b,
-        .wk = (float *)y->k_w,
-        .bk = (float *)y->k_b,
-        .wv = (float *)y->v_w,
-        .bv = (float *)y->v_b,
-        .wo = (float *)y->ao_w,
-        .bo = (float *)y->ao_b,
+        .wq = y->q_w,
+        .bq = y->q_b,
+        .wk = y->k_w,
+        .bk = y->k_b,
+        .wv = y->v_w,
+        .bv = y->v_b,
+        .wo = y->ao_w,
+        .bo = y->ao_b,
     };
     cfg.params = &params;
     /* a model's values are checked once, by its loader (bert.h), not on

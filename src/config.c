@@ -431,20 +431,3 @@ attn_status attn_config_resolve(struct attn_config *cfg, struct attn_error *err)
     cfg->resolved = st == ATTN_OK;
     return st;
 }
-
-double attn_flops(const struct attn_config *cfg)
-{
-    const double b = (double)cfg->batch, n = (double)cfg->n_query,
-                 m = (double)cfg->n_keys, h = (double)cfg->heads,
-                 g = (double)cfg->kv_heads, dk = (double)cfg->d_k,
-                 dv = (double)cfg->d_v;
-    double per_seq = h * n * m * (dk + dv); /* QK^T and PV */
-    if (cfg->mode == ATTN_MODE_PROJECTED) {
-        per_seq += n * (double)cfg->d_model * h * dk;
-        per_seq += (double)cfg->n_ctx * g *
-                   ((double)cfg->d_ctx * dk + (double)cfg->d_value * dv);
-        if (!cfg->no_out_proj)
-            per_seq += n * h * dv * (double)cfg->d_out;
-    }
-    return 2.0 * b * per_seq;
-}

@@ -35,16 +35,15 @@
  * All scratch memory is sized up front and allocated once per call, with
  * one set of per-thread parts for each member of the team.
  */
-/* madvise() and MADV_HUGEPAGE, where the system has them */
-#define _DEFAULT_SOURCE
-
 #include "attention.h"
 #include "checked.h"
 #include "error.h"
+#include "forward_plan.h"
 #include "pool.h"
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
+#include "workspace.h"
 
 #include <assert.h>
 #include <cblas.h>
@@ -52,26 +51,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 enum {
-    QUERY_BLOCK = 256, /* most query rows in one unit */
-    SHORT_ROW = 32,    /* rows of fewer keys: softmax_rows() */
-    KV_CHUNK = 256,    /* most context rows in one unit of the key phase */
-    MIN_UNIT_ROWS = 64,
-    KEY_BLOCK = 512,
-    WS_ALIGN = 64,
-    MAX_TEAM = POOL_MAX_MEMBERS
+    SHORT_ROW = 32 /* rows of fewer keys: softmax_rows() */
 };
-
-/* Result arrays of HUGE_ARRAY bytes or more are laid on huge pages. */
-#define HUGE_PAGE ((size_t)2 << 20)
-#define HUGE_ARRAY ((size_t)8 << 20)
-
-/* A pass of fewer floating-point operations runs as one unit per phase:
- * about 0.15 ms on one core, where a second thread would not pay for
- * itself. */
-#define SPLIT_FLOPS 16e6
 
 /* Which keys one sequence's queries may see, and what their scores get
  * added. Keys at or past n_ctx (bias_k's, the zero key) are never masked:
@@ -83,26 +66,6 @@ struct mask_view {
     const uint8_t *key_padding; /* [M] or NULL; nonzero = ignore */
     size_t n_ctx;               /* M, the stride of mask and bias */
     size_t head_stride;         /* N x M between the heads' masks; 0: shared */
-};
-
-/* Scratch of one thread; pointers its config does not need stay NULL. */
-struct scratch {
-    float *q;     /* [query_rows][h*d_k] when q is not returned */
-    float *heads; /* [query_rows][h*d_v] when heads are not returned */
-    float *tile;  /* [query_rows][tile_ld] */
-    struct softmax_online *online; /* [query_rows] */
-    float *out; /* [query_rows][d_out] when head outputs are projected
-                   in place (key-outer) */
-};
-
-/* Which way a pass goes and how it is cut, from the config alone. */
-struct paths {
-    size_t query_rows;    /* rows of a query unit */
-    size_t kv_rows;       /* context rows of a key unit */
-    bool full_path;       /* weights or scores held whole */
-    bool need_pv;         /* weights times V: head outputs or the output */
-    bool key_outer;       /* keys outside queries, one key block held */
-    bool heads_in_output; /* key-outer head outputs summed in place */
 };
 
 /* State shared by every unit of one call. Units write disjoint rows. */
@@ -126,13 +89,9 @@ struct forward {
     size_t tile_ld;
     float scale;
     uint64_t dropout_key;
-    /* the team: at most team threads of pool (NULL: the caller alone) */
-    struct attn_pool *pool;
-    unsigned team;
+    struct pool_team team;
     /* the phase being run by the team */
     void (*unit)(struct forward *f, size_t unit, struct scratch *s);
-    size_t n_units;
-    atomic_size_t next_unit;
     /* the first unit whose products overflowed float32, if any */
     atomic_flag overflowed;
     size_t overflow_b, overflow_row;
@@ -302,193 +261,19 @@ static attn_status check_mask_bias(const struct attn_config *c,
     return ATTN_OK;
 }
 
-/* ------------------------------------------------------------ the plan */
-
-/* Rows per unit, out of rows, at most most: the smallest power of two
- * from MIN_UNIT_ROWS on that cuts rows into four units at most, so that a
- * pass worth splitting (SPLIT_FLOPS) gives a team two to four units a
- * phase however few its rows (65 to 1024); the cut depends on the sizes
- * only, never on the team. */
-static size_t unit_rows(size_t rows, double flops, size_t most)
-{
-    if (flops < SPLIT_FLOPS)
-        return most;
-    size_t r = MIN_UNIT_ROWS;
-    while (r < most && r * 4 < rows)
-        r *= 2;
-    return r;
-}
-
-static struct paths paths_of(const struct attn_config *c)
-{
-    struct paths p;
-    const double flops = attn_flops(c);
-    p.query_rows = unit_rows(c->n_query, flops, QUERY_BLOCK);
-    p.kv_rows = unit_rows(c->n_ctx, flops, KV_CHUNK);
-    p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
-                             ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS);
-    p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
-    /* key-outer pays off when K and V would outgrow one key block, and
-     * only when nothing needs them whole afterwards; appended keys
-     * (bias_kv, zero_attn) are rows of a whole K and V */
-    p.key_outer = !p.full_path && p.need_pv && c->mode == ATTN_MODE_PROJECTED &&
-                  c->n_ctx > KEY_BLOCK && c->n_keys == c->n_ctx &&
-                  !(c->want & (ATTN_WANT_K | ATTN_WANT_V)) &&
-                  c->residual != ATTN_RESIDUAL_VALUE;
-    p.heads_in_output = p.key_outer && !(c->want & ATTN_WANT_HEADS) &&
-                        c->heads * c->d_v == c->d_out;
-    return p;
-}
-
-/* The team of a call: cfg->threads, but never more than MAX_TEAM or the
- * units of its largest phase, which a larger team would only idle over. */
-static unsigned team_size(const struct attn_config *c, const struct paths *p)
-{
-    const size_t kv_units =
-        c->batch * ((c->n_ctx + p->kv_rows - 1) / p->kv_rows);
-    const size_t q_units =
-        c->batch * ((c->n_query + p->query_rows - 1) / p->query_rows);
-    const size_t most_units = kv_units > q_units ? kv_units : q_units;
-    unsigned threads = c->threads == 0 ? 1 : c->threads;
-    if (threads > MAX_TEAM)
-        threads = MAX_TEAM;
-    if (threads > most_units)
-        threads = (unsigned)most_units;
-    return threads;
-}
-
-/* --------------------------------------------------------- memory plans */
-
-struct plan {
-    size_t bytes;
-    bool overflow;
-};
-
-/* Reserve count elements of elem bytes, recording the offset in *offset. */
-static void plan_take(struct plan *pl, size_t *offset, size_t count,
-                      size_t elem)
-{
-    size_t bytes;
-    if (!size_mul(count, elem, &bytes) || !size_add_to(&bytes, WS_ALIGN - 1)) {
-        pl->overflow = true;
-        return;
-    }
-    *offset = pl->bytes;
-    if (!size_add_to(&pl->bytes, bytes & ~(size_t)(WS_ALIGN - 1)))
-        pl->overflow = true;
-}
-
-/* The parts of a call's one workspace block: shared ones, then one set of
- * per-thread ones. */
-enum {
-    X_PE,
-    C_PE,
-    K,
-    V,
-    Q_SEQ,
-    HEADS_SEQ,
-    ONLINE_SEQ,
-    SCRATCH,
-    Q,
-    HEADS,
-    TILE,
-    ONLINE,
-    OUT,
-    N_PARTS
-};
-
-struct workspace_plan {
-    size_t count[N_PARTS], elem[N_PARTS], offset[N_PARTS];
-    size_t tile_ld;
-    size_t bytes;
-    bool overflow;
-};
-
-/* What a call of resolved config c with its paths and team holds besides
- * its result: every part's size and place in one block. */
-static void workspace_plan(const struct attn_config *c, const struct paths *p,
-                           unsigned threads, struct workspace_plan *w)
-{
-    memset(w, 0, sizeof *w);
-    size_t *count = w->count, *elem = w->elem;
-    const unsigned want = c->want;
-    const bool projected = c->mode == ATTN_MODE_PROJECTED;
-    const size_t qb = c->n_query < p->query_rows ? c->n_query : p->query_rows;
-    /* m: keys, which K and V hold; the context has n_ctx rows */
-    const size_t b = c->batch, n = c->n_query, m = c->n_keys;
-    w->tile_ld = p->full_path ? m : (m < KEY_BLOCK ? m : KEY_BLOCK);
-    for (int i = 0; i < N_PARTS; i++)
-        elem[i] = sizeof(float);
-    elem[ONLINE] = elem[ONLINE_SEQ] = sizeof(struct softmax_online);
-    elem[SCRATCH] = sizeof(struct scratch);
-    if (c->positional == ATTN_POS_SINUSOIDAL) {
-        count[X_PE] = b * n * c->d_model;
-        if (c->cross)
-            count[C_PE] = b * c->n_ctx * c->d_ctx;
-    }
-    const size_t hk = c->heads * c->d_k, hv = c->heads * c->d_v;
-    count[SCRATCH] = threads;
-    if (p->key_outer) {
-        count[K] = KEY_BLOCK * c->kv_heads * c->d_k;
-        count[V] = KEY_BLOCK * c->kv_heads * c->d_v;
-        if (!(want & ATTN_WANT_Q))
-            count[Q_SEQ] = n * hk;
-        if (!(want & ATTN_WANT_HEADS) && !p->heads_in_output)
-            count[HEADS_SEQ] = n * hv;
-        count[ONLINE_SEQ] = c->heads * n;
-        if (p->heads_in_output && !c->no_out_proj)
-            count[OUT] = qb * c->d_out;
-    } else {
-        if (projected && !(want & ATTN_WANT_K))
-            count[K] = b * m * c->kv_heads * c->d_k;
-        if (projected && !(want & ATTN_WANT_V))
-            count[V] = b * m * c->kv_heads * c->d_v;
-        if (projected && !(want & ATTN_WANT_Q))
-            count[Q] = qb * hk;
-        if (p->need_pv && !(want & ATTN_WANT_HEADS))
-            count[HEADS] = qb * hv;
-        if (!p->full_path)
-            count[ONLINE] = qb;
-    }
-    if (!p->full_path || !(want & ATTN_WANT_WEIGHTS))
-        if (!size_mul(qb, w->tile_ld, &count[TILE]))
-            count[TILE] = SIZE_MAX;
-
-    struct plan pl = {0, false};
-    for (int i = 0; i < N_PARTS; i++) {
-        const bool per_thread = i > SCRATCH;
-        for (unsigned t = 0; t < (per_thread ? threads : 1); t++) {
-            size_t at = 0;
-            if (count[i])
-                plan_take(&pl, &at, count[i], elem[i]);
-            if (t == 0)
-                w->offset[i] = at;
-        }
-    }
-    w->bytes = pl.bytes;
-    w->overflow = pl.overflow;
-}
-
-size_t attn_workspace_bytes(const struct attn_config *cfg)
-{
-    const struct paths p = paths_of(cfg);
-    struct workspace_plan w;
-    workspace_plan(cfg, &p, team_size(cfg, &p), &w);
-    return w.overflow ? SIZE_MAX : w.bytes;
-}
-
 static attn_status workspace_init(struct forward *f, unsigned threads,
                                   struct attn_error *err)
 {
     struct workspace_plan w;
-    workspace_plan(f->cfg, &f->paths, threads, &w);
+    forward_workspace(f->cfg, &f->paths, threads, &w);
     const size_t *count = w.count, *elem = w.elem;
     size_t *offset = w.offset;
     f->tile_ld = w.tile_ld;
     if (w.overflow)
         return attn_fail(err, ATTN_E_TOO_BIG, "n_query",
                          "the scratch memory for this input is too large");
-    f->block = aligned_alloc(WS_ALIGN, w.bytes);
+    const struct ws_plan block = {.bytes = w.bytes};
+    f->block = ws_alloc(&block);
     if (!f->block)
         return attn_fail(err, ATTN_E_NOMEM, "n_query",
                          "out of memory for %zu bytes of scratch", w.bytes);
@@ -520,67 +305,6 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
 #undef PART
     return ATTN_OK;
 }
-
-/* The arrays a result may hold, with their sizes; slots point into res. */
-struct result_part {
-    unsigned bit;
-    float **slot;
-    size_t count;
-    bool zeroed;
-};
-enum { N_RESULT_PARTS = 9 };
-
-static void result_parts(const struct attn_config *c, struct attn_result *res,
-                         struct result_part parts[N_RESULT_PARTS])
-{
-    const size_t b = c->batch, n = c->n_query, m = c->n_keys;
-    const size_t h = c->heads, g = c->kv_heads;
-    const struct result_part all[N_RESULT_PARTS] = {
-        {ATTN_WANT_WEIGHTS, &res->weights, b * h * n * m, false},
-        {ATTN_WANT_WEIGHTS_RAW, &res->weights_raw, b * h * n * m, false},
-        {ATTN_WANT_SCORES, &res->scores, b * h * n * m, false},
-        {ATTN_WANT_MEAN_WEIGHTS, &res->mean_weights, b * n * m, true},
-        {ATTN_WANT_Q, &res->q, b * n * h * c->d_k, false},
-        {ATTN_WANT_K, &res->k, b * m * g * c->d_k, false},
-        {ATTN_WANT_V, &res->v, b * m * g * c->d_v, false},
-        {ATTN_WANT_HEADS, &res->heads_out, b * n * h * c->d_v, false},
-        {ATTN_WANT_OUTPUT, &res->output, b * n * c->d_out, false},
-    };
-    memcpy(parts, all, sizeof all);
-}
-
-/* An array of a result that the pass writes whole (and the caller frees
- * with free()). Large ones start on a huge-page boundary, and the kernel
- * is asked for huge pages there: the first write to tens of megabytes of
- * weights would otherwise fault once per 4 KiB page, which costs more than
- * the softmax over them. */
-static void *result_alloc(size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-    if (bytes >= HUGE_ARRAY) {
-        const size_t whole = (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-        void *a = aligned_alloc(HUGE_PAGE, whole);
-        if (a)
-            madvise(a, whole, MADV_HUGEPAGE); /* only advice */
-        return a;
-    }
-#endif
-    return malloc(bytes);
-}
-
-/* The bytes result_alloc() takes beyond bytes (none for a zeroed array,
- * which calloc() allocates). */
-static size_t result_alloc_extra(size_t bytes, bool zeroed)
-{
-#ifdef MADV_HUGEPAGE
-    if (!zeroed && bytes >= HUGE_ARRAY)
-        return (HUGE_PAGE - bytes % HUGE_PAGE) % HUGE_PAGE;
-#endif
-    (void)bytes;
-    (void)zeroed;
-    return 0;
-}
-
 /* Allocate the arrays the caller asked for. */
 static attn_status result_init(const struct attn_config *c,
                                struct attn_result *res, struct attn_error *err)
@@ -596,13 +320,13 @@ static attn_status result_init(const struct attn_config *c,
     res->d_v = c->d_v;
     res->d_out = c->d_out;
     struct result_part arrays[N_RESULT_PARTS];
-    result_parts(c, res, arrays);
+    forward_result_parts(c, res, arrays);
     for (size_t i = 0; i < N_RESULT_PARTS; i++) {
         if (!(c->want & arrays[i].bit))
             continue;
         *arrays[i].slot = arrays[i].zeroed
                               ? calloc(arrays[i].count, sizeof(float))
-                              : result_alloc(arrays[i].count * sizeof(float));
+                              : forward_result_alloc(arrays[i].count * sizeof(float));
         if (!*arrays[i].slot)
             goto nomem;
     }
@@ -614,44 +338,6 @@ nomem:
     attn_result_free(res);
     return attn_fail(err, ATTN_E_NOMEM, "return",
                      "out of memory for the requested arrays");
-}
-
-bool attn_forward_needs_pool(const struct attn_config *cfg)
-{
-    const struct paths p = paths_of(cfg);
-    return team_size(cfg, &p) > 1;
-}
-
-size_t attn_forward_bytes(const struct attn_config *cfg)
-{
-    struct attn_result res;
-    struct result_part arrays[N_RESULT_PARTS];
-    result_parts(cfg, &res, arrays);
-    /* every term is under SIZE_MAX / 32 once the config is resolved */
-    size_t floats = 0, rounding = 0;
-    for (size_t i = 0; i < N_RESULT_PARTS; i++)
-        if (cfg->want & arrays[i].bit) {
-            floats += arrays[i].count;
-            rounding += result_alloc_extra(arrays[i].count * sizeof(float),
-                                           arrays[i].zeroed);
-        }
-    if (cfg->mode == ATTN_MODE_PROJECTED && !cfg->params) {
-        struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
-        const size_t n = attn_params_layout(cfg, 0, tensors);
-        for (size_t i = 0; i < n; i++)
-            floats += attn_param_count(&tensors[i]);
-    }
-    const size_t workspace = attn_workspace_bytes(cfg);
-    /* a team of more than one runs on a pool, the call's own when the
-     * caller gave none or its pool is busy */
-    const size_t pool = attn_forward_needs_pool(cfg) ? pool_bytes() : 0;
-    size_t bytes;
-    if (!size_mul(floats, sizeof(float), &bytes) ||
-        !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
-        !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool) ||
-        !size_add_to(&bytes, rounding))
-        return SIZE_MAX;
-    return bytes;
 }
 
 void attn_result_free(struct attn_result *result)
@@ -1198,37 +884,20 @@ static void key_outer_finish(struct forward *f, size_t unit, struct scratch *sc)
 
 /* ----------------------------------------------------------------- team */
 
-/* Take units until none is left. Which thread runs a unit never changes
- * what the unit computes, so results do not depend on the team's size. */
-static void member_run(void *arg, unsigned member)
+/* Unit u of the phase in hand, with its member's scratch. */
+static void forward_unit(void *arg, size_t u, unsigned member)
 {
     struct forward *f = arg;
-    struct scratch *sc = &f->scratch[member];
-    const atomic_bool *cancel = f->cfg->cancel;
-    for (;;) {
-        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed))
-            return; /* the units left are skipped; the caller sees it */
-        const size_t u = atomic_fetch_add(&f->next_unit, 1);
-        if (u >= f->n_units)
-            return;
-        f->unit(f, u, sc);
-    }
+    f->unit(f, u, &f->scratch[member]);
 }
 
-/* One phase: n_units units on the team (the pool's threads, at most
- * f->team of them), or on the calling thread alone without a pool. */
+/* One phase: n_units units on the team (pool.h). */
 static void run_phase(struct forward *f,
                       void (*unit)(struct forward *, size_t, struct scratch *),
                       size_t n_units)
 {
     f->unit = unit;
-    f->n_units = n_units;
-    atomic_store(&f->next_unit, 0);
-    const unsigned members = f->team < n_units ? f->team : (unsigned)n_units;
-    if (f->pool && members > 1)
-        pool_run(f->pool, members, member_run, f);
-    else
-        member_run(f, 0);
+    pool_phase(&f->team, forward_unit, f, n_units);
 }
 
 /* Every sequence in turn: its queries, then each key block, then its rows. */
@@ -1308,30 +977,31 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
         if (st)
             return st;
     }
-    f.paths = paths_of(&cfg);
+    f.paths = forward_paths(&cfg);
     f.scale = attn_config_scale(&cfg);
     f.dropout_key = attn_stream_key(cfg.seed, "dropout", strlen("dropout"));
 
     const size_t kr = f.paths.kv_rows, qr = f.paths.query_rows;
     const size_t kv_units = cfg.batch * ((cfg.n_ctx + kr - 1) / kr);
     const size_t q_units = cfg.batch * ((cfg.n_query + qr - 1) / qr);
-    const unsigned threads = team_size(&cfg, &f.paths);
+    const unsigned threads = forward_team(&cfg, &f.paths);
     struct attn_pool *own_pool = NULL;
     atomic_flag_clear(&f.overflowed);
     st = result_init(&cfg, out, err);
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st)
-        st = pool_take(cfg.pool, threads, &f.pool, &own_pool, err);
+        st = pool_take(cfg.pool, threads, &f.team.pool, &own_pool, err);
     if (!st) {
-        f.team = threads;
+        f.team.size = threads;
+        f.team.cancel = cfg.cancel;
         if (f.paths.key_outer) {
             run_key_outer(&f);
         } else {
             run_phase(&f, key_unit, kv_units);
             run_phase(&f, query_unit, q_units);
         }
-        pool_give_back(f.pool, own_pool);
+        pool_give_back(f.team.pool, own_pool);
         for (size_t i = 0; i < cfg.batch * cfg.n_query; i++)
             out->n_fully_masked += out->fully_masked[i];
         if (cfg.cancel && atomic_load(cfg.cancel)) {

@@ -65,12 +65,21 @@ size_t attn_param_count(const struct attn_param_tensor *t)
     return t->is_weight ? t->rows * t->cols : t->rows;
 }
 
-float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot)
+const float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot)
 {
-    float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk,     &p->bk,
+    const float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk,     &p->bk,
                                        &p->wv, &p->bv, &p->bias_k, &p->bias_v,
                                        &p->wo, &p->bo};
     return slots[slot];
+}
+
+const float *attn_params_tensor(const struct attn_params *p,
+                                enum attn_param_slot slot)
+{
+    const float *const tensors[ATTN_PARAM_COUNT] = {
+        p->wq, p->bq, p->wk, p->bk, p->wv, p->bv, p->bias_k, p->bias_v,
+        p->wo, p->bo};
+    return tensors[slot];
 }
 
 attn_status attn_params_draw(const struct attn_config *cfg,
@@ -114,7 +123,7 @@ void attn_params_free(struct attn_params *params)
     if (!params)
         return;
     for (int s = 0; s < ATTN_PARAM_COUNT; s++)
-        free(*attn_params_slot(params, (enum attn_param_slot)s));
+        free((void *)*attn_params_slot(params, (enum attn_param_slot)s));
     memset(params, 0, sizeof *params);
 }
 
@@ -125,9 +134,8 @@ attn_status attn_params_check(const struct attn_config *cfg,
     /* List every bias: explicit parameters have one whenever present. */
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n = attn_params_layout(cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
-    struct attn_params *mutable_view = (struct attn_params *)p;
     for (size_t t = 0; t < n; t++) {
-        const float *values = *attn_params_slot(mutable_view, tensors[t].slot);
+        const float *values = attn_params_tensor(p, tensors[t].slot);
         if (!values) {
             if (!tensors[t].required)
                 continue; /* an absent bias is no bias */

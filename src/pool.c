@@ -252,3 +252,53 @@ void pool_give_back(struct attn_pool *use, struct attn_pool *own)
         pool_release(use);
     attn_pool_free(own);
 }
+
+/* ---------------------------------------------------------------- phases */
+
+unsigned pool_team_size(unsigned threads, size_t units)
+{
+    unsigned t = threads ? threads : 1;
+    if (t > POOL_MAX_MEMBERS)
+        t = POOL_MAX_MEMBERS;
+    if (t > units)
+        t = (unsigned)units;
+    return t;
+}
+
+/* One phase as its members see it. */
+struct phase {
+    pool_unit unit;
+    void *arg;
+    size_t n_units;
+    const atomic_bool *cancel;
+    atomic_size_t next_unit;
+};
+
+/* Take units until none is left. */
+static void phase_member(void *arg, unsigned member)
+{
+    struct phase *ph = arg;
+    for (;;) {
+        if (ph->cancel &&
+            atomic_load_explicit(ph->cancel, memory_order_relaxed))
+            return; /* the units left are skipped; the caller sees it */
+        const size_t u = atomic_fetch_add(&ph->next_unit, 1);
+        if (u >= ph->n_units)
+            return;
+        ph->unit(ph->arg, u, member);
+    }
+}
+
+void pool_phase(const struct pool_team *team, pool_unit unit, void *arg,
+                size_t n_units)
+{
+    struct phase ph = {
+        .unit = unit, .arg = arg, .n_units = n_units, .cancel = team->cancel};
+    atomic_init(&ph.next_unit, 0);
+    const unsigned members =
+        team->size < n_units ? team->size : (unsigned)n_units;
+    if (team->pool && members > 1)
+        pool_run(team->pool, members, phase_member, &ph);
+    else
+        phase_member(&ph, 0);
+}

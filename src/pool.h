@@ -31,11 +31,6 @@ attn_status pool_take(struct attn_pool *given, unsigned team,
                       struct attn_pool **use, struct attn_pool **own,
                       struct attn_error *err);
 
-/* Does attn_forward(cfg) run on a team of more than one, and so on
- * cfg->pool or, when that is busy, a pool of its own (whose bytes
- * attn_forward_bytes() counts)? Defined by forward.c. */
-bool attn_forward_needs_pool(const struct attn_config *cfg);
-
 /* Undo pool_take(): release use when it was the given pool, free own. */
 void pool_give_back(struct attn_pool *use, struct attn_pool *own);
 
@@ -44,5 +39,37 @@ void pool_give_back(struct attn_pool *use, struct attn_pool *own);
  * Only the call that acquired the pool may run jobs on it. */
 void pool_run(struct attn_pool *pool, unsigned members, pool_job job,
               void *arg);
+
+/* ---------------------------------------------------------------- phases */
+
+/*
+ * A pass runs as phases of independent units with fixed boundaries: any
+ * member may take any unit, and which one does never changes what the
+ * unit computes, so the results are the same bits for every team size.
+ */
+
+/* The members a call allowed threads (0 means 1) needs when its widest
+ * phase has units units: never more than POOL_MAX_MEMBERS or units, which
+ * a larger team would only idle over. */
+unsigned pool_team_size(unsigned threads, size_t units);
+
+/* A team: the calling thread plus, when pool is not NULL, its helpers, at
+ * most size members in all; members stop taking units once *cancel (when
+ * not NULL) is raised. */
+struct pool_team {
+    struct attn_pool *pool;
+    unsigned size;
+    const atomic_bool *cancel;
+};
+
+/* Unit u of a phase, run by member (0 = the calling thread), which
+ * indexes any per-member scratch. */
+typedef void (*pool_unit)(void *arg, size_t u, unsigned member);
+
+/* Run units 0 .. n_units - 1 of a phase on the team and return once all
+ * are done (or skipped after a cancel, which the caller checks). The
+ * caller must hold team->pool (pool_take() or pool_acquire()). */
+void pool_phase(const struct pool_team *team, pool_unit unit, void *arg,
+                size_t n_units);
 
 #endif

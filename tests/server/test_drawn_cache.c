@@ -40,8 +40,8 @@ static void same_as_drawn(const struct attn_config *cfg,
     const size_t n = attn_params_layout(cfg, 0, t);
     assert_true(n > 0);
     for (size_t i = 0; i < n; i++) {
-        const float *a = *attn_params_slot(lent, t[i].slot);
-        const float *b = *attn_params_slot(&drawn, t[i].slot);
+        const float *a = attn_params_tensor(lent, t[i].slot);
+        const float *b = attn_params_tensor(&drawn, t[i].slot);
         assert_non_null(a);
         assert_memory_equal(a, b, attn_param_count(&t[i]) * sizeof(float));
     }

@@ -746,10 +746,11 @@ static void test_nonfinite_inputs_rejected(void **state)
     assert_int_equal(err.n_index, 3);
     assert_null(res.output);
     f.x[1 * 12 + 2 * 4 + 1] = 0.5f;
-    f.params.wk[3] = INFINITY;
+    float *wk = (float *)f.params.wk; /* the fixture's own, drawn */
+    wk[3] = INFINITY;
     assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_E_INPUT);
     assert_string_equal(err.field, "k_proj.weight");
-    f.params.wk[3] = 0.0f;
+    wk[3] = 0.0f;
     assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err), ATTN_OK);
     attn_result_free(&res);
     fixture_free(&f);
@@ -1030,7 +1031,7 @@ static void test_parity_options_checked(void **state)
                      .n_query = 3, .d_model = 4, .heads = 2, .bias_kv = true},
                  4, MASK_BIAS, false);
     struct attn_result res;
-    float *bias_v = f.params.bias_v;
+    const float *bias_v = f.params.bias_v;
     f.params.bias_v = NULL;
     assert_int_equal(attn_forward(&f.cfg, f.x, NULL, &res, &err),
                      ATTN_E_INVALID);

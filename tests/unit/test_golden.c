@@ -204,7 +204,7 @@ static void params_of(const cJSON *obj, struct attn_params *p)
         return;
     const struct {
         const char *name;
-        float **slot;
+        const float **slot;
     } names[] = {
         {"q_proj.weight", &p->wq},   {"q_proj.bias", &p->bq},
         {"k_proj.weight", &p->wk},   {"k_proj.bias", &p->bk},
@@ -314,9 +314,10 @@ static void run_case(void **state)
         attn_result_free(&r);
     }
     for (int s = 0; s < 8; s++) {
-        float **slots[] = {&params.wq, &params.bq, &params.wk, &params.bk,
-                           &params.wv, &params.bv, &params.wo, &params.bo};
-        free(*slots[s]);
+        const float **slots[] = {&params.wq, &params.bq, &params.wk,
+                                 &params.bk, &params.wv, &params.bv,
+                                 &params.wo, &params.bo};
+        free((void *)*slots[s]);
     }
     free(x);
     free(context);
@@ -374,9 +375,9 @@ static void test_streams_embeddings_params(void **state)
     assert_int_equal(attn_params_draw(&cfg, &drawn, &err), ATTN_OK);
     struct attn_params want;
     params_of(get(pd, "tensors"), &want);
-    float **g_slots[] = {&drawn.wq, &drawn.bq, &drawn.wk, &drawn.bk,
+    const float **g_slots[] = {&drawn.wq, &drawn.bq, &drawn.wk, &drawn.bk,
                          &drawn.wv, &drawn.bv, &drawn.wo, &drawn.bo};
-    float **w_slots[] = {&want.wq, &want.bq, &want.wk, &want.bk,
+    const float **w_slots[] = {&want.wq, &want.bq, &want.wk, &want.bk,
                          &want.wv, &want.bv, &want.wo, &want.bo};
     const char *names[] = {"q_proj.weight",   "q_proj.bias",   "k_proj.weight",
                            "k_proj.bias",     "v_proj.weight", "v_proj.bias",
@@ -394,7 +395,7 @@ static void test_streams_embeddings_params(void **state)
             if ((*g_slots[i])[e] != (*w_slots[i])[e])
                 fail_msg("%s[%d]: %.9g, expected %.9g", names[i], e,
                          (double)(*g_slots[i])[e], (double)(*w_slots[i])[e]);
-        free(*w_slots[i]);
+        free((void *)*w_slots[i]);
     }
     attn_params_free(&drawn);
     cJSON_Delete(doc);
