@@ -21,11 +21,11 @@ bool attend_run(struct request *req, unsigned threads,
 
 /*
  * The same for a request on a loaded model (req->model.entry): the
- * encoder's forward pass, returning what req->model.run asks for. On
- * success the caller owns *res (bert_result_free()).
+ * model's forward pass as decoding planned it (req->model.plan, on one
+ * thread), returning what req->model.run asks for. On success the caller
+ * owns *res (xf_result_free()).
  */
-bool attend_model_run(struct request *req, unsigned threads,
-                      const atomic_bool *cancel, struct bert_result *res,
-                      struct problem *pb);
+bool attend_model_run(struct request *req, const atomic_bool *cancel,
+                      struct xf_result *res, struct problem *pb);
 
 #endif

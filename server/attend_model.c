@@ -8,19 +8,14 @@
 
 #include <string.h>
 
-bool attend_model_run(struct request *req, unsigned threads,
-                      const atomic_bool *cancel, struct bert_result *res,
-                      struct problem *pb)
+bool attend_model_run(struct request *req, const atomic_bool *cancel,
+                      struct xf_result *res, struct problem *pb)
 {
     memset(res, 0, sizeof *res);
     if (!req->compute) /* "return": [] asks for tokens and config only */
         return true;
-    struct bert_run *run = &req->model.run;
-    run->threads = threads;
-    run->cancel = cancel;
     struct attn_error err;
-    const attn_status st =
-        bert_forward(&req->model.entry->model->bert, run, res, &err);
+    const attn_status st = xf_forward(&req->model.plan, cancel, res, &err);
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err, "");
     return true;

@@ -192,7 +192,7 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     unsigned char *png = NULL;
     const bool drawn =
         ex->req.model.entry
-            ? render_model_png(&ex->req, &ex->bert, RENDER_MAX_PIXELS, &png,
+            ? render_model_png(&ex->req, &ex->xf, RENDER_MAX_PIXELS, &png,
                                bytes, pb)
             : render_png(&ex->req, &ex->res, RENDER_MAX_PIXELS, &png, bytes,
                          pb);
@@ -211,7 +211,7 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
 {
     struct response_stream *stream =
         ex->req.model.entry
-            ? response_stream_new_model(&ex->req, &ex->res, &ex->bert)
+            ? response_stream_new_model(&ex->req, &ex->res, &ex->xf)
             : response_stream_new(&ex->req, &ex->res);
     char *head = stream ? malloc(WHOLE_ANSWER_BYTES) : NULL;
     struct MHD_Response *r = NULL;
@@ -259,8 +259,7 @@ static bool reserve_answer(struct exchange *ex, struct problem *pb)
     const bool model = req->model.entry != NULL;
     size_t computed = 0;
     if (req->compute)
-        computed = model ? bert_forward_bytes(&req->model.entry->model->bert,
-                                              &req->model.run)
+        computed = model ? xf_plan_bytes(&req->model.plan)
                          : attn_forward_bytes(&req->cfg);
     const size_t answer_bytes =
         !req->png.wanted
@@ -283,7 +282,7 @@ static void compute_answer(struct exchange *ex)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct models_entry *model = ex->req.model.entry;
     const bool ok =
-        model ? attend_model_run(&ex->req, 1, &s->cancel, &ex->bert, &pb)
+        model ? attend_model_run(&ex->req, &s->cancel, &ex->xf, &pb)
               : attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
     const double compute_s = seconds_since(&t0);
     /* A PNG is drawn here too: its canvas is as large as any array. A JSON
@@ -296,9 +295,8 @@ static void compute_answer(struct exchange *ex)
         r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
     if (ok && model) {
-        const double flops = ex->req.compute ? bert_flops(&model->model->bert,
-                                                          &ex->req.model.run)
-                                             : 0;
+        const double flops =
+            ex->req.compute ? xf_plan_flops(&ex->req.model.plan) : 0;
         metrics_add_flops(flops);
         models_count(model, flops);
     } else if (ok && ex->req.compute) {
@@ -387,9 +385,8 @@ static bool answer_inline(const struct request *req)
 {
     const struct models_entry *model = req->model.entry;
     const double flops = !req->compute ? 0
-                         : model
-                             ? bert_flops(&model->model->bert, &req->model.run)
-                             : attn_flops(&req->cfg);
+                         : model       ? xf_plan_flops(&req->model.plan)
+                                       : attn_flops(&req->cfg);
     if (flops >= INLINE_FLOPS)
         return false;
     if (!req->png.wanted)

@@ -68,9 +68,9 @@ struct exchange {
     bool has_request;
     struct request req;
     struct attn_result res;
-    struct bert_result bert; /* the result of a request on a model */
-    bool decoded;            /* ex->req holds the whole request */
-    bool decoded_late;       /* the body is a worker's to decode */
+    struct xf_result xf; /* the result of a request on a model */
+    bool decoded;        /* ex->req holds the whole request */
+    bool decoded_late;   /* the body is a worker's to decode */
     double parse_seconds;
     char etag[24]; /* of a GET; "" for a POST */
     /* handed to the compute pool, the connection suspended meanwhile */

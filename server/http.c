@@ -259,7 +259,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         MHD_destroy_response(ex->prepared.response);
     if (ex->has_request) {
         attn_result_free(&ex->res);
-        bert_result_free(&ex->bert);
+        xf_result_free(&ex->xf);
         request_free(&ex->req);
     }
     buf_free(&ex->body);

@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
                 "%zu MiB of float32 weights\n",
-                m->name, m->bert.layers, m->bert.heads, m->bert.hidden,
+                m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
                 m->weight_bytes >> 20);
     }
     struct http_server *srv = http_start(&opt, &models);

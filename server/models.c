@@ -24,14 +24,14 @@ static uint64_t fnv_more(uint64_t h, const void *bytes, size_t len)
  * of every MiB of the data (touching one page in 256 of the mapping). */
 static uint64_t fingerprint(const struct model *m)
 {
-    const struct bert_model *b = &m->bert;
+    const struct xf_model *b = &m->xf;
     const size_t sizes[] = {
         b->layers,          b->heads,      b->hidden,
         b->intermediate,    b->vocab_size, b->max_positions,
         b->type_vocab_size, m->map_bytes,  m->do_lower_case};
     uint64_t h = fnv_more(0xcbf29ce484222325ull, sizes, sizeof sizes);
-    for (uint32_t id = 0; id < bert_vocab_size(m->vocab); id++) {
-        const char *t = bert_vocab_token(m->vocab, id);
+    for (uint32_t id = 0; id < tok_vocab_size(&m->tokenizer); id++) {
+        const char *t = tok_token_text(&m->tokenizer, id);
         h = fnv_more(h, t, strlen(t) + 1);
     }
     const unsigned char *map = m->map;
@@ -124,11 +124,6 @@ void models_names(const struct models *set, char *out, size_t out_len)
     }
 }
 
-static const char *act_name(bert_act act)
-{
-    return act == BERT_ACT_GELU ? "gelu" : "gelu_new";
-}
-
 char *models_document(const struct models *set, size_t *len)
 {
     struct buf b;
@@ -136,7 +131,7 @@ char *models_document(const struct models *set, size_t *len)
     bool ok = buf_append_str(&b, "{\"models\":[");
     for (size_t i = 0; ok && set && i < set->count; i++) {
         const struct model *m = set->entry[i].model;
-        const struct bert_model *x = &m->bert;
+        const struct xf_model *x = &m->xf;
         ok = buf_printf(
             &b,
             "%s{\"name\":\"%s\",\"layers\":%zu,\"heads\":%zu,\"hidden\":%zu,"
@@ -145,7 +140,7 @@ char *models_document(const struct models *set, size_t *len)
             "\"weight_bytes\":%zu}",
             i ? "," : "", m->name, x->layers, x->heads, x->hidden,
             x->intermediate, x->vocab_size, x->max_positions,
-            x->type_vocab_size, act_name(x->act),
+            x->type_vocab_size, xf_act_name(x->arch.act),
             m->do_lower_case ? "true" : "false", m->weight_bytes);
     }
     ok = ok && buf_append_str(&b, "]}\n");

@@ -53,7 +53,7 @@ size_t render_png_bytes(const struct request *req);
  * tile attnd:tile_max (each tile's largest weight, in tile order).
  * Ownership as render_png().
  */
-bool render_model_png(const struct request *req, const struct bert_result *res,
+bool render_model_png(const struct request *req, const struct xf_result *res,
                       size_t max_pixels, unsigned char **png, size_t *len,
                       struct problem *pb);
 

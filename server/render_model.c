@@ -86,7 +86,7 @@ static unsigned model_view_cell(const struct request *req, size_t n)
 /* The panels of the image, their count. */
 static size_t panel_count(const struct request *req)
 {
-    const struct bert_model *b = &req->model.entry->model->bert;
+    const struct xf_model *b = &req->model.entry->model->xf;
     switch (req->png.view) {
     case VIEW_MODEL: return b->layers * b->heads;
     case VIEW_ROLLOUT: return 1;
@@ -94,19 +94,7 @@ static size_t panel_count(const struct request *req)
     }
 }
 
-/* Whether the tokenizer put position i of enc in: [CLS] at 0, the [SEP]
- * that ends sentence A (the last of token type 0) and the one at the end.
- * bert_encode() makes [CLS] A [SEP] or [CLS] A [SEP] B [SEP]; a [SEP] the
- * client typed inside a sentence is not at any of these. */
-static bool added_by_tokenizer(const struct bert_encoding *enc, size_t i)
-{
-    const size_t n = enc->count;
-    if (i == 0 || i + 1 == n)
-        return true;
-    return enc->type_ids[i] == 0 && enc->type_ids[i + 1] == 1;
-}
-
-static char *json_tokens(const struct model *m, const struct bert_encoding *e,
+static char *json_tokens(const struct model *m, const struct tok_encoding *e,
                          const size_t *at, size_t n)
 {
     struct buf b;
@@ -114,8 +102,8 @@ static char *json_tokens(const struct model *m, const struct bert_encoding *e,
     bool ok = buf_append_str(&b, "[");
     for (size_t i = 0; ok && i < n; i++)
         ok = (!i || buf_append_str(&b, ",")) &&
-             buf_append_json_string(&b,
-                                    bert_vocab_token(m->vocab, e->ids[at[i]]));
+             buf_append_json_string(
+                 &b, tok_token_text(&m->tokenizer, e->ids[at[i]]));
     ok = ok && buf_append_str(&b, "]");
     if (!ok) {
         buf_free(&b);
@@ -129,7 +117,7 @@ static char *json_tokens(const struct model *m, const struct bert_encoding *e,
 static bool picture_positions(struct picture *p, const struct request *req,
                               struct problem *pb)
 {
-    const struct bert_encoding *enc = &req->model.enc;
+    const struct tok_encoding *enc = &req->model.enc;
     const bool hide = req->png.special == SPECIAL_HIDE;
     p->at = malloc((enc->count ? enc->count : 1) * sizeof *p->at);
     if (!p->at)
@@ -137,7 +125,7 @@ static bool picture_positions(struct picture *p, const struct request *req,
                                  "out of memory for the wordpieces");
     p->n = 0;
     for (size_t i = 0; i < enc->count; i++)
-        if (!hide || !added_by_tokenizer(enc, i))
+        if (!hide || !enc->added[i])
             p->at[p->n++] = i;
     if (!p->n)
         return problem_set(pb, 422, "/special",
@@ -154,7 +142,7 @@ static bool picture_make(struct picture *p, const struct request *req,
     memset(p, 0, sizeof *p);
     const struct request_png *o = &req->png;
     const struct model *m = req->model.entry->model;
-    const size_t h = m->bert.heads;
+    const size_t h = m->xf.heads;
     if (!picture_positions(p, req, pb))
         return false;
     const size_t n = p->n;
@@ -168,10 +156,11 @@ static bool picture_make(struct picture *p, const struct request *req,
             pb, DRAW_E_NOMEM,
             "out of memory for titles, labels and text chunks");
     for (size_t i = 0; i < n; i++)
-        p->labels[i] = bert_vocab_token(m->vocab, req->model.enc.ids[p->at[i]]);
+        p->labels[i] =
+            tok_token_text(&m->tokenizer, req->model.enc.ids[p->at[i]]);
     snprintf(p->head_text, sizeof p->head_text, "all");
     snprintf(p->layer_text, sizeof p->layer_text, "all");
-    if (req->model.run.layer != BERT_ALL_LAYERS)
+    if (req->model.run.layer != XF_ALL_LAYERS)
         snprintf(p->layer_text, sizeof p->layer_text, "%zu",
                  req->model.run.layer);
     for (size_t k = 0; k < p->count; k++) {
@@ -202,11 +191,11 @@ static bool picture_make(struct picture *p, const struct request *req,
     if (o->view == VIEW_MODEL)
         snprintf(p->title, sizeof p->title,
                  "%s: attention of %zu layers (rows) x %zu heads%s", m->name,
-                 m->bert.layers, h, scaled);
+                 m->xf.layers, h, scaled);
     else if (o->view == VIEW_ROLLOUT)
         snprintf(p->title, sizeof p->title,
                  "%s: attention rollout over %zu layers", m->name,
-                 m->bert.layers);
+                 m->xf.layers);
     else
         snprintf(p->title, sizeof p->title, "%s: layer %zu, %s%s", m->name,
                  req->model.run.layer,
@@ -248,7 +237,7 @@ static bool picture_make(struct picture *p, const struct request *req,
 
 /* Panel k's full matrix in the encoder's result: [N][N] of enc->count. */
 static const float *panel_source(const struct request *req,
-                                 const struct bert_result *res, size_t k)
+                                 const struct xf_result *res, size_t k)
 {
     const size_t n = res->n;
     if (req->png.view == VIEW_ROLLOUT)
@@ -265,7 +254,7 @@ static const float *panel_source(const struct request *req,
  * and the texts that tell them: the smallest and largest weight shown,
  * and each tile's largest with a scale per tile. */
 static bool picture_fill(struct picture *p, const struct request *req,
-                         const struct bert_result *res)
+                         const struct xf_result *res)
 {
     const size_t n = p->n, full = res->n;
     if (n < full) {
@@ -325,7 +314,7 @@ bool render_model_png_measure(struct request *req, struct problem *pb)
     return ok;
 }
 
-bool render_model_png(const struct request *req, const struct bert_result *res,
+bool render_model_png(const struct request *req, const struct xf_result *res,
                       size_t max_pixels, unsigned char **png, size_t *len,
                       struct problem *pb)
 {
@@ -360,7 +349,8 @@ size_t render_model_png_bytes(const struct request *req)
     size_t tokens = 0;
     for (size_t i = 0; i < n; i++)
         tokens +=
-            8 * strlen(bert_vocab_token(m->vocab, req->model.enc.ids[i])) + 64;
+            8 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
+            64;
     return pixels * 3 + pixels * 9 / 2 + cut + panels * 128 + tokens +
            ((size_t)1 << 20);
 }

@@ -42,7 +42,7 @@ void request_free(struct request *req)
     input_free(&req->input);
     input_free(&req->context);
     input_free(&req->value);
-    bert_encoding_free(&req->model.enc);
+    tok_encoding_free(&req->model.enc);
     if (req->params_lease.n_held || req->params_lease.n_own)
         drawn_lease_end(&req->params_lease); /* the drawn parameters */
     else

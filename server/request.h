@@ -13,7 +13,8 @@
 #define ATTND_REQUEST_H
 
 #include "attention.h"
-#include "bert.h"
+#include "tokenizer.h"
+#include "transformer.h"
 #include "drawn_cache.h"
 #include "budget.h"
 #include "heatmap.h"
@@ -85,8 +86,9 @@ struct request_png {
 struct request_model {
     struct models_entry *entry; /* borrowed from the server; NULL: the
                                    random-weights mode */
-    struct bert_encoding enc;   /* owned: the wordpieces */
-    struct bert_run run;        /* its ids point into enc */
+    struct tok_encoding enc;    /* owned: the model's tokens */
+    struct xf_run run;          /* its ids point into enc */
+    struct xf_plan plan;        /* of run, made once it is whole */
     bool pair;                  /* sentence_b was given */
 };
 

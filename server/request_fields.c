@@ -148,7 +148,7 @@ static bool echo_model(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
     const struct model *m = req->model.entry->model;
-    const struct bert_model *b = &m->bert;
+    const struct xf_model *b = &m->xf;
     return buf_printf(out,
                       ",\"%s\":\"%s\",\"layers\":%zu,\"heads\":%zu,"
                       "\"hidden\":%zu,\"intermediate\":%zu,"
@@ -156,7 +156,7 @@ static bool echo_model(struct buf *out, const struct request *req,
                       "\"lowercase\":%s",
                       f->name, m->name, b->layers, b->heads, b->hidden,
                       b->intermediate, b->max_positions,
-                      b->act == BERT_ACT_GELU ? "gelu" : "gelu_new",
+                      xf_act_name(b->arch.act),
                       m->do_lower_case ? "true" : "false");
 }
 
@@ -169,7 +169,7 @@ static bool echo_pair(struct buf *out, const struct request *req,
 static bool echo_layer(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
-    if (req->model.run.layer == BERT_ALL_LAYERS)
+    if (req->model.run.layer == XF_ALL_LAYERS)
         return buf_printf(out, ",\"%s\":\"all\"", f->name);
     return buf_printf(out, ",\"%s\":%zu", f->name, req->model.run.layer);
 }
@@ -245,7 +245,8 @@ static bool echo_return(struct buf *out, const struct request *req,
     bool first = true;
     for (size_t i = 0; i < request_return_count; i++) {
         const struct request_return *r = &request_returns[i];
-        const bool on = req->model.entry ? (req->model.run.want & r->bert) != 0
+        const bool on = req->model.entry
+                            ? (req->model.run.want & r->model_want) != 0
                         : r->want ? req->compute && (req->cfg.want & r->want)
                         : r->extra == REQUEST_WANT_PARAMS
                             ? (req->extra & r->extra) && !basic(req)
@@ -263,7 +264,7 @@ static bool echo_return(struct buf *out, const struct request *req,
 /* ------------------------------------------------------------ the table */
 
 const struct request_return request_returns[] = {
-    {"weights", ATTN_WANT_WEIGHTS, 0, BERT_WANT_WEIGHTS},
+    {"weights", ATTN_WANT_WEIGHTS, 0, XF_WANT_WEIGHTS},
     {"weights_before_dropout", ATTN_WANT_WEIGHTS_RAW, 0, 0},
     {"scores", ATTN_WANT_SCORES, 0, 0},
     {"q", ATTN_WANT_Q, 0, 0},
@@ -271,12 +272,12 @@ const struct request_return request_returns[] = {
     {"v", ATTN_WANT_V, 0, 0},
     {"heads_output", ATTN_WANT_HEADS, 0, 0},
     {"output", ATTN_WANT_OUTPUT, 0, 0},
-    {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, BERT_WANT_MEAN_WEIGHTS},
+    {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, XF_WANT_MEAN_WEIGHTS},
     {"embeddings", 0, REQUEST_WANT_EMBEDDINGS, 0},
     {"params", 0, REQUEST_WANT_PARAMS, 0},
     /* a model's only */
-    {"hidden_states", 0, 0, BERT_WANT_HIDDEN},
-    {"rollout", 0, 0, BERT_WANT_ROLLOUT},
+    {"hidden_states", 0, 0, XF_WANT_HIDDEN},
+    {"rollout", 0, 0, XF_WANT_ROLLOUT},
 };
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];

@@ -85,9 +85,9 @@ const char *request_field_models_name(enum request_field_models m);
  * adds (extra), in the order the echo lists them. */
 struct request_return {
     const char *name;
-    unsigned want;  /* enum attn_want bit, or 0 */
-    unsigned extra; /* enum request_extra bit, or 0 */
-    unsigned bert;  /* enum bert_want bit with a model, or 0 (refused) */
+    unsigned want;       /* enum attn_want bit, or 0 */
+    unsigned extra;      /* enum request_extra bit, or 0 */
+    unsigned model_want; /* enum xf_want bit with a model, or 0 (refused) */
 };
 extern const struct request_return request_returns[];
 extern const size_t request_return_count;

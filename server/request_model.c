@@ -55,7 +55,7 @@ static bool check_fields(const struct request *req, const cJSON *root,
                 "(%zu layers of %zu heads, hidden size %zu, its own "
                 "tokenizer and weights); remove %s, or \"model\" for the "
                 "random-weights mode",
-                f->name, m->name, m->bert.layers, m->bert.heads, m->bert.hidden,
+                f->name, m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
                 f->name);
     }
     return true;
@@ -65,20 +65,20 @@ static bool check_fields(const struct request *req, const cJSON *root,
 static bool take_return(struct request *req, const struct request_return *r,
                         const struct jpath *at, struct problem *pb)
 {
-    if (!r->bert)
+    if (!r->model_want)
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
                            "hidden_states and rollout",
                            at->name, r->name);
-    req->model.run.want |= r->bert;
+    req->model.run.want |= r->model_want;
     return true;
 }
 
 static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
 {
     struct request_model *rm = &req->model;
-    rm->run.want = BERT_WANT_WEIGHTS;
+    rm->run.want = XF_WANT_WEIGHTS;
     if (!v)
         return true;
     rm->run.want = 0;
@@ -94,7 +94,7 @@ static bool read_layer(struct request *req, const cJSON *v,
                        const struct model *m, struct problem *pb)
 {
     struct request_model *rm = &req->model;
-    rm->run.layer = BERT_ALL_LAYERS;
+    rm->run.layer = XF_ALL_LAYERS;
     if (!v || (cJSON_IsString(v) && !strcmp(v->valuestring, "all")))
         return true;
     struct jpath at;
@@ -103,15 +103,15 @@ static bool read_layer(struct request *req, const cJSON *v,
         return problem_set(pb, 422, at.pointer,
                            "layer is %s; expected \"all\" or a layer number "
                            "from 0 to %zu (layers count from 0)",
-                           jsonin_kind(v), m->bert.layers - 1);
+                           jsonin_kind(v), m->xf.layers - 1);
     size_t layer;
     if (!jsonin_size(v, &at, 0, SIZE_MAX - 1, &layer, pb))
         return false;
-    if (layer >= m->bert.layers)
+    if (layer >= m->xf.layers)
         return problem_set(pb, 422, at.pointer,
                            "layer (%zu) is out of range: the model \"%s\" has "
                            "%zu layers, numbered from 0 to %zu",
-                           layer, m->name, m->bert.layers, m->bert.layers - 1);
+                           layer, m->name, m->xf.layers, m->xf.layers - 1);
     rm->run.layer = layer;
     return true;
 }
@@ -143,26 +143,25 @@ static bool encode(struct request *req, const cJSON *root,
     if (!read_text(va, "sentence", &a, pb) ||
         (vb && !read_text(vb, "sentence_b", &b, pb)))
         return false;
-    if (b && m->bert.type_vocab_size < 2)
+    if (b && m->xf.type_vocab_size < 2)
         return problem_set(pb, 422, "/sentence_b",
                            "the model \"%s\" has one token type "
                            "(type_vocab_size 1): it takes no sentence_b",
                            m->name);
     req->model.pair = b != NULL;
     const size_t a_len = strlen(a), b_len = b ? strlen(b) : 0;
-    if (!request_reserve(req, bert_encode_bytes(a_len, b_len), "sentence", pb))
+    if (!request_reserve(req, tok_encode_bytes(&m->tokenizer, a_len, b_len),
+                         "sentence", pb))
         return false;
-    const size_t cap = m->bert.max_positions < lim->max_tokens
-                           ? m->bert.max_positions
+    const size_t cap = m->xf.max_positions < lim->max_tokens
+                           ? m->xf.max_positions
                            : lim->max_tokens;
-    const struct bert_encode_options opts = {.do_lower_case = m->do_lower_case,
-                                             .max_tokens = cap};
     struct attn_error err;
-    const attn_status st =
-        bert_encode(m->vocab, &opts, a, a_len, b, b_len, &req->model.enc, &err);
+    const attn_status st = tok_encode(&m->tokenizer, a, a_len, b, b_len, cap,
+                                      &req->model.enc, &err);
     const char *pointer = b ? "/sentence_b" : "/sentence";
     if (st == ATTN_E_TOO_BIG) {
-        if (cap == m->bert.max_positions)
+        if (cap == m->xf.max_positions)
             return problem_set(pb, 422, pointer,
                                "the input is more than %zu wordpieces with "
                                "[CLS] and [SEP]; the model \"%s\" takes at "
@@ -179,7 +178,7 @@ static bool encode(struct request *req, const cJSON *root,
         return problem_from_core(
             pb, st, &err,
             !strcmp(err.field, "sentence_b") ? "/sentence_b" : "/sentence");
-    struct bert_run *run = &req->model.run;
+    struct xf_run *run = &req->model.run;
     run->ids = req->model.enc.ids;
     run->type_ids = req->model.enc.type_ids;
     run->n = req->model.enc.count;
@@ -191,11 +190,11 @@ static bool resolve_png(struct request *req, const struct model *m,
                         struct problem *pb)
 {
     struct request_png *png = &req->png;
-    struct bert_run *run = &req->model.run;
+    struct xf_run *run = &req->model.run;
     const struct request_field *head = request_field_find("head");
     const struct request_field *layer = request_field_find("layer");
     if (png->view == VIEW_AUTO)
-        png->view = run->layer == BERT_ALL_LAYERS ? VIEW_MODEL : VIEW_HEADS;
+        png->view = run->layer == XF_ALL_LAYERS ? VIEW_MODEL : VIEW_HEADS;
     req->compute = true;
     if (png->view != VIEW_HEADS && given(req, head))
         return problem_set(pb, 422, "/head",
@@ -205,57 +204,70 @@ static bool resolve_png(struct request *req, const struct model *m,
                            png->view == VIEW_MODEL ? "every head of every layer"
                                                    : "the rollout");
     if (png->view == VIEW_ROLLOUT) {
-        run->want = BERT_WANT_ROLLOUT;
+        run->want = XF_WANT_ROLLOUT;
         return true;
     }
     if (png->view == VIEW_MODEL) {
-        if (run->layer != BERT_ALL_LAYERS)
+        if (run->layer != XF_ALL_LAYERS)
             return problem_set(pb, 422, layer->pointer,
                                "view=model shows every layer; leave layer "
                                "out (or \"all\"), or ask view=heads");
-        if (m->bert.heads > HEATMAP_MAX_ACROSS ||
-            m->bert.layers * m->bert.heads > HEATMAP_MAX_TILES)
+        if (m->xf.heads > HEATMAP_MAX_ACROSS ||
+            m->xf.layers * m->xf.heads > HEATMAP_MAX_TILES)
             return problem_set(pb, 422, "/view",
                                "view=model draws at most %d heads across and "
                                "%d tiles; the model \"%s\" has %zu layers of "
                                "%zu heads: ask view=heads with a layer",
                                HEATMAP_MAX_ACROSS, HEATMAP_MAX_TILES, m->name,
-                               m->bert.layers, m->bert.heads);
-        run->want = BERT_WANT_WEIGHTS;
+                               m->xf.layers, m->xf.heads);
+        run->want = XF_WANT_WEIGHTS;
         return true;
     }
-    if (run->layer == BERT_ALL_LAYERS)
+    if (run->layer == XF_ALL_LAYERS)
         return problem_set(pb, 422, layer->pointer,
                            "view=heads shows one layer: give layer, from 0 "
                            "to %zu (or view=model for every layer)",
-                           m->bert.layers - 1);
-    if (png->head_kind == HEAD_ONE && png->head >= m->bert.heads)
+                           m->xf.layers - 1);
+    if (png->head_kind == HEAD_ONE && png->head >= m->xf.heads)
         return problem_set(pb, 422, "/head",
                            "head (%zu) is out of range; the model \"%s\" has "
                            "%zu heads (0 to %zu)",
-                           png->head, m->name, m->bert.heads,
-                           m->bert.heads - 1);
-    run->want = png->head_kind == HEAD_MEAN ? BERT_WANT_MEAN_WEIGHTS
-                                            : BERT_WANT_WEIGHTS;
+                           png->head, m->name, m->xf.heads, m->xf.heads - 1);
+    run->want =
+        png->head_kind == HEAD_MEAN ? XF_WANT_MEAN_WEIGHTS : XF_WANT_WEIGHTS;
     return true;
 }
 
 size_t request_model_output(const struct request *req)
 {
-    const struct bert_model *b = &req->model.entry->model->bert;
-    const struct bert_run *run = &req->model.run;
+    const struct xf_model *b = &req->model.entry->model->xf;
+    const struct xf_run *run = &req->model.run;
     const double n = (double)run->n;
-    const double lw = run->layer == BERT_ALL_LAYERS ? (double)b->layers : 1;
+    const double lw = run->layer == XF_ALL_LAYERS ? (double)b->layers : 1;
     double floats = 0;
-    if (run->want & BERT_WANT_WEIGHTS)
+    if (run->want & XF_WANT_WEIGHTS)
         floats += lw * (double)b->heads * n * n;
-    if (run->want & BERT_WANT_MEAN_WEIGHTS)
+    if (run->want & XF_WANT_MEAN_WEIGHTS)
         floats += lw * n * n;
-    if (run->want & BERT_WANT_HIDDEN)
+    if (run->want & XF_WANT_HIDDEN)
         floats += (double)(b->layers + 1) * n * (double)b->hidden;
-    if (run->want & BERT_WANT_ROLLOUT)
+    if (run->want & XF_WANT_ROLLOUT)
         floats += n * n;
     return floats < 1e18 ? (size_t)floats : SIZE_MAX;
+}
+
+/* The pass, planned once its run is whole: what it costs, then what it
+ * computes, come from this plan. Every request computes on one thread
+ * (workers.h). */
+static bool plan(struct request *req, const struct model *m, struct problem *pb)
+{
+    if (!req->compute)
+        return true;
+    req->model.run.threads = 1;
+    struct attn_error err;
+    const attn_status st =
+        xf_plan(&m->xf, &req->model.run, &req->model.plan, &err);
+    return st == ATTN_OK || problem_from_core(pb, st, &err, "");
 }
 
 /* The budgets of one request: its work and the numbers it returns. */
@@ -265,7 +277,7 @@ static bool check_budgets(const struct request *req,
     if (!req->compute)
         return true;
     const struct model *m = req->model.entry->model;
-    const double flops = bert_flops(&m->bert, &req->model.run);
+    const double flops = xf_plan_flops(&req->model.plan);
     if (lim->max_flops && flops > (double)lim->max_flops) {
         problem_set(pb, 422, "",
                     "the request needs about %.3g GFLOP on the model \"%s\" "
@@ -312,7 +324,7 @@ bool request_decode_model(struct request *req, const cJSON *root,
            read_layer(req, cJSON_GetObjectItemCaseSensitive(root, "layer"), m,
                       pb) &&
            encode(req, root, lim, m, pb) &&
-           (!req->png.wanted || resolve_png(req, m, pb)) &&
+           (!req->png.wanted || resolve_png(req, m, pb)) && plan(req, m, pb) &&
            check_budgets(req, lim, pb) &&
            /* the image's size is known now: one the drawing would refuse
             * is refused before the encoder runs */

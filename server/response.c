@@ -27,9 +27,9 @@ struct piece {
 };
 
 struct response_stream {
-    const struct request *req;      /* borrowed */
-    const struct attn_result *res;  /* borrowed */
-    const struct bert_result *bert; /* borrowed: a model's result */
+    const struct request *req;     /* borrowed */
+    const struct attn_result *res; /* borrowed */
+    const struct xf_result *xf;    /* borrowed: a model's result */
     struct buf text;
     struct piece pieces[MAX_PIECES];
     size_t n_pieces;
@@ -189,8 +189,8 @@ char *response_warnings_json(const struct request *req,
 static bool assemble_model(struct response_stream *s)
 {
     const struct request *req = s->req;
-    const struct bert_result *r = s->bert;
-    const struct bert_encoding *enc = &req->model.enc;
+    const struct xf_result *r = s->xf;
+    const struct tok_encoding *enc = &req->model.enc;
     const struct model *m = req->model.entry->model;
     struct buf *t = &s->text;
     size_t mark = 0;
@@ -199,7 +199,8 @@ static bool assemble_model(struct response_stream *s)
               buf_append_str(t, ",\"tokens\":[");
     for (size_t i = 0; ok && i < enc->count; i++)
         ok = (!i || buf_append_str(t, ",")) &&
-             buf_append_json_string(t, bert_vocab_token(m->vocab, enc->ids[i]));
+             buf_append_json_string(t,
+                                    tok_token_text(&m->tokenizer, enc->ids[i]));
     ok = ok && buf_append_str(t, "],\"token_type_ids\":[");
     for (size_t i = 0; ok && i < enc->count; i++)
         ok = buf_printf(t, "%s%u", i ? "," : "", (unsigned)enc->type_ids[i]);
@@ -209,7 +210,7 @@ static bool assemble_model(struct response_stream *s)
         return false;
     /* Lw: the layers whose weights are returned */
     const size_t n = r->n, lw = r->weight_layers;
-    const bool all = req->model.run.layer == BERT_ALL_LAYERS;
+    const bool all = req->model.run.layer == XF_ALL_LAYERS;
     const size_t weights[4] = {lw, r->heads, n, n};
     const size_t mean[3] = {lw, n, n};
     const size_t hidden[3] = {r->layers + 1, n, r->hidden};
@@ -286,10 +287,9 @@ struct response_stream *response_stream_new(const struct request *req,
     return response_stream_new_model(req, res, NULL);
 }
 
-struct response_stream *
-response_stream_new_model(const struct request *req,
-                          const struct attn_result *res,
-                          const struct bert_result *bert)
+struct response_stream *response_stream_new_model(const struct request *req,
+                                                  const struct attn_result *res,
+                                                  const struct xf_result *xf)
 {
     /* the stage needs no zeroing: what is read of it is written first */
     struct response_stream *s = malloc(sizeof *s);
@@ -298,9 +298,9 @@ response_stream_new_model(const struct request *req,
     memset(s, 0, offsetof(struct response_stream, stage));
     s->req = req;
     s->res = res;
-    s->bert = bert;
+    s->xf = xf;
     buf_init(&s->text, TEXT_CAP);
-    if (!(bert ? assemble_model(s) : assemble(s))) {
+    if (!(xf ? assemble_model(s) : assemble(s))) {
         response_stream_free(s);
         return NULL;
     }
@@ -320,9 +320,9 @@ size_t response_stream_bytes(const struct request *req)
     if (req->model.entry) { /* each wordpiece and its type id */
         const struct model *m = req->model.entry->model;
         for (size_t i = 0; i < req->model.enc.count; i++)
-            text +=
-                6 * strlen(bert_vocab_token(m->vocab, req->model.enc.ids[i])) +
-                8;
+            text += 6 * strlen(tok_token_text(&m->tokenizer,
+                                              req->model.enc.ids[i])) +
+                    8;
         text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
     }
     return sizeof(struct response_stream) + 2 * text;

@@ -24,13 +24,12 @@ struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res);
 
 /* The same for a request on a model (req->model.entry) and its result
- * bert, which the stream borrows too: model, tokens, token_type_ids,
+ * xf, which the stream borrows too: model, tokens, token_type_ids,
  * config, then weights, mean_weights, hidden_states and rollout as
  * asked. res may be NULL. */
-struct response_stream *
-response_stream_new_model(const struct request *req,
-                          const struct attn_result *res,
-                          const struct bert_result *bert);
+struct response_stream *response_stream_new_model(const struct request *req,
+                                                  const struct attn_result *res,
+                                                  const struct xf_result *xf);
 
 /* At most the bytes a stream over req's answer holds: its staging buffer
  * and its text (tokens, config, warnings). */

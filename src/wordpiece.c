@@ -1,14 +1,14 @@
 /*
  * wordpiece.c - BERT's vocabulary and WordPiece tokenizer, as transformers'
  * BertTokenizer applies them: special tokens typed in the text kept whole,
- * the basic tokenizer (tokenizer.c) on the rest, then each word split
+ * the basic tokenizer (basic_tokenizer.c) on the rest, then each word split
  * greedily into the longest pieces the vocabulary has.
  *
  * The vocabulary is one block of token bytes plus an open-addressing hash
  * table of ids keyed by FNV-1a, so a lookup hashes the piece once and
  * compares bytes only on a hash hit.
  */
-#include "bert.h"
+#include "wordpiece.h"
 #include "checked.h"
 #include "error.h"
 
@@ -23,7 +23,7 @@ enum { N_SPECIAL = sizeof special_tokens / sizeof special_tokens[0] };
 #define MAX_VOCAB_TOKENS 0x7fffffffu
 #define EMPTY_SLOT UINT32_MAX
 
-struct bert_vocab {
+struct wordpiece_vocab {
     size_t count;
     char *bytes;      /* every token, NUL-terminated, back to back */
     size_t *offset;   /* [count] where token id starts in bytes */
@@ -48,7 +48,7 @@ static uint64_t hash_piece(const char *prefix, size_t prefix_len,
 }
 
 /* The slot that holds prefix+text, or the empty slot where it would go. */
-static size_t find_slot(const struct bert_vocab *v, const char *prefix,
+static size_t find_slot(const struct wordpiece_vocab *v, const char *prefix,
                         size_t prefix_len, const char *text, size_t len,
                         uint64_t h)
 {
@@ -66,7 +66,7 @@ static size_t find_slot(const struct bert_vocab *v, const char *prefix,
     }
 }
 
-static int64_t lookup(const struct bert_vocab *v, const char *prefix,
+static int64_t lookup(const struct wordpiece_vocab *v, const char *prefix,
                       size_t prefix_len, const char *text, size_t len)
 {
     if (prefix_len + len > v->max_len)
@@ -77,23 +77,24 @@ static int64_t lookup(const struct bert_vocab *v, const char *prefix,
     return id == EMPTY_SLOT ? -1 : (int64_t)id;
 }
 
-int64_t bert_vocab_id(const struct bert_vocab *vocab, const char *text,
-                      size_t len)
+int64_t wordpiece_vocab_id(const struct wordpiece_vocab *vocab,
+                           const char *text, size_t len)
 {
     return lookup(vocab, "", 0, text, len);
 }
 
-size_t bert_vocab_size(const struct bert_vocab *vocab)
+size_t wordpiece_vocab_size(const struct wordpiece_vocab *vocab)
 {
     return vocab->count;
 }
 
-const char *bert_vocab_token(const struct bert_vocab *vocab, uint32_t id)
+const char *wordpiece_vocab_token(const struct wordpiece_vocab *vocab,
+                                  uint32_t id)
 {
     return id < vocab->count ? vocab->bytes + vocab->offset[id] : NULL;
 }
 
-void bert_vocab_free(struct bert_vocab *vocab)
+void wordpiece_vocab_free(struct wordpiece_vocab *vocab)
 {
     if (!vocab)
         return;
@@ -105,10 +106,11 @@ void bert_vocab_free(struct bert_vocab *vocab)
     free(vocab);
 }
 
-static attn_status required_id(const struct bert_vocab *v, const char *token,
-                               uint32_t *id, struct attn_error *err)
+static attn_status required_id(const struct wordpiece_vocab *v,
+                               const char *token, uint32_t *id,
+                               struct attn_error *err)
 {
-    const int64_t found = bert_vocab_id(v, token, strlen(token));
+    const int64_t found = wordpiece_vocab_id(v, token, strlen(token));
     if (found < 0)
         return attn_fail(err, ATTN_E_INVALID, "vocab",
                          "the vocabulary has no %s token", token);
@@ -116,8 +118,9 @@ static attn_status required_id(const struct bert_vocab *v, const char *token,
     return ATTN_OK;
 }
 
-attn_status bert_vocab_new(const char *const *tokens, size_t count,
-                           struct bert_vocab **out, struct attn_error *err)
+attn_status wordpiece_vocab_new(const char *const *tokens, size_t count,
+                                struct wordpiece_vocab **out,
+                                struct attn_error *err)
 {
     *out = NULL;
     if (count == 0 || count > MAX_VOCAB_TOKENS)
@@ -136,7 +139,7 @@ attn_status bert_vocab_new(const char *const *tokens, size_t count,
     size_t n_slots = 16;
     while (n_slots < 2 * count)
         n_slots *= 2;
-    struct bert_vocab *v = calloc(1, sizeof *v);
+    struct wordpiece_vocab *v = calloc(1, sizeof *v);
     if (!v)
         return attn_fail(err, ATTN_E_NOMEM, "vocab", "out of memory");
     v->count = count;
@@ -148,7 +151,7 @@ attn_status bert_vocab_new(const char *const *tokens, size_t count,
     v->slots = malloc(n_slots * sizeof *v->slots);
     v->hashes = malloc(n_slots * sizeof *v->hashes);
     if (!v->bytes || !v->offset || !v->len || !v->slots || !v->hashes) {
-        bert_vocab_free(v);
+        wordpiece_vocab_free(v);
         return attn_fail(err, ATTN_E_NOMEM, "vocab",
                          "out of memory for %zu tokens", count);
     }
@@ -172,7 +175,7 @@ attn_status bert_vocab_new(const char *const *tokens, size_t count,
     if (!st)
         st = required_id(v, "[SEP]", &v->sep, err);
     if (st) {
-        bert_vocab_free(v);
+        wordpiece_vocab_free(v);
         return st;
     }
     *out = v;
@@ -184,18 +187,25 @@ attn_status bert_vocab_new(const char *const *tokens, size_t count,
 /* Where the ids go: counted only while ids is NULL. */
 struct id_sink {
     uint32_t *ids;
-    uint8_t *type_ids;
+    uint8_t *type_ids, *added;
     size_t count;
     uint8_t type;
 };
 
-static void put_id(struct id_sink *s, uint32_t id)
+static void put(struct id_sink *s, uint32_t id, bool added)
 {
     if (s->ids) {
         s->ids[s->count] = id;
         s->type_ids[s->count] = s->type;
+        s->added[s->count] = added;
     }
     s->count++;
+}
+
+/* An id of the text's. */
+static void put_id(struct id_sink *s, uint32_t id)
+{
+    put(s, id, false);
 }
 
 /*
@@ -203,16 +213,16 @@ static void put_id(struct id_sink *s, uint32_t id)
  * tokenizer): from each start, the longest piece in the vocabulary (with
  * "##" after the first), else the whole word is one [UNK].
  */
-static void wordpiece_word(const struct bert_vocab *v, const char *word,
+static void wordpiece_word(const struct wordpiece_vocab *v, const char *word,
                            size_t len, struct id_sink *s)
 {
     // the code point boundaries; more than the cap is [UNK] outright
-    size_t bound[BERT_MAX_WORD_CHARS + 1];
+    size_t bound[WORDPIECE_MAX_WORD_CHARS + 1];
     size_t chars = 0;
     for (size_t at = 0; at < len; at++) {
         if (((unsigned char)word[at] & 0xC0) == 0x80)
             continue;
-        if (chars == BERT_MAX_WORD_CHARS) {
+        if (chars == WORDPIECE_MAX_WORD_CHARS) {
             put_id(s, v->unk);
             return;
         }
@@ -220,7 +230,7 @@ static void wordpiece_word(const struct bert_vocab *v, const char *word,
     }
     bound[chars] = len;
 
-    uint32_t pieces[BERT_MAX_WORD_CHARS];
+    uint32_t pieces[WORDPIECE_MAX_WORD_CHARS];
     size_t n_pieces = 0;
     for (size_t start = 0; start < chars;) {
         const char *prefix = start > 0 ? "##" : "";
@@ -245,7 +255,7 @@ static void wordpiece_word(const struct bert_vocab *v, const char *word,
 }
 
 /* The ids of the basic tokens of one text. */
-static void encode_tokens(const struct bert_vocab *v,
+static void encode_tokens(const struct wordpiece_vocab *v,
                           const struct attn_tokens *t, struct id_sink *s)
 {
     for (size_t i = 0; i < t->count; i++) {
@@ -256,7 +266,7 @@ static void encode_tokens(const struct bert_vocab *v,
         for (size_t k = 0; k < N_SPECIAL && !special; k++)
             special = strcmp(word, special_tokens[k]) == 0;
         if (special) {
-            const int64_t id = bert_vocab_id(v, word, len);
+            const int64_t id = wordpiece_vocab_id(v, word, len);
             put_id(s, id >= 0 ? (uint32_t)id : v->unk);
         } else {
             wordpiece_word(v, word, len, s);
@@ -264,47 +274,41 @@ static void encode_tokens(const struct bert_vocab *v,
     }
 }
 
-static void encode_all(const struct bert_vocab *v, const struct attn_tokens *a,
-                       const struct attn_tokens *b, struct id_sink *s)
+static void encode_all(const struct wordpiece_vocab *v,
+                       const struct attn_tokens *a, const struct attn_tokens *b,
+                       struct id_sink *s)
 {
     s->type = 0;
-    put_id(s, v->cls);
+    put(s, v->cls, true);
     encode_tokens(v, a, s);
-    put_id(s, v->sep);
+    put(s, v->sep, true);
     if (b) {
         s->type = 1;
         encode_tokens(v, b, s);
-        put_id(s, v->sep);
+        put(s, v->sep, true);
     }
 }
 
-size_t bert_encode_bytes(size_t a_len, size_t b_len)
+size_t wordpiece_encode_bytes(size_t a_len, size_t b_len)
 {
-    // both basic tokenizations, then an id and a type per input byte (a
-    // piece holds at least one byte) and per [CLS] and [SEP]
+    // both basic tokenizations, then an id, a type and a flag per input
+    // byte (a piece holds at least one byte) and per [CLS] and [SEP]
     size_t total = attn_tokenize_bytes(a_len);
     size_t ids = a_len;
     if (!size_add_to(&total, attn_tokenize_bytes(b_len)) ||
         !size_add_to(&ids, b_len) || !size_add_to(&ids, 3) ||
-        !size_mul(ids, sizeof(uint32_t) + 1, &ids) || !size_add_to(&total, ids))
+        !size_mul(ids, sizeof(uint32_t) + 2, &ids) || !size_add_to(&total, ids))
         return SIZE_MAX;
     return total;
 }
 
-void bert_encoding_free(struct bert_encoding *enc)
+attn_status wordpiece_encode(const struct wordpiece_vocab *vocab,
+                             const struct wordpiece_options *opts,
+                             const char *a, size_t a_len, const char *b,
+                             size_t b_len, struct tok_encoding *out,
+                             struct attn_error *err)
 {
-    if (!enc)
-        return;
-    free(enc->ids); // one block: the ids, then the type ids
-    memset(enc, 0, sizeof *enc);
-}
-
-attn_status bert_encode(const struct bert_vocab *vocab,
-                        const struct bert_encode_options *opts, const char *a,
-                        size_t a_len, const char *b, size_t b_len,
-                        struct bert_encoding *out, struct attn_error *err)
-{
-    static const struct bert_encode_options defaults = {.do_lower_case = true};
+    static const struct wordpiece_options defaults = {.do_lower_case = true};
     memset(out, 0, sizeof *out);
     if (!opts)
         opts = &defaults;
@@ -349,7 +353,8 @@ attn_status bert_encode(const struct bert_vocab *vocab,
                          "(max_position_embeddings)",
                          counted.count, cap);
     }
-    uint32_t *block = malloc(counted.count * (sizeof(uint32_t) + 1));
+    // one block, as tok_encoding_free() releases it
+    uint32_t *block = malloc(counted.count * (sizeof(uint32_t) + 2));
     if (!block) {
         attn_tokens_free(&ta);
         attn_tokens_free(&tb);
@@ -358,11 +363,93 @@ attn_status bert_encode(const struct bert_vocab *vocab,
     }
     struct id_sink sink = {.ids = block,
                            .type_ids = (uint8_t *)(block + counted.count)};
+    sink.added = sink.type_ids + counted.count;
     encode_all(vocab, &ta, b ? &tb : NULL, &sink);
     attn_tokens_free(&ta);
     attn_tokens_free(&tb);
     out->count = sink.count;
     out->ids = block;
     out->type_ids = sink.type_ids;
+    out->added = sink.added;
+    return ATTN_OK;
+}
+
+/* ------------------------------------------------------------- interface */
+
+struct wordpiece_tokenizer {
+    struct wordpiece_vocab *vocab;
+    bool do_lower_case;
+};
+
+static attn_status tokenizer_encode(const void *impl, const char *a,
+                                    size_t a_len, const char *b, size_t b_len,
+                                    size_t max_tokens, struct tok_encoding *out,
+                                    struct attn_error *err)
+{
+    const struct wordpiece_tokenizer *t = impl;
+    const struct wordpiece_options opts = {.do_lower_case = t->do_lower_case,
+                                           .max_tokens = max_tokens};
+    return wordpiece_encode(t->vocab, &opts, a, a_len, b, b_len, out, err);
+}
+
+static size_t tokenizer_encode_bytes(const void *impl, size_t a_len,
+                                     size_t b_len)
+{
+    (void)impl;
+    return wordpiece_encode_bytes(a_len, b_len);
+}
+
+static size_t tokenizer_vocab_size(const void *impl)
+{
+    const struct wordpiece_tokenizer *t = impl;
+    return wordpiece_vocab_size(t->vocab);
+}
+
+static const char *tokenizer_token_text(const void *impl, uint32_t id)
+{
+    const struct wordpiece_tokenizer *t = impl;
+    return wordpiece_vocab_token(t->vocab, id);
+}
+
+static int64_t tokenizer_token_id(const void *impl, const char *text,
+                                  size_t len)
+{
+    const struct wordpiece_tokenizer *t = impl;
+    return wordpiece_vocab_id(t->vocab, text, len);
+}
+
+static void tokenizer_free(void *impl)
+{
+    struct wordpiece_tokenizer *t = impl;
+    if (t)
+        wordpiece_vocab_free(t->vocab);
+    free(t);
+}
+
+static const struct tokenizer_ops wordpiece_ops = {
+    .name = "wordpiece",
+    .encode = tokenizer_encode,
+    .encode_bytes = tokenizer_encode_bytes,
+    .vocab_size = tokenizer_vocab_size,
+    .token_text = tokenizer_token_text,
+    .token_id = tokenizer_token_id,
+    .free = tokenizer_free,
+};
+
+attn_status wordpiece_tokenizer_new(struct wordpiece_vocab *vocab,
+                                    bool do_lower_case, struct tokenizer *out,
+                                    struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    struct wordpiece_tokenizer *t = malloc(sizeof *t);
+    if (!t) {
+        wordpiece_vocab_free(vocab);
+        return attn_fail(err, ATTN_E_NOMEM, "vocab",
+                         "out of memory for the tokenizer");
+    }
+    t->vocab = vocab;
+    t->do_lower_case = do_lower_case;
+    out->ops = &wordpiece_ops;
+    out->impl = t;
     return ATTN_OK;
 }

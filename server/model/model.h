@@ -1,7 +1,9 @@
 /*
- * model.h - a Hugging Face BERT checkpoint loaded for the core's encoder
- * (bert.h): config.json, vocab.txt, the optional tokenizer_config.json and
- * model.safetensors from one folder, as the Hub serves them.
+ * model.h - a Hugging Face checkpoint loaded for the core's transformer
+ * (transformer.h) and its tokenizer (tokenizer.h): config.json, the
+ * tokenizer's files and model.safetensors from one folder, as the Hub
+ * serves them. Which family it is comes from config.json's model_type,
+ * looked up in the family table (family.h).
  *
  * F32 tensors are used in place from a read-only mapping of the file; F16
  * and BF16 ones (and F32 ones not aligned to 4 bytes) are converted to
@@ -11,25 +13,30 @@
 #ifndef ATTND_MODEL_H
 #define ATTND_MODEL_H
 
-#include "bert.h"
+#include "tokenizer.h"
+#include "transformer.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #define MODEL_NAME_MAX 63
 
+struct family;
+
 struct model {
     char name[MODEL_NAME_MAX + 1];
-    struct bert_model bert;    /* its tensors point into map or converted */
-    struct bert_layer *layers; /* [bert.layers], bert.layer */
-    struct bert_vocab *vocab;
-    bool do_lower_case; /* from tokenizer_config.json; true when
-                           absent, as BertTokenizer */
+    const struct family *family; /* from config.json's model_type */
+    struct xf_model xf;          /* its tensors point into map or converted */
+    struct xf_layer *layers;     /* [xf.layers], xf.layer */
+    struct tokenizer tokenizer;
+    bool do_lower_case; /* the tokenizer lowercases (BERT's
+                           tokenizer_config.json; true when absent, as
+                           BertTokenizer) */
     const void *map;    /* model.safetensors, mapped read-only */
     size_t map_bytes;
     float *converted; /* the tensors converted at load */
     size_t converted_bytes;
-    size_t weight_bytes; /* the encoder's tensors as float32 */
+    size_t weight_bytes; /* the model's tensors as float32 */
 };
 
 /*

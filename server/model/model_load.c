@@ -1,23 +1,23 @@
 /*
- * model_load.c - a checkpoint folder into a struct model (model.h).
+ * model_load.c - a checkpoint folder into a struct model (model.h), the
+ * same way for every family.
  *
- * The order: config.json (sizes, activation), tokenizer_config.json,
- * vocab.txt, then model.safetensors: its header is read and checked,
- * every tensor the encoder needs is found under its modeling_bert.py name
- * (with or without the "bert." prefix, LayerNorm parameters also as the
- * legacy gamma/beta), its dtype and shape checked against the config, its
- * values checked finite; the rest of the file's encoder namespace must be
- * empty (a tensor there means a network the config does not describe),
- * and what lies outside it (cls.*, pooler.*, task heads) is ignored.
- * Every failure frees everything and reports one line.
+ * The order: config.json, whose model_type picks the family's row
+ * (family.h), which reads the rest of it; the family's tokenizer files;
+ * then model.safetensors: its header is read and checked, every tensor the
+ * family names is found (under the family's prefix, or an older spelling
+ * it allows), its dtype and shape checked against the config, its values
+ * checked finite; the rest of the network's namespace must be empty (a
+ * tensor there means a network the config does not describe), and what
+ * lies outside it (task heads, buffers) is ignored. Every failure frees
+ * everything and reports one line.
  */
 #include "model.h"
-#include "bert_config.h"
 #include "fail.h"
+#include "family.h"
+#include "model_files.h"
 #include "safetensors.h"
-#include "vocab.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cJSON.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,150 +35,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "safetensors data is little-endian, used in place");
 
 #define MAX_JSON_BYTES ((size_t)1 << 20)
-#define MAX_VOCAB_BYTES ((size_t)64 << 20)
-#define PATH_BYTES 4096
 
-/* ------------------------------------------------------------ the files */
-
-static bool join(char *path, const char *dir, const char *file, char *err,
-                 size_t err_len)
-{
-    const int n = snprintf(path, PATH_BYTES, "%s/%s", dir, file);
-    if (n < 0 || n >= PATH_BYTES)
-        return model_fail(err, err_len,
-                          "%s: the path is too long (over %d bytes) in the "
-                          "folder '%.80s...'",
-                          file, PATH_BYTES - 1, dir);
-    return true;
-}
-
-/* The whole of a small file; *text is NULL and true returned when it does
- * not exist and is optional. */
-static bool read_small(const char *path, size_t cap, bool optional, char **text,
-                       size_t *len, char *err, size_t err_len)
-{
-    *text = NULL;
-    *len = 0;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (optional && errno == ENOENT)
-            return true;
-        return model_fail(err, err_len, "%s: %s", path, strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return model_fail(err, err_len, "%s: not a regular file", path);
-    }
-    if ((uintmax_t)st.st_size > cap) {
-        close(fd);
-        return model_fail(err, err_len,
-                          "%s: %jd bytes, more than the %zu "
-                          "allowed",
-                          path, (intmax_t)st.st_size, cap);
-    }
-    const size_t want = (size_t)st.st_size;
-    char *buf = malloc(want ? want : 1);
-    size_t got = 0;
-    while (buf && got < want) {
-        const ssize_t r = read(fd, buf + got, want - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!buf || got != want) {
-        free(buf);
-        return model_fail(err, err_len, "%s: %s", path,
-                          buf ? "could not be read whole" : "out of memory");
-    }
-    *text = buf;
-    *len = want;
-    return true;
-}
-
-/* --------------------------------------------------------- the tensors */
-
-/* One tensor the encoder needs: its plain name (no prefix), its shape,
- * and where its float32 data goes. */
-struct wanted {
-    char name[96];
-    size_t rows, cols; /* cols 0: a vector of rows */
-    const char *what;  /* the shape in the config's words */
-    const float **slot;
-};
-
-static size_t wanted_list(struct model *m, struct wanted *w)
-{
-    struct bert_model *b = &m->bert;
-    const size_t H = b->hidden, J = b->intermediate;
-    size_t n = 0;
-#define WANT(slot_, rows_, cols_, what_, ...)                                  \
-    do {                                                                       \
-        snprintf(w[n].name, sizeof w[n].name, __VA_ARGS__);                    \
-        w[n].rows = rows_;                                                     \
-        w[n].cols = cols_;                                                     \
-        w[n].what = what_;                                                     \
-        w[n].slot = slot_;                                                     \
-        n++;                                                                   \
-    } while (0)
-    WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
-         "embeddings.word_embeddings.weight");
-    WANT(&b->pos_emb, b->max_positions, H,
-         "max_position_embeddings x hidden_size",
-         "embeddings.position_embeddings.weight");
-    WANT(&b->type_emb, b->type_vocab_size, H, "type_vocab_size x hidden_size",
-         "embeddings.token_type_embeddings.weight");
-    WANT(&b->emb_ln_w, H, 0, "hidden_size", "embeddings.LayerNorm.weight");
-    WANT(&b->emb_ln_b, H, 0, "hidden_size", "embeddings.LayerNorm.bias");
-    for (size_t l = 0; l < b->layers; l++) {
-        struct bert_layer *y = &m->layers[l];
-        const char *sq = "hidden_size x hidden_size";
-#define L(sub) "encoder.layer.%zu." sub, l
-        WANT(&y->q_w, H, H, sq, L("attention.self.query.weight"));
-        WANT(&y->q_b, H, 0, "hidden_size", L("attention.self.query.bias"));
-        WANT(&y->k_w, H, H, sq, L("attention.self.key.weight"));
-        WANT(&y->k_b, H, 0, "hidden_size", L("attention.self.key.bias"));
-        WANT(&y->v_w, H, H, sq, L("attention.self.value.weight"));
-        WANT(&y->v_b, H, 0, "hidden_size", L("attention.self.value.bias"));
-        WANT(&y->ao_w, H, H, sq, L("attention.output.dense.weight"));
-        WANT(&y->ao_b, H, 0, "hidden_size", L("attention.output.dense.bias"));
-        WANT(&y->ln1_w, H, 0, "hidden_size",
-             L("attention.output.LayerNorm.weight"));
-        WANT(&y->ln1_b, H, 0, "hidden_size",
-             L("attention.output.LayerNorm.bias"));
-        WANT(&y->in_w, J, H, "intermediate_size x hidden_size",
-             L("intermediate.dense.weight"));
-        WANT(&y->in_b, J, 0, "intermediate_size", L("intermediate.dense.bias"));
-        WANT(&y->out_w, H, J, "hidden_size x intermediate_size",
-             L("output.dense.weight"));
-        WANT(&y->out_b, H, 0, "hidden_size", L("output.dense.bias"));
-        WANT(&y->ln2_w, H, 0, "hidden_size", L("output.LayerNorm.weight"));
-        WANT(&y->ln2_b, H, 0, "hidden_size", L("output.LayerNorm.bias"));
-#undef L
-    }
-#undef WANT
-    return n;
-}
-
-/* name with LayerNorm.weight/bias renamed to gamma/beta, or false when it
- * has no LayerNorm parameter. */
-static bool legacy_name(const char *name, char *out, size_t out_len)
-{
-    const char *ln = strstr(name, "LayerNorm.");
-    if (!ln)
-        return false;
-    const char *tail = ln + strlen("LayerNorm.");
-    const char *old = strcmp(tail, "weight") == 0 ? "gamma"
-                      : strcmp(tail, "bias") == 0 ? "beta"
-                                                  : NULL;
-    if (!old)
-        return false;
-    snprintf(out, out_len, "%.*s%s", (int)(tail - name), name, old);
-    return true;
-}
+/* ---------------------------------------------------------- the tensors */
 
 static float half_to_float(uint16_t h)
 {
@@ -229,13 +88,14 @@ static bool fail_tensor(struct loader *ld, const char *tensor, const char *fmt,
 }
 
 static bool find_tensor(struct loader *ld, const struct st_header *h,
-                        const char *prefix, const struct wanted *w,
+                        const char *prefix, const struct model_tensor *w,
                         struct found *f)
 {
     char full[160], old[160];
     snprintf(full, sizeof full, "%s%s", prefix, w->name);
     f->t = st_find(h, full);
-    if (legacy_name(full, old, sizeof old)) {
+    const struct family *fam = ld->m->family;
+    if (fam->legacy_name && fam->legacy_name(full, old, sizeof old)) {
         const struct st_tensor *t_old = st_find(h, old);
         if (f->t && t_old)
             return fail_tensor(ld, full,
@@ -276,8 +136,8 @@ static bool find_tensor(struct loader *ld, const struct st_header *h,
     return true;
 }
 
-/* A tensor of the file that no wanted entry took: fine outside the
- * encoder's namespace and for the two buffers, an error inside it. */
+/* A tensor of the file that no named tensor took: fine outside the
+ * network's namespace, an error inside it. */
 static bool check_unused(struct loader *ld, const struct st_header *h,
                          const char *prefix, const bool *used)
 {
@@ -288,23 +148,18 @@ static bool check_unused(struct loader *ld, const struct st_header *h,
         const char *name = h->tensors[i].name;
         if (strncmp(name, prefix, pl) != 0)
             continue;
-        const char *rest = name + pl;
-        if (strcmp(rest, "embeddings.position_ids") == 0 ||
-            strcmp(rest, "embeddings.token_type_ids") == 0)
-            continue;
-        if (strncmp(rest, "embeddings.", 11) == 0 ||
-            strncmp(rest, "encoder.", 8) == 0)
+        if (ld->m->family->in_network(name + pl))
             return fail_tensor(ld, name,
-                               "not part of a BERT encoder of %zu layers as "
+                               "not part of a %s of %zu layers as "
                                "config.json describes",
-                               ld->m->bert.layers);
+                               ld->m->family->network, ld->m->xf.layers);
     }
     return true;
 }
 
-/* Point every wanted slot at its data, converting what must be; check
+/* Point every named slot at its data, converting what must be; check
  * every value is finite. */
-static bool take_tensors(struct loader *ld, const struct wanted *w,
+static bool take_tensors(struct loader *ld, const struct model_tensor *w,
                          const struct found *f, size_t n)
 {
     struct model *m = ld->m;
@@ -354,14 +209,13 @@ static bool take_tensors(struct loader *ld, const struct wanted *w,
     return true;
 }
 
-static bool load_safetensors(struct loader *ld, const char *dir)
+static bool load_safetensors(struct loader *ld, const struct model_files *files)
 {
     struct model *m = ld->m;
-    char path[PATH_BYTES];
+    char path[MODEL_PATH_BYTES];
     char why[400];
-    if (!join(path, dir, "model.safetensors", why, sizeof why))
-        return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
-                          why);
+    if (!model_files_path(files, "model.safetensors", path))
+        return false;
     ld->path = path;
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -390,19 +244,16 @@ static bool load_safetensors(struct loader *ld, const char *dir)
     if (!st_header_parse(m->map, m->map_bytes, &h, why, sizeof why))
         return model_fail(ld->err, ld->err_len, "model '%s': %s: %s", ld->name,
                           path, why);
-    const char *prefix =
-        st_find(&h, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
-    const size_t n = 5 + 16 * m->bert.layers;
-    struct wanted *w = calloc(n, sizeof *w);
+    const char *prefix = m->family->prefix(&h);
+    const size_t n = m->family->tensor_count(&m->xf);
+    struct model_tensor *w = calloc(n, sizeof *w);
     struct found *f = calloc(n, sizeof *f);
     bool *used = calloc(h.count ? h.count : 1, sizeof *used);
     bool ok = w && f && used;
     if (!ok)
         model_fail(ld->err, ld->err_len, "model '%s': out of memory", ld->name);
     if (ok) {
-        const size_t listed = wanted_list(m, w);
-        assert(listed == n);
-        (void)listed;
+        m->family->name_tensors(m, w);
         for (size_t i = 0; i < n && ok; i++) {
             ok = find_tensor(ld, &h, prefix, &w[i], &f[i]);
             if (ok)
@@ -445,64 +296,55 @@ void model_free(struct model *m)
         munmap((void *)m->map, m->map_bytes);
     free(m->converted);
     free(m->layers);
-    bert_vocab_free(m->vocab);
+    tok_free(&m->tokenizer);
     free(m);
 }
 
-static bool load_texts(struct loader *ld, const char *dir)
+/* config.json: its model_type picks the family, which reads the rest. */
+static bool read_config(struct model *m, const struct model_files *files)
 {
-    struct model *m = ld->m;
-    char path[PATH_BYTES], why[400];
     char *text;
     size_t len;
-    if (!join(path, dir, "config.json", why, sizeof why) ||
-        !read_small(path, MAX_JSON_BYTES, false, &text, &len, why, sizeof why))
-        return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
-                          why);
-    struct bert_config c;
-    bool ok = bert_config_parse(text, len, &c, why, sizeof why);
+    if (!model_files_read(files, "config.json", MAX_JSON_BYTES, false, &text,
+                          &len))
+        return false;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
     free(text);
+    char why[400] = "";
+    bool ok = doc != NULL;
     if (!ok)
-        return model_fail(ld->err, ld->err_len, "model '%s': %s: %s", ld->name,
-                          path, why);
-    m->bert = (struct bert_model){.layers = c.layers,
-                                  .heads = c.heads,
-                                  .hidden = c.hidden,
-                                  .intermediate = c.intermediate,
-                                  .vocab_size = c.vocab_size,
-                                  .max_positions = c.max_positions,
-                                  .type_vocab_size = c.type_vocab_size,
-                                  .layer_norm_eps = c.layer_norm_eps,
-                                  .act = c.act};
-    m->layers = calloc(c.layers, sizeof *m->layers);
-    if (!m->layers)
-        return model_fail(ld->err, ld->err_len, "model '%s': out of memory",
-                          ld->name);
-    m->bert.layer = m->layers;
-
-    if (!join(path, dir, "tokenizer_config.json", why, sizeof why) ||
-        !read_small(path, MAX_JSON_BYTES, true, &text, &len, why, sizeof why))
-        return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
-                          why);
-    m->do_lower_case = true;
-    if (text) {
-        ok = bert_tokenizer_config_parse(text, len, &m->do_lower_case, why,
-                                         sizeof why);
-        free(text);
-        if (!ok)
-            return model_fail(ld->err, ld->err_len, "model '%s': %s: %s",
-                              ld->name, path, why);
+        snprintf(why, sizeof why, "not valid JSON");
+    else if (!cJSON_IsObject(doc))
+        ok = model_fail(why, sizeof why, "not a JSON object");
+    // a config.json without model_type is BERT's, as attnd first read it
+    const cJSON *type =
+        ok ? cJSON_GetObjectItemCaseSensitive(doc, "model_type") : NULL;
+    const char *name = "bert";
+    if (ok && type && !cJSON_IsNull(type)) {
+        if (!cJSON_IsString(type))
+            ok = model_fail(why, sizeof why, "model_type is not a string");
+        else
+            name = type->valuestring;
     }
-
-    if (!join(path, dir, "vocab.txt", why, sizeof why) ||
-        !read_small(path, MAX_VOCAB_BYTES, false, &text, &len, why, sizeof why))
-        return model_fail(ld->err, ld->err_len, "model '%s': %s", ld->name,
-                          why);
-    ok = vocab_parse(text, len, c.vocab_size, &m->vocab, why, sizeof why);
-    free(text);
+    if (ok) {
+        m->family = family_find(name, strlen(name));
+        if (!m->family) {
+            char known[200];
+            family_names(known, sizeof known);
+            ok = model_fail(why, sizeof why,
+                            "model_type '%.64s' is not supported (%s)", name,
+                            known);
+        }
+    }
+    ok = ok && m->family->read_config(doc, &m->xf, why, sizeof why);
+    cJSON_Delete(doc);
     if (!ok)
-        return model_fail(ld->err, ld->err_len, "model '%s': %s: %s", ld->name,
-                          path, why);
+        return model_files_fail(files, "config.json", "%s", why);
+    m->layers = calloc(m->xf.layers, sizeof *m->layers);
+    if (!m->layers)
+        return model_fail(files->err, files->err_len,
+                          "model '%s': out of memory", m->name);
+    m->xf.layer = m->layers;
     return true;
 }
 
@@ -518,10 +360,13 @@ bool model_load(const char *name, const char *dir, struct model **out,
     snprintf(m->name, sizeof m->name, "%s", name);
     struct loader ld = {
         .m = m, .name = name, .path = "", .err = err, .err_len = err_len};
-    bool ok = load_texts(&ld, dir) && load_safetensors(&ld, dir);
+    const struct model_files files = {
+        .name = name, .dir = dir, .err = err, .err_len = err_len};
+    bool ok = read_config(m, &files) && m->family->open_tokenizer(m, &files) &&
+              load_safetensors(&ld, &files);
     if (ok) {
         struct attn_error aerr = {0};
-        if (bert_model_check(&m->bert, &aerr))
+        if (xf_model_check(&m->xf, &aerr))
             ok = model_fail(err, err_len, "model '%s': %s/config.json: %s",
                             name, dir, aerr.message);
     }

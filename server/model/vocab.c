@@ -1,5 +1,5 @@
 /*
- * vocab.c - vocab.txt into a struct bert_vocab (vocab.h).
+ * vocab.c - vocab.txt into a struct wordpiece_vocab (vocab.h).
  */
 #include "vocab.h"
 #include "fail.h"
@@ -41,7 +41,7 @@ static size_t utf8_length(const unsigned char *s, size_t left)
 }
 
 bool vocab_parse(const char *text, size_t len, size_t max_tokens,
-                 struct bert_vocab **out, char *err, size_t err_len)
+                 struct wordpiece_vocab **out, char *err, size_t err_len)
 {
     *out = NULL;
     // the lines, each ended by a NUL in a copy of the text
@@ -94,7 +94,7 @@ bool vocab_parse(const char *text, size_t len, size_t max_tokens,
         ok = model_fail(err, err_len, "no tokens");
     if (ok) {
         struct attn_error aerr = {0};
-        if (bert_vocab_new(lines, count, out, &aerr))
+        if (wordpiece_vocab_new(lines, count, out, &aerr))
             ok = model_fail(err, err_len, "%s", aerr.message);
     }
     free(lines);

@@ -8,8 +8,8 @@
  * tests/models/generate.py --bert-base). For 128 and 512 wordpieces, every
  * layer's attention returned, each round times, one after the other: a
  * 2048^3 cblas_sgemm on all cores (the ceiling, as bench_attention.c
- * measures it), bert_forward() on a team of one thread per core with
- * single-threaded OpenBLAS (the core's threading policy), and the same
+ * measures it), xf_plan() and xf_forward() on a team of one thread per core
+ * with single-threaded OpenBLAS (the core's threading policy), and the same
  * network in PyTorch (tests/bench/bert_torch.py, run by Debian's
  * /usr/bin/python3 and kept alive across rounds) on 1 and on 2 threads.
  * Interleaving the rounds makes a busy neighbour on a shared machine slow
@@ -23,7 +23,7 @@
  * network: the last hidden states agree within 1e-3.
  */
 #include "bench_clock.h"
-#include "bert.h"
+#include "transformer.h"
 #include "model/model.h"
 
 #include <cblas.h>
@@ -141,18 +141,21 @@ static void bench_ids(uint32_t *ids, size_t n, size_t vocab)
         ids[i] = (uint32_t)((7 * i + 1000) % vocab);
 }
 
-static double attnd_run(const struct bert_model *m, const uint32_t *ids,
-                        size_t n, unsigned want, float **hidden_copy)
+static double attnd_run(const struct xf_model *m, const uint32_t *ids, size_t n,
+                        unsigned want, float **hidden_copy)
 {
-    const struct bert_run run = {.ids = ids,
-                                 .n = n,
-                                 .want = want,
-                                 .layer = BERT_ALL_LAYERS,
-                                 .threads = cores()};
-    struct bert_result r;
+    const struct xf_run run = {.ids = ids,
+                               .n = n,
+                               .want = want,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = cores()};
+    struct xf_result r;
     struct attn_error err;
     const double t0 = now_seconds();
-    const attn_status st = bert_forward(m, &run, &r, &err);
+    struct xf_plan plan;
+    attn_status st = xf_plan(m, &run, &plan, &err);
+    if (st == ATTN_OK)
+        st = xf_forward(&plan, NULL, &r, &err);
     const double t = now_seconds() - t0;
     if (st != ATTN_OK) {
         fprintf(stderr, "bench_bert: %s\n", err.message);
@@ -165,13 +168,13 @@ static double attnd_run(const struct bert_model *m, const uint32_t *ids,
             memcpy(*hidden_copy, r.hidden_states + m->layers * n * H,
                    n * H * sizeof(float));
     }
-    bert_result_free(&r);
+    xf_result_free(&r);
     return t;
 }
 
 /* Both sides compute the same network: the largest difference of the
  * last hidden states over n wordpieces, or -1. */
-static double same_network(const struct bert_model *m, struct torch *t,
+static double same_network(const struct xf_model *m, struct torch *t,
                            const uint32_t *ids, size_t n)
 {
     char path[] = "/tmp/bench-bert-XXXXXX", cmd[128], line[64];
@@ -183,7 +186,7 @@ static double same_network(const struct bert_model *m, struct torch *t,
     float *mine = NULL;
     double worst = -1.0;
     if (torch_ask(t, cmd, line, sizeof line) &&
-        attnd_run(m, ids, n, BERT_WANT_HIDDEN, &mine) >= 0 && mine) {
+        attnd_run(m, ids, n, XF_WANT_HIDDEN, &mine) >= 0 && mine) {
         const size_t count = n * m->hidden;
         float *theirs = malloc(count * sizeof *theirs);
         FILE *f = fopen(path, "rb");
@@ -243,7 +246,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_bert: %s\n", err);
         return 1;
     }
-    const struct bert_model *m = &model->bert;
+    const struct xf_model *m = &model->xf;
     struct torch torch = {0};
     signal(SIGPIPE, SIG_IGN);
     if (!torch_start(&torch, dir)) {
@@ -297,8 +300,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < rounds; r++) {
             ceiling_once(&sg);
             ce[r] = ceiling_once(&sg);
-            attnd_run(m, ids, n, BERT_WANT_WEIGHTS, NULL);
-            at[r] = attnd_run(m, ids, n, BERT_WANT_WEIGHTS, NULL);
+            attnd_run(m, ids, n, XF_WANT_WEIGHTS, NULL);
+            at[r] = attnd_run(m, ids, n, XF_WANT_WEIGHTS, NULL);
             t1[r] = torch_run(&torch, n, 1);
             t2[r] = torch_run(&torch, n, 2);
             if (at[r] < 0 || t1[r] < 0 || t2[r] < 0) {

@@ -10,7 +10,8 @@
  * [CLS], ends with [SEP], stays within the cap, has every id inside the
  * vocabulary and token type ids 0 then 1 (1 only for a pair).
  */
-#include "bert.h"
+#include "transformer.h"
+#include "wordpiece.h"
 #include "model/vocab.h"
 
 #include <stdint.h>
@@ -46,31 +47,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *b = cut_b ? cut_b + 1 : NULL;
     const size_t b_len = cut_b ? a_all - a_len - 1 : 0;
 
-    struct bert_vocab *v = NULL;
+    struct wordpiece_vocab *v = NULL;
     char err[300];
     if (!vocab_parse(rest, vocab_len, 5000, &v, err, sizeof err) &&
         !vocab_parse(builtin, sizeof builtin - 1, 5000, &v, err, sizeof err))
         fail("the built-in vocabulary is refused");
-    const struct bert_encode_options opts = {.do_lower_case = mode & 1,
-                                             .max_tokens = (mode >> 1) & 63};
-    struct bert_encoding enc;
+    const struct wordpiece_options opts = {.do_lower_case = mode & 1,
+                                           .max_tokens = (mode >> 1) & 63};
+    struct tok_encoding enc;
     struct attn_error aerr = {0};
     const attn_status st =
-        bert_encode(v, &opts, a, a_len, b, b_len, &enc, &aerr);
+        wordpiece_encode(v, &opts, a, a_len, b, b_len, &enc, &aerr);
     if (st != ATTN_OK) {
         if ((st != ATTN_E_INPUT && st != ATTN_E_TOO_BIG) || enc.ids ||
             (strcmp(aerr.field, "sentence") != 0 &&
              strcmp(aerr.field, "sentence_b") != 0))
             fail("an unexpected refusal");
-        bert_vocab_free(v);
+        wordpiece_vocab_free(v);
         return 0;
     }
-    const size_t nv = bert_vocab_size(v);
+    const size_t nv = wordpiece_vocab_size(v);
     if (enc.count < (b ? 3u : 2u) ||
         (opts.max_tokens && enc.count > opts.max_tokens))
         fail("an encoding of the wrong length");
-    if (strcmp(bert_vocab_token(v, enc.ids[0]), "[CLS]") != 0 ||
-        strcmp(bert_vocab_token(v, enc.ids[enc.count - 1]), "[SEP]") != 0)
+    if (strcmp(wordpiece_vocab_token(v, enc.ids[0]), "[CLS]") != 0 ||
+        strcmp(wordpiece_vocab_token(v, enc.ids[enc.count - 1]), "[SEP]") != 0)
         fail("an encoding not in [CLS] ... [SEP]");
     for (size_t i = 0; i < enc.count; i++) {
         if (enc.ids[i] >= nv)
@@ -79,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (i > 0 && enc.type_ids[i] < enc.type_ids[i - 1]))
             fail("token type ids out of order");
     }
-    bert_encoding_free(&enc);
-    bert_vocab_free(v);
+    tok_encoding_free(&enc);
+    wordpiece_vocab_free(v);
     return 0;
 }

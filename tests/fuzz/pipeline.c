@@ -167,10 +167,10 @@ static void drain_json(struct response_stream *s)
 /* A request on a model: the encoder, then its PNG or JSON. */
 static void run_model(struct request *req)
 {
-    struct bert_result res;
+    struct xf_result res;
     struct problem pb;
     memset(&pb, 0, sizeof pb);
-    if (!attend_model_run(req, 1, NULL, &res, &pb)) {
+    if (!attend_model_run(req, NULL, &res, &pb)) {
         fuzz_check_problem(&pb);
         request_free(req);
         return;
@@ -191,7 +191,7 @@ static void run_model(struct request *req)
             drain_json(s);
         response_stream_free(s);
     }
-    bert_result_free(&res);
+    xf_result_free(&res);
     request_free(req);
 }
 

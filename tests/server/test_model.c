@@ -268,7 +268,7 @@ static void check_goldens(const struct model *m, const char *variant)
     free(text);
     assert_non_null(golden);
     assert_int_equal(
-        m->bert.layers,
+        m->xf.layers,
         (size_t)cJSON_GetObjectItem(golden, "layers")->valuedouble);
     const cJSON *c;
     size_t n_cases = 0;
@@ -277,38 +277,37 @@ static void check_goldens(const struct model *m, const char *variant)
         const char *a = cJSON_GetObjectItem(c, "sentence")->valuestring;
         const cJSON *jb = cJSON_GetObjectItem(c, "sentence_b");
         const char *b = cJSON_IsString(jb) ? jb->valuestring : NULL;
-        const struct bert_encode_options opts = {
-            .do_lower_case = m->do_lower_case,
-            .max_tokens = m->bert.max_positions};
-        struct bert_encoding enc;
+        struct tok_encoding enc;
         struct attn_error aerr = {0};
-        if (bert_encode(m->vocab, &opts, a, strlen(a), b, b ? strlen(b) : 0,
-                        &enc, &aerr))
-            fail_msg("%s: bert_encode: %s", variant, aerr.message);
+        if (tok_encode(&m->tokenizer, a, strlen(a), b, b ? strlen(b) : 0,
+                       m->xf.max_positions, &enc, &aerr))
+            fail_msg("%s: tok_encode: %s", variant, aerr.message);
         const cJSON *tokens = cJSON_GetObjectItem(c, "tokens");
         const cJSON *types = cJSON_GetObjectItem(c, "type_ids");
         assert_int_equal(enc.count, (size_t)cJSON_GetArraySize(tokens));
         for (size_t i = 0; i < enc.count; i++) {
             assert_string_equal(
-                bert_vocab_token(m->vocab, enc.ids[i]),
+                tok_token_text(&m->tokenizer, enc.ids[i]),
                 cJSON_GetArrayItem(tokens, (int)i)->valuestring);
             // the golden's types are clipped to the model's type vocabulary
             const int t = (int)cJSON_GetArrayItem(types, (int)i)->valuedouble;
-            assert_int_equal(enc.type_ids[i] < m->bert.type_vocab_size
+            assert_int_equal(enc.type_ids[i] < m->xf.type_vocab_size
                                  ? enc.type_ids[i]
-                                 : m->bert.type_vocab_size - 1,
+                                 : m->xf.type_vocab_size - 1,
                              t);
         }
-        struct bert_run run = {.ids = enc.ids,
-                               .type_ids = enc.type_ids,
-                               .n = enc.count,
-                               .want = BERT_WANT_WEIGHTS | BERT_WANT_HIDDEN |
-                                       BERT_WANT_ROLLOUT,
-                               .layer = BERT_ALL_LAYERS,
-                               .threads = 2};
-        struct bert_result r;
-        if (bert_forward(&m->bert, &run, &r, &aerr))
-            fail_msg("%s: bert_forward: %s", variant, aerr.message);
+        struct xf_run run = {.ids = enc.ids,
+                             .type_ids = enc.type_ids,
+                             .n = enc.count,
+                             .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
+                                     XF_WANT_ROLLOUT,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = 2};
+        struct xf_result r;
+        struct xf_plan plan;
+        if (xf_plan(&m->xf, &run, &plan, &aerr) ||
+            xf_forward(&plan, NULL, &r, &aerr))
+            fail_msg("%s: xf_forward: %s", variant, aerr.message);
         size_t n;
         double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         assert_int_equal(n, r.layers * r.heads * r.n * r.n);
@@ -329,8 +328,8 @@ static void check_goldens(const struct model *m, const char *variant)
         if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
             fail_msg("%s case %zu: rollout differs", variant, n_cases);
         free(roll);
-        bert_result_free(&r);
-        bert_encoding_free(&enc);
+        xf_result_free(&r);
+        tok_encoding_free(&enc);
         n_cases++;
     }
     assert_true(n_cases >= 3);
@@ -356,14 +355,14 @@ static void test_variants_load_and_match(void **state)
         struct model *m = load_ok(dir);
         assert_string_equal(m->name, "tiny");
         assert_int_equal(m->do_lower_case, variants[i].lower);
-        assert_int_equal(m->bert.layers, variants[i].layers);
-        assert_int_equal(m->bert.hidden, variants[i].hidden);
+        assert_int_equal(m->xf.layers, variants[i].layers);
+        assert_int_equal(m->xf.hidden, variants[i].hidden);
         // F32 is used in place from the mapping; F16 and BF16 converted
         assert_int_equal(m->converted_bytes != 0, variants[i].converted);
         if (!variants[i].converted) {
             const char *map = m->map;
-            assert_true((const char *)m->bert.word_emb > map &&
-                        (const char *)m->bert.word_emb < map + m->map_bytes);
+            assert_true((const char *)m->xf.word_emb > map &&
+                        (const char *)m->xf.word_emb < map + m->map_bytes);
         } else {
             assert_int_equal(m->converted_bytes, m->weight_bytes);
         }
@@ -425,7 +424,7 @@ static void test_half_conversions(void **state)
     st_rebuild(dir, &parts, bytes);
     struct model *m = load_ok(dir);
     for (int i = 0; i < 32; i++)
-        assert_memory_equal(&m->bert.emb_ln_b[i], &f16_want[i % 8], 4);
+        assert_memory_equal(&m->xf.embed_norm_b[i], &f16_want[i % 8], 4);
     model_free(m);
 
     parts = st_split(dir);
@@ -440,7 +439,7 @@ static void test_half_conversions(void **state)
     m = load_ok(dir);
     for (int i = 0; i < 32; i++) {
         const uint32_t bits = (uint32_t)bf16[i % 4] << 16;
-        assert_memory_equal(&m->bert.emb_ln_b[i], &bits, 4);
+        assert_memory_equal(&m->xf.embed_norm_b[i], &bits, 4);
     }
     model_free(m);
 
@@ -836,8 +835,8 @@ static void test_bad_vocab_and_tokenizer(void **state)
     crlf[o] = '\0';
     write_text(dir, "vocab.txt", crlf);
     struct model *m = load_ok(dir);
-    assert_int_equal(bert_vocab_size(m->vocab), 79);
-    assert_int_equal(bert_vocab_id(m->vocab, "cat", 3), 15);
+    assert_int_equal(tok_vocab_size(&m->tokenizer), 79);
+    assert_int_equal(tok_token_id(&m->tokenizer, "cat", 3), 15);
     model_free(m);
     write_text(dir, "vocab.txt", vocab);
 

@@ -272,3 +272,42 @@ void fill_normal(float *a, size_t n, uint64_t seed, float stddev)
             a[i + 1] = (float)(r * sin(6.283185307179586 * u2));
     }
 }
+
+struct xf_arch test_bert_arch(xf_act act)
+{
+    return (struct xf_arch){.norm = XF_NORM_LAYER,
+                            .norm_place = XF_NORM_AFTER,
+                            .ffn = XF_FFN_PLAIN,
+                            .act = act,
+                            .positions = XF_POS_LEARNED,
+                            .token_types = true,
+                            .embed_norm = true,
+                            .qkv_bias = true,
+                            .out_bias = true,
+                            .ffn_bias = true};
+}
+
+attn_status test_xf_forward(const struct xf_model *m, const struct xf_run *run,
+                            const atomic_bool *cancel, struct xf_result *out,
+                            struct attn_error *err)
+{
+    struct xf_plan plan;
+    const attn_status st = xf_plan(m, run, &plan, err);
+    if (st) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    return xf_forward(&plan, cancel, out, err);
+}
+
+size_t test_xf_bytes(const struct xf_model *m, const struct xf_run *run)
+{
+    struct xf_plan plan;
+    return xf_plan(m, run, &plan, NULL) ? SIZE_MAX : xf_plan_bytes(&plan);
+}
+
+double test_xf_flops(const struct xf_model *m, const struct xf_run *run)
+{
+    struct xf_plan plan;
+    return xf_plan(m, run, &plan, NULL) ? 0.0 : xf_plan_flops(&plan);
+}

@@ -6,6 +6,7 @@
 #define ATTN_TEST_SUPPORT_H
 
 #include "attention.h"
+#include "transformer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,20 @@ double max_abs_diff(const float *got, const double *want, size_t n);
 /* Largest |got - want| / (atol + rtol * |want|); <= 1 means within. */
 double max_tol_ratio(const float *got, const double *want, size_t n,
                      double atol, double rtol);
+
+/* BERT's block (post-norm LayerNorm, plain feed-forward, learned
+ * positions with token types, an embedding norm, every bias) with act. */
+struct xf_arch test_bert_arch(xf_act act);
+
+/* xf_plan() then xf_forward(), for tests that ask once. */
+attn_status test_xf_forward(const struct xf_model *m, const struct xf_run *run,
+                            const atomic_bool *cancel, struct xf_result *out,
+                            struct attn_error *err);
+
+/* xf_plan_bytes() and xf_plan_flops() of a run; SIZE_MAX and 0 when the
+ * run cannot be planned. */
+size_t test_xf_bytes(const struct xf_model *m, const struct xf_run *run);
+double test_xf_flops(const struct xf_model *m, const struct xf_run *run);
 
 /* n floats from a standard normal, deterministic in seed. */
 void fill_normal(float *a, size_t n, uint64_t seed, float stddev);

@@ -1,5 +1,6 @@
 /*
- * test_bert.c - the BERT encoder of bert.h: LayerNorm and both GELUs
+ * test_bert.c - BERT through the transformer block of transformer.h:
+ * LayerNorm and both GELUs
  * against PyTorch's float64 values; the whole encoder against a plain-loop
  * float64 encoder written here, on a model built from arrays; against the
  * goldens of tests/models/ (float64, from tests/models/generate.py); the
@@ -19,7 +20,8 @@
 #include <cmocka.h>
 
 #include "files.h"
-#include "bert.h"
+#include "transformer.h"
+#include "wordpiece.h"
 #include "support.h"
 #include "vecmath.h"
 
@@ -52,8 +54,8 @@ static void test_gelu_values(void **state)
     float a[N], b[N];
     memcpy(a, x, sizeof x);
     memcpy(b, x, sizeof x);
-    bert_activation(BERT_ACT_GELU, a, N);
-    bert_activation(BERT_ACT_GELU_TANH, b, N);
+    xf_activation(XF_ACT_GELU, a, N);
+    xf_activation(XF_ACT_GELU_TANH, b, N);
     assert_true(max_tol_ratio(a, erf_form, N, 1e-7, 1e-6) <= 1.0);
     assert_true(max_tol_ratio(b, tanh_form, N, 1e-7, 1e-6) <= 1.0);
     // the two forms differ by more than the tolerance: neither stands in
@@ -78,14 +80,14 @@ static void test_gelu_dense(void **state)
     const float edges[] = {1e-30f, -1e-30f, 1e-7f,  -1e-7f,
                            3e38f,  -3e38f,  -40.0f, -1e4f};
     memcpy(x + 2561, edges, sizeof edges);
-    for (int act = BERT_ACT_GELU; act <= BERT_ACT_GELU_TANH; act++) {
+    for (int act = XF_ACT_GELU; act <= XF_ACT_GELU_TANH; act++) {
         memcpy(got, x, sizeof x);
-        bert_activation((bert_act)act, got, N);
+        xf_activation((xf_act)act, got, N);
         double worst = 0.0;
         for (int i = 0; i < N; i++) {
             const double v = x[i];
             const double u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
-            const double want = act == BERT_ACT_GELU
+            const double want = act == XF_ACT_GELU
                                     ? 0.5 * v * erfc(-v / sqrt(2.0))
                                     : v / (1.0 + exp(-2.0 * u));
             const double err =
@@ -97,7 +99,7 @@ static void test_gelu_dense(void **state)
             if (!vec_isa_available(isa))
                 continue;
             memcpy(other, x, sizeof x);
-            bert_activation_isa(isa, (bert_act)act, other, N);
+            xf_activation_isa(isa, (xf_act)act, other, N);
             assert_memory_equal(other, got, sizeof got);
         }
     }
@@ -118,13 +120,13 @@ static void test_layer_norm_values(void **state)
                               0.14907119849998599, 0.32360679774997897,
                               -0.4981423969999719, 0.7472135954999579};
     float y[8];
-    bert_layer_norm(x, 2, 4, w, b, 1e-12f, y);
+    xf_layer_norm(x, 2, 4, w, b, 1e-12f, y);
     assert_true(max_tol_ratio(y, tiny_eps, 8, 1e-6, 1e-5) <= 1.0);
-    bert_layer_norm(x, 2, 4, w, b, 1e-5f, y);
+    xf_layer_norm(x, 2, 4, w, b, 1e-5f, y);
     assert_true(max_tol_ratio(y, eps_1e5, 8, 1e-6, 1e-5) <= 1.0);
     // in place, and a constant row gives the bias
     float z[4] = {7, 7, 7, 7};
-    bert_layer_norm(z, 1, 4, w, b, 1e-12f, z);
+    xf_layer_norm(z, 1, 4, w, b, 1e-12f, z);
     for (int c = 0; c < 4; c++)
         assert_true(fabsf(z[c] - b[c]) < 1e-6f);
 }
@@ -132,8 +134,8 @@ static void test_layer_norm_values(void **state)
 /* ------------------------------------------- a model built from arrays */
 
 struct owned_model {
-    struct bert_model m;
-    struct bert_layer *layers;
+    struct xf_model m;
+    struct xf_layer *layers;
     float *block; /* every tensor */
 };
 
@@ -148,7 +150,7 @@ static float *take(float **at, size_t count)
  * near 1, biases small. */
 static void model_random(struct owned_model *o, size_t layers, size_t heads,
                          size_t hidden, size_t inter, size_t vocab,
-                         size_t positions, size_t types, bert_act act,
+                         size_t positions, size_t types, xf_act act,
                          uint64_t seed)
 {
     const size_t H = hidden, J = inter;
@@ -161,17 +163,19 @@ static void model_random(struct owned_model *o, size_t layers, size_t heads,
     assert_non_null(o->layers);
     fill_normal(o->block, total, seed, 1.0f);
     float *at = o->block;
-    struct bert_model *m = &o->m;
-    *m = (struct bert_model){.layers = layers,
-                             .heads = heads,
-                             .hidden = H,
-                             .intermediate = J,
-                             .vocab_size = vocab,
-                             .max_positions = positions,
-                             .type_vocab_size = types,
-                             .layer_norm_eps = 1e-12f,
-                             .act = act,
-                             .layer = o->layers};
+    struct xf_model *m = &o->m;
+    *m = (struct xf_model){.layers = layers,
+                           .heads = heads,
+                           .hidden = H,
+                           .intermediate = J,
+                           .vocab_size = vocab,
+                           .max_positions = positions,
+                           .type_vocab_size = types,
+                           .kv_heads = heads,
+                           .head_dim = H / heads,
+                           .norm_eps = 1e-12f,
+                           .arch = test_bert_arch(act),
+                           .layer = o->layers};
     m->word_emb = take(&at, vocab * H);
     m->pos_emb = take(&at, positions * H);
     m->type_emb = take(&at, types * H);
@@ -180,10 +184,10 @@ static void model_random(struct owned_model *o, size_t layers, size_t heads,
         lw[c] = 1.0f + 0.1f * lw[c];
         lb[c] *= 0.1f;
     }
-    m->emb_ln_w = lw;
-    m->emb_ln_b = lb;
+    m->embed_norm_w = lw;
+    m->embed_norm_b = lb;
     for (size_t l = 0; l < layers; l++) {
-        struct bert_layer *y = &o->layers[l];
+        struct xf_layer *y = &o->layers[l];
         float *w[] = {take(&at, H * H), take(&at, H * H), take(&at, H * H),
                       take(&at, H * H)};
         float *bq = take(&at, H), *bk = take(&at, H), *bv = take(&at, H),
@@ -220,9 +224,22 @@ static void model_random(struct owned_model *o, size_t layers, size_t heads,
             in_b[c] *= 0.1f;
         for (size_t c = 0; c < H; c++)
             out_b[c] *= 0.1f;
-        *y = (struct bert_layer){w[0],  bq,    w[1],  bk,    w[2], bv,
-                                 w[3],  bo,    ln[0], ln[1], in_w, in_b,
-                                 out_w, out_b, ln[2], ln[3]};
+        *y = (struct xf_layer){.q_w = w[0],
+                               .q_b = bq,
+                               .k_w = w[1],
+                               .k_b = bk,
+                               .v_w = w[2],
+                               .v_b = bv,
+                               .o_w = w[3],
+                               .o_b = bo,
+                               .attn_norm_w = ln[0],
+                               .attn_norm_b = ln[1],
+                               .up_w = in_w,
+                               .up_b = in_b,
+                               .down_w = out_w,
+                               .down_b = out_b,
+                               .ffn_norm_w = ln[2],
+                               .ffn_norm_b = ln[3]};
     }
     assert_true(at == o->block + total);
 }
@@ -264,7 +281,7 @@ static void ref_lin(const double *x, size_t rows, size_t in, const float *w,
 }
 
 /* weights [L][h][n][n], hidden [L+1][n][H], rollout [n][n] */
-static void ref_encoder(const struct bert_model *m, const uint32_t *ids,
+static void ref_encoder(const struct xf_model *m, const uint32_t *ids,
                         const uint8_t *types, size_t n, double *weights,
                         double *hidden, double *roll)
 {
@@ -278,9 +295,9 @@ static void ref_encoder(const struct bert_model *m, const uint32_t *ids,
             hidden[i * H + c] = (double)m->word_emb[ids[i] * H + c] +
                                 m->pos_emb[i * H + c] +
                                 m->type_emb[types[i] * H + c];
-    ref_ln(hidden, n, H, m->emb_ln_w, m->emb_ln_b, m->layer_norm_eps);
+    ref_ln(hidden, n, H, m->embed_norm_w, m->embed_norm_b, m->norm_eps);
     for (size_t l = 0; l < m->layers; l++) {
-        const struct bert_layer *y = &m->layer[l];
+        const struct xf_layer *y = &m->layer[l];
         const double *x = hidden + l * n * H;
         double *next = hidden + (l + 1) * n * H;
         ref_lin(x, n, H, y->q_w, y->q_b, H, q);
@@ -308,21 +325,21 @@ static void ref_encoder(const struct bert_model *m, const uint32_t *ids,
                     ctx[i * H + a * d + c] = acc;
                 }
             }
-        ref_lin(ctx, n, H, y->ao_w, y->ao_b, H, x1);
+        ref_lin(ctx, n, H, y->o_w, y->o_b, H, x1);
         for (size_t e = 0; e < n * H; e++)
             x1[e] += x[e];
-        ref_ln(x1, n, H, y->ln1_w, y->ln1_b, m->layer_norm_eps);
-        ref_lin(x1, n, H, y->in_w, y->in_b, J, in);
+        ref_ln(x1, n, H, y->attn_norm_w, y->attn_norm_b, m->norm_eps);
+        ref_lin(x1, n, H, y->up_w, y->up_b, J, in);
         for (size_t e = 0; e < n * J; e++)
-            in[e] = m->act == BERT_ACT_GELU
+            in[e] = m->arch.act == XF_ACT_GELU
                         ? 0.5 * in[e] * (1 + erf(in[e] / sqrt(2.0)))
                         : 0.5 * in[e] *
                               (1 + tanh(0.7978845608028654 * /* sqrt(2/pi) */
                                         (in[e] + 0.044715 * pow(in[e], 3))));
-        ref_lin(in, n, J, y->out_w, y->out_b, H, next);
+        ref_lin(in, n, J, y->down_w, y->down_b, H, next);
         for (size_t e = 0; e < n * H; e++)
             next[e] += x1[e];
-        ref_ln(next, n, H, y->ln2_w, y->ln2_b, m->layer_norm_eps);
+        ref_ln(next, n, H, y->ffn_norm_w, y->ffn_norm_b, m->norm_eps);
         // rollout: ahat = rows-normalised 0.5 mean + 0.5 I; roll = ahat roll
         for (size_t i = 0; i < n; i++) {
             double sum = 0;
@@ -359,19 +376,19 @@ static void ref_encoder(const struct bert_model *m, const uint32_t *ids,
     free(tmp);
 }
 
-static const unsigned WANT_ALL = BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS |
-                                 BERT_WANT_HIDDEN | BERT_WANT_ROLLOUT;
+static const unsigned WANT_ALL =
+    XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_ROLLOUT;
 
-static void run_ok(const struct bert_model *m, const struct bert_run *run,
-                   struct bert_result *out)
+static void run_ok(const struct xf_model *m, const struct xf_run *run,
+                   struct xf_result *out)
 {
     struct attn_error err = {0};
-    const attn_status st = bert_forward(m, run, out, &err);
+    const attn_status st = test_xf_forward(m, run, NULL, out, &err);
     if (st)
-        fail_msg("bert_forward: %s: %s", attn_status_name(st), err.message);
+        fail_msg("xf_forward: %s: %s", attn_status_name(st), err.message);
 }
 
-static void check_against_ref(bert_act act, size_t n)
+static void check_against_ref(xf_act act, size_t n)
 {
     struct owned_model o;
     model_random(&o, 3, 4, 24, 40, 50, 72, 2, act, 7 + n);
@@ -381,17 +398,17 @@ static void check_against_ref(bert_act act, size_t n)
         ids[i] = (uint32_t)((i * 17 + 3) % 50);
         types[i] = i >= n / 2;
     }
-    const struct bert_model *m = &o.m;
+    const struct xf_model *m = &o.m;
     const size_t L = m->layers, h = m->heads, H = m->hidden;
     double *w = calloc(L * h * n * n, 8), *hs = calloc((L + 1) * n * H, 8),
            *roll = calloc(n * n, 8);
     ref_encoder(m, ids, types, n, w, hs, roll);
-    struct bert_run run = {.ids = ids,
-                           .type_ids = types,
-                           .n = n,
-                           .want = WANT_ALL,
-                           .layer = BERT_ALL_LAYERS};
-    struct bert_result r;
+    struct xf_run run = {.ids = ids,
+                         .type_ids = types,
+                         .n = n,
+                         .want = WANT_ALL,
+                         .layer = XF_ALL_LAYERS};
+    struct xf_result r;
     run_ok(m, &run, &r);
     assert_int_equal(r.layers, L);
     assert_int_equal(r.weight_layers, L);
@@ -414,7 +431,7 @@ static void check_against_ref(bert_act act, size_t n)
         most = w[e] > most ? w[e] : most;
     if (n >= 4)
         assert_true(most > 3.0 / (double)n);
-    bert_result_free(&r);
+    xf_result_free(&r);
     assert_null(r.weights);
     free(w);
     free(hs);
@@ -425,37 +442,37 @@ static void check_against_ref(bert_act act, size_t n)
 static void test_encoder_matches_reference_gelu(void **state)
 {
     (void)state;
-    check_against_ref(BERT_ACT_GELU, 9);
-    check_against_ref(BERT_ACT_GELU, 70); /* several row blocks */
+    check_against_ref(XF_ACT_GELU, 9);
+    check_against_ref(XF_ACT_GELU, 70); /* several row blocks */
 }
 
 static void test_encoder_matches_reference_gelu_tanh(void **state)
 {
     (void)state;
-    check_against_ref(BERT_ACT_GELU_TANH, 1);
-    check_against_ref(BERT_ACT_GELU_TANH, 33);
+    check_against_ref(XF_ACT_GELU_TANH, 1);
+    check_against_ref(XF_ACT_GELU_TANH, 33);
 }
 
 static void test_same_bits_every_thread_count(void **state)
 {
     (void)state;
     struct owned_model o;
-    model_random(&o, 2, 4, 32, 48, 40, 160, 2, BERT_ACT_GELU, 99);
+    model_random(&o, 2, 4, 32, 48, 40, 160, 2, XF_ACT_GELU, 99);
     enum { N = 150 };
     uint32_t ids[N];
     for (size_t i = 0; i < N; i++)
         ids[i] = (uint32_t)(i * 7 % 40);
-    struct bert_run run = {.ids = ids,
-                           .n = N,
-                           .want = WANT_ALL,
-                           .layer = BERT_ALL_LAYERS,
-                           .threads = 1};
-    struct bert_result one;
+    struct xf_run run = {.ids = ids,
+                         .n = N,
+                         .want = WANT_ALL,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 1};
+    struct xf_result one;
     run_ok(&o.m, &run, &one);
     const unsigned counts[] = {2, 3, 8, 64};
     for (size_t t = 0; t < 4; t++) {
         run.threads = counts[t];
-        struct bert_result r;
+        struct xf_result r;
         run_ok(&o.m, &run, &r);
         const size_t L = 2, h = 4, H = 32;
         assert_memory_equal(r.weights, one.weights, L * h * N * N * 4);
@@ -463,19 +480,19 @@ static void test_same_bits_every_thread_count(void **state)
         assert_memory_equal(r.hidden_states, one.hidden_states,
                             (L + 1) * N * H * 4);
         assert_memory_equal(r.rollout, one.rollout, N * N * 4);
-        bert_result_free(&r);
+        xf_result_free(&r);
     }
     // what is returned does not change the bits of the rest
     run.threads = 2;
-    run.want = BERT_WANT_HIDDEN;
-    struct bert_result hidden_only;
+    run.want = XF_WANT_HIDDEN;
+    struct xf_result hidden_only;
     run_ok(&o.m, &run, &hidden_only);
     assert_null(hidden_only.weights);
     assert_null(hidden_only.rollout);
     assert_memory_equal(hidden_only.hidden_states, one.hidden_states,
                         3 * N * 32 * 4);
-    bert_result_free(&hidden_only);
-    bert_result_free(&one);
+    xf_result_free(&hidden_only);
+    xf_result_free(&one);
     model_free(&o);
 }
 
@@ -483,13 +500,13 @@ static void test_one_layer(void **state)
 {
     (void)state;
     struct owned_model o;
-    model_random(&o, 3, 2, 16, 24, 30, 20, 2, BERT_ACT_GELU, 5);
+    model_random(&o, 3, 2, 16, 24, 30, 20, 2, XF_ACT_GELU, 5);
     const uint32_t ids[] = {1, 5, 9, 2, 7};
-    struct bert_run run = {.ids = ids,
-                           .n = 5,
-                           .want = BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS,
-                           .layer = BERT_ALL_LAYERS};
-    struct bert_result all, one;
+    struct xf_run run = {.ids = ids,
+                         .n = 5,
+                         .want = XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS,
+                         .layer = XF_ALL_LAYERS};
+    struct xf_result all, one;
     run_ok(&o.m, &run, &all);
     run.layer = 2;
     run_ok(&o.m, &run, &one);
@@ -497,26 +514,25 @@ static void test_one_layer(void **state)
     assert_memory_equal(one.weights, all.weights + 2 * 2 * 25, 2 * 25 * 4);
     assert_memory_equal(one.mean_weights, all.mean_weights + 2 * 25, 25 * 4);
     // fewer bytes for one layer's weights than for all of them
-    struct bert_run all_run = run;
-    all_run.layer = BERT_ALL_LAYERS;
-    assert_true(bert_forward_bytes(&o.m, &run) <
-                bert_forward_bytes(&o.m, &all_run));
+    struct xf_run all_run = run;
+    all_run.layer = XF_ALL_LAYERS;
+    assert_true(test_xf_bytes(&o.m, &run) < test_xf_bytes(&o.m, &all_run));
     // layer 0 alone: the layers above it are not run
     run.layer = 0;
-    assert_true(bert_flops(&o.m, &run) < bert_flops(&o.m, &all_run) / 2);
-    struct bert_result first;
+    assert_true(test_xf_flops(&o.m, &run) < test_xf_flops(&o.m, &all_run) / 2);
+    struct xf_result first;
     run_ok(&o.m, &run, &first);
     assert_memory_equal(first.weights, all.weights, 2 * 25 * 4);
-    bert_result_free(&first);
+    xf_result_free(&first);
     // want 0 means the weights
     run.want = 0;
-    struct bert_result dflt;
+    struct xf_result dflt;
     run_ok(&o.m, &run, &dflt);
     assert_non_null(dflt.weights);
     assert_null(dflt.hidden_states);
-    bert_result_free(&dflt);
-    bert_result_free(&one);
-    bert_result_free(&all);
+    xf_result_free(&dflt);
+    xf_result_free(&one);
+    xf_result_free(&all);
     model_free(&o);
 }
 
@@ -524,29 +540,27 @@ static void test_cancel(void **state)
 {
     (void)state;
     struct owned_model o;
-    model_random(&o, 2, 2, 16, 24, 30, 20, 2, BERT_ACT_GELU, 6);
+    model_random(&o, 2, 2, 16, 24, 30, 20, 2, XF_ACT_GELU, 6);
     const uint32_t ids[] = {1, 2, 3};
     atomic_bool flag = true;
-    struct bert_run run = {.ids = ids,
-                           .n = 3,
-                           .want = WANT_ALL,
-                           .layer = BERT_ALL_LAYERS,
-                           .cancel = &flag};
-    struct bert_result r;
+    struct xf_run run = {
+        .ids = ids, .n = 3, .want = WANT_ALL, .layer = XF_ALL_LAYERS};
+    struct xf_result r;
     struct attn_error err;
-    assert_int_equal(bert_forward(&o.m, &run, &r, &err), ATTN_E_CANCELLED);
+    assert_int_equal(test_xf_forward(&o.m, &run, &flag, &r, &err),
+                     ATTN_E_CANCELLED);
     assert_null(r.weights);
     assert_null(r.hidden_states);
     model_free(&o);
 }
 
-static void expect_refusal(const struct bert_model *m,
-                           const struct bert_run *run, attn_status want,
-                           const char *field, const char *fragment)
+static void expect_refusal(const struct xf_model *m, const struct xf_run *run,
+                           attn_status want, const char *field,
+                           const char *fragment)
 {
-    struct bert_result r;
+    struct xf_result r;
     struct attn_error err = {0};
-    assert_int_equal(bert_forward(m, run, &r, &err), want);
+    assert_int_equal(test_xf_forward(m, run, NULL, &r, &err), want);
     assert_string_equal(err.field, field);
     if (!strstr(err.message, fragment))
         fail_msg("message \"%s\" lacks \"%s\"", err.message, fragment);
@@ -557,10 +571,10 @@ static void test_refusals(void **state)
 {
     (void)state;
     struct owned_model o;
-    model_random(&o, 2, 2, 16, 24, 30, 6, 2, BERT_ACT_GELU, 8);
+    model_random(&o, 2, 2, 16, 24, 30, 6, 2, XF_ACT_GELU, 8);
     uint32_t ids[] = {1, 2, 3, 4, 5, 6, 7};
     uint8_t types[] = {0, 0, 1, 2, 0, 0, 0};
-    struct bert_run run = {.ids = ids, .n = 7, .layer = BERT_ALL_LAYERS};
+    struct xf_run run = {.ids = ids, .n = 7, .layer = XF_ALL_LAYERS};
     expect_refusal(&o.m, &run, ATTN_E_TOO_BIG, "ids", "the 6 the model");
     run.n = 0;
     expect_refusal(&o.m, &run, ATTN_E_INVALID, "ids", "no tokens");
@@ -573,33 +587,33 @@ static void test_refusals(void **state)
     run.type_ids = NULL;
     run.layer = 2;
     expect_refusal(&o.m, &run, ATTN_E_INVALID, "layer", "layer (2)");
-    run.layer = BERT_ALL_LAYERS;
+    run.layer = XF_ALL_LAYERS;
 
-    struct bert_model bad = o.m;
+    struct xf_model bad = o.m;
     bad.heads = 3;
     expect_refusal(&bad, &run, ATTN_E_INVALID, "heads", "heads (3)");
     bad = o.m;
-    bad.layer_norm_eps = 0.0f;
-    expect_refusal(&bad, &run, ATTN_E_INVALID, "layer_norm_eps", "above 0");
+    bad.norm_eps = 0.0f;
+    expect_refusal(&bad, &run, ATTN_E_INVALID, "norm_eps", "above 0");
     bad = o.m;
     bad.layers = 0;
     expect_refusal(&bad, &run, ATTN_E_INVALID, "layers", "layers (0)");
     bad = o.m;
-    bad.act = (bert_act)7;
+    bad.arch.act = (xf_act)7;
     expect_refusal(&bad, &run, ATTN_E_INVALID, "act", "act (7)");
-    struct bert_layer holed[2] = {o.layers[0], o.layers[1]};
-    holed[1].ln2_b = NULL;
+    struct xf_layer holed[2] = {o.layers[0], o.layers[1]};
+    holed[1].ffn_norm_b = NULL;
     bad = o.m;
     bad.layer = holed;
     expect_refusal(&bad, &run, ATTN_E_INVALID, "layer", "layer 1");
 
     // weights that overflow float32 are an error naming the layer
-    struct bert_layer huge[2] = {o.layers[0], o.layers[1]};
+    struct xf_layer huge[2] = {o.layers[0], o.layers[1]};
     float *big = malloc(24 * 16 * sizeof(float));
     // near FLT_MAX on half of each row: some row's product overflows
     for (size_t e = 0; e < 24 * 16; e++)
         big[e] = e % 16 < 8 ? 3e38f : 0.0f;
-    huge[0].in_w = big;
+    huge[0].up_w = big;
     bad = o.m;
     bad.layer = huge;
     expect_refusal(&bad, &run, ATTN_E_INPUT, "layer", "layer 0");
@@ -611,25 +625,23 @@ static void test_forward_bytes(void **state)
 {
     (void)state;
     struct owned_model o;
-    model_random(&o, 2, 2, 16, 24, 30, 600, 2, BERT_ACT_GELU, 9);
+    model_random(&o, 2, 2, 16, 24, 30, 600, 2, XF_ACT_GELU, 9);
     static uint32_t ids[600];
-    struct bert_run run = {.ids = ids,
-                           .n = 10,
-                           .want = BERT_WANT_WEIGHTS,
-                           .layer = BERT_ALL_LAYERS};
-    const size_t small = bert_forward_bytes(&o.m, &run);
+    struct xf_run run = {
+        .ids = ids, .n = 10, .want = XF_WANT_WEIGHTS, .layer = XF_ALL_LAYERS};
+    const size_t small = test_xf_bytes(&o.m, &run);
     // at least the result: 2 layers x 2 heads x 10 x 10 floats
     assert_true(small >= 2 * 2 * 100 * sizeof(float));
     run.want = WANT_ALL;
-    const size_t all = bert_forward_bytes(&o.m, &run);
+    const size_t all = test_xf_bytes(&o.m, &run);
     // mean weights, rollout and its two scratch matrices, and the hidden
     // states returned instead of two scratch rows
     assert_true(all >= small + (2 * 100 + 100 + 2 * 100 + 480 - 320) * 4);
     run.n = 600;
-    const size_t big = bert_forward_bytes(&o.m, &run);
+    const size_t big = test_xf_bytes(&o.m, &run);
     assert_true(big > 4 * 600 * 600 * sizeof(float));
     assert_true(big != SIZE_MAX);
-    assert_true(bert_flops(&o.m, &run) > 2.0 * 600 * 16 * 24 * 2);
+    assert_true(test_xf_flops(&o.m, &run) > 2.0 * 600 * 16 * 24 * 2);
     model_free(&o);
 }
 
@@ -686,7 +698,7 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     cJSON *cfg = cJSON_ParseWithLength(ctext, glen);
     free(ctext);
 #define CFG(k) ((size_t)cJSON_GetObjectItemCaseSensitive(cfg, k)->valuedouble)
-    struct bert_model m = {
+    struct xf_model m = {
         .layers = CFG("num_hidden_layers"),
         .heads = CFG("num_attention_heads"),
         .hidden = CFG("hidden_size"),
@@ -694,17 +706,20 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
         .vocab_size = CFG("vocab_size"),
         .max_positions = CFG("max_position_embeddings"),
         .type_vocab_size = CFG("type_vocab_size"),
-        .layer_norm_eps =
+        .norm_eps =
             (float)cJSON_GetObjectItemCaseSensitive(cfg, "layer_norm_eps")
                 ->valuedouble,
-        .act = strcmp(cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act")
-                          ->valuestring,
-                      "gelu") == 0
-                   ? BERT_ACT_GELU
-                   : BERT_ACT_GELU_TANH,
+        .arch = test_bert_arch(
+            strcmp(cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act")
+                       ->valuestring,
+                   "gelu") == 0
+                ? XF_ACT_GELU
+                : XF_ACT_GELU_TANH),
     };
 #undef CFG
     cJSON_Delete(cfg);
+    m.kv_heads = m.heads;
+    m.head_dim = m.hidden / m.heads;
     const size_t H = m.hidden, J = m.intermediate;
     float *owned[512];
     size_t n_owned = 0;
@@ -713,9 +728,9 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     m.pos_emb = T("embeddings.position_embeddings.weight", m.max_positions * H);
     m.type_emb =
         T("embeddings.token_type_embeddings.weight", m.type_vocab_size * H);
-    m.emb_ln_w = T("embeddings.LayerNorm.weight", H);
-    m.emb_ln_b = T("embeddings.LayerNorm.bias", H);
-    struct bert_layer *layers = calloc(m.layers, sizeof *layers);
+    m.embed_norm_w = T("embeddings.LayerNorm.weight", H);
+    m.embed_norm_b = T("embeddings.LayerNorm.bias", H);
+    struct xf_layer *layers = calloc(m.layers, sizeof *layers);
     static const char *const names[16] = {"attention.self.query.weight",
                                           "attention.self.query.bias",
                                           "attention.self.key.weight",
@@ -741,9 +756,22 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
             snprintf(p, sizeof p, "encoder.layer.%zu.%s", l, names[i]);
             t[i] = T(p, counts[i]);
         }
-        layers[l] = (struct bert_layer){t[0],  t[1],  t[2],  t[3], t[4],  t[5],
-                                        t[6],  t[7],  t[8],  t[9], t[10], t[11],
-                                        t[12], t[13], t[14], t[15]};
+        layers[l] = (struct xf_layer){.q_w = t[0],
+                                      .q_b = t[1],
+                                      .k_w = t[2],
+                                      .k_b = t[3],
+                                      .v_w = t[4],
+                                      .v_b = t[5],
+                                      .o_w = t[6],
+                                      .o_b = t[7],
+                                      .attn_norm_w = t[8],
+                                      .attn_norm_b = t[9],
+                                      .up_w = t[10],
+                                      .up_b = t[11],
+                                      .down_w = t[12],
+                                      .down_b = t[13],
+                                      .ffn_norm_w = t[14],
+                                      .ffn_norm_b = t[15]};
     }
 #undef T
     m.layer = layers;
@@ -765,13 +793,13 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
             ids[i] = (uint32_t)cJSON_GetArrayItem(jids, (int)i)->valuedouble;
             types[i] = (uint8_t)cJSON_GetArrayItem(jtypes, (int)i)->valuedouble;
         }
-        struct bert_run run = {.ids = ids,
-                               .type_ids = types,
-                               .n = nt,
-                               .want = WANT_ALL,
-                               .layer = BERT_ALL_LAYERS,
-                               .threads = 2};
-        struct bert_result r;
+        struct xf_run run = {.ids = ids,
+                             .type_ids = types,
+                             .n = nt,
+                             .want = WANT_ALL,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = 2};
+        struct xf_result r;
         run_ok(&m, &run, &r);
         const char *keys[] = {"attentions", "hidden_states", "rollout"};
         const float *got[] = {r.weights, r.hidden_states, r.rollout};
@@ -793,7 +821,7 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
                          n_cases, keys[k], worst);
             free(want);
         }
-        bert_result_free(&r);
+        xf_result_free(&r);
         free(ids);
         free(types);
         n_cases++;

@@ -1,5 +1,5 @@
 /*
- * test_bert_memory.c - bert_forward_bytes() holds to what bert_forward()
+ * test_bert_memory.c - xf_plan_bytes() holds to what xf_forward()
  * allocates. The program is linked with the allocator wrapped
  * (-Wl,--wrap=malloc,...; see the Makefile), so every allocation the core
  * makes passes through here; while a call runs, the bytes it holds are
@@ -14,7 +14,8 @@
 
 #include <cmocka.h>
 
-#include "bert.h"
+#include "transformer.h"
+#include "wordpiece.h"
 #include "support.h"
 
 #include <pthread.h>
@@ -150,9 +151,8 @@ static void stop_counting(void)
 }
 
 /* A random model of the given sizes, every tensor in one block. */
-static struct bert_model model_of(size_t layers, size_t heads, size_t H,
-                                  size_t J, float **block,
-                                  struct bert_layer **ly)
+static struct xf_model model_of(size_t layers, size_t heads, size_t H, size_t J,
+                                float **block, struct xf_layer **ly)
 {
     const size_t vocab = 50, positions = 600;
     const size_t per_layer = 4 * H * H + 8 * H + 2 * J * H + J + H;
@@ -162,46 +162,48 @@ static struct bert_model model_of(size_t layers, size_t heads, size_t H,
     fill_normal(a, total, 3, 0.1f);
     *block = a;
     *ly = calloc(layers, sizeof **ly);
-    struct bert_model m = {.layers = layers,
-                           .heads = heads,
-                           .hidden = H,
-                           .intermediate = J,
-                           .vocab_size = vocab,
-                           .max_positions = positions,
-                           .type_vocab_size = 2,
-                           .layer_norm_eps = 1e-12f,
-                           .act = BERT_ACT_GELU,
-                           .layer = *ly};
+    struct xf_model m = {.layers = layers,
+                         .heads = heads,
+                         .hidden = H,
+                         .intermediate = J,
+                         .vocab_size = vocab,
+                         .max_positions = positions,
+                         .type_vocab_size = 2,
+                         .kv_heads = heads,
+                         .head_dim = H / heads,
+                         .norm_eps = 1e-12f,
+                         .arch = test_bert_arch(XF_ACT_GELU),
+                         .layer = *ly};
 #define NEXT(count) (a += (count), a - (count))
     m.word_emb = NEXT(vocab * H);
     m.pos_emb = NEXT(positions * H);
     m.type_emb = NEXT(2 * H);
-    m.emb_ln_w = NEXT(H);
-    m.emb_ln_b = NEXT(H);
+    m.embed_norm_w = NEXT(H);
+    m.embed_norm_b = NEXT(H);
     for (size_t l = 0; l < layers; l++) {
-        struct bert_layer *y = &(*ly)[l];
+        struct xf_layer *y = &(*ly)[l];
         y->q_w = NEXT(H * H);
         y->k_w = NEXT(H * H);
         y->v_w = NEXT(H * H);
-        y->ao_w = NEXT(H * H);
+        y->o_w = NEXT(H * H);
         y->q_b = NEXT(H);
         y->k_b = NEXT(H);
         y->v_b = NEXT(H);
-        y->ao_b = NEXT(H);
-        y->ln1_w = NEXT(H);
-        y->ln1_b = NEXT(H);
-        y->ln2_w = NEXT(H);
-        y->ln2_b = NEXT(H);
-        y->in_w = NEXT(J * H);
-        y->out_w = NEXT(H * J);
-        y->in_b = NEXT(J);
-        y->out_b = NEXT(H);
+        y->o_b = NEXT(H);
+        y->attn_norm_w = NEXT(H);
+        y->attn_norm_b = NEXT(H);
+        y->ffn_norm_w = NEXT(H);
+        y->ffn_norm_b = NEXT(H);
+        y->up_w = NEXT(J * H);
+        y->down_w = NEXT(H * J);
+        y->up_b = NEXT(J);
+        y->down_b = NEXT(H);
     }
 #undef NEXT
     return m;
 }
 
-static size_t result_bytes(const struct bert_result *r)
+static size_t result_bytes(const struct xf_result *r)
 {
     const size_t w = r->weight_layers * r->heads * r->n * r->n;
     return sizeof(float) *
@@ -211,23 +213,23 @@ static size_t result_bytes(const struct bert_result *r)
             (r->rollout ? r->n * r->n : 0));
 }
 
-static void check_run(const struct bert_model *m, size_t n, unsigned want,
+static void check_run(const struct xf_model *m, size_t n, unsigned want,
                       size_t layer, unsigned threads)
 {
     uint32_t *ids = malloc(n * sizeof *ids);
     for (size_t i = 0; i < n; i++)
         ids[i] = (uint32_t)(i * 13 % m->vocab_size);
-    const struct bert_run run = {
+    const struct xf_run run = {
         .ids = ids, .n = n, .want = want, .layer = layer, .threads = threads};
-    const size_t estimate = bert_forward_bytes(m, &run);
-    struct bert_result r;
+    const size_t estimate = test_xf_bytes(m, &run);
+    struct xf_result r;
     struct attn_error err;
     start_counting();
-    const attn_status st = bert_forward(m, &run, &r, &err);
+    const attn_status st = test_xf_forward(m, &run, NULL, &r, &err);
     const size_t held = live, top = peak;
     stop_counting();
     if (st)
-        fail_msg("bert_forward: %s", err.message);
+        fail_msg("xf_forward: %s", err.message);
     assert_int_equal(overflowed, 0);
     if (top > estimate)
         fail_msg("n %zu want %u threads %u: the call held %zu bytes, the "
@@ -239,7 +241,7 @@ static void check_run(const struct bert_model *m, size_t n, unsigned want,
                  "(%zu) by %zu bytes",
                  n, want, estimate, top, estimate - top);
     assert_int_equal(held, result_bytes(&r));
-    bert_result_free(&r);
+    xf_result_free(&r);
     free(ids);
 }
 
@@ -247,50 +249,50 @@ static void test_bytes_hold(void **state)
 {
     (void)state;
     float *block;
-    struct bert_layer *ly;
-    const struct bert_model m = model_of(3, 4, 32, 48, &block, &ly);
-    const unsigned all = BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS |
-                         BERT_WANT_HIDDEN | BERT_WANT_ROLLOUT;
+    struct xf_layer *ly;
+    const struct xf_model m = model_of(3, 4, 32, 48, &block, &ly);
+    const unsigned all = XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS |
+                         XF_WANT_HIDDEN | XF_WANT_ROLLOUT;
     const size_t ns[] = {1, 9, 64, 130, 600};
     for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
-        check_run(&m, ns[i], all, BERT_ALL_LAYERS, 1);
-        check_run(&m, ns[i], all, BERT_ALL_LAYERS, 3);
-        check_run(&m, ns[i], BERT_WANT_WEIGHTS, BERT_ALL_LAYERS, 2);
-        check_run(&m, ns[i], BERT_WANT_HIDDEN, BERT_ALL_LAYERS, 2);
-        check_run(&m, ns[i], BERT_WANT_WEIGHTS | BERT_WANT_MEAN_WEIGHTS, 1, 2);
-        check_run(&m, ns[i], BERT_WANT_ROLLOUT, BERT_ALL_LAYERS, 1);
+        check_run(&m, ns[i], all, XF_ALL_LAYERS, 1);
+        check_run(&m, ns[i], all, XF_ALL_LAYERS, 3);
+        check_run(&m, ns[i], XF_WANT_WEIGHTS, XF_ALL_LAYERS, 2);
+        check_run(&m, ns[i], XF_WANT_HIDDEN, XF_ALL_LAYERS, 2);
+        check_run(&m, ns[i], XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS, 1, 2);
+        check_run(&m, ns[i], XF_WANT_ROLLOUT, XF_ALL_LAYERS, 1);
     }
     free(block);
     free(ly);
 }
 
-/* bert_encode_bytes() bounds what bert_encode() holds at once. */
+/* wordpiece_encode_bytes() bounds what wordpiece_encode() holds at once. */
 static void test_encode_bytes_bound(void **state)
 {
     (void)state;
     const char *tokens[] = {"[UNK]", "[CLS]", "[SEP]", "[MASK]", "a",
                             "##a",   "caf",   "##e",   ",",      "東"};
-    struct bert_vocab *v = NULL;
+    struct wordpiece_vocab *v = NULL;
     struct attn_error err;
-    assert_int_equal(bert_vocab_new(tokens, 10, &v, &err), ATTN_OK);
+    assert_int_equal(wordpiece_vocab_new(tokens, 10, &v, &err), ATTN_OK);
     const char *texts[] = {"", "a", "aaaa a,a,a,,,, [MASK][MASK] caf\xC3\xA9",
                            "\xE6\x9D\xB1\xE6\x9D\xB1\xE6\x9D\xB1 x",
                            "A\xCC\x81\xCC\x81\xCC\x81 \xEF\xAC\x80"};
     for (size_t i = 0; i < 5; i++)
         for (size_t j = 0; j < 5; j++) {
             const size_t la = strlen(texts[i]), lb = strlen(texts[j]);
-            const struct bert_encode_options opts = {.do_lower_case = j % 2};
-            struct bert_encoding enc;
+            const struct wordpiece_options opts = {.do_lower_case = j % 2};
+            struct tok_encoding enc;
             start_counting();
-            const attn_status st =
-                bert_encode(v, &opts, texts[i], la, texts[j], lb, &enc, &err);
+            const attn_status st = wordpiece_encode(v, &opts, texts[i], la,
+                                                    texts[j], lb, &enc, &err);
             const size_t top = peak;
             stop_counting();
             assert_int_equal(st, ATTN_OK);
-            assert_true(top <= bert_encode_bytes(la, lb));
-            bert_encoding_free(&enc);
+            assert_true(top <= wordpiece_encode_bytes(la, lb));
+            tok_encoding_free(&enc);
         }
-    bert_vocab_free(v);
+    wordpiece_vocab_free(v);
 }
 
 int main(void)

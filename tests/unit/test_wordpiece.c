@@ -1,6 +1,6 @@
 /*
- * test_wordpiece.c - the vocabulary and bert_encode() of bert.h against the
- * published cases of transformers' and Google's BERT tokenizer tests, and
+ * test_wordpiece.c - the vocabulary and wordpiece_encode() of bert.h against
+ * the published cases of transformers' and Google's BERT tokenizer tests, and
  * against tests/models/wordpiece.json, written by tests/models/generate.py
  * from a Python transcription of BertTokenizer.
  */
@@ -11,46 +11,47 @@
 
 #include <cmocka.h>
 
-#include "bert.h"
+#include "transformer.h"
+#include "wordpiece.h"
 
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static struct bert_vocab *vocab_of(const char *const *tokens, size_t count)
+static struct wordpiece_vocab *vocab_of(const char *const *tokens, size_t count)
 {
-    struct bert_vocab *v = NULL;
+    struct wordpiece_vocab *v = NULL;
     struct attn_error err = {0};
-    const attn_status st = bert_vocab_new(tokens, count, &v, &err);
+    const attn_status st = wordpiece_vocab_new(tokens, count, &v, &err);
     if (st)
-        fail_msg("bert_vocab_new: %s", err.message);
+        fail_msg("wordpiece_vocab_new: %s", err.message);
     return v;
 }
 
 /* Encode a (and b) and compare the tokens between [CLS] and the first
  * [SEP] with want[n_want]; ids too when want_ids is not NULL. */
-static void expect_pieces(const struct bert_vocab *v, bool lower, const char *a,
-                          const char *const *want, size_t n_want,
+static void expect_pieces(const struct wordpiece_vocab *v, bool lower,
+                          const char *a, const char *const *want, size_t n_want,
                           const uint32_t *want_ids)
 {
-    struct bert_encoding enc;
+    struct tok_encoding enc;
     struct attn_error err = {0};
-    const struct bert_encode_options opts = {.do_lower_case = lower};
+    const struct wordpiece_options opts = {.do_lower_case = lower};
     const attn_status st =
-        bert_encode(v, &opts, a, strlen(a), NULL, 0, &enc, &err);
+        wordpiece_encode(v, &opts, a, strlen(a), NULL, 0, &enc, &err);
     if (st)
         fail_msg("bert_encode: %s", err.message);
     assert_int_equal(enc.count, n_want + 2);
-    assert_string_equal(bert_vocab_token(v, enc.ids[0]), "[CLS]");
-    assert_string_equal(bert_vocab_token(v, enc.ids[n_want + 1]), "[SEP]");
+    assert_string_equal(wordpiece_vocab_token(v, enc.ids[0]), "[CLS]");
+    assert_string_equal(wordpiece_vocab_token(v, enc.ids[n_want + 1]), "[SEP]");
     for (size_t i = 0; i < n_want; i++) {
-        assert_string_equal(bert_vocab_token(v, enc.ids[i + 1]), want[i]);
+        assert_string_equal(wordpiece_vocab_token(v, enc.ids[i + 1]), want[i]);
         if (want_ids)
             assert_int_equal(enc.ids[i + 1], want_ids[i]);
         assert_int_equal(enc.type_ids[i + 1], 0);
     }
-    bert_encoding_free(&enc);
+    tok_encoding_free(&enc);
     assert_null(enc.ids);
 }
 
@@ -62,7 +63,7 @@ static const char *const hf_vocab[] = {
 static void test_hf_full_tokenizer(void **state)
 {
     (void)state;
-    struct bert_vocab *v = vocab_of(hf_vocab, 15);
+    struct wordpiece_vocab *v = vocab_of(hf_vocab, 15);
     const char *want[] = {"un", "##want", "##ed", ",", "runn", "##ing"};
     const uint32_t ids[] = {9, 6, 7, 12, 10, 11};
     expect_pieces(v, true, "UNwant\u00E9d,running", want, 6, ids);
@@ -72,7 +73,7 @@ static void test_hf_full_tokenizer(void **state)
     expect_pieces(v, true, "Test", unk, 1, NULL);
     expect_pieces(v, true, "\xC2\xAD", NULL, 0, NULL);
     expect_pieces(v, true, "test", unk, 1, NULL);
-    bert_vocab_free(v);
+    wordpiece_vocab_free(v);
 }
 
 /* test_wordpiece_tokenizer, the same in transformers and in Google's
@@ -82,13 +83,13 @@ static void test_wordpiece_published(void **state)
     (void)state;
     const char *tokens[] = {"[UNK]", "[CLS]", "[SEP]", "want", "##want",
                             "##ed",  "wa",    "un",    "runn", "##ing"};
-    struct bert_vocab *v = vocab_of(tokens, 10);
+    struct wordpiece_vocab *v = vocab_of(tokens, 10);
     expect_pieces(v, true, "", NULL, 0, NULL);
     const char *a[] = {"un", "##want", "##ed", "runn", "##ing"};
     expect_pieces(v, true, "unwanted running", a, 5, NULL);
     const char *b[] = {"[UNK]", "runn", "##ing"};
     expect_pieces(v, true, "unwantedX running", b, 3, NULL);
-    bert_vocab_free(v);
+    wordpiece_vocab_free(v);
 }
 
 /* Google's test_full_tokenizer: its vocabulary has no [PAD] or [MASK]. */
@@ -98,7 +99,7 @@ static void test_google_full_tokenizer(void **state)
     const char *tokens[] = {"[UNK]",  "[CLS]", "[SEP]", "want",
                             "##want", "##ed",  "wa",    "un",
                             "runn",   "##ing", ","};
-    struct bert_vocab *v = vocab_of(tokens, 11);
+    struct wordpiece_vocab *v = vocab_of(tokens, 11);
     const char *want[] = {"un", "##want", "##ed", ",", "runn", "##ing"};
     const uint32_t ids[] = {7, 4, 5, 10, 8, 9};
     expect_pieces(v, true, "UNwant\u00E9d,running", want, 6, ids);
@@ -106,7 +107,7 @@ static void test_google_full_tokenizer(void **state)
     // vocabulary, it is [UNK]
     const char *mask[] = {"want", "[UNK]", "un"};
     expect_pieces(v, true, "want [MASK] un", mask, 3, NULL);
-    bert_vocab_free(v);
+    wordpiece_vocab_free(v);
 }
 
 /* transformers' test_offsets_with_special_characters, with a vocabulary
@@ -118,7 +119,7 @@ static void test_hf_special_characters(void **state)
                             "A",     "a",     ",",     "na",       "##ï",
                             "##ve",  "naive", "Allen", "##NL",     "##P",
                             "allen", "##nl",  "##p",   "sentence", "."};
-    struct bert_vocab *v = vocab_of(tokens, 20);
+    struct wordpiece_vocab *v = vocab_of(tokens, 20);
     const char *text = "A, na\u00EFve [MASK] AllenNLP sentence.";
     const char *cased[] = {"A",     ",",    "na",  "##ï",      "##ve", "[MASK]",
                            "Allen", "##NL", "##P", "sentence", "."};
@@ -126,7 +127,7 @@ static void test_hf_special_characters(void **state)
     const char *lower[] = {"a",    ",",   "naive",    "[MASK]", "allen",
                            "##nl", "##p", "sentence", "."};
     expect_pieces(v, true, text, lower, 9, NULL);
-    bert_vocab_free(v);
+    wordpiece_vocab_free(v);
 }
 
 static void test_vocab(void **state)
@@ -134,24 +135,26 @@ static void test_vocab(void **state)
     (void)state;
     // a token listed twice takes its last line's id, as load_vocab does
     const char *dup[] = {"[UNK]", "[CLS]", "cat", "[SEP]", "cat"};
-    struct bert_vocab *v = vocab_of(dup, 5);
-    assert_int_equal(bert_vocab_size(v), 5);
-    assert_int_equal(bert_vocab_id(v, "cat", 3), 4);
-    assert_int_equal(bert_vocab_id(v, "ca", 2), -1);
-    assert_int_equal(bert_vocab_id(v, "cats", 4), -1);
-    assert_string_equal(bert_vocab_token(v, 2), "cat");
-    assert_null(bert_vocab_token(v, 5));
-    bert_vocab_free(v);
-    bert_vocab_free(NULL);
+    struct wordpiece_vocab *v = vocab_of(dup, 5);
+    assert_int_equal(wordpiece_vocab_size(v), 5);
+    assert_int_equal(wordpiece_vocab_id(v, "cat", 3), 4);
+    assert_int_equal(wordpiece_vocab_id(v, "ca", 2), -1);
+    assert_int_equal(wordpiece_vocab_id(v, "cats", 4), -1);
+    assert_string_equal(wordpiece_vocab_token(v, 2), "cat");
+    assert_null(wordpiece_vocab_token(v, 5));
+    wordpiece_vocab_free(v);
+    wordpiece_vocab_free(NULL);
 
     const char *no_unk[] = {"[CLS]", "[SEP]", "cat"};
-    struct bert_vocab *bad = NULL;
+    struct wordpiece_vocab *bad = NULL;
     struct attn_error err = {0};
-    assert_int_equal(bert_vocab_new(no_unk, 3, &bad, &err), ATTN_E_INVALID);
+    assert_int_equal(wordpiece_vocab_new(no_unk, 3, &bad, &err),
+                     ATTN_E_INVALID);
     assert_null(bad);
     assert_string_equal(err.field, "vocab");
     assert_non_null(strstr(err.message, "[UNK]"));
-    assert_int_equal(bert_vocab_new(no_unk, 0, &bad, &err), ATTN_E_INVALID);
+    assert_int_equal(wordpiece_vocab_new(no_unk, 0, &bad, &err),
+                     ATTN_E_INVALID);
 
     // many tokens: the table grows and every one is found
     enum { MANY = 5000 };
@@ -166,73 +169,75 @@ static void test_vocab(void **state)
     snprintf(text[2], sizeof text[2], "[SEP]");
     v = vocab_of(many, MANY);
     for (size_t i = 0; i < MANY; i++)
-        assert_int_equal(bert_vocab_id(v, text[i], strlen(text[i])), i);
-    bert_vocab_free(v);
+        assert_int_equal(wordpiece_vocab_id(v, text[i], strlen(text[i])), i);
+    wordpiece_vocab_free(v);
 }
 
 static void test_pairs_and_caps(void **state)
 {
     (void)state;
-    struct bert_vocab *v = vocab_of(hf_vocab, 15);
-    const struct bert_encode_options opts = {.do_lower_case = true,
-                                             .max_tokens = 8};
-    struct bert_encoding enc;
+    struct wordpiece_vocab *v = vocab_of(hf_vocab, 15);
+    const struct wordpiece_options opts = {.do_lower_case = true,
+                                           .max_tokens = 8};
+    struct tok_encoding enc;
     struct attn_error err = {0};
     // [CLS] want , low [SEP] lowest , [SEP]: 8 tokens, the cap exactly
     assert_int_equal(
-        bert_encode(v, &opts, "want, low", 9, "lowest,", 7, &enc, &err),
+        wordpiece_encode(v, &opts, "want, low", 9, "lowest,", 7, &enc, &err),
         ATTN_OK);
     const uint32_t ids[] = {1, 5, 12, 13, 2, 14, 12, 2};
     const uint8_t types[] = {0, 0, 0, 0, 0, 1, 1, 1};
     assert_int_equal(enc.count, 8);
     assert_memory_equal(enc.ids, ids, sizeof ids);
     assert_memory_equal(enc.type_ids, types, sizeof types);
-    bert_encoding_free(&enc);
+    tok_encoding_free(&enc);
 
     // one more: B pushed it over, and the message names the limit
-    assert_int_equal(
-        bert_encode(v, &opts, "want, low", 9, "lowest, low", 11, &enc, &err),
-        ATTN_E_TOO_BIG);
+    assert_int_equal(wordpiece_encode(v, &opts, "want, low", 9, "lowest, low",
+                                      11, &enc, &err),
+                     ATTN_E_TOO_BIG);
     assert_string_equal(err.field, "sentence_b");
     assert_non_null(strstr(err.message, "9 tokens"));
     assert_non_null(strstr(err.message, "max_position_embeddings"));
     assert_null(enc.ids);
     // A alone over the cap, by wordpieces and by basic tokens
-    assert_int_equal(
-        bert_encode(v, &opts, "unwanted unwanted un", 20, NULL, 0, &enc, &err),
-        ATTN_E_TOO_BIG);
+    assert_int_equal(wordpiece_encode(v, &opts, "unwanted unwanted un", 20,
+                                      NULL, 0, &enc, &err),
+                     ATTN_E_TOO_BIG);
     assert_string_equal(err.field, "sentence");
-    assert_int_equal(
-        bert_encode(v, &opts, "a a a a a a a a a a a", 21, NULL, 0, &enc, &err),
-        ATTN_E_TOO_BIG);
+    assert_int_equal(wordpiece_encode(v, &opts, "a a a a a a a a a a a", 21,
+                                      NULL, 0, &enc, &err),
+                     ATTN_E_TOO_BIG);
     assert_string_equal(err.field, "sentence");
     assert_non_null(strstr(err.message, "max_position_embeddings"));
 
     // invalid UTF-8 names the text it is in
-    const struct bert_encode_options open = {.do_lower_case = true};
-    assert_int_equal(bert_encode(v, &open, "want", 4, "lo\xC3w", 4, &enc, &err),
-                     ATTN_E_INPUT);
+    const struct wordpiece_options open = {.do_lower_case = true};
+    assert_int_equal(
+        wordpiece_encode(v, &open, "want", 4, "lo\xC3w", 4, &enc, &err),
+        ATTN_E_INPUT);
     assert_string_equal(err.field, "sentence_b");
     assert_int_equal(err.index[0], 2);
-    assert_int_equal(bert_encode(v, &open, "\xFF", 1, NULL, 0, &enc, &err),
+    assert_int_equal(wordpiece_encode(v, &open, "\xFF", 1, NULL, 0, &enc, &err),
                      ATTN_E_INPUT);
     assert_string_equal(err.field, "sentence");
 
     // no options: lowercase, no cap
-    assert_int_equal(bert_encode(v, NULL, "WANT", 4, NULL, 0, &enc, &err),
+    assert_int_equal(wordpiece_encode(v, NULL, "WANT", 4, NULL, 0, &enc, &err),
                      ATTN_OK);
     assert_int_equal(enc.count, 3);
     assert_int_equal(enc.ids[1], 5);
-    bert_encoding_free(&enc);
+    tok_encoding_free(&enc);
     // an empty B still gets its [SEP], of type 1
-    assert_int_equal(bert_encode(v, &open, "", 0, "", 0, &enc, &err), ATTN_OK);
+    assert_int_equal(wordpiece_encode(v, &open, "", 0, "", 0, &enc, &err),
+                     ATTN_OK);
     assert_int_equal(enc.count, 3);
     assert_int_equal(enc.type_ids[2], 1);
-    bert_encoding_free(&enc);
+    tok_encoding_free(&enc);
 
-    assert_true(bert_encode_bytes(100, 50) >= 150 * 5);
-    assert_int_equal(bert_encode_bytes(SIZE_MAX / 2, 0), SIZE_MAX);
-    bert_vocab_free(v);
+    assert_true(wordpiece_encode_bytes(100, 50) >= 150 * 5);
+    assert_int_equal(wordpiece_encode_bytes(SIZE_MAX / 2, 0), SIZE_MAX);
+    wordpiece_vocab_free(v);
 }
 
 /* ------------------------------------------------- tests/models/ goldens */
@@ -270,19 +275,19 @@ static void test_goldens(void **state)
         const char **tokens = malloc(nv * sizeof *tokens);
         for (size_t i = 0; i < nv; i++)
             tokens[i] = cJSON_GetArrayItem(jv, (int)i)->valuestring;
-        struct bert_vocab *v = vocab_of(tokens, nv);
+        struct wordpiece_vocab *v = vocab_of(tokens, nv);
         free(tokens);
-        const struct bert_encode_options opts = {
+        const struct wordpiece_options opts = {
             .do_lower_case = cJSON_IsTrue(
                 cJSON_GetObjectItemCaseSensitive(c, "do_lower_case"))};
         const char *a =
             cJSON_GetObjectItemCaseSensitive(c, "sentence")->valuestring;
         const cJSON *jb = cJSON_GetObjectItemCaseSensitive(c, "sentence_b");
         const char *b = cJSON_IsString(jb) ? jb->valuestring : NULL;
-        struct bert_encoding enc;
+        struct tok_encoding enc;
         struct attn_error err = {0};
-        if (bert_encode(v, &opts, a, strlen(a), b, b ? strlen(b) : 0, &enc,
-                        &err))
+        if (wordpiece_encode(v, &opts, a, strlen(a), b, b ? strlen(b) : 0, &enc,
+                             &err))
             fail_msg("case %zu: %s", n_cases, err.message);
         const cJSON *jt = cJSON_GetObjectItemCaseSensitive(c, "tokens");
         const cJSON *ji = cJSON_GetObjectItemCaseSensitive(c, "ids");
@@ -295,13 +300,13 @@ static void test_goldens(void **state)
                 (uint32_t)cJSON_GetArrayItem(ji, (int)i)->valuedouble;
             if (enc.ids[i] != want)
                 fail_msg("case %zu (%s): token %zu is %s, want %s", n_cases, a,
-                         i, bert_vocab_token(v, enc.ids[i]),
+                         i, wordpiece_vocab_token(v, enc.ids[i]),
                          cJSON_GetArrayItem(jt, (int)i)->valuestring);
             assert_int_equal(enc.type_ids[i],
                              (int)cJSON_GetArrayItem(jy, (int)i)->valuedouble);
         }
-        bert_encoding_free(&enc);
-        bert_vocab_free(v);
+        tok_encoding_free(&enc);
+        wordpiece_vocab_free(v);
         n_cases++;
     }
     assert_true(n_cases >= 20);

@@ -1,15 +1,16 @@
 /*
- * bert_ops.c - the elementwise pieces of the BERT encoder: LayerNorm and
- * the two GELU forms transformers names "gelu" and "gelu_new".
+ * block_ops.c - the row-wise and elementwise pieces of a transformer
+ * block (transformer.h): LayerNorm, RMSNorm, and the activations
+ * transformers names "gelu", "gelu_new" and "silu".
  */
-#include "bert.h"
+#include "transformer.h"
 #include "vecmath.h"
 
 #include <math.h>
 #include <string.h>
 
-void bert_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
-                     const float *b, float eps, float *y)
+void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
+                   const float *b, float eps, float *y)
 {
     for (size_t r = 0; r < rows; r++) {
         const float *xr = x + r * cols;
@@ -30,6 +31,23 @@ void bert_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
     }
 }
 
+void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
+                 float eps, float *y)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        // the mean of squares in double, as LlamaRMSNorm's in float32 or
+        // better; the normed value rounded to float32 before the weight
+        double sq = 0.0;
+        for (size_t c = 0; c < cols; c++)
+            sq += (double)xr[c] * xr[c];
+        const double rstd = 1.0 / sqrt(sq / (double)cols + (double)eps);
+        for (size_t c = 0; c < cols; c++)
+            yr[c] = w[c] * (float)(xr[c] * rstd);
+    }
+}
+
 /*
  * The activations, eight or sixteen at a time with the same arithmetic
  * in every lane and build (vecmath.h), exponentials included.
@@ -43,6 +61,8 @@ void bert_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
  *
  * "gelu_new" is x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
  * which is x / (1 + exp(-2u)): no tanh, and no cancellation either.
+ *
+ * "silu" is x sigmoid(x) = x / (1 + exp(-x)), likewise.
  */
 #define GELU_ERF_BODY(VF, VI, SEL, EXP)                                        \
     const VF x = *xp;                                                          \
@@ -69,12 +89,22 @@ void bert_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
     const VF x = *xp;                                                          \
     const VF zero = {0};                                                       \
     const VF arg = -2.0f * 0.7978845608028654f * (x + 0.044715f * x * x * x);  \
+    LOGISTIC_BODY(VF, VI, SEL, EXP, arg)
+
+/* x / (1 + exp(-s x)), 0 where exp(-s x) passes exp(88). */
+#define LOGISTIC_BODY(VF, VI, SEL, EXP, arg)                                   \
     VF e = arg;                                                                \
     EXP(&e);                                                                   \
     /* past 88, exp(arg) is held at exp(88); the true x / (1 + exp(arg))       \
      * is then under 1e-37 */                                                  \
     const VI vanishes = arg > 88.0f;                                           \
     *xp = SEL(vanishes, zero, x / (1.0f + e))
+
+#define SILU_BODY(VF, VI, SEL, EXP)                                            \
+    const VF x = *xp;                                                          \
+    const VF zero = {0};                                                       \
+    const VF arg = -x;                                                         \
+    LOGISTIC_BODY(VF, VI, SEL, EXP, arg)
 
 ALWAYS_INLINE void gelu_erf_v8(v8f *xp)
 {
@@ -92,56 +122,75 @@ ALWAYS_INLINE void gelu_tanh_v16(v16f *xp)
 {
     GELU_TANH_BODY(v16f, v16i, SELECT16, exp_v16);
 }
+ALWAYS_INLINE void silu_v8(v8f *xp)
+{
+    SILU_BODY(v8f, v8i, SELECT, exp_v8);
+}
+ALWAYS_INLINE void silu_v16(v16f *xp)
+{
+    SILU_BODY(v16f, v16i, SELECT16, exp_v16);
+}
+
+ALWAYS_INLINE void activation_v8(xf_act act, v8f *v)
+{
+    if (act == XF_ACT_GELU)
+        gelu_erf_v8(v);
+    else if (act == XF_ACT_GELU_TANH)
+        gelu_tanh_v8(v);
+    else
+        silu_v8(v);
+}
+ALWAYS_INLINE void activation_v16(xf_act act, v16f *v)
+{
+    if (act == XF_ACT_GELU)
+        gelu_erf_v16(v);
+    else if (act == XF_ACT_GELU_TANH)
+        gelu_tanh_v16(v);
+    else
+        silu_v16(v);
+}
 
 /* x[i] for i in [j, count), eight at a time, the tail padded. */
-ALWAYS_INLINE void activation_from(bert_act act, float *x, size_t count,
-                                   size_t j)
+ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
 {
     v8f v;
     for (; j < count; j += 8) {
         const size_t take = count - j < 8 ? count - j : 8;
         v = (v8f){0};
         memcpy(&v, x + j, take * sizeof *x);
-        if (act == BERT_ACT_GELU)
-            gelu_erf_v8(&v);
-        else
-            gelu_tanh_v8(&v);
+        activation_v8(act, &v);
         memcpy(x + j, &v, take * sizeof *x);
     }
 }
 
-static void activation_plain(bert_act act, float *x, size_t count)
+static void activation_plain(xf_act act, float *x, size_t count)
 {
     activation_from(act, x, count, 0);
 }
 #if HAVE_AVX2_BUILD
-AVX2_TARGET static void activation_avx2(bert_act act, float *x, size_t count)
+AVX2_TARGET static void activation_avx2(xf_act act, float *x, size_t count)
 {
     activation_from(act, x, count, 0);
 }
-AVX512_TARGET static void activation_avx512(bert_act act, float *x,
-                                            size_t count)
+AVX512_TARGET static void activation_avx512(xf_act act, float *x, size_t count)
 {
     v16f v;
     size_t j = 0;
     for (; j + 16 <= count; j += 16) {
         memcpy(&v, x + j, sizeof v);
-        if (act == BERT_ACT_GELU)
-            gelu_erf_v16(&v);
-        else
-            gelu_tanh_v16(&v);
+        activation_v16(act, &v);
         memcpy(x + j, &v, sizeof v);
     }
     activation_from(act, x, count, j);
 }
 #endif
 
-void bert_activation_isa(int isa, bert_act act, float *x, size_t count)
+void xf_activation_isa(int isa, xf_act act, float *x, size_t count)
 {
     VEC_DISPATCH(isa, activation, act, x, count);
 }
 
-void bert_activation(bert_act act, float *x, size_t count)
+void xf_activation(xf_act act, float *x, size_t count)
 {
     VEC_DISPATCH(vec_isa_best(), activation, act, x, count);
 }

@@ -1,0 +1,70 @@
+/*
+ * family.h - what differs between checkpoint families, as one row of a
+ * table keyed by config.json's model_type (families.c). A row points at
+ * its family's file (family_bert.c, ...), which reads that family's
+ * config.json, names its tensors and opens its tokenizer. Everything
+ * every checkpoint shares stays in model_load.c: the files, the
+ * read-only mapping, safetensors, dtypes and the error lines.
+ */
+#ifndef ATTND_FAMILY_H
+#define ATTND_FAMILY_H
+
+#include "model.h"
+#include "model_files.h"
+#include "safetensors.h"
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One tensor a family names: its name in the checkpoint (without the
+ * prefix a family may allow), the shape config.json gives it, and the
+ * slot of the model it fills. */
+struct model_tensor {
+    char name[96];
+    size_t rows, cols; /* cols 0: a vector of rows */
+    const char *what;  /* the shape in config.json's words */
+    const float **slot;
+};
+
+struct family {
+    const char *model_type; /* config.json's, e.g. "bert" */
+    const char *network;    /* what messages call it, "BERT encoder" */
+    /* config.json's keys into m->xf: the arch and the sizes (the tensors
+     * come later). False with one line in err naming the key and its
+     * value. */
+    bool (*read_config)(const cJSON *config, struct xf_model *xf, char *err,
+                        size_t err_len);
+    /* How many tensors name_tensors() lists for m->xf's sizes. */
+    size_t (*tensor_count)(const struct xf_model *xf);
+    /* Every tensor the model needs, into out[tensor_count()]; the slots
+     * point into m->xf and m->layers. */
+    void (*name_tensors)(struct model *m, struct model_tensor *out);
+    /* The prefix the checkpoint's names carry, from its header: "" or
+     * one the family allows (BertModel saved inside a task model has
+     * "bert."). */
+    const char *(*prefix)(const struct st_header *h);
+    /* Whether a name (after the prefix) that no tensor took belongs to
+     * the network itself, which makes the checkpoint one config.json
+     * does not describe; names outside it (task heads, buffers) are
+     * ignored. */
+    bool (*in_network)(const char *rest);
+    /* An older spelling of a tensor's name (BERT's LayerNorm gamma and
+     * beta) into old, or false when it has none; NULL: none ever. */
+    bool (*legacy_name)(const char *name, char *old, size_t old_len);
+    /* The tokenizer, from the folder's files, into m->tokenizer (and
+     * m->do_lower_case). Fails through model_files_fail(). */
+    bool (*open_tokenizer)(struct model *m, const struct model_files *files);
+};
+
+/* The rows, each defined in its family's file. */
+extern const struct family family_bert;
+
+/* The row of model_type[0..len), or NULL. */
+const struct family *family_find(const char *model_type, size_t len);
+
+/* The model_types of the table, quoted and comma-separated, for a
+ * message. */
+void family_names(char *out, size_t out_len);
+
+#endif

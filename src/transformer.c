@@ -1,0 +1,456 @@
+/*
+ * transformer.c - the forward pass of a planned transformer
+ * (transformer.h).
+ *
+ * Each layer's self-attention is one attn_forward() call with the layer's
+ * projections as explicit parameters, under the config the plan resolved
+ * for its kind. The rest of the layer runs in phases on the same team
+ * (transformer_units.h says how they are cut):
+ *
+ *   norm after (BERT)                 norm before (GPT-2, LLaMA)
+ *                                     normed = norm_a(h)        rows
+ *   a = attention(h)                  a = attention(normed)
+ *   x1 = norm_a(a + h)        rows    x1 = a + h, normed = norm_f(x1)
+ *   inter = act(up x1)        tiles   inter = act(up normed)
+ *   out = down inter + x1     tiles   out = down inter + x1
+ *   out = norm_f(out)         rows    (a look for overflow)     rows
+ *
+ * A gated feed-forward makes inter = act(gate x) * up x in the same tiles.
+ * The last layer's feed-forward is skipped when no hidden state is
+ * returned: nothing else reads it. With a final norm, the last hidden
+ * state is the normed one, as transformers returns it.
+ *
+ * Memory: the result, the plan's one workspace block (the hidden states
+ * when they are not returned, the rollout's two matrices, the
+ * feed-forward's rows), and, one layer at a time, what attn_forward()
+ * holds. xf_plan_bytes() adds up exactly these.
+ */
+#include "error.h"
+#include "pool.h"
+#include "transformer.h"
+#include "transformer_units.h"
+#include "workspace.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------- norms */
+
+/* y = norm(x) over rows of the model's width, by the arch's kind of norm;
+ * x and y may be the same. */
+static void norm_rows(const struct xf_model *m, const float *x, size_t rows,
+                      const float *w, const float *b, float *y)
+{
+    if (m->arch.norm == XF_NORM_RMS)
+        xf_rms_norm(x, rows, m->hidden, w, m->norm_eps, y);
+    else
+        xf_layer_norm(x, rows, m->hidden, w, b, m->norm_eps, y);
+}
+
+/* ------------------------------------------------------------ one layer */
+
+/* One layer's work besides its attention, shared by the team's units. */
+struct pass {
+    const struct xf_model *m;
+    const struct xf_layer *y;
+    size_t n;
+    const float *attn_out; /* [n][H] the layer's attention output */
+    const float *h_in;     /* [n][H] the layer's input */
+    float *h_out;          /* [n][H] the layer's output */
+    float *x1;             /* [n][H] the residual sum after the attention */
+    float *inter;          /* [n][I] */
+    float *normed;         /* [n][H] a sublayer's normed input (norm before) */
+    float *gate;           /* [n][I] (gated) */
+    const float *final_w, *final_b; /* the final norm, for final_unit */
+    atomic_bool overflowed;
+};
+
+/* Rows [*r0, *r0 + return) of unit u of a by-rows phase. */
+static size_t unit_rows(const struct pass *p, size_t u, size_t *r0)
+{
+    *r0 = u * XF_ROW_UNIT;
+    return p->n - *r0 < XF_ROW_UNIT ? p->n - *r0 : XF_ROW_UNIT;
+}
+
+/* normed = norm_a(h_in), by rows (norm before). */
+static void input_norm_unit(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    norm_rows(p->m, p->h_in + r0 * H, rows, p->y->attn_norm_w,
+              p->y->attn_norm_b, p->normed + r0 * H);
+}
+
+/* x1 = attention + input, then norm_a(x1) (norm after) or
+ * normed = norm_f(x1) (norm before), by rows. */
+static void residual_unit(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    float *x1 = p->x1 + r0 * H;
+    for (size_t e = 0; e < rows * H; e++)
+        x1[e] = p->attn_out[r0 * H + e] + p->h_in[r0 * H + e];
+    if (p->m->arch.norm_place == XF_NORM_AFTER) {
+        norm_rows(p->m, x1, rows, p->y->attn_norm_w, p->y->attn_norm_b, x1);
+        return;
+    }
+    norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
+              p->normed + r0 * H);
+}
+
+/* The feed-forward's input rows: x1 after, normed before. */
+static const float *ffn_input(const struct pass *p)
+{
+    return p->m->arch.norm_place == XF_NORM_AFTER ? p->x1 : p->normed;
+}
+
+/* out = in W^T + b over a tile, out's rows ld apart. (IW, not I:
+ * cblas.h brings complex.h's I.) */
+static void tile_product(const struct pass *p, const struct xf_tile *t,
+                         const float *w, const float *b, float *out)
+{
+    const size_t H = p->m->hidden, IW = p->m->intermediate;
+    float *o = out + t->r0 * IW + t->c0;
+    if (b)
+        for (size_t r = 0; r < t->rows; r++)
+            memcpy(o + r * IW, b + t->c0, t->width * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t->rows,
+                (int)t->width, (int)H, 1.0f, ffn_input(p) + t->r0 * H, (int)H,
+                w + t->c0 * H, (int)H, b ? 1.0f : 0.0f, o, (int)IW);
+}
+
+/* inter = act(up x) or act(gate x) * up x, a tile of it. */
+static void intermediate_tile(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const struct xf_model *m = p->m;
+    const size_t IW = m->intermediate;
+    const struct xf_tile t = xf_tile_at(p->n, IW, u);
+    float *inter = p->inter + t.r0 * IW + t.c0;
+    if (m->arch.ffn == XF_FFN_PLAIN) {
+        tile_product(p, &t, p->y->up_w, p->y->up_b, p->inter);
+        for (size_t r = 0; r < t.rows; r++)
+            xf_activation(m->arch.act, inter + r * IW, t.width);
+        return;
+    }
+    float *gate = p->gate + t.r0 * IW + t.c0;
+    tile_product(p, &t, p->y->gate_w, p->y->gate_b, p->gate);
+    tile_product(p, &t, p->y->up_w, p->y->up_b, p->inter);
+    for (size_t r = 0; r < t.rows; r++) {
+        xf_activation(m->arch.act, gate + r * IW, t.width);
+        for (size_t c = 0; c < t.width; c++)
+            inter[r * IW + c] *= gate[r * IW + c];
+    }
+}
+
+/* h_out = inter W_down^T + b_down + x1, a tile of it. */
+static void output_tile(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t H = p->m->hidden, IW = p->m->intermediate;
+    const struct xf_tile t = xf_tile_at(p->n, H, u);
+    const float *b = p->y->down_b;
+    float *out = p->h_out + t.r0 * H + t.c0;
+    const float *x1 = p->x1 + t.r0 * H + t.c0;
+    for (size_t r = 0; r < t.rows; r++)
+        for (size_t c = 0; c < t.width; c++)
+            out[r * H + c] = b ? b[t.c0 + c] + x1[r * H + c] : x1[r * H + c];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
+                (int)t.width, (int)IW, 1.0f, p->inter + t.r0 * IW, (int)IW,
+                p->y->down_w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);
+}
+
+/* A look for values float32 could not hold. */
+static void note_nonfinite(struct pass *p, const float *a, size_t count)
+{
+    for (size_t e = 0; e < count; e++)
+        if (!isfinite(a[e]))
+            atomic_store(&p->overflowed, true);
+}
+
+/* h_out = norm_f(h_out) (norm after), by rows, and a look for overflow. */
+static void finish_unit(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    float *out = p->h_out + r0 * H;
+    if (p->m->arch.norm_place == XF_NORM_AFTER)
+        norm_rows(p->m, out, rows, p->y->ffn_norm_w, p->y->ffn_norm_b, out);
+    note_nonfinite(p, out, rows * H);
+}
+
+/* h_out = final_norm(h_out), by rows. */
+static void final_unit(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t H = p->m->hidden;
+    size_t r0;
+    const size_t rows = unit_rows(p, u, &r0);
+    float *out = p->h_out + r0 * H;
+    norm_rows(p->m, out, rows, p->final_w, p->final_b, out);
+}
+
+/* ------------------------------------------------------------- the pass */
+
+static void embed(const struct xf_model *m, const struct xf_run *run, float *h)
+{
+    const size_t H = m->hidden;
+    for (size_t i = 0; i < run->n; i++) {
+        const float *w = m->word_emb + (size_t)run->ids[i] * H;
+        float *hi = h + i * H;
+        if (m->arch.positions == XF_POS_ROTARY) {
+            memcpy(hi, w, H * sizeof *hi); /* positions enter at q and k */
+            continue;
+        }
+        const float *p = m->pos_emb + i * H;
+        if (!m->arch.token_types) {
+            for (size_t c = 0; c < H; c++)
+                hi[c] = w[c] + p[c];
+            continue;
+        }
+        const float *t =
+            m->type_emb + (size_t)(run->type_ids ? run->type_ids[i] : 0) * H;
+        // in BertEmbeddings' order: (word + token type) + position
+        for (size_t c = 0; c < H; c++)
+            hi[c] = (w[c] + t[c]) + p[c];
+    }
+    if (m->arch.embed_norm)
+        norm_rows(m, h, run->n, m->embed_norm_w, m->embed_norm_b, h);
+}
+
+/* r = Ahat r (r = Ahat for the first layer), Ahat = 0.5 mean + 0.5 I with
+ * each row divided by its sum. ahat and prod: [n][n] scratch. */
+static void rollout_step(const float *mean, size_t n, bool first, float *r,
+                         float *ahat, float *prod)
+{
+    for (size_t i = 0; i < n; i++) {
+        double sum = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            ahat[i * n + j] = 0.5f * mean[i * n + j] + (i == j ? 0.5f : 0.0f);
+            sum += ahat[i * n + j];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (size_t j = 0; j < n; j++)
+            ahat[i * n + j] *= inv;
+    }
+    if (first) {
+        memcpy(r, ahat, n * n * sizeof *r);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n,
+                (int)n, 1.0f, ahat, (int)n, r, (int)n, 0.0f, prod, (int)n);
+    memcpy(r, prod, n * n * sizeof *r);
+}
+
+void xf_result_free(struct xf_result *result)
+{
+    if (!result)
+        return;
+    free(result->weights);
+    free(result->mean_weights);
+    free(result->hidden_states);
+    free(result->rollout);
+    memset(result, 0, sizeof *result);
+}
+
+static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
+                               struct attn_error *err)
+{
+    float **slots[4] = {&r->weights, &r->mean_weights, &r->hidden_states,
+                        &r->rollout};
+    for (int i = 0; i < 4; i++) {
+        if (!plan->result_count[i])
+            continue;
+        *slots[i] = malloc(plan->result_count[i] * sizeof(float));
+        if (!*slots[i]) {
+            xf_result_free(r);
+            return attn_fail(err, ATTN_E_NOMEM, "ids",
+                             "out of memory for the result of %zu tokens",
+                             plan->run.n);
+        }
+    }
+    r->layers = plan->m->layers;
+    r->weight_layers = plan->weight_layers;
+    r->heads = plan->m->heads;
+    r->n = plan->run.n;
+    r->hidden = plan->m->hidden;
+    return ATTN_OK;
+}
+
+/* What every layer of one xf_forward() call shares. */
+struct stack {
+    const struct xf_plan *plan;
+    const atomic_bool *cancel;
+    struct xf_result *out;
+    float *ffn;            /* the workspace's feed-forward rows */
+    struct pool_team team; /* on the call's own pool, NULL for one */
+};
+
+/* Run one phase on the team, which the call holds between the layers'
+ * attention calls. */
+static void run_phase(struct stack *s, pool_unit unit, struct pass *p,
+                      size_t n_units)
+{
+    pool_phase(&s->team, unit, p, n_units);
+}
+
+/* Layer l: attention through the core, with the feed-forward when its
+ * output is used; h_in -> h_out, the weights and mean weights into the
+ * result. */
+static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
+                             float *h_out, struct attn_result *attn,
+                             struct attn_error *err)
+{
+    const struct xf_plan *plan = s->plan;
+    const struct xf_model *m = plan->m;
+    const struct xf_layer *y = &m->layer[l];
+    const size_t n = plan->run.n, H = m->hidden, IW = m->intermediate;
+    const bool before = m->arch.norm_place == XF_NORM_BEFORE;
+    const bool gated = m->arch.ffn == XF_FFN_GATED;
+    struct pass p = {.m = m,
+                     .y = y,
+                     .n = n,
+                     .h_in = h_in,
+                     .h_out = h_out,
+                     .x1 = s->ffn,
+                     .inter = s->ffn + n * H,
+                     .normed = before ? s->ffn + n * (H + IW) : NULL,
+                     .gate = gated ? s->ffn + n * (H + IW + before * H) : NULL,
+                     .final_w = m->final_norm_w,
+                     .final_b = m->final_norm_b};
+    atomic_init(&p.overflowed, false);
+    const size_t rows = xf_row_units(n);
+    if (before) {
+        if (s->team.pool)
+            pool_acquire(s->team.pool);
+        run_phase(s, input_norm_unit, &p, rows);
+        if (s->team.pool)
+            pool_release(s->team.pool);
+    }
+
+    const unsigned kind = xf_attn_kind(plan, l);
+    struct attn_config cfg = plan->attn[kind];
+    const struct attn_params params = {
+        .wq = y->q_w,
+        .bq = y->q_b,
+        .wk = y->k_w,
+        .bk = y->k_b,
+        .wv = y->v_w,
+        .bv = y->v_b,
+        .wo = y->o_w,
+        .bo = y->o_b,
+    };
+    cfg.params = &params;
+    cfg.pool = s->team.pool;
+    cfg.cancel = s->cancel;
+    attn_status st =
+        attn_forward(&cfg, before ? p.normed : h_in, NULL, attn, err);
+    if (st) {
+        if (st == ATTN_E_CANCELLED || !err)
+            return st;
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return attn_fail_at(err, st, "layer", 1, &l, "layer %zu: %s", l, why);
+    }
+    const size_t nn = n * n;
+    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
+    if (s->out->weights && xf_returns_layer(plan, l))
+        memcpy(s->out->weights + at * m->heads * nn, attn->weights,
+               m->heads * nn * sizeof(float));
+    if (s->out->mean_weights && xf_returns_layer(plan, l))
+        memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
+               nn * sizeof(float));
+    if (!(kind & XF_KIND_OUTPUT))
+        return ATTN_OK;
+
+    p.attn_out = attn->output;
+    // the pool is the call's own: attn_forward() has given it back
+    if (s->team.pool)
+        pool_acquire(s->team.pool);
+    run_phase(s, residual_unit, &p, rows);
+    run_phase(s, intermediate_tile, &p, xf_tile_count(n, IW));
+    run_phase(s, output_tile, &p, xf_tile_count(n, H));
+    run_phase(s, finish_unit, &p, rows);
+    const bool last = l + 1 == m->layers;
+    if (last && m->arch.final_norm)
+        run_phase(s, final_unit, &p, rows);
+    if (s->team.pool)
+        pool_release(s->team.pool);
+    if (s->cancel && atomic_load(s->cancel))
+        return attn_fail(err, ATTN_E_CANCELLED, "",
+                         "the computation was cancelled");
+    if (atomic_load(&p.overflowed))
+        return attn_fail_at(err, ATTN_E_INPUT, "layer", 1, &l,
+                            "layer %zu: the activations overflow float32; "
+                            "the model's weights are too large",
+                            l);
+    return ATTN_OK;
+}
+
+attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
+                       struct xf_result *out, struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const struct xf_model *m = plan->m;
+    const struct xf_run *run = &plan->run;
+    struct stack s = {.plan = plan,
+                      .cancel = cancel,
+                      .out = out,
+                      .team = {.size = plan->team, .cancel = cancel}};
+    attn_status st = result_init(plan, out, err);
+    if (st)
+        return st;
+    const struct ws_plan w = {.bytes = plan->ws_bytes};
+    char *block = ws_alloc(&w);
+    if (!block) {
+        xf_result_free(out);
+        return attn_fail(err, ATTN_E_NOMEM, "ids",
+                         "out of memory for %zu bytes of scratch", w.bytes);
+    }
+    struct attn_pool *own_pool = NULL;
+    st = pool_take(NULL, plan->team, &s.team.pool, &own_pool, err);
+    if (st) {
+        free(block);
+        xf_result_free(out);
+        return st;
+    }
+    float *ws[XF_WS_PARTS];
+    for (int i = 0; i < XF_WS_PARTS; i++)
+        ws[i] = (float *)(block + plan->ws_offset[i]);
+    s.ffn = ws[XF_WS_FFN];
+
+    const size_t nh = run->n * m->hidden;
+    // hidden state l lives in the result, or in one of two scratch rows
+    float *hidden = out->hidden_states;
+#define STATE(l) (hidden ? hidden + (l)*nh : ws[XF_WS_HIDDEN] + ((l) % 2) * nh)
+    embed(m, run, STATE(0));
+    for (size_t l = 0; l < plan->layers_run && !st; l++) {
+        struct attn_result attn = {0};
+        st = run_layer(&s, l, STATE(l), STATE(l + 1), &attn, err);
+        if (!st && (plan->want & XF_WANT_ROLLOUT))
+            rollout_step(attn.mean_weights, run->n, l == 0, out->rollout,
+                         ws[XF_WS_ROLL_A], ws[XF_WS_ROLL_B]);
+        attn_result_free(&attn);
+    }
+#undef STATE
+    pool_give_back(s.team.pool, own_pool);
+    free(block);
+    if (st)
+        xf_result_free(out);
+    return st;
+}

@@ -1,0 +1,270 @@
+/*
+ * transformer.h - a stack of transformer blocks in the core, returning
+ * every layer's attention weights, the hidden states and the attention
+ * rollout.
+ *
+ * What differs between model families is data: one struct xf_arch says
+ * where the norms sit and which kind they are, what the feed-forward and
+ * its activation are, how positions enter, whether attention is causal
+ * and which projections carry biases. BERT is one value of it, GPT-2 and
+ * LLaMA others; the block and its phases are written once.
+ *
+ * Like the rest of the core this knows no file format: the model is a
+ * struct of pointers to float32 tensors, which the caller owns and keeps
+ * alive (a loader may point them into a read-only mapping of a
+ * checkpoint). Errors follow attention.h: an attn_status and a
+ * caller-owned struct attn_error naming the field.
+ */
+#ifndef ATTN_TRANSFORMER_H
+#define ATTN_TRANSFORMER_H
+
+#include "attention.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* -------------------------------------------------------- architecture */
+
+typedef enum xf_norm {
+    XF_NORM_LAYER = 0, /* nn.LayerNorm: (x - mean) / sqrt(var + eps) * w + b */
+    XF_NORM_RMS        /* RMSNorm: x / sqrt(mean(x^2) + eps) * w, no bias */
+} xf_norm;
+
+typedef enum xf_norm_place {
+    XF_NORM_AFTER = 0, /* post-norm (BERT): h = norm(h + sublayer(h)) */
+    XF_NORM_BEFORE     /* pre-norm (GPT-2, LLaMA): h = h + sublayer(norm(h)) */
+} xf_norm_place;
+
+typedef enum xf_ffn {
+    XF_FFN_PLAIN = 0, /* down(act(up x)) */
+    XF_FFN_GATED      /* down(act(gate x) * up x), SwiGLU with SiLU */
+} xf_ffn;
+
+typedef enum xf_act {
+    XF_ACT_GELU = 0,  /* "gelu": x/2 * (1 + erf(x / sqrt 2)) */
+    XF_ACT_GELU_TANH, /* "gelu_new": x/2 * (1 + tanh(sqrt(2/pi) *
+                         (x + 0.044715 x^3))) */
+    XF_ACT_SILU       /* "silu": x / (1 + exp(-x)) */
+} xf_act;
+
+typedef enum xf_positions {
+    XF_POS_LEARNED = 0, /* a table of position embeddings added to the
+                           token's (with token types when the arch has
+                           them) */
+    XF_POS_ROTARY       /* rotary positions on each head of q and k, as the
+                           core's ATTN_POS_ROPE computes them */
+} xf_positions;
+
+/* What a family's block is. A zeroed struct is BERT's but for the
+ * biases and norms below, which a family sets. */
+struct xf_arch {
+    xf_norm norm;
+    xf_norm_place norm_place;
+    xf_ffn ffn;
+    xf_act act;
+    xf_positions positions;
+    bool token_types; /* learned positions plus token type embeddings */
+    bool embed_norm;  /* a norm on the embeddings, before the first layer */
+    bool final_norm;  /* a norm after the last layer */
+    bool causal;      /* token i sees tokens j <= i only */
+    bool qkv_bias;    /* q, k and v projections carry biases */
+    bool out_bias;    /* the attention's output projection does */
+    bool ffn_bias;    /* the feed-forward's projections do */
+};
+
+/* Short stable names of the enums, e.g. "rms", "before", "gated", "silu",
+ * "rotary"; NULL past them. */
+const char *xf_norm_name(int norm);
+const char *xf_norm_place_name(int place);
+const char *xf_ffn_name(int ffn);
+const char *xf_act_name(int act);
+const char *xf_positions_name(int positions);
+
+/* ---------------------------------------------------------------- model */
+
+/*
+ * One block, in nn.Linear's layout (weight [out][in], y = x W^T + b).
+ * H = hidden, I = intermediate, D = head_dim, h = heads, g = kv_heads.
+ * A bias is NULL exactly when the arch says the projection has none; an
+ * RMSNorm's bias is NULL; gate is NULL for a plain feed-forward.
+ */
+struct xf_layer {
+    const float *q_w, *q_b; /* [h D][H], [h D] */
+    const float *k_w, *k_b; /* [g D][H], [g D] */
+    const float *v_w, *v_b; /* [g D][H], [g D] */
+    const float *o_w, *o_b; /* [H][h D], [H] */
+    /* the norm of the attention sublayer: on its input (before) or on
+     * the residual sum (after); [H], [H] */
+    const float *attn_norm_w, *attn_norm_b;
+    const float *ffn_norm_w, *ffn_norm_b; /* the feed-forward's, likewise */
+    const float *up_w, *up_b;             /* [I][H], [I] */
+    const float *gate_w, *gate_b;         /* [I][H], [I]: gated only */
+    const float *down_w, *down_b;         /* [H][I], [H] */
+};
+
+/* A model's blocks and embeddings; the caller owns every tensor. */
+struct xf_model {
+    struct xf_arch arch;
+    size_t layers, heads, kv_heads, head_dim, hidden, intermediate;
+    size_t vocab_size;
+    size_t max_positions;   /* the longest input */
+    size_t type_vocab_size; /* token types; with arch.token_types only */
+    float norm_eps;
+    float rope_theta;      /* rotary positions' base; with XF_POS_ROTARY only */
+    const float *word_emb; /* [vocab_size][H] */
+    const float *pos_emb;  /* [max_positions][H]: learned */
+    const float *type_emb; /* [type_vocab_size][H] */
+    const float *embed_norm_w, *embed_norm_b; /* [H], [H]: arch.embed_norm */
+    const float *final_norm_w, *final_norm_b; /* [H], [H]: arch.final_norm */
+    const struct xf_layer *layer;             /* [layers] */
+};
+
+/* Caps on a model's sizes, so that every size product fits in size_t and
+ * int (the BLAS dimension type). */
+#define XF_MAX_DIM 65536 /* hidden, intermediate, heads x head_dim */
+#define XF_MAX_LAYERS 256
+#define XF_MAX_VOCAB 4000000
+#define XF_MAX_POSITIONS 65536
+
+/*
+ * Check a model's arch (every enum known), its sizes (each nonzero and
+ * under its cap, kv_heads dividing heads), its epsilon (finite, > 0),
+ * rope_theta (finite, > 0, when rotary) and that every tensor the arch
+ * names is present and none it does not. Values are not scanned: a
+ * loader checks them once, at load.
+ */
+attn_status xf_model_check(const struct xf_model *m, struct attn_error *err);
+
+/* ------------------------------------------------------------------ run */
+
+/* What a call returns; a bit set. */
+enum xf_want {
+    XF_WANT_WEIGHTS = 1u << 0,      /* weights */
+    XF_WANT_MEAN_WEIGHTS = 1u << 1, /* mean_weights */
+    XF_WANT_HIDDEN = 1u << 2,       /* hidden_states */
+    XF_WANT_ROLLOUT = 1u << 3       /* rollout */
+};
+
+/* Every layer's weights, for xf_run.layer. */
+#define XF_ALL_LAYERS SIZE_MAX
+
+struct xf_run {
+    const uint32_t *ids;     /* [n] token ids, each < vocab_size */
+    const uint8_t *type_ids; /* [n] each < type_vocab_size; NULL: all 0 */
+    size_t n;                /* 1 <= n <= max_positions */
+    unsigned want;           /* bit set of enum xf_want; 0 = weights */
+    size_t layer;            /* the layer whose weights and mean weights are
+                                returned, or XF_ALL_LAYERS; without hidden
+                                states or rollout, the layers above it are
+                                not computed */
+    unsigned threads;        /* as attn_config.threads; 0 means 1 */
+};
+
+/*
+ * Arrays not asked for are NULL. With Lw = layers, or 1 when run.layer
+ * names one layer:
+ *   weights:       [Lw][heads][n][n]  softmax(q k^T / sqrt(head_dim)),
+ *                                     causal when the arch is
+ *   mean_weights:  [Lw][n][n]         the mean over heads
+ *   hidden_states: [layers + 1][n][H] the embedding output, then each
+ *                                     layer's (output_hidden_states order);
+ *                                     with a final norm the last one is
+ *                                     after it, as transformers returns it
+ *   rollout:       [n][n]             R = Ahat_L ... Ahat_1, Ahat_l =
+ *                  0.5 * mean_weights_l + 0.5 * I, each row divided by its
+ *                  sum (Abnar and Zuidema, 2020): row i is how much the
+ *                  last layer's token i draws on input token j
+ */
+struct xf_result {
+    size_t layers, weight_layers, heads, n, hidden;
+    float *weights, *mean_weights, *hidden_states, *rollout;
+};
+
+/* ----------------------------------------------------------------- plan */
+
+/* The kinds of attention call a pass makes: with or without the output,
+ * with or without the weights. */
+enum { XF_ATTN_KINDS = 4 };
+
+/* The workspace block's parts. */
+enum { XF_WS_HIDDEN, XF_WS_ROLL_A, XF_WS_ROLL_B, XF_WS_FFN, XF_WS_PARTS };
+
+/*
+ * A pass planned once, for a model and a run: the layers it runs, its
+ * team, its workspace and result sizes and its attention configs,
+ * resolved once for every layer. Read it only through the functions
+ * below; it borrows the model and the run's arrays, which must outlive
+ * it.
+ */
+struct xf_plan {
+    const struct xf_model *m;
+    struct xf_run run;
+    unsigned want;        /* run.want, 0 made XF_WANT_WEIGHTS */
+    size_t layers_run;    /* all, or up to run.layer when nothing above it
+                             is read */
+    size_t weight_layers; /* Lw */
+    unsigned team;
+    size_t result_count[4]; /* floats of weights, mean weights, hidden
+                               states and rollout */
+    size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
+    size_t attn_bytes; /* the most one layer's attn_forward() holds */
+    struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */
+    bool attn_used[XF_ATTN_KINDS];
+};
+
+/*
+ * Check the model and the run and plan the pass. Fails naming "ids",
+ * "type_ids" or "layer" for a run the model cannot take, and with
+ * ATTN_E_TOO_BIG when the pass's sizes overflow.
+ */
+attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
+                    struct xf_plan *out, struct attn_error *err);
+
+/* Every byte xf_forward() allocates for the plan (its result, its
+ * workspace, what each layer's attn_forward() holds at once, and a pool
+ * for a team of more than one); SIZE_MAX when that overflows. */
+size_t xf_plan_bytes(const struct xf_plan *plan);
+
+/* Floating-point operations of the pass (2 per multiply-add). */
+double xf_plan_flops(const struct xf_plan *plan);
+
+/* ------------------------------------------------------------- forward */
+
+/*
+ * The forward pass (eval mode, no padding) of the planned run: the
+ * embeddings, then per layer self-attention through attn_forward() and
+ * the feed-forward, each with its norm where the arch puts it, then the
+ * final norm. Every product goes to cblas_sgemm. The bits are the same
+ * for every thread count (attention.h, "Threading"). cancel: NULL, or a
+ * flag another thread may raise to stop the pass (as attn_config.cancel).
+ * On success the caller owns *out; release it with xf_result_free().
+ */
+attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
+                       struct xf_result *out, struct attn_error *err);
+void xf_result_free(struct xf_result *result);
+
+/* ------------------------------------------------------------ the pieces */
+
+/* y[r] = (x[r] - mean) / sqrt(var + eps) * w + b for r < rows, the
+ * variance biased (divided by cols), as nn.LayerNorm; x and y may be the
+ * same.  x, y: [rows][cols] */
+void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
+                   const float *b, float eps, float *y);
+
+/* y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for r < rows, the mean of
+ * squares in double, as LLaMA's RMSNorm computes it in float32 or
+ * better; x and y may be the same.  x, y: [rows][cols] */
+void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
+                 float eps, float *y);
+
+/* x[i] = act(x[i]) for i < count, within 1e-5 of the exact value
+ * relative to it, or 1e-20 absolutely far out on the negative side.
+ * Every x86-64 build (vecmath.h) gives the same bits;
+ * xf_activation_isa() runs the one named, for the tests that hold them
+ * to it. */
+void xf_activation(xf_act act, float *x, size_t count);
+void xf_activation_isa(int isa, xf_act act, float *x, size_t count);
+
+#endif

@@ -1,0 +1,458 @@
+/*
+ * transformer_plan.c - checking a model and a run, and planning the pass
+ * once (transformer.h): which layers run, what each asks of the attention
+ * core, the team, the workspace and the result, and what it all costs.
+ * transformer.c runs a plan and decides nothing of this again.
+ */
+#include "checked.h"
+#include "error.h"
+#include "forward_plan.h"
+#include "pool.h"
+#include "transformer.h"
+#include "transformer_units.h"
+#include "workspace.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- names */
+
+#define NAME_OF(table, v)                                                      \
+    ((v) >= 0 && (size_t)(v) < sizeof table / sizeof table[0] ? table[v] : NULL)
+
+const char *xf_norm_name(int norm)
+{
+    static const char *const names[] = {"layer", "rms"};
+    return NAME_OF(names, norm);
+}
+
+const char *xf_norm_place_name(int place)
+{
+    static const char *const names[] = {"after", "before"};
+    return NAME_OF(names, place);
+}
+
+const char *xf_ffn_name(int ffn)
+{
+    static const char *const names[] = {"plain", "gated"};
+    return NAME_OF(names, ffn);
+}
+
+const char *xf_act_name(int act)
+{
+    static const char *const names[] = {"gelu", "gelu_new", "silu"};
+    return NAME_OF(names, act);
+}
+
+const char *xf_positions_name(int positions)
+{
+    static const char *const names[] = {"learned", "rotary"};
+    return NAME_OF(names, positions);
+}
+
+/* ------------------------------------------------------------ checking */
+
+static attn_status check_size(size_t v, size_t cap, const char *field,
+                              struct attn_error *err)
+{
+    if (v == 0 || v > cap)
+        return attn_fail(err, ATTN_E_INVALID, field,
+                         "%s (%zu) must be between 1 and %zu", field, v, cap);
+    return ATTN_OK;
+}
+
+static attn_status check_arch(const struct xf_arch *a, struct attn_error *err)
+{
+    const struct {
+        const char *field;
+        const char *name;
+        int value;
+    } enums[] = {
+        {"norm", xf_norm_name((int)a->norm), (int)a->norm},
+        {"norm_place", xf_norm_place_name((int)a->norm_place),
+         (int)a->norm_place},
+        {"ffn", xf_ffn_name((int)a->ffn), (int)a->ffn},
+        {"act", xf_act_name((int)a->act), (int)a->act},
+        {"positions", xf_positions_name((int)a->positions), (int)a->positions},
+    };
+    for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++)
+        if (!enums[i].name)
+            return attn_fail(err, ATTN_E_INVALID, enums[i].field,
+                             "%s (%d) is unknown", enums[i].field,
+                             enums[i].value);
+    if (a->token_types && a->positions != XF_POS_LEARNED)
+        return attn_fail(err, ATTN_E_INVALID, "token_types",
+                         "token types go with learned positions only");
+    return ATTN_OK;
+}
+
+static attn_status check_sizes(const struct xf_model *m, struct attn_error *err)
+{
+    attn_status st = check_size(m->layers, XF_MAX_LAYERS, "layers", err);
+    if (!st)
+        st = check_size(m->hidden, XF_MAX_DIM, "hidden", err);
+    if (!st)
+        st = check_size(m->heads, XF_MAX_DIM, "heads", err);
+    if (!st)
+        st = check_size(m->kv_heads, m->heads, "kv_heads", err);
+    if (!st)
+        st = check_size(m->head_dim, XF_MAX_DIM / m->heads, "head_dim", err);
+    if (!st)
+        st = check_size(m->intermediate, XF_MAX_DIM, "intermediate", err);
+    if (!st)
+        st = check_size(m->vocab_size, XF_MAX_VOCAB, "vocab_size", err);
+    if (!st)
+        st = check_size(m->max_positions, XF_MAX_POSITIONS, "max_positions",
+                        err);
+    if (!st && m->arch.token_types)
+        st = check_size(m->type_vocab_size, 256, "type_vocab_size", err);
+    if (st)
+        return st;
+    if (m->heads % m->kv_heads)
+        return attn_fail(err, ATTN_E_INVALID, "heads",
+                         "heads (%zu) must be a multiple of kv_heads (%zu)",
+                         m->heads, m->kv_heads);
+    if (!isfinite(m->norm_eps) || m->norm_eps <= 0.0f)
+        return attn_fail(err, ATTN_E_INVALID, "norm_eps",
+                         "norm_eps (%g) must be finite and above 0",
+                         (double)m->norm_eps);
+    if (m->arch.positions == XF_POS_ROTARY &&
+        (!isfinite(m->rope_theta) || m->rope_theta <= 0.0f))
+        return attn_fail(err, ATTN_E_INVALID, "rope_theta",
+                         "rope_theta (%g) must be finite and above 0",
+                         (double)m->rope_theta);
+    return ATTN_OK;
+}
+
+/* A tensor is there exactly when the arch has it. */
+static bool present_as(const float *t, bool wanted)
+{
+    return (t != NULL) == wanted;
+}
+
+static attn_status check_tensors(const struct xf_model *m,
+                                 struct attn_error *err)
+{
+    const struct xf_arch *a = &m->arch;
+    const bool layer_norm = a->norm == XF_NORM_LAYER;
+    const bool learned = a->positions == XF_POS_LEARNED;
+    if (!m->word_emb || !present_as(m->pos_emb, learned) ||
+        !present_as(m->type_emb, a->token_types) ||
+        !present_as(m->embed_norm_w, a->embed_norm) ||
+        !present_as(m->embed_norm_b, a->embed_norm && layer_norm))
+        return attn_fail(err, ATTN_E_INVALID, "embeddings",
+                         "an embedding tensor is missing or one the "
+                         "architecture has no place for is given");
+    if (!present_as(m->final_norm_w, a->final_norm) ||
+        !present_as(m->final_norm_b, a->final_norm && layer_norm))
+        return attn_fail(err, ATTN_E_INVALID, "final_norm",
+                         "the final norm's tensors do not match the "
+                         "architecture");
+    if (!m->layer)
+        return attn_fail(err, ATTN_E_INVALID, "layer",
+                         "the layers are missing");
+    const bool gated = a->ffn == XF_FFN_GATED;
+    for (size_t l = 0; l < m->layers; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const bool ok = y->q_w && y->k_w && y->v_w && y->o_w &&
+                        y->attn_norm_w && y->ffn_norm_w && y->up_w &&
+                        y->down_w && present_as(y->gate_w, gated) &&
+                        present_as(y->q_b, a->qkv_bias) &&
+                        present_as(y->k_b, a->qkv_bias) &&
+                        present_as(y->v_b, a->qkv_bias) &&
+                        present_as(y->o_b, a->out_bias) &&
+                        present_as(y->attn_norm_b, layer_norm) &&
+                        present_as(y->ffn_norm_b, layer_norm) &&
+                        present_as(y->up_b, a->ffn_bias) &&
+                        present_as(y->gate_b, gated && a->ffn_bias) &&
+                        present_as(y->down_b, a->ffn_bias);
+        if (!ok)
+            return attn_fail_at(err, ATTN_E_INVALID, "layer", 1, &l,
+                                "layer %zu is missing a tensor, or has one "
+                                "the architecture has no place for",
+                                l);
+    }
+    return ATTN_OK;
+}
+
+attn_status xf_model_check(const struct xf_model *m, struct attn_error *err)
+{
+    attn_status st = check_arch(&m->arch, err);
+    if (!st)
+        st = check_sizes(m, err);
+    if (!st)
+        st = check_tensors(m, err);
+    return st;
+}
+
+static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
+                             struct attn_error *err)
+{
+    if (run->n == 0)
+        return attn_fail(err, ATTN_E_INVALID, "ids", "the input has no tokens");
+    if (run->n > m->max_positions)
+        return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                         "the input has %zu tokens, more than the %zu the "
+                         "model has positions for (max_position_embeddings)",
+                         run->n, m->max_positions);
+    if (!run->ids)
+        return attn_fail(err, ATTN_E_INVALID, "ids", "ids is missing");
+    if (run->type_ids && !m->arch.token_types)
+        return attn_fail(err, ATTN_E_INVALID, "type_ids",
+                         "the model has no token types");
+    for (size_t i = 0; i < run->n; i++) {
+        if (run->ids[i] >= m->vocab_size)
+            return attn_fail_at(err, ATTN_E_INVALID, "ids", 1, &i,
+                                "ids[%zu] (%u) is not below vocab_size (%zu)",
+                                i, (unsigned)run->ids[i], m->vocab_size);
+        if (run->type_ids && run->type_ids[i] >= m->type_vocab_size)
+            return attn_fail_at(err, ATTN_E_INVALID, "type_ids", 1, &i,
+                                "type_ids[%zu] (%u) is not below "
+                                "type_vocab_size (%zu)",
+                                i, (unsigned)run->type_ids[i],
+                                m->type_vocab_size);
+    }
+    if (run->layer != XF_ALL_LAYERS && run->layer >= m->layers)
+        return attn_fail(err, ATTN_E_INVALID, "layer",
+                         "layer (%zu) must be below the model's %zu layers",
+                         run->layer, m->layers);
+    return ATTN_OK;
+}
+
+/* ---------------------------------------------------------------- units */
+
+/* Columns to a tile of a product with cols columns. */
+static size_t tile_cols(size_t cols)
+{
+    const size_t w = (cols + XF_FFN_COL_TILES - 1) / XF_FFN_COL_TILES;
+    return (w + XF_COL_ALIGN - 1) / XF_COL_ALIGN * XF_COL_ALIGN;
+}
+
+size_t xf_tile_count(size_t n, size_t cols)
+{
+    const size_t w = tile_cols(cols);
+    return ((n + XF_FFN_ROW_TILE - 1) / XF_FFN_ROW_TILE) * ((cols + w - 1) / w);
+}
+
+struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u)
+{
+    const size_t w = tile_cols(cols), across = (cols + w - 1) / w;
+    struct xf_tile t = {.r0 = u / across * XF_FFN_ROW_TILE,
+                        .c0 = u % across * w};
+    t.rows = n - t.r0 < XF_FFN_ROW_TILE ? n - t.r0 : XF_FFN_ROW_TILE;
+    t.width = cols - t.c0 < w ? cols - t.c0 : w;
+    return t;
+}
+
+size_t xf_row_units(size_t n)
+{
+    return (n + XF_ROW_UNIT - 1) / XF_ROW_UNIT;
+}
+
+size_t xf_widest_phase(const struct xf_plan *p)
+{
+    const size_t rows = xf_row_units(p->run.n);
+    const size_t tiles = xf_tile_count(p->run.n, p->m->intermediate);
+    return tiles > rows ? tiles : rows;
+}
+
+/* ----------------------------------------------------------------- plan */
+
+bool xf_returns_layer(const struct xf_plan *p, size_t l)
+{
+    return p->run.layer == XF_ALL_LAYERS || p->run.layer == l;
+}
+
+bool xf_output_used(const struct xf_plan *p, size_t l)
+{
+    return l + 1 < p->layers_run || (p->want & XF_WANT_HIDDEN);
+}
+
+unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
+{
+    unsigned kind = 0;
+    if (xf_output_used(p, l))
+        kind |= XF_KIND_OUTPUT;
+    if ((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l))
+        kind |= XF_KIND_WEIGHTS;
+    return kind;
+}
+
+/* The attention of a layer of kind as the core's config; resolved.
+ * Always the mean weights, so that every call takes the core's full path,
+ * and the weights have the same bits whether or not the output is also
+ * asked for. */
+static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
+                                  struct attn_config *cfg,
+                                  struct attn_error *err)
+{
+    const struct xf_model *m = p->m;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->mode = ATTN_MODE_PROJECTED;
+    cfg->n_query = p->run.n;
+    cfg->d_model = m->hidden;
+    cfg->heads = m->heads;
+    cfg->kv_heads = m->kv_heads;
+    cfg->d_k = cfg->d_v = m->head_dim;
+    cfg->d_out = m->hidden;
+    cfg->qkv_bias = m->arch.qkv_bias;
+    cfg->out_bias = m->arch.out_bias;
+    cfg->causal = m->arch.causal;
+    if (m->arch.positions == XF_POS_ROTARY) {
+        cfg->positional = ATTN_POS_ROPE;
+        cfg->rope_base = m->rope_theta;
+    }
+    cfg->want = ATTN_WANT_MEAN_WEIGHTS;
+    if (kind & XF_KIND_OUTPUT)
+        cfg->want |= ATTN_WANT_OUTPUT;
+    if (kind & XF_KIND_WEIGHTS)
+        cfg->want |= ATTN_WANT_WEIGHTS;
+    cfg->threads = p->run.threads;
+    // the layer's own projections, checked once by the model's loader
+    static const struct attn_params explicit_params;
+    cfg->params = &explicit_params;
+    cfg->params_checked = true;
+    return attn_config_resolve(cfg, err);
+}
+
+/* The feed-forward's floats per row (transformer.c's struct pass): the
+ * residual sum and the intermediate row; with norms before, the
+ * sublayer's normed input; gated, the gate's row. Under XF_MAX_DIM each,
+ * their sum cannot overflow. */
+static size_t ffn_floats_per_row(const struct xf_model *m)
+{
+    size_t per_row = m->hidden + m->intermediate;
+    if (m->arch.norm_place == XF_NORM_BEFORE)
+        per_row += m->hidden;
+    if (m->arch.ffn == XF_FFN_GATED)
+        per_row += m->intermediate;
+    return per_row;
+}
+
+static bool plan_workspace(struct xf_plan *p)
+{
+    const size_t n = p->run.n;
+    bool ok = true;
+    memset(p->ws_count, 0, sizeof p->ws_count);
+    if (!(p->want & XF_WANT_HIDDEN))
+        ok = size_mul3(2, n, p->m->hidden, &p->ws_count[XF_WS_HIDDEN]);
+    if (p->want & XF_WANT_ROLLOUT) {
+        ok = ok && size_mul(n, n, &p->ws_count[XF_WS_ROLL_A]);
+        p->ws_count[XF_WS_ROLL_B] = p->ws_count[XF_WS_ROLL_A];
+    }
+    ok = ok && size_mul(n, ffn_floats_per_row(p->m), &p->ws_count[XF_WS_FFN]);
+    struct ws_plan w = {0, false};
+    for (int i = 0; i < XF_WS_PARTS && ok; i++)
+        ws_take(&w, &p->ws_offset[i], p->ws_count[i], sizeof(float));
+    p->ws_bytes = w.bytes;
+    return ok && !w.overflow;
+}
+
+static bool plan_result(struct xf_plan *p)
+{
+    const size_t n = p->run.n, lw = p->weight_layers;
+    const struct xf_model *m = p->m;
+    size_t *counts = p->result_count;
+    memset(counts, 0, sizeof p->result_count);
+    bool ok = true;
+    if (p->want & XF_WANT_WEIGHTS)
+        ok = size_mul3(lw * m->heads, n, n, &counts[0]);
+    if (p->want & XF_WANT_MEAN_WEIGHTS)
+        ok = ok && size_mul3(lw, n, n, &counts[1]);
+    if (p->want & XF_WANT_HIDDEN)
+        ok = ok && size_mul3(m->layers + 1, n, m->hidden, &counts[2]);
+    if (p->want & XF_WANT_ROLLOUT)
+        ok = ok && size_mul(n, n, &counts[3]);
+    return ok;
+}
+
+/* Each kind of attention the layers use, resolved once, and the most
+ * bytes one of its calls holds. */
+static attn_status plan_attention(struct xf_plan *p, struct attn_error *err)
+{
+    memset(p->attn_used, 0, sizeof p->attn_used);
+    p->attn_bytes = 0;
+    for (size_t l = 0; l < p->layers_run; l++) {
+        const unsigned kind = xf_attn_kind(p, l);
+        if (p->attn_used[kind])
+            continue;
+        attn_status st = attn_config_of(p, kind, &p->attn[kind], err);
+        if (st)
+            return st;
+        p->attn_used[kind] = true;
+        size_t bytes = attn_forward_bytes(&p->attn[kind]);
+        if (bytes == SIZE_MAX)
+            return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                             "the attention of %zu tokens is too large",
+                             p->run.n);
+        // on the pass's own pool when it needs one, which is free whenever
+        // a layer's attention runs
+        if (attn_forward_needs_pool(&p->attn[kind]))
+            bytes -= pool_bytes();
+        p->attn_bytes = bytes > p->attn_bytes ? bytes : p->attn_bytes;
+    }
+    return ATTN_OK;
+}
+
+attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
+                    struct xf_plan *out, struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    attn_status st = xf_model_check(m, err);
+    if (!st)
+        st = check_run(m, run, err);
+    if (st)
+        return st;
+    out->m = m;
+    out->run = *run;
+    out->want = run->want ? run->want : XF_WANT_WEIGHTS;
+    out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
+    // the layers above the one asked for cannot change its weights
+    const bool needs_all = run->layer == XF_ALL_LAYERS ||
+                           (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT));
+    out->layers_run = needs_all ? m->layers : run->layer + 1;
+    out->team = pool_team_size(run->threads, xf_widest_phase(out));
+    if (!plan_workspace(out))
+        return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                         "the scratch memory for %zu tokens is too large",
+                         run->n);
+    if (!plan_result(out))
+        return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                         "the result for %zu tokens is too large", run->n);
+    return plan_attention(out, err);
+}
+
+size_t xf_plan_bytes(const struct xf_plan *p)
+{
+    size_t total = 0;
+    for (int i = 0; i < 4; i++)
+        if (!size_add_to(&total, p->result_count[i]))
+            return SIZE_MAX;
+    if (!size_mul(total, sizeof(float), &total) ||
+        !size_add_to(&total, p->ws_bytes) ||
+        !size_add_to(&total, p->attn_bytes))
+        return SIZE_MAX;
+    if (p->team > 1 && !size_add_to(&total, pool_bytes()))
+        return SIZE_MAX;
+    return total;
+}
+
+double xf_plan_flops(const struct xf_plan *p)
+{
+    const struct xf_model *m = p->m;
+    const double n = (double)p->run.n;
+    // every layer's attention costs the same, whatever it returns
+    double total =
+        attn_flops(&p->attn[xf_attn_kind(p, 0)]) * (double)p->layers_run;
+    // the feed-forward of every layer whose output is read: up (and gate)
+    // and down
+    size_t ffn_layers = 0;
+    for (size_t l = 0; l < p->layers_run; l++)
+        ffn_layers += xf_output_used(p, l);
+    const double products = m->arch.ffn == XF_FFN_GATED ? 3.0 : 2.0;
+    total += 2.0 * products * n * (double)m->hidden * (double)m->intermediate *
+             (double)ffn_layers;
+    if (p->want & XF_WANT_ROLLOUT)
+        total += 2.0 * n * n * n * (double)(m->layers - 1);
+    return total;
+}

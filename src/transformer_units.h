@@ -1,0 +1,58 @@
+/*
+ * transformer_units.h - how a planned transformer pass is cut into units
+ * of work and which attention each layer asks for; shared by the plan
+ * (transformer_plan.c) and the pass that runs it (transformer.c).
+ * Internal to the core.
+ *
+ * Norms and residual sums go by rows, XF_ROW_UNIT to a unit. A product of
+ * the feed-forward goes by tiles: its columns cut into XF_FFN_COL_TILES
+ * (enough for a team of two or four to share evenly), each a multiple of
+ * XF_COL_ALIGN wide, at most XF_FFN_ROW_TILE rows to a tile (all of them,
+ * up to bert-base's 512 positions), so that each tile's slice of the
+ * weights is packed by OpenBLAS once for all of its rows. Boundaries
+ * follow from the sizes alone and units write disjoint cells, so any
+ * team computes the same bits.
+ */
+#ifndef ATTN_TRANSFORMER_UNITS_H
+#define ATTN_TRANSFORMER_UNITS_H
+
+#include "transformer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum {
+    XF_ROW_UNIT = 64,
+    XF_FFN_COL_TILES = 4,
+    XF_FFN_ROW_TILE = 512,
+    XF_COL_ALIGN = 16
+};
+
+/* A tile of a product: rows [r0, r0 + rows), columns [c0, c0 + width). */
+struct xf_tile {
+    size_t r0, rows, c0, width;
+};
+
+/* Tiles of a product with cols columns over n rows, and tile u of them. */
+size_t xf_tile_count(size_t n, size_t cols);
+struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u);
+
+/* Units of a by-rows phase over n rows; unit u starts at u * XF_ROW_UNIT. */
+size_t xf_row_units(size_t n);
+
+/* Units of the plan's widest phase, which bounds its team. */
+size_t xf_widest_phase(const struct xf_plan *p);
+
+/* The kind of a layer's attention (an index of xf_plan.attn): whether its
+ * output feeds anything, and whether its weights are returned. */
+enum { XF_KIND_OUTPUT = 1u << 0, XF_KIND_WEIGHTS = 1u << 1 };
+unsigned xf_attn_kind(const struct xf_plan *p, size_t l);
+
+/* Does layer l hand its weights (or mean weights) to the result? */
+bool xf_returns_layer(const struct xf_plan *p, size_t l);
+
+/* Does layer l's output feed anything: the next layer, or the hidden
+ * states returned? */
+bool xf_output_used(const struct xf_plan *p, size_t l);
+
+#endif

@@ -1,0 +1,589 @@
+/*
+ * test_transformer.c - the transformer block of transformer.h for every
+ * choice its struct xf_arch offers, against a plain-loop float64 stack
+ * written here from the description alone: norms after (BERT) or before
+ * (GPT-2, LLaMA) each sublayer, LayerNorm or RMSNorm, a plain or gated
+ * feed-forward with each activation, learned positions with or without
+ * token types or rotary ones, causal or not, grouped KV heads with a
+ * head size apart from hidden / heads, biases or none, an embedding norm,
+ * a final norm. Also RMSNorm and SiLU on their own, the plan's refusals
+ * of a model that does not match its arch, and the plan's byte count
+ * against a pre-norm gated model.
+ *
+ * Tolerances (float32 against float64), as test_bert.c: weights and
+ * rollout within 2e-5 absolute; hidden states within 1e-4 + 1e-4 *
+ * |reference|.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "transformer.h"
+#include "vecmath.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WEIGHT_TOL 2e-5
+#define HIDDEN_ATOL 1e-4
+#define HIDDEN_RTOL 1e-4
+
+/* ------------------------------------------------------- the pieces */
+
+static void test_rms_norm_values(void **state)
+{
+    (void)state;
+    const float x[] = {1, -2, 3, 0.5f, 4, 4, 4, 4};
+    const float w[] = {1, 0.5f, 2, -1};
+    float y[8];
+    xf_rms_norm(x, 2, 4, w, 1e-6f, y);
+    // row 0: mean of squares (1 + 4 + 9 + 0.25) / 4 = 3.5625
+    const double r0 = 1.0 / sqrt(3.5625 + 1e-6), r1 = 1.0 / sqrt(16 + 1e-6);
+    const double want[] = {1 * r0, -2 * r0 * 0.5, 3 * r0 * 2,   -0.5 * r0,
+                           4 * r1, 4 * r1 * 0.5,  4 * r1 * 2.0, -4 * r1};
+    assert_true(max_tol_ratio(y, want, 8, 1e-7, 1e-6) <= 1.0);
+    // in place gives the same
+    float z[8];
+    memcpy(z, x, sizeof z);
+    xf_rms_norm(z, 2, 4, w, 1e-6f, z);
+    assert_memory_equal(z, y, sizeof y);
+}
+
+static void test_silu_values(void **state)
+{
+    (void)state;
+    const float x[] = {-100, -20, -3, -1, -0.5f, 0, 0.5f, 1, 3, 20, 100};
+    enum { N = sizeof x / sizeof x[0] };
+    double want[N];
+    for (int i = 0; i < N; i++)
+        want[i] = x[i] / (1.0 + exp(-(double)x[i]));
+    float got[N];
+    memcpy(got, x, sizeof x);
+    xf_activation(XF_ACT_SILU, got, N);
+    assert_true(max_tol_ratio(got, want, N, 1e-20, 1e-5) <= 1.0);
+    // every build gives the same bits, on a long run with a tail
+    static float x8[1003], got8[1003], other[1003];
+    fill_normal(x8, 1003, 11, 8.0f);
+    memcpy(got8, x8, sizeof x8);
+    xf_activation(XF_ACT_SILU, got8, 1003);
+    for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_isa_available(isa))
+            continue;
+        memcpy(other, x8, sizeof x8);
+        xf_activation_isa(isa, XF_ACT_SILU, other, 1003);
+        assert_memory_equal(other, got8, sizeof got8);
+    }
+}
+
+/* -------------------------------------------- a model of any arch */
+
+struct owned {
+    struct xf_model m;
+    struct xf_layer *layers;
+    float *block;
+    size_t used, size;
+};
+
+static float *take(struct owned *o, size_t count, float scale, float offset)
+{
+    assert_true(o->used + count <= o->size);
+    float *p = o->block + o->used;
+    for (size_t i = 0; i < count; i++)
+        p[i] = offset + scale * p[i];
+    o->used += count;
+    return p;
+}
+
+/* A random model of arch a: weights ~ N(0, 1/sqrt(fan_in)), norm weights
+ * near 1, biases small; tensors only where the arch has them. */
+static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
+                       size_t heads, size_t kv_heads, size_t head_dim,
+                       size_t hidden, size_t inter, uint64_t seed)
+{
+    const size_t H = hidden, J = inter, D = head_dim;
+    const size_t vocab = 40, positions = 80, types = 2;
+    memset(o, 0, sizeof *o);
+    o->size =
+        (vocab + positions + types + 4) * H +
+        layers * (2 * heads * D * H + 2 * kv_heads * D * H + 2 * heads * D +
+                  2 * kv_heads * D + 6 * H + 3 * J * H + 2 * J + H);
+    o->block = malloc(o->size * sizeof(float));
+    o->layers = calloc(layers, sizeof *o->layers);
+    fill_normal(o->block, o->size, seed, 1.0f);
+    const bool ln = a->norm == XF_NORM_LAYER;
+    struct xf_model *m = &o->m;
+    *m = (struct xf_model){.arch = *a,
+                           .layers = layers,
+                           .heads = heads,
+                           .kv_heads = kv_heads,
+                           .head_dim = D,
+                           .hidden = H,
+                           .intermediate = J,
+                           .vocab_size = vocab,
+                           .max_positions = positions,
+                           .type_vocab_size = a->token_types ? types : 0,
+                           .norm_eps = 1e-6f,
+                           .rope_theta = 500.0f,
+                           .layer = o->layers};
+    m->word_emb = take(o, vocab * H, 1.0f, 0.0f);
+    if (a->positions == XF_POS_LEARNED)
+        m->pos_emb = take(o, positions * H, 0.5f, 0.0f);
+    if (a->token_types)
+        m->type_emb = take(o, types * H, 0.5f, 0.0f);
+    if (a->embed_norm) {
+        m->embed_norm_w = take(o, H, 0.1f, 1.0f);
+        m->embed_norm_b = ln ? take(o, H, 0.1f, 0.0f) : NULL;
+    }
+    if (a->final_norm) {
+        m->final_norm_w = take(o, H, 0.1f, 1.0f);
+        m->final_norm_b = ln ? take(o, H, 0.1f, 0.0f) : NULL;
+    }
+    const float sh = 1.0f / sqrtf((float)H),
+                sd = 1.0f / sqrtf((float)(heads * D));
+    for (size_t l = 0; l < layers; l++) {
+        struct xf_layer *y = &o->layers[l];
+        y->q_w = take(o, heads * D * H, 1.5f * sh, 0.0f);
+        y->k_w = take(o, kv_heads * D * H, 1.5f * sh, 0.0f);
+        y->v_w = take(o, kv_heads * D * H, sh, 0.0f);
+        y->o_w = take(o, H * heads * D, sd, 0.0f);
+        if (a->qkv_bias) {
+            y->q_b = take(o, heads * D, 0.2f, 0.0f);
+            y->k_b = take(o, kv_heads * D, 0.2f, 0.0f);
+            y->v_b = take(o, kv_heads * D, 0.1f, 0.0f);
+        }
+        if (a->out_bias)
+            y->o_b = take(o, H, 0.1f, 0.0f);
+        y->attn_norm_w = take(o, H, 0.1f, 1.0f);
+        y->ffn_norm_w = take(o, H, 0.1f, 1.0f);
+        if (ln) {
+            y->attn_norm_b = take(o, H, 0.1f, 0.0f);
+            y->ffn_norm_b = take(o, H, 0.1f, 0.0f);
+        }
+        y->up_w = take(o, J * H, sh, 0.0f);
+        y->down_w = take(o, H * J, 1.0f / sqrtf((float)J), 0.0f);
+        if (a->ffn == XF_FFN_GATED)
+            y->gate_w = take(o, J * H, sh, 0.0f);
+        if (a->ffn_bias) {
+            y->up_b = take(o, J, 0.1f, 0.0f);
+            y->down_b = take(o, H, 0.1f, 0.0f);
+            if (a->ffn == XF_FFN_GATED)
+                y->gate_b = take(o, J, 0.1f, 0.0f);
+        }
+    }
+}
+
+static void model_free(struct owned *o)
+{
+    free(o->block);
+    free(o->layers);
+}
+
+/* ---------------------------------------- a plain float64 stack */
+
+static void ref_norm(const struct xf_model *m, double *x, size_t rows,
+                     const float *w, const float *b)
+{
+    const size_t H = m->hidden;
+    for (size_t r = 0; r < rows; r++) {
+        double *v = x + r * H, mean = 0, var = 0;
+        if (m->arch.norm == XF_NORM_LAYER) {
+            for (size_t c = 0; c < H; c++)
+                mean += v[c];
+            mean /= (double)H;
+        }
+        for (size_t c = 0; c < H; c++)
+            var += (v[c] - mean) * (v[c] - mean);
+        var /= (double)H;
+        for (size_t c = 0; c < H; c++)
+            v[c] = (v[c] - mean) / sqrt(var + m->norm_eps) * w[c] +
+                   (b ? b[c] : 0.0);
+    }
+}
+
+static void ref_lin(const double *x, size_t rows, size_t in, const float *w,
+                    const float *b, size_t out, double *y)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < out; o++) {
+            double acc = b ? b[o] : 0.0;
+            for (size_t i = 0; i < in; i++)
+                acc += x[r * in + i] * (double)w[o * in + i];
+            y[r * out + o] = acc;
+        }
+}
+
+static double ref_act(xf_act act, double x)
+{
+    switch (act) {
+    case XF_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case XF_ACT_GELU_TANH:
+        return 0.5 * x *
+               (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) *
+                           (x + 0.044715 * x * x * x)));
+    default: return x / (1.0 + exp(-x));
+    }
+}
+
+/* The core's rotary positions: pairs (2i, 2i + 1) of each head turned by
+ * pos * theta^(-2i / D). x: [n][heads * D] */
+static void ref_rope(double *x, size_t n, size_t heads, size_t D, double theta)
+{
+    for (size_t r = 0; r < n; r++)
+        for (size_t a = 0; a < heads; a++)
+            for (size_t i = 0; i < D / 2; i++) {
+                const double angle =
+                    (double)r * pow(theta, -(double)(2 * i) / (double)D);
+                double *p = x + r * heads * D + a * D + 2 * i;
+                const double p0 = p[0], p1 = p[1];
+                p[0] = p0 * cos(angle) - p1 * sin(angle);
+                p[1] = p0 * sin(angle) + p1 * cos(angle);
+            }
+}
+
+/* attention of one layer on in: weights [h][n][n] into w, output [n][H] */
+static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
+                          const double *in, size_t n, double *w, double *out)
+{
+    const size_t H = m->hidden, h = m->heads, g = m->kv_heads, D = m->head_dim;
+    double *q = calloc(n * h * D, 8), *k = calloc(n * g * D, 8),
+           *v = calloc(n * g * D, 8), *ctx = calloc(n * h * D, 8);
+    ref_lin(in, n, H, y->q_w, y->q_b, h * D, q);
+    ref_lin(in, n, H, y->k_w, y->k_b, g * D, k);
+    ref_lin(in, n, H, y->v_w, y->v_b, g * D, v);
+    if (m->arch.positions == XF_POS_ROTARY) {
+        ref_rope(q, n, h, D, m->rope_theta);
+        ref_rope(k, n, g, D, m->rope_theta);
+    }
+    for (size_t a = 0; a < h; a++) {
+        const size_t kv = a / (h / g); /* the group of head a */
+        for (size_t i = 0; i < n; i++) {
+            double *row = w + (a * n + i) * n, most = -1e300, sum = 0;
+            for (size_t j = 0; j < n; j++) {
+                double s = 0;
+                for (size_t c = 0; c < D; c++)
+                    s += q[i * h * D + a * D + c] * k[j * g * D + kv * D + c];
+                row[j] = s / sqrt((double)D);
+                if (m->arch.causal && j > i)
+                    row[j] = -INFINITY;
+                most = row[j] > most ? row[j] : most;
+            }
+            for (size_t j = 0; j < n; j++)
+                sum += row[j] = exp(row[j] - most);
+            for (size_t j = 0; j < n; j++) {
+                row[j] /= sum;
+                for (size_t c = 0; c < D; c++)
+                    ctx[i * h * D + a * D + c] +=
+                        row[j] * v[j * g * D + kv * D + c];
+            }
+        }
+    }
+    ref_lin(ctx, n, h * D, y->o_w, y->o_b, H, out);
+    free(q);
+    free(k);
+    free(v);
+    free(ctx);
+}
+
+/* weights [L][h][n][n], hidden [L+1][n][H] in transformers' order (with a
+ * final norm, the last entry is after it) */
+static void ref_stack(const struct xf_model *m, const uint32_t *ids,
+                      const uint8_t *types, size_t n, double *weights,
+                      double *hidden)
+{
+    const size_t H = m->hidden, J = m->intermediate;
+    const bool before = m->arch.norm_place == XF_NORM_BEFORE;
+    double *normed = calloc(n * H, 8), *a = calloc(n * H, 8),
+           *x1 = calloc(n * H, 8), *up = calloc(n * J, 8),
+           *gate = calloc(n * J, 8);
+    for (size_t i = 0; i < n; i++)
+        for (size_t c = 0; c < H; c++) {
+            double e = m->word_emb[ids[i] * H + c];
+            if (m->pos_emb)
+                e += m->pos_emb[i * H + c];
+            if (m->type_emb)
+                e += m->type_emb[(types ? types[i] : 0) * H + c];
+            hidden[i * H + c] = e;
+        }
+    if (m->arch.embed_norm)
+        ref_norm(m, hidden, n, m->embed_norm_w, m->embed_norm_b);
+    for (size_t l = 0; l < m->layers; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const double *h_in = hidden + l * n * H;
+        double *h_out = hidden + (l + 1) * n * H;
+        memcpy(normed, h_in, n * H * 8);
+        if (before)
+            ref_norm(m, normed, n, y->attn_norm_w, y->attn_norm_b);
+        ref_attention(m, y, normed, n, weights + l * m->heads * n * n, a);
+        for (size_t e = 0; e < n * H; e++)
+            x1[e] = a[e] + h_in[e];
+        if (!before)
+            ref_norm(m, x1, n, y->attn_norm_w, y->attn_norm_b);
+        memcpy(normed, x1, n * H * 8);
+        if (before)
+            ref_norm(m, normed, n, y->ffn_norm_w, y->ffn_norm_b);
+        ref_lin(normed, n, H, y->up_w, y->up_b, J, up);
+        if (m->arch.ffn == XF_FFN_GATED) {
+            ref_lin(normed, n, H, y->gate_w, y->gate_b, J, gate);
+            for (size_t e = 0; e < n * J; e++)
+                up[e] *= ref_act(m->arch.act, gate[e]);
+        } else {
+            for (size_t e = 0; e < n * J; e++)
+                up[e] = ref_act(m->arch.act, up[e]);
+        }
+        ref_lin(up, n, J, y->down_w, y->down_b, H, h_out);
+        for (size_t e = 0; e < n * H; e++)
+            h_out[e] += x1[e];
+        if (!before)
+            ref_norm(m, h_out, n, y->ffn_norm_w, y->ffn_norm_b);
+    }
+    if (m->arch.final_norm)
+        ref_norm(m, hidden + m->layers * n * H, n, m->final_norm_w,
+                 m->final_norm_b);
+    free(normed);
+    free(a);
+    free(x1);
+    free(up);
+    free(gate);
+}
+
+/* --------------------------------------------------------- the archs */
+
+static struct xf_arch gpt2_arch(void)
+{
+    return (struct xf_arch){.norm = XF_NORM_LAYER,
+                            .norm_place = XF_NORM_BEFORE,
+                            .ffn = XF_FFN_PLAIN,
+                            .act = XF_ACT_GELU_TANH,
+                            .positions = XF_POS_LEARNED,
+                            .final_norm = true,
+                            .causal = true,
+                            .qkv_bias = true,
+                            .out_bias = true,
+                            .ffn_bias = true};
+}
+
+static struct xf_arch llama_arch(void)
+{
+    return (struct xf_arch){.norm = XF_NORM_RMS,
+                            .norm_place = XF_NORM_BEFORE,
+                            .ffn = XF_FFN_GATED,
+                            .act = XF_ACT_SILU,
+                            .positions = XF_POS_ROTARY,
+                            .final_norm = true,
+                            .causal = true};
+}
+
+/* The stack against the reference, every array, on n tokens. */
+static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
+                       size_t head_dim, size_t n, unsigned threads)
+{
+    struct owned o;
+    model_make(&o, a, 3, heads, kv_heads, head_dim, 24, 40, 17 + n);
+    const struct xf_model *m = &o.m;
+    uint32_t ids[80];
+    uint8_t types[80];
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = (uint32_t)((i * 13 + 5) % 40);
+        types[i] = i >= n / 2;
+    }
+    const size_t L = m->layers, h = m->heads, H = m->hidden;
+    double *w = calloc(L * h * n * n, 8), *hs = calloc((L + 1) * n * H, 8);
+    ref_stack(m, ids, a->token_types ? types : NULL, n, w, hs);
+    const struct xf_run run = {.ids = ids,
+                               .type_ids = a->token_types ? types : NULL,
+                               .n = n,
+                               .want = XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS |
+                                       XF_WANT_HIDDEN,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = threads};
+    struct xf_result r;
+    struct attn_error err = {0};
+    if (test_xf_forward(m, &run, NULL, &r, &err))
+        fail_msg("xf_forward: %s", err.message);
+    if (!(max_abs_diff(r.weights, w, L * h * n * n) <= WEIGHT_TOL))
+        fail_msg("weights differ by %g",
+                 max_abs_diff(r.weights, w, L * h * n * n));
+    const double worst = max_tol_ratio(r.hidden_states, hs, (L + 1) * n * H,
+                                       HIDDEN_ATOL, HIDDEN_RTOL);
+    if (!(worst <= 1.0))
+        fail_msg("hidden states at %.3g of the tolerance", worst);
+    // causal: nothing above the diagonal
+    for (size_t e = 0; a->causal && e < L * h * n * n; e++)
+        if (e % n > e / n % n)
+            assert_true(r.weights[e] == 0.0f);
+    xf_result_free(&r);
+    free(w);
+    free(hs);
+    model_free(&o);
+}
+
+static void test_bert_block(void **state)
+{
+    (void)state;
+    const struct xf_arch a = test_bert_arch(XF_ACT_GELU);
+    check_arch(&a, 4, 4, 6, 9, 1);
+    check_arch(&a, 4, 4, 6, 70, 2);
+}
+
+static void test_gpt2_arch(void **state)
+{
+    (void)state;
+    const struct xf_arch a = gpt2_arch();
+    check_arch(&a, 4, 4, 6, 11, 1);
+    check_arch(&a, 4, 4, 6, 66, 2);
+}
+
+static void test_llama_arch(void **state)
+{
+    (void)state;
+    // grouped KV heads, a head size apart from hidden / heads
+    const struct xf_arch a = llama_arch();
+    check_arch(&a, 4, 2, 8, 12, 1);
+    check_arch(&a, 6, 1, 4, 67, 2);
+}
+
+/* Each choice apart from the others, on a BERT-like base. */
+static void test_each_choice(void **state)
+{
+    (void)state;
+    struct xf_arch a = test_bert_arch(XF_ACT_GELU);
+    a.norm = XF_NORM_RMS;
+    check_arch(&a, 4, 4, 6, 10, 1);
+    a = test_bert_arch(XF_ACT_SILU);
+    a.ffn = XF_FFN_GATED;
+    check_arch(&a, 4, 4, 6, 10, 1);
+    a = test_bert_arch(XF_ACT_GELU);
+    a.causal = true;
+    a.final_norm = true;
+    check_arch(&a, 4, 4, 6, 10, 1);
+    a = test_bert_arch(XF_ACT_GELU);
+    a.token_types = false;
+    a.embed_norm = false;
+    a.qkv_bias = a.ffn_bias = false;
+    check_arch(&a, 4, 4, 6, 10, 1);
+}
+
+/* Where the norms sit and what the last hidden state is matter: the
+ * same tensors read as post-norm, or without the final norm, give other
+ * numbers, so the reference above would catch either mistake. */
+static void test_conventions_have_teeth(void **state)
+{
+    (void)state;
+    struct xf_arch a = gpt2_arch();
+    struct owned o;
+    model_make(&o, &a, 2, 4, 4, 6, 24, 40, 3);
+    const uint32_t ids[] = {1, 2, 3, 4, 5, 6};
+    const struct xf_run run = {
+        .ids = ids, .n = 6, .want = XF_WANT_HIDDEN, .layer = XF_ALL_LAYERS};
+    struct xf_result pre, post, no_final;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &pre, NULL), ATTN_OK);
+    o.m.arch.norm_place = XF_NORM_AFTER;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &post, NULL), ATTN_OK);
+    o.m.arch.norm_place = XF_NORM_BEFORE;
+    o.m.arch.final_norm = false;
+    const float *w = o.m.final_norm_w, *b = o.m.final_norm_b;
+    o.m.final_norm_w = o.m.final_norm_b = NULL;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &no_final, NULL),
+                     ATTN_OK);
+    o.m.final_norm_w = w;
+    o.m.final_norm_b = b;
+    const size_t nh = 6 * 24, last = 2 * nh;
+    double far_post = 0, far_final = 0, same_inner = 0;
+    for (size_t e = 0; e < nh; e++) {
+        far_post = fmax(far_post, fabs(pre.hidden_states[last + e] -
+                                       post.hidden_states[last + e]));
+        far_final = fmax(far_final, fabs(pre.hidden_states[last + e] -
+                                         no_final.hidden_states[last + e]));
+        // the final norm touches the last state only
+        same_inner = fmax(same_inner, fabs(pre.hidden_states[nh + e] -
+                                           no_final.hidden_states[nh + e]));
+    }
+    assert_true(far_post > 0.1);
+    assert_true(far_final > 0.1);
+    assert_true(same_inner == 0.0);
+    xf_result_free(&pre);
+    xf_result_free(&post);
+    xf_result_free(&no_final);
+    model_free(&o);
+}
+
+/* A tensor the arch has no place for, or lacks, is refused. */
+static void test_arch_refusals(void **state)
+{
+    (void)state;
+    struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, 2, 4, 2, 8, 24, 40, 5);
+    const uint32_t ids[] = {1, 2, 3};
+    const struct xf_run run = {.ids = ids, .n = 3, .layer = XF_ALL_LAYERS};
+    struct xf_plan plan;
+    struct attn_error err;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_OK);
+    struct xf_model bad = o.m;
+    bad.pos_emb = o.m.word_emb; /* rotary: no position table */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "embeddings");
+    bad = o.m;
+    bad.arch.ffn = XF_FFN_PLAIN; /* the gate is left over */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "layer");
+    bad = o.m;
+    bad.arch.final_norm = false; /* its tensor is left over */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "final_norm");
+    bad = o.m;
+    bad.kv_heads = 3;
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "heads");
+    bad = o.m;
+    bad.rope_theta = 0.0f;
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_theta");
+    bad = o.m;
+    bad.arch.positions = (xf_positions)5;
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "positions");
+    const uint8_t types[] = {0, 0, 0};
+    struct xf_run typed = run;
+    typed.type_ids = types; /* no token types in this arch */
+    assert_int_equal(xf_plan(&o.m, &typed, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "type_ids");
+    model_free(&o);
+}
+
+/* The enums' names, as /models and the config echo print them. */
+static void test_names(void **state)
+{
+    (void)state;
+    assert_string_equal(xf_act_name(XF_ACT_GELU), "gelu");
+    assert_string_equal(xf_act_name(XF_ACT_GELU_TANH), "gelu_new");
+    assert_string_equal(xf_act_name(XF_ACT_SILU), "silu");
+    assert_null(xf_act_name(3));
+    assert_string_equal(xf_norm_name(XF_NORM_RMS), "rms");
+    assert_string_equal(xf_norm_place_name(XF_NORM_BEFORE), "before");
+    assert_string_equal(xf_ffn_name(XF_FFN_GATED), "gated");
+    assert_string_equal(xf_positions_name(XF_POS_ROTARY), "rotary");
+    assert_null(xf_positions_name(-1));
+}
+
+int main(void)
+{
+    attn_blas_single_thread();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rms_norm_values),
+        cmocka_unit_test(test_silu_values),
+        cmocka_unit_test(test_bert_block),
+        cmocka_unit_test(test_gpt2_arch),
+        cmocka_unit_test(test_llama_arch),
+        cmocka_unit_test(test_each_choice),
+        cmocka_unit_test(test_conventions_have_teeth),
+        cmocka_unit_test(test_arch_refusals),
+        cmocka_unit_test(test_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
