@@ -73,6 +73,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (strcmp(wordpiece_vocab_token(v, enc.ids[0]), "[CLS]") != 0 ||
         strcmp(wordpiece_vocab_token(v, enc.ids[enc.count - 1]), "[SEP]") != 0)
         fail("an encoding not in [CLS] ... [SEP]");
+    // added: [CLS], the [SEP] ending A (the last of type 0), the last
+    size_t n_added = 0;
+    for (size_t i = 0; i < enc.count; i++) {
+        const bool ends_a = i + 1 < enc.count && enc.type_ids[i] == 0 &&
+                            enc.type_ids[i + 1] == 1;
+        if (enc.added[i] != (i == 0 || i + 1 == enc.count || ends_a))
+            fail("a token marked added that the tokenizer did not add, or "
+                 "the other way round");
+        n_added += enc.added[i];
+    }
+    if (n_added != (b ? 3u : 2u))
+        fail("the wrong number of added tokens");
     for (size_t i = 0; i < enc.count; i++) {
         if (enc.ids[i] >= nv)
             fail("an id outside the vocabulary");

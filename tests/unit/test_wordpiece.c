@@ -1,5 +1,6 @@
 /*
- * test_wordpiece.c - the vocabulary and wordpiece_encode() of bert.h against
+ * test_wordpiece.c - the vocabulary and wordpiece_encode() of wordpiece.h
+ * against
  * the published cases of transformers' and Google's BERT tokenizer tests, and
  * against tests/models/wordpiece.json, written by tests/models/generate.py
  * from a Python transcription of BertTokenizer.
@@ -41,7 +42,7 @@ static void expect_pieces(const struct wordpiece_vocab *v, bool lower,
     const attn_status st =
         wordpiece_encode(v, &opts, a, strlen(a), NULL, 0, &enc, &err);
     if (st)
-        fail_msg("bert_encode: %s", err.message);
+        fail_msg("wordpiece_encode: %s", err.message);
     assert_int_equal(enc.count, n_want + 2);
     assert_string_equal(wordpiece_vocab_token(v, enc.ids[0]), "[CLS]");
     assert_string_equal(wordpiece_vocab_token(v, enc.ids[n_want + 1]), "[SEP]");
@@ -313,6 +314,48 @@ static void test_goldens(void **state)
     cJSON_Delete(doc);
 }
 
+/* The tokenizer interface over WordPiece: the same ids as
+ * wordpiece_encode(), each token's text and id, and which tokens it
+ * added: [CLS] and the [SEP] ending each sentence, not one typed in the
+ * text. */
+static void test_interface(void **state)
+{
+    (void)state;
+    struct tokenizer t;
+    struct attn_error err = {0};
+    assert_int_equal(
+        wordpiece_tokenizer_new(vocab_of(hf_vocab, 15), true, &t, &err),
+        ATTN_OK);
+    assert_string_equal(tok_name(&t), "wordpiece");
+    assert_int_equal(tok_vocab_size(&t), 15);
+    assert_string_equal(tok_token_text(&t, 5), "want");
+    assert_int_equal(tok_token_id(&t, "##ing", 5), 11);
+    assert_int_equal(tok_token_id(&t, "nope", 4), -1);
+    const char *a = "want [SEP] running", *b = "LOW";
+    struct tok_encoding enc;
+    assert_int_equal(tok_encode(&t, a, strlen(a), b, strlen(b), 0, &enc, &err),
+                     ATTN_OK);
+    const char *want[] = {"[CLS]", "want",  "[SEP]", "runn",
+                          "##ing", "[SEP]", "low",   "[SEP]"};
+    const uint8_t added[] = {1, 0, 0, 0, 0, 1, 0, 1};
+    const uint8_t types[] = {0, 0, 0, 0, 0, 0, 1, 1};
+    assert_int_equal(enc.count, 8);
+    for (size_t i = 0; i < 8; i++) {
+        assert_string_equal(tok_token_text(&t, enc.ids[i]), want[i]);
+        assert_int_equal(enc.added[i], added[i]);
+        assert_int_equal(enc.type_ids[i], types[i]);
+    }
+    assert_true(tok_encode_bytes(&t, strlen(a), strlen(b)) >=
+                enc.count * (sizeof(uint32_t) + 2));
+    tok_encoding_free(&enc);
+    // the cap counts the added tokens
+    assert_int_equal(tok_encode(&t, a, strlen(a), NULL, 0, 5, &enc, &err),
+                     ATTN_E_TOO_BIG);
+    assert_string_equal(err.field, "sentence");
+    tok_free(&t);
+    tok_free(&t); /* a zeroed tokenizer is a no-op */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +366,7 @@ int main(void)
         cmocka_unit_test(test_vocab),
         cmocka_unit_test(test_pairs_and_caps),
         cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
