@@ -64,38 +64,34 @@ struct pass {
     float *inter;          /* [n][I] */
     float *normed;         /* [n][H] a sublayer's normed input (norm before) */
     float *gate;           /* [n][I] (gated) */
-    const float *final_w, *final_b; /* the final norm, for final_unit */
+    const float *final_w, *final_b; /* the final norm, for final_rows */
+    /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
+    void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
     atomic_bool overflowed;
 };
 
-/* Rows [*r0, *r0 + return) of unit u of a by-rows phase. */
-static size_t unit_rows(const struct pass *p, size_t u, size_t *r0)
-{
-    *r0 = u * XF_ROW_UNIT;
-    return p->n - *r0 < XF_ROW_UNIT ? p->n - *r0 : XF_ROW_UNIT;
-}
-
-/* normed = norm_a(h_in), by rows (norm before). */
-static void input_norm_unit(void *arg, size_t u, unsigned member)
+/* Unit u of a by-rows phase: XF_ROW_UNIT rows, fewer at the end. */
+static void rows_unit(void *arg, size_t u, unsigned member)
 {
     (void)member;
     struct pass *p = arg;
+    const size_t r0 = u * XF_ROW_UNIT;
+    p->rows_fn(p, r0, p->n - r0 < XF_ROW_UNIT ? p->n - r0 : XF_ROW_UNIT);
+}
+
+/* normed = norm_a(h_in) (norm before). */
+static void input_norm_rows(struct pass *p, size_t r0, size_t rows)
+{
     const size_t H = p->m->hidden;
-    size_t r0;
-    const size_t rows = unit_rows(p, u, &r0);
     norm_rows(p->m, p->h_in + r0 * H, rows, p->y->attn_norm_w,
               p->y->attn_norm_b, p->normed + r0 * H);
 }
 
 /* x1 = attention + input, then norm_a(x1) (norm after) or
- * normed = norm_f(x1) (norm before), by rows. */
-static void residual_unit(void *arg, size_t u, unsigned member)
+ * normed = norm_f(x1) (norm before). */
+static void residual_rows(struct pass *p, size_t r0, size_t rows)
 {
-    (void)member;
-    struct pass *p = arg;
     const size_t H = p->m->hidden;
-    size_t r0;
-    const size_t rows = unit_rows(p, u, &r0);
     float *x1 = p->x1 + r0 * H;
     for (size_t e = 0; e < rows * H; e++)
         x1[e] = p->attn_out[r0 * H + e] + p->h_in[r0 * H + e];
@@ -179,28 +175,20 @@ static void note_nonfinite(struct pass *p, const float *a, size_t count)
             atomic_store(&p->overflowed, true);
 }
 
-/* h_out = norm_f(h_out) (norm after), by rows, and a look for overflow. */
-static void finish_unit(void *arg, size_t u, unsigned member)
+/* h_out = norm_f(h_out) (norm after), and a look for overflow. */
+static void finish_rows(struct pass *p, size_t r0, size_t rows)
 {
-    (void)member;
-    struct pass *p = arg;
     const size_t H = p->m->hidden;
-    size_t r0;
-    const size_t rows = unit_rows(p, u, &r0);
     float *out = p->h_out + r0 * H;
     if (p->m->arch.norm_place == XF_NORM_AFTER)
         norm_rows(p->m, out, rows, p->y->ffn_norm_w, p->y->ffn_norm_b, out);
     note_nonfinite(p, out, rows * H);
 }
 
-/* h_out = final_norm(h_out), by rows. */
-static void final_unit(void *arg, size_t u, unsigned member)
+/* h_out = final_norm(h_out). */
+static void final_rows(struct pass *p, size_t r0, size_t rows)
 {
-    (void)member;
-    struct pass *p = arg;
     const size_t H = p->m->hidden;
-    size_t r0;
-    const size_t rows = unit_rows(p, u, &r0);
     float *out = p->h_out + r0 * H;
     norm_rows(p->m, out, rows, p->final_w, p->final_b, out);
 }
@@ -309,6 +297,14 @@ static void run_phase(struct stack *s, pool_unit unit, struct pass *p,
     pool_phase(&s->team, unit, p, n_units);
 }
 
+/* The same for a by-rows phase. */
+static void run_rows(struct stack *s, struct pass *p,
+                     void (*fn)(struct pass *, size_t, size_t))
+{
+    p->rows_fn = fn;
+    pool_phase(&s->team, rows_unit, p, xf_row_units(p->n));
+}
+
 /* Layer l: attention through the core, with the feed-forward when its
  * output is used; h_in -> h_out, the weights and mean weights into the
  * result. */
@@ -334,11 +330,10 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b};
     atomic_init(&p.overflowed, false);
-    const size_t rows = xf_row_units(n);
     if (before) {
         if (s->team.pool)
             pool_acquire(s->team.pool);
-        run_phase(s, input_norm_unit, &p, rows);
+        run_rows(s, &p, input_norm_rows);
         if (s->team.pool)
             pool_release(s->team.pool);
     }
@@ -382,13 +377,13 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
     // the pool is the call's own: attn_forward() has given it back
     if (s->team.pool)
         pool_acquire(s->team.pool);
-    run_phase(s, residual_unit, &p, rows);
+    run_rows(s, &p, residual_rows);
     run_phase(s, intermediate_tile, &p, xf_tile_count(n, IW));
     run_phase(s, output_tile, &p, xf_tile_count(n, H));
-    run_phase(s, finish_unit, &p, rows);
+    run_rows(s, &p, finish_rows);
     const bool last = l + 1 == m->layers;
     if (last && m->arch.final_norm)
-        run_phase(s, final_unit, &p, rows);
+        run_rows(s, &p, final_rows);
     if (s->team.pool)
         pool_release(s->team.pool);
     if (s->cancel && atomic_load(s->cancel))

@@ -266,6 +266,44 @@ static void test_bytes_hold(void **state)
     free(ly);
 }
 
+/* The same for a pre-norm, gated, rotary model with grouped KV heads and
+ * a final norm (LLaMA's block), whose feed-forward holds more rows. The
+ * tensors are the BERT-shaped model's, read with other roles. */
+static void test_bytes_hold_prenorm_gated(void **state)
+{
+    (void)state;
+    float *block;
+    struct xf_layer *ly;
+    struct xf_model m = model_of(3, 4, 32, 48, &block, &ly);
+    m.arch = (struct xf_arch){.norm = XF_NORM_RMS,
+                              .norm_place = XF_NORM_BEFORE,
+                              .ffn = XF_FFN_GATED,
+                              .act = XF_ACT_SILU,
+                              .positions = XF_POS_ROTARY,
+                              .final_norm = true,
+                              .causal = true};
+    m.kv_heads = 2;
+    m.rope_theta = 10000.0f;
+    m.final_norm_w = m.embed_norm_w;
+    m.pos_emb = m.type_emb = m.embed_norm_w = m.embed_norm_b = NULL;
+    m.type_vocab_size = 0;
+    for (size_t l = 0; l < m.layers; l++) {
+        struct xf_layer *y = &ly[l];
+        y->gate_w = y->up_w;
+        y->q_b = y->k_b = y->v_b = y->o_b = NULL;
+        y->up_b = y->down_b = y->attn_norm_b = y->ffn_norm_b = NULL;
+    }
+    const size_t ns[] = {1, 9, 130, 600};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        check_run(&m, ns[i], XF_WANT_WEIGHTS | XF_WANT_HIDDEN, XF_ALL_LAYERS,
+                  1);
+        check_run(&m, ns[i], XF_WANT_HIDDEN, XF_ALL_LAYERS, 3);
+        check_run(&m, ns[i], XF_WANT_WEIGHTS, 1, 2);
+    }
+    free(block);
+    free(ly);
+}
+
 /* wordpiece_encode_bytes() bounds what wordpiece_encode() holds at once. */
 static void test_encode_bytes_bound(void **state)
 {
@@ -300,6 +338,7 @@ int main(void)
     attn_blas_single_thread();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_hold),
+        cmocka_unit_test(test_bytes_hold_prenorm_gated),
         cmocka_unit_test(test_encode_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

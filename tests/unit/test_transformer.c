@@ -6,9 +6,10 @@
  * feed-forward with each activation, learned positions with or without
  * token types or rotary ones, causal or not, grouped KV heads with a
  * head size apart from hidden / heads, biases or none, an embedding norm,
- * a final norm. Also RMSNorm and SiLU on their own, the plan's refusals
- * of a model that does not match its arch, and the plan's byte count
- * against a pre-norm gated model.
+ * a final norm. Also RMSNorm and SiLU on their own, and the plan's
+ * refusals of a model that does not match its arch. (test_bert_memory
+ * holds the plan's byte count to what a pass allocates, for a pre-norm
+ * gated model too.)
  *
  * Tolerances (float32 against float64), as test_bert.c: weights and
  * rollout within 2e-5 absolute; hidden states within 1e-4 + 1e-4 *
