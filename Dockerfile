@@ -1,7 +1,7 @@
 # attnd in a container:
 #   docker build -t attnd . && docker run --rm -p 8080:8080 attnd
 # then open http://localhost:8080. With Hugging Face checkpoints from the
-# host's ./models (README, "Real models"):
+# host's ./models (docs/models.md):
 #   docker run --rm -p 8080:8080 -v $PWD/models:/models:ro \
 #     -e ATTND_MODELS=bert=/models/bert-base-uncased attnd
 

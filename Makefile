@@ -180,7 +180,8 @@ $(BUILD)/tests/integration/test_%: $(BUILD)/tests/integration/test_%.o $(INTEG_S
 
 # The float formatter's checks, shared by its unit test and the exhaustive
 # run over every float32 (minutes on two cores: not part of `make test`),
-# and its instruction count under callgrind (README, "Benchmark").
+# and its instruction count under callgrind (docs/benchmarks.md, "Formatting
+# numbers").
 $(BUILD)/tests/server/test_jsonnum: $(BUILD)/tests/server/jsonnum_check.o
 JSONNUM_EXHAUSTIVE := $(BUILD)/tests/server/jsonnum_exhaustive
 $(JSONNUM_EXHAUSTIVE): $(BUILD)/tests/server/jsonnum_exhaustive.o $(BUILD)/tests/server/jsonnum_check.o $(SERVER_LIB)

@@ -90,7 +90,8 @@ size_t attn_tokenize_bytes(size_t len);
 /*
  * Every random number in attnd comes from a SplitMix64 stream keyed by
  * (seed, label): state0 = seed XOR fnv1a64(label), and draw n (from 0) is
- * mix64(state0 + (n + 1) * 0x9E3779B97F4A7C15). README gives the full spec.
+ * mix64(state0 + (n + 1) * 0x9E3779B97F4A7C15). docs/math.md gives the full
+ * spec.
  */
 uint64_t attn_fnv1a64(const void *bytes, size_t len);
 uint64_t attn_stream_key(uint64_t seed, const char *label, size_t label_len);

@@ -1,6 +1,7 @@
 /*
  * basic_tokenizer.c - split a sentence the way BERT's BasicTokenizer does
- * (README, "Tokenizer"): strict UTF-8 in, NUL-terminated UTF-8 tokens out.
+ * (docs/math.md, "Tokenizer"): strict UTF-8 in, NUL-terminated UTF-8 tokens
+ * out.
  *
  * The text is walked twice by the same code. The first pass validates the
  * UTF-8 and only counts tokens and bytes; the second writes the tokens into

@@ -158,7 +158,8 @@ static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
     }
 }
 
-/* Inverted dropout on p[j], the pair (b, head, i, j0 + j): README "Dropout". */
+/* Inverted dropout on p[j], the pair (b, head, i, j0 + j): docs/math.md,
+ * "Dropout". */
 static void dropout_row(const struct forward *f, size_t b, size_t head,
                         size_t i, size_t j0, float *p, size_t nj)
 {

@@ -1,7 +1,7 @@
 /*
  * rng.c - keyed SplitMix64 streams and the deterministic token embeddings
- * drawn from them. README "Random streams" is the normative spec; a Python
- * user must be able to reproduce every number from it.
+ * drawn from them. docs/math.md, "Random streams", is the normative spec;
+ * a Python user must be able to reproduce every number from it.
  */
 #include "attention.h"
 #include "rng.h"

@@ -5,16 +5,16 @@ src/unicode.h, from this Python's unicodedata:
 
     /usr/bin/python3 src/unicode_tables.py > src/unicode_tables.c
 
-The rules are those of BERT's BasicTokenizer as README ("Tokenizer") states
-them. Each is written once below as a Python predicate; the C side only looks
-the answers up. Before printing anything the script checks every assumption
-the C tokenizer makes about the data, and stops if one fails, so that a new
-Unicode version cannot silently break it.
+The rules are those of BERT's BasicTokenizer as docs/math.md ("Tokenizer")
+states them. Each is written once below as a Python predicate; the C side
+only looks the answers up. Before printing anything the script checks every
+assumption the C tokenizer makes about the data, and stops if one fails, so
+that a new Unicode version cannot silently break it.
 """
 import sys
 import unicodedata as ud
 
-UNICODE_VERSION = "14.0.0"  # README promises Unicode 14.0 properties
+UNICODE_VERSION = "14.0.0"  # docs/math.md promises Unicode 14.0 properties
 MAX_CP = 0x10FFFF
 FOLD_MAX = 3  # UNICODE_FOLD_MAX in src/unicode.h
 
@@ -104,7 +104,7 @@ def check(cond, what):
 
 def build():
     if ud.unidata_version != UNICODE_VERSION:
-        sys.exit("unicode_tables.py: this Python has Unicode %s, README "
+        sys.exit("unicode_tables.py: this Python has Unicode %s, docs/math.md "
                  "promises %s; run it with /usr/bin/python3 (3.11)"
                  % (ud.unidata_version, UNICODE_VERSION))
 

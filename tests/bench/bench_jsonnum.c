@@ -1,6 +1,7 @@
 /*
  * bench_jsonnum.c - format a million varied floats with jsonnum_format(),
- * for counting its instructions under callgrind (README, "Benchmark"):
+ * for counting its instructions under callgrind (docs/benchmarks.md,
+ * "Formatting numbers"):
  *
  *     bench_jsonnum [precision]     (0, the default: the shortest form)
  *

@@ -155,7 +155,7 @@ def torch_rope_complex(t, heads, d_k, base=10000.0):
 
 
 def tokenize_streaming(text, keep_case=False, special_tokens=False):
-    """README's tokenizer read literally, one character at a time (the way a
+    """docs/math.md's tokenizer read literally, one character at a time (the way a
     C implementation walks the string): lowercase + NFD + drop Mn applied to
     each character on its own, punctuation tested on what that yields."""
     def fold(ch):
@@ -238,7 +238,7 @@ def check_embeddings_formulation(tokens_seeds_dims):
 
 def check_param_init():
     """nn.Linear's default init bound is 1/sqrt(fan_in) for weight and bias;
-    PyTorch's own fan-in computation agrees with README's, and the drawn
+    PyTorch's own fan-in computation agrees with docs/math.md's, and the drawn
     tensors fill that interval. The vectorised stream gives the same values."""
     name = "parameter draws: torch nn.Linear fan_in/bound, uint64 NumPy stream"
     cfg = ref.resolve_config(dict(n_query=3, d_model=6, n_ctx=5, d_ctx=5, heads=2, kv_heads=1,
@@ -397,9 +397,9 @@ def check_mha(case, c, inp, res):
     """nn.MultiheadAttention(batch_first, float64): in_proj_weight = cat(Wq,
     Wk, Wv) (or q/k/v_proj_weight with kdim/vdim for cross-attention),
     in_proj_bias = cat(bq, bk, bv) (zeros when absent), out_proj; attn_mask
-    bool True = NOT allowed (inverted from README's mask), [B*h][N][M] when
+    bool True = NOT allowed (inverted from docs/math.md's mask), [B*h][N][M] when
     batched; key_padding_mask as is; need_weights, per-head and averaged.
-    Dropout: train mode with F.dropout replaced by README's keep mask, which
+    Dropout: train mode with F.dropout replaced by docs/math.md's keep mask, which
     checks the (b, head, i, j) index against torch's [B*h][N][M] layout."""
     name = "nn.MultiheadAttention"
     B, N, M, h, d = c["batch"], c["n_query"], c["M"], c["heads"], c["d_model"]
@@ -472,7 +472,7 @@ def check_mha(case, c, inp, res):
     compare(name, case + " mean_weights", res["mean_weights"], wmean, valid=valid_rows[:, :, None])
     compare(name, case + " output", res["output"], out, valid=valid_rows[:, :, None])
     if not valid_rows.all():
-        # torch gives NaN where every key is masked; README gives zeros
+        # torch gives NaN where every key is masked; docs/math.md gives zeros
         wz = res["weights"].transpose(0, 2, 1, 3)[~valid_rows]
         require(name, np.all(wz == 0) and np.all(res["heads_out"][~valid_rows] == 0),
                 "%s: fully masked rows must have zero weights and head outputs" % case)
@@ -562,7 +562,7 @@ def check_tutorial_multihead(case, c, inp, res):
     context_vector = attention_weights.matmul(multihead_values)          # h x N x d_v
     # The notebook flattens with context_vector.view(-1, h*d_value), which
     # lays the [h][N][d_v] tensor out head-major and so mixes tokens; the
-    # per-token concatenation of the heads (README, and what the notebook's
+    # per-token concatenation of the heads (docs/math.md, and what the notebook's
     # comment describes) is transpose(0, 1) first.
     notebook_view = context_vector.reshape(-1, h * d_value)
     per_token = context_vector.transpose(0, 1).reshape(-1, h * d_value)
@@ -1122,7 +1122,7 @@ README_CONTEXT = [[1, 0, 0, 0], [0, 1, 0, 0], [0.5, 0.5, 0.5, 0.5]]
 
 
 def readme_state_dict():
-    """The state_dict README pastes: nn.MultiheadAttention(8, 2, kdim=4,
+    """The state_dict docs/api.md pastes: nn.MultiheadAttention(8, 2, kdim=4,
     vdim=4) as torch.manual_seed(0) makes it, to 4 decimals."""
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(8, 2, kdim=4, vdim=4)
@@ -1225,11 +1225,11 @@ def parity_cases():
                     mask_type="additive", torch_seed=14, data_seed=14),
         parity_case("dropout_weights_before_after",
                     "Dropout 0.25 with add_zero_attn: PyTorch's weights after dropout (F.dropout replaced "
-                    "by README's keep mask, stream 'dropout' of seed 0, K = M + 1 columns) and "
+                    "by docs/math.md's keep mask, stream 'dropout' of seed 0, K = M + 1 columns) and "
                     "weights_before_dropout (PyTorch in eval mode).",
                     E=8, h=2, B=1, N=4, add_zero_attn=True, dropout=0.25, torch_seed=15, data_seed=15),
         parity_case("readme_state_dict",
-                    "README's example: nn.MultiheadAttention(8, 2, kdim=4, vdim=4).state_dict() of "
+                    "docs/api.md's example: nn.MultiheadAttention(8, 2, kdim=4, vdim=4).state_dict() of "
                     "torch.manual_seed(0), to 4 decimals, pasted as params.",
                     E=8, h=2, B=1, N=2, M=3, kdim=4, bias=True, state_dict=readme_state_dict(),
                     x=README_X, ctx=README_CONTEXT, torch_seed=0, data_seed=16),
@@ -1360,7 +1360,7 @@ def embeddings_json():
     cfg_out = {k: cfg[k] for k in CONFIG_KEYS}
     cfg_out["seed"] = str(cfg["seed"])
     return {
-        "description": "Token embeddings (README 'Token embeddings'): values[i] of token under seed "
+        "description": "Token embeddings (docs/math.md 'Token embeddings'): values[i] of token under seed "
                        "for width d, float32 values; streams: fnv1a64(label), key = seed ^ fnv1a64, "
                        "draw(n) and unit(n) for n = 0..5 (u64 as decimal strings); params: every "
                        "tensor drawn for config (cross-attention so k/v fan_in = d_ctx), flat "

@@ -1,6 +1,6 @@
-"""Float64 reference implementation of attnd's math (README, "The math").
+"""Float64 reference implementation of attnd's math (docs/math.md).
 
-Written from the README specification alone, with NumPy and the Python
+Written from the specification in docs/math.md alone, with NumPy and the Python
 standard library. It is deliberately plain: loops where they make the spec
 easier to see, NumPy where it is only linear algebra. Inputs and parameters
 are float32 values (np.float32 arrays); everything is computed in float64.
@@ -81,7 +81,8 @@ def _strip_accents(word):
 
 
 def tokenize(text, keep_case=False, special_tokens=False):
-    """BERT BasicTokenizer (HuggingFace's algorithm) as README specifies."""
+    """BERT BasicTokenizer (HuggingFace's algorithm) as docs/math.md
+    specifies."""
     # 1-2. clean: drop NUL, U+FFFD and control characters; whitespace -> " "
     cleaned = []
     for ch in text:
@@ -192,7 +193,7 @@ CONFIG_DEFAULTS = {
 
 
 def resolve_config(cfg):
-    """Fill README's defaults and check the combinations. Returns a new dict
+    """Fill docs/api.md's defaults and check the combinations. Returns a new dict
     whose sizes are all explicit (n_ctx/d_ctx stay 0 for self-attention) plus
     the derived keys "cross", "M" and "D_ctx"."""
     c = dict(CONFIG_DEFAULTS)
@@ -414,7 +415,7 @@ def dropout_keep(c, M=None):
 
 def forward(cfg, x, context=None, mask=None, key_padding=None, params=None,
             mask_bias=None, bias_kv=None, zero_attn=False, value=None):
-    """Run the README forward pass. cfg may be unresolved. x: [B][N][d_model]
+    """Run docs/math.md's forward pass. cfg may be unresolved. x: [B][N][d_model]
     float32; context: [B][M][d_ctx] or None; mask: [N][M], [B][N][M] or
     [B][h][N][M], true = may attend; key_padding: [M] or [B][M], true =
     ignore; params: dict of state_dict name -> float32 array (None = drawn

@@ -1,6 +1,6 @@
 /*
  * support.c - a deliberately naive float64 attention: one loop per formula
- * of README "The math", no blocking, no BLAS. The tests hold the core's
+ * of docs/math.md, no blocking, no BLAS. The tests hold the core's
  * BLAS kernels to it.
  */
 #include "support.h"

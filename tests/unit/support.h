@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /*
- * The forward pass of README "The math" written as plain loops in double,
+ * The forward pass of docs/math.md written as plain loops in double,
  * for a resolved config and explicit parameters (p may be NULL in basic
  * mode). Dropout uses the same keyed stream as the core. Arrays as in
  * struct attn_result; each out pointer may be NULL when not wanted.

@@ -465,7 +465,7 @@ static void test_feature_matrix(void **state)
                    cases[i].padding);
 }
 
-/* README: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
+/* docs/math.md: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
 static void test_precision_at_scale(void **state)
 {
     (void)state;
@@ -810,7 +810,7 @@ static void *det_run(void *arg)
 }
 
 /* The same inputs give the same bits whatever the team size, and from
- * callers on many threads at once (README "Threads"). */
+ * callers on many threads at once (docs/math.md "Threads"). */
 static void test_bit_identical_across_runs_and_threads(void **state)
 {
     (void)state;

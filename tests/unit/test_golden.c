@@ -4,8 +4,8 @@
  * against PyTorch. One cmocka test per case file, plus the random streams,
  * embeddings, drawn parameters and tokenizer cases.
  *
- * Tolerances: weights within 1e-5 absolute (README "Numerics"); every other
- * array within 1e-5 + 1e-4 * |reference|.
+ * Tolerances: weights within 1e-5 absolute (docs/math.md "Numerics"); every
+ * other array within 1e-5 + 1e-4 * |reference|.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -105,7 +105,7 @@ static void test_accents(void **state)
     EXPECT(&uncased,
            "\xe2\x84\xa6 \xe2\x84\xaa \xe2\x84\xab \xe2\x85\xab \xe2\x92\xb6",
            "ω", "k", "a", "\xe2\x85\xbb", "\xe2\x93\x90");
-    // README: capital sigma is always σ, even at the end of a word
+    // docs/math.md: capital sigma is always σ, even at the end of a word
     EXPECT(&uncased, "ΟΔΟΣ σοφος", "οδοσ", "σοφος");
     EXPECT(&uncased, "がぎ", "かき");
 }

@@ -6,7 +6,7 @@
  * 3.11's unicodedata, Unicode 14.0.0; do not edit. Regenerate with
  *     /usr/bin/python3 tests/unit/tokenizer_cases.py > tests/unit/tokenizer_cases.h
  *
- * Where README departs from transformers, cases that would differ:
+ * Where docs/math.md departs from transformers, cases that would differ:
  * str.lower() on whole words (final sigma) 1, NFC first 77,
  * dropping every category C* 140.
  */

@@ -8,8 +8,8 @@ independent of src/unicode_tables.py:
 
 It follows transformers' BasicTokenizer (do_lower_case, tokenize_chinese_chars,
 strip_accents following lowercase; no never_split) with the three choices
-README's "Tokenizer" makes where BERT versions disagree or Python's str.lower()
-looks at context:
+docs/math.md's "Tokenizer" makes where BERT versions disagree or Python's
+str.lower() looks at context:
 
   * control characters are Cc and Cf (google-research/bert); transformers
     drops every category C* (so also private use and unassigned);
@@ -77,7 +77,7 @@ def split_on_punctuation(word):
 
 def basic_tokenize(text, lower, word_lower=False, nfc=False, all_c=False):
     """BERT's BasicTokenizer; the keyword arguments switch on transformers'
-    behaviour where README chose otherwise (see the module comment)."""
+    behaviour where docs/math.md chose otherwise (see the module comment)."""
     kept = []
     for ch in text:
         if ch in "\0\ufffd" or is_control(ch, all_c):
@@ -298,7 +298,7 @@ def main():
     w(" *     /usr/bin/python3 tests/unit/tokenizer_cases.py"
       " > tests/unit/tokenizer_cases.h\n")
     w(" *\n")
-    w(" * Where README departs from transformers, cases that would differ:\n")
+    w(" * Where docs/math.md departs from transformers, cases that would differ:\n")
     w(" * str.lower() on whole words (final sigma) %d, NFC first %d,\n"
       % (differ["word_lower"], differ["nfc"]))
     w(" * dropping every category C* %d.\n" % differ["all_c"])

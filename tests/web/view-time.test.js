@@ -4,7 +4,7 @@
 // asserted: a timed assertion fails on a busy machine for no fault of the
 // page. With ATTND_WEB_BEFORE=DIR (a copy of an earlier web/), the same
 // run also times the page in DIR, on a server of its own, and prints the
-// ratio, the two pages taking turns (README's "The page" says how the
+// ratio, the two pages taking turns (docs/page.md says how the
 // published figures were made).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
