@@ -121,6 +121,9 @@ struct attn_params {
     const float *bias_k;  /* [kv_heads * d_k]: a key row appended to K */
     const float *bias_v;  /* [kv_heads * d_v]: a value row appended to V */
     const float *wo, *bo; /* [d_out][heads * d_v],    [d_out]          */
+    /* [d_k] each: with cfg->qk_norm only; not in the state_dict layout
+     * below, which is nn.MultiheadAttention's */
+    const float *q_norm, *k_norm;
 };
 
 /* The tensors of struct attn_params, in state_dict order. */
@@ -172,7 +175,8 @@ size_t attn_params_layout(const struct attn_config *cfg, unsigned flags,
 size_t attn_param_count(const struct attn_param_tensor *t);
 
 /* The field of p that holds slot, to set it. */
-const float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot);
+const float **attn_params_slot(struct attn_params *p,
+                               enum attn_param_slot slot);
 
 /* The tensor of p in slot, NULL when absent. */
 const float *attn_params_tensor(const struct attn_params *p,
@@ -214,6 +218,14 @@ typedef enum attn_positional {
     ATTN_POS_SINUSOIDAL, /* added to x and context before anything else */
     ATTN_POS_ROPE        /* rotary, applied to each head of q and k     */
 } attn_positional;
+
+/* Which values of a head rotary positions turn together. */
+typedef enum attn_rope_pairing {
+    ATTN_ROPE_INTERLEAVED = 0, /* (2i, 2i + 1): Meta's original layout */
+    ATTN_ROPE_HALF /* (i, i + d_k/2): transformers' rotate_half, which
+                      Hugging Face checkpoints of LLaMA, Mistral and Qwen
+                      are laid out for */
+} attn_rope_pairing;
 
 typedef enum attn_residual {
     ATTN_RESIDUAL_NONE = 0,
@@ -280,12 +292,28 @@ struct attn_config {
     attn_residual residual;
     attn_positional positional;
     float rope_base; /* 0 means 10000 */
+    attn_rope_pairing rope_pairing;
+    /* NULL, or [d_k / 2]: pair i of the rotary positions turns by
+     * position * rope_inv_freq[i] radians, in place of
+     * rope_base^(-2i / d_k) (a model's scaled frequencies, LLaMA 3's);
+     * each finite and above 0 */
+    const double *rope_inv_freq;
+    /* each head of q and of k RMS-normalised with params->q_norm and
+     * k_norm (weights [d_k]) and this epsilon after its projection and
+     * before the rotation (Qwen3's q_norm and k_norm); explicit params
+     * only */
+    bool qk_norm;
+    float qk_norm_eps;
 
     float dropout; /* 0 <= p < 1, inverted dropout on the weights */
     uint64_t seed; /* parameters and dropout are drawn from it */
 
     /* masks; any combination; a masked pair gets weight 0 */
     bool causal;                /* query i may see keys j <= i */
+    size_t window;              /* 0, or query i may see context keys
+                                   j > i - window only: itself and the
+                                   window - 1 keys before it, with causal
+                                   (Mistral's sliding window) */
     const uint8_t *mask;        /* [N][M], [B][N][M] or [B][h][N][M];
                                    nonzero = may attend */
     const float *mask_bias;     /* same shapes: added to the scaled scores

@@ -166,6 +166,30 @@ static attn_status resolve_basic(struct attn_config *cfg,
     return ATTN_OK;
 }
 
+/* The rotary options: a known pairing, and frequencies (when given)
+ * finite and above 0, only with rotary positions. */
+static attn_status check_rotary(const struct attn_config *cfg,
+                                struct attn_error *err)
+{
+    if (cfg->rope_pairing != ATTN_ROPE_INTERLEAVED &&
+        cfg->rope_pairing != ATTN_ROPE_HALF)
+        return attn_fail(err, ATTN_E_INVALID, "rope_pairing",
+                         "rope_pairing (%d) is unknown",
+                         (int)cfg->rope_pairing);
+    if (!cfg->rope_inv_freq)
+        return ATTN_OK;
+    if (cfg->positional != ATTN_POS_ROPE)
+        return attn_fail(err, ATTN_E_INVALID, "rope_inv_freq",
+                         "rope_inv_freq is for positional 'rope'");
+    for (size_t i = 0; i < cfg->d_k / 2; i++)
+        if (!(isfinite(cfg->rope_inv_freq[i]) && cfg->rope_inv_freq[i] > 0.0))
+            return attn_fail_at(err, ATTN_E_INVALID, "rope_inv_freq", 1, &i,
+                                "rope_inv_freq[%zu] (%g) must be finite and "
+                                "above 0",
+                                i, cfg->rope_inv_freq[i]);
+    return ATTN_OK;
+}
+
 static attn_status resolve_projected(struct attn_config *cfg,
                                      struct attn_error *err)
 {
@@ -189,6 +213,14 @@ static attn_status resolve_projected(struct attn_config *cfg,
                          "positional 'rope' rotates pairs, so d_k (%zu) must "
                          "be even",
                          cfg->d_k);
+    st = check_rotary(cfg, err);
+    if (st)
+        return st;
+    if (cfg->qk_norm &&
+        !(isfinite(cfg->qk_norm_eps) && cfg->qk_norm_eps > 0.0f))
+        return attn_fail(err, ATTN_E_INVALID, "qk_norm_eps",
+                         "qk_norm_eps (%g) must be finite and above 0",
+                         (double)cfg->qk_norm_eps);
 
     size_t concat;
     if (!size_mul(cfg->heads, cfg->d_v, &concat))

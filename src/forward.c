@@ -61,8 +61,9 @@ enum {
  * PyTorch pads every mask with an allowed column for them. */
 struct mask_view {
     bool causal;
-    const uint8_t *mask;        /* [N][M] or NULL; nonzero = may attend */
-    const float *bias;          /* [N][M] or NULL; added to the scores */
+    size_t window;       /* 0, or keys j <= i - window are out of sight */
+    const uint8_t *mask; /* [N][M] or NULL; nonzero = may attend */
+    const float *bias;   /* [N][M] or NULL; added to the scores */
     const uint8_t *key_padding; /* [M] or NULL; nonzero = ignore */
     size_t n_ctx;               /* M, the stride of mask and bias */
     size_t head_stride;         /* N x M between the heads' masks; 0: shared */
@@ -112,6 +113,53 @@ static void linear(const float *x, size_t rows, size_t in, const float *w,
                 (int)ldy);
 }
 
+/* Each head of x's rows (heads of d_k values, rows ld = heads * d_k
+ * apart) RMS-normalised with weight w: x / sqrt(mean(x^2) + eps) * w, the
+ * mean of squares in double. */
+static void head_rms_norm(float *x, size_t rows, size_t heads, size_t d,
+                          const float *w, float eps)
+{
+    for (size_t r = 0; r < rows * heads; r++) {
+        float *h = x + r * d;
+        double sq = 0.0;
+        for (size_t e = 0; e < d; e++)
+            sq += (double)h[e] * h[e];
+        const double rstd = 1.0 / sqrt(sq / (double)d + (double)eps);
+        for (size_t e = 0; e < d; e++)
+            h[e] = w[e] * (float)(h[e] * rstd);
+    }
+}
+
+/* What a projected q or k of heads heads gets before its scores: the
+ * per-head norm (qk_norm), then the rotation (rope), at positions r0 on.
+ * x: [rows][heads * d_k] */
+static void place_heads(const struct forward *f, float *x, size_t rows,
+                        size_t heads, const float *norm, size_t r0)
+{
+    const struct attn_config *c = f->cfg;
+    if (c->qk_norm)
+        head_rms_norm(x, rows, heads, c->d_k, norm, c->qk_norm_eps);
+    if (c->positional == ATTN_POS_ROPE) {
+        const struct posenc_rope rope = {.d_head = c->d_k,
+                                         .half =
+                                             c->rope_pairing == ATTN_ROPE_HALF,
+                                         .base = c->rope_base,
+                                         .inv_freq = c->rope_inv_freq};
+        posenc_apply_rope(x, rows, heads * c->d_k, heads, &rope, r0);
+    }
+}
+
+/* Q of rows [r0, r0 + rows) of a sequence, from x (those rows, positions
+ * added). q: [rows][heads * d_k] */
+static void project_q(const struct forward *f, const float *x, size_t rows,
+                      size_t r0, float *q)
+{
+    const struct attn_config *c = f->cfg;
+    const size_t hk = c->heads * c->d_k;
+    linear(x, rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
+    place_heads(f, q, rows, c->heads, f->p->q_norm, r0);
+}
+
 /* The view of head a's mask. */
 static struct mask_view mask_of_head(const struct mask_view *mv, size_t a)
 {
@@ -136,6 +184,12 @@ static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
     if (mv->causal && j0 + nj > i + 1) {
         const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
         for (size_t j = from; j < nj; j++)
+            s[j] = -INFINITY;
+    }
+    // the sliding window: keys j <= i - window are out of sight
+    if (mv->window && i >= mv->window && j0 <= i - mv->window) {
+        const size_t last = i - mv->window - j0; /* of the block's */
+        for (size_t j = 0; j <= last && j < nj; j++)
             s[j] = -INFINITY;
     }
     if (mv->mask) {
@@ -325,9 +379,10 @@ static attn_status result_init(const struct attn_config *c,
     for (size_t i = 0; i < N_RESULT_PARTS; i++) {
         if (!(c->want & arrays[i].bit))
             continue;
-        *arrays[i].slot = arrays[i].zeroed
-                              ? calloc(arrays[i].count, sizeof(float))
-                              : forward_result_alloc(arrays[i].count * sizeof(float));
+        *arrays[i].slot =
+            arrays[i].zeroed
+                ? calloc(arrays[i].count, sizeof(float))
+                : forward_result_alloc(arrays[i].count * sizeof(float));
         if (!*arrays[i].slot)
             goto nomem;
     }
@@ -589,7 +644,7 @@ static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
 {
     if (j >= mv->n_ctx)
         return true; /* an appended key */
-    return !(mv->causal && j > i) &&
+    return !(mv->causal && j > i) && !(mv->window && j + mv->window <= i) &&
            !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
            !(mv->bias && mv->bias[i * mv->n_ctx + j] <= ATTN_MASK_NEVER) &&
            !(mv->key_padding && mv->key_padding[j]);
@@ -628,6 +683,7 @@ static struct block block_at(const struct forward *f, size_t b, size_t r0)
         .r0 = r0,
         .rows = n - r0 < f->paths.query_rows ? n - r0 : f->paths.query_rows,
         .mv = {.causal = c->causal,
+               .window = c->window,
                .mask = c->mask ? c->mask + mask_at : NULL,
                .bias = c->mask_bias ? c->mask_bias + mask_at : NULL,
                .key_padding =
@@ -675,10 +731,7 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 
     if (c->mode == ATTN_MODE_PROJECTED) {
         float *q = (c->want & ATTN_WANT_Q) ? f->res->q + row0 * hk : sc->q;
-        linear(bk.x_pe, bk.rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
-        if (c->positional == ATTN_POS_ROPE)
-            posenc_apply_rope(q, bk.rows, hk, c->heads, c->d_k, bk.r0,
-                              c->rope_base);
+        project_q(f, bk.x_pe, bk.rows, bk.r0, q);
         bk.q = q;
         bk.ldq = hk;
     } else {
@@ -722,8 +775,7 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
     linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
     if (want_v)
         linear(vin, rows, c->d_value, f->p->wv, f->p->bv, gv, v, gv);
-    if (c->positional == ATTN_POS_ROPE)
-        posenc_apply_rope(k, rows, gk, c->kv_heads, c->d_k, r0, c->rope_base);
+    place_heads(f, k, rows, c->kv_heads, f->p->k_norm, r0);
     if (!rows_finite(k, rows * gk) || (want_v && !rows_finite(v, rows * gv)))
         note_overflow(f, b, r0);
 }
@@ -826,14 +878,11 @@ static void key_outer_queries(struct forward *f, size_t unit,
     (void)sc;
     const struct attn_config *c = f->cfg;
     const struct block bk = key_outer_block(f, unit);
-    const size_t hk = c->heads * c->d_k, dv = c->d_v;
+    const size_t dv = c->d_v;
     const float *x = rows_with_positions(f->x, f->x_pe, c->n_query, c->d_model,
                                          bk.b, bk.r0, bk.rows);
     float *q = key_outer_q(f, bk.r0);
-    linear(x, bk.rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
-    if (c->positional == ATTN_POS_ROPE)
-        posenc_apply_rope(q, bk.rows, hk, c->heads, c->d_k, bk.r0,
-                          c->rope_base);
+    project_q(f, x, bk.rows, bk.r0, q);
     for (size_t a = 0; a < c->heads; a++)
         stream_start(&bk, dv, c->heads * dv,
                      f->online_seq + a * c->n_query + bk.r0, bk.heads + a * dv);
@@ -966,6 +1015,11 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
 
     struct attn_params drawn = {0};
     struct forward f = {.cfg = &cfg, .res = out, .x = x, .context = context};
+    if (cfg.qk_norm &&
+        !(cfg.params && cfg.params->q_norm && cfg.params->k_norm))
+        return attn_fail(err, ATTN_E_INVALID, "params",
+                         "qk_norm needs explicit params with q_norm and "
+                         "k_norm");
     if (cfg.mode == ATTN_MODE_PROJECTED) {
         if (cfg.params) {
             st = cfg.params_checked ? ATTN_OK

@@ -66,8 +66,7 @@ unsigned forward_team(const struct attn_config *c, const struct paths *p)
         c->batch * ((c->n_ctx + p->kv_rows - 1) / p->kv_rows);
     const size_t q_units =
         c->batch * ((c->n_query + p->query_rows - 1) / p->query_rows);
-    return pool_team_size(c->threads,
-                          kv_units > q_units ? kv_units : q_units);
+    return pool_team_size(c->threads, kv_units > q_units ? kv_units : q_units);
 }
 
 /* What a call of resolved config c with its paths and team holds besides

@@ -67,9 +67,9 @@ size_t attn_param_count(const struct attn_param_tensor *t)
 
 const float **attn_params_slot(struct attn_params *p, enum attn_param_slot slot)
 {
-    const float **slots[ATTN_PARAM_COUNT] = {&p->wq, &p->bq, &p->wk,     &p->bk,
-                                       &p->wv, &p->bv, &p->bias_k, &p->bias_v,
-                                       &p->wo, &p->bo};
+    const float **slots[ATTN_PARAM_COUNT] = {
+        &p->wq, &p->bq,     &p->wk,     &p->bk, &p->wv,
+        &p->bv, &p->bias_k, &p->bias_v, &p->wo, &p->bo};
     return slots[slot];
 }
 
@@ -77,8 +77,8 @@ const float *attn_params_tensor(const struct attn_params *p,
                                 enum attn_param_slot slot)
 {
     const float *const tensors[ATTN_PARAM_COUNT] = {
-        p->wq, p->bq, p->wk, p->bk, p->wv, p->bv, p->bias_k, p->bias_v,
-        p->wo, p->bo};
+        p->wq, p->bq,     p->wk,     p->bk, p->wv,
+        p->bv, p->bias_k, p->bias_v, p->wo, p->bo};
     return tensors[slot];
 }
 
@@ -154,5 +154,16 @@ attn_status attn_params_check(const struct attn_config *cfg,
                                 isnan(values[i]) ? "NaN" : "Inf", i);
         }
     }
+    const struct {
+        const char *name;
+        const float *values;
+    } norms[] = {{"q_norm", p->q_norm}, {"k_norm", p->k_norm}};
+    for (size_t t = 0; cfg->qk_norm && t < 2; t++)
+        for (size_t i = 0; i < cfg->d_k; i++)
+            if (!isfinite(norms[t].values[i]))
+                return attn_fail_at(err, ATTN_E_INPUT, norms[t].name, 1, &i,
+                                    "params %s has %s at %zu", norms[t].name,
+                                    isnan(norms[t].values[i]) ? "NaN" : "Inf",
+                                    i);
     return ATTN_OK;
 }

@@ -23,22 +23,28 @@ void posenc_add_sinusoidal(float *x, size_t n, size_t d, size_t pos0)
 }
 
 void posenc_apply_rope(float *x, size_t n, size_t ld, size_t heads,
-                       size_t d_head, size_t pos0, double base)
+                       const struct posenc_rope *rope, size_t pos0)
 {
-    const size_t pairs = d_head / 2;
+    const size_t d_head = rope->d_head, pairs = d_head / 2;
+    // where pair i's two values sit in a head
+    const size_t first_step = rope->half ? 1 : 2,
+                 second = rope->half ? pairs : 1;
     for (size_t r = 0; r < n; r++) {
         const double pos = (double)(pos0 + r);
         float *row = x + r * ld;
         for (size_t i = 0; i < pairs; i++) {
-            const double angle =
-                pos * pow(base, -(double)(2 * i) / (double)d_head);
+            const double freq =
+                rope->inv_freq
+                    ? rope->inv_freq[i]
+                    : pow(rope->base, -(double)(2 * i) / (double)d_head);
+            const double angle = pos * freq;
             const double c = cos(angle), s = sin(angle);
             for (size_t a = 0; a < heads; a++) {
-                float *pair = row + a * d_head + 2 * i;
-                const double p0 = pair[0], p1 = pair[1];
+                float *p = row + a * d_head + i * first_step;
+                const double p0 = p[0], p1 = p[second];
                 // (a, b) -> (a cos - b sin, a sin + b cos)
-                pair[0] = (float)(p0 * c - p1 * s);
-                pair[1] = (float)(p0 * s + p1 * c);
+                p[0] = (float)(p0 * c - p1 * s);
+                p[second] = (float)(p0 * s + p1 * c);
             }
         }
     }

@@ -349,6 +349,8 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
         .bv = y->v_b,
         .wo = y->o_w,
         .bo = y->o_b,
+        .q_norm = y->q_norm_w,
+        .k_norm = y->k_norm_w,
     };
     cfg.params = &params;
     cfg.pool = s->team.pool;

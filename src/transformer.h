@@ -53,8 +53,9 @@ typedef enum xf_positions {
     XF_POS_LEARNED = 0, /* a table of position embeddings added to the
                            token's (with token types when the arch has
                            them) */
-    XF_POS_ROTARY       /* rotary positions on each head of q and k, as the
-                           core's ATTN_POS_ROPE computes them */
+    XF_POS_ROTARY       /* rotary positions on each head of q and k (the
+                           core's ATTN_POS_ROPE), paired as rope_pairing
+                           says, turned by rope_theta or rope_inv_freq */
 } xf_positions;
 
 /* What a family's block is. A zeroed struct is BERT's but for the
@@ -69,6 +70,8 @@ struct xf_arch {
     bool embed_norm;  /* a norm on the embeddings, before the first layer */
     bool final_norm;  /* a norm after the last layer */
     bool causal;      /* token i sees tokens j <= i only */
+    bool qk_norm;     /* each head of q and k RMS-normed before the
+                         rotation (Qwen3's q_norm and k_norm) */
     bool qkv_bias;    /* q, k and v projections carry biases */
     bool out_bias;    /* the attention's output projection does */
     bool ffn_bias;    /* the feed-forward's projections do */
@@ -102,6 +105,7 @@ struct xf_layer {
     const float *up_w, *up_b;             /* [I][H], [I] */
     const float *gate_w, *gate_b;         /* [I][H], [I]: gated only */
     const float *down_w, *down_b;         /* [H][I], [H] */
+    const float *q_norm_w, *k_norm_w;     /* [D], [D]: arch.qk_norm */
 };
 
 /* A model's blocks and embeddings; the caller owns every tensor. */
@@ -111,8 +115,14 @@ struct xf_model {
     size_t vocab_size;
     size_t max_positions;   /* the longest input */
     size_t type_vocab_size; /* token types; with arch.token_types only */
-    float norm_eps;
-    float rope_theta;      /* rotary positions' base; with XF_POS_ROTARY only */
+    float norm_eps;         /* every norm's, q and k norms' included */
+    float rope_theta; /* rotary positions' base; with XF_POS_ROTARY only */
+    attn_rope_pairing rope_pairing; /* which values rotate together */
+    const double *rope_inv_freq;    /* NULL, or [head_dim / 2]: pair i's
+                                       frequency, in place of rope_theta's
+                                       (a scaled rope, LLaMA 3's) */
+    size_t window;         /* 0, or token i sees tokens j > i - window only (a
+                              sliding window, Mistral's) */
     const float *word_emb; /* [vocab_size][H] */
     const float *pos_emb;  /* [max_positions][H]: learned */
     const float *type_emb; /* [type_vocab_size][H] */

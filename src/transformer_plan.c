@@ -116,6 +116,9 @@ static attn_status check_sizes(const struct xf_model *m, struct attn_error *err)
         return attn_fail(err, ATTN_E_INVALID, "norm_eps",
                          "norm_eps (%g) must be finite and above 0",
                          (double)m->norm_eps);
+    if (m->arch.positions != XF_POS_ROTARY && m->rope_inv_freq)
+        return attn_fail(err, ATTN_E_INVALID, "rope_inv_freq",
+                         "rope_inv_freq is for rotary positions");
     if (m->arch.positions == XF_POS_ROTARY &&
         (!isfinite(m->rope_theta) || m->rope_theta <= 0.0f))
         return attn_fail(err, ATTN_E_INVALID, "rope_theta",
@@ -165,7 +168,9 @@ static attn_status check_tensors(const struct xf_model *m,
                         present_as(y->ffn_norm_b, layer_norm) &&
                         present_as(y->up_b, a->ffn_bias) &&
                         present_as(y->gate_b, gated && a->ffn_bias) &&
-                        present_as(y->down_b, a->ffn_bias);
+                        present_as(y->down_b, a->ffn_bias) &&
+                        present_as(y->q_norm_w, a->qk_norm) &&
+                        present_as(y->k_norm_w, a->qk_norm);
         if (!ok)
             return attn_fail_at(err, ATTN_E_INVALID, "layer", 1, &l,
                                 "layer %zu is missing a tensor, or has one "
@@ -301,7 +306,12 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     if (m->arch.positions == XF_POS_ROTARY) {
         cfg->positional = ATTN_POS_ROPE;
         cfg->rope_base = m->rope_theta;
+        cfg->rope_pairing = m->rope_pairing;
+        cfg->rope_inv_freq = m->rope_inv_freq;
     }
+    cfg->window = m->window;
+    cfg->qk_norm = m->arch.qk_norm;
+    cfg->qk_norm_eps = m->norm_eps;
     cfg->want = ATTN_WANT_MEAN_WEIGHTS;
     if (kind & XF_KIND_OUTPUT)
         cfg->want |= ATTN_WANT_OUTPUT;

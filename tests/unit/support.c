@@ -69,18 +69,43 @@ static void ref_sinusoidal(double *x, size_t n, size_t d)
         }
 }
 
-static void ref_rope(double *x, size_t n, size_t heads, size_t dh, double base)
+/* Rotary positions: pair i is (2i, 2i + 1), or (i, i + dh/2) as
+ * transformers' rotate_half pairs them, turned by pos times base^(-2i/dh)
+ * or the config's own frequency of pair i. */
+static void ref_rope(const struct attn_config *c, double *x, size_t n,
+                     size_t heads)
 {
+    const size_t dh = c->d_k;
+    const bool half = c->rope_pairing == ATTN_ROPE_HALF;
     for (size_t pos = 0; pos < n; pos++)
         for (size_t a = 0; a < heads; a++)
             for (size_t i = 0; i < dh / 2; i++) {
-                double *pr = x + pos * heads * dh + a * dh + 2 * i;
-                const double t =
-                    (double)pos * pow(base, -2.0 * (double)i / (double)dh);
-                const double p0 = pr[0], p1 = pr[1];
-                pr[0] = p0 * cos(t) - p1 * sin(t);
-                pr[1] = p0 * sin(t) + p1 * cos(t);
+                double *head = x + pos * heads * dh + a * dh;
+                double *p0 = half ? head + i : head + 2 * i;
+                double *p1 = half ? head + i + dh / 2 : head + 2 * i + 1;
+                const double freq =
+                    c->rope_inv_freq
+                        ? c->rope_inv_freq[i]
+                        : pow(c->rope_base, -2.0 * (double)i / (double)dh);
+                const double t = (double)pos * freq;
+                const double a0 = *p0, a1 = *p1;
+                *p0 = a0 * cos(t) - a1 * sin(t);
+                *p1 = a0 * sin(t) + a1 * cos(t);
             }
+}
+
+/* Each head's values x / sqrt(mean(x^2) + eps) * w. */
+static void ref_head_norm(double *x, size_t n, size_t heads, size_t dh,
+                          const float *w, double eps)
+{
+    for (size_t r = 0; r < n * heads; r++) {
+        double *h = x + r * dh, sq = 0.0;
+        for (size_t e = 0; e < dh; e++)
+            sq += h[e] * h[e];
+        const double rms = sqrt(sq / (double)dh + eps);
+        for (size_t e = 0; e < dh; e++)
+            h[e] = h[e] / rms * w[e];
+    }
 }
 
 /* Where pair (i, j) of head a of sequence b sits in a mask. */
@@ -102,6 +127,8 @@ static bool allowed(const struct attn_config *c, size_t b, size_t a, size_t i,
     if (j >= m)
         return true;
     if (c->causal && j > i)
+        return false;
+    if (c->window && j + c->window <= i)
         return false;
     if (c->mask && !c->mask[mask_index(c, b, a, i, j)])
         return false;
@@ -148,9 +175,13 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
             ref_linear(xb, N, dm, p->wq, p->bq, H * dk, q);
             ref_linear(cb, M, dc, p->wk, p->bk, G * dk, k);
             ref_linear(cb, M, dc, p->wv, p->bv, G * dv, v);
+            if (c->qk_norm) {
+                ref_head_norm(q, N, H, dk, p->q_norm, c->qk_norm_eps);
+                ref_head_norm(k, M, G, dk, p->k_norm, c->qk_norm_eps);
+            }
             if (c->positional == ATTN_POS_ROPE) {
-                ref_rope(q, N, H, dk, c->rope_base);
-                ref_rope(k, M, G, dk, c->rope_base);
+                ref_rope(c, q, N, H);
+                ref_rope(c, k, M, G);
             }
             /* bias_k and bias_v as they are, then zeros (dalloc's) */
             for (size_t e = 0; c->bias_kv && e < G * dk; e++)

@@ -41,6 +41,7 @@ enum mask_kind {
 struct fixture {
     struct attn_config cfg; /* resolved */
     struct attn_params params;
+    float *qk_norms; /* [2][d_k], with qk_norm */
     float *x, *context, *mask_bias;
     uint8_t *mask, *key_padding;
 };
@@ -106,11 +107,20 @@ static void fixture_init(struct fixture *f, const struct attn_config *cfg,
         assert_int_equal(attn_params_draw(c, &f->params, &err), ATTN_OK);
         f->cfg.params = &f->params;
     }
+    if (c->qk_norm) { /* weights near 1, as trained norms have them */
+        f->qk_norms = malloc(2 * c->d_k * sizeof *f->qk_norms);
+        fill_normal(f->qk_norms, 2 * c->d_k, data_seed + 9, 0.3f);
+        for (size_t i = 0; i < 2 * c->d_k; i++)
+            f->qk_norms[i] += 1.0f;
+        f->params.q_norm = f->qk_norms;
+        f->params.k_norm = f->qk_norms + c->d_k;
+    }
 }
 
 static void fixture_free(struct fixture *f)
 {
     attn_params_free(&f->params);
+    free(f->qk_norms);
     free(f->x);
     free(f->context);
     free(f->mask);
@@ -463,6 +473,134 @@ static void test_feature_matrix(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(cases[i].name, &cases[i].cfg, cases[i].mask,
                    cases[i].padding);
+}
+
+/* The options decoders need: rotary positions paired as rotate_half
+ * pairs them or by a table of frequencies, a sliding window (on the full,
+ * streaming and key-outer paths), and a per-head norm of q and k before
+ * the rotation, with grouped KV heads and a head size of its own. */
+static void test_decoder_options(void **state)
+{
+    (void)state;
+    static const double inv_freq[4] = {1.0, 0.3, 0.02, 0.0005};
+    const struct feature_case cases[] = {
+        {"rope rotate_half",
+         {.n_query = 40,
+          .d_model = 16,
+          .heads = 2,
+          .positional = ATTN_POS_ROPE,
+          .rope_pairing = ATTN_ROPE_HALF,
+          .causal = true},
+         NO_MASK,
+         false},
+        {"rope frequencies",
+         {.n_query = 33,
+          .d_model = 16,
+          .heads = 2,
+          .d_k = 8,
+          .positional = ATTN_POS_ROPE,
+          .rope_pairing = ATTN_ROPE_HALF,
+          .rope_inv_freq = inv_freq},
+         NO_MASK,
+         false},
+        {"window",
+         {.n_query = 30, .d_model = 8, .heads = 2, .causal = true, .window = 5},
+         NO_MASK,
+         false},
+        {"window with a mask and padding",
+         {.n_query = 30, .d_model = 8, .heads = 2, .causal = true, .window = 7},
+         MASK_BOOL,
+         true},
+        {"window key-outer",
+         {.n_query = 600,
+          .d_model = 8,
+          .heads = 2,
+          .causal = true,
+          .window = 100,
+          .positional = ATTN_POS_ROPE,
+          .rope_pairing = ATTN_ROPE_HALF},
+         NO_MASK,
+         false},
+        {"qk norm, grouped heads",
+         {.n_query = 20,
+          .d_model = 16,
+          .heads = 4,
+          .kv_heads = 2,
+          .d_k = 6,
+          .d_v = 6,
+          .qkv_bias = true,
+          .positional = ATTN_POS_ROPE,
+          .rope_pairing = ATTN_ROPE_HALF,
+          .qk_norm = true,
+          .qk_norm_eps = 1e-6f,
+          .causal = true},
+         NO_MASK,
+         false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_case(cases[i].name, &cases[i].cfg, cases[i].mask,
+                   cases[i].padding);
+
+    // the window's edge: query i sees i - window + 1 .. i, nothing before
+    struct fixture f;
+    fixture_init(&f, &cases[2].cfg, 77, NO_MASK, false);
+    struct attn_config cfg = f.cfg;
+    cfg.want = ATTN_WANT_WEIGHTS;
+    struct attn_result res;
+    struct attn_error err;
+    assert_int_equal(attn_forward(&cfg, f.x, NULL, &res, &err), ATTN_OK);
+    for (size_t a = 0; a < 2; a++)
+        for (size_t i = 0; i < 30; i++)
+            for (size_t j = 0; j < 30; j++) {
+                const float w = res.weights[(a * 30 + i) * 30 + j];
+                const bool seen = j <= i && j + 5 > i;
+                assert_true(seen ? w > 0.0f : w == 0.0f);
+            }
+    attn_result_free(&res);
+    // the two pairings differ once positions are past 0
+    cfg.positional = ATTN_POS_ROPE;
+    cfg.rope_pairing = ATTN_ROPE_INTERLEAVED;
+    cfg.resolved = false;
+    struct attn_result inter, half;
+    assert_int_equal(attn_forward(&cfg, f.x, NULL, &inter, &err), ATTN_OK);
+    cfg.rope_pairing = ATTN_ROPE_HALF;
+    assert_int_equal(attn_forward(&cfg, f.x, NULL, &half, &err), ATTN_OK);
+    double most = 0;
+    for (size_t e = 0; e < 2 * 30 * 30; e++)
+        most = fmax(most, fabs(inter.weights[e] - half.weights[e]));
+    assert_true(most > 1e-3);
+    attn_result_free(&inter);
+    attn_result_free(&half);
+    fixture_free(&f);
+}
+
+static void test_decoder_option_errors(void **state)
+{
+    (void)state;
+    struct attn_error err;
+    struct attn_config cfg = {.n_query = 4, .d_model = 8, .heads = 2};
+    cfg.rope_pairing = (attn_rope_pairing)3;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_pairing");
+    static const double freq[2] = {1.0, -0.5};
+    cfg = (struct attn_config){
+        .n_query = 4, .d_model = 8, .heads = 2, .rope_inv_freq = freq};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_inv_freq"); /* without rope */
+    cfg.positional = ATTN_POS_ROPE;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_inv_freq");
+    assert_non_null(strstr(err.message, "rope_inv_freq[1] (-0.5)"));
+    cfg = (struct attn_config){
+        .n_query = 4, .d_model = 8, .heads = 2, .qk_norm = true};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "qk_norm_eps");
+    // drawn parameters have no norms
+    cfg.qk_norm_eps = 1e-6f;
+    float x[32] = {0};
+    struct attn_result res;
+    assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "q_norm"));
 }
 
 /* docs/math.md: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
@@ -1370,6 +1508,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_feature_matrix),
+        cmocka_unit_test(test_decoder_options),
+        cmocka_unit_test(test_decoder_option_errors),
         cmocka_unit_test(test_precision_at_scale),
         cmocka_unit_test(test_fully_masked_rows),
         cmocka_unit_test(test_huge_logits_are_stable),

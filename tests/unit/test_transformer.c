@@ -112,7 +112,7 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
     o->size =
         (vocab + positions + types + 4) * H +
         layers * (2 * heads * D * H + 2 * kv_heads * D * H + 2 * heads * D +
-                  2 * kv_heads * D + 6 * H + 3 * J * H + 2 * J + H);
+                  2 * kv_heads * D + 6 * H + 3 * J * H + 2 * J + H + 2 * D);
     o->block = malloc(o->size * sizeof(float));
     o->layers = calloc(layers, sizeof *o->layers);
     fill_normal(o->block, o->size, seed, 1.0f);
@@ -130,6 +130,7 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
                            .type_vocab_size = a->token_types ? types : 0,
                            .norm_eps = 1e-6f,
                            .rope_theta = 500.0f,
+                           .rope_pairing = ATTN_ROPE_HALF,
                            .layer = o->layers};
     m->word_emb = take(o, vocab * H, 1.0f, 0.0f);
     if (a->positions == XF_POS_LEARNED)
@@ -161,6 +162,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
             y->o_b = take(o, H, 0.1f, 0.0f);
         y->attn_norm_w = take(o, H, 0.1f, 1.0f);
         y->ffn_norm_w = take(o, H, 0.1f, 1.0f);
+        if (a->qk_norm) {
+            y->q_norm_w = take(o, D, 0.3f, 1.0f);
+            y->k_norm_w = take(o, D, 0.3f, 1.0f);
+        }
         if (ln) {
             y->attn_norm_b = take(o, H, 0.1f, 0.0f);
             y->ffn_norm_b = take(o, H, 0.1f, 0.0f);
@@ -230,20 +235,44 @@ static double ref_act(xf_act act, double x)
     }
 }
 
-/* The core's rotary positions: pairs (2i, 2i + 1) of each head turned by
- * pos * theta^(-2i / D). x: [n][heads * D] */
-static void ref_rope(double *x, size_t n, size_t heads, size_t D, double theta)
+/* Rotary positions: pairs (2i, 2i + 1) of each head, or (i, i + D/2) as
+ * rotate_half pairs them, turned by pos * theta^(-2i / D) or by the
+ * model's own frequencies. x: [n][heads * D] */
+static void ref_rope(const struct xf_model *m, double *x, size_t n,
+                     size_t heads)
 {
+    const size_t D = m->head_dim;
+    const bool half = m->rope_pairing == ATTN_ROPE_HALF;
     for (size_t r = 0; r < n; r++)
         for (size_t a = 0; a < heads; a++)
             for (size_t i = 0; i < D / 2; i++) {
-                const double angle =
-                    (double)r * pow(theta, -(double)(2 * i) / (double)D);
-                double *p = x + r * heads * D + a * D + 2 * i;
-                const double p0 = p[0], p1 = p[1];
-                p[0] = p0 * cos(angle) - p1 * sin(angle);
-                p[1] = p0 * sin(angle) + p1 * cos(angle);
+                const double freq =
+                    m->rope_inv_freq
+                        ? m->rope_inv_freq[i]
+                        : pow(m->rope_theta, -(double)(2 * i) / (double)D);
+                const double angle = (double)r * freq;
+                double *h = x + r * heads * D + a * D;
+                double *p0 = half ? h + i : h + 2 * i;
+                double *p1 = half ? h + i + D / 2 : h + 2 * i + 1;
+                const double a0 = *p0, a1 = *p1;
+                *p0 = a0 * cos(angle) - a1 * sin(angle);
+                *p1 = a0 * sin(angle) + a1 * cos(angle);
             }
+}
+
+/* Each head of x RMS-normed with w. x: [n][heads * D] */
+static void ref_head_norm(const struct xf_model *m, double *x, size_t n,
+                          size_t heads, const float *w)
+{
+    const size_t D = m->head_dim;
+    for (size_t r = 0; r < n * heads; r++) {
+        double *h = x + r * D, sq = 0;
+        for (size_t c = 0; c < D; c++)
+            sq += h[c] * h[c];
+        const double rms = sqrt(sq / (double)D + m->norm_eps);
+        for (size_t c = 0; c < D; c++)
+            h[c] = h[c] / rms * w[c];
+    }
 }
 
 /* attention of one layer on in: weights [h][n][n] into w, output [n][H] */
@@ -256,9 +285,13 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
     ref_lin(in, n, H, y->q_w, y->q_b, h * D, q);
     ref_lin(in, n, H, y->k_w, y->k_b, g * D, k);
     ref_lin(in, n, H, y->v_w, y->v_b, g * D, v);
+    if (m->arch.qk_norm) {
+        ref_head_norm(m, q, n, h, y->q_norm_w);
+        ref_head_norm(m, k, n, g, y->k_norm_w);
+    }
     if (m->arch.positions == XF_POS_ROTARY) {
-        ref_rope(q, n, h, D, m->rope_theta);
-        ref_rope(k, n, g, D, m->rope_theta);
+        ref_rope(m, q, n, h);
+        ref_rope(m, k, n, g);
     }
     for (size_t a = 0; a < h; a++) {
         const size_t kv = a / (h / g); /* the group of head a */
@@ -269,7 +302,8 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
                 for (size_t c = 0; c < D; c++)
                     s += q[i * h * D + a * D + c] * k[j * g * D + kv * D + c];
                 row[j] = s / sqrt((double)D);
-                if (m->arch.causal && j > i)
+                if ((m->arch.causal && j > i) ||
+                    (m->window && j + m->window <= i))
                     row[j] = -INFINITY;
                 most = row[j] > most ? row[j] : most;
             }
@@ -379,12 +413,20 @@ static struct xf_arch llama_arch(void)
                             .causal = true};
 }
 
+/* What check_arch() gives the model besides its arch. */
+static bool interleaved;
+static const double *inv_freq;
+static size_t window;
+
 /* The stack against the reference, every array, on n tokens. */
 static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
                        size_t head_dim, size_t n, unsigned threads)
 {
     struct owned o;
     model_make(&o, a, 3, heads, kv_heads, head_dim, 24, 40, 17 + n);
+    o.m.rope_pairing = interleaved ? ATTN_ROPE_INTERLEAVED : ATTN_ROPE_HALF;
+    o.m.rope_inv_freq = inv_freq;
+    o.m.window = window;
     const struct xf_model *m = &o.m;
     uint32_t ids[80];
     uint8_t types[80];
@@ -413,10 +455,12 @@ static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
                                        HIDDEN_ATOL, HIDDEN_RTOL);
     if (!(worst <= 1.0))
         fail_msg("hidden states at %.3g of the tolerance", worst);
-    // causal: nothing above the diagonal
-    for (size_t e = 0; a->causal && e < L * h * n * n; e++)
-        if (e % n > e / n % n)
+    // causal: nothing above the diagonal; nothing outside the window
+    for (size_t e = 0; e < L * h * n * n; e++) {
+        const size_t i = e / n % n, j = e % n;
+        if ((a->causal && j > i) || (window && j + window <= i))
             assert_true(r.weights[e] == 0.0f);
+    }
     xf_result_free(&r);
     free(w);
     free(hs);
@@ -446,6 +490,38 @@ static void test_llama_arch(void **state)
     const struct xf_arch a = llama_arch();
     check_arch(&a, 4, 2, 8, 12, 1);
     check_arch(&a, 6, 1, 4, 67, 2);
+    // the interleaved pairing is a choice too
+    interleaved = true;
+    check_arch(&a, 4, 2, 8, 12, 1);
+    interleaved = false;
+    // scaled frequencies, as LLaMA 3's rope_scaling makes them
+    static const double freq[4] = {1.0, 0.25, 0.01, 0.0001};
+    inv_freq = freq;
+    check_arch(&a, 4, 2, 8, 20, 1);
+    inv_freq = NULL;
+}
+
+/* Mistral's sliding window, shorter than the input. */
+static void test_window(void **state)
+{
+    (void)state;
+    const struct xf_arch a = llama_arch();
+    window = 4;
+    check_arch(&a, 4, 2, 8, 13, 1);
+    check_arch(&a, 4, 2, 8, 70, 2);
+    window = 0;
+}
+
+/* Qwen3's q and k norms before the rotation, a head size of 16 where
+ * hidden / heads is 6. */
+static void test_qk_norm(void **state)
+{
+    (void)state;
+    struct xf_arch a = llama_arch();
+    a.qk_norm = true;
+    check_arch(&a, 4, 2, 16, 15, 1);
+    a.qkv_bias = true; /* Qwen2's biases, which come before the norm */
+    check_arch(&a, 4, 2, 16, 15, 2);
 }
 
 /* Each choice apart from the others, on a BERT-like base. */
@@ -538,6 +614,10 @@ static void test_arch_refusals(void **state)
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "final_norm");
     bad = o.m;
+    bad.arch.qk_norm = true; /* without q_norm and k_norm */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "layer");
+    bad = o.m;
     bad.kv_heads = 3;
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "heads");
@@ -581,6 +661,8 @@ int main(void)
         cmocka_unit_test(test_bert_block),
         cmocka_unit_test(test_gpt2_arch),
         cmocka_unit_test(test_llama_arch),
+        cmocka_unit_test(test_window),
+        cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_each_choice),
         cmocka_unit_test(test_conventions_have_teeth),
         cmocka_unit_test(test_arch_refusals),
