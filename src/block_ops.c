@@ -7,6 +7,7 @@
 #include "vecmath.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
@@ -29,6 +30,44 @@ void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
         for (size_t c = 0; c < cols; c++)
             yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
     }
+}
+
+size_t xf_dtype_size(xf_dtype dtype)
+{
+    return dtype == XF_F32 ? 4 : 2;
+}
+
+/* An IEEE half's value, exactly (every half is a float). */
+static float half_to_float(uint16_t h)
+{
+    const unsigned exp = h >> 10 & 0x1f, mant = h & 0x3ff;
+    float v;
+    if (exp == 0)
+        v = ldexpf((float)mant, -24); /* zero or subnormal */
+    else if (exp == 31)
+        v = mant ? NAN : INFINITY;
+    else
+        v = ldexpf((float)(mant | 0x400), (int)exp - 25);
+    return h >> 15 ? -v : v;
+}
+
+void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst)
+{
+    if (dtype == XF_F32) {
+        memcpy(dst, src, count * sizeof *dst);
+        return;
+    }
+    const uint16_t *h = src;
+    if (dtype == XF_BF16) {
+        // a bfloat16 is a float's upper half
+        for (size_t i = 0; i < count; i++) {
+            const uint32_t bits = (uint32_t)h[i] << 16;
+            memcpy(&dst[i], &bits, sizeof bits);
+        }
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        dst[i] = half_to_float(h[i]);
 }
 
 void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,

@@ -67,6 +67,14 @@ struct pass {
     const float *final_w, *final_b; /* the final norm, for final_rows */
     /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
     void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
+    /* the feed-forward product in hand: its float32 weights (the
+     * checkpoint's, or widened into the workspace) and its bias */
+    const float *w, *b;
+    /* the widening in hand: count values of src into dst */
+    const void *widen_src;
+    xf_dtype widen_dtype;
+    float *widen_dst;
+    size_t widen_count;
     atomic_bool overflowed;
 };
 
@@ -124,29 +132,47 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                 w + t->c0 * H, (int)H, b ? 1.0f : 0.0f, o, (int)IW);
 }
 
-/* inter = act(up x) or act(gate x) * up x, a tile of it. */
-static void intermediate_tile(void *arg, size_t u, unsigned member)
+/* inter = act(up x) (plain) or gate = act(gate x) (gated), a tile of
+ * it, with the product in hand (p->w, p->b). */
+static void activated_tile(void *arg, size_t u, unsigned member)
 {
     (void)member;
     struct pass *p = arg;
     const struct xf_model *m = p->m;
     const size_t IW = m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, IW, u);
+    float *out = m->arch.ffn == XF_FFN_GATED ? p->gate : p->inter;
+    tile_product(p, &t, p->w, p->b, out);
+    for (size_t r = 0; r < t.rows; r++)
+        xf_activation(m->arch.act, out + (t.r0 + r) * IW + t.c0, t.width);
+}
+
+/* inter = (up x) * gate, a tile of it (gated). */
+static void gated_tile(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t IW = p->m->intermediate;
+    const struct xf_tile t = xf_tile_at(p->n, IW, u);
+    tile_product(p, &t, p->w, p->b, p->inter);
     float *inter = p->inter + t.r0 * IW + t.c0;
-    if (m->arch.ffn == XF_FFN_PLAIN) {
-        tile_product(p, &t, p->y->up_w, p->y->up_b, p->inter);
-        for (size_t r = 0; r < t.rows; r++)
-            xf_activation(m->arch.act, inter + r * IW, t.width);
-        return;
-    }
-    float *gate = p->gate + t.r0 * IW + t.c0;
-    tile_product(p, &t, p->y->gate_w, p->y->gate_b, p->gate);
-    tile_product(p, &t, p->y->up_w, p->y->up_b, p->inter);
-    for (size_t r = 0; r < t.rows; r++) {
-        xf_activation(m->arch.act, gate + r * IW, t.width);
+    const float *gate = p->gate + t.r0 * IW + t.c0;
+    for (size_t r = 0; r < t.rows; r++)
         for (size_t c = 0; c < t.width; c++)
             inter[r * IW + c] *= gate[r * IW + c];
-    }
+}
+
+/* Values [u * WIDEN_UNIT, ...) of the widening in hand. */
+enum { WIDEN_UNIT = 1 << 16 };
+static void widen_unit(void *arg, size_t u, unsigned member)
+{
+    (void)member;
+    struct pass *p = arg;
+    const size_t at = u * WIDEN_UNIT;
+    const size_t count =
+        p->widen_count - at < WIDEN_UNIT ? p->widen_count - at : WIDEN_UNIT;
+    xf_widen((const char *)p->widen_src + at * xf_dtype_size(p->widen_dtype),
+             p->widen_dtype, count, p->widen_dst + at);
 }
 
 /* h_out = inter W_down^T + b_down + x1, a tile of it. */
@@ -156,7 +182,7 @@ static void output_tile(void *arg, size_t u, unsigned member)
     struct pass *p = arg;
     const size_t H = p->m->hidden, IW = p->m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, H, u);
-    const float *b = p->y->down_b;
+    const float *b = p->b;
     float *out = p->h_out + t.r0 * H + t.c0;
     const float *x1 = p->x1 + t.r0 * H + t.c0;
     for (size_t r = 0; r < t.rows; r++)
@@ -164,7 +190,7 @@ static void output_tile(void *arg, size_t u, unsigned member)
             out[r * H + c] = b ? b[t.c0 + c] + x1[r * H + c] : x1[r * H + c];
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
                 (int)t.width, (int)IW, 1.0f, p->inter + t.r0 * IW, (int)IW,
-                p->y->down_w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);
+                p->w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);
 }
 
 /* A look for values float32 could not hold. */
@@ -195,27 +221,34 @@ static void final_rows(struct pass *p, size_t r0, size_t rows)
 
 /* ------------------------------------------------------------- the pass */
 
-static void embed(const struct xf_model *m, const struct xf_run *run, float *h)
+/* Row r of an embedding table w, widened into out[H]. */
+static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
+{
+    xf_widen((const char *)w.data + r * H * xf_dtype_size(w.dtype), w.dtype, H,
+             out);
+}
+
+/* The embeddings of the run's tokens into h; rows: [2][H] scratch. */
+static void embed(const struct xf_model *m, const struct xf_run *run, float *h,
+                  float *rows)
 {
     const size_t H = m->hidden;
+    float *p = rows, *t = rows + H;
     for (size_t i = 0; i < run->n; i++) {
-        const float *w = m->word_emb + (size_t)run->ids[i] * H;
         float *hi = h + i * H;
-        if (m->arch.positions == XF_POS_ROTARY) {
-            memcpy(hi, w, H * sizeof *hi); /* positions enter at q and k */
-            continue;
-        }
-        const float *p = m->pos_emb + i * H;
+        embedding_row(m->word_emb, run->ids[i], H, hi);
+        if (m->arch.positions == XF_POS_ROTARY)
+            continue; /* positions enter at q and k */
+        embedding_row(m->pos_emb, i, H, p);
         if (!m->arch.token_types) {
             for (size_t c = 0; c < H; c++)
-                hi[c] = w[c] + p[c];
+                hi[c] = hi[c] + p[c];
             continue;
         }
-        const float *t =
-            m->type_emb + (size_t)(run->type_ids ? run->type_ids[i] : 0) * H;
+        embedding_row(m->type_emb, run->type_ids ? run->type_ids[i] : 0, H, t);
         // in BertEmbeddings' order: (word + token type) + position
         for (size_t c = 0; c < H; c++)
-            hi[c] = (w[c] + t[c]) + p[c];
+            hi[c] = (hi[c] + t[c]) + p[c];
     }
     if (m->arch.embed_norm)
         norm_rows(m, h, run->n, m->embed_norm_w, m->embed_norm_b, h);
@@ -286,6 +319,7 @@ struct stack {
     const atomic_bool *cancel;
     struct xf_result *out;
     float *ffn;            /* the workspace's feed-forward rows */
+    float *widened;        /* the workspace's widened weights */
     struct pool_team team; /* on the call's own pool, NULL for one */
 };
 
@@ -303,6 +337,33 @@ static void run_rows(struct stack *s, struct pass *p,
 {
     p->rows_fn = fn;
     pool_phase(&s->team, rows_unit, p, xf_row_units(p->n));
+}
+
+/* The float32 values of a rows x cols matrix: the checkpoint's own, or
+ * widened into dst on the team. */
+static const float *matrix_floats(struct stack *s, struct pass *p,
+                                  struct xf_matrix w, size_t rows, size_t cols,
+                                  float *dst)
+{
+    if (w.dtype == XF_F32)
+        return w.data;
+    p->widen_src = w.data;
+    p->widen_dtype = w.dtype;
+    p->widen_dst = dst;
+    p->widen_count = rows * cols;
+    run_phase(s, widen_unit, p, (p->widen_count + WIDEN_UNIT - 1) / WIDEN_UNIT);
+    return dst;
+}
+
+/* The feed-forward (its output used): the product through w's float32
+ * values by tiles, after whichever widening it needs. */
+static void ffn_product(struct stack *s, struct pass *p, pool_unit tile,
+                        struct xf_matrix w, const float *b, size_t out,
+                        size_t in)
+{
+    p->w = matrix_floats(s, p, w, out, in, s->widened);
+    p->b = b;
+    run_phase(s, tile, p, xf_tile_count(p->n, out));
 }
 
 /* Layer l: attention through the core, with the feed-forward when its
@@ -330,28 +391,31 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b};
     atomic_init(&p.overflowed, false);
-    if (before) {
-        if (s->team.pool)
-            pool_acquire(s->team.pool);
+    // the attention's weights as float32, laid q, k, v, o in the workspace
+    const size_t hd = m->heads * m->head_dim, gd = m->kv_heads * m->head_dim;
+    float *wq = s->widened, *wk = wq + hd * H, *wv = wk + gd * H,
+          *wo = wv + gd * H;
+    if (s->team.pool)
+        pool_acquire(s->team.pool);
+    if (before)
         run_rows(s, &p, input_norm_rows);
-        if (s->team.pool)
-            pool_release(s->team.pool);
-    }
-
-    const unsigned kind = xf_attn_kind(plan, l);
-    struct attn_config cfg = plan->attn[kind];
     const struct attn_params params = {
-        .wq = y->q_w,
+        .wq = matrix_floats(s, &p, y->q_w, hd, H, wq),
         .bq = y->q_b,
-        .wk = y->k_w,
+        .wk = matrix_floats(s, &p, y->k_w, gd, H, wk),
         .bk = y->k_b,
-        .wv = y->v_w,
+        .wv = matrix_floats(s, &p, y->v_w, gd, H, wv),
         .bv = y->v_b,
-        .wo = y->o_w,
+        .wo = matrix_floats(s, &p, y->o_w, H, hd, wo),
         .bo = y->o_b,
         .q_norm = y->q_norm_w,
         .k_norm = y->k_norm_w,
     };
+    if (s->team.pool)
+        pool_release(s->team.pool);
+
+    const unsigned kind = xf_attn_kind(plan, l);
+    struct attn_config cfg = plan->attn[kind];
     cfg.params = &params;
     cfg.pool = s->team.pool;
     cfg.cancel = s->cancel;
@@ -380,8 +444,13 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
     if (s->team.pool)
         pool_acquire(s->team.pool);
     run_rows(s, &p, residual_rows);
-    run_phase(s, intermediate_tile, &p, xf_tile_count(n, IW));
-    run_phase(s, output_tile, &p, xf_tile_count(n, H));
+    if (gated) {
+        ffn_product(s, &p, activated_tile, y->gate_w, y->gate_b, IW, H);
+        ffn_product(s, &p, gated_tile, y->up_w, y->up_b, IW, H);
+    } else {
+        ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW, H);
+    }
+    ffn_product(s, &p, output_tile, y->down_w, y->down_b, H, IW);
     run_rows(s, &p, finish_rows);
     const bool last = l + 1 == m->layers;
     if (last && m->arch.final_norm)
@@ -430,12 +499,13 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     for (int i = 0; i < XF_WS_PARTS; i++)
         ws[i] = (float *)(block + plan->ws_offset[i]);
     s.ffn = ws[XF_WS_FFN];
+    s.widened = ws[XF_WS_WIDEN];
 
     const size_t nh = run->n * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows
     float *hidden = out->hidden_states;
 #define STATE(l) (hidden ? hidden + (l)*nh : ws[XF_WS_HIDDEN] + ((l) % 2) * nh)
-    embed(m, run, STATE(0));
+    embed(m, run, STATE(0), s.ffn); /* the feed-forward rows are free yet */
     for (size_t l = 0; l < plan->layers_run && !st; l++) {
         struct attn_result attn = {0};
         st = run_layer(&s, l, STATE(l), STATE(l + 1), &attn, err);

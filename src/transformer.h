@@ -87,25 +87,50 @@ const char *xf_positions_name(int positions);
 
 /* ---------------------------------------------------------------- model */
 
+/* The widths a weight matrix may be stored in. */
+typedef enum xf_dtype {
+    XF_F32 = 0, /* float */
+    XF_F16,     /* IEEE half, as uint16_t */
+    XF_BF16     /* bfloat16 (a float's upper half), as uint16_t */
+} xf_dtype;
+
+/* Bytes of one element of dtype. */
+size_t xf_dtype_size(xf_dtype dtype);
+
+/*
+ * A weight matrix as a checkpoint stores it, row-major, read in place: a
+ * pass widens a 16-bit one to float32 a matrix at a time into its own
+ * workspace, so the model's weights stay the width they are stored in.
+ * The shape is the model's (below). data NULL: absent.
+ */
+struct xf_matrix {
+    const void *data;
+    xf_dtype dtype;
+};
+
+/* dst[i] = src[i] widened to float32 (exactly) for i < count. */
+void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst);
+
 /*
  * One block, in nn.Linear's layout (weight [out][in], y = x W^T + b).
  * H = hidden, I = intermediate, D = head_dim, h = heads, g = kv_heads.
  * A bias is NULL exactly when the arch says the projection has none; an
- * RMSNorm's bias is NULL; gate is NULL for a plain feed-forward.
+ * RMSNorm's bias is NULL; gate is NULL for a plain feed-forward. Vectors
+ * (biases, norms) are float32; a loader widens them, they are small.
  */
 struct xf_layer {
-    const float *q_w, *q_b; /* [h D][H], [h D] */
-    const float *k_w, *k_b; /* [g D][H], [g D] */
-    const float *v_w, *v_b; /* [g D][H], [g D] */
-    const float *o_w, *o_b; /* [H][h D], [H] */
+    struct xf_matrix q_w;               /* [h D][H] */
+    struct xf_matrix k_w;               /* [g D][H] */
+    struct xf_matrix v_w;               /* [g D][H] */
+    struct xf_matrix o_w;               /* [H][h D] */
+    const float *q_b, *k_b, *v_b, *o_b; /* [h D], [g D], [g D], [H] */
     /* the norm of the attention sublayer: on its input (before) or on
      * the residual sum (after); [H], [H] */
     const float *attn_norm_w, *attn_norm_b;
-    const float *ffn_norm_w, *ffn_norm_b; /* the feed-forward's, likewise */
-    const float *up_w, *up_b;             /* [I][H], [I] */
-    const float *gate_w, *gate_b;         /* [I][H], [I]: gated only */
-    const float *down_w, *down_b;         /* [H][I], [H] */
-    const float *q_norm_w, *k_norm_w;     /* [D], [D]: arch.qk_norm */
+    const float *ffn_norm_w, *ffn_norm_b;  /* the feed-forward's, likewise */
+    struct xf_matrix up_w, gate_w, down_w; /* [I][H], [I][H], [H][I] */
+    const float *up_b, *gate_b, *down_b;   /* [I], [I], [H] */
+    const float *q_norm_w, *k_norm_w;      /* [D], [D]: arch.qk_norm */
 };
 
 /* A model's blocks and embeddings; the caller owns every tensor. */
@@ -121,11 +146,11 @@ struct xf_model {
     const double *rope_inv_freq;    /* NULL, or [head_dim / 2]: pair i's
                                        frequency, in place of rope_theta's
                                        (a scaled rope, LLaMA 3's) */
-    size_t window;         /* 0, or token i sees tokens j > i - window only (a
-                              sliding window, Mistral's) */
-    const float *word_emb; /* [vocab_size][H] */
-    const float *pos_emb;  /* [max_positions][H]: learned */
-    const float *type_emb; /* [type_vocab_size][H] */
+    size_t window; /* 0, or token i sees tokens j > i - window only (a
+                      sliding window, Mistral's) */
+    struct xf_matrix word_emb;                /* [vocab_size][H] */
+    struct xf_matrix pos_emb;                 /* [max_positions][H]: learned */
+    struct xf_matrix type_emb;                /* [type_vocab_size][H] */
     const float *embed_norm_w, *embed_norm_b; /* [H], [H]: arch.embed_norm */
     const float *final_norm_w, *final_norm_b; /* [H], [H]: arch.final_norm */
     const struct xf_layer *layer;             /* [layers] */
@@ -199,7 +224,15 @@ struct xf_result {
 enum { XF_ATTN_KINDS = 4 };
 
 /* The workspace block's parts. */
-enum { XF_WS_HIDDEN, XF_WS_ROLL_A, XF_WS_ROLL_B, XF_WS_FFN, XF_WS_PARTS };
+enum {
+    XF_WS_HIDDEN,
+    XF_WS_ROLL_A,
+    XF_WS_ROLL_B,
+    XF_WS_FFN,
+    XF_WS_WIDEN, /* 16-bit weights widened: a layer's attention's four, or
+                    one feed-forward matrix */
+    XF_WS_PARTS
+};
 
 /*
  * A pass planned once, for a model and a run: the layers it runs, its

@@ -128,9 +128,16 @@ static attn_status check_sizes(const struct xf_model *m, struct attn_error *err)
 }
 
 /* A tensor is there exactly when the arch has it. */
-static bool present_as(const float *t, bool wanted)
+static bool present_as(const void *t, bool wanted)
 {
     return (t != NULL) == wanted;
+}
+
+/* A matrix is there exactly when the arch has it, at a known width. */
+static bool matrix_as(struct xf_matrix w, bool wanted)
+{
+    return present_as(w.data, wanted) &&
+           (w.dtype == XF_F32 || w.dtype == XF_F16 || w.dtype == XF_BF16);
 }
 
 static attn_status check_tensors(const struct xf_model *m,
@@ -139,8 +146,8 @@ static attn_status check_tensors(const struct xf_model *m,
     const struct xf_arch *a = &m->arch;
     const bool layer_norm = a->norm == XF_NORM_LAYER;
     const bool learned = a->positions == XF_POS_LEARNED;
-    if (!m->word_emb || !present_as(m->pos_emb, learned) ||
-        !present_as(m->type_emb, a->token_types) ||
+    if (!matrix_as(m->word_emb, true) || !matrix_as(m->pos_emb, learned) ||
+        !matrix_as(m->type_emb, a->token_types) ||
         !present_as(m->embed_norm_w, a->embed_norm) ||
         !present_as(m->embed_norm_b, a->embed_norm && layer_norm))
         return attn_fail(err, ATTN_E_INVALID, "embeddings",
@@ -157,20 +164,22 @@ static attn_status check_tensors(const struct xf_model *m,
     const bool gated = a->ffn == XF_FFN_GATED;
     for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
-        const bool ok = y->q_w && y->k_w && y->v_w && y->o_w &&
-                        y->attn_norm_w && y->ffn_norm_w && y->up_w &&
-                        y->down_w && present_as(y->gate_w, gated) &&
-                        present_as(y->q_b, a->qkv_bias) &&
-                        present_as(y->k_b, a->qkv_bias) &&
-                        present_as(y->v_b, a->qkv_bias) &&
-                        present_as(y->o_b, a->out_bias) &&
-                        present_as(y->attn_norm_b, layer_norm) &&
-                        present_as(y->ffn_norm_b, layer_norm) &&
-                        present_as(y->up_b, a->ffn_bias) &&
-                        present_as(y->gate_b, gated && a->ffn_bias) &&
-                        present_as(y->down_b, a->ffn_bias) &&
-                        present_as(y->q_norm_w, a->qk_norm) &&
-                        present_as(y->k_norm_w, a->qk_norm);
+        const bool ok =
+            matrix_as(y->q_w, true) && matrix_as(y->k_w, true) &&
+            matrix_as(y->v_w, true) && matrix_as(y->o_w, true) &&
+            y->attn_norm_w && y->ffn_norm_w && matrix_as(y->up_w, true) &&
+            matrix_as(y->down_w, true) && matrix_as(y->gate_w, gated) &&
+            present_as(y->q_b, a->qkv_bias) &&
+            present_as(y->k_b, a->qkv_bias) &&
+            present_as(y->v_b, a->qkv_bias) &&
+            present_as(y->o_b, a->out_bias) &&
+            present_as(y->attn_norm_b, layer_norm) &&
+            present_as(y->ffn_norm_b, layer_norm) &&
+            present_as(y->up_b, a->ffn_bias) &&
+            present_as(y->gate_b, gated && a->ffn_bias) &&
+            present_as(y->down_b, a->ffn_bias) &&
+            present_as(y->q_norm_w, a->qk_norm) &&
+            present_as(y->k_norm_w, a->qk_norm);
         if (!ok)
             return attn_fail_at(err, ATTN_E_INVALID, "layer", 1, &l,
                                 "layer %zu is missing a tensor, or has one "
@@ -339,6 +348,30 @@ static size_t ffn_floats_per_row(const struct xf_model *m)
     return per_row;
 }
 
+/* Floats of the workspace that widens 16-bit weights: a layer's four
+ * attention matrices at once (the attention core reads them together),
+ * or one feed-forward matrix; 0 when every matrix is float32. Under
+ * XF_MAX_DIM, no product here overflows. */
+static size_t widen_floats(const struct xf_model *m)
+{
+    const size_t H = m->hidden, IW = m->intermediate;
+    const size_t hd = m->heads * m->head_dim, gd = m->kv_heads * m->head_dim;
+    size_t most = 0;
+    for (size_t l = 0; l < m->layers; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const bool attn16 = y->q_w.dtype != XF_F32 || y->k_w.dtype != XF_F32 ||
+                            y->v_w.dtype != XF_F32 || y->o_w.dtype != XF_F32;
+        const size_t attn = attn16 ? 2 * hd * H + 2 * gd * H : 0;
+        const bool ffn16 = y->up_w.dtype != XF_F32 ||
+                           y->down_w.dtype != XF_F32 ||
+                           (y->gate_w.data && y->gate_w.dtype != XF_F32);
+        const size_t ffn = ffn16 ? IW * H : 0;
+        most = attn > most ? attn : most;
+        most = ffn > most ? ffn : most;
+    }
+    return most;
+}
+
 static bool plan_workspace(struct xf_plan *p)
 {
     const size_t n = p->run.n;
@@ -351,6 +384,10 @@ static bool plan_workspace(struct xf_plan *p)
         p->ws_count[XF_WS_ROLL_B] = p->ws_count[XF_WS_ROLL_A];
     }
     ok = ok && size_mul(n, ffn_floats_per_row(p->m), &p->ws_count[XF_WS_FFN]);
+    // before the first layer, two embedding rows are widened there
+    if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
+        p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
+    p->ws_count[XF_WS_WIDEN] = widen_floats(p->m);
     struct ws_plan w = {0, false};
     for (int i = 0; i < XF_WS_PARTS && ok; i++)
         ws_take(&w, &p->ws_offset[i], p->ws_count[i], sizeof(float));

@@ -19,13 +19,32 @@
 
 /* One tensor a family names: its name in the checkpoint (without the
  * prefix a family may allow), the shape config.json gives it, and the
- * slot of the model it fills. */
+ * slot of the model it fills: a weight matrix, kept at the width it is
+ * stored in, or a vector (a bias, a norm), widened to float32 at load. */
 struct model_tensor {
     char name[96];
-    size_t rows, cols; /* cols 0: a vector of rows */
-    const char *what;  /* the shape in config.json's words */
-    const float **slot;
+    size_t rows, cols;        /* cols 0: a vector of rows */
+    const char *what;         /* the shape in config.json's words */
+    struct xf_matrix *matrix; /* or NULL, and then */
+    const float **vector;
 };
+
+/* Fill t: the tensor fmt names, of rows x cols (cols 0: a vector) in
+ * config.json's words what, and the slot it fills. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 7, 8)))
+#endif
+void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
+                      const float **vector, size_t rows, size_t cols,
+                      const char *what, const char *fmt, ...);
+
+/* out[(*n)++] = that, the slot a struct xf_matrix * or a const float **. */
+#define MODEL_TENSOR(out, n, slot, rows, cols, what, ...)                      \
+    model_tensor_put(                                                          \
+        &(out)[(n)++], _Generic((slot), struct xf_matrix *: (slot),           \
+                               default: NULL),                                 \
+        _Generic((slot), const float **: (slot), default: NULL), rows, cols,   \
+        what, __VA_ARGS__)
 
 struct family {
     const char *model_type; /* config.json's, e.g. "bert" */

@@ -197,15 +197,8 @@ static void name_tensors(struct model *m, struct model_tensor *w)
     struct xf_model *b = &m->xf;
     const size_t H = b->hidden, J = b->intermediate;
     size_t n = 0;
-#define WANT(slot_, rows_, cols_, what_, ...)                                  \
-    do {                                                                       \
-        snprintf(w[n].name, sizeof w[n].name, __VA_ARGS__);                    \
-        w[n].rows = rows_;                                                     \
-        w[n].cols = cols_;                                                     \
-        w[n].what = what_;                                                     \
-        w[n].slot = slot_;                                                     \
-        n++;                                                                   \
-    } while (0)
+#define WANT(slot, rows, cols, what, ...)                                      \
+    MODEL_TENSOR(w, n, slot, rows, cols, what, __VA_ARGS__)
     WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
          "embeddings.word_embeddings.weight");
     WANT(&b->pos_emb, b->max_positions, H,

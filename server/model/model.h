@@ -5,9 +5,11 @@
  * serves them. Which family it is comes from config.json's model_type,
  * looked up in the family table (family.h).
  *
- * F32 tensors are used in place from a read-only mapping of the file; F16
- * and BF16 ones (and F32 ones not aligned to 4 bytes) are converted to
- * float32 once, into one block. One loaded model serves every request; it
+ * Weight matrices are used in place from a read-only mapping of the file,
+ * at the width they are stored in (F32, F16 or BF16; a pass widens them a
+ * matrix at a time); vectors (biases, norms) that are not F32, and any
+ * tensor not aligned to its width, are converted to float32 once, into
+ * one block. One loaded model serves every request; it
  * is never written after model_load() returns.
  */
 #ifndef ATTND_MODEL_H
@@ -36,7 +38,9 @@ struct model {
     size_t map_bytes;
     float *converted; /* the tensors converted at load */
     size_t converted_bytes;
-    size_t weight_bytes; /* the model's tensors as float32 */
+    size_t weight_bytes; /* the model's tensors as held: matrices at the
+                            width they are stored in, vectors (and what
+                            had to be realigned) as float32 */
 };
 
 /*

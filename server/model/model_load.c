@@ -38,25 +38,35 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 /* ---------------------------------------------------------- the tensors */
 
-static float half_to_float(uint16_t h)
+void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
+                      const float **vector, size_t rows, size_t cols,
+                      const char *what, const char *fmt, ...)
 {
-    const unsigned exp = h >> 10 & 0x1f, mant = h & 0x3ff;
-    float v;
-    if (exp == 0)
-        v = ldexpf((float)mant, -24); /* zero or subnormal */
-    else if (exp == 31)
-        v = mant ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(mant | 0x400), (int)exp - 25);
-    return h >> 15 ? -v : v;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    t->rows = rows;
+    t->cols = cols;
+    t->what = what;
+    t->matrix = matrix;
+    t->vector = vector;
 }
 
-static float bf16_to_float(uint16_t h)
+/* The width the core reads a safetensors dtype at. */
+static xf_dtype dtype_of(st_dtype d)
 {
-    const uint32_t bits = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &bits, sizeof v);
-    return v;
+    return d == ST_F16 ? XF_F16 : d == ST_BF16 ? XF_BF16 : XF_F32;
+}
+
+/* Whether element e of a 16-bit tensor is Inf or NaN: its exponent bits
+ * all set. */
+static bool half_nonfinite(const unsigned char *src, xf_dtype dtype, size_t e)
+{
+    uint16_t h;
+    memcpy(&h, src + 2 * e, 2);
+    const uint16_t exp = dtype == XF_F16 ? 0x7c00 : 0x7f80;
+    return (h & exp) == exp;
 }
 
 /* The tensors found for wanted[i], in the file. */
@@ -132,7 +142,9 @@ static bool find_tensor(struct loader *ld, const struct st_header *h,
                            "shape %s, but config.json gives [%zu] (%s)", got,
                            w->rows, w->what);
     }
-    f->in_place = t->dtype == ST_F32 && t->offset % sizeof(float) == 0;
+    // a matrix is read at its own width; a vector, small, as float32
+    const size_t width = t->dtype == ST_F32 ? 4 : 2;
+    f->in_place = (t->dtype == ST_F32 || w->matrix) && t->offset % width == 0;
     return true;
 }
 
@@ -164,11 +176,9 @@ static bool take_tensors(struct loader *ld, const struct model_tensor *w,
 {
     struct model *m = ld->m;
     size_t converted = 0;
-    for (size_t i = 0; i < n; i++) {
-        m->weight_bytes += f[i].t->elements * sizeof(float);
+    for (size_t i = 0; i < n; i++)
         if (!f[i].in_place)
             converted += f[i].t->elements;
-    }
     if (converted) {
         m->converted = malloc(converted * sizeof(float));
         if (!m->converted)
@@ -183,28 +193,29 @@ static bool take_tensors(struct loader *ld, const struct model_tensor *w,
     for (size_t i = 0; i < n; i++) {
         const struct st_tensor *t = f[i].t;
         const unsigned char *src = base + t->offset;
-        const float *data;
-        if (f[i].in_place) {
-            data = (const float *)(const void *)src;
-        } else {
-            for (size_t e = 0; e < t->elements; e++) {
-                uint16_t h;
-                if (t->dtype == ST_F32) {
-                    memcpy(&next[e], src + 4 * e, 4);
-                    continue;
-                }
-                memcpy(&h, src + 2 * e, 2);
-                next[e] =
-                    t->dtype == ST_F16 ? half_to_float(h) : bf16_to_float(h);
-            }
-            data = next;
+        struct xf_matrix held = {.data = src, .dtype = dtype_of(t->dtype)};
+        if (!f[i].in_place) { /* widened to float32, or realigned */
+            xf_widen(src, held.dtype, t->elements, next);
+            held = (struct xf_matrix){.data = next, .dtype = XF_F32};
             next += t->elements;
         }
-        for (size_t e = 0; e < t->elements; e++)
-            if (!isfinite(data[e]))
-                return fail_tensor(ld, t->name, "element %zu is %s", e,
-                                   isnan(data[e]) ? "NaN" : "Inf");
-        *w[i].slot = data;
+        m->weight_bytes += t->elements * xf_dtype_size(held.dtype);
+        for (size_t e = 0; e < t->elements; e++) {
+            const bool bad = held.dtype == XF_F32
+                                 ? !isfinite(((const float *)held.data)[e])
+                                 : half_nonfinite(held.data, held.dtype, e);
+            if (!bad)
+                continue;
+            float v;
+            xf_widen((const char *)held.data + e * xf_dtype_size(held.dtype),
+                     held.dtype, 1, &v);
+            return fail_tensor(ld, t->name, "element %zu is %s", e,
+                               isnan(v) ? "NaN" : "Inf");
+        }
+        if (w[i].matrix)
+            *w[i].matrix = held;
+        else
+            *w[i].vector = held.data;
     }
     return true;
 }

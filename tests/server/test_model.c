@@ -343,11 +343,12 @@ static void test_variants_load_and_match(void **state)
         const char *name;
         bool lower, converted;
         size_t layers, hidden;
+        xf_dtype dtype;
     } variants[] = {
-        {"f32", true, false, 2, 32},
-        {"f16_prefixed", true, true, 3, 48},
-        {"bf16_legacy", false, true, 2, 64},
-        {"f32_prefixed_legacy", true, false, 2, 32},
+        {"f32", true, false, 2, 32, XF_F32},
+        {"f16_prefixed", true, true, 3, 48, XF_F16},
+        {"bf16_legacy", false, true, 2, 64, XF_BF16},
+        {"f32_prefixed_legacy", true, false, 2, 32, XF_F32},
     };
     for (size_t i = 0; i < 4; i++) {
         char dir[256];
@@ -357,15 +358,15 @@ static void test_variants_load_and_match(void **state)
         assert_int_equal(m->do_lower_case, variants[i].lower);
         assert_int_equal(m->xf.layers, variants[i].layers);
         assert_int_equal(m->xf.hidden, variants[i].hidden);
-        // F32 is used in place from the mapping; F16 and BF16 converted
+        // matrices are used in place from the mapping, at the width they
+        // are stored in; F16 and BF16 vectors (biases, norms) converted
         assert_int_equal(m->converted_bytes != 0, variants[i].converted);
-        if (!variants[i].converted) {
-            const char *map = m->map;
-            assert_true((const char *)m->xf.word_emb > map &&
-                        (const char *)m->xf.word_emb < map + m->map_bytes);
-        } else {
-            assert_int_equal(m->converted_bytes, m->weight_bytes);
-        }
+        const char *map = m->map;
+        assert_true((const char *)m->xf.word_emb.data > map &&
+                    (const char *)m->xf.word_emb.data < map + m->map_bytes);
+        assert_int_equal(m->xf.word_emb.dtype, variants[i].dtype);
+        assert_int_equal(m->layers[0].up_w.dtype, variants[i].dtype);
+        assert_true(m->converted_bytes < m->weight_bytes);
         check_goldens(m, variants[i].name);
         model_free(m);
     }

@@ -318,6 +318,18 @@ struct xf_arch test_bert_arch(xf_act act)
                             .ffn_bias = true};
 }
 
+struct xf_matrix test_f32(const float *data)
+{
+    return (struct xf_matrix){.data = data, .dtype = XF_F32};
+}
+
+const float *test_values(struct xf_matrix w)
+{
+    if (w.dtype != XF_F32)
+        abort(); /* the references read float32 models only */
+    return w.data;
+}
+
 attn_status test_xf_forward(const struct xf_model *m, const struct xf_run *run,
                             const atomic_bool *cancel, struct xf_result *out,
                             struct attn_error *err)

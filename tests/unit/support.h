@@ -40,6 +40,10 @@ double max_tol_ratio(const float *got, const double *want, size_t n,
  * positions with token types, an embedding norm, every bias) with act. */
 struct xf_arch test_bert_arch(xf_act act);
 
+/* A float32 matrix, and a matrix's values (which must be float32). */
+struct xf_matrix test_f32(const float *data);
+const float *test_values(struct xf_matrix w);
+
 /* xf_plan() then xf_forward(), for tests that ask once. */
 attn_status test_xf_forward(const struct xf_model *m, const struct xf_run *run,
                             const atomic_bool *cancel, struct xf_result *out,

@@ -176,9 +176,9 @@ static void model_random(struct owned_model *o, size_t layers, size_t heads,
                            .norm_eps = 1e-12f,
                            .arch = test_bert_arch(act),
                            .layer = o->layers};
-    m->word_emb = take(&at, vocab * H);
-    m->pos_emb = take(&at, positions * H);
-    m->type_emb = take(&at, types * H);
+    m->word_emb = test_f32(take(&at, vocab * H));
+    m->pos_emb = test_f32(take(&at, positions * H));
+    m->type_emb = test_f32(take(&at, types * H));
     float *lw = take(&at, H), *lb = take(&at, H);
     for (size_t c = 0; c < H; c++) {
         lw[c] = 1.0f + 0.1f * lw[c];
@@ -224,19 +224,19 @@ static void model_random(struct owned_model *o, size_t layers, size_t heads,
             in_b[c] *= 0.1f;
         for (size_t c = 0; c < H; c++)
             out_b[c] *= 0.1f;
-        *y = (struct xf_layer){.q_w = w[0],
+        *y = (struct xf_layer){.q_w = test_f32(w[0]),
                                .q_b = bq,
-                               .k_w = w[1],
+                               .k_w = test_f32(w[1]),
                                .k_b = bk,
-                               .v_w = w[2],
+                               .v_w = test_f32(w[2]),
                                .v_b = bv,
-                               .o_w = w[3],
+                               .o_w = test_f32(w[3]),
                                .o_b = bo,
                                .attn_norm_w = ln[0],
                                .attn_norm_b = ln[1],
-                               .up_w = in_w,
+                               .up_w = test_f32(in_w),
                                .up_b = in_b,
-                               .down_w = out_w,
+                               .down_w = test_f32(out_w),
                                .down_b = out_b,
                                .ffn_norm_w = ln[2],
                                .ffn_norm_b = ln[3]};
@@ -292,17 +292,18 @@ static void ref_encoder(const struct xf_model *m, const uint32_t *ids,
            *tmp = calloc(n * n, 8);
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < H; c++)
-            hidden[i * H + c] = (double)m->word_emb[ids[i] * H + c] +
-                                m->pos_emb[i * H + c] +
-                                m->type_emb[types[i] * H + c];
+            hidden[i * H + c] =
+                (double)test_values(m->word_emb)[ids[i] * H + c] +
+                test_values(m->pos_emb)[i * H + c] +
+                test_values(m->type_emb)[types[i] * H + c];
     ref_ln(hidden, n, H, m->embed_norm_w, m->embed_norm_b, m->norm_eps);
     for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
         const double *x = hidden + l * n * H;
         double *next = hidden + (l + 1) * n * H;
-        ref_lin(x, n, H, y->q_w, y->q_b, H, q);
-        ref_lin(x, n, H, y->k_w, y->k_b, H, k);
-        ref_lin(x, n, H, y->v_w, y->v_b, H, v);
+        ref_lin(x, n, H, test_values(y->q_w), y->q_b, H, q);
+        ref_lin(x, n, H, test_values(y->k_w), y->k_b, H, k);
+        ref_lin(x, n, H, test_values(y->v_w), y->v_b, H, v);
         for (size_t a = 0; a < h; a++)
             for (size_t i = 0; i < n; i++) {
                 double *row = weights + ((l * h + a) * n + i) * n, mx = -1e300,
@@ -325,18 +326,18 @@ static void ref_encoder(const struct xf_model *m, const uint32_t *ids,
                     ctx[i * H + a * d + c] = acc;
                 }
             }
-        ref_lin(ctx, n, H, y->o_w, y->o_b, H, x1);
+        ref_lin(ctx, n, H, test_values(y->o_w), y->o_b, H, x1);
         for (size_t e = 0; e < n * H; e++)
             x1[e] += x[e];
         ref_ln(x1, n, H, y->attn_norm_w, y->attn_norm_b, m->norm_eps);
-        ref_lin(x1, n, H, y->up_w, y->up_b, J, in);
+        ref_lin(x1, n, H, test_values(y->up_w), y->up_b, J, in);
         for (size_t e = 0; e < n * J; e++)
             in[e] = m->arch.act == XF_ACT_GELU
                         ? 0.5 * in[e] * (1 + erf(in[e] / sqrt(2.0)))
                         : 0.5 * in[e] *
                               (1 + tanh(0.7978845608028654 * /* sqrt(2/pi) */
                                         (in[e] + 0.044715 * pow(in[e], 3))));
-        ref_lin(in, n, J, y->down_w, y->down_b, H, next);
+        ref_lin(in, n, J, test_values(y->down_w), y->down_b, H, next);
         for (size_t e = 0; e < n * H; e++)
             next[e] += x1[e];
         ref_ln(next, n, H, y->ffn_norm_w, y->ffn_norm_b, m->norm_eps);
@@ -613,7 +614,7 @@ static void test_refusals(void **state)
     // near FLT_MAX on half of each row: some row's product overflows
     for (size_t e = 0; e < 24 * 16; e++)
         big[e] = e % 16 < 8 ? 3e38f : 0.0f;
-    huge[0].up_w = big;
+    huge[0].up_w = test_f32(big);
     bad = o.m;
     bad.layer = huge;
     expect_refusal(&bad, &run, ATTN_E_INPUT, "layer", "layer 0");
@@ -724,10 +725,12 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
     float *owned[512];
     size_t n_owned = 0;
 #define T(name, count) (owned[n_owned++] = tensor(&f, name, count))
-    m.word_emb = T("embeddings.word_embeddings.weight", m.vocab_size * H);
-    m.pos_emb = T("embeddings.position_embeddings.weight", m.max_positions * H);
-    m.type_emb =
-        T("embeddings.token_type_embeddings.weight", m.type_vocab_size * H);
+    m.word_emb =
+        test_f32(T("embeddings.word_embeddings.weight", m.vocab_size * H));
+    m.pos_emb = test_f32(
+        T("embeddings.position_embeddings.weight", m.max_positions * H));
+    m.type_emb = test_f32(
+        T("embeddings.token_type_embeddings.weight", m.type_vocab_size * H));
     m.embed_norm_w = T("embeddings.LayerNorm.weight", H);
     m.embed_norm_b = T("embeddings.LayerNorm.bias", H);
     struct xf_layer *layers = calloc(m.layers, sizeof *layers);
@@ -756,19 +759,19 @@ static void golden_variant(const char *variant, const char *prefix, bool legacy)
             snprintf(p, sizeof p, "encoder.layer.%zu.%s", l, names[i]);
             t[i] = T(p, counts[i]);
         }
-        layers[l] = (struct xf_layer){.q_w = t[0],
+        layers[l] = (struct xf_layer){.q_w = test_f32(t[0]),
                                       .q_b = t[1],
-                                      .k_w = t[2],
+                                      .k_w = test_f32(t[2]),
                                       .k_b = t[3],
-                                      .v_w = t[4],
+                                      .v_w = test_f32(t[4]),
                                       .v_b = t[5],
-                                      .o_w = t[6],
+                                      .o_w = test_f32(t[6]),
                                       .o_b = t[7],
                                       .attn_norm_w = t[8],
                                       .attn_norm_b = t[9],
-                                      .up_w = t[10],
+                                      .up_w = test_f32(t[10]),
                                       .up_b = t[11],
-                                      .down_w = t[12],
+                                      .down_w = test_f32(t[12]),
                                       .down_b = t[13],
                                       .ffn_norm_w = t[14],
                                       .ffn_norm_b = t[15]};

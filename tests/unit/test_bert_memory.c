@@ -175,17 +175,17 @@ static struct xf_model model_of(size_t layers, size_t heads, size_t H, size_t J,
                          .arch = test_bert_arch(XF_ACT_GELU),
                          .layer = *ly};
 #define NEXT(count) (a += (count), a - (count))
-    m.word_emb = NEXT(vocab * H);
-    m.pos_emb = NEXT(positions * H);
-    m.type_emb = NEXT(2 * H);
+    m.word_emb = test_f32(NEXT(vocab * H));
+    m.pos_emb = test_f32(NEXT(positions * H));
+    m.type_emb = test_f32(NEXT(2 * H));
     m.embed_norm_w = NEXT(H);
     m.embed_norm_b = NEXT(H);
     for (size_t l = 0; l < layers; l++) {
         struct xf_layer *y = &(*ly)[l];
-        y->q_w = NEXT(H * H);
-        y->k_w = NEXT(H * H);
-        y->v_w = NEXT(H * H);
-        y->o_w = NEXT(H * H);
+        y->q_w = test_f32(NEXT(H * H));
+        y->k_w = test_f32(NEXT(H * H));
+        y->v_w = test_f32(NEXT(H * H));
+        y->o_w = test_f32(NEXT(H * H));
         y->q_b = NEXT(H);
         y->k_b = NEXT(H);
         y->v_b = NEXT(H);
@@ -194,8 +194,8 @@ static struct xf_model model_of(size_t layers, size_t heads, size_t H, size_t J,
         y->attn_norm_b = NEXT(H);
         y->ffn_norm_w = NEXT(H);
         y->ffn_norm_b = NEXT(H);
-        y->up_w = NEXT(J * H);
-        y->down_w = NEXT(H * J);
+        y->up_w = test_f32(NEXT(J * H));
+        y->down_w = test_f32(NEXT(H * J));
         y->up_b = NEXT(J);
         y->down_b = NEXT(H);
     }
@@ -285,7 +285,8 @@ static void test_bytes_hold_prenorm_gated(void **state)
     m.kv_heads = 2;
     m.rope_theta = 10000.0f;
     m.final_norm_w = m.embed_norm_w;
-    m.pos_emb = m.type_emb = m.embed_norm_w = m.embed_norm_b = NULL;
+    m.pos_emb = m.type_emb = (struct xf_matrix){0};
+    m.embed_norm_w = m.embed_norm_b = NULL;
     m.type_vocab_size = 0;
     for (size_t l = 0; l < m.layers; l++) {
         struct xf_layer *y = &ly[l];

@@ -132,11 +132,11 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
                            .rope_theta = 500.0f,
                            .rope_pairing = ATTN_ROPE_HALF,
                            .layer = o->layers};
-    m->word_emb = take(o, vocab * H, 1.0f, 0.0f);
+    m->word_emb = test_f32(take(o, vocab * H, 1.0f, 0.0f));
     if (a->positions == XF_POS_LEARNED)
-        m->pos_emb = take(o, positions * H, 0.5f, 0.0f);
+        m->pos_emb = test_f32(take(o, positions * H, 0.5f, 0.0f));
     if (a->token_types)
-        m->type_emb = take(o, types * H, 0.5f, 0.0f);
+        m->type_emb = test_f32(take(o, types * H, 0.5f, 0.0f));
     if (a->embed_norm) {
         m->embed_norm_w = take(o, H, 0.1f, 1.0f);
         m->embed_norm_b = ln ? take(o, H, 0.1f, 0.0f) : NULL;
@@ -149,10 +149,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
                 sd = 1.0f / sqrtf((float)(heads * D));
     for (size_t l = 0; l < layers; l++) {
         struct xf_layer *y = &o->layers[l];
-        y->q_w = take(o, heads * D * H, 1.5f * sh, 0.0f);
-        y->k_w = take(o, kv_heads * D * H, 1.5f * sh, 0.0f);
-        y->v_w = take(o, kv_heads * D * H, sh, 0.0f);
-        y->o_w = take(o, H * heads * D, sd, 0.0f);
+        y->q_w = test_f32(take(o, heads * D * H, 1.5f * sh, 0.0f));
+        y->k_w = test_f32(take(o, kv_heads * D * H, 1.5f * sh, 0.0f));
+        y->v_w = test_f32(take(o, kv_heads * D * H, sh, 0.0f));
+        y->o_w = test_f32(take(o, H * heads * D, sd, 0.0f));
         if (a->qkv_bias) {
             y->q_b = take(o, heads * D, 0.2f, 0.0f);
             y->k_b = take(o, kv_heads * D, 0.2f, 0.0f);
@@ -170,10 +170,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
             y->attn_norm_b = take(o, H, 0.1f, 0.0f);
             y->ffn_norm_b = take(o, H, 0.1f, 0.0f);
         }
-        y->up_w = take(o, J * H, sh, 0.0f);
-        y->down_w = take(o, H * J, 1.0f / sqrtf((float)J), 0.0f);
+        y->up_w = test_f32(take(o, J * H, sh, 0.0f));
+        y->down_w = test_f32(take(o, H * J, 1.0f / sqrtf((float)J), 0.0f));
         if (a->ffn == XF_FFN_GATED)
-            y->gate_w = take(o, J * H, sh, 0.0f);
+            y->gate_w = test_f32(take(o, J * H, sh, 0.0f));
         if (a->ffn_bias) {
             y->up_b = take(o, J, 0.1f, 0.0f);
             y->down_b = take(o, H, 0.1f, 0.0f);
@@ -282,9 +282,9 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
     const size_t H = m->hidden, h = m->heads, g = m->kv_heads, D = m->head_dim;
     double *q = calloc(n * h * D, 8), *k = calloc(n * g * D, 8),
            *v = calloc(n * g * D, 8), *ctx = calloc(n * h * D, 8);
-    ref_lin(in, n, H, y->q_w, y->q_b, h * D, q);
-    ref_lin(in, n, H, y->k_w, y->k_b, g * D, k);
-    ref_lin(in, n, H, y->v_w, y->v_b, g * D, v);
+    ref_lin(in, n, H, test_values(y->q_w), y->q_b, h * D, q);
+    ref_lin(in, n, H, test_values(y->k_w), y->k_b, g * D, k);
+    ref_lin(in, n, H, test_values(y->v_w), y->v_b, g * D, v);
     if (m->arch.qk_norm) {
         ref_head_norm(m, q, n, h, y->q_norm_w);
         ref_head_norm(m, k, n, g, y->k_norm_w);
@@ -317,7 +317,7 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
             }
         }
     }
-    ref_lin(ctx, n, h * D, y->o_w, y->o_b, H, out);
+    ref_lin(ctx, n, h * D, test_values(y->o_w), y->o_b, H, out);
     free(q);
     free(k);
     free(v);
@@ -337,11 +337,11 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
            *gate = calloc(n * J, 8);
     for (size_t i = 0; i < n; i++)
         for (size_t c = 0; c < H; c++) {
-            double e = m->word_emb[ids[i] * H + c];
-            if (m->pos_emb)
-                e += m->pos_emb[i * H + c];
-            if (m->type_emb)
-                e += m->type_emb[(types ? types[i] : 0) * H + c];
+            double e = test_values(m->word_emb)[ids[i] * H + c];
+            if (m->pos_emb.data)
+                e += test_values(m->pos_emb)[i * H + c];
+            if (m->type_emb.data)
+                e += test_values(m->type_emb)[(types ? types[i] : 0) * H + c];
             hidden[i * H + c] = e;
         }
     if (m->arch.embed_norm)
@@ -361,16 +361,16 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
         memcpy(normed, x1, n * H * 8);
         if (before)
             ref_norm(m, normed, n, y->ffn_norm_w, y->ffn_norm_b);
-        ref_lin(normed, n, H, y->up_w, y->up_b, J, up);
+        ref_lin(normed, n, H, test_values(y->up_w), y->up_b, J, up);
         if (m->arch.ffn == XF_FFN_GATED) {
-            ref_lin(normed, n, H, y->gate_w, y->gate_b, J, gate);
+            ref_lin(normed, n, H, test_values(y->gate_w), y->gate_b, J, gate);
             for (size_t e = 0; e < n * J; e++)
                 up[e] *= ref_act(m->arch.act, gate[e]);
         } else {
             for (size_t e = 0; e < n * J; e++)
                 up[e] = ref_act(m->arch.act, up[e]);
         }
-        ref_lin(up, n, J, y->down_w, y->down_b, H, h_out);
+        ref_lin(up, n, J, test_values(y->down_w), y->down_b, H, h_out);
         for (size_t e = 0; e < n * H; e++)
             h_out[e] += x1[e];
         if (!before)
@@ -637,6 +637,110 @@ static void test_arch_refusals(void **state)
     model_free(&o);
 }
 
+/* 16-bit values widen exactly. */
+static void test_widen(void **state)
+{
+    (void)state;
+    const uint16_t half[] = {0x3C00, 0xC000, 0x7BFF, 0x0001,
+                             0x8000, 0x7C00, 0x3555};
+    const float half_want[] = {1.0f,  -2.0f,    65504.0f,   0x1p-24f,
+                               -0.0f, INFINITY, 0x1.554p-2f};
+    float got[7];
+    xf_widen(half, XF_F16, 7, got);
+    assert_memory_equal(got, half_want, sizeof got);
+    const uint16_t bf[] = {0x3F80, 0xC2F7, 0x0001, 0x7F80};
+    const float bf_want[] = {1.0f, -123.5f, 0x1p-133f, INFINITY};
+    xf_widen(bf, XF_BF16, 4, got);
+    assert_memory_equal(got, bf_want, 4 * sizeof(float));
+    assert_int_equal(xf_dtype_size(XF_F32), 4);
+    assert_int_equal(xf_dtype_size(XF_BF16), 2);
+}
+
+/* x rounded to the nearest bfloat16 (ties to even), and its bits. */
+static uint16_t to_bf16(float *x)
+{
+    uint32_t bits;
+    memcpy(&bits, x, sizeof bits);
+    bits += 0x7fff + (bits >> 16 & 1);
+    const uint16_t h = (uint16_t)(bits >> 16);
+    bits = (uint32_t)h << 16;
+    memcpy(x, &bits, sizeof bits);
+    return h;
+}
+
+/* A matrix of count values rounded to bfloat16 in place, and a copy of
+ * it stored as bfloat16 (from store, which advances). */
+static struct xf_matrix as_bf16(struct xf_matrix w, size_t count,
+                                uint16_t **store)
+{
+    if (!w.data)
+        return w;
+    float *values = (float *)w.data; /* the test's own block */
+    uint16_t *h = *store;
+    for (size_t i = 0; i < count; i++)
+        h[i] = to_bf16(&values[i]);
+    *store += count;
+    return (struct xf_matrix){.data = h, .dtype = XF_BF16};
+}
+
+/* Weights stored as bfloat16, widened inside the pass, give the bits of
+ * the same values stored as float32: the widening is exact, the products
+ * the same. */
+static void test_stored_width_same_bits(void **state)
+{
+    (void)state;
+    const struct xf_arch archs[] = {llama_arch(), gpt2_arch(),
+                                    test_bert_arch(XF_ACT_GELU)};
+    for (size_t k = 0; k < 3; k++) {
+        struct owned o;
+        model_make(&o, &archs[k], 2, 4, k == 0 ? 2 : 4, 6, 24, 40, 9 + k);
+        struct xf_model half = o.m;
+        struct xf_layer *hl = calloc(2, sizeof *hl);
+        uint16_t *store = malloc(o.size * sizeof *store), *at = store;
+        const size_t H = 24, J = 40, hd = 24, gd = (k == 0 ? 2 : 4) * 6;
+        half.word_emb = as_bf16(o.m.word_emb, 40 * H, &at);
+        half.pos_emb = as_bf16(o.m.pos_emb, 80 * H, &at);
+        half.type_emb = as_bf16(o.m.type_emb, 2 * H, &at);
+        for (size_t l = 0; l < 2; l++) {
+            const struct xf_layer *y = &o.layers[l];
+            hl[l] = *y;
+            hl[l].q_w = as_bf16(y->q_w, hd * H, &at);
+            hl[l].k_w = as_bf16(y->k_w, gd * H, &at);
+            hl[l].v_w = as_bf16(y->v_w, gd * H, &at);
+            hl[l].o_w = as_bf16(y->o_w, H * hd, &at);
+            hl[l].up_w = as_bf16(y->up_w, J * H, &at);
+            hl[l].gate_w = as_bf16(y->gate_w, J * H, &at);
+            hl[l].down_w = as_bf16(y->down_w, H * J, &at);
+        }
+        half.layer = hl;
+        const uint32_t ids[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+        const struct xf_run run = {.ids = ids,
+                                   .n = 11,
+                                   .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN,
+                                   .layer = XF_ALL_LAYERS,
+                                   .threads = 2};
+        struct xf_result a, b;
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &a, NULL), ATTN_OK);
+        assert_int_equal(test_xf_forward(&half, &run, NULL, &b, NULL), ATTN_OK);
+        assert_memory_equal(a.weights, b.weights,
+                            2 * 4 * 11 * 11 * sizeof(float));
+        assert_memory_equal(a.hidden_states, b.hidden_states,
+                            3 * 11 * H * sizeof(float));
+        // and the pass holds a workspace to widen them in
+        struct xf_plan pa, pb;
+        assert_int_equal(xf_plan(&o.m, &run, &pa, NULL), ATTN_OK);
+        assert_int_equal(xf_plan(&half, &run, &pb, NULL), ATTN_OK);
+        assert_int_equal(pa.ws_count[XF_WS_WIDEN], 0);
+        assert_true(xf_plan_bytes(&pb) >=
+                    xf_plan_bytes(&pa) + J * H * sizeof(float));
+        xf_result_free(&a);
+        xf_result_free(&b);
+        free(store);
+        free(hl);
+        model_free(&o);
+    }
+}
+
 /* The enums' names, as /models and the config echo print them. */
 static void test_names(void **state)
 {
@@ -667,6 +771,8 @@ int main(void)
         cmocka_unit_test(test_conventions_have_teeth),
         cmocka_unit_test(test_arch_refusals),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_widen),
+        cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
