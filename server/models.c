@@ -20,25 +20,30 @@ static uint64_t fnv_more(uint64_t h, const void *bytes, size_t len)
 }
 
 /* What tells two checkpoints apart for a cached GET answer: the sizes,
- * the tokenizer's case, every token, the safetensors header and 64 bytes
- * of every MiB of the data (touching one page in 256 of the mapping). */
+ * the tokenizer's case, every token, and of each safetensors file its
+ * header and 64 bytes of every MiB of the data (touching one page in 256
+ * of the mapping). */
 static uint64_t fingerprint(const struct model *m)
 {
     const struct xf_model *b = &m->xf;
-    const size_t sizes[] = {
-        b->layers,          b->heads,      b->hidden,
-        b->intermediate,    b->vocab_size, b->max_positions,
-        b->type_vocab_size, m->map_bytes,  m->do_lower_case};
+    const size_t sizes[] = {b->layers,          b->heads,
+                            b->hidden,          b->intermediate,
+                            b->vocab_size,      b->max_positions,
+                            b->type_vocab_size, shards_bytes(&m->shards),
+                            m->do_lower_case};
     uint64_t h = fnv_more(0xcbf29ce484222325ull, sizes, sizeof sizes);
     for (uint32_t id = 0; id < tok_vocab_size(&m->tokenizer); id++) {
         const char *t = tok_token_text(&m->tokenizer, id);
         h = fnv_more(h, t, strlen(t) + 1);
     }
-    const unsigned char *map = m->map;
-    const size_t head = m->map_bytes < 65536 ? m->map_bytes : 65536;
-    h = fnv_more(h, map, head);
-    for (size_t at = head; at + 64 <= m->map_bytes; at += (size_t)1 << 20)
-        h = fnv_more(h, map + at, 64);
+    for (size_t s = 0; s < m->shards.count; s++) {
+        const unsigned char *map = m->shards.shard[s].map;
+        const size_t bytes = m->shards.shard[s].bytes;
+        const size_t head = bytes < 65536 ? bytes : 65536;
+        h = fnv_more(h, map, head);
+        for (size_t at = head; at + 64 <= bytes; at += (size_t)1 << 20)
+            h = fnv_more(h, map + at, 64);
+    }
     return h;
 }
 

@@ -20,14 +20,23 @@
 /* One tensor a family names: its name in the checkpoint (without the
  * prefix a family may allow), the shape config.json gives it, and the
  * slot of the model it fills: a weight matrix, kept at the width it is
- * stored in, or a vector (a bias, a norm), widened to float32 at load. */
+ * stored in, or a vector (a bias, a norm), widened to float32 at load.
+ * A slot may take a slice of the tensor's outputs (q, k and v of GPT-2's
+ * fused c_attn), and a matrix may be stored [in][out] (GPT-2's Conv1D),
+ * which the loader turns into the core's [out][in] once, at its width. */
 struct model_tensor {
     char name[96];
-    size_t rows, cols;        /* cols 0: a vector of rows */
+    size_t rows, cols;        /* as stored; cols 0: a vector of rows */
     const char *what;         /* the shape in config.json's words */
     struct xf_matrix *matrix; /* or NULL, and then */
     const float **vector;
+    bool in_out;       /* stored [in][out]: outputs are its columns */
+    size_t out0, outs; /* the outputs the slot takes; outs 0: all */
 };
+
+/* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
+void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
+                        size_t outs);
 
 /* Fill t: the tensor fmt names, of rows x cols (cols 0: a vector) in
  * config.json's words what, and the slot it fills. */
@@ -37,6 +46,10 @@ __attribute__((format(printf, 7, 8)))
 void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
                       const float **vector, size_t rows, size_t cols,
                       const char *what, const char *fmt, ...);
+
+/* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
+void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
+                        size_t outs);
 
 /* out[(*n)++] = that, the slot a struct xf_matrix * or a const float **. */
 #define MODEL_TENSOR(out, n, slot, rows, cols, what, ...)                      \
@@ -59,10 +72,10 @@ struct family {
     /* Every tensor the model needs, into out[tensor_count()]; the slots
      * point into m->xf and m->layers. */
     void (*name_tensors)(struct model *m, struct model_tensor *out);
-    /* The prefix the checkpoint's names carry, from its header: "" or
-     * one the family allows (BertModel saved inside a task model has
+    /* The prefix the checkpoint's names carry, from its files: "" or one
+     * the family allows (BertModel saved inside a task model has
      * "bert."). */
-    const char *(*prefix)(const struct st_header *h);
+    const char *(*prefix)(const struct shards *s);
     /* Whether a name (after the prefix) that no tensor took belongs to
      * the network itself, which makes the checkpoint one config.json
      * does not describe; names outside it (task heads, buffers) are

@@ -237,9 +237,12 @@ static void name_tensors(struct model *m, struct model_tensor *w)
 #undef WANT
 }
 
-static const char *prefix(const struct st_header *h)
+static const char *prefix(const struct shards *s)
 {
-    return st_find(h, "bert.embeddings.word_embeddings.weight") ? "bert." : "";
+    size_t in;
+    return shards_find(s, "bert.embeddings.word_embeddings.weight", &in)
+               ? "bert."
+               : "";
 }
 
 /* The encoder's namespace, but for its two buffers. */

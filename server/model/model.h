@@ -15,6 +15,7 @@
 #ifndef ATTND_MODEL_H
 #define ATTND_MODEL_H
 
+#include "shards.h"
 #include "tokenizer.h"
 #include "transformer.h"
 
@@ -31,12 +32,11 @@ struct model {
     struct xf_model xf;          /* its tensors point into map or converted */
     struct xf_layer *layers;     /* [xf.layers], xf.layer */
     struct tokenizer tokenizer;
-    bool do_lower_case; /* the tokenizer lowercases (BERT's
-                           tokenizer_config.json; true when absent, as
-                           BertTokenizer) */
-    const void *map;    /* model.safetensors, mapped read-only */
-    size_t map_bytes;
-    float *converted; /* the tensors converted at load */
+    bool do_lower_case;   /* the tokenizer lowercases (BERT's
+                             tokenizer_config.json; true when absent, as
+                             BertTokenizer) */
+    struct shards shards; /* the safetensors files, mapped read-only */
+    void *converted;      /* the tensors copied or converted at load */
     size_t converted_bytes;
     size_t weight_bytes; /* the model's tensors as held: matrices at the
                             width they are stored in, vectors (and what

@@ -110,9 +110,11 @@ static struct st_parts st_split(const char *dir)
     return parts;
 }
 
-/* Write header text (padded with spaces to pad bytes) and data. */
-static void st_write(const char *dir, const char *header, size_t pad,
-                     const unsigned char *data, size_t data_len)
+/* Write header text (padded with spaces to pad bytes) and data into the
+ * folder's file. */
+static void st_write_file(const char *dir, const char *file,
+                          const char *header, size_t pad,
+                          const unsigned char *data, size_t data_len)
 {
     const size_t hl = strlen(header);
     const size_t n = (hl + pad - 1) / pad * pad;
@@ -124,9 +126,16 @@ static void st_write(const char *dir, const char *header, size_t pad,
     if (data_len)
         memcpy(out + 8 + n, data, data_len);
     char p[1024];
-    path_of(p, dir, "model.safetensors");
+    path_of(p, dir, file);
     spit(p, out, 8 + n + data_len);
     free(out);
+}
+
+/* The same into model.safetensors. */
+static void st_write(const char *dir, const char *header, size_t pad,
+                     const unsigned char *data, size_t data_len)
+{
+    st_write_file(dir, "model.safetensors", header, pad, data, data_len);
 }
 
 /* Write the parts as they are (offsets as edited). */
@@ -361,9 +370,10 @@ static void test_variants_load_and_match(void **state)
         // matrices are used in place from the mapping, at the width they
         // are stored in; F16 and BF16 vectors (biases, norms) converted
         assert_int_equal(m->converted_bytes != 0, variants[i].converted);
-        const char *map = m->map;
+        const char *map = m->shards.shard[0].map;
         assert_true((const char *)m->xf.word_emb.data > map &&
-                    (const char *)m->xf.word_emb.data < map + m->map_bytes);
+                    (const char *)m->xf.word_emb.data <
+                        map + m->shards.shard[0].bytes);
         assert_int_equal(m->xf.word_emb.dtype, variants[i].dtype);
         assert_int_equal(m->layers[0].up_w.dtype, variants[i].dtype);
         assert_true(m->converted_bytes < m->weight_bytes);
@@ -867,6 +877,119 @@ static void test_bad_vocab_and_tokenizer(void **state)
 }
 
 /* The header reader on its own, as the fuzz target calls it. */
+/* The f32 variant split into two shards (the tensors before and after
+ * the 12th of the header) with model.safetensors.index.json; *index gets
+ * the index, which the caller may rewrite. */
+static char *sharded_variant(cJSON **index)
+{
+    char *dir = copy_variant("f32");
+    struct st_parts parts = st_split(dir);
+    cJSON *halves[2] = {cJSON_CreateObject(), cJSON_CreateObject()};
+    unsigned char *data[2] = {malloc(parts.data_len), malloc(parts.data_len)};
+    size_t used[2] = {0, 0}, k = 0, total = 0;
+    cJSON *map = cJSON_CreateObject();
+    const char *files[2] = {"model-00001-of-00002.safetensors",
+                            "model-00002-of-00002.safetensors"};
+    const cJSON *e;
+    cJSON_ArrayForEach(e, parts.header)
+    {
+        if (strcmp(e->string, "__metadata__") == 0)
+            continue;
+        const int half = k++ < 12 ? 0 : 1;
+        cJSON *copy = cJSON_Duplicate(e, true);
+        const size_t b = (size_t)offset_of(copy, 0),
+                     len = (size_t)offset_of(copy, 1) - b;
+        memcpy(data[half] + used[half], parts.data + b, len);
+        set_pair(copy, "data_offsets", (double)used[half],
+                 (double)(used[half] + len));
+        used[half] += len;
+        total += len;
+        cJSON_AddItemToObject(halves[half], e->string, copy);
+        cJSON_AddStringToObject(map, e->string, files[half]);
+    }
+    for (int h = 0; h < 2; h++) {
+        char *text = cJSON_PrintUnformatted(halves[h]);
+        st_write_file(dir, files[h], text, 8, data[h], used[h]);
+        free(text);
+        free(data[h]);
+        cJSON_Delete(halves[h]);
+    }
+    cJSON_Delete(parts.header);
+    free(parts.data);
+    char p[1024];
+    path_of(p, dir, "model.safetensors");
+    unlink(p);
+    *index = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(*index, "metadata");
+    cJSON_AddNumberToObject(meta, "total_size", (double)total);
+    cJSON_AddItemToObject(*index, "weight_map", map);
+    char *text = cJSON_Print(*index);
+    write_text(dir, "model.safetensors.index.json", text);
+    free(text);
+    return dir;
+}
+
+static void write_index(const char *dir, const cJSON *index)
+{
+    char *text = cJSON_Print(index);
+    write_text(dir, "model.safetensors.index.json", text);
+    free(text);
+}
+
+/* Shards with their index load as the one file does, and every way the
+ * index can disagree with the files is refused, naming it. */
+static void test_sharded(void **state)
+{
+    (void)state;
+    cJSON *index;
+    char *dir = sharded_variant(&index);
+    struct model *m = load_ok(dir);
+    assert_int_equal(m->shards.count, 2);
+    check_goldens(m, "f32");
+    model_free(m);
+
+    cJSON *map = cJSON_GetObjectItem(index, "weight_map");
+    char first[96]; /* the item, its name with it, is replaced below */
+    snprintf(first, sizeof first, "%s", map->child->string);
+    // a tensor said to be in the other file
+    cJSON_ReplaceItemInObject(
+        map, first, cJSON_CreateString("model-00002-of-00002.safetensors"));
+    write_index(dir, index);
+    expect_failure(dir, "model.safetensors.index.json", first, "is not in",
+                   NULL);
+    // a file outside the folder
+    cJSON_ReplaceItemInObject(map, first,
+                              cJSON_CreateString("../model.safetensors"));
+    write_index(dir, index);
+    expect_failure(dir, "not a file of the folder", NULL);
+    // a file that is not there
+    cJSON_ReplaceItemInObject(
+        map, first, cJSON_CreateString("model-00003-of-00003.safetensors"));
+    write_index(dir, index);
+    expect_failure(dir, "model-00003-of-00003.safetensors", "No such file",
+                   NULL);
+    cJSON_ReplaceItemInObject(
+        map, first, cJSON_CreateString("model-00001-of-00002.safetensors"));
+    // a size that is not the tensors'
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(index, "metadata"),
+                              "total_size", cJSON_CreateNumber(12));
+    write_index(dir, index);
+    expect_failure(dir, "metadata.total_size is 12", NULL);
+    // a tensor of the files the index does not list
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(index, "metadata"),
+                               "total_size");
+    cJSON_DeleteItemFromObject(map, first);
+    write_index(dir, index);
+    expect_failure(dir, "weight_map lists", NULL);
+    write_text(dir, "model.safetensors.index.json", "{\"weight_map\": {}}");
+    expect_failure(dir, "weight_map is missing or empty", NULL);
+    write_text(dir, "model.safetensors.index.json", "{");
+    expect_failure(dir, "model.safetensors.index.json", "not valid JSON",
+                   NULL);
+    cJSON_Delete(index);
+    remove_dir(dir);
+}
+
 static void test_header_reader(void **state)
 {
     (void)state;
@@ -906,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_bad_vocab_and_tokenizer),
         cmocka_unit_test(test_header_reader),
+        cmocka_unit_test(test_sharded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

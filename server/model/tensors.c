@@ -1,0 +1,343 @@
+/*
+ * tensors.c - a family's tensors into the model's slots (tensors.h).
+ */
+/* madvise() and MADV_DONTNEED */
+#define _DEFAULT_SOURCE
+
+#include "tensors.h"
+#include "fail.h"
+#include "family.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "safetensors data is little-endian, used in place");
+
+void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
+                      const float **vector, size_t rows, size_t cols,
+                      const char *what, const char *fmt, ...)
+{
+    memset(t, 0, sizeof *t);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    t->rows = rows;
+    t->cols = cols;
+    t->what = what;
+    t->matrix = matrix;
+    t->vector = vector;
+}
+
+void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
+                        size_t outs)
+{
+    t->in_out = in_out;
+    t->out0 = out0;
+    t->outs = outs;
+}
+
+/* One named tensor, found. */
+struct found {
+    const struct st_tensor *t;
+    size_t shard;
+    bool in_place; /* read where it is, at its width */
+};
+
+struct taker {
+    struct model *m;
+    const struct shards *s;
+    const struct model_files *files;
+};
+
+static bool fail_tensor(const struct taker *tk, size_t shard,
+                        const char *tensor, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static bool fail_tensor(const struct taker *tk, size_t shard,
+                        const char *tensor, const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return model_files_fail(tk->files, tk->s->shard[shard].file,
+                            "tensor '%s': %s", tensor, what);
+}
+
+/* The width the core reads a safetensors dtype at. */
+static xf_dtype dtype_of(st_dtype d)
+{
+    return d == ST_F16 ? XF_F16 : d == ST_BF16 ? XF_BF16 : XF_F32;
+}
+
+/* The outputs a slot takes: rows of a [out][in] matrix or vector, columns
+ * of an [in][out] one. */
+static size_t outputs_of(const struct model_tensor *w)
+{
+    return w->in_out ? w->cols : w->rows;
+}
+
+static size_t slot_outputs(const struct model_tensor *w)
+{
+    return w->outs ? w->outs : outputs_of(w);
+}
+
+/* Elements of what the slot holds. */
+static size_t slot_elements(const struct model_tensor *w)
+{
+    const size_t in = w->cols ? (w->in_out ? w->rows : w->cols) : 1;
+    return slot_outputs(w) * in;
+}
+
+static bool find_tensor(const struct taker *tk, const char *prefix,
+                        const struct model_tensor *w, struct found *f)
+{
+    char full[160], old[160];
+    snprintf(full, sizeof full, "%s%s", prefix, w->name);
+    f->t = shards_find(tk->s, full, &f->shard);
+    const struct family *fam = tk->m->family;
+    if (fam->legacy_name && fam->legacy_name(full, old, sizeof old)) {
+        size_t old_shard;
+        const struct st_tensor *t_old = shards_find(tk->s, old, &old_shard);
+        if (f->t && t_old)
+            return fail_tensor(tk, f->shard, full,
+                               "present under its legacy name '%s' too", old);
+        if (!f->t) {
+            f->t = t_old;
+            f->shard = old_shard;
+        }
+    }
+    if (!f->t)
+        return fail_tensor(tk, 0, full, "missing");
+    const struct st_tensor *t = f->t;
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        return fail_tensor(tk, f->shard, t->name,
+                           "dtype %s is not supported (F32, F16 or BF16)",
+                           st_dtype_name(t->dtype));
+    const size_t want_dims = w->cols ? 2 : 1;
+    if (t->ndim != want_dims || t->shape[0] != w->rows ||
+        (w->cols && t->shape[1] != w->cols)) {
+        char got[160] = "[";
+        for (size_t d = 0; d < t->ndim; d++) {
+            const size_t at = strlen(got);
+            snprintf(got + at, sizeof got - at, "%s%llu", d ? ", " : "",
+                     (unsigned long long)t->shape[d]);
+        }
+        const size_t at = strlen(got);
+        snprintf(got + at, sizeof got - at, "]");
+        if (w->cols)
+            return fail_tensor(tk, f->shard, t->name,
+                               "shape %s, but config.json gives [%zu, %zu] "
+                               "(%s)",
+                               got, w->rows, w->cols, w->what);
+        return fail_tensor(tk, f->shard, t->name,
+                           "shape %s, but config.json gives [%zu] (%s)", got,
+                           w->rows, w->what);
+    }
+    // a matrix is read at its own width, as stored when the core reads it
+    // so; a vector, small, as float32
+    const size_t width = t->dtype == ST_F32 ? 4 : 2;
+    f->in_place = (t->dtype == ST_F32 || w->matrix) && !w->in_out &&
+                  t->offset % width == 0;
+    return true;
+}
+
+/* A tensor of the files that no named tensor took: fine outside the
+ * network's namespace, an error inside it. */
+static bool check_unused(const struct taker *tk, const char *prefix,
+                         bool *const *used)
+{
+    const size_t pl = strlen(prefix);
+    for (size_t s = 0; s < tk->s->count; s++) {
+        const struct st_header *h = &tk->s->shard[s].header;
+        for (size_t i = 0; i < h->count; i++) {
+            if (used[s][i])
+                continue;
+            const char *name = h->tensors[i].name;
+            if (strncmp(name, prefix, pl) != 0)
+                continue;
+            if (tk->m->family->in_network(name + pl))
+                return fail_tensor(tk, s, name,
+                                   "not part of a %s of %zu layers as "
+                                   "config.json describes",
+                                   tk->m->family->network, tk->m->xf.layers);
+        }
+    }
+    return true;
+}
+
+/* Whether element e of a 16-bit array is Inf or NaN: its exponent bits
+ * all set. */
+static bool half_nonfinite(const unsigned char *src, xf_dtype dtype, size_t e)
+{
+    uint16_t h;
+    memcpy(&h, src + 2 * e, 2);
+    const uint16_t exp = dtype == XF_F16 ? 0x7c00 : 0x7f80;
+    return (h & exp) == exp;
+}
+
+/* The first element of held[count] that is not finite, or count. */
+static size_t first_nonfinite(struct xf_matrix held, size_t count)
+{
+    for (size_t e = 0; e < count; e++)
+        if (held.dtype == XF_F32 ? !isfinite(((const float *)held.data)[e])
+                                 : half_nonfinite(held.data, held.dtype, e))
+            return e;
+    return count;
+}
+
+/* Copy the slot's part of a stored tensor into dst, as the core reads it:
+ * [out][in] at the stored width, or widened to float32 (widen). */
+static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
+                      const unsigned char *src, bool widen, void *dst)
+{
+    const xf_dtype dtype = dtype_of(t->dtype);
+    const size_t es = xf_dtype_size(dtype), outs = slot_outputs(w);
+    const size_t in = w->cols ? (w->in_out ? w->rows : w->cols) : 1;
+    const size_t out_es = widen ? sizeof(float) : es;
+    unsigned char *d = dst;
+    if (!w->in_out) { /* rows [out0, out0 + outs), contiguous */
+        const unsigned char *from = src + w->out0 * in * es;
+        if (widen)
+            xf_widen(from, dtype, outs * in, dst);
+        else
+            memcpy(dst, from, outs * in * es);
+        return;
+    }
+    // stored [in][out]: element (i, o) to (o, i)
+    for (size_t o = 0; o < outs; o++)
+        for (size_t i = 0; i < in; i++) {
+            const unsigned char *e = src + (i * w->cols + w->out0 + o) * es;
+            if (widen)
+                xf_widen(e, dtype, 1,
+                         (float *)(void *)(d + (o * in + i) * out_es));
+            else
+                memcpy(d + (o * in + i) * out_es, e, es);
+        }
+}
+
+/* Point every named slot at its data, copying what must be; check every
+ * value is finite. */
+static bool take_all(const struct taker *tk, const struct model_tensor *w,
+                     const struct found *f, size_t n)
+{
+    struct model *m = tk->m;
+    size_t converted = 0; /* bytes, each copy on a 4-byte boundary */
+    for (size_t i = 0; i < n; i++)
+        if (!f[i].in_place) {
+            const size_t es = w[i].matrix
+                                  ? xf_dtype_size(dtype_of(f[i].t->dtype))
+                                  : sizeof(float);
+            converted += (slot_elements(&w[i]) * es + 3) & ~(size_t)3;
+        }
+    if (converted) {
+        m->converted = malloc(converted);
+        if (!m->converted)
+            return model_fail(tk->files->err, tk->files->err_len,
+                              "model '%s': out of memory for %zu bytes of "
+                              "converted tensors",
+                              m->name, converted);
+        m->converted_bytes = converted;
+    }
+    unsigned char *next = m->converted;
+    for (size_t i = 0; i < n; i++) {
+        const struct st_tensor *t = f[i].t;
+        const unsigned char *src =
+            (const unsigned char *)tk->s->shard[f[i].shard].map + t->offset;
+        const size_t count = slot_elements(&w[i]);
+        struct xf_matrix held = {.data = src, .dtype = dtype_of(t->dtype)};
+        const size_t in = w[i].cols ? (w[i].in_out ? w[i].rows : w[i].cols) : 1;
+        if (f[i].in_place) {
+            held.data = src + w[i].out0 * in * xf_dtype_size(held.dtype);
+        } else {
+            const bool widen = !w[i].matrix; /* a vector, or misaligned */
+            copy_slot(&w[i], t, src, widen || held.dtype == XF_F32, next);
+            if (widen)
+                held.dtype = XF_F32;
+            held.data = next;
+            next += (count * xf_dtype_size(held.dtype) + 3) & ~(size_t)3;
+        }
+        m->weight_bytes += count * xf_dtype_size(held.dtype);
+        const size_t bad = first_nonfinite(held, count);
+        if (bad < count) {
+            float v;
+            xf_widen((const char *)held.data + bad * xf_dtype_size(held.dtype),
+                     held.dtype, 1, &v);
+            return fail_tensor(tk, f[i].shard, t->name, "element %zu is %s",
+                               bad, isnan(v) ? "NaN" : "Inf");
+        }
+        if (w[i].matrix)
+            *w[i].matrix = held;
+        else
+            *w[i].vector = held.data;
+    }
+    return true;
+}
+
+/* The pages of tensors read only through copies are not needed again:
+ * let the kernel drop them from the process's resident set. */
+static void drop_copied(const struct taker *tk, const struct found *f, size_t n)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < n; i++) {
+        bool copied_only = !f[i].in_place;
+        for (size_t j = 0; j < n && copied_only; j++)
+            copied_only = f[j].t != f[i].t || !f[j].in_place;
+        if (!copied_only)
+            continue;
+        const uintptr_t start =
+            (uintptr_t)tk->s->shard[f[i].shard].map + f[i].t->offset;
+        const uintptr_t from = (start + page - 1) & ~(uintptr_t)(page - 1);
+        const uintptr_t to = (start + f[i].t->bytes) & ~(uintptr_t)(page - 1);
+        if (to > from)
+            madvise((void *)from, to - from, MADV_DONTNEED); /* advice */
+    }
+}
+
+bool tensors_take(struct model *m, const struct shards *s,
+                  const struct model_files *files)
+{
+    const struct taker tk = {.m = m, .s = s, .files = files};
+    const char *prefix = m->family->prefix(s);
+    const size_t n = m->family->tensor_count(&m->xf);
+    struct model_tensor *w = calloc(n, sizeof *w);
+    struct found *f = calloc(n, sizeof *f);
+    bool **used = calloc(s->count, sizeof *used);
+    bool ok = w && f && used;
+    for (size_t i = 0; ok && i < s->count; i++) {
+        const size_t count = s->shard[i].header.count;
+        used[i] = calloc(count ? count : 1, sizeof **used);
+        ok = used[i] != NULL;
+    }
+    if (!ok)
+        model_fail(files->err, files->err_len, "model '%s': out of memory",
+                   m->name);
+    if (ok) {
+        m->family->name_tensors(m, w);
+        for (size_t i = 0; i < n && ok; i++) {
+            ok = find_tensor(&tk, prefix, &w[i], &f[i]);
+            if (ok)
+                used[f[i].shard][f[i].t - s->shard[f[i].shard].header.tensors] =
+                    true;
+        }
+    }
+    ok = ok && check_unused(&tk, prefix, used);
+    ok = ok && take_all(&tk, w, f, n);
+    if (ok)
+        drop_copied(&tk, f, n);
+    for (size_t i = 0; used && i < s->count; i++)
+        free(used[i]);
+    free(used);
+    free(w);
+    free(f);
+    return ok;
+}
