@@ -257,7 +257,8 @@ LLAMA3_SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_t
                    "<|eom_id|>", "<|eot_id|>", "<|python_tag|>", "<|reserved_special_token_3|>"]
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Qwen3's <think> and </think> are added tokens that are not special
-QWEN3_ADDED = QWEN_SPECIALS + ["<|object_ref_start|>", "<|object_ref_end|>", "<think>", "</think>"]
+QWEN3_NOT_SPECIAL = ("<think>", "</think>")
+QWEN3_ADDED = QWEN_SPECIALS + ["<|object_ref_start|>", "<|object_ref_end|>"] + list(QWEN3_NOT_SPECIAL)
 
 
 def decoder_sp():
@@ -346,7 +347,7 @@ def make_tokenizer(kind):
         vocab, merges = byte_level_bpe(130, extra_text=["Café au lait, café crème."])
         base = len(vocab)
         names = QWEN_SPECIALS if kind == "qwen2" else QWEN3_ADDED
-        added = [added_token(base + i, t, special=t not in ("<think>", "</think>"))
+        added = [added_token(base + i, t, special=t not in QWEN3_NOT_SPECIAL)
                  for i, t in enumerate(names)]
         no_prefix = byte_level(False, False, False)
         tok = tokenizer_json(
@@ -436,6 +437,11 @@ def check_tokenization(tok, enc):
     if tok["byte_level"]:
         got = bytes(CHAR_BYTE[c] for t in body for c in t)
         assert got == plain.encode("utf-8"), (got, plain)
+        if enc["decoded_skip_special"] is not None:
+            # the library's own decoder gives the text back, less the
+            # special tokens it skips
+            kept = "".join(p for p in pieces if p not in tok["specials"] or p in QWEN3_NOT_SPECIAL)
+            assert enc["decoded_skip_special"] == kept, (enc["decoded_skip_special"], kept)
     else:
         got = b"".join(bytes([int(t[3:5], 16)]) if re.fullmatch(r"<0x..>", t)
                        else t.encode("utf-8") for t in body)
@@ -1179,6 +1185,9 @@ def self_checks(toks, answers):
 
     def vocab(name):
         return toks[name]["vocab"]
+    # vocab.json + merges.txt and tokenizer.json hold the same GPT-2 tokenizer
+    assert [e["ids"] for e in by["gpt2"]["encodings"]] == \
+        [e["ids"] for e in by["gpt2_prefixed"]["encodings"]]
     # a typed <|endoftext|> is one token for GPT-2 and Qwen2, plain text for Llama 3
     assert vocab("gpt2")["<|endoftext|>"] in ids_of("gpt2", 1)
     assert vocab("gpt2_prefixed")["<|endoftext|>"] in ids_of("gpt2_prefixed", 1)
