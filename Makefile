@@ -11,8 +11,9 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
-#                   and python3-torch); make models-golden only the latter
+#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy,
+#                   python3-torch, and Node.js for the tokenizers library);
+#                   make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
 #   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
@@ -99,6 +100,11 @@ deps-bench:
 WEB_MODULES := tests/web/node_modules/.package-lock.json
 $(WEB_MODULES): tests/web/package.json tests/web/package-lock.json
 	cd tests/web && npm ci --no-audit --no-fund
+
+# The Hugging Face tokenizers library, which gives the decoder goldens their ids.
+TOKENIZE_MODULES := tests/models/tokenize/node_modules/.package-lock.json
+$(TOKENIZE_MODULES): tests/models/tokenize/package.json tests/models/tokenize/package-lock.json
+	cd tests/models/tokenize && npm ci --no-audit --no-fund
 
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c
@@ -374,7 +380,7 @@ fuzz-regress: fuzz-build
 # ----------------------------------------------------------------- golden
 golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
-	$(PYTHON) tests/models/generate.py tests/models
+	@$(MAKE) --no-print-directory models-golden-files
 
 # test_bert_memory counts the core's allocations through a wrapped
 # allocator, to hold bert_forward_bytes() to what bert_forward() takes.
@@ -383,10 +389,15 @@ $(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/test
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
-# The small random BERT checkpoints in the Hub's layout and their goldens.
-.PHONY: models-golden
+# The small random checkpoints in the Hub's layout and their goldens: BERT's,
+# then the decoders' (whose token ids come from the tokenizers library).
+.PHONY: models-golden models-golden-files
 models-golden: deps-golden
+	@$(MAKE) --no-print-directory models-golden-files
+
+models-golden-files: $(TOKENIZE_MODULES)
 	$(PYTHON) tests/models/generate.py tests/models
+	$(PYTHON) tests/models/generate_decoders.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
