@@ -6,7 +6,7 @@
  * without the [CLS] and [SEP] the tokenizer added.
  *
  * The picture (panels, titles, labels, options, text chunks) is made from
- * the request alone, so that it is measured when the request is decoded
+ * the request alone, so that it is measured when the answer is planned
  * and drawn, the same, once the encoder has run.
  */
 #include "buf.h"

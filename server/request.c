@@ -10,7 +10,6 @@
  */
 #include "request.h"
 #include "jsonin.h"
-#include "render.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -208,10 +207,10 @@ static bool check_extra_size(const struct request *req,
     return true;
 }
 
-/* The image's sequence and head exist in the resolved config, and the
- * image can be drawn: one the drawing would refuse is refused before
- * anything is computed. */
-static bool check_png(struct request *req, struct problem *pb)
+/* The image's sequence and head exist in the resolved config. (Whether
+ * it can be drawn is known once it is measured, when the answer is
+ * planned.) */
+static bool check_png(const struct request *req, struct problem *pb)
 {
     const struct request_png *png = &req->png;
     const struct attn_config *c = &req->cfg;
@@ -228,7 +227,7 @@ static bool check_png(struct request *req, struct problem *pb)
                            "batch (%zu) is out of range; the input has %zu "
                            "sequence%s",
                            png->batch, c->batch, c->batch == 1 ? "" : "s");
-    return render_png_measure(req, pb);
+    return true;
 }
 
 bool request_decode(struct request *req, const cJSON *root,
@@ -240,7 +239,9 @@ bool request_decode(struct request *req, const cJSON *root,
                            jsonin_kind(root));
     if (!check_known_fields(root, pb))
         return false;
+    /* the request's kind, decided here once */
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    req->kind = model ? REQUEST_MODEL : REQUEST_RANDOM;
     if (model)
         return request_decode_model(req, root, model, lim, pb);
     if (!request_check_without_model(req, root, pb) ||

@@ -26,6 +26,11 @@
 struct models;
 struct models_entry;
 
+/* What a request runs on, decided once as it is decoded: the random
+ * weights of the seed, or a loaded checkpoint ("model"). Every stage
+ * after decoding goes by it, through its kind's operations (answer.h). */
+enum request_kind { REQUEST_RANDOM, REQUEST_MODEL, REQUEST_KINDS };
+
 /* Limits from the server's flags; every request is held to them. */
 struct request_limits {
     struct models *models; /* the loaded checkpoints; NULL: none */
@@ -76,15 +81,14 @@ struct request_png {
     enum request_view view;
     enum request_special special;
     enum request_color_scale color_scale;
-    /* the image's size in pixels, measured when the request is decoded
-     * (render.h), before anything is computed */
+    /* the image's size in pixels, measured when the answer is planned
+     * (answer.h), before anything is computed */
     int width, height;
 };
 
-/* A request on a loaded model (request_model.c). */
+/* A request on a loaded model (request_model.c), of kind REQUEST_MODEL. */
 struct request_model {
-    struct models_entry *entry; /* borrowed from the server; NULL: the
-                                   random-weights mode */
+    struct models_entry *entry; /* borrowed from the server */
     struct bert_encoding enc;   /* owned: the wordpieces */
     struct bert_run run;        /* its ids point into enc */
     bool pair;                  /* sentence_b was given */
@@ -112,6 +116,7 @@ enum request_params_source {
 };
 
 struct request {
+    enum request_kind kind;
     struct request_input input, context;
     struct request_input value; /* V's own input (kdim != vdim), or none */
     struct attn_config cfg;     /* resolved before the request is accepted */

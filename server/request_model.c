@@ -8,7 +8,6 @@
  */
 #include "jsonin.h"
 #include "models.h"
-#include "render.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -313,8 +312,5 @@ bool request_decode_model(struct request *req, const cJSON *root,
                       pb) &&
            encode(req, root, lim, m, pb) &&
            (!req->png.wanted || resolve_png(req, m, pb)) &&
-           check_budgets(req, lim, pb) &&
-           /* the image's size is known now: one the drawing would refuse
-            * is refused before the encoder runs */
-           (!req->png.wanted || render_model_png_measure(req, pb));
+           check_budgets(req, lim, pb);
 }
