@@ -4,7 +4,8 @@
  * Order matters: options first (text inputs need seed, d_model and the
  * tokenizer options), then inputs, then what depends on their shapes
  * (masks), then the core's resolution of the config, once, for what the
- * answer will hold, and last the parameters, which are checked against
+ * answer will hold (a mask of a matrix per head is counted against the
+ * heads it resolves), and last the parameters, which are checked against
  * the resolved sizes. So every refusal points at the field the client
  * wrote.
  */
@@ -50,12 +51,6 @@ void request_free(struct request *req)
     free(req->mask_bias);
     free(req->key_padding);
     memset(req, 0, sizeof *req);
-}
-
-bool request_reserve(struct request *req, size_t bytes, const char *what,
-                     struct problem *pb)
-{
-    return !req->hold || budget_reserve(req->hold, bytes, what, false, pb);
 }
 
 static bool given(const struct request *req, const char *name)
@@ -127,32 +122,6 @@ static bool read_options(struct request *req, const cJSON *root,
 
 /* -------------------------------------------------------- resolution */
 
-const char *request_pointer_of(const struct request *req,
-                               const char *core_field)
-{
-    const struct request_field *f = request_field_find(core_field);
-    if (f && f->kind != FIELD_PNG)
-        return f->pointer;
-    if (!strcmp(core_field, "x") || !strcmp(core_field, "n_query"))
-        return req->input.pointer ? req->input.pointer : "";
-    if (!strcmp(core_field, "context") || !strcmp(core_field, "n_ctx") ||
-        !strcmp(core_field, "d_ctx"))
-        return "/context";
-    if (!strcmp(core_field, "value") || !strcmp(core_field, "d_value"))
-        return "/value";
-    if (!strcmp(core_field, "want"))
-        return "/return";
-    if (!strcmp(core_field, "bias_kv"))
-        return "/params";
-    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
-    const size_t n =
-        attn_params_layout(&req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(core_field, tensors[i].name))
-            return "/params";
-    return "";
-}
-
 /* What the answer holds decides what the config is resolved for. */
 static bool resolve(struct request *req, const struct request_limits *lim,
                     struct problem *pb)
@@ -169,6 +138,8 @@ static bool resolve(struct request *req, const struct request_limits *lim,
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err,
                                  request_pointer_of(req, err.field));
+    if (!request_mask_heads(req, c->heads, pb))
+        return false;
     /* the compute budget, before any work */
     const double flops = attn_flops(c);
     if (req->compute && lim->max_flops && flops > (double)lim->max_flops) {

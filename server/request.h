@@ -129,6 +129,8 @@ struct request {
     int mask_type;         /* enum request_mask_type: as asked, then as read */
     int mask_convention;   /* enum request_mask_convention */
     const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
+    int mask_rank;         /* a mask of a matrix per head: its rank and */
+    size_t mask_dims[4];   /* dimensions, checked against the heads */
     /* options read through the field table that the config holds only
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
@@ -188,7 +190,8 @@ bool request_parse_png(struct request *req, const struct request_param *p,
 size_t request_model_output(const struct request *req);
 
 /* The JSON pointer of the request field that a core error's field names
- * ("heads" -> "/heads", "x" -> the input's pointer); "" when none. */
+ * ("heads" -> "/heads", "x" -> the input's pointer); "" when none
+ * (request_fields.c, by the field table). */
 const char *request_pointer_of(const struct request *req,
                                const char *core_field);
 
