@@ -106,24 +106,6 @@ static bool added_by_tokenizer(const struct bert_encoding *enc, size_t i)
     return enc->type_ids[i] == 0 && enc->type_ids[i + 1] == 1;
 }
 
-static char *json_tokens(const struct model *m, const struct bert_encoding *e,
-                         const size_t *at, size_t n)
-{
-    struct buf b;
-    buf_init(&b, (size_t)16 << 20);
-    bool ok = buf_append_str(&b, "[");
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (!i || buf_append_str(&b, ",")) &&
-             buf_append_json_string(&b,
-                                    bert_vocab_token(m->vocab, e->ids[at[i]]));
-    ok = ok && buf_append_str(&b, "]");
-    if (!ok) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_take(&b, NULL);
-}
-
 /* The shown wordpieces: every one, or with special=hide all but those the
  * tokenizer added; a 422 when that leaves none. */
 static bool picture_positions(struct picture *p, const struct request *req,
@@ -162,13 +144,15 @@ static bool picture_make(struct picture *p, const struct request *req,
     p->mats = calloc(p->count, sizeof *p->mats);
     p->titles = calloc(p->count, sizeof *p->titles);
     p->labels = calloc(n, sizeof *p->labels);
-    p->tokens_json = json_tokens(m, &req->model.enc, p->at, n);
+    for (size_t i = 0; p->labels && i < n; i++)
+        p->labels[i] = bert_vocab_token(m->vocab, req->model.enc.ids[p->at[i]]);
+    /* the shown wordpieces as a text chunk, at most 16 MiB */
+    p->tokens_json =
+        p->labels ? buf_json_strings(p->labels, n, (size_t)16 << 20) : NULL;
     if (!p->mats || !p->titles || !p->labels || !p->tokens_json)
         return problem_from_draw(
             pb, DRAW_E_NOMEM,
             "out of memory for titles, labels and text chunks");
-    for (size_t i = 0; i < n; i++)
-        p->labels[i] = bert_vocab_token(m->vocab, req->model.enc.ids[p->at[i]]);
     snprintf(p->head_text, sizeof p->head_text, "all");
     snprintf(p->layer_text, sizeof p->layer_text, "all");
     if (req->model.run.layer != BERT_ALL_LAYERS)

@@ -96,13 +96,8 @@ static bool add_tokens(struct buf *t, const char *name,
         return false;
     if (!in->from_text)
         return buf_append_str(t, "null");
-    if (!buf_append_str(t, "["))
-        return false;
-    for (size_t i = 0; i < in->tokens.count; i++)
-        if ((i && !buf_append_str(t, ",")) ||
-            !buf_append_json_string(t, in->tokens.text[i]))
-            return false;
-    return buf_append_str(t, "]");
+    return buf_append_json_strings(t, (const char *const *)in->tokens.text,
+                                   in->tokens.count);
 }
 
 /* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}},

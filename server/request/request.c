@@ -56,7 +56,7 @@ void request_free(struct request *req)
 static bool given(const struct request *req, const char *name)
 {
     const struct request_field *f = request_field_find(name);
-    return f && (req->given >> request_field_index(f) & 1);
+    return f && request_field_given(req, f);
 }
 
 /* ------------------------------------------------------------ options */

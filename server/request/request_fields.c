@@ -501,6 +501,12 @@ size_t request_field_index(const struct request_field *f)
     return (size_t)(f - request_fields);
 }
 
+bool request_field_given(const struct request *req,
+                         const struct request_field *f)
+{
+    return (req->given >> request_field_index(f) & 1) != 0;
+}
+
 const char *request_pointer_of(const struct request *req,
                                const char *core_field)
 {

@@ -109,6 +109,10 @@ const struct request_field *request_field_find(const char *name);
 /* Its index, for struct request's `given` bits. */
 size_t request_field_index(const struct request_field *f);
 
+/* Whether the client sent f (in the body or the URL). */
+bool request_field_given(const struct request *req,
+                         const struct request_field *f);
+
 /* Rows the table may have: struct request marks the given ones in 64
  * bits. */
 enum { REQUEST_FIELDS_MOST = 64 };

@@ -16,11 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool given(const struct request *req, const struct request_field *f)
-{
-    return (req->given >> request_field_index(f) & 1) != 0;
-}
-
 bool request_check_without_model(const struct request *req, const cJSON *root,
                                  struct problem *pb)
 {
@@ -28,8 +23,8 @@ bool request_check_without_model(const struct request *req, const cJSON *root,
         const struct request_field *f = &request_fields[i];
         if (f->models != MODELS_REQUIRED)
             continue;
-        const bool sent =
-            given(req, f) || cJSON_GetObjectItemCaseSensitive(root, f->name);
+        const bool sent = request_field_given(req, f) ||
+                          cJSON_GetObjectItemCaseSensitive(root, f->name);
         if (sent)
             return problem_set(pb, 422, f->pointer,
                                "%s is taken only with \"model\", a loaded "
@@ -47,7 +42,8 @@ static bool check_fields(const struct request *req, const cJSON *root,
         const struct request_field *f = &request_fields[i];
         if (f->models != MODELS_REFUSED)
             continue;
-        if (given(req, f) || cJSON_GetObjectItemCaseSensitive(root, f->name))
+        if (request_field_given(req, f) ||
+            cJSON_GetObjectItemCaseSensitive(root, f->name))
             return problem_set(
                 pb, 422, f->pointer,
                 "%s conflicts with \"model\": the model \"%s\" fixes it "
@@ -196,7 +192,7 @@ static bool resolve_png(struct request *req, const struct model *m,
     if (png->view == VIEW_AUTO)
         png->view = run->layer == BERT_ALL_LAYERS ? VIEW_MODEL : VIEW_HEADS;
     req->compute = true;
-    if (png->view != VIEW_HEADS && given(req, head))
+    if (png->view != VIEW_HEADS && request_field_given(req, head))
         return problem_set(pb, 422, "/head",
                            "head is for the image of one layer's heads; "
                            "view=%s shows %s",
