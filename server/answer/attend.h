@@ -1,5 +1,6 @@
 /*
- * attend.h - run a validated request through the core.
+ * attend.h - run a validated request through the core: each kind's run,
+ * reached through its operations (answer.h).
  */
 #ifndef ATTND_ATTEND_H
 #define ATTND_ATTEND_H
@@ -20,7 +21,7 @@ bool attend_run(struct request *req, unsigned threads,
                 struct attn_result *res, struct problem *pb);
 
 /*
- * The same for a request on a loaded model (req->model.entry): the
+ * The same for a request on a loaded model (REQUEST_MODEL): the
  * encoder's forward pass, returning what req->model.run asks for. On
  * success the caller owns *res (bert_result_free()).
  */
