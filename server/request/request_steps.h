@@ -13,10 +13,13 @@
 bool request_decode(struct request *req, const cJSON *root,
                     const struct request_limits *lim, struct problem *pb);
 
-/* request.c: reserve bytes on the request's budget hold, if it has one,
- * before allocating them for what; 422 or 503 in pb when they do not fit. */
-bool request_reserve(struct request *req, size_t bytes, const char *what,
-                     struct problem *pb);
+/* Reserve bytes on the request's budget hold, if it has one, before
+ * allocating them for what; 422 or 503 in pb when they do not fit. */
+static inline bool request_reserve(struct request *req, size_t bytes,
+                                   const char *what, struct problem *pb)
+{
+    return !req->hold || budget_reserve(req->hold, bytes, what, false, pb);
+}
 
 /* request_input.c: "sentence", "tokens" or "embeddings", and "context";
  * a context of one sequence is repeated for every sequence of the input. */
@@ -28,13 +31,10 @@ bool request_read_inputs(struct request *req, const cJSON *root,
 bool request_read_masks(struct request *req, const cJSON *root,
                         struct problem *pb);
 
-/* The names a mask may be given by ("none", "causal"), NULL past them. */
-const char *request_mask_name(int kind);
-
-/* The names of mask_type and mask_convention, by their enums in
- * request.h; NULL past them. */
-const char *request_mask_type_name(int type);
-const char *request_mask_convention_name(int convention);
+/* request_mask.c: once the config is resolved, with its heads: a mask of
+ * one matrix per sequence and head ([B*heads][N][M] or
+ * [B][heads][N][M]) has one for each of them. */
+bool request_mask_heads(struct request *req, size_t heads, struct problem *pb);
 
 /* request_params.c: "params", a PyTorch state_dict, checked against the
  * resolved config. */

@@ -5,7 +5,6 @@
  * it follows from the row.
  */
 #include "request_fields.h"
-#include "request_steps.h"
 #include "jsonin.h"
 #include "jsonnum.h"
 #include "models.h"
@@ -97,6 +96,24 @@ bool request_returns_read(const cJSON *v, const char *example,
             return false;
     }
     return true;
+}
+
+const char *request_mask_name(int kind)
+{
+    static const char *const names[] = {"none", "causal"};
+    return kind >= 0 && kind < 2 ? names[kind] : NULL;
+}
+
+const char *request_mask_type_name(int type)
+{
+    static const char *const names[] = {"auto", "boolean", "additive"};
+    return type >= 0 && type < 3 ? names[type] : NULL;
+}
+
+const char *request_mask_convention_name(int convention)
+{
+    static const char *const names[] = {"allow", "block"};
+    return convention >= 0 && convention < 2 ? names[convention] : NULL;
 }
 
 /* --------------------------------------------------------- echo writers */
@@ -237,6 +254,57 @@ static bool echo_precision(struct buf *out, const struct request *req,
     return echo_uint(out, f->name, req->precision);
 }
 
+/* The config of random weights opens with the resolved shape. */
+static bool echo_shape(struct buf *out, const struct request *req)
+{
+    const struct attn_config *c = &req->cfg;
+    return buf_append_str(out, "{\"batch\":") &&
+           buf_append_uint(out, c->batch) &&
+           echo_uint(out, "tokens", c->n_query) &&
+           (!c->cross || (echo_uint(out, "context_tokens", c->n_ctx) &&
+                          echo_uint(out, "d_context", c->d_ctx))) &&
+           (!c->value || echo_uint(out, "d_value", c->d_value)) &&
+           /* the keys a row of weights has, when bias_k or the zero key
+            * follow the context's */
+           (c->n_keys == c->n_ctx || echo_uint(out, "keys", c->n_keys));
+}
+
+/* A model's, with its wordpieces' count. */
+static bool echo_wordpieces(struct buf *out, const struct request *req)
+{
+    return buf_printf(out, "{\"tokens\":%zu", req->model.enc.count);
+}
+
+/* Whether the answer to req returns r: random weights return the core's
+ * arrays when they compute, and the server's own. */
+static bool returned_random(const struct request *req,
+                            const struct request_return *r)
+{
+    if (r->want)
+        return req->compute && (req->cfg.want & r->want);
+    if (r->extra == REQUEST_WANT_PARAMS)
+        return (req->extra & r->extra) && !basic(req);
+    return (req->extra & r->extra) != 0;
+}
+
+static bool returned_model(const struct request *req,
+                           const struct request_return *r)
+{
+    return (req->model.run.want & r->model_want) != 0;
+}
+
+/* What differs between the kinds of request in the config echo: how it
+ * opens, the rows it leaves out (those of the other kind alone), and
+ * what "return" lists. */
+static const struct echo_kind {
+    bool (*opening)(struct buf *out, const struct request *req);
+    enum request_field_models left_out;
+    bool (*returned)(const struct request *req, const struct request_return *r);
+} echo_kinds[REQUEST_KINDS] = {
+    [REQUEST_RANDOM] = {echo_shape, MODELS_REQUIRED, returned_random},
+    [REQUEST_MODEL] = {echo_wordpieces, MODELS_REFUSED, returned_model},
+};
+
 static bool echo_return(struct buf *out, const struct request *req,
                         const struct request_field *f)
 {
@@ -245,13 +313,7 @@ static bool echo_return(struct buf *out, const struct request *req,
     bool first = true;
     for (size_t i = 0; i < request_return_count; i++) {
         const struct request_return *r = &request_returns[i];
-        const bool on = req->model.entry
-                            ? (req->model.run.want & r->model_want) != 0
-                        : r->want ? req->compute && (req->cfg.want & r->want)
-                        : r->extra == REQUEST_WANT_PARAMS
-                            ? (req->extra & r->extra) && !basic(req)
-                            : (req->extra & r->extra) != 0;
-        if (!on)
+        if (!echo_kinds[req->kind].returned(req, r))
             continue;
         if (!buf_append_str(out, first ? "\"" : ",\"") ||
             !buf_append_str(out, r->name) || !buf_append_str(out, "\""))
@@ -439,6 +501,38 @@ size_t request_field_index(const struct request_field *f)
     return (size_t)(f - request_fields);
 }
 
+bool request_field_given(const struct request *req,
+                         const struct request_field *f)
+{
+    return (req->given >> request_field_index(f) & 1) != 0;
+}
+
+const char *request_pointer_of(const struct request *req,
+                               const char *core_field)
+{
+    const struct request_field *f = request_field_find(core_field);
+    if (f && f->kind != FIELD_PNG)
+        return f->pointer;
+    if (!strcmp(core_field, "x") || !strcmp(core_field, "n_query"))
+        return req->input.pointer ? req->input.pointer : "";
+    if (!strcmp(core_field, "context") || !strcmp(core_field, "n_ctx") ||
+        !strcmp(core_field, "d_ctx"))
+        return "/context";
+    if (!strcmp(core_field, "value") || !strcmp(core_field, "d_value"))
+        return "/value";
+    if (!strcmp(core_field, "want"))
+        return "/return";
+    if (!strcmp(core_field, "bias_kv"))
+        return "/params";
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n =
+        attn_params_layout(&req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(core_field, tensors[i].name))
+            return "/params";
+    return "";
+}
+
 size_t request_field_max(const struct request_field *f,
                          const struct request_limits *lim)
 {
@@ -461,33 +555,12 @@ size_t request_field_enum_names(const struct request_field *f,
 
 /* ---------------------------------------------------------------- echo */
 
-/* With a model: the tokens, then the rows a model takes. */
-static bool echo_model_request(struct buf *out, const struct request *req)
-{
-    bool ok = buf_printf(out, "{\"tokens\":%zu", req->model.enc.count);
-    for (size_t i = 0; ok && i < request_field_count; i++)
-        if (request_fields[i].echo && request_fields[i].models)
-            ok = request_fields[i].echo(out, req, &request_fields[i]);
-    return ok && buf_append_str(out, "}");
-}
-
 bool request_fields_echo(struct buf *out, const struct request *req)
 {
-    if (req->model.entry)
-        return echo_model_request(out, req);
-    const struct attn_config *c = &req->cfg;
-    bool ok = buf_append_str(out, "{\"batch\":") &&
-              buf_append_uint(out, c->batch) &&
-              echo_uint(out, "tokens", c->n_query) &&
-              (!c->cross || (echo_uint(out, "context_tokens", c->n_ctx) &&
-                             echo_uint(out, "d_context", c->d_ctx))) &&
-              (!c->value || echo_uint(out, "d_value", c->d_value)) &&
-              /* the keys a row of weights has, when bias_k or the zero key
-               * follow the context's */
-              (c->n_keys == c->n_ctx || echo_uint(out, "keys", c->n_keys));
+    const struct echo_kind *k = &echo_kinds[req->kind];
+    bool ok = k->opening(out, req);
     for (size_t i = 0; ok && i < request_field_count; i++)
-        if (request_fields[i].echo &&
-            request_fields[i].models != MODELS_REQUIRED)
+        if (request_fields[i].echo && request_fields[i].models != k->left_out)
             ok = request_fields[i].echo(out, req, &request_fields[i]);
     return ok && buf_append_str(out, "}");
 }

@@ -1,5 +1,6 @@
 /*
- * attend.h - run a validated request through the core.
+ * attend.h - run a validated request through the core: each kind's run,
+ * reached through its operations (answer.h).
  */
 #ifndef ATTND_ATTEND_H
 #define ATTND_ATTEND_H
@@ -20,10 +21,10 @@ bool attend_run(struct request *req, unsigned threads,
                 struct attn_result *res, struct problem *pb);
 
 /*
- * The same for a request on a loaded model (req->model.entry): the
- * model's forward pass as decoding planned it (req->model.plan, on one
- * thread), returning what req->model.run asks for. On success the caller
- * owns *res (xf_result_free()).
+ * The same for a request on a loaded model (REQUEST_MODEL): the model's
+ * forward pass as decoding planned it (req->model.plan, on one thread),
+ * returning what req->model.run asks for. On success the caller owns
+ * *res (xf_result_free()).
  */
 bool attend_model_run(struct request *req, const atomic_bool *cancel,
                       struct xf_result *res, struct problem *pb);

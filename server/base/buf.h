@@ -33,6 +33,14 @@ bool buf_printf(struct buf *b, const char *fmt, ...);
  * well-formed UTF-8 go out as U+FFFD, so the text stays valid JSON. */
 bool buf_append_json_string(struct buf *b, const char *s);
 
+/* Append items[0 .. n) as a JSON array of strings, each as
+ * buf_append_json_string() writes it. */
+bool buf_append_json_strings(struct buf *b, const char *const *items, size_t n);
+
+/* The same array as a new NUL-terminated string of at most cap bytes,
+ * which the caller owns (free()); NULL past cap or memory. */
+char *buf_json_strings(const char *const *items, size_t n, size_t cap);
+
 /* Hand the bytes over: the caller owns the returned pointer (free()),
  * the buffer is left empty. */
 char *buf_take(struct buf *b, size_t *len);

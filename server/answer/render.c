@@ -51,22 +51,6 @@ static void free_labels(char **labels, size_t n)
     free(labels);
 }
 
-static char *json_strings(char *const *items, size_t n)
-{
-    struct buf b;
-    buf_init(&b, (size_t)16 << 20);
-    bool ok = buf_append_str(&b, "[");
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (!i || buf_append_str(&b, ",")) &&
-             buf_append_json_string(&b, items[i]);
-    ok = ok && buf_append_str(&b, "]");
-    if (!ok) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_take(&b, NULL);
-}
-
 /* The texts of the image, in the order of the picture's texts[]. */
 enum {
     TEXT_TITLE,
@@ -120,8 +104,13 @@ static bool picture_make(struct picture *p, const struct request *req,
     p->titles = calloc(p->count, sizeof *p->titles);
     p->rows = make_labels(&req->input, p->n, c);
     p->cols = make_labels(c->cross ? &req->context : &req->input, p->m, c);
-    p->row_json = p->rows ? json_strings(p->rows, p->n) : NULL;
-    p->col_json = p->cols ? json_strings(p->cols, p->m) : NULL;
+    /* the labels as text chunks, at most 16 MiB each */
+    p->row_json = p->rows ? buf_json_strings((const char *const *)p->rows, p->n,
+                                             (size_t)16 << 20)
+                          : NULL;
+    p->col_json = p->cols ? buf_json_strings((const char *const *)p->cols, p->m,
+                                             (size_t)16 << 20)
+                          : NULL;
     if (!p->mats || !p->titles || !p->row_json || !p->col_json)
         return problem_from_draw(
             pb, DRAW_E_NOMEM,

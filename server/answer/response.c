@@ -28,8 +28,8 @@ struct piece {
 
 struct response_stream {
     const struct request *req;     /* borrowed */
-    const struct attn_result *res; /* borrowed */
-    const struct xf_result *xf;    /* borrowed: a model's result */
+    const struct attn_result *res; /* borrowed: the random weights' */
+    const struct xf_result *xf;    /* borrowed: a model's */
     struct buf text;
     struct piece pieces[MAX_PIECES];
     size_t n_pieces;
@@ -96,20 +96,15 @@ static bool add_tokens(struct buf *t, const char *name,
         return false;
     if (!in->from_text)
         return buf_append_str(t, "null");
-    if (!buf_append_str(t, "["))
-        return false;
-    for (size_t i = 0; i < in->tokens.count; i++)
-        if ((i && !buf_append_str(t, ",")) ||
-            !buf_append_json_string(t, in->tokens.text[i]))
-            return false;
-    return buf_append_str(t, "]");
+    return buf_append_json_strings(t, (const char *const *)in->tokens.text,
+                                   in->tokens.count);
 }
 
 /* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}},
  * and a tensor that is no module's (bias_k, bias_v) by its own name. */
 static bool add_params(struct response_stream *s, size_t *mark)
 {
-    const struct attn_params *p = &s->req->params;
+    struct attn_params *p = (struct attn_params *)&s->req->params;
     struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
     const size_t n =
         attn_params_layout(&s->req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
@@ -119,7 +114,7 @@ static bool add_params(struct response_stream *s, size_t *mark)
     bool any = false;        /* a member of "params" was written */
     for (size_t i = 0; i < n; i++) {
         const struct attn_param_tensor *t = &tensors[i];
-        const float *values = attn_params_tensor(p, t->slot);
+        const float *values = *attn_params_slot(p, t->slot);
         if (!values)
             continue;
         const bool own = !strcmp(t->name, t->module); /* no module's */
@@ -281,15 +276,11 @@ static bool assemble(struct response_stream *s)
     return ok && flush_text(s, &mark);
 }
 
-struct response_stream *response_stream_new(const struct request *req,
-                                            const struct attn_result *res)
-{
-    return response_stream_new_model(req, res, NULL);
-}
-
-struct response_stream *response_stream_new_model(const struct request *req,
-                                                  const struct attn_result *res,
-                                                  const struct xf_result *xf)
+/* A stream whose text and pieces fill() makes: the one constructor of
+ * every kind's. */
+static struct response_stream *
+stream_new(const struct request *req, const struct attn_result *res,
+           const struct xf_result *xf, bool (*fill)(struct response_stream *s))
 {
     /* the stage needs no zeroing: what is read of it is written first */
     struct response_stream *s = malloc(sizeof *s);
@@ -300,32 +291,56 @@ struct response_stream *response_stream_new_model(const struct request *req,
     s->res = res;
     s->xf = xf;
     buf_init(&s->text, TEXT_CAP);
-    if (!(xf ? assemble_model(s) : assemble(s))) {
+    if (!fill(s)) {
         response_stream_free(s);
         return NULL;
     }
     return s;
 }
 
+struct response_stream *response_stream_new(const struct request *req,
+                                            const struct attn_result *res)
+{
+    return stream_new(req, res, NULL, assemble);
+}
+
+struct response_stream *response_stream_new_model(const struct request *req,
+                                                  const struct xf_result *res)
+{
+    return stream_new(req, NULL, res, assemble_model);
+}
+
+/* A stream of text bytes of text at most; the config and the rest of
+ * every answer a few KB. */
+static size_t stream_bytes(size_t text)
+{
+    return sizeof(struct response_stream) + 2 * (16384 + text);
+}
+
 size_t response_stream_bytes(const struct request *req)
 {
     /* a token's byte is at most 6 bytes of JSON (\u00XX); a warning row at
-     * most two numbers of 20 digits; the config and the rest a few KB */
-    size_t text = 16384;
+     * most two numbers of 20 digits */
+    size_t text = 0;
     const struct request_input *ins[2] = {&req->input, &req->context};
     for (size_t k = 0; k < 2; k++)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
     text += req->cfg.batch * req->cfg.n_query * 44;
-    if (req->model.entry) { /* each wordpiece and its type id */
-        const struct model *m = req->model.entry->model;
-        for (size_t i = 0; i < req->model.enc.count; i++)
-            text += 6 * strlen(tok_token_text(&m->tokenizer,
-                                              req->model.enc.ids[i])) +
-                    8;
-        text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
-    }
-    return sizeof(struct response_stream) + 2 * text;
+    return stream_bytes(text);
+}
+
+size_t response_stream_bytes_model(const struct request *req)
+{
+    /* each wordpiece and its type id */
+    const struct model *m = req->model.entry->model;
+    size_t text = 0;
+    for (size_t i = 0; i < req->model.enc.count; i++)
+        text +=
+            6 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
+            8;
+    text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
+    return stream_bytes(text);
 }
 
 /* ------------------------------------------------------------ reading */

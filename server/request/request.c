@@ -4,13 +4,13 @@
  * Order matters: options first (text inputs need seed, d_model and the
  * tokenizer options), then inputs, then what depends on their shapes
  * (masks), then the core's resolution of the config, once, for what the
- * answer will hold, and last the parameters, which are checked against
+ * answer will hold (a mask of a matrix per head is counted against the
+ * heads it resolves), and last the parameters, which are checked against
  * the resolved sizes. So every refusal points at the field the client
  * wrote.
  */
 #include "request.h"
 #include "jsonin.h"
-#include "render.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -53,16 +53,10 @@ void request_free(struct request *req)
     memset(req, 0, sizeof *req);
 }
 
-bool request_reserve(struct request *req, size_t bytes, const char *what,
-                     struct problem *pb)
-{
-    return !req->hold || budget_reserve(req->hold, bytes, what, false, pb);
-}
-
 static bool given(const struct request *req, const char *name)
 {
     const struct request_field *f = request_field_find(name);
-    return f && (req->given >> request_field_index(f) & 1);
+    return f && request_field_given(req, f);
 }
 
 /* ------------------------------------------------------------ options */
@@ -128,32 +122,6 @@ static bool read_options(struct request *req, const cJSON *root,
 
 /* -------------------------------------------------------- resolution */
 
-const char *request_pointer_of(const struct request *req,
-                               const char *core_field)
-{
-    const struct request_field *f = request_field_find(core_field);
-    if (f && f->kind != FIELD_PNG)
-        return f->pointer;
-    if (!strcmp(core_field, "x") || !strcmp(core_field, "n_query"))
-        return req->input.pointer ? req->input.pointer : "";
-    if (!strcmp(core_field, "context") || !strcmp(core_field, "n_ctx") ||
-        !strcmp(core_field, "d_ctx"))
-        return "/context";
-    if (!strcmp(core_field, "value") || !strcmp(core_field, "d_value"))
-        return "/value";
-    if (!strcmp(core_field, "want"))
-        return "/return";
-    if (!strcmp(core_field, "bias_kv"))
-        return "/params";
-    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
-    const size_t n =
-        attn_params_layout(&req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(core_field, tensors[i].name))
-            return "/params";
-    return "";
-}
-
 /* What the answer holds decides what the config is resolved for. */
 static bool resolve(struct request *req, const struct request_limits *lim,
                     struct problem *pb)
@@ -170,6 +138,8 @@ static bool resolve(struct request *req, const struct request_limits *lim,
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err,
                                  request_pointer_of(req, err.field));
+    if (!request_mask_heads(req, c->heads, pb))
+        return false;
     /* the compute budget, before any work */
     const double flops = attn_flops(c);
     if (req->compute && lim->max_flops && flops > (double)lim->max_flops) {
@@ -208,10 +178,10 @@ static bool check_extra_size(const struct request *req,
     return true;
 }
 
-/* The image's sequence and head exist in the resolved config, and the
- * image can be drawn: one the drawing would refuse is refused before
- * anything is computed. */
-static bool check_png(struct request *req, struct problem *pb)
+/* The image's sequence and head exist in the resolved config. (Whether
+ * it can be drawn is known once it is measured, when the answer is
+ * planned.) */
+static bool check_png(const struct request *req, struct problem *pb)
 {
     const struct request_png *png = &req->png;
     const struct attn_config *c = &req->cfg;
@@ -228,7 +198,7 @@ static bool check_png(struct request *req, struct problem *pb)
                            "batch (%zu) is out of range; the input has %zu "
                            "sequence%s",
                            png->batch, c->batch, c->batch == 1 ? "" : "s");
-    return render_png_measure(req, pb);
+    return true;
 }
 
 bool request_decode(struct request *req, const cJSON *root,
@@ -240,7 +210,9 @@ bool request_decode(struct request *req, const cJSON *root,
                            jsonin_kind(root));
     if (!check_known_fields(root, pb))
         return false;
+    /* the request's kind, decided here once */
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    req->kind = model ? REQUEST_MODEL : REQUEST_RANDOM;
     if (model)
         return request_decode_model(req, root, model, lim, pb);
     if (!request_check_without_model(req, root, pb) ||

@@ -109,9 +109,21 @@ const struct request_field *request_field_find(const char *name);
 /* Its index, for struct request's `given` bits. */
 size_t request_field_index(const struct request_field *f);
 
+/* Whether the client sent f (in the body or the URL). */
+bool request_field_given(const struct request *req,
+                         const struct request_field *f);
+
 /* Rows the table may have: struct request marks the given ones in 64
  * bits. */
 enum { REQUEST_FIELDS_MOST = 64 };
+
+/* The names a mask may be given by ("none", "causal"), NULL past them. */
+const char *request_mask_name(int kind);
+
+/* The names of mask_type and mask_convention, by their enums in
+ * request.h; NULL past them. */
+const char *request_mask_type_name(int type);
+const char *request_mask_convention_name(int convention);
 
 /* The names of an enum row (8 at most), for jsonin_enum(); their count. */
 size_t request_field_enum_names(const struct request_field *f,
@@ -135,8 +147,9 @@ bool request_bool_from_text(const char *text, bool *out);
 cJSON *request_field_from_query(const struct request_field *f,
                                 const char *value, struct problem *pb);
 
-/* The "config" object of an answer: the resolved shape, then every echoed
- * field in table order. */
+/* The "config" object of an answer, as req's kind has it: the resolved
+ * shape (a model's: its wordpieces' count), then every field the kind
+ * echoes, in table order. */
 bool request_fields_echo(struct buf *out, const struct request *req);
 
 /* GET /config: every field with its type, range under lim, default, the

@@ -8,7 +8,6 @@
  */
 #include "jsonin.h"
 #include "models.h"
-#include "render.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -17,11 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool given(const struct request *req, const struct request_field *f)
-{
-    return (req->given >> request_field_index(f) & 1) != 0;
-}
-
 bool request_check_without_model(const struct request *req, const cJSON *root,
                                  struct problem *pb)
 {
@@ -29,8 +23,8 @@ bool request_check_without_model(const struct request *req, const cJSON *root,
         const struct request_field *f = &request_fields[i];
         if (f->models != MODELS_REQUIRED)
             continue;
-        const bool sent =
-            given(req, f) || cJSON_GetObjectItemCaseSensitive(root, f->name);
+        const bool sent = request_field_given(req, f) ||
+                          cJSON_GetObjectItemCaseSensitive(root, f->name);
         if (sent)
             return problem_set(pb, 422, f->pointer,
                                "%s is taken only with \"model\", a loaded "
@@ -48,7 +42,8 @@ static bool check_fields(const struct request *req, const cJSON *root,
         const struct request_field *f = &request_fields[i];
         if (f->models != MODELS_REFUSED)
             continue;
-        if (given(req, f) || cJSON_GetObjectItemCaseSensitive(root, f->name))
+        if (request_field_given(req, f) ||
+            cJSON_GetObjectItemCaseSensitive(root, f->name))
             return problem_set(
                 pb, 422, f->pointer,
                 "%s conflicts with \"model\": the model \"%s\" fixes it "
@@ -196,7 +191,7 @@ static bool resolve_png(struct request *req, const struct model *m,
     if (png->view == VIEW_AUTO)
         png->view = run->layer == XF_ALL_LAYERS ? VIEW_MODEL : VIEW_HEADS;
     req->compute = true;
-    if (png->view != VIEW_HEADS && given(req, head))
+    if (png->view != VIEW_HEADS && request_field_given(req, head))
         return problem_set(pb, 422, "/head",
                            "head is for the image of one layer's heads; "
                            "view=%s shows %s",
@@ -256,8 +251,8 @@ size_t request_model_output(const struct request *req)
     return floats < 1e18 ? (size_t)floats : SIZE_MAX;
 }
 
-/* The pass, planned once its run is whole: what it costs, then what it
- * computes, come from this plan. Every request computes on one thread
+/* The pass, planned once its run is whole: what it costs, and then what
+ * it computes, come from this plan. Every request computes on one thread
  * (workers.h). */
 static bool plan(struct request *req, const struct model *m, struct problem *pb)
 {
@@ -325,8 +320,5 @@ bool request_decode_model(struct request *req, const cJSON *root,
                       pb) &&
            encode(req, root, lim, m, pb) &&
            (!req->png.wanted || resolve_png(req, m, pb)) && plan(req, m, pb) &&
-           check_budgets(req, lim, pb) &&
-           /* the image's size is known now: one the drawing would refuse
-            * is refused before the encoder runs */
-           (!req->png.wanted || render_model_png_measure(req, pb));
+           check_budgets(req, lim, pb);
 }

@@ -23,17 +23,17 @@ struct response_stream;
 struct response_stream *response_stream_new(const struct request *req,
                                             const struct attn_result *res);
 
-/* The same for a request on a model (req->model.entry) and its result
- * xf, which the stream borrows too: model, tokens, token_type_ids,
- * config, then weights, mean_weights, hidden_states and rollout as
- * asked. res may be NULL. */
+/* The same for a request on a model (REQUEST_MODEL) and the encoder's
+ * result res: model, tokens, token_type_ids, config, then weights,
+ * mean_weights, hidden_states and rollout as asked. */
 struct response_stream *response_stream_new_model(const struct request *req,
-                                                  const struct attn_result *res,
-                                                  const struct xf_result *xf);
+                                                  const struct xf_result *res);
 
 /* At most the bytes a stream over req's answer holds: its staging buffer
- * and its text (tokens, config, warnings). */
+ * and its text (tokens, config, warnings); of a model's answer with
+ * response_stream_bytes_model(). */
 size_t response_stream_bytes(const struct request *req);
+size_t response_stream_bytes_model(const struct request *req);
 
 /* Copy up to max bytes of the body into out; 0 at the end. */
 size_t response_stream_read(struct response_stream *s, char *out, size_t max);

@@ -6,7 +6,7 @@
  * without the [CLS] and [SEP] the tokenizer added.
  *
  * The picture (panels, titles, labels, options, text chunks) is made from
- * the request alone, so that it is measured when the request is decoded
+ * the request alone, so that it is measured when the answer is planned
  * and drawn, the same, once the encoder has run.
  */
 #include "buf.h"
@@ -49,7 +49,7 @@ struct picture {
     size_t *at;   /* [n] the shown wordpieces' positions in the encoding */
     struct heatmap_matrix *mats; /* [count]; values NULL until filled */
     char (*titles)[48];          /* [count] */
-    const char **labels;         /* [n], the vocabulary's strings */
+    const char **labels;         /* [n], the tokens' texts */
     char *tokens_json;           /* the shown wordpieces as a JSON array */
     float *cut;          /* [count][n][n]: the shown rows and columns, when the
                             special tokens are hidden; else NULL */
@@ -94,24 +94,6 @@ static size_t panel_count(const struct request *req)
     }
 }
 
-static char *json_tokens(const struct model *m, const struct tok_encoding *e,
-                         const size_t *at, size_t n)
-{
-    struct buf b;
-    buf_init(&b, (size_t)16 << 20);
-    bool ok = buf_append_str(&b, "[");
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (!i || buf_append_str(&b, ",")) &&
-             buf_append_json_string(
-                 &b, tok_token_text(&m->tokenizer, e->ids[at[i]]));
-    ok = ok && buf_append_str(&b, "]");
-    if (!ok) {
-        buf_free(&b);
-        return NULL;
-    }
-    return buf_take(&b, NULL);
-}
-
 /* The shown wordpieces: every one, or with special=hide all but those the
  * tokenizer added; a 422 when that leaves none. */
 static bool picture_positions(struct picture *p, const struct request *req,
@@ -150,14 +132,16 @@ static bool picture_make(struct picture *p, const struct request *req,
     p->mats = calloc(p->count, sizeof *p->mats);
     p->titles = calloc(p->count, sizeof *p->titles);
     p->labels = calloc(n, sizeof *p->labels);
-    p->tokens_json = json_tokens(m, &req->model.enc, p->at, n);
+    for (size_t i = 0; p->labels && i < n; i++)
+        p->labels[i] =
+            tok_token_text(&m->tokenizer, req->model.enc.ids[p->at[i]]);
+    /* the shown wordpieces as a text chunk, at most 16 MiB */
+    p->tokens_json =
+        p->labels ? buf_json_strings(p->labels, n, (size_t)16 << 20) : NULL;
     if (!p->mats || !p->titles || !p->labels || !p->tokens_json)
         return problem_from_draw(
             pb, DRAW_E_NOMEM,
             "out of memory for titles, labels and text chunks");
-    for (size_t i = 0; i < n; i++)
-        p->labels[i] =
-            tok_token_text(&m->tokenizer, req->model.enc.ids[p->at[i]]);
     snprintf(p->head_text, sizeof p->head_text, "all");
     snprintf(p->layer_text, sizeof p->layer_text, "all");
     if (req->model.run.layer != XF_ALL_LAYERS)

@@ -4,7 +4,7 @@
  * requests (/metrics).
  */
 #include "models.h"
-#include "model/fail.h"
+#include "fail.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -173,6 +173,26 @@ bool buf_append_json_string(struct buf *b, const char *s)
     return buf_append(b, "\"", 1);
 }
 
+bool buf_append_json_strings(struct buf *b, const char *const *items, size_t n)
+{
+    bool ok = buf_append_str(b, "[");
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (!i || buf_append_str(b, ",")) &&
+             buf_append_json_string(b, items[i]);
+    return ok && buf_append_str(b, "]");
+}
+
+char *buf_json_strings(const char *const *items, size_t n, size_t cap)
+{
+    struct buf b;
+    buf_init(&b, cap);
+    if (!buf_append_json_strings(&b, items, n)) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, NULL);
+}
+
 char *buf_take(struct buf *b, size_t *len)
 {
     char *data = b->data;

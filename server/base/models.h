@@ -9,8 +9,8 @@
 #define ATTND_MODELS_H
 
 #include "buf.h"
-#include "model/model.h"
-#include "options.h"
+#include "model.h"
+#include "options_list.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -27,6 +27,11 @@
 struct models;
 struct models_entry;
 
+/* What a request runs on, decided once as it is decoded: the random
+ * weights of the seed, or a loaded checkpoint ("model"). Every stage
+ * after decoding goes by it, through its kind's operations (answer.h). */
+enum request_kind { REQUEST_RANDOM, REQUEST_MODEL, REQUEST_KINDS };
+
 /* Limits from the server's flags; every request is held to them. */
 struct request_limits {
     struct models *models; /* the loaded checkpoints; NULL: none */
@@ -77,15 +82,14 @@ struct request_png {
     enum request_view view;
     enum request_special special;
     enum request_color_scale color_scale;
-    /* the image's size in pixels, measured when the request is decoded
-     * (render.h), before anything is computed */
+    /* the image's size in pixels, measured when the answer is planned
+     * (answer.h), before anything is computed */
     int width, height;
 };
 
-/* A request on a loaded model (request_model.c). */
+/* A request on a loaded model (request_model.c), of kind REQUEST_MODEL. */
 struct request_model {
-    struct models_entry *entry; /* borrowed from the server; NULL: the
-                                   random-weights mode */
+    struct models_entry *entry; /* borrowed from the server */
     struct tok_encoding enc;    /* owned: the model's tokens */
     struct xf_run run;          /* its ids point into enc */
     struct xf_plan plan;        /* of run, made once it is whole */
@@ -114,6 +118,7 @@ enum request_params_source {
 };
 
 struct request {
+    enum request_kind kind;
     struct request_input input, context;
     struct request_input value; /* V's own input (kdim != vdim), or none */
     struct attn_config cfg;     /* resolved before the request is accepted */
@@ -126,6 +131,8 @@ struct request {
     int mask_type;         /* enum request_mask_type: as asked, then as read */
     int mask_convention;   /* enum request_mask_convention */
     const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
+    int mask_rank;         /* a mask of a matrix per head: its rank and */
+    size_t mask_dims[4];   /* dimensions, checked against the heads */
     /* options read through the field table that the config holds only
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
@@ -185,7 +192,8 @@ bool request_parse_png(struct request *req, const struct request_param *p,
 size_t request_model_output(const struct request *req);
 
 /* The JSON pointer of the request field that a core error's field names
- * ("heads" -> "/heads", "x" -> the input's pointer); "" when none. */
+ * ("heads" -> "/heads", "x" -> the input's pointer); "" when none
+ * (request_fields.c, by the field table). */
 const char *request_pointer_of(const struct request *req,
                                const char *core_field);
 

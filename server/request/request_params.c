@@ -104,8 +104,8 @@ static bool store_fused(struct request *req, bool weight, const float *values,
     if (!request_reserve(req, (hk + gk + gv) * cols * sizeof(float), at->name,
                          pb))
         return false;
-    const float **q = weight ? &p->wq : &p->bq,
-                **k = weight ? &p->wk : &p->bk, **v = weight ? &p->wv : &p->bv;
+    const float **q = weight ? &p->wq : &p->bq, **k = weight ? &p->wk : &p->bk,
+                **v = weight ? &p->wv : &p->bv;
     if (!copy_rows(q, values, hk, cols) ||
         !copy_rows(k, values + hk * cols, gk, cols) ||
         !copy_rows(v, values + (hk + gk) * cols, gv, cols))

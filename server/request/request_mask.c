@@ -6,45 +6,16 @@
  * (booleans with true = ignore the key, [M] or [B][M]).
  */
 #include "jsonin.h"
+#include "request_fields.h"
 #include "request_steps.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-const char *request_mask_name(int kind)
-{
-    static const char *const names[] = {"none", "causal"};
-    return kind >= 0 && kind < 2 ? names[kind] : NULL;
-}
-
-const char *request_mask_type_name(int type)
-{
-    static const char *const names[] = {"auto", "boolean", "additive"};
-    return type >= 0 && type < 3 ? names[type] : NULL;
-}
-
-const char *request_mask_convention_name(int convention)
-{
-    static const char *const names[] = {"allow", "block"};
-    return convention >= 0 && convention < 2 ? names[convention] : NULL;
-}
-
-/* The heads the config will have: a copy resolved now, before the masks
- * it does not need; its refusal is the one resolution would give later. */
-static bool heads_of(const struct request *req, size_t *heads,
-                     struct problem *pb)
-{
-    struct attn_config probe = req->cfg;
-    struct attn_error err;
-    const attn_status st = attn_config_resolve(&probe, &err);
-    if (st != ATTN_OK)
-        return problem_from_core(pb, st, &err,
-                                 request_pointer_of(req, err.field));
-    *heads = probe.heads;
-    return true;
-}
-
-/* Which of the four forms the shape is, into the config. */
+/* Which of the four forms the shape is, into the config, as far as the
+ * shape tells before the config is resolved: [N][M], [B][N][M], or one
+ * matrix per sequence and head, whose count request_mask_heads() checks
+ * against the resolved heads. */
 static bool mask_form(struct request *req, const struct jsonin_mask *m,
                       const struct jpath *at, struct problem *pb)
 {
@@ -62,32 +33,42 @@ static bool mask_form(struct request *req, const struct jsonin_mask *m,
         req->mask_form = "[N][M]";
         return true;
     }
-    size_t heads = 0;
-    if ((m->rank == 4 || d[0] != b) && !heads_of(req, &heads, pb))
-        return false;
-    if (m->rank == 3) {
-        if (d[0] == b) {
-            c->mask_batched = true;
-            req->mask_form = "[B][N][M]";
-            return true;
-        }
+    if (m->rank == 3 && d[0] == b) {
+        c->mask_batched = true;
+        req->mask_form = "[B][N][M]";
+        return true;
+    }
+    /* [B*heads][N][M] or [B][heads][N][M]: counted once heads are known */
+    c->mask_per_head = true;
+    req->mask_rank = m->rank;
+    for (int k = 0; k < m->rank; k++)
+        req->mask_dims[k] = d[k];
+    return true;
+}
+
+bool request_mask_heads(struct request *req, size_t heads, struct problem *pb)
+{
+    const struct attn_config *c = &req->cfg;
+    if (!c->mask_per_head)
+        return true;
+    const size_t n = c->n_query, mm = c->n_ctx, b = c->batch;
+    const size_t *d = req->mask_dims;
+    if (req->mask_rank == 3) {
         if (d[0] == b * heads) {
-            c->mask_per_head = true;
             req->mask_form = "[B*heads][N][M]";
             return true;
         }
-        return problem_set(pb, 422, at->pointer,
+        return problem_set(pb, 422, "/mask",
                            "mask has %zu matrices; expected one per sequence "
                            "([B][N][M], B = %zu) or one per sequence and head "
                            "([B*heads][N][M], %zu x %zu = %zu)",
                            d[0], b, b, heads, b * heads);
     }
     if (d[0] != b || d[1] != heads)
-        return problem_set(pb, 422, at->pointer,
+        return problem_set(pb, 422, "/mask",
                            "mask is %zu x %zu x %zu x %zu; expected [B][heads]"
                            "[N][M] = %zu x %zu x %zu x %zu",
                            d[0], d[1], d[2], d[3], b, heads, n, mm);
-    c->mask_per_head = true;
     req->mask_form = "[B][heads][N][M]";
     return true;
 }

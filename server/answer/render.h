@@ -15,13 +15,13 @@
 #define RENDER_MAX_PIXELS ((size_t)64 << 20)
 
 /*
- * Measure the image the decoded req asks for, before anything is
- * computed: the drawing library's own size of it under RENDER_MAX_PIXELS
- * into req->png.width and height. An image the drawing would refuse is
- * refused here with the same problem (422 at "/cell" naming the size and
- * the cap), so that nothing is computed for it; with special=hide and
- * nothing left to draw, a 422 at "/special". The model's image is
- * measured by render_model_png_measure().
+ * Measure the image the decoded req asks for, when its answer is planned
+ * (answer.h), before anything is computed: the drawing library's own size
+ * of it under RENDER_MAX_PIXELS into req->png.width and height. An image
+ * the drawing would refuse is refused here with the same problem (422 at
+ * "/cell" naming the size and the cap), so that nothing is computed for
+ * it; with special=hide and nothing left to draw, a 422 at "/special".
+ * The model's image is measured by render_model_png_measure().
  */
 bool render_png_measure(struct request *req, struct problem *pb);
 bool render_model_png_measure(struct request *req, struct problem *pb);
