@@ -27,6 +27,7 @@ struct strtab {
     char *bytes;
     size_t *off;  /* [count + 1] where each starts; the last is the end */
     size_t count;
+    size_t pad;   /* bytes after each string not part of it: 1 for a NUL */
 };
 
 /* An open-addressing index of some of a strtab's strings, by content. */
@@ -125,7 +126,7 @@ static size_t byte_decode(const int16_t *inverse, const char *s, size_t len,
 
 static const char *str_at(const struct strtab *t, uint32_t id, size_t *len)
 {
-    *len = t->off[id + 1] - t->off[id];
+    *len = t->off[id + 1] - t->off[id] - t->pad;
     return t->bytes + t->off[id];
 }
 
@@ -444,6 +445,7 @@ static attn_status build_strings(struct bpe_tokenizer *t,
                          "out of memory for %zu tokens", n);
     }
     t->keys.count = t->texts.count = n;
+    t->texts.pad = 1;
     size_t k = 0, x = 0;
     for (size_t id = 0; id < n; id++) {
         const struct bpe_string *s = by_id[id];
@@ -929,17 +931,7 @@ static int64_t tokenizer_token_id(const void *impl, const char *text,
                                   size_t len)
 {
     const struct bpe_tokenizer *t = impl;
-    // texts are stored with their NUL; compare without it
-    const size_t mask = t->by_text.n_slots - 1;
-    for (size_t at = (size_t)fnv1a(text, len) & mask;; at = (at + 1) & mask) {
-        const uint32_t id = t->by_text.slots[at];
-        if (id == EMPTY_SLOT)
-            return -1;
-        size_t n;
-        const char *s = str_at(&t->texts, id, &n);
-        if (n - 1 == len && memcmp(s, text, len) == 0)
-            return id;
-    }
+    return index_find(&t->by_text, &t->texts, text, len);
 }
 
 static void tokenizer_free(void *impl)
