@@ -203,8 +203,8 @@ static void test_llama3_pattern(void **state)
     expect_split(p, "2024 1234567", "202|4| |123|456|7");
     // one character that is not a letter, number or newline leads a word
     expect_split(p, "(hello) \tword", "(hello|)| |\tword");
-    expect_split(p, "a\n\n  b", "a|\n\n|  |b");
-    expect_split(p, "x  \n  y", "x|  \n|  |y");
+    expect_split(p, "a\n\n  b", "a|\n\n| | b");
+    expect_split(p, "x  \n  y", "x|  \n| | y");
     expect_split(p, "!!!\n\nok", "!!!\n\n|ok");
     expect_split(p, " ...", " ...");
     expect_split(p, "a   ", "a|   ");
