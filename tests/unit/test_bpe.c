@@ -91,7 +91,7 @@ static uint32_t add_token(struct made *m, const char *s)
 {
     const size_t id = m->n_vocab++;
     assert_true(id < 600 && strlen(s) < 64);
-    strcpy(m->store[id], s);
+    memcpy(m->store[id], s, strlen(s) + 1);
     m->vocab[id] = (struct bpe_string){m->store[id], strlen(s)};
     return (uint32_t)id;
 }
@@ -505,7 +505,7 @@ static void test_long_pretoken(void **state)
     memset(text, 'a', n);
     for (int sp = 0; sp < 2; sp++) {
         struct made *m = calloc(1, sizeof *m);
-        char run[64] = "a", twice[64];
+        char run[64] = "a", twice[128];
         if (sp) {
             add_token(m, "\xe2\x96\x81");
             add_token(m, "a");
@@ -514,8 +514,9 @@ static void test_long_pretoken(void **state)
         }
         for (int k = 0; k < 5; k++) { // up to 32 letters a token
             add_merge(m, run, run);
-            snprintf(twice, sizeof twice, "%s%s", run, run);
-            strcpy(run, twice);
+            const int w = snprintf(twice, sizeof twice, "%s%s", run, run);
+            assert_true(w > 0 && w < (int)sizeof run);
+            memcpy(run, twice, (size_t)w + 1);
         }
         struct bpe_spec spec = spec_of(m);
         spec.byte_level = !sp;
