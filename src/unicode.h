@@ -1,7 +1,8 @@
 /*
  * unicode.h - the character properties the tokenizer needs; internal to the
  * core. The tables behind these functions live in unicode_tables.c, which
- * src/unicode_tables.py generates from Python's unicodedata (Unicode 14.0).
+ * src/unicode_tables.py generates from Python's unicodedata (Unicode 14.0):
+ * BERT's classes and fold, and for BPE the pre-tokenizers' classes and NFC.
  *
  * All functions are pure lookups in constant tables: thread-safe, no state.
  */
@@ -57,5 +58,36 @@ static inline uint32_t unicode_fold_ascii(uint32_t cp)
  * tokenizer never folds them.
  */
 size_t unicode_fold(uint32_t cp, uint32_t out[static UNICODE_FOLD_MAX]);
+
+/* --------------------------------------------------- BPE (src/bpe*.c) */
+
+/*
+ * What the byte-level BPE pre-tokenizers' regexes (GPT-2's, Llama 3's,
+ * Qwen2's) ask of a code point: \p{L}, \p{N}, or \s, which in the
+ * tokenizers library's Oniguruma is the White_Space property (the
+ * generator checks the two agree). No space is a letter or a number.
+ */
+enum unicode_bpe_class {
+    UNICODE_BPE_OTHER = 0,
+    UNICODE_BPE_LETTER, /* \p{L}: general category L* */
+    UNICODE_BPE_NUMBER, /* \p{N}: general category N* */
+    UNICODE_BPE_SPACE   /* \s: White_Space */
+};
+
+/* The class of cp; code points above 0x10FFFF are UNICODE_BPE_OTHER. */
+enum unicode_bpe_class unicode_bpe_class(uint32_t cp);
+
+/* The canonical combining class of any code point (0 for starters). */
+unsigned unicode_combining_class(uint32_t cp);
+
+/* The longest full canonical decomposition, in code points. */
+#define UNICODE_DECOMP_MAX 4
+
+/* The full canonical decomposition of cp (Hangul syllables into jamo)
+ * into out; returns its length, 1 with out[0] == cp when cp has none. */
+size_t unicode_decompose(uint32_t cp, uint32_t out[static UNICODE_DECOMP_MAX]);
+
+/* The primary composite of a followed by b (Hangul included), or 0. */
+uint32_t unicode_compose(uint32_t a, uint32_t b);
 
 #endif

