@@ -165,7 +165,7 @@ struct xf_model {
 #define XF_MAX_DIM 65536 /* hidden, intermediate, heads x head_dim */
 #define XF_MAX_LAYERS 256
 #define XF_MAX_VOCAB 4000000
-#define XF_MAX_POSITIONS 65536
+#define XF_MAX_POSITIONS 1048576 /* rotary models declare 131072 and more */
 
 /*
  * Check a model's arch (every enum known), its sizes (each nonzero and
