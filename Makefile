@@ -11,8 +11,9 @@
 #   make fuzz       build the libFuzzer targets (clang) and run each for
 #                   FUZZ_SECONDS (60) on its corpus
 #   make fuzz-regress  run each fuzzer once over its committed corpus
-#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy
-#                   and python3-torch); make models-golden only the latter
+#   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy,
+#                   python3-torch, and Node.js for the tokenizers library);
+#                   make models-golden only the latter
 #   make deps       install the Debian packages all of the above need
 #   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
@@ -53,12 +54,32 @@ CORE_LIBS = $(call pc_libs,$(PKG_CORE)) -lm -pthread
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-# server/draw/ is the drawing library (heatmaps, font, PNG writer); it is
-# archived with the rest of the server but compiled on its own terms below.
-# server/model/ reads checkpoints (safetensors, config.json, vocab.txt).
-DRAW_SRC := $(wildcard server/draw/*.c)
-MODEL_SRC := $(wildcard server/model/*.c)
-SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c)) $(DRAW_SRC) $(MODEL_SRC)
+# The server is layers, top to bottom, each a folder:
+#   server/           the HTTP front: routes, exchanges, replies, flags, metrics
+#   server/answer/    a decoded request's answer: plan, run, JSON, PNG, by kind
+#   server/request/   decoding and validating a request
+#   server/base/      what the layers share: problems, buffers, JSON numbers,
+#                     the memory budget, the drawn cache, the loaded models
+#   server/model/     reading checkpoints (safetensors, config.json, vocab.txt)
+#   server/draw/      the drawing library (heatmaps, font, PNG writer)
+# and under them the core, src/. A folder's sources see their own folder and
+# the folders below it (SEES_<folder>), nothing above, so an include of a
+# higher layer fails to compile; the drawing library sees only itself and
+# its packages. All are archived together into libattnd.a.
+SEES_server/draw :=
+SEES_server/model := src
+SEES_server/base := server/model server/draw src
+SEES_server/request := server/base $(SEES_server/base)
+SEES_server/answer := server/request $(SEES_server/request)
+SEES_server := server/answer $(SEES_server/answer)
+server_folder = $(patsubst %/,%,$(dir $(1)))
+server_pkgs = $(if $(filter server/draw,$(1)),$(PKG_DRAW),$(PKG_SERVER) $(PKG_CORE))
+# The flags that compile server source $(1) within its folder's fence.
+server_cflags = $(addprefix -I,$(SEES_$(call server_folder,$(1)))) -DATTND_FONT='"$(FONT)"' \
+                $(call pc_cflags,$(call server_pkgs,$(call server_folder,$(1))))
+# What the server's tests, fuzzers and benchmarks see: every layer.
+SERVER_INC := -Iserver $(addprefix -I,$(SEES_server))
+SERVER_SRC := $(filter-out server/main.c,$(wildcard server/*.c server/*/*.c))
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/openapi_json.o
 SERVER_LIB := $(BUILD)/libattnd.a
 SERVER_LIBS = $(call pc_libs,$(PKG_SERVER))
@@ -100,6 +121,11 @@ WEB_MODULES := tests/web/node_modules/.package-lock.json
 $(WEB_MODULES): tests/web/package.json tests/web/package-lock.json
 	cd tests/web && npm ci --no-audit --no-fund
 
+# The Hugging Face tokenizers library, which gives the decoder goldens their ids.
+TOKENIZE_MODULES := tests/models/tokenize/node_modules/.package-lock.json
+$(TOKENIZE_MODULES): tests/models/tokenize/package.json tests/models/tokenize/package-lock.json
+	cd tests/models/tokenize && npm ci --no-audit --no-fund
+
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -112,18 +138,11 @@ $(CORE_LIB): $(CORE_OBJ)
 	@ar rcs $@ $^
 
 # ----------------------------------------------------------------- server
+# Each source within its folder's fence (SEES_*, above).
 $(BUILD)/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver/draw -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
-
-# The drawing library sees only its own folder and its packages, so an
-# include of the core or of the HTTP side fails to compile. (The shorter
-# stem makes make choose this rule over the one above for server/draw/.)
-$(BUILD)/server/draw/%.o: server/draw/%.c
-	@mkdir -p $(@D)
-	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_DRAW)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) $(call server_cflags,$<) -c $< -o $@
 
 # The OpenAPI document is kept as JSON in the repo and compiled in.
 $(BUILD)/gen/openapi_json.c: server/openapi.json
@@ -162,7 +181,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/tests/support.o $(BUILD)
 $(BUILD)/tests/server/%.o: tests/server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/draw -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) $(SERVER_INC) -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
 $(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(BUILD)/tests/files.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
@@ -191,7 +210,7 @@ $(JSONNUM_EXHAUSTIVE): $(BUILD)/tests/server/jsonnum_exhaustive.o $(BUILD)/tests
 $(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Iserver -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Iserver/base -c $< -o $@
 
 $(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
 	@echo "  LD      $@"
@@ -223,7 +242,7 @@ REPLAY_BIN := $(REPLAY_NAMES:%=$(BUILD)/tests/fuzz/replay_%)
 $(BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/draw $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) $(SERVER_INC) $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
 $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c
 	@mkdir -p $(@D)
@@ -324,12 +343,7 @@ $(FUZZ_DIR)/obj/src/%.o: src/%.c
 $(FUZZ_DIR)/obj/server/%.o: server/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver/draw -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
-
-$(FUZZ_DIR)/obj/server/draw/%.o: server/draw/%.c
-	@mkdir -p $(@D)
-	@echo "  CC      $< (fuzz)"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -DATTND_FONT='"$(FONT)"' $(call pc_cflags,$(PKG_DRAW)) -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(call server_cflags,$<) -c $< -o $@
 
 $(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
 	@mkdir -p $(@D)
@@ -339,7 +353,7 @@ $(FUZZ_DIR)/obj/gen/openapi_json.o: $(BUILD)/gen/openapi_json.c
 $(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $< (fuzz)"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -Isrc -Iserver -Iserver/draw $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(SERVER_INC) $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE)) -c $< -o $@
 
 $(FUZZ_BIN): $(FUZZ_DIR)/%: $(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_OBJ)
 	@echo "  LD      $@"
@@ -374,7 +388,7 @@ fuzz-regress: fuzz-build
 # ----------------------------------------------------------------- golden
 golden: deps-golden
 	$(PYTHON) tests/golden/generate.py tests/golden
-	$(PYTHON) tests/models/generate.py tests/models
+	@$(MAKE) --no-print-directory models-golden-files
 
 # test_bert_memory counts the core's allocations through a wrapped
 # allocator, to hold bert_forward_bytes() to what bert_forward() takes.
@@ -383,14 +397,19 @@ $(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/test
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
-# The small random BERT checkpoints in the Hub's layout and their goldens.
-.PHONY: models-golden
+# The small random checkpoints in the Hub's layout and their goldens: BERT's,
+# then the decoders' (whose token ids come from the tokenizers library).
+.PHONY: models-golden models-golden-files
 models-golden: deps-golden
+	@$(MAKE) --no-print-directory models-golden-files
+
+models-golden-files: $(TOKENIZE_MODULES)
 	$(PYTHON) tests/models/generate.py tests/models
+	$(PYTHON) tests/models/generate_decoders.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \
-    $(wildcard src/*.[ch] server/*.[ch] server/draw/*.[ch] server/model/*.[ch] tests/*/*.[ch]))
+    $(wildcard src/*.[ch] server/*.[ch] server/*/*.[ch] tests/*/*.[ch]))
 format:
 	clang-format -i $(FORMAT_SRC)
 

@@ -1,13 +1,14 @@
 /*
  * attention_route.c - GET and POST /attention: decode the request into the
- * exchange, wait for a compute slot, compute, and answer with a streamed
- * JSON body or a PNG. The exchange owns the request and the result until
- * its completion callback; the JSON stream only borrows them.
+ * exchange, plan its answer, wait for a compute slot, compute, and answer
+ * with a streamed JSON body or a PNG, every step after decoding through
+ * the operations of the request's kind (answer.h). The exchange owns the
+ * request and the result until its completion callback; the JSON stream
+ * only borrows them.
  */
-#include "attend.h"
+#include "answer.h"
 #include "exchange.h"
 #include "jsonnum.h"
-#include "models.h"
 #include "render.h"
 #include "reply.h"
 
@@ -69,10 +70,10 @@ static bool accepts_png(struct MHD_Connection *conn)
            !strstr(accept, "application/json");
 }
 
-/* A stable tag for a GET: FNV-1a over the version, the sorted query and
- * what it answers with. */
-static bool query_etag(const struct query_collect *q, bool png,
-                       const struct models_entry *model, char out[24])
+/* A stable tag for a GET: FNV-1a over the version, the sorted query,
+ * what it answers with and what else its kind's answer depends on. */
+static bool query_etag(const struct query_collect *q, const struct exchange *ex,
+                       char out[24])
 {
     const struct request_param *order[MAX_QUERY_PARAMS];
     for (size_t i = 0; i < q->n; i++)
@@ -89,10 +90,8 @@ static bool query_etag(const struct query_collect *q, bool png,
     bool ok = buf_append_str(&text, "attnd " ATTND_VERSION);
     for (size_t i = 0; ok && i < q->n; i++)
         ok = buf_printf(&text, "%s=%s&", order[i]->key, order[i]->value);
-    ok = ok && buf_append_str(&text, png ? "p" : "j");
-    /* a model's answer changes with its checkpoint, not with the URL */
-    ok = ok && (!model || buf_printf(&text, "m%016llx",
-                                     (unsigned long long)model->fingerprint));
+    ok = ok && buf_append_str(&text, ex->req.png.wanted ? "p" : "j");
+    ok = ok && ex->ops->tag(&ex->req, &text);
     if (ok)
         snprintf(out, 24, "\"%016llx\"",
                  (unsigned long long)attn_fnv1a64(text.data, text.len));
@@ -190,13 +189,8 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     unsigned char *png = NULL;
-    const bool drawn =
-        ex->req.model.entry
-            ? render_model_png(&ex->req, &ex->xf, RENDER_MAX_PIXELS, &png,
-                               bytes, pb)
-            : render_png(&ex->req, &ex->res, RENDER_MAX_PIXELS, &png, bytes,
-                         pb);
-    if (!drawn)
+    if (!ex->ops->draw_png(&ex->req, &ex->result, RENDER_MAX_PIXELS, &png,
+                           bytes, pb))
         return NULL;
     struct MHD_Response *r = reply_from_heap((char *)png, *bytes, "image/png");
     if (r)
@@ -210,9 +204,7 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
                                         size_t *bytes, struct problem *pb)
 {
     struct response_stream *stream =
-        ex->req.model.entry
-            ? response_stream_new_model(&ex->req, &ex->res, &ex->xf)
-            : response_stream_new(&ex->req, &ex->res);
+        ex->ops->encode_json(&ex->req, &ex->result);
     char *head = stream ? malloc(WHOLE_ANSWER_BYTES) : NULL;
     struct MHD_Response *r = NULL;
     *bytes = 0;
@@ -251,22 +243,25 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
     return r;
 }
 
-/* Reserve what computing and answering the decoded ex->req will hold,
+/* The decoded ex->req's operations, by its kind, and its plan: the image
+ * measured (one the drawing would refuse is refused now, before anything
+ * is computed), the work and the memory its answer will take. */
+static bool plan_answer(struct exchange *ex, struct problem *pb)
+{
+    ex->ops = answer_ops(ex->req.kind);
+    return ex->ops->plan(&ex->req, &ex->plan, pb);
+}
+
+/* Reserve what computing and answering the planned ex->req will hold,
  * before either starts. */
 static bool reserve_answer(struct exchange *ex, struct problem *pb)
 {
-    const struct request *req = &ex->req;
-    const bool model = req->model.entry != NULL;
-    size_t computed = 0;
-    if (req->compute)
-        computed = model ? xf_plan_bytes(&req->model.plan)
-                         : attn_forward_bytes(&req->cfg);
     const size_t answer_bytes =
-        !req->png.wanted
-            ? response_stream_bytes(req) + WHOLE_ANSWER_BYTES /* the head */
-        : model ? render_model_png_bytes(req)
-                : render_png_bytes(req);
-    return budget_reserve(&ex->hold, computed, "the computation", false, pb) &&
+        ex->req.png.wanted
+            ? ex->plan.answer_bytes
+            : ex->plan.answer_bytes + WHOLE_ANSWER_BYTES; /* the head */
+    return budget_reserve(&ex->hold, ex->plan.run_bytes, "the computation",
+                          false, pb) &&
            budget_reserve(&ex->hold, answer_bytes, "the answer", false, pb);
 }
 
@@ -280,10 +275,8 @@ static void compute_answer(struct exchange *ex)
     metrics_computation_started();
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct models_entry *model = ex->req.model.entry;
     const bool ok =
-        model ? attend_model_run(&ex->req, &s->cancel, &ex->xf, &pb)
-              : attend_run(&ex->req, 1, &s->cancel, &s->drawn, &ex->res, &pb);
+        ex->ops->run(&ex->req, 1, &s->cancel, &s->drawn, &ex->result, &pb);
     const double compute_s = seconds_since(&t0);
     /* A PNG is drawn here too: its canvas is as large as any array. A JSON
      * answer is formatted as it is read, a bounded buffer at a time. */
@@ -294,13 +287,9 @@ static void compute_answer(struct exchange *ex)
     else if (ok)
         r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
-    if (ok && model) {
-        const double flops =
-            ex->req.compute ? xf_plan_flops(&ex->req.model.plan) : 0;
-        metrics_add_flops(flops);
-        models_count(model, flops);
-    } else if (ok && ex->req.compute) {
-        metrics_add_flops(attn_flops(&ex->req.cfg));
+    if (ok) {
+        metrics_add_flops(ex->plan.flops);
+        ex->ops->count(&ex->req, ex->plan.flops);
     }
     if (!r) {
         reply_prepare_problem(ex, &pb);
@@ -381,18 +370,13 @@ static enum MHD_Result hand_over(struct exchange *ex,
 
 /* Small requests are answered at once on the HTTP thread, where the
  * handover would cost more than the work; the rest go to the pool. */
-static bool answer_inline(const struct request *req)
+static bool answer_inline(const struct exchange *ex)
 {
-    const struct models_entry *model = req->model.entry;
-    const double flops = !req->compute ? 0
-                         : model       ? xf_plan_flops(&req->model.plan)
-                                       : attn_flops(&req->cfg);
-    if (flops >= INLINE_FLOPS)
+    if (ex->plan.flops >= INLINE_FLOPS)
         return false;
-    if (!req->png.wanted)
+    if (!ex->req.png.wanted)
         return true;
-    return (model ? render_model_png_bytes(req) : render_png_bytes(req)) <=
-           INLINE_PNG_BYTES;
+    return ex->plan.answer_bytes <= INLINE_PNG_BYTES;
 }
 
 /* Answer the decoded ex->req: reserve, then compute here or hand over. */
@@ -405,7 +389,7 @@ static enum MHD_Result answer_decoded(struct exchange *ex,
         return reply_problem(ex, conn, &s->stopping);
     if (!reserve_answer(ex, &pb))
         return reply_problem(ex, conn, &pb);
-    if (!answer_inline(&ex->req))
+    if (!answer_inline(ex))
         return hand_over(ex, conn);
     compute_answer(ex);
     return reply_prepared(ex, conn);
@@ -433,9 +417,10 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
     struct request *req = begin_request(ex);
     const struct request_limits *lim = &ex->srv->limits;
     if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
-        !request_parse_query(req, q.params, q.n, lim, &pb))
+        !request_parse_query(req, q.params, q.n, lim, &pb) ||
+        !plan_answer(ex, &pb))
         return reply_problem(ex, conn, &pb);
-    if (!query_etag(&q, req->png.wanted, req->model.entry, ex->etag)) {
+    if (!query_etag(&q, ex, ex->etag)) {
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
@@ -448,7 +433,8 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
 }
 
 /* Decode the body into ex->req (whose PNG options are already read), with
- * its parse tree reserved while it lives, and let the body go. */
+ * its parse tree reserved while it lives, let the body go, and plan the
+ * answer. */
 static bool decode_body(struct exchange *ex, struct problem *pb)
 {
     struct timespec t0;
@@ -468,6 +454,8 @@ static bool decode_body(struct exchange *ex, struct problem *pb)
     buf_free(&ex->body); /* parsed: the request holds what it needs */
     budget_release(&ex->hold, ex->body_reserved);
     ex->body_reserved = 0;
+    if (!plan_answer(ex, pb))
+        return false;
     ex->decoded = true;
     ex->parse_seconds += seconds_since(&t0);
     return true;

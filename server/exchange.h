@@ -6,6 +6,7 @@
 #ifndef ATTND_EXCHANGE_H
 #define ATTND_EXCHANGE_H
 
+#include "answer.h"
 #include "budget.h"
 #include "buf.h"
 #include "deadlines.h"
@@ -64,13 +65,15 @@ struct exchange {
     bool answered;
     int status;
     size_t bytes_out;
-    /* /attention: the decoded request and its result */
+    /* /attention: the decoded request, its kind's operations and plan,
+     * and its result */
     bool has_request;
     struct request req;
-    struct attn_result res;
-    struct xf_result xf; /* the result of a request on a model */
-    bool decoded;        /* ex->req holds the whole request */
-    bool decoded_late;   /* the body is a worker's to decode */
+    const struct answer_ops *ops; /* set with the plan */
+    struct answer_plan plan;
+    struct answer_result result;
+    bool decoded;      /* ex->req holds the whole request */
+    bool decoded_late; /* the body is a worker's to decode */
     double parse_seconds;
     char etag[24]; /* of a GET; "" for a POST */
     /* handed to the compute pool, the connection suspended meanwhile */

@@ -258,8 +258,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (ex->prepared.response) /* made, never queued */
         MHD_destroy_response(ex->prepared.response);
     if (ex->has_request) {
-        attn_result_free(&ex->res);
-        xf_result_free(&ex->xf);
+        answer_result_free(&ex->result);
         request_free(&ex->req);
     }
     buf_free(&ex->body);

@@ -5,13 +5,11 @@
 #ifndef ATTND_OPTIONS_H
 #define ATTND_OPTIONS_H
 
+#include "options_list.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-
-/* --model NAME=DIR: at most this many, each this long */
-#define OPTIONS_MAX_MODELS 16
-#define OPTIONS_MODEL_SPEC 1152
 
 struct options {
     char bind[64];
@@ -37,10 +35,7 @@ struct options {
     bool quiet;          /* no access log */
     char probe_url[512]; /* --probe: check a URL and exit */
     /* the checkpoints to load, "NAME=DIR" each, in the order given */
-    struct options_list {
-        char item[OPTIONS_MAX_MODELS][OPTIONS_MODEL_SPEC];
-        size_t count;
-    } models;
+    struct options_list models;
 };
 
 enum options_result { OPTIONS_RUN, OPTIONS_EXIT_OK, OPTIONS_EXIT_ERROR };

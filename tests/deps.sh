@@ -88,6 +88,8 @@ fuzz fuzzer clang clang clang, for the fuzzers
 fuzz fuzzer libfuzzer libclang-rt-dev libFuzzer, for the fuzzers
 golden py numpy python3-numpy NumPy, for the golden vectors
 golden py torch python3-torch PyTorch, for the golden vectors
+golden cmd node nodejs Node.js, for the tokenizers library of the decoder goldens
+golden cmd npm npm npm, for the tokenizers library of the decoder goldens
 bench cmd wrk wrk wrk, the HTTP load of make bench
 bench cmd nginx nginx-light nginx, the static-file server make bench compares with
 bench py numpy python3-numpy NumPy, for make bench's comparisons
@@ -142,11 +144,11 @@ EOF
 # ------------------------------------------------------------- Node.js
 # A Node.js on PATH is used whoever installed it, if it is new enough.
 check_node_version() {
-    in_sets web "$@" && has_cmd node || return 0
+    { in_sets web "$@" || in_sets golden "$@"; } && has_cmd node || return 0
     major=$(node_major)
     if [ -z "$major" ] || [ "$major" -lt "$node_needed" ]; then
         say "Node.js $(node --version 2>/dev/null || echo '(unknown version)') at $(command -v node) is too old:"
-        say "  the browser tests need Node.js $node_needed or newer (tests/web/package.json, engines)."
+        say "  the browser tests and the decoder goldens need Node.js $node_needed or newer (package.json, engines)."
         say "  Install a newer Node.js first; Debian bookworm's own is 18 (apt-get install nodejs npm)."
         return 1
     fi

@@ -3,7 +3,7 @@
  * fuzz_query, so that every parsed input is also computed and encoded.
  */
 #include "pipeline.h"
-#include "attend.h"
+#include "answer.h"
 #include "heatmap.h"
 #include "models.h"
 #include "render.h"
@@ -164,55 +164,26 @@ static void drain_json(struct response_stream *s)
     free(all);
 }
 
-/* A request on a model: the encoder, then its PNG or JSON. */
-static void run_model(struct request *req)
-{
-    struct xf_result res;
-    struct problem pb;
-    memset(&pb, 0, sizeof pb);
-    if (!attend_model_run(req, NULL, &res, &pb)) {
-        fuzz_check_problem(&pb);
-        request_free(req);
-        return;
-    }
-    if (req->png.wanted) {
-        unsigned char *png = NULL;
-        size_t len = 0;
-        if (render_model_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
-            if (len < 8 || memcmp(png, "\x89PNG\r\n\x1a\n", 8))
-                abort();
-            free(png);
-        } else {
-            fuzz_check_problem(&pb);
-        }
-    } else {
-        struct response_stream *s = response_stream_new_model(req, NULL, &res);
-        if (s)
-            drain_json(s);
-        response_stream_free(s);
-    }
-    xf_result_free(&res);
-    request_free(req);
-}
-
 void fuzz_pipeline_run(struct request *req)
 {
-    if (req->model.entry) {
-        run_model(req);
-        return;
-    }
-    struct attn_result res;
+    /* the request's kind's operations, as the server looks them up */
+    const struct answer_ops *ops = answer_ops(req->kind);
+    struct answer_plan plan;
+    struct answer_result res;
     struct problem pb;
     memset(&pb, 0, sizeof pb);
-    if (!attend_run(req, 1, NULL, NULL, &res, &pb)) {
+    memset(&res, 0, sizeof res);
+    if (!ops->plan(req, &plan, &pb) ||
+        !ops->run(req, 1, NULL, NULL, &res, &pb)) {
         fuzz_check_problem(&pb);
+        answer_result_free(&res);
         request_free(req);
         return;
     }
     if (req->png.wanted) {
         unsigned char *png = NULL;
         size_t len = 0;
-        if (render_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
+        if (ops->draw_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
             static const unsigned char sig[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1a, '\n'};
             if (len < 8 || memcmp(png, sig, 8))
@@ -221,16 +192,14 @@ void fuzz_pipeline_run(struct request *req)
         } else {
             fuzz_check_problem(&pb);
         }
-        attn_result_free(&res);
-        request_free(req);
-        return;
+    } else {
+        /* the stream borrows req and res; they are freed after it */
+        struct response_stream *s = ops->encode_json(req, &res);
+        if (s)
+            drain_json(s);
+        response_stream_free(s);
     }
-    /* the stream borrows req and res; they are freed after it */
-    struct response_stream *s = response_stream_new(req, &res);
-    if (s)
-        drain_json(s);
-    response_stream_free(s);
-    attn_result_free(&res);
+    answer_result_free(&res);
     request_free(req);
 }
 

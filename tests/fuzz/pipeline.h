@@ -21,9 +21,10 @@ extern const struct request_limits fuzz_limits;
 void fuzz_init(void);
 
 /*
- * Run a parsed request as http.c's answer_attention() does: attend_run()
- * with one thread, then render_png() when req->png.wanted, else the JSON
- * stream read to its end. Takes ownership of req (it is freed here).
+ * Answer a parsed request as attention_route.c does, through its kind's
+ * operations (answer.h): plan (the image measured), run with one thread,
+ * then the PNG when req->png.wanted, else the JSON stream read to its
+ * end. Takes ownership of req (it is freed here).
  * Aborts when an answer is malformed: a JSON body that does not parse, a
  * PNG without its signature, a problem without a status or detail.
  */

@@ -38,7 +38,6 @@ draws, through every path, on the input token j.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
@@ -47,6 +46,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(HERE, "..", "golden"))
 import reference as ref  # noqa: E402  (the basic tokenizer)
+from common import (TOL, CrossCheckFailed, compare, gelu, gelu_new,  # noqa: E402
+                    layer_norm, linear, rollout, rounded, softmax, stored, write_safetensors)
 
 try:
     import torch
@@ -55,22 +56,8 @@ try:
 except ImportError:  # pragma: no cover
     torch = None  # only --bert-base works without it
 
-TOL = 1e-9
 SPECIALS = ["[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"]
 MAX_WORD_CHARS = 100
-
-
-class CrossCheckFailed(Exception):
-    pass
-
-
-def compare(label, ours, theirs):
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(theirs, dtype=np.float64).reshape(a.shape)
-    err = float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
-    if not err <= TOL:
-        raise CrossCheckFailed("%s: reference and PyTorch disagree by %.3e" % (label, err))
-    return err
 
 
 # -------------------------------------------------------------- vocabularies
@@ -170,34 +157,6 @@ def encode(a, b, vocab_list, lower):
 
 # ---------------------------------------------------- the float64 reference
 
-def layer_norm(x, g, b, eps):
-    mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * g + b
-
-
-_erf = np.vectorize(math.erf)
-
-
-def gelu(x):
-    """transformers' GELUActivation ("gelu"): the exact erf form."""
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
-
-
-def gelu_new(x):
-    """transformers' NewGELUActivation ("gelu_new"): the tanh form."""
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def linear(x, w, b):
-    return x @ w.T + b
-
-
-def softmax(s):
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
-
-
 def bert_forward(w, cfg, ids, types):
     """BertModel's forward with output_attentions and output_hidden_states:
     BertEmbeddings, then per layer BertSelfAttention, BertSelfOutput,
@@ -231,16 +190,6 @@ def bert_forward(w, cfg, ids, types):
         h = layer_norm(out + h1, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)
         hidden.append(h)
     return np.stack(attentions), np.stack(hidden)
-
-
-def rollout(attentions):
-    n = attentions.shape[-1]
-    r = None
-    for a in attentions:
-        ahat = 0.5 * a.mean(0) + 0.5 * np.eye(n)
-        ahat = ahat / ahat.sum(-1, keepdims=True)
-        r = ahat if r is None else ahat @ r
-    return r
 
 
 # ------------------------------------------------------ PyTorch cross-check
@@ -303,47 +252,6 @@ def torch_check(w, cfg, ids, types, attentions, hidden, roll, label):
 
 
 # ------------------------------------------------------------- checkpoints
-
-DTYPES = {"F32": np.float32, "F16": np.float16}
-
-
-def to_bf16_bits(a):
-    """Round float32 to bfloat16 (nearest, ties to even), as PyTorch does."""
-    t = torch.tensor(np.asarray(a, dtype=np.float32)).to(torch.bfloat16)
-    return t.view(torch.int16).numpy().view(np.uint16)
-
-
-def stored(a, dtype):
-    """The bytes of a in dtype, and the float64 values they hold."""
-    if dtype == "BF16":
-        bits = to_bf16_bits(a)
-        back = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-        return bits.astype("<u2").tobytes(), back
-    if dtype == "I64":
-        return np.asarray(a, dtype="<i8").tobytes(), None
-    arr = np.asarray(a, dtype=DTYPES[dtype]).astype(np.dtype(DTYPES[dtype]).newbyteorder("<"))
-    return arr.tobytes(), arr.astype(np.float64)
-
-
-def write_safetensors(path, tensors, order, metadata):
-    """tensors: name -> (dtype, shape, bytes); the data goes in `order`, the
-    header lists names sorted, so the two orders differ in general."""
-    header, offset = {}, 0
-    for name in order:
-        dtype, shape, data = tensors[name]
-        header[name] = {"dtype": dtype, "shape": list(shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-    if metadata is not None:
-        header["__metadata__"] = metadata
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as fp:
-        fp.write(struct.pack("<Q", len(text)))
-        fp.write(text)
-        for name in order:
-            fp.write(tensors[name][2])
-
 
 VARIANTS = [
     dict(name="f32", dtype="F32", prefix="", legacy=False, extras=(), shuffle=False,
@@ -438,12 +346,6 @@ def file_name(plain, v):
     if plain.startswith("cls."):
         return name
     return v["prefix"] + name
-
-
-def rounded(x):
-    """float64 to 8 significant digits: far below the C tests' tolerances,
-    half the size of full precision."""
-    return [float("%.8g" % t) for t in np.asarray(x, dtype=np.float64).ravel()]
 
 
 def build_variant(v, seed, out_dir):

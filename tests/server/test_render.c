@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "answer.h"
 #include "attend.h"
 #include "heatmap.h"
 #include "render.h"
@@ -45,10 +46,10 @@ static int teardown(void **state)
 
 /*
  * Parse labels ("true"/"false") into a PNG request for one head of "the
- * cat sat on the mat", compute it, and render it with max_pixels. Returns
- * false with the problem in pb when the request is refused where its image
- * is measured (decoding) or drawn; a PNG is checked for its signature and
- * freed.
+ * cat sat on the mat", plan, compute it, and render it with max_pixels.
+ * Returns false with the problem in pb when the request is refused where
+ * its image is measured (planning) or drawn; a PNG is checked for its
+ * signature and freed.
  */
 static bool render_with(const char *labels, size_t max_pixels,
                         struct problem *pb)
@@ -61,12 +62,14 @@ static bool render_with(const char *labels, size_t max_pixels,
     };
     const size_t n = sizeof p / sizeof *p;
     struct request req;
+    struct answer_plan plan;
     struct attn_result res;
     request_init(&req);
     memset(pb, 0, sizeof *pb);
     memset(&res, 0, sizeof res);
     if (!request_parse_png(&req, p, n, false, pb) ||
-        !request_parse_query(&req, p, n, &limits, pb)) {
+        !request_parse_query(&req, p, n, &limits, pb) ||
+        !answer_ops(req.kind)->plan(&req, &plan, pb)) {
         request_free(&req);
         return false;
     }

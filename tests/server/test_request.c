@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "answer.h"
 #include "heatmap.h"
 #include "models.h"
 #include "request.h"
@@ -38,7 +39,7 @@ static int load_models(void **state)
         return -1;
     }
     lim.models = &models;
-    /* a PNG request's image is measured as it is decoded */
+    /* a PNG request's image is measured as its answer is planned */
     if (heatmap_font_init(NULL, err, sizeof err) != DRAW_OK) {
         fprintf(stderr, "heatmap_font_init: %s\n", err);
         return -1;
@@ -62,7 +63,8 @@ static bool decode(struct request *req, const char *body, struct problem *pb)
     return request_parse_json(req, body, strlen(body), &lim, pb);
 }
 
-/* Decode a query string "a=1&b=2" (no escapes) with its PNG options. */
+/* Decode a query string "a=1&b=2" (no escapes) with its PNG options, and
+ * plan its answer as the server does next, which measures the image. */
 static bool decode_query(struct request *req, const char *query,
                          struct problem *pb)
 {
@@ -79,8 +81,10 @@ static bool decode_query(struct request *req, const char *query,
     }
     request_init(req);
     memset(pb, 0, sizeof *pb);
+    struct answer_plan plan;
     return request_parse_png(req, p, n, false, pb) &&
-           request_parse_query(req, p, n, &lim, pb);
+           request_parse_query(req, p, n, &lim, pb) &&
+           answer_ops(req->kind)->plan(req, &plan, pb);
 }
 
 /* The config echo of a decoded request, parsed. */
@@ -768,15 +772,15 @@ static void test_png_options(void **state)
     assert_int_equal(req.png.head_kind, HEAD_MEAN);
     assert_int_equal(req.cfg.want, ATTN_WANT_MEAN_WEIGHTS);
     assert_int_equal(req.png.cell, 3);
-    /* measured as it is decoded: bare, 2 x 2 cells of 3 px */
+    /* measured as its answer is planned: bare, 2 x 2 cells of 3 px */
     request_free(&req);
     assert_true(decode_query(
         &req, "sentence=a b&format=png&head=0&cell=3&labels=false", &pb));
     assert_int_equal(req.png.width, 6);
     assert_int_equal(req.png.height, 6);
     request_free(&req);
-    /* an image past the drawing's caps is refused here, before anything
-     * is computed, as the drawing would refuse it */
+    /* an image past the drawing's caps is refused when planned, before
+     * anything is computed, as the drawing would refuse it */
     assert_false(decode_query(&req,
                               "sentence=a b c d e f g h i j k l m n o p q r s "
                               "t u v w x y z a b c d e f g h i j k l m n o p "

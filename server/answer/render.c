@@ -1,0 +1,243 @@
+/*
+ * render.c - from an attention result to heatmap matrices, titles, labels
+ * and text chunks; the drawing library (draw/heatmap.h) does the drawing,
+ * and problem_from_draw() says what its failures mean to the client.
+ */
+#include "render.h"
+#include "buf.h"
+#include "heatmap.h"
+#include "jsonnum.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Labels for a sequence: its tokens, or "0", "1", ... for embeddings;
+ * past its own tokens, the appended keys: "bias_k" when cfg has bias_kv,
+ * then "zero". */
+static char **make_labels(const struct request_input *in, size_t n,
+                          const struct attn_config *cfg)
+{
+    char **labels = calloc(n ? n : 1, sizeof *labels);
+    if (!labels)
+        return NULL;
+    const size_t own = n < in->n ? n : in->n;
+    for (size_t i = 0; i < n; i++) {
+        if (i >= own) {
+            labels[i] = strdup(i == own && cfg->bias_kv ? "bias_k" : "zero");
+        } else if (in->from_text) {
+            labels[i] = strdup(in->tokens.text[i]);
+        } else {
+            labels[i] = malloc(24);
+            if (labels[i])
+                snprintf(labels[i], 24, "%zu", i);
+        }
+        if (!labels[i]) {
+            for (size_t k = 0; k < i; k++)
+                free(labels[k]);
+            free(labels);
+            return NULL;
+        }
+    }
+    return labels;
+}
+
+static void free_labels(char **labels, size_t n)
+{
+    if (!labels)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(labels[i]);
+    free(labels);
+}
+
+/* The texts of the image, in the order of the picture's texts[]. */
+enum {
+    TEXT_TITLE,
+    TEXT_SOFTWARE,
+    TEXT_TOKENS,
+    TEXT_CONTEXT,
+    TEXT_HEAD,
+    TEXT_BATCH,
+    TEXT_MIN,
+    TEXT_MAX,
+    TEXT_SCALE,
+    TEXT_COUNT
+};
+
+/* What the image shows, all of it known before anything is computed but
+ * the values. Owns every pointer; picture_free() releases them. */
+struct picture {
+    size_t count, n, m;          /* matrices; queries and keys */
+    struct heatmap_matrix *mats; /* [count]; values NULL until filled */
+    char (*titles)[48];          /* [count] */
+    char **rows, **cols;         /* [n], [m] labels */
+    char *row_json, *col_json;
+    char head_text[24], grid_title[96], batch_text[24];
+    char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
+    struct heatmap_options opts;
+    struct heatmap_text texts[TEXT_COUNT];
+};
+
+static void picture_free(struct picture *p)
+{
+    free(p->row_json);
+    free(p->col_json);
+    free_labels(p->rows, p->n);
+    free_labels(p->cols, p->m);
+    free(p->titles);
+    free(p->mats);
+    memset(p, 0, sizeof *p);
+}
+
+static bool picture_make(struct picture *p, const struct request *req,
+                         size_t max_pixels, struct problem *pb)
+{
+    memset(p, 0, sizeof *p);
+    const struct request_png *o = &req->png;
+    const struct attn_config *c = &req->cfg;
+    const size_t h = c->heads;
+    p->n = c->n_query;
+    p->m = c->n_keys;
+    p->count = o->head_kind == HEAD_ALL ? h : 1;
+    p->mats = calloc(p->count, sizeof *p->mats);
+    p->titles = calloc(p->count, sizeof *p->titles);
+    p->rows = make_labels(&req->input, p->n, c);
+    p->cols = make_labels(c->cross ? &req->context : &req->input, p->m, c);
+    /* the labels as text chunks, at most 16 MiB each */
+    p->row_json = p->rows ? buf_json_strings((const char *const *)p->rows, p->n,
+                                             (size_t)16 << 20)
+                          : NULL;
+    p->col_json = p->cols ? buf_json_strings((const char *const *)p->cols, p->m,
+                                             (size_t)16 << 20)
+                          : NULL;
+    if (!p->mats || !p->titles || !p->row_json || !p->col_json)
+        return problem_from_draw(
+            pb, DRAW_E_NOMEM,
+            "out of memory for titles, labels and text chunks");
+    for (size_t k = 0; k < p->count; k++) {
+        const size_t head = o->head_kind == HEAD_ONE ? o->head : k;
+        if (o->head_kind == HEAD_MEAN) {
+            snprintf(p->titles[k], sizeof p->titles[k], "mean of %zu head%s", h,
+                     h == 1 ? "" : "s");
+            snprintf(p->head_text, sizeof p->head_text, "mean");
+        } else {
+            snprintf(p->titles[k], sizeof p->titles[k], "head %zu of %zu", head,
+                     h);
+            snprintf(p->head_text, sizeof p->head_text, "%s",
+                     o->head_kind == HEAD_ALL ? "all" : "");
+            if (o->head_kind == HEAD_ONE)
+                snprintf(p->head_text, sizeof p->head_text, "%zu", head);
+        }
+        p->mats[k].rows = p->n;
+        p->mats[k].cols = p->m;
+        p->mats[k].title = p->titles[k];
+    }
+    const bool tile = o->color_scale == SCALE_TILE;
+    if (o->head_kind == HEAD_ALL)
+        snprintf(p->grid_title, sizeof p->grid_title,
+                 "attention weights, %zu head%s%s", h, h == 1 ? "" : "s",
+                 tile && h > 1 ? "; each coloured to its own largest weight"
+                               : "");
+    snprintf(p->batch_text, sizeof p->batch_text, "%zu", o->batch);
+    p->opts = (struct heatmap_options){
+        .colormap = o->colormap,
+        .cell = o->cell,
+        .labels = o->labels,
+        .title = o->head_kind == HEAD_ALL ? p->grid_title : NULL,
+        .row_labels = (const char *const *)p->rows,
+        .col_labels = (const char *const *)p->cols,
+        .max_pixels = max_pixels,
+        .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
+    };
+    /* the values' texts are numbers, empty until they are known: they
+     * cannot change whether the texts are accepted */
+    const struct heatmap_text texts[TEXT_COUNT] = {
+        [TEXT_TITLE] = {"Title", o->head_kind == HEAD_ALL ? p->grid_title
+                                                          : p->titles[0]},
+        [TEXT_SOFTWARE] = {"Software", "attnd"},
+        [TEXT_TOKENS] = {"attnd:tokens", p->row_json},
+        [TEXT_CONTEXT] = {"attnd:context_tokens", p->col_json},
+        [TEXT_HEAD] = {"attnd:head", p->head_text},
+        [TEXT_BATCH] = {"attnd:batch", p->batch_text},
+        [TEXT_MIN] = {"attnd:min", p->lo_text},
+        [TEXT_MAX] = {"attnd:max", p->hi_text},
+        [TEXT_SCALE] = {"attnd:color_scale", tile ? "tile" : "shared"},
+    };
+    memcpy(p->texts, texts, sizeof texts);
+    return true;
+}
+
+/* The values of sequence png.batch, and the smallest and largest shown. */
+static void picture_fill(struct picture *p, const struct request *req,
+                         const struct attn_result *res)
+{
+    const struct request_png *o = &req->png;
+    const size_t h = res->heads, n = p->n, m = p->m, b = o->batch;
+    float lo = 0.0f, hi = 0.0f;
+    for (size_t k = 0; k < p->count; k++) {
+        const size_t head = o->head_kind == HEAD_ONE ? o->head : k;
+        p->mats[k].values = o->head_kind == HEAD_MEAN
+                                ? res->mean_weights + b * n * m
+                                : res->weights + (b * h + head) * n * m;
+        for (size_t e = 0; e < n * m; e++) {
+            const float v = p->mats[k].values[e];
+            if ((k == 0 && e == 0) || v < lo)
+                lo = v;
+            if ((k == 0 && e == 0) || v > hi)
+                hi = v;
+        }
+    }
+    jsonnum_format(lo, 0, p->lo_text);
+    jsonnum_format(hi, 0, p->hi_text);
+}
+
+bool render_png_measure(struct request *req, struct problem *pb)
+{
+    struct picture p;
+    bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
+    if (ok) {
+        char err[256] = "";
+        const draw_status st =
+            heatmap_measure(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
+                            &req->png.width, &req->png.height, err, sizeof err);
+        if (st != DRAW_OK)
+            ok = problem_from_draw(pb, st, err);
+    }
+    picture_free(&p);
+    return ok;
+}
+
+bool render_png(const struct request *req, const struct attn_result *res,
+                size_t max_pixels, unsigned char **png, size_t *len,
+                struct problem *pb)
+{
+    struct picture p;
+    bool ok = picture_make(&p, req, max_pixels, pb);
+    if (ok) {
+        picture_fill(&p, req, res);
+        char err[256] = "";
+        const draw_status st =
+            heatmap_render_png(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
+                               png, len, err, sizeof err);
+        if (st != DRAW_OK)
+            ok = problem_from_draw(pb, st, err);
+    }
+    picture_free(&p);
+    return ok;
+}
+
+size_t render_png_bytes(const struct request *req)
+{
+    const size_t matrices = req->png.head_kind == HEAD_ALL ? req->cfg.heads : 1;
+    /* the canvas (RGB) and the encoder's room for the PNG (half again);
+     * labels and text chunks are copies of the tokens */
+    const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
+    size_t tokens = 0;
+    const struct request_input *ins[2] = {&req->input, &req->context};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < ins[k]->tokens.count; i++)
+            tokens += 8 * strlen(ins[k]->tokens.text[i]) + 64;
+    return pixels * 3 + pixels * 9 / 2 + matrices * 64 + tokens +
+           ((size_t)1 << 20);
+}

@@ -1,0 +1,436 @@
+/*
+ * response.c - the JSON body of an attention answer as a list of pieces:
+ * short texts (tokens, config, warnings) assembled up front, and float
+ * arrays formatted on demand, a few kilobytes at a time.
+ */
+#include "response.h"
+#include "buf.h"
+#include "jsonnum.h"
+#include "models.h"
+#include "request_fields.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PIECES 64
+#define STAGE_BYTES 65536
+#define TEXT_CAP ((size_t)64 << 20)
+
+/* A piece of the body: text[begin, end) of the stream's text buffer, or a
+ * float array of the given shape. */
+struct piece {
+    size_t begin, end;
+    const float *values;
+    size_t dims[4];
+    int ndim;
+};
+
+struct response_stream {
+    const struct request *req;     /* borrowed */
+    const struct attn_result *res; /* borrowed: the random weights' */
+    const struct xf_result *xf;    /* borrowed: a model's */
+    struct buf text;
+    struct piece pieces[MAX_PIECES];
+    size_t n_pieces;
+    /* where reading stands: in an array, at its flat index element, which
+     * is at[k] in dimension k */
+    size_t piece, element, text_at;
+    size_t at[4];
+    size_t stage_len, stage_at;
+    char stage[STAGE_BYTES + 64]; /* last: left as it is allocated */
+};
+
+/* ---------------------------------------------------------- assembly */
+
+static bool add_text_piece(struct response_stream *s, size_t begin)
+{
+    if (s->n_pieces == MAX_PIECES)
+        return false;
+    s->pieces[s->n_pieces++] =
+        (struct piece){.begin = begin, .end = s->text.len};
+    return true;
+}
+
+/* Everything appended to s->text since the last piece becomes a piece. */
+static bool flush_text(struct response_stream *s, size_t *mark)
+{
+    if (s->text.len == *mark)
+        return true;
+    const bool ok = add_text_piece(s, *mark);
+    *mark = s->text.len;
+    return ok;
+}
+
+static bool add_array(struct response_stream *s, size_t *mark, const char *name,
+                      const float *values, int ndim, const size_t *dims)
+{
+    struct buf *t = &s->text;
+    if (!buf_append_member(t, name) || !flush_text(s, mark) ||
+        s->n_pieces == MAX_PIECES)
+        return false;
+    struct piece p = {.values = values, .ndim = ndim};
+    for (int i = 0; i < ndim; i++)
+        p.dims[i] = dims[i];
+    s->pieces[s->n_pieces++] = p;
+    return true;
+}
+
+/* An array with an optional leading batch dimension. */
+static bool add_batched(struct response_stream *s, size_t *mark,
+                        const char *name, const float *values, size_t d0,
+                        size_t d1, size_t d2)
+{
+    const bool batched = s->req->input.batched;
+    size_t dims[4] = {s->res->batch, d0, d1, d2};
+    const int inner = d2 ? 3 : 2;
+    return batched ? add_array(s, mark, name, values, inner + 1, dims)
+                   : add_array(s, mark, name, values, inner, dims + 1);
+}
+
+static bool add_tokens(struct buf *t, const char *name,
+                       const struct request_input *in)
+{
+    if (!buf_append(t, "\"", 1) || !buf_append_str(t, name) ||
+        !buf_append_str(t, "\":"))
+        return false;
+    if (!in->from_text)
+        return buf_append_str(t, "null");
+    return buf_append_json_strings(t, (const char *const *)in->tokens.text,
+                                   in->tokens.count);
+}
+
+/* The parameters used, by module: {"q_proj": {"weight": ..., "bias": ...}},
+ * and a tensor that is no module's (bias_k, bias_v) by its own name. */
+static bool add_params(struct response_stream *s, size_t *mark)
+{
+    struct attn_params *p = (struct attn_params *)&s->req->params;
+    struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
+    const size_t n =
+        attn_params_layout(&s->req->cfg, ATTN_LAYOUT_ALL_BIASES, tensors);
+    if (!buf_append_str(&s->text, ",\"params\":{"))
+        return false;
+    const char *open = NULL; /* the module whose object is open */
+    bool any = false;        /* a member of "params" was written */
+    for (size_t i = 0; i < n; i++) {
+        const struct attn_param_tensor *t = &tensors[i];
+        const float *values = *attn_params_slot(p, t->slot);
+        if (!values)
+            continue;
+        const bool own = !strcmp(t->name, t->module); /* no module's */
+        const bool same = !own && open && !strcmp(open, t->module);
+        const char *sep = open ? "}," : any ? "," : "";
+        if (own) {
+            if (!buf_printf(&s->text, "%s\"%s\":", sep, t->name))
+                return false;
+            open = NULL;
+        } else if (!same) {
+            if (!buf_printf(&s->text, "%s\"%s\":{\"%s\":", sep, t->module,
+                            t->is_weight ? "weight" : "bias"))
+                return false;
+            open = t->module;
+        } else if (!buf_printf(&s->text,
+                               ",\"%s\":", t->is_weight ? "weight" : "bias")) {
+            return false;
+        }
+        any = true;
+        if (!flush_text(s, mark) || s->n_pieces == MAX_PIECES)
+            return false;
+        s->pieces[s->n_pieces++] =
+            (struct piece){.values = values,
+                           .ndim = t->is_weight ? 2 : 1,
+                           .dims = {t->rows, t->is_weight ? t->cols : 0}};
+    }
+    return buf_append_str(&s->text, open ? "}}" : "}");
+}
+
+char *response_warnings_json(const struct request *req,
+                             const struct attn_result *res)
+{
+    struct buf t;
+    buf_init(&t, 1 << 20);
+    bool ok = buf_append_str(&t, "[");
+    if (ok && res->n_fully_masked) {
+        ok =
+            buf_printf(&t,
+                       "{\"code\":\"fully_masked_rows\",\"message\":\"%zu "
+                       "query row%s can attend to no key; %s weights and "
+                       "head outputs are 0\",\"rows\":[",
+                       res->n_fully_masked, res->n_fully_masked == 1 ? "" : "s",
+                       res->n_fully_masked == 1 ? "its" : "their");
+        size_t listed = 0;
+        for (size_t i = 0; ok && i < res->batch * res->n_query; i++) {
+            if (!res->fully_masked[i])
+                continue;
+            ok = req->input.batched
+                     ? buf_printf(&t, "%s[%zu,%zu]", listed ? "," : "",
+                                  i / res->n_query, i % res->n_query)
+                     : buf_printf(&t, "%s%zu", listed ? "," : "",
+                                  i % res->n_query);
+            listed++;
+        }
+        ok = ok && buf_append_str(&t, "]}");
+    }
+    ok = ok && buf_append_str(&t, "]");
+    if (!ok) {
+        buf_free(&t);
+        return NULL;
+    }
+    return buf_take(&t, NULL);
+}
+
+/* A model's answer: its wordpieces and their types, the config, then
+ * the arrays asked for. */
+static bool assemble_model(struct response_stream *s)
+{
+    const struct request *req = s->req;
+    const struct xf_result *r = s->xf;
+    const struct tok_encoding *enc = &req->model.enc;
+    const struct model *m = req->model.entry->model;
+    struct buf *t = &s->text;
+    size_t mark = 0;
+    bool ok = buf_append_str(t, "{\"model\":") &&
+              buf_append_json_string(t, m->name) &&
+              buf_append_str(t, ",\"tokens\":[");
+    for (size_t i = 0; ok && i < enc->count; i++)
+        ok = (!i || buf_append_str(t, ",")) &&
+             buf_append_json_string(t,
+                                    tok_token_text(&m->tokenizer, enc->ids[i]));
+    ok = ok && buf_append_str(t, "],\"token_type_ids\":[");
+    for (size_t i = 0; ok && i < enc->count; i++)
+        ok = buf_printf(t, "%s%u", i ? "," : "", (unsigned)enc->type_ids[i]);
+    ok =
+        ok && buf_append_str(t, "],\"config\":") && request_fields_echo(t, req);
+    if (!ok)
+        return false;
+    /* Lw: the layers whose weights are returned */
+    const size_t n = r->n, lw = r->weight_layers;
+    const bool all = req->model.run.layer == XF_ALL_LAYERS;
+    const size_t weights[4] = {lw, r->heads, n, n};
+    const size_t mean[3] = {lw, n, n};
+    const size_t hidden[3] = {r->layers + 1, n, r->hidden};
+    const size_t square[2] = {n, n};
+    if (r->weights && !add_array(s, &mark, "weights", r->weights, all ? 4 : 3,
+                                 all ? weights : weights + 1))
+        return false;
+    if (r->mean_weights && !add_array(s, &mark, "mean_weights", r->mean_weights,
+                                      all ? 3 : 2, all ? mean : mean + 1))
+        return false;
+    if (r->hidden_states &&
+        !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
+        return false;
+    if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
+        return false;
+    return buf_append_str(t, "}\n") && flush_text(s, &mark);
+}
+
+static bool assemble(struct response_stream *s)
+{
+    const struct request *req = s->req;
+    const struct attn_result *r = s->res;
+    const struct attn_config *c = &req->cfg;
+    struct buf *t = &s->text;
+    size_t mark = 0;
+    /* m: keys, the columns of weights; the context has n_ctx rows */
+    const size_t h = r->heads, n = r->n_query, m = r->n_keys;
+    if (!buf_append_str(t, "{") || !add_tokens(t, "tokens", &req->input) ||
+        (c->cross && (!buf_append_str(t, ",") ||
+                      !add_tokens(t, "context_tokens", &req->context))) ||
+        !buf_append_str(t, ",\"config\":") || !request_fields_echo(t, req))
+        return false;
+    if (req->extra & REQUEST_WANT_EMBEDDINGS) {
+        if (!add_batched(s, &mark, "embeddings", req->input.x, n, c->d_model,
+                         0))
+            return false;
+        if (c->cross && !add_batched(s, &mark, "context_embeddings",
+                                     req->context.x, c->n_ctx, c->d_ctx, 0))
+            return false;
+    }
+    const struct {
+        const char *name;
+        const float *values;
+        size_t d0, d1, d2;
+    } arrays[] = {
+        {"q", r->q, n, h * r->d_k, 0},
+        {"k", r->k, m, r->kv_heads * r->d_k, 0},
+        {"v", r->v, m, r->kv_heads * r->d_v, 0},
+        {"scores", r->scores, h, n, m},
+        {"weights", r->weights, h, n, m},
+        {"weights_before_dropout", r->weights_raw, h, n, m},
+        {"mean_weights", r->mean_weights, n, m, 0},
+        {"heads_output", r->heads_out, n, h * r->d_v, 0},
+        {"output", r->output, n, r->d_out, 0},
+    };
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        if (arrays[i].values &&
+            !add_batched(s, &mark, arrays[i].name, arrays[i].values,
+                         arrays[i].d0, arrays[i].d1, arrays[i].d2))
+            return false;
+    if ((req->extra & REQUEST_WANT_PARAMS) && c->mode == ATTN_MODE_PROJECTED &&
+        !add_params(s, &mark))
+        return false;
+    char *warnings = response_warnings_json(req, r);
+    const bool ok = warnings && buf_append_member(t, "warnings") &&
+                    buf_append_str(t, warnings) && buf_append_str(t, "}\n");
+    free(warnings);
+    return ok && flush_text(s, &mark);
+}
+
+/* A stream whose text and pieces fill() makes: the one constructor of
+ * every kind's. */
+static struct response_stream *
+stream_new(const struct request *req, const struct attn_result *res,
+           const struct xf_result *xf, bool (*fill)(struct response_stream *s))
+{
+    /* the stage needs no zeroing: what is read of it is written first */
+    struct response_stream *s = malloc(sizeof *s);
+    if (!s)
+        return NULL;
+    memset(s, 0, offsetof(struct response_stream, stage));
+    s->req = req;
+    s->res = res;
+    s->xf = xf;
+    buf_init(&s->text, TEXT_CAP);
+    if (!fill(s)) {
+        response_stream_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+struct response_stream *response_stream_new(const struct request *req,
+                                            const struct attn_result *res)
+{
+    return stream_new(req, res, NULL, assemble);
+}
+
+struct response_stream *response_stream_new_model(const struct request *req,
+                                                  const struct xf_result *res)
+{
+    return stream_new(req, NULL, res, assemble_model);
+}
+
+/* A stream of text bytes of text at most; the config and the rest of
+ * every answer a few KB. */
+static size_t stream_bytes(size_t text)
+{
+    return sizeof(struct response_stream) + 2 * (16384 + text);
+}
+
+size_t response_stream_bytes(const struct request *req)
+{
+    /* a token's byte is at most 6 bytes of JSON (\u00XX); a warning row at
+     * most two numbers of 20 digits */
+    size_t text = 0;
+    const struct request_input *ins[2] = {&req->input, &req->context};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < ins[k]->tokens.count; i++)
+            text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
+    text += req->cfg.batch * req->cfg.n_query * 44;
+    return stream_bytes(text);
+}
+
+size_t response_stream_bytes_model(const struct request *req)
+{
+    /* each wordpiece and its type id */
+    const struct model *m = req->model.entry->model;
+    size_t text = 0;
+    for (size_t i = 0; i < req->model.enc.count; i++)
+        text +=
+            6 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
+            8;
+    text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
+    return stream_bytes(text);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* Format the array's elements into the stage until it is nearly full, a
+ * row (or what fits of one) at a time. s->at holds the index of the next
+ * element in each dimension: a row opens a bracket for each dimension
+ * that starts with it, and closes one for each that ends with it. */
+static void render_array(struct response_stream *s, const struct piece *p)
+{
+    const int last = p->ndim - 1;
+    size_t total = 1;
+    for (int k = 0; k <= last; k++)
+        total *= p->dims[k];
+    const size_t row = p->dims[last];
+    const int precision = (int)s->req->precision;
+    size_t *at = s->at;
+    while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
+        char *out = s->stage + s->stage_len;
+        size_t n = 0;
+        if (at[last] == 0) {
+            int k = last;
+            while (k > 0 && at[k - 1] == 0)
+                k--;
+            for (; k <= last; k++)
+                out[n++] = '[';
+        }
+        /* room for the brackets (at most 4 a side) and a comma */
+        const size_t fit = (STAGE_BYTES - s->stage_len - 16) / JSONNUM_MAX;
+        const size_t count = row - at[last] < fit ? row - at[last] : fit;
+        n += jsonnum_format_list(p->values + s->element, count, precision,
+                                 out + n);
+        s->element += count;
+        at[last] += count;
+        if (at[last] == row) {
+            at[last] = 0;
+            out[n++] = ']';
+            for (int k = last - 1; k >= 0 && ++at[k] == p->dims[k]; k--) {
+                at[k] = 0;
+                out[n++] = ']';
+            }
+        }
+        if (s->element < total)
+            out[n++] = ',';
+        s->stage_len += n;
+    }
+    if (s->element == total) {
+        s->piece++;
+        s->element = 0;
+    }
+}
+
+size_t response_stream_read(struct response_stream *s, char *out, size_t max)
+{
+    size_t written = 0;
+    while (written < max) {
+        if (s->stage_at < s->stage_len) {
+            size_t n = s->stage_len - s->stage_at;
+            if (n > max - written)
+                n = max - written;
+            memcpy(out + written, s->stage + s->stage_at, n);
+            s->stage_at += n;
+            written += n;
+            continue;
+        }
+        if (s->piece == s->n_pieces)
+            break;
+        const struct piece *p = &s->pieces[s->piece];
+        if (!p->values) { /* text goes out straight from the buffer */
+            const size_t left = p->end - p->begin - s->text_at;
+            size_t n = left < max - written ? left : max - written;
+            memcpy(out + written, s->text.data + p->begin + s->text_at, n);
+            s->text_at += n;
+            written += n;
+            if (s->text_at == p->end - p->begin) {
+                s->text_at = 0;
+                s->piece++;
+            }
+            continue;
+        }
+        s->stage_len = s->stage_at = 0;
+        render_array(s, p);
+    }
+    return written;
+}
+
+void response_stream_free(struct response_stream *s)
+{
+    if (!s)
+        return;
+    buf_free(&s->text);
+    free(s);
+}

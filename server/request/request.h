@@ -1,0 +1,200 @@
+/*
+ * request.h - an /attention request, decoded from a JSON body or from GET
+ * query parameters, validated, and ready for the core.
+ *
+ * Every field a client can send is a row of the table in
+ * request_fields.c: its name, kind, range, default, where it is accepted,
+ * and how the config echo shows it. The steps that read the fields are in
+ * request.c (order and resolution), request_input.c (sentence, tokens,
+ * embeddings, context), request_mask.c, request_params.c and
+ * request_query.c (GET parameters and the PNG options).
+ */
+#ifndef ATTND_REQUEST_H
+#define ATTND_REQUEST_H
+
+#include "attention.h"
+#include "tokenizer.h"
+#include "transformer.h"
+#include "drawn_cache.h"
+#include "budget.h"
+#include "heatmap.h"
+#include "problem.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct models;
+struct models_entry;
+
+/* What a request runs on, decided once as it is decoded: the random
+ * weights of the seed, or a loaded checkpoint ("model"). Every stage
+ * after decoding goes by it, through its kind's operations (answer.h). */
+enum request_kind { REQUEST_RANDOM, REQUEST_MODEL, REQUEST_KINDS };
+
+/* Limits from the server's flags; every request is held to them. */
+struct request_limits {
+    struct models *models; /* the loaded checkpoints; NULL: none */
+    size_t max_tokens;     /* per sequence */
+    size_t max_dim;        /* d_model, d_k, d_v, d_out, embedding width */
+    size_t max_heads;
+    size_t max_batch;
+    size_t max_output; /* floats in one response */
+    size_t max_flops;  /* estimated work of one request; 0: no cap */
+};
+
+/* One input sequence set: x [batch][n][d] and, for text, its tokens. */
+struct request_input {
+    bool present;
+    bool from_text;            /* sentence or tokens (else embeddings) */
+    bool batched;              /* the embeddings had a batch dimension */
+    const char *pointer;       /* JSON pointer of the input, e.g. "/sentence" */
+    struct attn_tokens tokens; /* owned; count == n for text input */
+    float *x;                  /* owned, [batch][n][d] */
+    size_t batch, n, d;
+};
+
+/* What a PNG answer shows. */
+enum request_head_kind { HEAD_ONE, HEAD_MEAN, HEAD_ALL };
+
+/* What a model's PNG shows: one layer's heads (as head says), every
+ * layer x head as tiles, or the rollout. Without a model only
+ * VIEW_HEADS. VIEW_AUTO: model view for "layer": "all", else heads. */
+enum request_view { VIEW_AUTO, VIEW_HEADS, VIEW_MODEL, VIEW_ROLLOUT };
+
+/* A model's image with or without the special tokens the tokenizer
+ * added ([CLS], and each [SEP] that ends a sentence). */
+enum request_special { SPECIAL_SHOW, SPECIAL_HIDE };
+
+/* The colour scale of an image of several matrices (heatmap.h's
+ * HEATMAP_SCALE_*). SCALE_AUTO: per tile in a model's view=model, shared
+ * otherwise. */
+enum request_color_scale { SCALE_AUTO, SCALE_SHARED, SCALE_TILE };
+
+struct request_png {
+    bool wanted;
+    enum request_head_kind head_kind;
+    size_t head;  /* for HEAD_ONE */
+    size_t batch; /* which sequence */
+    enum heatmap_colormap colormap;
+    unsigned cell; /* 0: automatic */
+    bool labels;
+    enum request_view view;
+    enum request_special special;
+    enum request_color_scale color_scale;
+    /* the image's size in pixels, measured when the answer is planned
+     * (answer.h), before anything is computed */
+    int width, height;
+};
+
+/* A request on a loaded model (request_model.c), of kind REQUEST_MODEL. */
+struct request_model {
+    struct models_entry *entry; /* borrowed from the server */
+    struct tok_encoding enc;    /* owned: the model's tokens */
+    struct xf_run run;          /* its ids point into enc */
+    struct xf_plan plan;        /* of run, made once it is whole */
+    bool pair;                  /* sentence_b was given */
+};
+
+/* Extra arrays a client can ask for beyond the core's own. */
+enum request_extra {
+    REQUEST_WANT_EMBEDDINGS = 1u << 0,
+    REQUEST_WANT_PARAMS = 1u << 1
+};
+
+/* What the numbers of an explicit mask are: "auto" reads booleans, and
+ * numbers all 0 or 1, as boolean, other numbers as additive. */
+enum request_mask_type { MASK_AUTO, MASK_BOOLEAN, MASK_ADDITIVE };
+
+/* What true means in a boolean mask: may attend (SDPA's), or is masked
+ * (nn.MultiheadAttention's attn_mask). */
+enum request_mask_convention { MASK_ALLOW, MASK_BLOCK };
+
+/* Where a request's parameters come from, as the config echo says it. */
+enum request_params_source {
+    PARAMS_NONE, /* mode basic: there are none */
+    PARAMS_SEED, /* drawn from the seed */
+    PARAMS_GIVEN /* the client's state_dict */
+};
+
+struct request {
+    enum request_kind kind;
+    struct request_input input, context;
+    struct request_input value; /* V's own input (kdim != vdim), or none */
+    struct attn_config cfg;     /* resolved before the request is accepted */
+    struct attn_params params;  /* owned when given; leased when drawn */
+    enum request_params_source params_source;
+    struct drawn_lease params_lease; /* the drawn ones, until freed */
+    uint8_t *mask, *key_padding;     /* owned */
+    float *mask_bias;                /* owned: an additive mask */
+    const char *mask_name;           /* "none", "causal" or "explicit" */
+    int mask_type;         /* enum request_mask_type: as asked, then as read */
+    int mask_convention;   /* enum request_mask_convention */
+    const char *mask_form; /* an explicit mask's shape, e.g. "[B][N][M]" */
+    int mask_rank;         /* a mask of a matrix per head: its rank and */
+    size_t mask_dims[4];   /* dimensions, checked against the heads */
+    /* options read through the field table that the config holds only
+     * in another form */
+    bool lowercase, special_tokens, bias, out_proj, out_bias;
+    size_t precision; /* significant digits; 0: shortest round-trip */
+    bool compute;     /* false: "return": [] asks for tokens and config */
+    unsigned extra;   /* bit set of enum request_extra */
+    uint64_t given;   /* bit i: the client sent request_fields[i] */
+    struct drawn_cache *drawn; /* borrowed: where token embeddings are
+                                  kept; NULL draws each */
+    struct budget_hold *hold;  /* borrowed: what decoding reserves its
+                                  memory on; NULL counts nothing */
+    struct request_png png;
+    struct request_model model;
+};
+
+void request_init(struct request *req);
+void request_free(struct request *req);
+
+/*
+ * Decode and validate a JSON body of len bytes, with the PNG options the
+ * URL gave (request_parse_png() first). On failure fills *pb (the problem
+ * to answer with) and returns false; the request may hold partial state
+ * and must still be freed.
+ */
+bool request_parse_json(struct request *req, const char *body, size_t len,
+                        const struct request_limits *lim, struct problem *pb);
+
+/*
+ * The same from GET query parameters, given as (key, value) pairs; every
+ * scalar option of the JSON form is accepted, plus "context" (a context
+ * sentence) and "return" (comma-separated). PNG options are skipped here.
+ */
+struct request_param {
+    const char *key, *value;
+};
+bool request_parse_query(struct request *req, const struct request_param *p,
+                         size_t n, const struct request_limits *lim,
+                         struct problem *pb);
+
+/* Whether key is one of the query parameters that shape a PNG answer:
+ * format, head, view, batch, colormap, cell, labels, special,
+ * color_scale. */
+bool request_is_png_param(const char *key);
+
+/*
+ * PNG options (format, head, view, batch, colormap, cell, labels, special,
+ * color_scale) from query
+ * parameters; other keys are ignored here. accept_png: the Accept header
+ * asked for image/png. Called before the body or the other parameters are
+ * decoded, so that the config is resolved once, for what the answer
+ * shows; the head and batch are checked against it then.
+ */
+bool request_parse_png(struct request *req, const struct request_param *p,
+                       size_t n, bool accept_png, struct problem *pb);
+
+/* The numbers a model request's answer returns (request_model.c). */
+size_t request_model_output(const struct request *req);
+
+/* The JSON pointer of the request field that a core error's field names
+ * ("heads" -> "/heads", "x" -> the input's pointer); "" when none
+ * (request_fields.c, by the field table). */
+const char *request_pointer_of(const struct request *req,
+                               const char *core_field);
+
+#endif

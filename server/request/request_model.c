@@ -1,0 +1,324 @@
+/*
+ * request_model.c - a request on a loaded checkpoint ("model"): which
+ * fields it takes (the table's `models` column), its sentence or pair
+ * encoded by the model's WordPiece vocabulary, the layer and arrays it
+ * returns, what its image shows, and its budgets, all checked before
+ * anything is computed. Every option of the random-weights mode is fixed
+ * by the model: given with "model" it is refused, naming it.
+ */
+#include "jsonin.h"
+#include "models.h"
+#include "request_fields.h"
+#include "request_steps.h"
+
+#include "heatmap.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool request_check_without_model(const struct request *req, const cJSON *root,
+                                 struct problem *pb)
+{
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        if (f->models != MODELS_REQUIRED)
+            continue;
+        const bool sent = request_field_given(req, f) ||
+                          cJSON_GetObjectItemCaseSensitive(root, f->name);
+        if (sent)
+            return problem_set(pb, 422, f->pointer,
+                               "%s is taken only with \"model\", a loaded "
+                               "checkpoint (GET /models lists them)",
+                               f->name);
+    }
+    return true;
+}
+
+/* Every field sent must be one a model takes. */
+static bool check_fields(const struct request *req, const cJSON *root,
+                         const struct model *m, struct problem *pb)
+{
+    for (size_t i = 0; i < request_field_count; i++) {
+        const struct request_field *f = &request_fields[i];
+        if (f->models != MODELS_REFUSED)
+            continue;
+        if (request_field_given(req, f) ||
+            cJSON_GetObjectItemCaseSensitive(root, f->name))
+            return problem_set(
+                pb, 422, f->pointer,
+                "%s conflicts with \"model\": the model \"%s\" fixes it "
+                "(%zu layers of %zu heads, hidden size %zu, its own "
+                "tokenizer and weights); remove %s, or \"model\" for the "
+                "random-weights mode",
+                f->name, m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
+                f->name);
+    }
+    return true;
+}
+
+/* One name of "return" with a model. */
+static bool take_return(struct request *req, const struct request_return *r,
+                        const struct jpath *at, struct problem *pb)
+{
+    if (!r->model_want)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (\"%s\") is not returned for a model; a "
+                           "model returns weights, mean_weights, "
+                           "hidden_states and rollout",
+                           at->name, r->name);
+    req->model.run.want |= r->model_want;
+    return true;
+}
+
+static bool read_return(struct request *req, const cJSON *v, struct problem *pb)
+{
+    struct request_model *rm = &req->model;
+    rm->run.want = XF_WANT_WEIGHTS;
+    if (!v)
+        return true;
+    rm->run.want = 0;
+    if (!request_returns_read(v, "[\"weights\", \"rollout\"]", take_return, req,
+                              pb))
+        return false;
+    /* "return": [] asks for the tokens and the config only */
+    req->compute = rm->run.want != 0;
+    return true;
+}
+
+static bool read_layer(struct request *req, const cJSON *v,
+                       const struct model *m, struct problem *pb)
+{
+    struct request_model *rm = &req->model;
+    rm->run.layer = XF_ALL_LAYERS;
+    if (!v || (cJSON_IsString(v) && !strcmp(v->valuestring, "all")))
+        return true;
+    struct jpath at;
+    jpath_root(&at, "layer");
+    if (!cJSON_IsNumber(v))
+        return problem_set(pb, 422, at.pointer,
+                           "layer is %s; expected \"all\" or a layer number "
+                           "from 0 to %zu (layers count from 0)",
+                           jsonin_kind(v), m->xf.layers - 1);
+    size_t layer;
+    if (!jsonin_size(v, &at, 0, SIZE_MAX - 1, &layer, pb))
+        return false;
+    if (layer >= m->xf.layers)
+        return problem_set(pb, 422, at.pointer,
+                           "layer (%zu) is out of range: the model \"%s\" has "
+                           "%zu layers, numbered from 0 to %zu",
+                           layer, m->name, m->xf.layers, m->xf.layers - 1);
+    rm->run.layer = layer;
+    return true;
+}
+
+static bool read_text(const cJSON *v, const char *name, const char **text,
+                      struct problem *pb)
+{
+    struct jpath at;
+    jpath_root(&at, name);
+    if (!cJSON_IsString(v))
+        return problem_set(pb, 422, at.pointer, "%s is %s; expected a string",
+                           name, jsonin_kind(v));
+    *text = v->valuestring;
+    return true;
+}
+
+/* The sentence, or the pair, into wordpieces. */
+static bool encode(struct request *req, const cJSON *root,
+                   const struct request_limits *lim, const struct model *m,
+                   struct problem *pb)
+{
+    const cJSON *va = cJSON_GetObjectItemCaseSensitive(root, "sentence");
+    const cJSON *vb = cJSON_GetObjectItemCaseSensitive(root, "sentence_b");
+    const char *a = NULL, *b = NULL;
+    if (!va)
+        return problem_set(pb, 422, "/sentence",
+                           "a request on a model needs a sentence (and may "
+                           "add sentence_b)");
+    if (!read_text(va, "sentence", &a, pb) ||
+        (vb && !read_text(vb, "sentence_b", &b, pb)))
+        return false;
+    if (b && m->xf.type_vocab_size < 2)
+        return problem_set(pb, 422, "/sentence_b",
+                           "the model \"%s\" has one token type "
+                           "(type_vocab_size 1): it takes no sentence_b",
+                           m->name);
+    req->model.pair = b != NULL;
+    const size_t a_len = strlen(a), b_len = b ? strlen(b) : 0;
+    if (!request_reserve(req, tok_encode_bytes(&m->tokenizer, a_len, b_len),
+                         "sentence", pb))
+        return false;
+    const size_t cap = m->xf.max_positions < lim->max_tokens
+                           ? m->xf.max_positions
+                           : lim->max_tokens;
+    struct attn_error err;
+    const attn_status st = tok_encode(&m->tokenizer, a, a_len, b, b_len, cap,
+                                      &req->model.enc, &err);
+    const char *pointer = b ? "/sentence_b" : "/sentence";
+    if (st == ATTN_E_TOO_BIG) {
+        if (cap == m->xf.max_positions)
+            return problem_set(pb, 422, pointer,
+                               "the input is more than %zu wordpieces with "
+                               "[CLS] and [SEP]; the model \"%s\" takes at "
+                               "most %zu (max_position_embeddings)",
+                               cap, m->name, cap);
+        return problem_set(pb, 422, pointer,
+                           "the input is more than %zu wordpieces with [CLS] "
+                           "and [SEP] (--max-tokens)",
+                           cap);
+    }
+    if (st == ATTN_E_NOMEM)
+        return problem_set(pb, 503, pointer, "out of memory");
+    if (st != ATTN_OK)
+        return problem_from_core(
+            pb, st, &err,
+            !strcmp(err.field, "sentence_b") ? "/sentence_b" : "/sentence");
+    struct xf_run *run = &req->model.run;
+    run->ids = req->model.enc.ids;
+    run->type_ids = req->model.enc.type_ids;
+    run->n = req->model.enc.count;
+    return true;
+}
+
+/* What the image shows decides what is computed. */
+static bool resolve_png(struct request *req, const struct model *m,
+                        struct problem *pb)
+{
+    struct request_png *png = &req->png;
+    struct xf_run *run = &req->model.run;
+    const struct request_field *head = request_field_find("head");
+    const struct request_field *layer = request_field_find("layer");
+    if (png->view == VIEW_AUTO)
+        png->view = run->layer == XF_ALL_LAYERS ? VIEW_MODEL : VIEW_HEADS;
+    req->compute = true;
+    if (png->view != VIEW_HEADS && request_field_given(req, head))
+        return problem_set(pb, 422, "/head",
+                           "head is for the image of one layer's heads; "
+                           "view=%s shows %s",
+                           png->view == VIEW_MODEL ? "model" : "rollout",
+                           png->view == VIEW_MODEL ? "every head of every layer"
+                                                   : "the rollout");
+    if (png->view == VIEW_ROLLOUT) {
+        run->want = XF_WANT_ROLLOUT;
+        return true;
+    }
+    if (png->view == VIEW_MODEL) {
+        if (run->layer != XF_ALL_LAYERS)
+            return problem_set(pb, 422, layer->pointer,
+                               "view=model shows every layer; leave layer "
+                               "out (or \"all\"), or ask view=heads");
+        if (m->xf.heads > HEATMAP_MAX_ACROSS ||
+            m->xf.layers * m->xf.heads > HEATMAP_MAX_TILES)
+            return problem_set(pb, 422, "/view",
+                               "view=model draws at most %d heads across and "
+                               "%d tiles; the model \"%s\" has %zu layers of "
+                               "%zu heads: ask view=heads with a layer",
+                               HEATMAP_MAX_ACROSS, HEATMAP_MAX_TILES, m->name,
+                               m->xf.layers, m->xf.heads);
+        run->want = XF_WANT_WEIGHTS;
+        return true;
+    }
+    if (run->layer == XF_ALL_LAYERS)
+        return problem_set(pb, 422, layer->pointer,
+                           "view=heads shows one layer: give layer, from 0 "
+                           "to %zu (or view=model for every layer)",
+                           m->xf.layers - 1);
+    if (png->head_kind == HEAD_ONE && png->head >= m->xf.heads)
+        return problem_set(pb, 422, "/head",
+                           "head (%zu) is out of range; the model \"%s\" has "
+                           "%zu heads (0 to %zu)",
+                           png->head, m->name, m->xf.heads, m->xf.heads - 1);
+    run->want =
+        png->head_kind == HEAD_MEAN ? XF_WANT_MEAN_WEIGHTS : XF_WANT_WEIGHTS;
+    return true;
+}
+
+size_t request_model_output(const struct request *req)
+{
+    const struct xf_model *b = &req->model.entry->model->xf;
+    const struct xf_run *run = &req->model.run;
+    const double n = (double)run->n;
+    const double lw = run->layer == XF_ALL_LAYERS ? (double)b->layers : 1;
+    double floats = 0;
+    if (run->want & XF_WANT_WEIGHTS)
+        floats += lw * (double)b->heads * n * n;
+    if (run->want & XF_WANT_MEAN_WEIGHTS)
+        floats += lw * n * n;
+    if (run->want & XF_WANT_HIDDEN)
+        floats += (double)(b->layers + 1) * n * (double)b->hidden;
+    if (run->want & XF_WANT_ROLLOUT)
+        floats += n * n;
+    return floats < 1e18 ? (size_t)floats : SIZE_MAX;
+}
+
+/* The pass, planned once its run is whole: what it costs, and then what
+ * it computes, come from this plan. Every request computes on one thread
+ * (workers.h). */
+static bool plan(struct request *req, const struct model *m, struct problem *pb)
+{
+    if (!req->compute)
+        return true;
+    req->model.run.threads = 1;
+    struct attn_error err;
+    const attn_status st =
+        xf_plan(&m->xf, &req->model.run, &req->model.plan, &err);
+    return st == ATTN_OK || problem_from_core(pb, st, &err, "");
+}
+
+/* The budgets of one request: its work and the numbers it returns. */
+static bool check_budgets(const struct request *req,
+                          const struct request_limits *lim, struct problem *pb)
+{
+    if (!req->compute)
+        return true;
+    const struct model *m = req->model.entry->model;
+    const double flops = xf_plan_flops(&req->model.plan);
+    if (lim->max_flops && flops > (double)lim->max_flops) {
+        problem_set(pb, 422, "",
+                    "the request needs about %.3g GFLOP on the model \"%s\" "
+                    "(%zu wordpieces); the limit is %.3g GFLOP (--max-flops): "
+                    "a shorter input",
+                    flops * 1e-9, m->name, req->model.run.n,
+                    (double)lim->max_flops * 1e-9);
+        pb->reason = "compute_budget";
+        return false;
+    }
+    if (!req->png.wanted && request_model_output(req) > lim->max_output)
+        return problem_set(pb, 422, "/return",
+                           "the requested arrays hold %zu numbers, more than "
+                           "%zu (--max-output): one layer, fewer arrays or a "
+                           "shorter input",
+                           request_model_output(req), lim->max_output);
+    return true;
+}
+
+bool request_decode_model(struct request *req, const cJSON *root,
+                          const cJSON *name, const struct request_limits *lim,
+                          struct problem *pb)
+{
+    if (!cJSON_IsString(name))
+        return problem_set(pb, 422, "/model",
+                           "model is %s; expected the name of a loaded model "
+                           "(GET /models)",
+                           jsonin_kind(name));
+    struct models_entry *e =
+        models_find(lim->models, name->valuestring, strlen(name->valuestring));
+    if (!e) {
+        char loaded[256];
+        models_names(lim->models, loaded, sizeof loaded);
+        return problem_set(pb, 422, "/model",
+                           "model \"%.64s\" is not loaded; loaded: %s",
+                           name->valuestring, loaded);
+    }
+    const struct model *m = e->model;
+    req->model.entry = e;
+    return check_fields(req, root, m, pb) &&
+           request_fields_read(req, root, lim, pb) &&
+           read_return(req, cJSON_GetObjectItemCaseSensitive(root, "return"),
+                       pb) &&
+           read_layer(req, cJSON_GetObjectItemCaseSensitive(root, "layer"), m,
+                      pb) &&
+           encode(req, root, lim, m, pb) &&
+           (!req->png.wanted || resolve_png(req, m, pb)) && plan(req, m, pb) &&
+           check_budgets(req, lim, pb);
+}

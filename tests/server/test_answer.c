@@ -1,0 +1,210 @@
+/*
+ * test_answer.c - the kinds of request and their operations: decoding
+ * decides the kind once, the table gives each kind its own complete set of
+ * operations, and a request goes plan, run, answer through them alone.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "answer.h"
+#include "heatmap.h"
+#include "models.h"
+#include "response.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* tests/models/f32 loaded as "f32" */
+static struct models models;
+static struct request_limits lim = {
+    .max_tokens = 64, .max_dim = 256, .max_heads = 16, .max_output = 1 << 20};
+
+static int setup(void **state)
+{
+    (void)state;
+    static struct options_list specs = {.item = {"f32=tests/models/f32"},
+                                        .count = 1};
+    char err[512];
+    if (!models_load(&models, &specs, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    lim.models = &models;
+    if (heatmap_font_init(NULL, err, sizeof err) != DRAW_OK) {
+        fprintf(stderr, "heatmap_font_init: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    models_free(&models);
+    heatmap_font_free();
+    return 0;
+}
+
+static void decode(struct request *req, const char *body, const char *format)
+{
+    const struct request_param png[] = {{"format", format}};
+    struct problem pb;
+    request_init(req);
+    if (!request_parse_png(req, png, 1, false, &pb) ||
+        !request_parse_json(req, body, strlen(body), &lim, &pb))
+        fail_msg("%s refused: %d %s", body, pb.status, pb.detail);
+}
+
+/* Every kind has a row, each row every operation, and no two kinds share
+ * a row. */
+static void test_each_kind_has_its_operations(void **state)
+{
+    (void)state;
+    static const char *const names[REQUEST_KINDS] = {
+        [REQUEST_RANDOM] = "random", [REQUEST_MODEL] = "model"};
+    for (int k = 0; k < REQUEST_KINDS; k++) {
+        const struct answer_ops *ops = answer_ops((enum request_kind)k);
+        assert_non_null(ops);
+        assert_string_equal(ops->name, names[k]);
+        assert_non_null(ops->plan);
+        assert_non_null(ops->run);
+        assert_non_null(ops->encode_json);
+        assert_non_null(ops->draw_png);
+        assert_non_null(ops->result_free);
+        assert_non_null(ops->tag);
+        assert_non_null(ops->count);
+        assert_ptr_equal(answer_ops((enum request_kind)k), ops); /* one row */
+    }
+    assert_ptr_not_equal(answer_ops(REQUEST_RANDOM), answer_ops(REQUEST_MODEL));
+}
+
+/* Decoding decides the kind: "model" makes a request on a checkpoint,
+ * anything else one on random weights. */
+static void test_decoding_decides_the_kind(void **state)
+{
+    (void)state;
+    struct request req;
+    decode(&req, "{\"sentence\":\"the cat sat\"}", "json");
+    assert_int_equal(req.kind, REQUEST_RANDOM);
+    request_free(&req);
+    decode(&req, "{\"model\":\"f32\",\"sentence\":\"the cat sat\"}", "json");
+    assert_int_equal(req.kind, REQUEST_MODEL);
+    request_free(&req);
+}
+
+/* Plan, run and answer of one request, by its kind's operations alone;
+ * the result says its kind, and the JSON answer parses. */
+static void answer_through_ops(const char *body, const char *format,
+                               enum request_kind kind)
+{
+    struct request req;
+    decode(&req, body, format);
+    const struct answer_ops *ops = answer_ops(req.kind);
+    struct answer_plan plan;
+    struct answer_result res;
+    struct problem pb;
+    memset(&res, 0, sizeof res);
+    assert_true(ops->plan(&req, &plan, &pb));
+    assert_true(plan.flops > 0);
+    assert_true(plan.run_bytes > 0);
+    assert_true(plan.answer_bytes > 0);
+    if (req.png.wanted)
+        assert_true(req.png.width > 0 && req.png.height > 0);
+    assert_true(ops->run(&req, 1, NULL, NULL, &res, &pb));
+    assert_int_equal(res.kind, kind);
+    if (req.png.wanted) {
+        unsigned char *png = NULL;
+        size_t len = 0;
+        assert_true(
+            ops->draw_png(&req, &res, (size_t)64 << 20, &png, &len, &pb));
+        assert_true(len > 8 && !memcmp(png, "\x89PNG\r\n\x1a\n", 8));
+        free(png);
+    } else {
+        struct response_stream *s = ops->encode_json(&req, &res);
+        assert_non_null(s);
+        char *text = malloc(plan.answer_bytes);
+        assert_non_null(text);
+        const size_t len = response_stream_read(s, text, plan.answer_bytes);
+        cJSON *doc = cJSON_ParseWithLength(text, len);
+        assert_non_null(doc);
+        cJSON_Delete(doc);
+        free(text);
+        response_stream_free(s);
+    }
+    answer_result_free(&res);
+    assert_int_equal(res.kind, REQUEST_RANDOM); /* left empty */
+    request_free(&req);
+}
+
+static void test_one_path_for_every_kind(void **state)
+{
+    (void)state;
+    answer_through_ops("{\"sentence\":\"the cat sat\"}", "json",
+                       REQUEST_RANDOM);
+    answer_through_ops("{\"sentence\":\"the cat sat\"}", "png", REQUEST_RANDOM);
+    answer_through_ops("{\"model\":\"f32\",\"sentence\":\"the cat sat\"}",
+                       "json", REQUEST_MODEL);
+    answer_through_ops("{\"model\":\"f32\",\"sentence\":\"the cat sat\","
+                       "\"layer\":0}",
+                       "png", REQUEST_MODEL);
+}
+
+/* Nothing computed, nothing planned for the computation. */
+static void test_plan_of_no_computation(void **state)
+{
+    (void)state;
+    static const char *const bodies[] = {
+        "{\"sentence\":\"a b\",\"return\":[]}",
+        "{\"model\":\"f32\",\"sentence\":\"a b\",\"return\":[]}"};
+    for (size_t i = 0; i < 2; i++) {
+        struct request req;
+        struct answer_plan plan;
+        struct problem pb;
+        decode(&req, bodies[i], "json");
+        assert_true(answer_ops(req.kind)->plan(&req, &plan, &pb));
+        assert_true(plan.flops == 0);
+        assert_int_equal(plan.run_bytes, 0);
+        assert_true(plan.answer_bytes > 0);
+        request_free(&req);
+    }
+}
+
+/* What a cached GET answer depends on beside its URL: nothing for the
+ * random weights, the checkpoint for a model. */
+static void test_tags(void **state)
+{
+    (void)state;
+    struct request req;
+    struct buf text;
+    buf_init(&text, 1024);
+    decode(&req, "{\"sentence\":\"a\"}", "json");
+    assert_true(answer_ops(req.kind)->tag(&req, &text));
+    assert_int_equal(text.len, 0);
+    request_free(&req);
+    decode(&req, "{\"model\":\"f32\",\"sentence\":\"a\"}", "json");
+    assert_true(answer_ops(req.kind)->tag(&req, &text));
+    char want[24];
+    snprintf(want, sizeof want, "m%016llx",
+             (unsigned long long)models.entry[0].fingerprint);
+    assert_string_equal(text.data, want);
+    request_free(&req);
+    buf_free(&text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_each_kind_has_its_operations),
+        cmocka_unit_test(test_decoding_decides_the_kind),
+        cmocka_unit_test(test_one_path_for_every_kind),
+        cmocka_unit_test(test_plan_of_no_computation),
+        cmocka_unit_test(test_tags),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
