@@ -154,6 +154,10 @@ struct xf_model {
     const float *embed_norm_w, *embed_norm_b; /* [H], [H]: arch.embed_norm */
     const float *final_norm_w, *final_norm_b; /* [H], [H]: arch.final_norm */
     const struct xf_layer *layer;             /* [layers] */
+    /* [vocab_size][H]: the output head (a causal LM's lm_head), or
+     * word_emb's data again when the two are tied; absent (NULL data)
+     * for a model without one */
+    struct xf_matrix lm_head;
 };
 
 /* Caps on a model's sizes, so that every size product fits in size_t and
@@ -161,7 +165,7 @@ struct xf_model {
 #define XF_MAX_DIM 65536 /* hidden, intermediate, heads x head_dim */
 #define XF_MAX_LAYERS 256
 #define XF_MAX_VOCAB 4000000
-#define XF_MAX_POSITIONS 65536
+#define XF_MAX_POSITIONS 1048576 /* rotary models declare 131072 and more */
 
 /*
  * Check a model's arch (every enum known), its sizes (each nonzero and

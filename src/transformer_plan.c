@@ -158,6 +158,10 @@ static attn_status check_tensors(const struct xf_model *m,
         return attn_fail(err, ATTN_E_INVALID, "final_norm",
                          "the final norm's tensors do not match the "
                          "architecture");
+    if (m->lm_head.data && !matrix_as(m->lm_head, true))
+        return attn_fail(err, ATTN_E_INVALID, "lm_head",
+                         "lm_head's dtype (%d) is unknown",
+                         (int)m->lm_head.dtype);
     if (!m->layer)
         return attn_fail(err, ATTN_E_INVALID, "layer",
                          "the layers are missing");

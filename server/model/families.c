@@ -8,7 +8,8 @@
 #include <string.h>
 
 static const struct family *const families[] = {
-    &family_bert,
+    &family_bert,    &family_gpt2,  &family_llama,
+    &family_mistral, &family_qwen2, &family_qwen3,
 };
 
 enum { N_FAMILIES = sizeof families / sizeof families[0] };

@@ -32,6 +32,8 @@ struct model_tensor {
     const float **vector;
     bool in_out;       /* stored [in][out]: outputs are its columns */
     size_t out0, outs; /* the outputs the slot takes; outs 0: all */
+    bool bare;         /* its name carries no prefix (a causal LM's
+                          lm_head, beside the base model's names) */
 };
 
 /* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
@@ -65,13 +67,16 @@ struct family {
     /* config.json's keys into m->xf: the arch and the sizes (the tensors
      * come later). False with one line in err naming the key and its
      * value. */
-    bool (*read_config)(const cJSON *config, struct xf_model *xf, char *err,
+    bool (*read_config)(const cJSON *config, struct model *m, char *err,
                         size_t err_len);
-    /* How many tensors name_tensors() lists for m->xf's sizes. */
-    size_t (*tensor_count)(const struct xf_model *xf);
+    /* How many tensors name_tensors() lists for the model's config. */
+    size_t (*tensor_count)(const struct model *m);
     /* Every tensor the model needs, into out[tensor_count()]; the slots
      * point into m->xf and m->layers. */
     void (*name_tensors)(struct model *m, struct model_tensor *out);
+    /* NULL, or what follows from the tensors once they are in (a tied
+     * output head is the embeddings). */
+    void (*after_tensors)(struct model *m);
     /* The prefix the checkpoint's names carry, from its files: "" or one
      * the family allows (BertModel saved inside a task model has
      * "bert."). */
@@ -91,6 +96,11 @@ struct family {
 
 /* The rows, each defined in its family's file. */
 extern const struct family family_bert;
+extern const struct family family_gpt2;
+extern const struct family family_llama;
+extern const struct family family_mistral;
+extern const struct family family_qwen2;
+extern const struct family family_qwen3;
 
 /* The row of model_type[0..len), or NULL. */
 const struct family *family_find(const char *model_type, size_t len);

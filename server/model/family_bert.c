@@ -11,6 +11,7 @@
  * types, a LayerNorm on the embeddings, every projection biased, no final
  * norm.
  */
+#include "config_keys.h"
 #include "family.h"
 #include "fail.h"
 #include "vocab.h"
@@ -30,78 +31,30 @@ static const cJSON *key(const cJSON *doc, const char *name)
     return cJSON_GetObjectItemCaseSensitive(doc, name);
 }
 
-/* A required whole number from 1 to cap. */
-static bool size_key(const cJSON *doc, const char *name, size_t cap,
-                     bool required, size_t fallback, size_t *out, char *err,
-                     size_t err_len)
-{
-    const cJSON *v = key(doc, name);
-    if (!v) {
-        if (required)
-            return model_fail(err, err_len, "%s is missing", name);
-        *out = fallback;
-        return true;
-    }
-    if (!cJSON_IsNumber(v))
-        return model_fail(err, err_len, "%s is not a number", name);
-    const double d = v->valuedouble;
-    if (!(d >= 1.0 && d <= (double)cap) || floor(d) != d)
-        return model_fail(err, err_len,
-                          "%s (%g) must be a whole number from 1 to %zu", name,
-                          d, cap);
-    *out = (size_t)d;
-    return true;
-}
-
-/* A string key that, when present, must be one of the allowed values. */
-static bool string_is(const cJSON *doc, const char *name, const char *allowed,
-                      char *err, size_t err_len)
-{
-    const cJSON *v = key(doc, name);
-    if (!v || cJSON_IsNull(v))
-        return true;
-    if (!cJSON_IsString(v))
-        return model_fail(err, err_len, "%s is not a string", name);
-    if (strcmp(v->valuestring, allowed) != 0)
-        return model_fail(err, err_len,
-                          "%s '%.64s' is not supported (only '%s')", name,
-                          v->valuestring, allowed);
-    return true;
-}
-
-static bool flag_off(const cJSON *doc, const char *name, char *err,
-                     size_t err_len)
-{
-    const cJSON *v = key(doc, name);
-    if (v && !cJSON_IsBool(v))
-        return model_fail(err, err_len, "%s is not true or false", name);
-    if (cJSON_IsTrue(v))
-        return model_fail(err, err_len,
-                          "%s is true; only BERT encoders are supported", name);
-    return true;
-}
-
-static bool read_config(const cJSON *doc, struct xf_model *c, char *err,
+static bool read_config(const cJSON *doc, struct model *m, char *err,
                         size_t err_len)
 {
-    if (!string_is(doc, "position_embedding_type", "absolute", err, err_len) ||
-        !flag_off(doc, "is_decoder", err, err_len) ||
-        !flag_off(doc, "add_cross_attention", err, err_len))
+    struct xf_model *c = &m->xf;
+    static const char only[] = "only BERT encoders are supported";
+    if (!config_string_is(doc, "position_embedding_type", "absolute", err,
+                          err_len) ||
+        !config_flag_off(doc, "is_decoder", only, err, err_len) ||
+        !config_flag_off(doc, "add_cross_attention", only, err, err_len))
         return false;
-    if (!size_key(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0, &c->layers,
-                  err, err_len) ||
-        !size_key(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
-                  err_len) ||
-        !size_key(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
-                  err, err_len) ||
-        !size_key(doc, "intermediate_size", XF_MAX_DIM, true, 0,
-                  &c->intermediate, err, err_len) ||
-        !size_key(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size, err,
-                  err_len) ||
-        !size_key(doc, "max_position_embeddings", XF_MAX_POSITIONS, true, 0,
-                  &c->max_positions, err, err_len) ||
-        !size_key(doc, "type_vocab_size", 256, false, 2, &c->type_vocab_size,
-                  err, err_len))
+    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
+                     &c->layers, err, err_len) ||
+        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
+                     err_len) ||
+        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
+                     err, err_len) ||
+        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
+                     &c->intermediate, err, err_len) ||
+        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
+                     err, err_len) ||
+        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, true, 0,
+                     &c->max_positions, err, err_len) ||
+        !config_size(doc, "type_vocab_size", 256, false, 2, &c->type_vocab_size,
+                     err, err_len))
         return false;
     if (c->hidden % c->heads)
         return model_fail(err, err_len,
@@ -110,16 +63,8 @@ static bool read_config(const cJSON *doc, struct xf_model *c, char *err,
                           c->heads, c->hidden);
     c->kv_heads = c->heads;
     c->head_dim = c->hidden / c->heads;
-    const cJSON *eps = key(doc, "layer_norm_eps");
-    c->norm_eps = 1e-12f;
-    if (eps) {
-        if (!cJSON_IsNumber(eps) || !isfinite(eps->valuedouble) ||
-            !((float)eps->valuedouble > 0.0f) || eps->valuedouble > 1.0)
-            return model_fail(err, err_len,
-                              "layer_norm_eps must be a number above 0 (as "
-                              "float32) and at most 1");
-        c->norm_eps = (float)eps->valuedouble;
-    }
+    if (!config_eps(doc, "layer_norm_eps", 1e-12f, &c->norm_eps, err, err_len))
+        return false;
     c->arch = (struct xf_arch){.norm = XF_NORM_LAYER,
                                .norm_place = XF_NORM_AFTER,
                                .ffn = XF_FFN_PLAIN,
@@ -187,9 +132,9 @@ static bool read_tokenizer_config(const char *text, size_t len,
 
 /* ---------------------------------------------------------- the tensors */
 
-static size_t tensor_count(const struct xf_model *xf)
+static size_t tensor_count(const struct model *m)
 {
-    return 5 + 16 * xf->layers;
+    return 5 + 16 * m->xf.layers;
 }
 
 static void name_tensors(struct model *m, struct model_tensor *w)

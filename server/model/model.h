@@ -26,11 +26,22 @@
 
 struct family;
 
+/* What config.json says beside the core's model: for GET /models, and to
+ * make the rotary frequencies. */
+struct model_extra {
+    bool tied;                /* the output head is the embeddings */
+    const char *rope_scaling; /* "llama3", or NULL: none */
+    double rope_theta;        /* the rotary base, as config.json gives it */
+    double rope_factor, rope_low, rope_high, rope_original; /* llama3's */
+};
+
 struct model {
     char name[MODEL_NAME_MAX + 1];
     const struct family *family; /* from config.json's model_type */
     struct xf_model xf;          /* its tensors point into map or converted */
     struct xf_layer *layers;     /* [xf.layers], xf.layer */
+    struct model_extra extra;
+    double *rope_freq; /* [head_dim / 2], xf.rope_inv_freq, or NULL */
     struct tokenizer tokenizer;
     bool do_lower_case;   /* the tokenizer lowercases (BERT's
                              tokenizer_config.json; true when absent, as

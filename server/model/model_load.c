@@ -59,6 +59,7 @@ void model_free(struct model *m)
     shards_free(&m->shards);
     free(m->converted);
     free(m->layers);
+    free(m->rope_freq);
     tok_free(&m->tokenizer);
     free(m);
 }
@@ -99,7 +100,7 @@ static bool read_config(struct model *m, const struct model_files *files)
                             known);
         }
     }
-    ok = ok && m->family->read_config(doc, &m->xf, why, sizeof why);
+    ok = ok && m->family->read_config(doc, m, why, sizeof why);
     cJSON_Delete(doc);
     if (!ok)
         return model_files_fail(files, "config.json", "%s", why);
@@ -126,6 +127,8 @@ bool model_load(const char *name, const char *dir, struct model **out,
     bool ok = read_config(m, &files) && m->family->open_tokenizer(m, &files) &&
               shards_open(&m->shards, &files) &&
               tensors_take(m, &m->shards, &files);
+    if (ok && m->family->after_tensors)
+        m->family->after_tensors(m);
     if (ok) {
         struct attn_error aerr = {0};
         if (xf_model_check(&m->xf, &aerr))

@@ -102,7 +102,7 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
                         const struct model_tensor *w, struct found *f)
 {
     char full[160], old[160];
-    snprintf(full, sizeof full, "%s%s", prefix, w->name);
+    snprintf(full, sizeof full, "%s%s", w->bare ? "" : prefix, w->name);
     f->t = shards_find(tk->s, full, &f->shard);
     const struct family *fam = tk->m->family;
     if (fam->legacy_name && fam->legacy_name(full, old, sizeof old)) {
@@ -308,7 +308,7 @@ bool tensors_take(struct model *m, const struct shards *s,
 {
     const struct taker tk = {.m = m, .s = s, .files = files};
     const char *prefix = m->family->prefix(s);
-    const size_t n = m->family->tensor_count(&m->xf);
+    const size_t n = m->family->tensor_count(m);
     struct model_tensor *w = calloc(n, sizeof *w);
     struct found *f = calloc(n, sizeof *f);
     bool **used = calloc(s->count, sizeof *used);

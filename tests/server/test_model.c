@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "files.h"
+#include "model/family.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -385,6 +386,155 @@ static void test_variants_load_and_match(void **state)
 
 /* A header whose data starts at an odd place: F32 tensors are copied out,
  * not read unaligned, and the numbers are the same. */
+/* The golden's config entry key, as a number; NAN when null. */
+static double golden_number(const cJSON *config, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(config, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A decoder's loaded config against what its golden records, then each
+ * sentence through its tokenizer (ids, added, texts) and its network
+ * (weights, causal and windowed; hidden states; rollout). */
+static void check_decoder(const struct model *m, const char *variant)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
+    size_t len;
+    char *text = test_read_file(path, &len);
+    cJSON *golden = cJSON_ParseWithLength(text, len);
+    free(text);
+    assert_non_null(golden);
+    const cJSON *cfg = cJSON_GetObjectItem(golden, "config");
+    const struct xf_model *x = &m->xf;
+    assert_string_equal(m->family->model_type,
+                        cJSON_GetObjectItem(cfg, "model_type")->valuestring);
+    assert_int_equal(x->layers, golden_number(cfg, "layers"));
+    assert_int_equal(x->heads, golden_number(cfg, "heads"));
+    assert_int_equal(x->kv_heads, golden_number(cfg, "kv_heads"));
+    assert_int_equal(x->head_dim, golden_number(cfg, "head_dim"));
+    assert_int_equal(x->hidden, golden_number(cfg, "hidden"));
+    assert_int_equal(x->intermediate, golden_number(cfg, "intermediate"));
+    assert_int_equal(x->vocab_size, golden_number(cfg, "vocab_size"));
+    assert_true(fabs(x->norm_eps - golden_number(cfg, "norm_eps")) <= 1e-12);
+    const double window = golden_number(cfg, "sliding_window");
+    assert_int_equal(x->window, isnan(window) ? 0 : (size_t)window);
+    assert_int_equal(m->extra.tied, cJSON_IsTrue(cJSON_GetObjectItem(cfg,
+                                                                    "tied")));
+    assert_true(x->lm_head.data != NULL);
+    assert_int_equal(x->lm_head.data == x->word_emb.data, m->extra.tied);
+    const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
+    if (cJSON_IsArray(freq)) { /* rotary, as rotate_half pairs them */
+        assert_int_equal(x->arch.positions, XF_POS_ROTARY);
+        assert_int_equal(x->rope_pairing, ATTN_ROPE_HALF);
+        assert_int_equal((size_t)cJSON_GetArraySize(freq), x->head_dim / 2);
+        for (size_t i = 0; i < x->head_dim / 2; i++) {
+            const double want =
+                cJSON_GetArrayItem(freq, (int)i)->valuedouble;
+            assert_true(fabs(x->rope_inv_freq[i] - want) <= 1e-12 * want);
+        }
+    } else {
+        assert_int_equal(x->arch.positions, XF_POS_LEARNED);
+    }
+    const cJSON *c;
+    size_t n_cases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden, "cases"))
+    {
+        const char *a = cJSON_GetObjectItem(c, "sentence")->valuestring;
+        struct tok_encoding enc;
+        struct attn_error aerr = {0};
+        if (tok_encode(&m->tokenizer, a, strlen(a), NULL, 0, x->max_positions,
+                       &enc, &aerr))
+            fail_msg("%s: tok_encode: %s", variant, aerr.message);
+        const cJSON *ids = cJSON_GetObjectItem(c, "ids");
+        const cJSON *tokens = cJSON_GetObjectItem(c, "tokens");
+        const cJSON *added = cJSON_GetObjectItem(c, "added");
+        assert_int_equal(enc.count, (size_t)cJSON_GetArraySize(ids));
+        for (size_t i = 0; i < enc.count; i++) {
+            const int k = (int)i;
+            if (enc.ids[i] != cJSON_GetArrayItem(ids, k)->valuedouble)
+                fail_msg("%s case %zu: token %zu is %u, want %.0f", variant,
+                         n_cases, i, (unsigned)enc.ids[i],
+                         cJSON_GetArrayItem(ids, k)->valuedouble);
+            assert_string_equal(tok_token_text(&m->tokenizer, enc.ids[i]),
+                                cJSON_GetArrayItem(tokens, k)->valuestring);
+            assert_int_equal(enc.added[i],
+                             cJSON_IsTrue(cJSON_GetArrayItem(added, k)));
+        }
+        struct xf_run run = {.ids = enc.ids,
+                             .n = enc.count,
+                             .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
+                                     XF_WANT_ROLLOUT,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = 2};
+        struct xf_result r;
+        struct xf_plan plan;
+        if (xf_plan(x, &run, &plan, &aerr) ||
+            xf_forward(&plan, NULL, &r, &aerr))
+            fail_msg("%s: xf_forward: %s", variant, aerr.message);
+        size_t n;
+        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        const size_t N = r.n;
+        assert_int_equal(n, r.layers * r.heads * N * N);
+        if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
+            fail_msg("%s case %zu: attentions differ", variant, n_cases);
+        // what a query may not see is exactly 0: the future, and keys
+        // outside the window
+        for (size_t e = 0; e < n; e++) {
+            const size_t i = e / N % N, j = e % N;
+            if (j > i || (x->window && j + x->window <= i))
+                assert_true(r.weights[e] == 0.0f);
+        }
+        free(w);
+        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        assert_int_equal(n, (r.layers + 1) * N * r.hidden);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(r.hidden_states[i] - hs[i]) <=
+                  HIDDEN_ATOL + HIDDEN_RTOL * fabs(hs[i])))
+                fail_msg("%s case %zu: hidden state %zu is %g, want %g",
+                         variant, n_cases, i, (double)r.hidden_states[i],
+                         hs[i]);
+        free(hs);
+        double *roll = doubles(cJSON_GetObjectItem(c, "rollout"), &n);
+        assert_int_equal(n, N * N);
+        if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
+            fail_msg("%s case %zu: rollout differs", variant, n_cases);
+        free(roll);
+        xf_result_free(&r);
+        tok_encoding_free(&enc);
+        n_cases++;
+    }
+    assert_true(n_cases >= 3);
+    cJSON_Delete(golden);
+}
+
+/* Every decoder variant loads, reads its config as its golden records it,
+ * keeps its matrices at their stored width, and matches its goldens. */
+static void test_decoders_load_and_match(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        xf_dtype dtype;
+        size_t shards;
+    } variants[] = {
+        {"gpt2", XF_F32, 1},   {"gpt2_prefixed", XF_F16, 1},
+        {"llama2", XF_BF16, 1}, {"llama3", XF_F32, 2},
+        {"mistral", XF_F16, 1}, {"qwen2", XF_BF16, 1},
+        {"qwen3", XF_F32, 1},
+    };
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "tests/models/%s", variants[i].name);
+        struct model *m = load_ok(dir);
+        assert_int_equal(m->shards.count, variants[i].shards);
+        assert_int_equal(m->xf.word_emb.dtype, variants[i].dtype);
+        assert_int_equal(m->layers[0].down_w.dtype, variants[i].dtype);
+        check_decoder(m, variants[i].name);
+        model_free(m);
+    }
+}
+
 static void test_unaligned_f32(void **state)
 {
     (void)state;
@@ -1030,6 +1180,7 @@ int main(void)
         cmocka_unit_test(test_bad_vocab_and_tokenizer),
         cmocka_unit_test(test_header_reader),
         cmocka_unit_test(test_sharded),
+        cmocka_unit_test(test_decoders_load_and_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,117 @@
+/*
+ * config_keys.c - config.json's keys (config_keys.h).
+ */
+#include "config_keys.h"
+#include "fail.h"
+
+#include <math.h>
+#include <string.h>
+
+static const cJSON *key(const cJSON *doc, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, name);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+bool config_size(const cJSON *doc, const char *name, size_t cap, bool required,
+                 size_t fallback, size_t *out, char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    if (!v) {
+        if (required)
+            return model_fail(err, err_len, "%s is missing", name);
+        *out = fallback;
+        return true;
+    }
+    if (!cJSON_IsNumber(v))
+        return model_fail(err, err_len, "%s is not a number", name);
+    const double d = v->valuedouble;
+    if (!(d >= 1.0 && d <= (double)cap) || floor(d) != d)
+        return model_fail(err, err_len,
+                          "%s (%g) must be a whole number from 1 to %zu", name,
+                          d, cap);
+    *out = (size_t)d;
+    return true;
+}
+
+bool config_string(const cJSON *doc, const char *name, const char *fallback,
+                   const char **out, char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    *out = fallback;
+    if (!v)
+        return true;
+    if (!cJSON_IsString(v))
+        return model_fail(err, err_len, "%s is not a string", name);
+    *out = v->valuestring;
+    return true;
+}
+
+bool config_string_is(const cJSON *doc, const char *name, const char *allowed,
+                      char *err, size_t err_len)
+{
+    const char *v;
+    if (!config_string(doc, name, NULL, &v, err, err_len))
+        return false;
+    if (v && strcmp(v, allowed) != 0)
+        return model_fail(err, err_len,
+                          "%s '%.64s' is not supported (only '%s')", name, v,
+                          allowed);
+    return true;
+}
+
+bool config_bool(const cJSON *doc, const char *name, bool fallback, bool *out,
+                 char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    *out = fallback;
+    if (!v)
+        return true;
+    if (!cJSON_IsBool(v))
+        return model_fail(err, err_len, "%s is not true or false", name);
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+bool config_flag_off(const cJSON *doc, const char *name, const char *why,
+                     char *err, size_t err_len)
+{
+    bool on;
+    if (!config_bool(doc, name, false, &on, err, err_len))
+        return false;
+    if (on)
+        return model_fail(err, err_len, "%s is true; %s", name, why);
+    return true;
+}
+
+bool config_eps(const cJSON *doc, const char *name, float fallback, float *out,
+                char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    *out = fallback;
+    if (!v)
+        return true;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+        !((float)v->valuedouble > 0.0f) || v->valuedouble > 1.0)
+        return model_fail(err, err_len,
+                          "%s must be a number above 0 (as float32) and at "
+                          "most 1",
+                          name);
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+bool config_positive(const cJSON *doc, const char *name, double fallback,
+                     double *out, char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    *out = fallback;
+    if (!v)
+        return true;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+        !(v->valuedouble > 0.0))
+        return model_fail(err, err_len, "%s must be a finite number above 0",
+                          name);
+    *out = v->valuedouble;
+    return true;
+}

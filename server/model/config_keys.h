@@ -1,0 +1,43 @@
+/*
+ * config_keys.h - reading config.json's keys, as every family does: each
+ * reader takes the parsed document and a key, and on failure returns
+ * false with one line in err naming the key and its value.
+ */
+#ifndef ATTND_CONFIG_KEYS_H
+#define ATTND_CONFIG_KEYS_H
+
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A whole number from 1 to cap into *out; fallback when absent (or
+ * null) and not required. */
+bool config_size(const cJSON *doc, const char *name, size_t cap, bool required,
+                 size_t fallback, size_t *out, char *err, size_t err_len);
+
+/* A string key that, when present, must be allowed. */
+bool config_string_is(const cJSON *doc, const char *name, const char *allowed,
+                      char *err, size_t err_len);
+
+/* A string key into *out (fallback when absent or null). */
+bool config_string(const cJSON *doc, const char *name, const char *fallback,
+                   const char **out, char *err, size_t err_len);
+
+/* true or false into *out; fallback when absent or null. */
+bool config_bool(const cJSON *doc, const char *name, bool fallback, bool *out,
+                 char *err, size_t err_len);
+
+/* A flag that must not be true: "NAME is true; " and why. */
+bool config_flag_off(const cJSON *doc, const char *name, const char *why,
+                     char *err, size_t err_len);
+
+/* An epsilon: a number above 0 (as float32) and at most 1, into *out;
+ * fallback when absent. */
+bool config_eps(const cJSON *doc, const char *name, float fallback, float *out,
+                char *err, size_t err_len);
+
+/* A finite number above 0 into *out; fallback when absent or null. */
+bool config_positive(const cJSON *doc, const char *name, double fallback,
+                     double *out, char *err, size_t err_len);
+
+#endif

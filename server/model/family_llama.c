@@ -1,0 +1,334 @@
+/*
+ * family_llama.c - LLaMA's block and its close relatives, as
+ * transformers' modeling_llama.py, modeling_mistral.py, modeling_qwen2.py
+ * and modeling_qwen3.py compute them: four rows of the family table
+ * (model_type "llama", "mistral", "qwen2", "qwen3") over one file, what
+ * differs between them a row of the table below.
+ *
+ * The block (transformer.h): RMSNorm before each sublayer, a SwiGLU
+ * feed-forward down(silu(gate x) * up x), rotary positions paired as
+ * rotate_half pairs them (i with i + head_dim/2), causal attention over
+ * grouped KV heads, a final norm. Qwen2's q, k and v carry biases; Qwen3
+ * norms each head of q and k before the rotation; Mistral may slide a
+ * window. rope_scaling of type llama3 scales the frequencies (LLaMA 3.1
+ * and 3.2); any other scaling is refused.
+ *
+ * Tensors: model.embed_tokens, model.layers.N.{input_layernorm,
+ * self_attn.{q,k,v,o}_proj, post_attention_layernorm,
+ * mlp.{gate,up,down}_proj}, model.norm, and lm_head unless the embeddings
+ * are tied (a base model saved alone has no "model." prefix).
+ */
+#include "config_keys.h"
+#include "family.h"
+#include "fail.h"
+#include "tokenizer_json.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What sets one row apart. */
+struct variant {
+    const char *model_type;
+    bool qkv_bias_always; /* Qwen2: q, k and v biased, o not */
+    bool qk_norm;         /* Qwen3: q_norm and k_norm */
+    bool window;          /* Mistral: sliding_window */
+    bool qwen_window;     /* Qwen2/3: a window only with use_sliding_window,
+                             and then per layer, which attnd refuses */
+};
+
+static const struct variant variants[] = {
+    {"llama", false, false, false, false},
+    {"mistral", false, false, true, false},
+    {"qwen2", true, false, false, true},
+    {"qwen3", false, true, false, true},
+};
+
+static const struct variant *variant_of(const cJSON *doc)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "model_type");
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        if (cJSON_IsString(t) &&
+            !strcmp(t->valuestring, variants[i].model_type))
+            return &variants[i];
+    return &variants[0];
+}
+
+/* ------------------------------------------------------------- config */
+
+/* rope_scaling: null, "default", or "llama3" with its four numbers. */
+static bool read_rope_scaling(const cJSON *doc, struct model_extra *x,
+                              char *err, size_t err_len)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "rope_scaling");
+    if (!r || cJSON_IsNull(r))
+        return true;
+    if (!cJSON_IsObject(r))
+        return model_fail(err, err_len, "rope_scaling is not an object");
+    const char *type;
+    // newer files name it rope_type, older ones type
+    if (!config_string(r, "rope_type", NULL, &type, err, err_len) ||
+        (!type && !config_string(r, "type", NULL, &type, err, err_len)))
+        return false;
+    if (!type || !strcmp(type, "default"))
+        return true;
+    if (strcmp(type, "llama3"))
+        return model_fail(err, err_len,
+                          "rope_scaling's type '%.64s' is not supported (only "
+                          "llama3)",
+                          type);
+    double original;
+    if (!config_positive(r, "factor", 0, &x->rope_factor, err, err_len) ||
+        !config_positive(r, "low_freq_factor", 0, &x->rope_low, err, err_len) ||
+        !config_positive(r, "high_freq_factor", 0, &x->rope_high, err,
+                         err_len) ||
+        !config_positive(r, "original_max_position_embeddings", 0, &original,
+                         err, err_len))
+        return false;
+    if (x->rope_factor == 0 || x->rope_low == 0 || x->rope_high == 0 ||
+        original == 0)
+        return model_fail(err, err_len,
+                          "rope_scaling of type llama3 needs factor, "
+                          "low_freq_factor, high_freq_factor and "
+                          "original_max_position_embeddings");
+    if (!(x->rope_high > x->rope_low))
+        return model_fail(err, err_len,
+                          "rope_scaling's high_freq_factor (%g) must be above "
+                          "its low_freq_factor (%g)",
+                          x->rope_high, x->rope_low);
+    x->rope_original = original;
+    x->rope_scaling = "llama3";
+    return true;
+}
+
+static bool read_config(const cJSON *doc, struct model *m, char *err,
+                        size_t err_len)
+{
+    const struct variant *v = variant_of(doc);
+    struct xf_model *c = &m->xf;
+    const char *act;
+    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
+                     &c->layers, err, err_len) ||
+        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
+                     err_len) ||
+        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
+                     err, err_len) ||
+        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
+                     &c->kv_heads, err, err_len) ||
+        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
+                     &c->intermediate, err, err_len) ||
+        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
+                     err, err_len) ||
+        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
+                     2048, &c->max_positions, err, err_len) ||
+        !config_string(doc, "hidden_act", "silu", &act, err, err_len) ||
+        !config_eps(doc, "rms_norm_eps", 1e-6f, &c->norm_eps, err, err_len) ||
+        !config_bool(doc, "tie_word_embeddings", false, &m->extra.tied, err,
+                     err_len) ||
+        !read_rope_scaling(doc, &m->extra, err, err_len))
+        return false;
+    if (strcmp(act, "silu"))
+        return model_fail(err, err_len,
+                          "hidden_act '%.64s' is not supported (only silu)",
+                          act);
+    if (c->heads % c->kv_heads)
+        return model_fail(err, err_len,
+                          "num_key_value_heads (%zu) does not divide "
+                          "num_attention_heads (%zu)",
+                          c->kv_heads, c->heads);
+    // head_dim: config.json's, else hidden / heads (which then must divide)
+    if (!cJSON_GetObjectItemCaseSensitive(doc, "head_dim") &&
+        c->hidden % c->heads)
+        return model_fail(err, err_len,
+                          "num_attention_heads (%zu) does not divide "
+                          "hidden_size (%zu) and there is no head_dim",
+                          c->heads, c->hidden);
+    if (!config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false,
+                     c->hidden / c->heads, &c->head_dim, err, err_len))
+        return false;
+    if (c->head_dim % 2)
+        return model_fail(err, err_len,
+                          "head_dim (%zu) is odd; rotary positions turn pairs",
+                          c->head_dim);
+    double theta;
+    if (!config_positive(doc, "rope_theta", 10000.0, &theta, err, err_len))
+        return false;
+    c->rope_theta = (float)theta;
+    m->extra.rope_theta = theta;
+    bool attention_bias, mlp_bias;
+    if (!config_bool(doc, "attention_bias", false, &attention_bias, err,
+                     err_len) ||
+        !config_bool(doc, "mlp_bias", false, &mlp_bias, err, err_len))
+        return false;
+    if (v->window && !config_size(doc, "sliding_window", XF_MAX_POSITIONS,
+                                  false, 0, &c->window, err, err_len))
+        return false;
+    if (v->qwen_window &&
+        !config_flag_off(doc, "use_sliding_window",
+                         "windows on some layers only are not supported", err,
+                         err_len))
+        return false;
+    c->arch = (struct xf_arch){.norm = XF_NORM_RMS,
+                               .norm_place = XF_NORM_BEFORE,
+                               .ffn = XF_FFN_GATED,
+                               .act = XF_ACT_SILU,
+                               .positions = XF_POS_ROTARY,
+                               .final_norm = true,
+                               .causal = true,
+                               .qk_norm = v->qk_norm,
+                               .qkv_bias = attention_bias || v->qkv_bias_always,
+                               .out_bias = attention_bias,
+                               .ffn_bias = mlp_bias};
+    c->rope_pairing = ATTN_ROPE_HALF;
+    return true;
+}
+
+/* The frequencies of the rotary pairs: theta^(-2i / head_dim), scaled as
+ * rope_scaling says (LLaMA 3's _compute_llama3_parameters): a wavelength
+ * shorter than original / high_freq_factor is kept, one longer than
+ * original / low_freq_factor divided by factor, and one between blended. */
+static bool make_frequencies(struct model *m, char *err, size_t err_len)
+{
+    const struct model_extra *x = &m->extra;
+    const size_t pairs = m->xf.head_dim / 2;
+    m->rope_freq = malloc(pairs * sizeof *m->rope_freq);
+    if (!m->rope_freq)
+        return model_fail(err, err_len, "out of memory");
+    const double low_wavelen = x->rope_original / x->rope_low;
+    const double high_wavelen = x->rope_original / x->rope_high;
+    for (size_t i = 0; i < pairs; i++) {
+        const double f =
+            pow(x->rope_theta, -(double)(2 * i) / (double)m->xf.head_dim);
+        const double wavelen = 2.0 * 3.14159265358979323846 / f;
+        double scaled = f;
+        if (x->rope_scaling && wavelen > low_wavelen) {
+            scaled = f / x->rope_factor;
+        } else if (x->rope_scaling && wavelen >= high_wavelen) {
+            const double s = (x->rope_original / wavelen - x->rope_low) /
+                             (x->rope_high - x->rope_low);
+            scaled = (1.0 - s) * f / x->rope_factor + s * f;
+        }
+        m->rope_freq[i] = scaled;
+    }
+    m->xf.rope_inv_freq = m->rope_freq;
+    return true;
+}
+
+static bool read_all(const cJSON *doc, struct model *m, char *err,
+                     size_t err_len)
+{
+    return read_config(doc, m, err, err_len) &&
+           make_frequencies(m, err, err_len);
+}
+
+/* ---------------------------------------------------------- the tensors */
+
+static size_t tensor_count(const struct model *m)
+{
+    const bool qk = m->xf.arch.qk_norm;
+    const bool qkv_b = m->xf.arch.qkv_bias, o_b = m->xf.arch.out_bias,
+               ffn_b = m->xf.arch.ffn_bias;
+    const size_t per_layer = 9 + 2 * qk + 3 * qkv_b + o_b + 3 * ffn_b;
+    return 2 + !m->extra.tied + m->xf.layers * per_layer;
+}
+
+static void name_tensors(struct model *m, struct model_tensor *w)
+{
+    struct xf_model *b = &m->xf;
+    const size_t H = b->hidden, IW = b->intermediate;
+    const size_t hd = b->heads * b->head_dim, gd = b->kv_heads * b->head_dim;
+    const size_t D = b->head_dim;
+    size_t n = 0;
+#define WANT(slot, rows, cols, what, ...)                                      \
+    MODEL_TENSOR(w, n, slot, rows, cols, what, __VA_ARGS__)
+    WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
+         "embed_tokens.weight");
+    WANT(&b->final_norm_w, H, 0, "hidden_size", "norm.weight");
+    if (!m->extra.tied) {
+        WANT(&b->lm_head, b->vocab_size, H, "vocab_size x hidden_size",
+             "lm_head.weight");
+        w[n - 1].bare = true;
+    }
+    for (size_t l = 0; l < b->layers; l++) {
+        struct xf_layer *y = &m->layers[l];
+#define L(sub) "layers.%zu." sub, l
+        WANT(&y->attn_norm_w, H, 0, "hidden_size", L("input_layernorm.weight"));
+        WANT(&y->ffn_norm_w, H, 0, "hidden_size",
+             L("post_attention_layernorm.weight"));
+        WANT(&y->q_w, hd, H, "heads x head_dim x hidden_size",
+             L("self_attn.q_proj.weight"));
+        WANT(&y->k_w, gd, H, "kv_heads x head_dim x hidden_size",
+             L("self_attn.k_proj.weight"));
+        WANT(&y->v_w, gd, H, "kv_heads x head_dim x hidden_size",
+             L("self_attn.v_proj.weight"));
+        WANT(&y->o_w, H, hd, "hidden_size x heads x head_dim",
+             L("self_attn.o_proj.weight"));
+        if (b->arch.qkv_bias) {
+            WANT(&y->q_b, hd, 0, "heads x head_dim",
+                 L("self_attn.q_proj.bias"));
+            WANT(&y->k_b, gd, 0, "kv_heads x head_dim",
+                 L("self_attn.k_proj.bias"));
+            WANT(&y->v_b, gd, 0, "kv_heads x head_dim",
+                 L("self_attn.v_proj.bias"));
+        }
+        if (b->arch.out_bias)
+            WANT(&y->o_b, H, 0, "hidden_size", L("self_attn.o_proj.bias"));
+        if (b->arch.qk_norm) {
+            WANT(&y->q_norm_w, D, 0, "head_dim", L("self_attn.q_norm.weight"));
+            WANT(&y->k_norm_w, D, 0, "head_dim", L("self_attn.k_norm.weight"));
+        }
+        WANT(&y->gate_w, IW, H, "intermediate_size x hidden_size",
+             L("mlp.gate_proj.weight"));
+        WANT(&y->up_w, IW, H, "intermediate_size x hidden_size",
+             L("mlp.up_proj.weight"));
+        WANT(&y->down_w, H, IW, "hidden_size x intermediate_size",
+             L("mlp.down_proj.weight"));
+        if (b->arch.ffn_bias) {
+            WANT(&y->gate_b, IW, 0, "intermediate_size",
+                 L("mlp.gate_proj.bias"));
+            WANT(&y->up_b, IW, 0, "intermediate_size", L("mlp.up_proj.bias"));
+            WANT(&y->down_b, H, 0, "hidden_size", L("mlp.down_proj.bias"));
+        }
+#undef L
+    }
+#undef WANT
+}
+
+/* After the tensors are in: a tied head is the embeddings. */
+static void tie(struct model *m)
+{
+    if (m->extra.tied)
+        m->xf.lm_head = m->xf.word_emb;
+}
+
+static const char *prefix(const struct shards *s)
+{
+    size_t in;
+    return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
+}
+
+/* The base model's namespace, but for the rotary buffer older files
+ * saved. */
+static bool in_network(const char *rest)
+{
+    const char *buf = strstr(rest, ".self_attn.rotary_emb.inv_freq");
+    if (buf && !strncmp(rest, "layers.", 7) &&
+        !strcmp(buf, ".self_attn.rotary_emb.inv_freq"))
+        return false;
+    return !strncmp(rest, "embed_tokens.", 13) ||
+           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
+}
+
+#define ROW(type, name)                                                        \
+    {                                                                          \
+        .model_type = type, .network = name, .read_config = read_all,          \
+        .tensor_count = tensor_count, .name_tensors = name_tensors,            \
+        .after_tensors = tie, .prefix = prefix, .in_network = in_network,      \
+        .open_tokenizer = tokenizer_json_open,                                 \
+    }
+
+const struct family family_llama = ROW("llama", "LLaMA decoder");
+const struct family family_mistral = ROW("mistral", "Mistral decoder");
+const struct family family_qwen2 = ROW("qwen2", "Qwen2 decoder");
+const struct family family_qwen3 = ROW("qwen3", "Qwen3 decoder");
