@@ -25,9 +25,9 @@
 /* Strings by id, back to back in one block. */
 struct strtab {
     char *bytes;
-    size_t *off;  /* [count + 1] where each starts; the last is the end */
+    size_t *off; /* [count + 1] where each starts; the last is the end */
     size_t count;
-    size_t pad;   /* bytes after each string not part of it: 1 for a NUL */
+    size_t pad; /* bytes after each string not part of it: 1 for a NUL */
 };
 
 /* An open-addressing index of some of a strtab's strings, by content. */
@@ -66,15 +66,16 @@ struct bpe_tokenizer {
     size_t n_added;
     struct trie raw, normalized; /* added tokens matched before / after
                                     normalizing */
-    int32_t unit_id[256];  /* byte-level: the id of each byte, or -1 */
-    int32_t fallback[256]; /* the id of <0xNN>, or -1 */
+    int32_t unit_id[256];        /* byte-level: the id of each byte, or -1 */
+    int32_t fallback[256];       /* the id of <0xNN>, or -1 */
     bool byte_level, byte_fallback, ignore_merges, fuse_unk;
     enum bpe_normalizer normalizer;
     enum bpe_pattern pattern;
     int64_t unk_id, bos_id;
 };
 
-/* ----------------------------------------------------------- bytes_to_unicode */
+/* ----------------------------------------------------------- bytes_to_unicode
+ */
 
 /* GPT-2's bytes_to_unicode: the printable bytes (! to ~, 0xA1 to 0xAC,
  * 0xAE to 0xFF) stand for themselves; the other 68, in order, for U+0100
@@ -212,9 +213,8 @@ static void trie_add(struct trie *t, const char *s, size_t len, int32_t k)
             c = t->nodes[c].sibling;
         if (!c) {
             c = (uint32_t)t->count++;
-            t->nodes[c] = (struct trie_node){.sibling = t->nodes[node].child,
-                                             .added = NO_TOKEN,
-                                             .byte = b};
+            t->nodes[c] = (struct trie_node){
+                .sibling = t->nodes[node].child, .added = NO_TOKEN, .byte = b};
             t->nodes[node].child = c;
         }
         node = c;
@@ -280,8 +280,7 @@ static size_t whole_char(const char *s, size_t n, size_t at)
 /* The readable form of key bytes s[0..len) into out (NULL: only count):
  * whole characters as they are, U+2581 as a space when sentencepiece, NUL
  * and every byte of a broken character as <0xNN>. Its length. */
-static size_t readable(const char *s, size_t len, bool sentencepiece,
-                       char *out)
+static size_t readable(const char *s, size_t len, bool sentencepiece, char *out)
 {
     size_t o = 0;
     for (size_t at = 0; at < len;) {
@@ -291,7 +290,8 @@ static size_t readable(const char *s, size_t len, bool sentencepiece,
                 snprintf(out + o, 7, "<0x%02X>", (unsigned char)s[at]);
             o += 6;
             at++;
-        } else if (sentencepiece && k == 3 && memcmp(s + at, "\xe2\x96\x81", 3) == 0) {
+        } else if (sentencepiece && k == 3 &&
+                   memcmp(s + at, "\xe2\x96\x81", 3) == 0) {
             if (out)
                 out[o] = ' ';
             o++;
@@ -304,6 +304,22 @@ static size_t readable(const char *s, size_t len, bool sentencepiece,
         }
     }
     return o;
+}
+
+/* The byte a SentencePiece vocabulary's byte-fallback token <0xNN>
+ * stands for, or -1 when s is no such token. */
+static int fallback_byte(const struct bpe_spec *spec,
+                         const struct bpe_string *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (!spec->byte_fallback || s->len != 6 || memcmp(s->text, "<0x", 3) ||
+        s->text[5] != '>')
+        return -1;
+    const char *hi = memchr(hex, s->text[3], 16),
+               *lo = memchr(hex, s->text[4], 16);
+    if (!hi || !lo || !s->text[3] || !s->text[4])
+        return -1;
+    return (int)((hi - hex) * 16 + (lo - hex));
 }
 
 /* ----------------------------------------------------------- building */
@@ -363,15 +379,15 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
         if (a->id < spec->n_vocab &&
             (spec->vocab[a->id].len != a->content.len ||
              memcmp(spec->vocab[a->id].text, a->content.text, a->content.len)))
-            return attn_fail_at(err, ATTN_E_INVALID, "added_tokens", 1, &i,
-                                "added token %zu ('%.*s') has id %u, which "
-                                "the vocabulary gives to '%.*s'",
-                                i, (int)(a->content.len < 64 ? a->content.len : 64),
-                                a->content.text, a->id,
-                                (int)(spec->vocab[a->id].len < 64
-                                          ? spec->vocab[a->id].len
-                                          : 64),
-                                spec->vocab[a->id].text);
+            return attn_fail_at(
+                err, ATTN_E_INVALID, "added_tokens", 1, &i,
+                "added token %zu ('%.*s') has id %u, which "
+                "the vocabulary gives to '%.*s'",
+                i, (int)(a->content.len < 64 ? a->content.len : 64),
+                a->content.text, a->id,
+                (int)(spec->vocab[a->id].len < 64 ? spec->vocab[a->id].len
+                                                  : 64),
+                spec->vocab[a->id].text);
         if (a->id + 1u > top)
             top = a->id + 1u;
     }
@@ -381,13 +397,15 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
             return st;
     }
     if (spec->unk_id >= (int64_t)top || spec->unk_id < -1)
-        return attn_fail(err, ATTN_E_INVALID, "unk_id",
-                         "unk_id %lld is not an id of the vocabulary (0 to %zu)",
-                         (long long)spec->unk_id, top - 1);
+        return attn_fail(
+            err, ATTN_E_INVALID, "unk_id",
+            "unk_id %lld is not an id of the vocabulary (0 to %zu)",
+            (long long)spec->unk_id, top - 1);
     if (spec->bos_id >= (int64_t)top || spec->bos_id < -1)
-        return attn_fail(err, ATTN_E_INVALID, "bos_id",
-                         "bos_id %lld is not an id of the vocabulary (0 to %zu)",
-                         (long long)spec->bos_id, top - 1);
+        return attn_fail(
+            err, ATTN_E_INVALID, "bos_id",
+            "bos_id %lld is not an id of the vocabulary (0 to %zu)",
+            (long long)spec->bos_id, top - 1);
     if (spec->pattern != BPE_PATTERN_NONE && !spec->byte_level)
         return attn_fail(err, ATTN_E_INVALID, "pattern",
                          "a pre-tokenizer pattern needs a byte-level "
@@ -399,8 +417,7 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
 /* The keys and readable texts of every id. */
 static attn_status build_strings(struct bpe_tokenizer *t,
                                  const struct bpe_spec *spec,
-                                 const int16_t *inverse,
-                                 struct attn_error *err)
+                                 const int16_t *inverse, struct attn_error *err)
 {
     const size_t n = t->n_ids;
     const struct bpe_string **by_id = calloc(n, sizeof *by_id);
@@ -466,6 +483,11 @@ static attn_status build_strings(struct bpe_tokenizer *t,
         if (added) {
             memcpy(t->texts.bytes + x, s->text, s->len);
             tlen = s->len;
+        } else if (fallback_byte(spec, s) >= 0) {
+            // a byte of the fallback reads as its character when it is a
+            // whole one (ASCII), else as itself
+            const char b = (char)fallback_byte(spec, s);
+            tlen = readable(&b, 1, false, t->texts.bytes + x);
         } else {
             tlen = readable(t->keys.bytes + k, klen,
                             t->normalizer == BPE_NORM_SENTENCEPIECE ||
@@ -484,38 +506,41 @@ static attn_status build_strings(struct bpe_tokenizer *t,
 
 /* The model's keys into by_key (a byte-level token outside the alphabet
  * is left out: no text can spell it), the readable texts into by_text
- * (added tokens first, then the lowest id of each text). */
+ * (added tokens first, then the lowest id of each text, the fallback's
+ * bytes after every other token). */
 static attn_status build_indexes(struct bpe_tokenizer *t,
                                  const struct bpe_spec *spec,
-                                 const int16_t *inverse,
-                                 struct attn_error *err)
+                                 const int16_t *inverse, struct attn_error *err)
 {
     if (!index_init(&t->by_key, t->n_vocab) ||
         !index_init(&t->by_text, t->n_ids))
         return attn_fail(err, ATTN_E_NOMEM, "vocab", "out of memory");
     char buf[BPE_MAX_TOKEN_BYTES];
     for (size_t id = 0; id < t->n_vocab; id++) {
-        if (t->byte_level &&
-            byte_decode(inverse, spec->vocab[id].text, spec->vocab[id].len,
-                        buf) == SIZE_MAX)
+        if (t->byte_level && byte_decode(inverse, spec->vocab[id].text,
+                                         spec->vocab[id].len, buf) == SIZE_MAX)
             continue;
         if (!index_add(&t->by_key, &t->keys, (uint32_t)id)) {
             size_t len;
             const char *s = str_at(&t->keys, (uint32_t)id, &len);
-            return attn_fail_at(err, ATTN_E_INVALID, "vocab", 1, &id,
-                                "vocab[%zu] ('%.*s') repeats token %lld", id,
-                                (int)(spec->vocab[id].len < 64
-                                          ? spec->vocab[id].len
-                                          : 64),
-                                spec->vocab[id].text,
-                                (long long)index_find(&t->by_key, &t->keys, s,
-                                                      len));
+            return attn_fail_at(
+                err, ATTN_E_INVALID, "vocab", 1, &id,
+                "vocab[%zu] ('%.*s') repeats token %lld", id,
+                (int)(spec->vocab[id].len < 64 ? spec->vocab[id].len : 64),
+                spec->vocab[id].text,
+                (long long)index_find(&t->by_key, &t->keys, s, len));
         }
     }
+    // texts: added tokens first, then the vocabulary's, a byte of the
+    // fallback last, so that a text one of those reads as too (",") finds
+    // the token that spells it
     for (size_t i = 0; i < spec->n_added; i++)
         index_add(&t->by_text, &t->texts, spec->added[i].id);
-    for (size_t id = 0; id < t->n_ids; id++)
-        index_add(&t->by_text, &t->texts, (uint32_t)id);
+    for (int bytes = 0; bytes < 2; bytes++)
+        for (size_t id = 0; id < t->n_ids; id++)
+            if ((id < spec->n_vocab &&
+                 fallback_byte(spec, &spec->vocab[id]) >= 0) == bytes)
+                index_add(&t->by_text, &t->texts, (uint32_t)id);
     return ATTN_OK;
 }
 
@@ -551,10 +576,13 @@ static attn_status build_merges(struct bpe_tokenizer *t,
         const struct bpe_merge *m = &spec->merges[i];
         size_t la, lb;
         const int64_t a = merge_part(t, inverse, &m->a, ab, &la);
-        const int64_t b = a < 0 ? -1 : merge_part(t, inverse, &m->b, ab + la, &lb);
+        const int64_t b =
+            a < 0 ? -1 : merge_part(t, inverse, &m->b, ab + la, &lb);
         const int64_t c = b < 0 ? -1 : key_id(t, ab, la + lb);
         if (c < 0) {
-            const struct bpe_string *missing = a < 0 ? &m->a : b < 0 ? &m->b : NULL;
+            const struct bpe_string *missing = a < 0   ? &m->a
+                                               : b < 0 ? &m->b
+                                                       : NULL;
             if (missing)
                 return attn_fail_at(err, ATTN_E_INVALID, "merges", 1, &i,
                                     "merges[%zu] ('%.64s %.64s'): '%.64s' is "
@@ -586,7 +614,8 @@ static attn_status build_added(struct bpe_tokenizer *t,
 {
     size_t nodes = 1;
     for (size_t i = 0; i < spec->n_added; i++)
-        nodes += bpe_normalized_bound(t->normalizer, spec->added[i].content.len);
+        nodes +=
+            bpe_normalized_bound(t->normalizer, spec->added[i].content.len);
     t->n_added = spec->n_added;
     t->added = calloc(spec->n_added ? spec->n_added : 1, sizeof *t->added);
     if (!t->added || !trie_init(&t->raw, nodes) ||
@@ -777,12 +806,11 @@ static void encode_normalized(const struct bpe_tokenizer *t, const char *p,
 /* The text's pieces between the added tokens of trie, each to piece()
  * (a text span) or to the sink (the added token's id), with the lstrip
  * and rstrip whitespace the library gives the token. */
-static void split_added(const struct bpe_tokenizer *t, const struct trie *trie,
-                        const char *text, size_t len, struct work *w,
-                        struct sink *s,
-                        void (*piece)(const struct bpe_tokenizer *,
-                                      const char *, size_t, struct work *,
-                                      struct sink *))
+static void
+split_added(const struct bpe_tokenizer *t, const struct trie *trie,
+            const char *text, size_t len, struct work *w, struct sink *s,
+            void (*piece)(const struct bpe_tokenizer *, const char *, size_t,
+                          struct work *, struct sink *))
 {
     size_t done = 0, from = 0, start, mlen;
     int32_t k;
@@ -794,7 +822,8 @@ static void split_added(const struct bpe_tokenizer *t, const struct trie *trie,
             size_t at = start;
             while (at > done) {
                 size_t back = at - 1;
-                while (back > done && ((unsigned char)text[back] & 0xC0) == 0x80)
+                while (back > done &&
+                       ((unsigned char)text[back] & 0xC0) == 0x80)
                     back--;
                 uint32_t cp;
                 bpe_utf8_next(text, len, back, &cp);
@@ -962,8 +991,7 @@ static const struct tokenizer_ops bpe_ops = {
     .free = tokenizer_free,
 };
 
-const char *bpe_token_bytes(const struct tokenizer *t, uint32_t id,
-                            size_t *len)
+const char *bpe_token_bytes(const struct tokenizer *t, uint32_t id, size_t *len)
 {
     if (!t || t->ops != &bpe_ops)
         return NULL;

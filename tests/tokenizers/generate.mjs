@@ -71,7 +71,8 @@ function byteDecoder() {
 const BYTES = byteDecoder();
 
 // attnd's readable text of some bytes: whole UTF-8 characters as they are,
-// NUL and each byte of a broken character as <0xNN>.
+// NUL and each byte of a broken character as <0xNN>. A SentencePiece
+// byte-fallback token <0xNN> is the byte it stands for.
 function readable(bytes, sentencepiece) {
   let out = "";
   const hex = (b) => "<0x" + b.toString(16).toUpperCase().padStart(2, "0") + ">";
@@ -106,6 +107,9 @@ function tokenText(token, byteLevel, added) {
       return readable(Uint8Array.from(chars.map((c) => BYTES.get(c))), false);
     return token;
   }
+  // a byte of SentencePiece's fallback reads as that byte
+  const fallback = /^<0x([0-9A-F]{2})>$/.exec(token);
+  if (fallback) return readable(Uint8Array.of(parseInt(fallback[1], 16)), false);
   return readable(new TextEncoder().encode(token), true);
 }
 
