@@ -196,9 +196,20 @@ static bool assemble_model(struct response_stream *s)
         ok = (!i || buf_append_str(t, ",")) &&
              buf_append_json_string(t,
                                     tok_token_text(&m->tokenizer, enc->ids[i]));
-    ok = ok && buf_append_str(t, "],\"token_type_ids\":[");
+    // an encoder's token types; a decoder's ids, and the tokens its
+    // tokenizer added itself (a BOS)
+    const bool types = m->xf.arch.token_types;
+    ok = ok && buf_append_str(t, types ? "],\"token_type_ids\":["
+                                       : "],\"token_ids\":[");
     for (size_t i = 0; ok && i < enc->count; i++)
-        ok = buf_printf(t, "%s%u", i ? "," : "", (unsigned)enc->type_ids[i]);
+        ok = buf_printf(t, "%s%u", i ? "," : "",
+                        types ? (unsigned)enc->type_ids[i] : enc->ids[i]);
+    if (!types) {
+        ok = ok && buf_append_str(t, "],\"added\":[");
+        for (size_t i = 0; ok && i < enc->count; i++)
+            ok = buf_printf(t, "%s%s", i ? "," : "",
+                            enc->added[i] ? "true" : "false");
+    }
     ok =
         ok && buf_append_str(t, "],\"config\":") && request_fields_echo(t, req);
     if (!ok)
@@ -332,14 +343,18 @@ size_t response_stream_bytes(const struct request *req)
 
 size_t response_stream_bytes_model(const struct request *req)
 {
-    /* each wordpiece and its type id */
+    /* each token's text, escaped, and its type id; or a decoder's id (10
+     * digits) and added flag (false), and its family's part of the echo */
     const struct model *m = req->model.entry->model;
+    const size_t per_token = m->xf.arch.token_types ? 8 : 8 + 12 + 6;
     size_t text = 0;
     for (size_t i = 0; i < req->model.enc.count; i++)
         text +=
             6 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
-            8;
+            per_token;
     text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
+    if (m->xf.arch.causal)
+        text += 160;
     return stream_bytes(text);
 }
 

@@ -4,6 +4,7 @@
  * requests (/metrics).
  */
 #include "models.h"
+#include "family.h"
 #include "fail.h"
 
 #include <stdio.h>
@@ -129,6 +130,37 @@ void models_names(const struct models *set, char *out, size_t out_len)
     }
 }
 
+/* What /models shows of a decoder: its family, attention layout, rotary
+ * positions, window, head, the width its matrices are held at and its
+ * tokenizer. An encoder's entry stays as it was. */
+static bool decoder_part(struct buf *b, const struct model *m)
+{
+    const struct xf_model *x = &m->xf;
+    if (!x->arch.causal)
+        return true;
+    static const char *const dtypes[] = {"F32", "F16", "BF16"};
+    bool ok = buf_printf(b,
+                         ",\"family\":\"%s\",\"kv_heads\":%zu,"
+                         "\"head_dim\":%zu,\"positions\":\"%s\"",
+                         m->family->model_type, x->kv_heads, x->head_dim,
+                         xf_positions_name(x->arch.positions));
+    if (ok && x->arch.positions == XF_POS_ROTARY) {
+        ok = buf_printf(
+            b, ",\"rope_theta\":%.17g,\"rope_scaling\":", m->extra.rope_theta);
+        ok = ok && (m->extra.rope_scaling
+                        ? buf_printf(b, "\"%s\"", m->extra.rope_scaling)
+                        : buf_append_str(b, "null"));
+    }
+    ok = ok && buf_printf(b, ",\"sliding_window\":");
+    ok = ok && (x->window ? buf_printf(b, "%zu", x->window)
+                          : buf_append_str(b, "null"));
+    return ok && buf_printf(b,
+                            ",\"tied_embeddings\":%s,\"dtype\":\"%s\","
+                            "\"tokenizer\":\"%s\"",
+                            m->extra.tied ? "true" : "false",
+                            dtypes[x->word_emb.dtype], tok_name(&m->tokenizer));
+}
+
 char *models_document(const struct models *set, size_t *len)
 {
     struct buf b;
@@ -142,11 +174,12 @@ char *models_document(const struct models *set, size_t *len)
             "%s{\"name\":\"%s\",\"layers\":%zu,\"heads\":%zu,\"hidden\":%zu,"
             "\"intermediate\":%zu,\"vocab_size\":%zu,\"max_positions\":%zu,"
             "\"type_vocab_size\":%zu,\"activation\":\"%s\",\"lowercase\":%s,"
-            "\"weight_bytes\":%zu}",
+            "\"weight_bytes\":%zu",
             i ? "," : "", m->name, x->layers, x->heads, x->hidden,
             x->intermediate, x->vocab_size, x->max_positions,
             x->type_vocab_size, xf_act_name(x->arch.act),
             m->do_lower_case ? "true" : "false", m->weight_bytes);
+        ok = ok && decoder_part(&b, m) && buf_append_str(&b, "}");
     }
     ok = ok && buf_append_str(&b, "]}\n");
     if (!ok) {

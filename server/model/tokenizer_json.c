@@ -98,8 +98,7 @@ static int64_t find_id(const struct reading *r, const char *s)
 /* ------------------------------------------------------------ the model */
 
 /* vocab: {token: id}, the ids 0 to n-1 each once. */
-static bool read_vocab(const cJSON *vocab, const char *where,
-                       struct reading *r)
+static bool read_vocab(const cJSON *vocab, const char *where, struct reading *r)
 {
     if (!cJSON_IsObject(vocab))
         return model_fail(r->err, r->err_len, "%s is not an object", where);
@@ -198,8 +197,7 @@ static bool read_model(cJSON *doc, struct reading *r)
     if (!cJSON_IsObject(model))
         return model_fail(r->err, r->err_len, "model is missing");
     const char *type = type_of(model);
-    if (strcmp(type, "BPE") != 0 &&
-        !(type[0] == 0 && key(model, "merges")))
+    if (strcmp(type, "BPE") != 0 && !(type[0] == 0 && key(model, "merges")))
         return model_fail(r->err, r->err_len,
                           "model.type '%.64s' is not supported (attnd reads "
                           "BPE tokenizers)",
@@ -276,7 +274,8 @@ static bool read_normalizer(const cJSON *n, struct reading *r)
             r->spec.normalizer = BPE_NORM_SENTENCEPIECE;
             return true;
         }
-        if (count == 1 && strcmp(type_of(cJSON_GetArrayItem(list, 0)), "NFC") == 0) {
+        if (count == 1 &&
+            strcmp(type_of(cJSON_GetArrayItem(list, 0)), "NFC") == 0) {
             r->spec.normalizer = BPE_NORM_NFC;
             return true;
         }
@@ -331,7 +330,8 @@ static bool read_split(const cJSON *p, struct reading *r)
         return model_fail(r->err, r->err_len,
                           "pre_tokenizer.Split.behavior '%.32s' (invert %s) "
                           "is not supported (only Isolated, not inverted)",
-                          cJSON_IsString(behavior) ? behavior->valuestring : "?",
+                          cJSON_IsString(behavior) ? behavior->valuestring
+                                                   : "?",
                           invert ? "true" : "false");
     for (size_t i = 0; i < sizeof known_regexes / sizeof known_regexes[0]; i++)
         if (strcmp(re->valuestring, known_regexes[i].regex) == 0) {
@@ -596,8 +596,8 @@ static bool read_gpt2_files(cJSON *vocab, char *merges, size_t merges_len,
     if (!r->added)
         return model_fail(r->err, r->err_len, "out of memory");
     for (size_t i = 0; i < 4; i++) {
-        const char *s = config_token(config, names[i],
-                                     i < 3 ? "<|endoftext|>" : NULL);
+        const char *s =
+            config_token(config, names[i], i < 3 ? "<|endoftext|>" : NULL);
         const int64_t id = s ? find_id(r, s) : -1;
         if (id < 0 || id >= (int64_t)r->spec.n_vocab)
             continue;
@@ -699,8 +699,8 @@ bool tokenizer_json_build(const struct tokenizer_texts *in,
     }
     if (ok && in->tokenizer_json) {
         *file = "tokenizer.json";
-        doc = parse(in->tokenizer_json, in->tokenizer_json_len, *file, file,
-                    &r);
+        doc =
+            parse(in->tokenizer_json, in->tokenizer_json_len, *file, file, &r);
         ok = doc && read_tokenizer_json(doc, &r);
     } else if (ok && in->vocab_json && in->merges_txt) {
         *file = "vocab.json";
@@ -747,12 +747,12 @@ bool tokenizer_json_open(struct model *m, const struct model_files *files)
 {
     struct tokenizer_texts in = {0};
     char *json = NULL, *config = NULL, *vocab = NULL, *merges = NULL;
-    bool ok = model_files_read(files, "tokenizer_config.json",
-                               TOKENIZER_CONFIG_MAX_BYTES, true, &config,
-                               &in.config_len) &&
-              model_files_read(files, "tokenizer.json",
-                               TOKENIZER_JSON_MAX_BYTES, true, &json,
-                               &in.tokenizer_json_len);
+    bool ok =
+        model_files_read(files, "tokenizer_config.json",
+                         TOKENIZER_CONFIG_MAX_BYTES, true, &config,
+                         &in.config_len) &&
+        model_files_read(files, "tokenizer.json", TOKENIZER_JSON_MAX_BYTES,
+                         true, &json, &in.tokenizer_json_len);
     if (ok && !json)
         ok = model_files_read(files, "vocab.json", TOKENIZER_JSON_MAX_BYTES,
                               true, &vocab, &in.vocab_json_len) &&

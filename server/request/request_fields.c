@@ -8,6 +8,7 @@
 #include "jsonin.h"
 #include "jsonnum.h"
 #include "models.h"
+#include "family.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -160,21 +161,30 @@ static bool echo_scalar(struct buf *out, const struct request *req,
     }
 }
 
-/* A model's name and the sizes of its encoder. */
+/* A model's name and the sizes of its network; a decoder's family, KV
+ * heads and head size too. */
 static bool echo_model(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
     const struct model *m = req->model.entry->model;
     const struct xf_model *b = &m->xf;
-    return buf_printf(out,
-                      ",\"%s\":\"%s\",\"layers\":%zu,\"heads\":%zu,"
-                      "\"hidden\":%zu,\"intermediate\":%zu,"
-                      "\"max_positions\":%zu,\"activation\":\"%s\","
-                      "\"lowercase\":%s",
-                      f->name, m->name, b->layers, b->heads, b->hidden,
-                      b->intermediate, b->max_positions,
-                      xf_act_name(b->arch.act),
-                      m->do_lower_case ? "true" : "false");
+    bool ok =
+        buf_printf(out,
+                   ",\"%s\":\"%s\",\"layers\":%zu,\"heads\":%zu,"
+                   "\"hidden\":%zu,\"intermediate\":%zu,"
+                   "\"max_positions\":%zu,\"activation\":\"%s\","
+                   "\"lowercase\":%s",
+                   f->name, m->name, b->layers, b->heads, b->hidden,
+                   b->intermediate, b->max_positions, xf_act_name(b->arch.act),
+                   m->do_lower_case ? "true" : "false");
+    if (!ok || !b->arch.causal)
+        return ok;
+    ok = buf_printf(out,
+                    ",\"family\":\"%s\",\"kv_heads\":%zu,"
+                    "\"head_dim\":%zu,\"sliding_window\":",
+                    m->family->model_type, b->kv_heads, b->head_dim);
+    return ok && (b->window ? buf_printf(out, "%zu", b->window)
+                            : buf_append_str(out, "null"));
 }
 
 static bool echo_pair(struct buf *out, const struct request *req,

@@ -8,6 +8,7 @@
  */
 #include "jsonin.h"
 #include "models.h"
+#include "family.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -123,7 +124,21 @@ static bool read_text(const cJSON *v, const char *name, const char **text,
     return true;
 }
 
-/* The sentence, or the pair, into wordpieces. */
+/* What the model's tokens are called in a message, and what its
+ * tokenizer adds to them: BERT's wordpieces with [CLS] and [SEP], a
+ * decoder's tokens with its tokenizer's own (a BOS, or none). */
+static const char *units_of(const struct model *m)
+{
+    return m->xf.arch.token_types ? "wordpieces" : "tokens";
+}
+
+static const char *added_of(const struct model *m)
+{
+    return m->xf.arch.token_types ? "[CLS] and [SEP]"
+                                  : "the tokens its tokenizer adds";
+}
+
+/* The sentence, or the pair, into the model's tokens. */
 static bool encode(struct request *req, const cJSON *root,
                    const struct request_limits *lim, const struct model *m,
                    struct problem *pb)
@@ -138,6 +153,11 @@ static bool encode(struct request *req, const cJSON *root,
     if (!read_text(va, "sentence", &a, pb) ||
         (vb && !read_text(vb, "sentence_b", &b, pb)))
         return false;
+    if (b && !m->xf.arch.token_types)
+        return problem_set(pb, 422, "/sentence_b",
+                           "the model \"%s\" is a %s: it reads one text, "
+                           "and sentence_b is for an encoder with token types",
+                           m->name, m->family->network);
     if (b && m->xf.type_vocab_size < 2)
         return problem_set(pb, 422, "/sentence_b",
                            "the model \"%s\" has one token type "
@@ -158,14 +178,14 @@ static bool encode(struct request *req, const cJSON *root,
     if (st == ATTN_E_TOO_BIG) {
         if (cap == m->xf.max_positions)
             return problem_set(pb, 422, pointer,
-                               "the input is more than %zu wordpieces with "
-                               "[CLS] and [SEP]; the model \"%s\" takes at "
-                               "most %zu (max_position_embeddings)",
-                               cap, m->name, cap);
+                               "the input is more than %zu %s with %s; the "
+                               "model \"%s\" takes at most %zu "
+                               "(max_position_embeddings)",
+                               cap, units_of(m), added_of(m), m->name, cap);
         return problem_set(pb, 422, pointer,
-                           "the input is more than %zu wordpieces with [CLS] "
-                           "and [SEP] (--max-tokens)",
-                           cap);
+                           "the input is more than %zu %s with %s "
+                           "(--max-tokens)",
+                           cap, units_of(m), added_of(m));
     }
     if (st == ATTN_E_NOMEM)
         return problem_set(pb, 503, pointer, "out of memory");
@@ -175,7 +195,7 @@ static bool encode(struct request *req, const cJSON *root,
             !strcmp(err.field, "sentence_b") ? "/sentence_b" : "/sentence");
     struct xf_run *run = &req->model.run;
     run->ids = req->model.enc.ids;
-    run->type_ids = req->model.enc.type_ids;
+    run->type_ids = m->xf.arch.token_types ? req->model.enc.type_ids : NULL;
     run->n = req->model.enc.count;
     return true;
 }
@@ -276,9 +296,9 @@ static bool check_budgets(const struct request *req,
     if (lim->max_flops && flops > (double)lim->max_flops) {
         problem_set(pb, 422, "",
                     "the request needs about %.3g GFLOP on the model \"%s\" "
-                    "(%zu wordpieces); the limit is %.3g GFLOP (--max-flops): "
+                    "(%zu %s); the limit is %.3g GFLOP (--max-flops): "
                     "a shorter input",
-                    flops * 1e-9, m->name, req->model.run.n,
+                    flops * 1e-9, m->name, req->model.run.n, units_of(m),
                     (double)lim->max_flops * 1e-9);
         pb->reason = "compute_budget";
         return false;

@@ -492,6 +492,168 @@ static void test_golden_bf16_legacy(void **state)
 
 /* The default return is the weights of every layer; "return": [] the
  * tokens and config alone; the GET form gives the same numbers. */
+/* ---------------------------------------------------------- decoders */
+
+/* A decoder's golden through the server s, as name: tokens, ids and the
+ * tokens the tokenizer added; every layer's weights (exactly 0 where a
+ * query may not see), hidden states (the last after the final norm) and
+ * rollout; the window the config echoes. */
+static void check_decoder_golden(const struct server *s, const char *variant,
+                                 const char *name)
+{
+    cJSON *g = load_golden(variant);
+    const cJSON *gc = get(g, "config");
+    const size_t L = (size_t)get(g, "layers")->valuedouble;
+    const size_t Hd = (size_t)get(g, "heads")->valuedouble;
+    const size_t W = (size_t)get(g, "hidden")->valuedouble;
+    const cJSON *win = get(gc, "sliding_window");
+    const size_t window = cJSON_IsNumber(win) ? (size_t)win->valuedouble : 0;
+    const cJSON *c;
+    size_t cases = 0;
+    cJSON_ArrayForEach(c, get(g, "cases"))
+    {
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "model", name);
+        cJSON_AddItemToObject(body, "sentence",
+                              cJSON_Duplicate(get(c, "sentence"), 1));
+        cJSON *ret = cJSON_AddArrayToObject(body, "return");
+        const char *names[] = {"weights", "hidden_states", "rollout"};
+        for (int k = 0; k < 3; k++)
+            cJSON_AddItemToArray(ret, cJSON_CreateString(names[k]));
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON *j = post_expect(s, text, 200);
+        const size_t n = (size_t)cJSON_GetArraySize(get(c, "ids"));
+        assert_true(cJSON_Compare(get(j, "tokens"), get(c, "tokens"), true));
+        assert_true(cJSON_Compare(get(j, "token_ids"), get(c, "ids"), true));
+        assert_true(cJSON_Compare(get(j, "added"), get(c, "added"), true));
+        assert_null(cJSON_GetObjectItem(j, "token_type_ids"));
+        const cJSON *cfg = get(j, "config");
+        assert_string_equal(get(cfg, "family")->valuestring,
+                            get(gc, "model_type")->valuestring);
+        assert_int_equal((size_t)get(cfg, "kv_heads")->valuedouble,
+                         (size_t)get(gc, "kv_heads")->valuedouble);
+        assert_true(window ? (size_t)get(cfg, "sliding_window")->valuedouble ==
+                                 window
+                           : cJSON_IsNull(get(cfg, "sliding_window")));
+        size_t count;
+        double *att = numbers_of(get(c, "attentions"), &count);
+        const size_t dims4[4] = {L, Hd, n, n};
+        check_array(j, "weights", att, count, dims4, 4, false);
+        // the future, and keys outside the window, are exactly 0
+        const cJSON *layer, *head, *row, *cell;
+        cJSON_ArrayForEach(layer, get(j, "weights"))
+        {
+            cJSON_ArrayForEach(head, layer)
+            {
+                size_t i = 0;
+                cJSON_ArrayForEach(row, head)
+                {
+                    size_t jj = 0;
+                    cJSON_ArrayForEach(cell, row)
+                    {
+                        if (jj > i || (window && jj + window <= i))
+                            assert_true(cell->valuedouble == 0.0);
+                        jj++;
+                    }
+                    i++;
+                }
+            }
+        }
+        size_t hcount;
+        double *hs = numbers_of(get(c, "hidden_states"), &hcount);
+        const size_t hdims[3] = {L + 1, n, W};
+        check_array(j, "hidden_states", hs, hcount, hdims, 3, true);
+        size_t rcount;
+        double *roll = numbers_of(get(c, "rollout"), &rcount);
+        const size_t rdims[2] = {n, n};
+        check_array(j, "rollout", roll, rcount, rdims, 2, false);
+        cJSON_Delete(j);
+        free(att);
+        free(hs);
+        free(roll);
+        free(text);
+        cJSON_Delete(body);
+        cases++;
+    }
+    assert_true(cases >= 3);
+    cJSON_Delete(g);
+}
+
+/* A server with every decoder family: /models says what each is, every
+ * golden comes back through HTTP, an image draws, and what a decoder
+ * cannot take is refused naming the field. */
+static void test_decoders(void **state)
+{
+    (void)state;
+    const char *variants[] = {"gpt2",    "gpt2_prefixed", "llama2", "llama3",
+                              "mistral", "qwen2",         "qwen3"};
+    enum { N = sizeof variants / sizeof variants[0] };
+    char specs[N][128];
+    const char *args[2 * N + 1];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(specs[i], sizeof specs[i], "%s=tests/models/%s", variants[i],
+                 variants[i]);
+        args[2 * i] = "--model";
+        args[2 * i + 1] = specs[i];
+    }
+    args[2 * N] = NULL;
+    struct server s;
+    assert_true(server_start(&s, args));
+
+    struct reply r;
+    assert_true(http_call(&s, "GET", "/models", NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *list = cJSON_Parse(r.body);
+    reply_free(&r);
+    const char *dtypes[N] = {"F32", "F16", "BF16", "F32", "F16", "BF16", "F32"};
+    for (size_t i = 0; i < N; i++) {
+        const cJSON *m = cJSON_GetArrayItem(get(list, "models"), (int)i);
+        cJSON *g = load_golden(variants[i]);
+        const cJSON *gc = get(g, "config");
+        assert_string_equal(get(m, "family")->valuestring,
+                            get(gc, "model_type")->valuestring);
+        assert_int_equal(get(m, "kv_heads")->valueint,
+                         get(gc, "kv_heads")->valueint);
+        assert_int_equal(get(m, "head_dim")->valueint,
+                         get(gc, "head_dim")->valueint);
+        assert_string_equal(get(m, "dtype")->valuestring, dtypes[i]);
+        assert_int_equal(cJSON_IsTrue(get(m, "tied_embeddings")),
+                         cJSON_IsTrue(get(gc, "tied")));
+        cJSON_Delete(g);
+        check_decoder_golden(&s, variants[i], variants[i]);
+    }
+    cJSON_Delete(list);
+
+    // one text only; a layer the model has; a text within its positions
+    cJSON *j = post_expect(
+        &s, "{\"model\":\"gpt2\",\"sentence\":\"a\",\"sentence_b\":\"b\"}",
+        422);
+    assert_string_equal(get(j, "pointer")->valuestring, "/sentence_b");
+    assert_non_null(strstr(get(j, "detail")->valuestring, "GPT-2 decoder"));
+    cJSON_Delete(j);
+    j = post_expect(&s, "{\"model\":\"qwen3\",\"sentence\":\"a\",\"layer\":2}",
+                    422);
+    assert_string_equal(get(j, "pointer")->valuestring, "/layer");
+    cJSON_Delete(j);
+    char *long_text = sentence_body(70, "\"model\":\"gpt2\"");
+    j = post_expect(&s, long_text, 422);
+    assert_non_null(
+        strstr(get(j, "detail")->valuestring, "max_position_embeddings"));
+    assert_non_null(strstr(get(j, "detail")->valuestring, "tokens"));
+    cJSON_Delete(j);
+    free(long_text);
+
+    // the model view of a windowed model, drawn
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=mistral&format=png&layer=all&"
+                          "sentence=The%20quick%20brown%20fox%20jumps%20over",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.content_type, "image/png");
+    reply_free(&r);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
 static void test_defaults_and_get(void **state)
 {
     (void)state;
@@ -1363,6 +1525,7 @@ int main(void)
         cmocka_unit_test(test_startup_failures),
         cmocka_unit_test(test_models_from_environment),
         cmocka_unit_test(test_bert_base_size),
+        cmocka_unit_test(test_decoders),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
