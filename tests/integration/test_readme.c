@@ -202,7 +202,8 @@ static void test_readme_examples(void **state)
     assert_true(n_files > 1);
     struct server s;
     assert_true(server_start(
-        &s, (const char *const[]){"--model", "bert=tests/models/f32", NULL}));
+        &s, (const char *const[]){"--model", "bert=tests/models/f32", "--model",
+                                  "llama=tests/models/llama3", NULL}));
     char url[64], dir[] = "/tmp/attnd-readme-XXXXXX";
     snprintf(url, sizeof url, "http://127.0.0.1:%u", s.port);
     assert_non_null(mkdtemp(dir));
