@@ -867,10 +867,13 @@ static void encode_raw_piece(const struct bpe_tokenizer *t, const char *p,
 
 static attn_status tokenizer_encode(const void *impl, const char *a,
                                     size_t a_len, const char *b, size_t b_len,
-                                    size_t max_tokens, struct tok_encoding *out,
+                                    const struct tok_options *opts,
+                                    struct tok_encoding *out,
                                     struct attn_error *err)
 {
     const struct bpe_tokenizer *t = impl;
+    const size_t max_tokens = opts->max_tokens;
+    const int64_t bos_id = opts->no_special ? -1 : t->bos_id;
     (void)b_len;
     memset(out, 0, sizeof *out);
     if (b)
@@ -908,15 +911,15 @@ static attn_status tokenizer_encode(const void *impl, const char *a,
     w.norm = (char *)(w.scratch + scratch);
     uint8_t *type_ids = (uint8_t *)(block + tokens);
     struct sink s = {.ids = block, .added = type_ids + tokens, .cap = tokens};
-    if (t->bos_id >= 0)
-        put(&s, (uint32_t)t->bos_id, true);
+    if (bos_id >= 0)
+        put(&s, (uint32_t)bos_id, true);
     split_added(t, &t->raw, a, a_len, &w, &s, encode_raw_piece);
     free(mem);
     if (s.over || (max_tokens && s.count > max_tokens)) {
         free(block);
         return attn_fail(err, ATTN_E_TOO_BIG, "sentence",
                          "sentence has more than the %zu tokens allowed%s",
-                         max_tokens, t->bos_id >= 0 ? " (with the BOS)" : "");
+                         max_tokens, bos_id >= 0 ? " (with the BOS)" : "");
     }
     memset(type_ids, 0, s.count);
     out->count = s.count;

@@ -28,10 +28,10 @@
 /* Caps on what a spec may hold, checked before anything is allocated.
  * The largest real tokenizers are far inside them (Qwen2: 151,665 ids,
  * 151,387 merges, tokens of at most 256 bytes; Llama 3: 256 added). */
-#define BPE_MAX_VOCAB ((size_t)1 << 20)       /* ids, added ones included */
-#define BPE_MAX_MERGES ((size_t)1 << 21)      /* merge rules */
-#define BPE_MAX_ADDED ((size_t)1 << 16)       /* added tokens */
-#define BPE_MAX_TOKEN_BYTES ((size_t)1024)    /* one token, as the file has it */
+#define BPE_MAX_VOCAB ((size_t)1 << 20)    /* ids, added ones included */
+#define BPE_MAX_MERGES ((size_t)1 << 21)   /* merge rules */
+#define BPE_MAX_ADDED ((size_t)1 << 16)    /* added tokens */
+#define BPE_MAX_TOKEN_BYTES ((size_t)1024) /* one token, as the file has it */
 #define BPE_MAX_INPUT_BYTES ((size_t)64 << 20) /* one text to encode */
 
 /* A string by length; it need not be NUL-terminated. */

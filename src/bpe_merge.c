@@ -176,8 +176,7 @@ static void pair_update(const struct bpe_pairs *pairs, struct bpe_word *w,
         sift_down(w, *n, w->heap_at[sym]);
 }
 
-void bpe_merge_word(const struct bpe_pairs *pairs, struct bpe_word *w,
-                    size_t n)
+void bpe_merge_word(const struct bpe_pairs *pairs, struct bpe_word *w, size_t n)
 {
     size_t heap_n = 0;
     for (size_t i = 0; i < n; i++) {

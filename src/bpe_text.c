@@ -174,7 +174,8 @@ static size_t nfc(const char *in, size_t len, uint32_t *cps, char *out)
         if (starter != SIZE_MAX) {
             // blocked: something kept between the starter and cp, of
             // class 0 or of a class not below cp's
-            const bool blocked = m - 1 > starter && (last_cc == 0 || last_cc >= cc);
+            const bool blocked =
+                m - 1 > starter && (last_cc == 0 || last_cc >= cc);
             const uint32_t c = blocked ? 0 : unicode_compose(cps[starter], cp);
             if (c) {
                 cps[starter] = c;
@@ -278,8 +279,7 @@ static size_t contraction(const char *s, size_t n, size_t at, bool folded)
         return 0;
     char c1 = s[at + 1], c2 = left >= 3 ? s[at + 2] : 0;
     if (folded) {
-        if (left >= 3 && (unsigned char)c1 == 0xC5 &&
-            (unsigned char)c2 == 0xBF)
+        if (left >= 3 && (unsigned char)c1 == 0xC5 && (unsigned char)c2 == 0xBF)
             return 3; // 'ſ
         if (c1 >= 'A' && c1 <= 'Z')
             c1 = (char)(c1 + 32);

@@ -16,10 +16,13 @@ void tok_encoding_free(struct tok_encoding *enc)
 }
 
 attn_status tok_encode(const struct tokenizer *t, const char *a, size_t a_len,
-                       const char *b, size_t b_len, size_t max_tokens,
-                       struct tok_encoding *out, struct attn_error *err)
+                       const char *b, size_t b_len,
+                       const struct tok_options *opts, struct tok_encoding *out,
+                       struct attn_error *err)
 {
-    return t->ops->encode(t->impl, a, a_len, b, b_len, max_tokens, out, err);
+    static const struct tok_options defaults;
+    return t->ops->encode(t->impl, a, a_len, b, b_len, opts ? opts : &defaults,
+                          out, err);
 }
 
 size_t tok_encode_bytes(const struct tokenizer *t, size_t a_len, size_t b_len)

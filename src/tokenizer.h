@@ -26,17 +26,28 @@ struct tok_encoding {
                           0 where it came from the text */
 };
 
+/* How to encode; NULL, or a zeroed struct, means no cap and the tokens
+ * the tokenizer adds. */
+struct tok_options {
+    size_t max_tokens; /* at most this many tokens, added ones included;
+                          0: no cap */
+    bool no_special;   /* leave out the tokens the tokenizer would add
+                          ([CLS], [SEP], a BOS), as transformers'
+                          add_special_tokens=False */
+};
+
 /* Release an encoding's arrays (one block) and zero it. */
 void tok_encoding_free(struct tok_encoding *enc);
 
 /* What a kind of tokenizer does; impl is its own state. */
 struct tokenizer_ops {
     const char *name; /* e.g. "wordpiece" */
-    /* Encode a, or the pair a, b when b is not NULL; at most max_tokens
-     * tokens (0: no cap), added ones included. Errors name "sentence" or
-     * "sentence_b". On success the caller owns *out. */
+    /* Encode a, or the pair a, b when b is not NULL, as opts says (never
+     * NULL here). Errors name "sentence" or "sentence_b". On success the
+     * caller owns *out. */
     attn_status (*encode)(const void *impl, const char *a, size_t a_len,
-                          const char *b, size_t b_len, size_t max_tokens,
+                          const char *b, size_t b_len,
+                          const struct tok_options *opts,
                           struct tok_encoding *out, struct attn_error *err);
     /* At most the bytes encode() allocates for texts of these lengths. */
     size_t (*encode_bytes)(const void *impl, size_t a_len, size_t b_len);
@@ -56,8 +67,9 @@ struct tokenizer {
 
 /* The operations above, through t. */
 attn_status tok_encode(const struct tokenizer *t, const char *a, size_t a_len,
-                       const char *b, size_t b_len, size_t max_tokens,
-                       struct tok_encoding *out, struct attn_error *err);
+                       const char *b, size_t b_len,
+                       const struct tok_options *opts, struct tok_encoding *out,
+                       struct attn_error *err);
 size_t tok_encode_bytes(const struct tokenizer *t, size_t a_len, size_t b_len);
 size_t tok_vocab_size(const struct tokenizer *t);
 const char *tok_token_text(const struct tokenizer *t, uint32_t id);

@@ -274,18 +274,22 @@ static void encode_tokens(const struct wordpiece_vocab *v,
     }
 }
 
+/* [CLS] A [SEP] (B [SEP]), or A (B) without the special tokens. */
 static void encode_all(const struct wordpiece_vocab *v,
                        const struct attn_tokens *a, const struct attn_tokens *b,
-                       struct id_sink *s)
+                       bool special, struct id_sink *s)
 {
     s->type = 0;
-    put(s, v->cls, true);
+    if (special)
+        put(s, v->cls, true);
     encode_tokens(v, a, s);
-    put(s, v->sep, true);
+    if (special)
+        put(s, v->sep, true);
     if (b) {
         s->type = 1;
         encode_tokens(v, b, s);
-        put(s, v->sep, true);
+        if (special)
+            put(s, v->sep, true);
     }
 }
 
@@ -313,6 +317,7 @@ attn_status wordpiece_encode(const struct wordpiece_vocab *vocab,
     if (!opts)
         opts = &defaults;
     const size_t cap = opts->max_tokens;
+    const bool special = !opts->no_special;
     struct attn_tokenize_options topt = {
         .keep_case = !opts->do_lower_case,
         .never_split = special_tokens,
@@ -339,11 +344,11 @@ attn_status wordpiece_encode(const struct wordpiece_vocab *vocab,
         return st;
     }
     struct id_sink counted = {0};
-    encode_all(vocab, &ta, b ? &tb : NULL, &counted);
+    encode_all(vocab, &ta, b ? &tb : NULL, special, &counted);
     if (cap && counted.count > cap) {
         // which part pushed it over: A alone, or A with B
         struct id_sink first = {0};
-        encode_all(vocab, &ta, NULL, &first);
+        encode_all(vocab, &ta, NULL, special, &first);
         attn_tokens_free(&ta);
         attn_tokens_free(&tb);
         return attn_fail(err, ATTN_E_TOO_BIG,
@@ -364,7 +369,7 @@ attn_status wordpiece_encode(const struct wordpiece_vocab *vocab,
     struct id_sink sink = {.ids = block,
                            .type_ids = (uint8_t *)(block + counted.count)};
     sink.added = sink.type_ids + counted.count;
-    encode_all(vocab, &ta, b ? &tb : NULL, &sink);
+    encode_all(vocab, &ta, b ? &tb : NULL, special, &sink);
     attn_tokens_free(&ta);
     attn_tokens_free(&tb);
     out->count = sink.count;
@@ -383,13 +388,15 @@ struct wordpiece_tokenizer {
 
 static attn_status tokenizer_encode(const void *impl, const char *a,
                                     size_t a_len, const char *b, size_t b_len,
-                                    size_t max_tokens, struct tok_encoding *out,
+                                    const struct tok_options *opts,
+                                    struct tok_encoding *out,
                                     struct attn_error *err)
 {
     const struct wordpiece_tokenizer *t = impl;
-    const struct wordpiece_options opts = {.do_lower_case = t->do_lower_case,
-                                           .max_tokens = max_tokens};
-    return wordpiece_encode(t->vocab, &opts, a, a_len, b, b_len, out, err);
+    const struct wordpiece_options wo = {.do_lower_case = t->do_lower_case,
+                                         .max_tokens = opts->max_tokens,
+                                         .no_special = opts->no_special};
+    return wordpiece_encode(t->vocab, &wo, a, a_len, b, b_len, out, err);
 }
 
 static size_t tokenizer_encode_bytes(const void *impl, size_t a_len,

@@ -49,6 +49,8 @@ struct wordpiece_options {
     bool do_lower_case; /* lowercase and strip accents (uncased models) */
     size_t max_tokens;  /* cap on the encoding, [CLS] and [SEP]s included:
                            the model's max_position_embeddings; 0 = none */
+    bool no_special;    /* without [CLS] and [SEP]: A, or A B with B's
+                           types 1 (add_special_tokens=False) */
 };
 
 /*

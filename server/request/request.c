@@ -22,6 +22,7 @@ void request_init(struct request *req)
     memset(req, 0, sizeof *req);
     /* the defaults request_fields.c documents; zero elsewhere */
     req->lowercase = true;
+    req->add_special_tokens = true;
     req->out_proj = true;
     req->compute = true;
     req->mask_name = "none";

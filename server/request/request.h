@@ -136,6 +136,7 @@ struct request {
     /* options read through the field table that the config holds only
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
+    bool add_special_tokens; /* a model's tokenizer adds its own tokens */
     size_t precision; /* significant digits; 0: shortest round-trip */
     bool compute;     /* false: "return": [] asks for tokens and config */
     unsigned extra;   /* bit set of enum request_extra */

@@ -375,6 +375,10 @@ const struct request_field request_fields[] = {
     /* "all" or a layer from 0 */
     {.name = "layer", .pointer = "/layer", .kind = FIELD_LAYER, .where = BOTH,
      .default_json = "\"all\"", .models = MODELS_REQUIRED, .echo = echo_layer},
+    /* without the tokens a model's tokenizer adds ([CLS] and [SEP], a BOS) */
+    {.name = "add_special_tokens", .pointer = "/add_special_tokens", .kind = FIELD_BOOL, .where = BOTH,
+     .type = "boolean", .offset = AT(add_special_tokens), .default_json = "true", .models = MODELS_REQUIRED,
+     .echo = echo_scalar},
     {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
     {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
     {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},

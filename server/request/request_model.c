@@ -172,7 +172,9 @@ static bool encode(struct request *req, const cJSON *root,
                            ? m->xf.max_positions
                            : lim->max_tokens;
     struct attn_error err;
-    const attn_status st = tok_encode(&m->tokenizer, a, a_len, b, b_len, cap,
+    const struct tok_options opts = {.max_tokens = cap,
+                                     .no_special = !req->add_special_tokens};
+    const attn_status st = tok_encode(&m->tokenizer, a, a_len, b, b_len, &opts,
                                       &req->model.enc, &err);
     const char *pointer = b ? "/sentence_b" : "/sentence";
     if (st == ATTN_E_TOO_BIG) {

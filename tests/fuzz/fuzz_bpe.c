@@ -78,13 +78,22 @@ static size_t merge_list(size_t *n, const char *const (*pairs)[2], size_t count)
 
 static void build_all(void)
 {
-    static const char *const byte_pairs[][2] = {
-        {"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0t", "he"}, {"i", "n"},
-        {"\xc4\xa0", "\xc4\xa0"}, {"e", "r"}, {"\xc3\x83", "\xc2\xa9"},
-        {"'", "s"}, {"1", "2"}, {"12", "3"}, {"\xc4\x8a", "\xc4\x8a"}};
-    static const char *const sp_pairs[][2] = {
-        {"\xe2\x96\x81", "t"}, {"h", "e"}, {"\xe2\x96\x81t", "he"},
-        {"\xe2\x96\x81", "\xe2\x96\x81"}, {"e", "r"}};
+    static const char *const byte_pairs[][2] = {{"\xc4\xa0", "t"},
+                                                {"h", "e"},
+                                                {"\xc4\xa0t", "he"},
+                                                {"i", "n"},
+                                                {"\xc4\xa0", "\xc4\xa0"},
+                                                {"e", "r"},
+                                                {"\xc3\x83", "\xc2\xa9"},
+                                                {"'", "s"},
+                                                {"1", "2"},
+                                                {"12", "3"},
+                                                {"\xc4\x8a", "\xc4\x8a"}};
+    static const char *const sp_pairs[][2] = {{"\xe2\x96\x81", "t"},
+                                              {"h", "e"},
+                                              {"\xe2\x96\x81t", "he"},
+                                              {"\xe2\x96\x81", "\xe2\x96\x81"},
+                                              {"e", "r"}};
     static const struct bpe_added_token byte_added[] = {
         {{"<|endoftext|>", 13}, 267, true, false, false, false, false},
         {{"<m>", 3}, 268, false, false, true, true, false},
@@ -102,13 +111,19 @@ static void build_all(void)
                                          BPE_PATTERN_QWEN2};
     struct attn_error err;
     for (size_t k = 0; k < 5; k++) {
-        const struct bpe_spec spec = {
-            .vocab = vocab, .n_vocab = n, .merges = merges,
-            .n_merges = n_merges, .added = byte_added, .n_added = 3,
-            .byte_level = true,
-            .normalizer = k >= 3 ? BPE_NORM_NFC : BPE_NORM_NONE,
-            .pattern = patterns[k % 3], .ignore_merges = k == 1,
-            .unk_id = -1, .bos_id = k == 2 ? 267 : -1};
+        const struct bpe_spec spec = {.vocab = vocab,
+                                      .n_vocab = n,
+                                      .merges = merges,
+                                      .n_merges = n_merges,
+                                      .added = byte_added,
+                                      .n_added = 3,
+                                      .byte_level = true,
+                                      .normalizer =
+                                          k >= 3 ? BPE_NORM_NFC : BPE_NORM_NONE,
+                                      .pattern = patterns[k % 3],
+                                      .ignore_merges = k == 1,
+                                      .unk_id = -1,
+                                      .bos_id = k == 2 ? 267 : -1};
         if (bpe_tokenizer_new(&spec, &kinds[k], &err))
             fail(err.message);
     }
@@ -125,11 +140,17 @@ static void build_all(void)
     for (size_t i = 0; i < 6; i++)
         token(&n, letters[i]);
     const size_t sp_merges = merge_list(&n, sp_pairs, 5);
-    const struct bpe_spec sp = {
-        .vocab = vocab, .n_vocab = n, .merges = merges, .n_merges = sp_merges,
-        .added = sp_added, .n_added = 1,
-        .normalizer = BPE_NORM_SENTENCEPIECE, .byte_fallback = true,
-        .fuse_unk = true, .unk_id = 0, .bos_id = 1};
+    const struct bpe_spec sp = {.vocab = vocab,
+                                .n_vocab = n,
+                                .merges = merges,
+                                .n_merges = sp_merges,
+                                .added = sp_added,
+                                .n_added = 1,
+                                .normalizer = BPE_NORM_SENTENCEPIECE,
+                                .byte_fallback = true,
+                                .fuse_unk = true,
+                                .unk_id = 0,
+                                .bos_id = 1};
     if (bpe_tokenizer_new(&sp, &kinds[5], &err))
         fail(err.message);
     built = true;
@@ -151,7 +172,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fail("no bound for a short sentence");
     struct tok_encoding enc;
     struct attn_error err = {0};
-    const attn_status st = tok_encode(t, text, len, NULL, 0, cap, &enc, &err);
+    const attn_status st =
+        tok_encode(t, text, len, NULL, 0,
+                   &(struct tok_options){.max_tokens = cap}, &enc, &err);
     if (st != ATTN_OK) {
         if (enc.ids || strcmp(err.field, "sentence") != 0)
             fail("a refusal that leaves ids or names another field");

@@ -624,8 +624,17 @@ static void test_decoders(void **state)
     }
     cJSON_Delete(list);
 
+    // without the BOS its tokenizer adds
+    cJSON *j = post_expect(&s,
+                           "{\"model\":\"llama3\",\"sentence\":\"Hello world\","
+                           "\"add_special_tokens\":false,\"return\":[]}",
+                           200);
+    assert_false(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
+    assert_int_equal(cJSON_GetArraySize(get(j, "tokens")), 2);
+    cJSON_Delete(j);
+
     // one text only; a layer the model has; a text within its positions
-    cJSON *j = post_expect(
+    j = post_expect(
         &s, "{\"model\":\"gpt2\",\"sentence\":\"a\",\"sentence_b\":\"b\"}",
         422);
     assert_string_equal(get(j, "pointer")->valuestring, "/sentence_b");

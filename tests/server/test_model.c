@@ -113,9 +113,9 @@ static struct st_parts st_split(const char *dir)
 
 /* Write header text (padded with spaces to pad bytes) and data into the
  * folder's file. */
-static void st_write_file(const char *dir, const char *file,
-                          const char *header, size_t pad,
-                          const unsigned char *data, size_t data_len)
+static void st_write_file(const char *dir, const char *file, const char *header,
+                          size_t pad, const unsigned char *data,
+                          size_t data_len)
 {
     const size_t hl = strlen(header);
     const size_t n = (hl + pad - 1) / pad * pad;
@@ -290,7 +290,8 @@ static void check_goldens(const struct model *m, const char *variant)
         struct tok_encoding enc;
         struct attn_error aerr = {0};
         if (tok_encode(&m->tokenizer, a, strlen(a), b, b ? strlen(b) : 0,
-                       m->xf.max_positions, &enc, &aerr))
+                       &(struct tok_options){.max_tokens = m->xf.max_positions},
+                       &enc, &aerr))
             fail_msg("%s: tok_encode: %s", variant, aerr.message);
         const cJSON *tokens = cJSON_GetObjectItem(c, "tokens");
         const cJSON *types = cJSON_GetObjectItem(c, "type_ids");
@@ -419,8 +420,8 @@ static void check_decoder(const struct model *m, const char *variant)
     assert_true(fabs(x->norm_eps - golden_number(cfg, "norm_eps")) <= 1e-12);
     const double window = golden_number(cfg, "sliding_window");
     assert_int_equal(x->window, isnan(window) ? 0 : (size_t)window);
-    assert_int_equal(m->extra.tied, cJSON_IsTrue(cJSON_GetObjectItem(cfg,
-                                                                    "tied")));
+    assert_int_equal(m->extra.tied,
+                     cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
     assert_true(x->lm_head.data != NULL);
     assert_int_equal(x->lm_head.data == x->word_emb.data, m->extra.tied);
     const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
@@ -429,8 +430,7 @@ static void check_decoder(const struct model *m, const char *variant)
         assert_int_equal(x->rope_pairing, ATTN_ROPE_HALF);
         assert_int_equal((size_t)cJSON_GetArraySize(freq), x->head_dim / 2);
         for (size_t i = 0; i < x->head_dim / 2; i++) {
-            const double want =
-                cJSON_GetArrayItem(freq, (int)i)->valuedouble;
+            const double want = cJSON_GetArrayItem(freq, (int)i)->valuedouble;
             assert_true(fabs(x->rope_inv_freq[i] - want) <= 1e-12 * want);
         }
     } else {
@@ -443,7 +443,8 @@ static void check_decoder(const struct model *m, const char *variant)
         const char *a = cJSON_GetObjectItem(c, "sentence")->valuestring;
         struct tok_encoding enc;
         struct attn_error aerr = {0};
-        if (tok_encode(&m->tokenizer, a, strlen(a), NULL, 0, x->max_positions,
+        if (tok_encode(&m->tokenizer, a, strlen(a), NULL, 0,
+                       &(struct tok_options){.max_tokens = x->max_positions},
                        &enc, &aerr))
             fail_msg("%s: tok_encode: %s", variant, aerr.message);
         const cJSON *ids = cJSON_GetObjectItem(c, "ids");
@@ -518,7 +519,7 @@ static void test_decoders_load_and_match(void **state)
         xf_dtype dtype;
         size_t shards;
     } variants[] = {
-        {"gpt2", XF_F32, 1},   {"gpt2_prefixed", XF_F16, 1},
+        {"gpt2", XF_F32, 1},    {"gpt2_prefixed", XF_F16, 1},
         {"llama2", XF_BF16, 1}, {"llama3", XF_F32, 2},
         {"mistral", XF_F16, 1}, {"qwen2", XF_BF16, 1},
         {"qwen3", XF_F32, 1},
@@ -1134,8 +1135,7 @@ static void test_sharded(void **state)
     write_text(dir, "model.safetensors.index.json", "{\"weight_map\": {}}");
     expect_failure(dir, "weight_map is missing or empty", NULL);
     write_text(dir, "model.safetensors.index.json", "{");
-    expect_failure(dir, "model.safetensors.index.json", "not valid JSON",
-                   NULL);
+    expect_failure(dir, "model.safetensors.index.json", "not valid JSON", NULL);
     cJSON_Delete(index);
     remove_dir(dir);
 }

@@ -203,6 +203,7 @@ static const struct {
 } model_samples[] = {
     {"sentence_b", "\"a dog\"", "a dog"},
     {"layer", "1", "1"},
+    {"add_special_tokens", "false", "false"},
 };
 
 static void test_model_json_and_query_agree(void **state)

@@ -89,7 +89,7 @@ static void check_case(const struct tokenizer *t, const char *name,
         assert_int_equal(sscanf(hex + 2 * i, "%2x", &v), 1);
         bytes[i] = (char)v;
     }
-    const attn_status st = tok_encode(t, bytes, len, NULL, 0, 0, &enc, &err);
+    const attn_status st = tok_encode(t, bytes, len, NULL, 0, NULL, &enc, &err);
     free(bytes);
     if (st != ATTN_OK)
         fail_msg("%s: '%s': %s", name, text, err.message);
@@ -97,7 +97,8 @@ static void check_case(const struct tokenizer *t, const char *name,
     const size_t want_plain = (size_t)cJSON_GetArraySize(plain);
     bool same = enc.count == want;
     for (size_t i = 0; same && i < want; i++)
-        same = enc.ids[i] == (uint32_t)cJSON_GetArrayItem(ids, (int)i)->valueint;
+        same =
+            enc.ids[i] == (uint32_t)cJSON_GetArrayItem(ids, (int)i)->valueint;
     if (!same) {
         char got[600] = "", exp[600] = "";
         for (size_t i = 0; i < enc.count && strlen(got) < 500; i++)
@@ -106,8 +107,7 @@ static void check_case(const struct tokenizer *t, const char *name,
         for (size_t i = 0; i < want && strlen(exp) < 500; i++)
             snprintf(exp + strlen(exp), sizeof exp - strlen(exp), " %d",
                      cJSON_GetArrayItem(ids, (int)i)->valueint);
-        fail_msg("%s: '%s':\n  got     %s\n  library %s", name, text, got,
-                 exp);
+        fail_msg("%s: '%s':\n  got     %s\n  library %s", name, text, got, exp);
     }
     // without the post-processor: the same ids less the BOS
     assert_int_equal(want_plain + (has_bos ? 1 : 0), want);
@@ -142,8 +142,7 @@ static void test_goldens(void **state)
         const char *dir = cJSON_GetObjectItem(entry, "dir")->valuestring;
         char path[512], err[600];
         if (strcmp(name, "gpt2") == 0)
-            gpt2_folder(dir,
-                        path, sizeof path);
+            gpt2_folder(dir, path, sizeof path);
         else
             assert_true((size_t)snprintf(path, sizeof path, MODULES "%s", dir) <
                         sizeof path);
@@ -156,7 +155,8 @@ static void test_goldens(void **state)
             (size_t)cJSON_GetObjectItem(entry, "vocab_size")->valueint);
         const cJSON *cases = cJSON_GetObjectItem(entry, "cases");
         const cJSON *empty = cJSON_GetArrayItem(cases, 0);
-        const bool has_bos = cJSON_GetArraySize(cJSON_GetObjectItem(empty, "ids")) > 0;
+        const bool has_bos =
+            cJSON_GetArraySize(cJSON_GetObjectItem(empty, "ids")) > 0;
         const cJSON *c;
         cJSON_ArrayForEach(c, cases) check_case(&m.tokenizer, name, c, has_bos);
         tok_free(&m.tokenizer);
@@ -182,8 +182,8 @@ static char *edited(const char *text, const char *from, const char *to,
 {
     const char *at = strstr(text, from);
     assert_non_null(at);
-    const size_t head = (size_t)(at - text), fl = strlen(from),
-                 tl = strlen(to), total = strlen(text);
+    const size_t head = (size_t)(at - text), fl = strlen(from), tl = strlen(to),
+                 total = strlen(text);
     char *out = malloc(total - fl + tl + 1);
     assert_non_null(out);
     memcpy(out, text, head);
@@ -199,8 +199,8 @@ static void expect_refused(const char *json, size_t len, const char *config,
     const struct tokenizer_texts in = {.tokenizer_json = json,
                                        .tokenizer_json_len = len,
                                        .config = config,
-                                       .config_len = config ? strlen(config)
-                                                            : 0};
+                                       .config_len =
+                                           config ? strlen(config) : 0};
     struct tokenizer t;
     const char *bad = NULL;
     char err[400];
@@ -252,8 +252,9 @@ static void test_refusals(void **state)
     e = edited(json, "\"Ġ Ġ\"", "\"Ġ Ġ Ġ\"", &n);
     expect_refused(e, n, NULL, "tokenizer.json", "model.merges[0]");
     free(e);
-    expect_refused(json, len, "{\"tokenizer_class\": \"LlamaTokenizerFast\", "
-                              "\"add_bos_token\": true, \"bos_token\": \"<bos>\"}",
+    expect_refused(json, len,
+                   "{\"tokenizer_class\": \"LlamaTokenizerFast\", "
+                   "\"add_bos_token\": true, \"bos_token\": \"<bos>\"}",
                    "tokenizer_config.json", "bos_token '<bos>'");
     expect_refused(json, len - 10, NULL, "tokenizer.json", "not valid JSON");
     free(json);
@@ -288,9 +289,9 @@ static void test_bos_from_config(void **state)
         if (!tokenizer_json_build(&in, &t, &bad, err, sizeof err))
             fail_msg("%s: %s", bad, err);
         struct tok_encoding enc;
-        assert_int_equal(tok_encode(&t, "Hello world", 11, NULL, 0, 0, &enc,
-                                    NULL),
-                         ATTN_OK);
+        assert_int_equal(
+            tok_encode(&t, "Hello world", 11, NULL, 0, NULL, &enc, NULL),
+            ATTN_OK);
         assert_int_equal(enc.count, want[i]);
         assert_int_equal(enc.ids[enc.count - 1], 1526);
         if (want[i] == 3)
@@ -316,21 +317,23 @@ static void test_encode_refusals(void **state)
     struct tok_encoding enc;
     struct attn_error aerr;
     assert_int_equal(
-        tok_encode(&m.tokenizer, "a", 1, "b", 1, 0, &enc, &aerr),
+        tok_encode(&m.tokenizer, "a", 1, "b", 1, NULL, &enc, &aerr),
         ATTN_E_INVALID);
     assert_string_equal(aerr.field, "sentence_b");
     assert_int_equal(
-        tok_encode(&m.tokenizer, "a\xff", 2, NULL, 0, 0, &enc, &aerr),
+        tok_encode(&m.tokenizer, "a\xff", 2, NULL, 0, NULL, &enc, &aerr),
         ATTN_E_INPUT);
     assert_string_equal(aerr.field, "sentence");
     // "Hello world" is 3 tokens with the BOS: 3 fit, 2 do not
-    assert_int_equal(
-        tok_encode(&m.tokenizer, "Hello world", 11, NULL, 0, 3, &enc, &aerr),
-        ATTN_OK);
+    assert_int_equal(tok_encode(&m.tokenizer, "Hello world", 11, NULL, 0,
+                                &(struct tok_options){.max_tokens = 3}, &enc,
+                                &aerr),
+                     ATTN_OK);
     tok_encoding_free(&enc);
-    assert_int_equal(
-        tok_encode(&m.tokenizer, "Hello world", 11, NULL, 0, 2, &enc, &aerr),
-        ATTN_E_TOO_BIG);
+    assert_int_equal(tok_encode(&m.tokenizer, "Hello world", 11, NULL, 0,
+                                &(struct tok_options){.max_tokens = 2}, &enc,
+                                &aerr),
+                     ATTN_E_TOO_BIG);
     assert_string_equal(aerr.field, "sentence");
     assert_null(enc.ids);
     tok_free(&m.tokenizer);

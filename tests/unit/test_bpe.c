@@ -45,8 +45,7 @@ static void pretokens(enum bpe_pattern p, const char *text, char *out,
     out[o] = 0;
 }
 
-static void expect_split(enum bpe_pattern p, const char *text,
-                         const char *want)
+static void expect_split(enum bpe_pattern p, const char *text, const char *want)
 {
     char got[512];
     pretokens(p, text, got, sizeof got);
@@ -151,7 +150,7 @@ static void encode_texts(const struct tokenizer *t, const char *text,
 {
     struct tok_encoding enc;
     struct attn_error err = {0};
-    if (tok_encode(t, text, len, NULL, 0, 0, &enc, &err))
+    if (tok_encode(t, text, len, NULL, 0, NULL, &enc, &err))
         fail_msg("'%s': %s", text, err.message);
     size_t o = 0;
     out[0] = 0;
@@ -191,7 +190,8 @@ static void test_gpt2_pattern(void **state)
     expect_split(p, "end  ", "end|  ");
     expect_split(p, " 'x", " '|x");
     expect_split(p, "\tx", "\t|x");
-    expect_split(p, "caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd", "caf\xc3\xa9| \xe4\xbd\xa0\xe5\xa5\xbd");
+    expect_split(p, "caf\xc3\xa9 \xe4\xbd\xa0\xe5\xa5\xbd",
+                 "caf\xc3\xa9| \xe4\xbd\xa0\xe5\xa5\xbd");
 }
 
 static void test_llama3_pattern(void **state)
@@ -264,8 +264,8 @@ static void sentencepiece_vocab(struct made *m, bool fallback_bytes)
         snprintf(name, sizeof name, "<0x%02X>", b);
         add_token(m, fallback_bytes ? name : name + 1);
     }
-    const char *letters[] = {"\xe2\x96\x81", "h", "i", "e", "l", "o", "w",
-                             "r", "d"};
+    const char *letters[] = {
+        "\xe2\x96\x81", "h", "i", "e", "l", "o", "w", "r", "d"};
     for (size_t i = 0; i < sizeof letters / sizeof *letters; i++)
         add_token(m, letters[i]);
     add_merge(m, "\xe2\x96\x81", "h");
@@ -274,8 +274,8 @@ static void sentencepiece_vocab(struct made *m, bool fallback_bytes)
     add_merge(m, "e", "ll");
     add_merge(m, "\xe2\x96\x81h", "ell");
     add_merge(m, "\xe2\x96\x81hell", "o");
-    m->added[0] = (struct bpe_added_token){{"<s>", 3}, 1, true, false, false,
-                                           false, false};
+    m->added[0] = (struct bpe_added_token){{"<s>", 3}, 1,     true, false,
+                                           false,      false, false};
     m->n_added = 1;
 }
 
@@ -302,7 +302,16 @@ static void test_sentencepiece(void **state)
     // a character outside the vocabulary: its UTF-8 bytes
     expect_texts(&t, "\xc3\xa9", "<s>| |<0xC3>|<0xA9>");
     struct tok_encoding enc;
-    assert_int_equal(tok_encode(&t, "hi<s>", 5, NULL, 0, 0, &enc, NULL), 0);
+    // without the special tokens, no BOS: the <s> typed in stays
+    assert_int_equal(tok_encode(&t, "hi<s>", 5, NULL, 0,
+                                &(struct tok_options){.no_special = true}, &enc,
+                                NULL),
+                     0);
+    assert_int_equal(enc.count, 2);
+    assert_int_equal(enc.added[0] + enc.added[1], 0);
+    assert_int_equal(enc.ids[1], 1);
+    tok_encoding_free(&enc);
+    assert_int_equal(tok_encode(&t, "hi<s>", 5, NULL, 0, NULL, &enc, NULL), 0);
     assert_int_equal(enc.count, 3);
     assert_int_equal(enc.added[0], 1); // the BOS the tokenizer added
     assert_int_equal(enc.added[2], 0); // the <s> typed in the text
@@ -340,9 +349,9 @@ static void test_added_tokens(void **state)
     add_merge(m, "x", "y");
     const uint32_t mask = 300;
     m->added[0] = (struct bpe_added_token){{"<mask>", 6}, mask, true, false,
-                                           true, true, false};
+                                           true,          true, false};
     m->added[1] = (struct bpe_added_token){{"<m>", 3}, mask + 1, false, false,
-                                           false, false, false};
+                                           false,      false,    false};
     m->n_added = 2;
     struct bpe_spec spec = spec_of(m);
     // ids from the vocabulary's end to 299 would be holes: refused
@@ -382,11 +391,11 @@ static void test_readable_texts(void **state)
     spec.pattern = BPE_PATTERN_GPT2;
     struct tokenizer t;
     build(&spec, &t);
-    assert_string_equal(tok_token_text(&t, ' '), " ");           // Ġ
-    assert_string_equal(tok_token_text(&t, '\n'), "\n");         // Ċ
-    assert_string_equal(tok_token_text(&t, 0), "<0x00>");        // Ā
+    assert_string_equal(tok_token_text(&t, ' '), " ");    // Ġ
+    assert_string_equal(tok_token_text(&t, '\n'), "\n");  // Ċ
+    assert_string_equal(tok_token_text(&t, 0), "<0x00>"); // Ā
     assert_string_equal(tok_token_text(&t, 0xE4), "<0xE4>");
-    assert_string_equal(tok_token_text(&t, 256), "\xc3\xa9");    // é
+    assert_string_equal(tok_token_text(&t, 256), "\xc3\xa9"); // é
     assert_string_equal(tok_token_text(&t, 257), "<0xE4><0xBD>");
     assert_string_equal(tok_token_text(&t, 258), " <0xE4><0xBD>");
     size_t len;
@@ -404,8 +413,7 @@ static void expect_nfc(const char *in, const char *want)
 {
     char out[64];
     uint32_t scratch[64];
-    const size_t n =
-        bpe_normalize(BPE_NORM_NFC, in, strlen(in), scratch, out);
+    const size_t n = bpe_normalize(BPE_NORM_NFC, in, strlen(in), scratch, out);
     out[n] = 0;
     if (strcmp(out, want) != 0)
         fail_msg("NFC of '%s' is '%s', not '%s'", in, out, want);
@@ -414,15 +422,16 @@ static void expect_nfc(const char *in, const char *want)
 static void test_nfc(void **state)
 {
     (void)state;
-    expect_nfc("cafe\xcc\x81", "caf\xc3\xa9");                  // e + acute
+    expect_nfc("cafe\xcc\x81", "caf\xc3\xa9"); // e + acute
     expect_nfc("\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", "\xea\xb0\x81"); // jamo
-    expect_nfc("\xe0\xa5\x98", "\xe0\xa4\x95\xe0\xa4\xbc");     // excluded
-    expect_nfc("\xe2\x84\xab", "\xc3\x85");                     // Angstrom
+    expect_nfc("\xe0\xa5\x98", "\xe0\xa4\x95\xe0\xa4\xbc"); // excluded
+    expect_nfc("\xe2\x84\xab", "\xc3\x85");                 // Angstrom
     // cedilla (202) sorts before acute (230), then both compose
     expect_nfc("e\xcc\x81\xcc\xa7", "\xc8\xa9\xcc\x81");
     expect_nfc("plain ascii", "plain ascii");
     uint32_t d[UNICODE_DECOMP_MAX];
-    assert_int_equal(unicode_decompose(0x1E69, d), 3); // ṩ: s, dot below, dot above
+    assert_int_equal(unicode_decompose(0x1E69, d),
+                     3); // ṩ: s, dot below, dot above
     assert_int_equal(d[0], 's');
     assert_int_equal(unicode_compose('e', 0x301), 0xE9);
     assert_int_equal(unicode_compose(0x1100, 0x1161), 0xAC00);
@@ -463,8 +472,8 @@ static void test_refusals(void **state)
     assert_string_equal(err.field, "bos_id");
     spec.bos_id = -1;
     // an added token whose id the vocabulary gives to another token
-    struct bpe_added_token a = {{"<x>", 3}, 5, true, false, false, false,
-                                false};
+    struct bpe_added_token a = {{"<x>", 3}, 5,     true, false,
+                                false,      false, false};
     spec.added = &a;
     spec.n_added = 1;
     assert_int_equal(bpe_tokenizer_new(&spec, &t, &err), ATTN_E_INVALID);
@@ -472,14 +481,16 @@ static void test_refusals(void **state)
     spec.n_added = 0;
     build(&spec, &t);
     struct tok_encoding enc;
-    assert_int_equal(tok_encode(&t, "ok\xc0\x80", 4, NULL, 0, 0, &enc, &err),
+    assert_int_equal(tok_encode(&t, "ok\xc0\x80", 4, NULL, 0, NULL, &enc, &err),
                      ATTN_E_INPUT);
     assert_string_equal(err.field, "sentence");
     assert_int_equal(err.index[0], 2);
-    assert_int_equal(tok_encode(&t, "a", 1, "b", 1, 0, &enc, &err),
+    assert_int_equal(tok_encode(&t, "a", 1, "b", 1, NULL, &enc, &err),
                      ATTN_E_INVALID);
     assert_string_equal(err.field, "sentence_b");
-    assert_int_equal(tok_encode(&t, "x y z", 5, NULL, 0, 2, &enc, &err),
+    assert_int_equal(tok_encode(&t, "x y z", 5, NULL, 0,
+                                &(struct tok_options){.max_tokens = 2}, &enc,
+                                &err),
                      ATTN_E_TOO_BIG);
     assert_null(enc.ids);
     tok_free(&t);
@@ -528,7 +539,7 @@ static void test_long_pretoken(void **state)
         build(&spec, &t);
         struct tok_encoding enc;
         const double t0 = seconds();
-        assert_int_equal(tok_encode(&t, text, n, NULL, 0, 0, &enc, NULL), 0);
+        assert_int_equal(tok_encode(&t, text, n, NULL, 0, NULL, &enc, NULL), 0);
         const double took = seconds() - t0;
         print_message("1 MiB of 'a' as one %s: %zu tokens in %.3f s\n",
                       sp ? "SentencePiece piece" : "byte-level pre-token",

@@ -197,16 +197,22 @@ static void build(bool sentencepiece, enum bpe_normalizer norm,
         n = add(n, "a");
     n = add(n, "aa");
     static struct bpe_merge merge = {{"a", 1}, {"a", 1}};
-    static struct bpe_added_token added = {{"<x>", 3}, 0, true, false, true,
-                                           true, false};
+    static struct bpe_added_token added = {{"<x>", 3}, 0,    true, false,
+                                           true,       true, false};
     added.id = (uint32_t)n;
-    const struct bpe_spec spec = {
-        .vocab = vocab, .n_vocab = n, .merges = &merge, .n_merges = 1,
-        .added = &added, .n_added = 1, .byte_level = !sentencepiece,
-        .normalizer = norm,
-        .pattern = sentencepiece ? BPE_PATTERN_NONE : BPE_PATTERN_LLAMA3,
-        .byte_fallback = sentencepiece, .unk_id = -1,
-        .bos_id = sentencepiece ? 1 : -1};
+    const struct bpe_spec spec = {.vocab = vocab,
+                                  .n_vocab = n,
+                                  .merges = &merge,
+                                  .n_merges = 1,
+                                  .added = &added,
+                                  .n_added = 1,
+                                  .byte_level = !sentencepiece,
+                                  .normalizer = norm,
+                                  .pattern = sentencepiece ? BPE_PATTERN_NONE
+                                                           : BPE_PATTERN_LLAMA3,
+                                  .byte_fallback = sentencepiece,
+                                  .unk_id = -1,
+                                  .bos_id = sentencepiece ? 1 : -1};
     struct attn_error err;
     if (bpe_tokenizer_new(&spec, t, &err))
         fail_msg("%s", err.message);
@@ -224,14 +230,15 @@ static char *repeat(const char *text, size_t len, size_t *out_len)
     return s;
 }
 
-static void check_bound(const struct tokenizer *t, const char *text,
-                        size_t len, size_t max_tokens)
+static void check_bound(const struct tokenizer *t, const char *text, size_t len,
+                        size_t max_tokens)
 {
     const size_t bound = tok_encode_bytes(t, len, 0);
     struct tok_encoding enc;
     start_counting();
     const attn_status st =
-        tok_encode(t, text, len, NULL, 0, max_tokens, &enc, NULL);
+        tok_encode(t, text, len, NULL, 0,
+                   &(struct tok_options){.max_tokens = max_tokens}, &enc, NULL);
     stop_counting();
     assert_int_equal(overflowed, 0);
     if (peak > bound)

@@ -333,8 +333,8 @@ static void test_interface(void **state)
     assert_int_equal(tok_token_id(&t, "nope", 4), -1);
     const char *a = "want [SEP] running", *b = "LOW";
     struct tok_encoding enc;
-    assert_int_equal(tok_encode(&t, a, strlen(a), b, strlen(b), 0, &enc, &err),
-                     ATTN_OK);
+    assert_int_equal(
+        tok_encode(&t, a, strlen(a), b, strlen(b), NULL, &enc, &err), ATTN_OK);
     const char *want[] = {"[CLS]", "want",  "[SEP]", "runn",
                           "##ing", "[SEP]", "low",   "[SEP]"};
     const uint8_t added[] = {1, 0, 0, 0, 0, 1, 0, 1};
@@ -349,9 +349,24 @@ static void test_interface(void **state)
                 enc.count * (sizeof(uint32_t) + 2));
     tok_encoding_free(&enc);
     // the cap counts the added tokens
-    assert_int_equal(tok_encode(&t, a, strlen(a), NULL, 0, 5, &enc, &err),
+    assert_int_equal(tok_encode(&t, a, strlen(a), NULL, 0,
+                                &(struct tok_options){.max_tokens = 5}, &enc,
+                                &err),
                      ATTN_E_TOO_BIG);
     assert_string_equal(err.field, "sentence");
+    // without the special tokens: A B, B's types 1, nothing marked added
+    assert_int_equal(tok_encode(&t, a, strlen(a), b, strlen(b),
+                                &(struct tok_options){.no_special = true}, &enc,
+                                &err),
+                     ATTN_OK);
+    assert_int_equal(enc.count, 5);
+    const char *plain[] = {"want", "[SEP]", "runn", "##ing", "low"};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(tok_token_text(&t, enc.ids[i]), plain[i]);
+        assert_int_equal(enc.added[i], 0);
+        assert_int_equal(enc.type_ids[i], i == 4);
+    }
+    tok_encoding_free(&enc);
     tok_free(&t);
     tok_free(&t); /* a zeroed tokenizer is a no-op */
 }
