@@ -400,13 +400,13 @@ golden: deps-golden
 # test_bert_memory counts the core's allocations through a wrapped
 # allocator, to hold bert_forward_bytes() to what bert_forward() takes.
 ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=aligned_alloc,--wrap=free
-$(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/support.o $(CORE_LIB)
+$(BUILD)/tests/test_bert_memory: $(BUILD)/tests/test_bert_memory.o $(BUILD)/tests/alloc_count.o $(BUILD)/tests/support.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
 # test_bpe_memory likewise holds tok_encode_bytes() to what the BPE
 # tokenizer's encode allocates.
-$(BUILD)/tests/test_bpe_memory: $(BUILD)/tests/test_bpe_memory.o $(CORE_LIB)
+$(BUILD)/tests/test_bpe_memory: $(BUILD)/tests/test_bpe_memory.o $(BUILD)/tests/alloc_count.o $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 

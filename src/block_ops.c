@@ -3,6 +3,7 @@
  * block (transformer.h): LayerNorm, RMSNorm, and the activations
  * transformers names "gelu", "gelu_new" and "silu".
  */
+#include "norm.h"
 #include "transformer.h"
 #include "vecmath.h"
 
@@ -73,18 +74,7 @@ void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst)
 void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
                  float eps, float *y)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
-        // the mean of squares in double, as LlamaRMSNorm's in float32 or
-        // better; the normed value rounded to float32 before the weight
-        double sq = 0.0;
-        for (size_t c = 0; c < cols; c++)
-            sq += (double)xr[c] * xr[c];
-        const double rstd = 1.0 / sqrt(sq / (double)cols + (double)eps);
-        for (size_t c = 0; c < cols; c++)
-            yr[c] = w[c] * (float)(xr[c] * rstd);
-    }
+    norm_rms(x, rows, cols, w, eps, y);
 }
 
 /*

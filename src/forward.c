@@ -39,6 +39,7 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
+#include "norm.h"
 #include "pool.h"
 #include "posenc.h"
 #include "rng.h"
@@ -113,23 +114,6 @@ static void linear(const float *x, size_t rows, size_t in, const float *w,
                 (int)ldy);
 }
 
-/* Each head of x's rows (heads of d_k values, rows ld = heads * d_k
- * apart) RMS-normalised with weight w: x / sqrt(mean(x^2) + eps) * w, the
- * mean of squares in double. */
-static void head_rms_norm(float *x, size_t rows, size_t heads, size_t d,
-                          const float *w, float eps)
-{
-    for (size_t r = 0; r < rows * heads; r++) {
-        float *h = x + r * d;
-        double sq = 0.0;
-        for (size_t e = 0; e < d; e++)
-            sq += (double)h[e] * h[e];
-        const double rstd = 1.0 / sqrt(sq / (double)d + (double)eps);
-        for (size_t e = 0; e < d; e++)
-            h[e] = w[e] * (float)(h[e] * rstd);
-    }
-}
-
 /* What a projected q or k of heads heads gets before its scores: the
  * per-head norm (qk_norm), then the rotation (rope), at positions r0 on.
  * x: [rows][heads * d_k] */
@@ -138,7 +122,7 @@ static void place_heads(const struct forward *f, float *x, size_t rows,
 {
     const struct attn_config *c = f->cfg;
     if (c->qk_norm)
-        head_rms_norm(x, rows, heads, c->d_k, norm, c->qk_norm_eps);
+        norm_rms(x, rows * heads, c->d_k, norm, c->qk_norm_eps, x);
     if (c->positional == ATTN_POS_ROPE) {
         const struct posenc_rope rope = {.d_head = c->d_k,
                                          .half =

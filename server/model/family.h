@@ -36,6 +36,10 @@ struct model_tensor {
                           lm_head, beside the base model's names) */
 };
 
+/* An after_tensors for a causal LM: a tied output head (m->extra.tied)
+ * is the token embeddings. */
+void model_tie_head(struct model *m);
+
 /* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
 void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
                         size_t outs);

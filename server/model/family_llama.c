@@ -295,13 +295,6 @@ static void name_tensors(struct model *m, struct model_tensor *w)
 #undef WANT
 }
 
-/* After the tensors are in: a tied head is the embeddings. */
-static void tie(struct model *m)
-{
-    if (m->extra.tied)
-        m->xf.lm_head = m->xf.word_emb;
-}
-
 static const char *prefix(const struct shards *s)
 {
     size_t in;
@@ -324,8 +317,8 @@ static bool in_network(const char *rest)
     {                                                                          \
         .model_type = type, .network = name, .read_config = read_all,          \
         .tensor_count = tensor_count, .name_tensors = name_tensors,            \
-        .after_tensors = tie, .prefix = prefix, .in_network = in_network,      \
-        .open_tokenizer = tokenizer_json_open,                                 \
+        .after_tensors = model_tie_head, .prefix = prefix,                     \
+        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
     }
 
 const struct family family_llama = ROW("llama", "LLaMA decoder");

@@ -44,6 +44,12 @@ void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
     t->outs = outs;
 }
 
+void model_tie_head(struct model *m)
+{
+    if (m->extra.tied)
+        m->xf.lm_head = m->xf.word_emb;
+}
+
 /* One named tensor, found. */
 struct found {
     const struct st_tensor *t;

@@ -16,139 +16,12 @@
 
 #include "transformer.h"
 #include "wordpiece.h"
+#include "alloc_count.h"
 #include "support.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t align, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_aligned_alloc(size_t align, size_t n);
-void __wrap_free(void *p);
-
-/* The live blocks while counting: pointer -> size, open addressing. */
-enum { SLOTS = 1 << 14 };
-static struct {
-    void *p;
-    size_t n;
-} blocks[SLOTS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static bool counting;
-static size_t live, peak, overflowed;
-
-static size_t slot_of(const void *p)
-{
-    return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) % SLOTS;
-}
-
-static void note_alloc(void *p, size_t n)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&lock);
-    if (counting) {
-        size_t at = slot_of(p), tries = 0;
-        while (blocks[at].p && tries++ < SLOTS)
-            at = (at + 1) % SLOTS;
-        if (blocks[at].p) {
-            overflowed++;
-        } else {
-            blocks[at].p = p;
-            blocks[at].n = n;
-            live += n;
-            peak = live > peak ? live : peak;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-static void note_free(void *p)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&lock);
-    for (size_t at = slot_of(p), tries = 0; tries < SLOTS;
-         at = (at + 1) % SLOTS, tries++) {
-        if (blocks[at].p == p) {
-            live -= blocks[at].n;
-            // keep the probe chains whole: re-insert what follows
-            blocks[at].p = NULL;
-            for (size_t k = (at + 1) % SLOTS; blocks[k].p;
-                 k = (k + 1) % SLOTS) {
-                void *q = blocks[k].p;
-                const size_t qn = blocks[k].n;
-                blocks[k].p = NULL;
-                size_t to = slot_of(q);
-                while (blocks[to].p)
-                    to = (to + 1) % SLOTS;
-                blocks[to].p = q;
-                blocks[to].n = qn;
-            }
-            break;
-        }
-        if (!blocks[at].p)
-            break;
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-void *__wrap_malloc(size_t n)
-{
-    void *p = __real_malloc(n);
-    note_alloc(p, n);
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    void *p = __real_calloc(n, size);
-    note_alloc(p, n * size);
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    note_free(p);
-    void *q = __real_realloc(p, n);
-    note_alloc(q, n);
-    return q;
-}
-
-void *__wrap_aligned_alloc(size_t align, size_t n)
-{
-    void *p = __real_aligned_alloc(align, n);
-    note_alloc(p, n);
-    return p;
-}
-
-void __wrap_free(void *p)
-{
-    note_free(p);
-    __real_free(p);
-}
-
-static void start_counting(void)
-{
-    pthread_mutex_lock(&lock);
-    memset(blocks, 0, sizeof blocks);
-    live = peak = overflowed = 0;
-    counting = true;
-    pthread_mutex_unlock(&lock);
-}
-
-static void stop_counting(void)
-{
-    pthread_mutex_lock(&lock);
-    counting = false;
-    pthread_mutex_unlock(&lock);
-}
 
 /* A random model of the given sizes, every tensor in one block. */
 static struct xf_model model_of(size_t layers, size_t heads, size_t H, size_t J,
@@ -224,13 +97,13 @@ static void check_run(const struct xf_model *m, size_t n, unsigned want,
     const size_t estimate = test_xf_bytes(m, &run);
     struct xf_result r;
     struct attn_error err;
-    start_counting();
+    alloc_count_start();
     const attn_status st = test_xf_forward(m, &run, NULL, &r, &err);
-    const size_t held = live, top = peak;
-    stop_counting();
+    const size_t held = alloc_live(), top = alloc_peak();
+    alloc_count_stop();
     if (st)
         fail_msg("xf_forward: %s", err.message);
-    assert_int_equal(overflowed, 0);
+    assert_int_equal(alloc_overflowed(), 0);
     if (top > estimate)
         fail_msg("n %zu want %u threads %u: the call held %zu bytes, the "
                  "estimate was %zu",
@@ -322,11 +195,11 @@ static void test_encode_bytes_bound(void **state)
             const size_t la = strlen(texts[i]), lb = strlen(texts[j]);
             const struct wordpiece_options opts = {.do_lower_case = j % 2};
             struct tok_encoding enc;
-            start_counting();
+            alloc_count_start();
             const attn_status st = wordpiece_encode(v, &opts, texts[i], la,
                                                     texts[j], lb, &enc, &err);
-            const size_t top = peak;
-            stop_counting();
+            const size_t top = alloc_peak();
+            alloc_count_stop();
             assert_int_equal(st, ATTN_OK);
             assert_true(top <= wordpiece_encode_bytes(la, lb));
             tok_encoding_free(&enc);

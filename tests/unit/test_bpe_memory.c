@@ -15,140 +15,14 @@
 
 #include <cmocka.h>
 
+#include "alloc_count.h"
+
 #include "bpe.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t align, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_aligned_alloc(size_t align, size_t n);
-void __wrap_free(void *p);
-
-/* The live blocks while counting: pointer -> size, open addressing. */
-enum { SLOTS = 1 << 14 };
-static struct {
-    void *p;
-    size_t n;
-} blocks[SLOTS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static bool counting;
-static size_t live, peak, overflowed;
-
-static size_t slot_of(const void *p)
-{
-    return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) % SLOTS;
-}
-
-static void note_alloc(void *p, size_t n)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&lock);
-    if (counting) {
-        size_t at = slot_of(p), tries = 0;
-        while (blocks[at].p && tries++ < SLOTS)
-            at = (at + 1) % SLOTS;
-        if (blocks[at].p) {
-            overflowed++;
-        } else {
-            blocks[at].p = p;
-            blocks[at].n = n;
-            live += n;
-            peak = live > peak ? live : peak;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-static void note_free(void *p)
-{
-    if (!p)
-        return;
-    pthread_mutex_lock(&lock);
-    for (size_t at = slot_of(p), tries = 0; tries < SLOTS;
-         at = (at + 1) % SLOTS, tries++) {
-        if (blocks[at].p == p) {
-            live -= blocks[at].n;
-            // keep the probe chains whole: re-insert what follows
-            blocks[at].p = NULL;
-            for (size_t k = (at + 1) % SLOTS; blocks[k].p;
-                 k = (k + 1) % SLOTS) {
-                void *q = blocks[k].p;
-                const size_t qn = blocks[k].n;
-                blocks[k].p = NULL;
-                size_t to = slot_of(q);
-                while (blocks[to].p)
-                    to = (to + 1) % SLOTS;
-                blocks[to].p = q;
-                blocks[to].n = qn;
-            }
-            break;
-        }
-        if (!blocks[at].p)
-            break;
-    }
-    pthread_mutex_unlock(&lock);
-}
-
-void *__wrap_malloc(size_t n)
-{
-    void *p = __real_malloc(n);
-    note_alloc(p, n);
-    return p;
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-    void *p = __real_calloc(n, size);
-    note_alloc(p, n * size);
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    note_free(p);
-    void *q = __real_realloc(p, n);
-    note_alloc(q, n);
-    return q;
-}
-
-void *__wrap_aligned_alloc(size_t align, size_t n)
-{
-    void *p = __real_aligned_alloc(align, n);
-    note_alloc(p, n);
-    return p;
-}
-
-void __wrap_free(void *p)
-{
-    note_free(p);
-    __real_free(p);
-}
-
-static void start_counting(void)
-{
-    pthread_mutex_lock(&lock);
-    memset(blocks, 0, sizeof blocks);
-    live = peak = overflowed = 0;
-    counting = true;
-    pthread_mutex_unlock(&lock);
-}
-
-static void stop_counting(void)
-{
-    pthread_mutex_lock(&lock);
-    counting = false;
-    pthread_mutex_unlock(&lock);
-}
 
 static char store[600][16];
 static struct bpe_string vocab[600];
@@ -235,22 +109,22 @@ static void check_bound(const struct tokenizer *t, const char *text, size_t len,
 {
     const size_t bound = tok_encode_bytes(t, len, 0);
     struct tok_encoding enc;
-    start_counting();
+    alloc_count_start();
     const attn_status st =
         tok_encode(t, text, len, NULL, 0,
                    &(struct tok_options){.max_tokens = max_tokens}, &enc, NULL);
-    stop_counting();
-    assert_int_equal(overflowed, 0);
-    if (peak > bound)
+    alloc_count_stop();
+    assert_int_equal(alloc_overflowed(), 0);
+    if (alloc_peak() > bound)
         fail_msg("%zu bytes of text: encode took %zu bytes, above the bound "
                  "%zu",
-                 len, peak, bound);
+                 len, alloc_peak(), bound);
     if (st == ATTN_OK) {
         // what is left is the result, within the bound too
-        assert_true(live <= bound);
+        assert_true(alloc_live() <= bound);
         tok_encoding_free(&enc);
     } else {
-        assert_int_equal(live, 0);
+        assert_int_equal(alloc_live(), 0);
     }
 }
 
