@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "model_fixture.h"
+
 #include "answer.h"
 #include "heatmap.h"
 #include "models.h"
@@ -20,44 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* tests/models/f32 loaded as "f32" */
-static struct models models;
-static struct request_limits lim = {
-    .max_tokens = 64, .max_dim = 256, .max_heads = 16, .max_output = 1 << 20};
-
-static int setup(void **state)
-{
-    (void)state;
-    static struct options_list specs = {.item = {"f32=tests/models/f32"},
-                                        .count = 1};
-    char err[512];
-    if (!models_load(&models, &specs, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    lim.models = &models;
-    if (heatmap_font_init(NULL, err, sizeof err) != DRAW_OK) {
-        fprintf(stderr, "heatmap_font_init: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    models_free(&models);
-    heatmap_font_free();
-    return 0;
-}
-
 static void decode(struct request *req, const char *body, const char *format)
 {
     const struct request_param png[] = {{"format", format}};
     struct problem pb;
     request_init(req);
     if (!request_parse_png(req, png, 1, false, &pb) ||
-        !request_parse_json(req, body, strlen(body), &lim, &pb))
+        !request_parse_json(req, body, strlen(body), &fixture_limits, &pb))
         fail_msg("%s refused: %d %s", body, pb.status, pb.detail);
 }
 
@@ -191,7 +162,7 @@ static void test_tags(void **state)
     assert_true(answer_ops(req.kind)->tag(&req, &text));
     char want[24];
     snprintf(want, sizeof want, "m%016llx",
-             (unsigned long long)models.entry[0].fingerprint);
+             (unsigned long long)fixture_limits.models->entry[0].fingerprint);
     assert_string_equal(text.data, want);
     request_free(&req);
     buf_free(&text);
@@ -206,5 +177,6 @@ int main(void)
         cmocka_unit_test(test_plan_of_no_computation),
         cmocka_unit_test(test_tags),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, model_fixture_setup,
+                                  model_fixture_teardown);
 }

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "model_fixture.h"
+
 #include "answer.h"
 #include "heatmap.h"
 #include "models.h"
@@ -23,44 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* tests/models/f32 loaded as "f32", for the fields only a model takes */
-static struct models models;
-static struct request_limits lim = {
-    .max_tokens = 64, .max_dim = 256, .max_heads = 16, .max_output = 1 << 20};
-
-static int load_models(void **state)
-{
-    (void)state;
-    static struct options_list specs = {.item = {"f32=tests/models/f32"},
-                                        .count = 1};
-    char err[512];
-    if (!models_load(&models, &specs, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    lim.models = &models;
-    /* a PNG request's image is measured as its answer is planned */
-    if (heatmap_font_init(NULL, err, sizeof err) != DRAW_OK) {
-        fprintf(stderr, "heatmap_font_init: %s\n", err);
-        return -1;
-    }
-    return 0;
-}
-
-static int free_models(void **state)
-{
-    (void)state;
-    models_free(&models);
-    heatmap_font_free();
-    return 0;
-}
-
 /* Decode body; *pb says why not. The caller frees req. */
 static bool decode(struct request *req, const char *body, struct problem *pb)
 {
     request_init(req);
     memset(pb, 0, sizeof *pb);
-    return request_parse_json(req, body, strlen(body), &lim, pb);
+    return request_parse_json(req, body, strlen(body), &fixture_limits, pb);
 }
 
 /* Decode a query string "a=1&b=2" (no escapes) with its PNG options, and
@@ -83,7 +53,7 @@ static bool decode_query(struct request *req, const char *query,
     memset(pb, 0, sizeof *pb);
     struct answer_plan plan;
     return request_parse_png(req, p, n, false, pb) &&
-           request_parse_query(req, p, n, &lim, pb) &&
+           request_parse_query(req, p, n, &fixture_limits, pb) &&
            answer_ops(req->kind)->plan(req, &plan, pb);
 }
 
@@ -827,7 +797,7 @@ static void test_fields_document(void **state)
 {
     (void)state;
     size_t len = 0;
-    char *text = request_fields_document(&lim, &len);
+    char *text = request_fields_document(&fixture_limits, &len);
     assert_non_null(text);
     assert_int_equal(strlen(text), len);
     cJSON *doc = cJSON_Parse(text);
@@ -881,6 +851,6 @@ int main(void)
         cmocka_unit_test(test_png_options),
         cmocka_unit_test(test_fields_document),
     };
-    return cmocka_run_group_tests_name("request", tests, load_models,
-                                       free_models);
+    return cmocka_run_group_tests_name("request", tests, model_fixture_setup,
+                                       model_fixture_teardown);
 }
