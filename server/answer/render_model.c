@@ -55,6 +55,8 @@ struct picture {
                             special tokens are hidden; else NULL */
     char *tile_max_json; /* each panel's largest weight, with a scale per
                             tile */
+    unsigned char *not_allowed; /* [n][n] a causal model's cells no query
+                                   may attend; else NULL */
     char title[160], layer_text[24], head_text[24];
     char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
     struct heatmap_options opts;
@@ -71,6 +73,7 @@ static void picture_free(struct picture *p)
     free(p->tokens_json);
     free(p->cut);
     free(p->tile_max_json);
+    free(p->not_allowed);
     memset(p, 0, sizeof *p);
 }
 
@@ -118,6 +121,27 @@ static bool picture_positions(struct picture *p, const struct request *req,
 }
 
 /* Everything but the values, from the request alone. */
+/* A causal model's cells no query may attend, between the shown tokens'
+ * positions: a key after the query and, but in the rollout (whose paths
+ * reach further back), one the sliding window leaves out. */
+static bool picture_not_allowed(struct picture *p, const struct request *req,
+                                const struct model *m)
+{
+    if (!m->xf.arch.causal)
+        return true;
+    const size_t n = p->n;
+    const size_t window = req->png.view == VIEW_ROLLOUT ? 0 : m->xf.window;
+    p->not_allowed = malloc(n ? n * n : 1);
+    if (!p->not_allowed)
+        return false;
+    for (size_t r = 0; r < n; r++)
+        for (size_t k = 0; k < n; k++) {
+            const size_t i = p->at[r], j = p->at[k];
+            p->not_allowed[r * n + k] = j > i || (window && j + window <= i);
+        }
+    return true;
+}
+
 static bool picture_make(struct picture *p, const struct request *req,
                          size_t max_pixels, struct problem *pb)
 {
@@ -142,6 +166,9 @@ static bool picture_make(struct picture *p, const struct request *req,
         return problem_from_draw(
             pb, DRAW_E_NOMEM,
             "out of memory for titles, labels and text chunks");
+    if (!picture_not_allowed(p, req, m))
+        return problem_from_draw(pb, DRAW_E_NOMEM,
+                                 "out of memory for the causal mask");
     snprintf(p->head_text, sizeof p->head_text, "all");
     snprintf(p->layer_text, sizeof p->layer_text, "all");
     if (req->model.run.layer != XF_ALL_LAYERS)
@@ -194,6 +221,7 @@ static bool picture_make(struct picture *p, const struct request *req,
         .max_pixels = max_pixels,
         .grid_cols = o->view == VIEW_MODEL ? h : 0,
         .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
+        .not_allowed = p->not_allowed,
     };
     /* the values' texts are numbers, empty until they are known: they
      * cannot change whether the texts are accepted */
@@ -329,12 +357,14 @@ size_t render_model_png_bytes(const struct request *req)
     const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
     const size_t cut =
         req->png.special == SPECIAL_HIDE ? panels * n * n * sizeof(float) : 0;
+    // a causal model's cells no query may attend
+    const size_t mask = req->model.entry->model->xf.arch.causal ? n * n : 0;
     const struct model *m = req->model.entry->model;
     size_t tokens = 0;
     for (size_t i = 0; i < n; i++)
         tokens +=
             8 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
             64;
-    return pixels * 3 + pixels * 9 / 2 + cut + panels * 128 + tokens +
+    return pixels * 3 + pixels * 9 / 2 + cut + mask + panels * 128 + tokens +
            ((size_t)1 << 20);
 }

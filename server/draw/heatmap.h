@@ -49,6 +49,12 @@ struct heatmap_options {
     size_t grid_cols; /* panels across a grid; 0: about square; at most
                          HEATMAP_MAX_ACROSS */
     enum heatmap_scale scale;
+    /* NULL, or [rows][cols] shared by every matrix: nonzero where a query
+     * may not see the key (a causal model's future, keys outside a
+     * sliding window). Such a cell is drawn hatched in grey, apart from
+     * every colour of the map, so that "not allowed" never reads as a
+     * weight of 0; its value must still be a finite weight >= 0. */
+    const unsigned char *not_allowed;
 };
 
 #define HEATMAP_MAX_ACROSS 64

@@ -42,12 +42,28 @@ static void heatmap_panel_origin(const struct heatmap_layout *l, size_t i,
     *my = l->y0 + (int)(i / l->grid_cols) * l->pitch_y;
 }
 
+/* A cell no query may attend: light grey crossed by darker diagonals,
+ * which no colour map has. */
+static void heatmap_fill_not_allowed(struct font_canvas *c, int x, int y,
+                                     int cell)
+{
+    static const unsigned char light[3] = {232, 232, 232};
+    static const unsigned char dark[3] = {170, 170, 170};
+    heatmap_fill(c, x, y, cell, cell, light);
+    for (int d = 0; d < cell; d++)
+        for (int k = (d * 7) % 4; k < cell; k += 4)
+            if ((k + d) % 4 == 0)
+                heatmap_fill(c, x + k, y + d, 1, 1, dark);
+}
+
 /* Cells as solid squares, coloured by value / the top of its matrix's
- * scale. */
+ * scale; hatched where a query may not attend. */
 static void heatmap_draw_cells(struct font_canvas *c,
                                const struct heatmap_layout *l,
                                const struct heatmap_matrix *mats, size_t n,
-                               enum heatmap_colormap map, const float *tops)
+                               enum heatmap_colormap map,
+                               const unsigned char *not_allowed,
+                               const float *tops)
 {
     const size_t rows = l->rows, cols = l->cols;
     const int cell = l->cell;
@@ -58,6 +74,11 @@ static void heatmap_draw_cells(struct font_canvas *c,
         const float vmax = tops[i];
         for (size_t r = 0; r < rows; r++) {
             for (size_t k = 0; k < cols; k++) {
+                if (not_allowed && not_allowed[r * cols + k]) {
+                    heatmap_fill_not_allowed(c, mx + (int)k * cell,
+                                             my + (int)r * cell, cell);
+                    continue;
+                }
                 unsigned char rgb[3];
                 colormap_lookup(map, v[r * cols + k] / vmax, rgb);
                 heatmap_fill(c, mx + (int)k * cell, my + (int)r * cell, cell,
@@ -207,7 +228,7 @@ void heatmap_draw_image(struct font_canvas *c, const struct heatmap_layout *l,
 {
     memset(c->pixels, heatmap_white[0],
            (size_t)c->width * (size_t)c->height * c->channels);
-    heatmap_draw_cells(c, l, mats, n, opts->colormap, tops);
+    heatmap_draw_cells(c, l, mats, n, opts->colormap, opts->not_allowed, tops);
     if (f)
         heatmap_draw_labels(c, l, f, mats, n, opts, tops[0]);
 }

@@ -660,6 +660,31 @@ static void test_decoders(void **state)
     assert_int_equal(r.status, 200);
     assert_string_equal(r.content_type, "image/png");
     reply_free(&r);
+    // one bare head, 8 pixels a cell: the future and what the window
+    // leaves out are hatched grey, apart from every colour of the map
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=mistral&format=png&layer=0&"
+                          "head=0&labels=false&cell=8&colormap=viridis&"
+                          "sentence=The%20quick%20brown%20fox%20jumps%20over",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    struct decoded_png img;
+    decoded_png_read(&r, &img);
+    reply_free(&r);
+    const unsigned n = img.width / 8;
+    assert_int_equal(img.height, img.width);
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned jj = 0; jj < n; jj++) {
+            const unsigned char *px =
+                img.rgb + ((size_t)(i * 8 + 1) * img.width + jj * 8 + 1) * 3;
+            const bool hatched = px[0] == px[1] && px[1] == px[2] &&
+                                 (px[0] == 232 || px[0] == 170);
+            const bool hidden = jj > i || jj + 5 <= i; /* window 5 */
+            if (hatched != hidden)
+                fail_msg("cell (%u, %u) is %s", i, jj,
+                         hatched ? "hatched" : "coloured");
+        }
+    decoded_png_free(&img);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
