@@ -39,10 +39,13 @@ function shape() {
     count: d.config.heads, layers: 1, rollout: null };
 }
 
-// Whether the tokenizer put wordpiece i in: [CLS] A [SEP] or [CLS] A [SEP]
-// B [SEP] has [CLS] first, a [SEP] last and, in a pair, one ending A (the
-// last of token type 0). A [SEP] or [MASK] typed in a sentence is not one.
+// Whether the tokenizer put token i in. A decoder's answer says so
+// (added: its BOS). An encoder's follows from its form: [CLS] A [SEP] or
+// [CLS] A [SEP] B [SEP] has [CLS] first, a [SEP] last and, in a pair, one
+// ending A (the last of token type 0); a [SEP] or [MASK] typed in a
+// sentence is not one.
 function addedByTokenizer(d, i) {
+  if (d.added) return d.added[i];
   const n = d.tokens.length, types = d.token_type_ids;
   return i === 0 || i === n - 1 || (types[i] === 0 && types[i + 1] === 1);
 }
