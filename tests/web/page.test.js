@@ -17,7 +17,8 @@ let models;
 before(async () => {
   ({ child: server, url: base } = await startServer());
   models = await startServer(['--model', `f32=${root}tests/models/f32`,
-    '--model', `bf=${root}tests/models/bf16_legacy`]);
+    '--model', `bf=${root}tests/models/bf16_legacy`,
+    '--model', `llama=${root}tests/models/llama3`]);
   browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
 });
@@ -406,6 +407,22 @@ async function readCell(page, box, i, j) {
   await page.mouse.move(0, 0);
   return { pair, value: Number(value) };
 }
+
+test('a decoder shows every layer × head, takes one text, and hides its BOS', async () => {
+  // tests/models/llama3: 2 layers of 4 query heads on 2 KV heads
+  const page = await openModelPage(`model=llama&sentence=${encodeURIComponent('The cat sat on the mat')}`);
+  assert.equal(await page.isHidden('#sentence_b'), true);
+  const words = () => page.$$eval('#lines text.token', (ts) => ts.map((t) => t.textContent));
+  const all = await words();
+  // the BOS first (its label cut short with an ellipsis)
+  assert.match(all[0], /^<\|begin_of_te/);
+  await page.check('#hide_special');
+  await page.waitForFunction((n) => document.querySelectorAll('#lines text.token').length === n - 2,
+    all.length);
+  assert.equal((await words()).some((w) => w.startsWith('<|begin')), false);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
 
 test('without --model the page has no model picker', async () => {
   const page = await openPage();

@@ -5,6 +5,7 @@
 // page draws them itself. PNGs are asked only for a download, when it is
 // clicked.
 import { fields } from './fields.js';
+import { isDecoder } from './models.js';
 
 // The last good answer, { data, text, key }: key is requestKey() of the
 // state it answers.
@@ -34,7 +35,8 @@ function apiQuery(s) {
   if (s.model) {
     q.set('model', s.model);
     q.set('sentence', s.sentence);
-    if (s.sentence_b) q.set('sentence_b', s.sentence_b);
+    // a decoder reads one text
+    if (s.sentence_b && !isDecoder(s.model)) q.set('sentence_b', s.sentence_b);
     return q;
   }
   if (s.kind === 'sentence') q.set('sentence', s.sentence);

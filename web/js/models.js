@@ -8,6 +8,12 @@ export function models() {
   return known;
 }
 
+// Whether the loaded model name is a decoder, which reads one text (its
+// /models entry names a family).
+export function isDecoder(name) {
+  return Boolean(known.find((m) => m.name === name)?.family);
+}
+
 // Fetches GET /models. A server that gives no list (or cannot be asked)
 // has no model the page can offer, and the page runs on random weights
 // alone, as it does on a server without --model: the random-weights mode

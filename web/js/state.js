@@ -1,6 +1,7 @@
 // The view's state: its defaults, the form that edits it and the page URL that holds it.
 import { $, form } from './dom.js';
 import { fields } from './fields.js';
+import { isDecoder } from './models.js';
 
 // The server's defaults inside the page's own: what is asked and what is
 // shown. model '' is no model: random weights, the page's first mode.
@@ -65,6 +66,8 @@ export function showKind(kind) {
 export function showMode(model) {
   const mode = model ? 'model' : 'random';
   for (const el of document.querySelectorAll('[data-mode]')) el.hidden = el.dataset.mode !== mode;
+  // a decoder reads one text: no sentence B
+  if (model && isDecoder(model)) $('sentence_b').closest('.field').hidden = true;
   if (model) showKind('sentence');
   else showKind(form.querySelector('input[name=kind]:checked').value);
 }
