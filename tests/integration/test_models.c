@@ -652,6 +652,31 @@ static void test_decoders(void **state)
     cJSON_Delete(j);
     free(long_text);
 
+    // the longest body the limits allow (--max-body, 32 MiB by default):
+    // one letter repeated, a single pre-token for byte-level BPE, whose
+    // merging is not quadratic; refused for its length once tokenized
+    {
+        const size_t len = ((size_t)32 << 20) - 64;
+        char *big = malloc(len + 1);
+        const char head[] = "{\"model\":\"gpt2\",\"sentence\":\"";
+        memcpy(big, head, sizeof head - 1);
+        memset(big + sizeof head - 1, 'a', len - (sizeof head - 1) - 2);
+        memcpy(big + len - 2, "\"}", 2);
+        big[len] = '\0';
+        const double t0 = clock_seconds();
+        struct reply br;
+        assert_true(http_call(
+            &s, "POST", "/attention", big, len,
+            (const char *const[]){"Content-Type: application/json", NULL},
+            &br));
+        print_message("32 MiB of one letter: %ld in %.2f s\n", br.status,
+                      clock_seconds() - t0);
+        assert_int_equal(br.status, 422);
+        assert_non_null(strstr(br.body, "max_position_embeddings"));
+        reply_free(&br);
+        free(big);
+    }
+
     // the model view of a windowed model, drawn
     assert_true(http_call(&s, "GET",
                           "/attention?model=mistral&format=png&layer=all&"
