@@ -16,8 +16,9 @@
 
 #define FONT_PATH "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
-/* tests/models/f32 as "f32" and bf16_legacy as "bf16": requests on a
- * model go through the encoder too */
+/* tests/models/f32 as "f32", bf16_legacy as "bf16", and the decoders
+ * mistral (a sliding window, SentencePiece BPE) and qwen3 (q/k norms,
+ * byte-level BPE): requests on a model go through its network too */
 static struct models fuzz_models;
 
 const struct request_limits fuzz_limits = {
@@ -36,8 +37,9 @@ void fuzz_init(void)
         return;
     attn_blas_single_thread(); /* as the server's main() does */
     static const struct options_list specs = {
-        .item = {"f32=tests/models/f32", "bf16=tests/models/bf16_legacy"},
-        .count = 2};
+        .item = {"f32=tests/models/f32", "bf16=tests/models/bf16_legacy",
+                 "mistral=tests/models/mistral", "qwen3=tests/models/qwen3"},
+        .count = 4};
     if (!models_load(&fuzz_models, &specs, err, sizeof err)) {
         fprintf(stderr, "fuzz: %s (run from the repository's root)\n", err);
         abort();
