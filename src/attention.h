@@ -310,10 +310,10 @@ struct attn_config {
 
     /* masks; any combination; a masked pair gets weight 0 */
     bool causal;                /* query i may see keys j <= i */
-    size_t window;              /* 0, or query i may see context keys
-                                   j > i - window only: itself and the
-                                   window - 1 keys before it, with causal
-                                   (Mistral's sliding window) */
+    size_t window;              /* 0, or, with causal, query i may see
+                                   context keys j > i - window only:
+                                   itself and the window - 1 keys before
+                                   it (Mistral's sliding window) */
     const uint8_t *mask;        /* [N][M], [B][N][M] or [B][h][N][M];
                                    nonzero = may attend */
     const float *mask_bias;     /* same shapes: added to the scaled scores

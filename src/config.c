@@ -216,6 +216,11 @@ static attn_status resolve_projected(struct attn_config *cfg,
     st = check_rotary(cfg, err);
     if (st)
         return st;
+    if (cfg->window && !cfg->causal)
+        return attn_fail(err, ATTN_E_INVALID, "window",
+                         "a sliding window (%zu) slides over causal "
+                         "attention: it needs causal",
+                         cfg->window);
     if (cfg->qk_norm &&
         !(isfinite(cfg->qk_norm_eps) && cfg->qk_norm_eps > 0.0f))
         return attn_fail(err, ATTN_E_INVALID, "qk_norm_eps",

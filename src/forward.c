@@ -165,16 +165,19 @@ static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
     if (j0 >= m)
         return;
     nj = j0 + nj > m ? m - j0 : nj; /* the context keys among them */
-    if (mv->causal && j0 + nj > i + 1) {
-        const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
-        for (size_t j = from; j < nj; j++)
-            s[j] = -INFINITY;
-    }
-    // the sliding window: keys j <= i - window are out of sight
-    if (mv->window && i >= mv->window && j0 <= i - mv->window) {
-        const size_t last = i - mv->window - j0; /* of the block's */
-        for (size_t j = 0; j <= last && j < nj; j++)
-            s[j] = -INFINITY;
+    if (mv->causal) {
+        if (j0 + nj > i + 1) {
+            const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
+            for (size_t j = from; j < nj; j++)
+                s[j] = -INFINITY;
+        }
+        // the sliding window (only with causal): keys j <= i - window
+        // are out of sight
+        if (mv->window && i >= mv->window && j0 <= i - mv->window) {
+            const size_t last = i - mv->window - j0; /* of the block's */
+            for (size_t j = 0; j <= last && j < nj; j++)
+                s[j] = -INFINITY;
+        }
     }
     if (mv->mask) {
         const uint8_t *allowed = mv->mask + i * m + j0;
@@ -628,7 +631,7 @@ static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
 {
     if (j >= mv->n_ctx)
         return true; /* an appended key */
-    return !(mv->causal && j > i) && !(mv->window && j + mv->window <= i) &&
+    return !(mv->causal && (j > i || (mv->window && j + mv->window <= i))) &&
            !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
            !(mv->bias && mv->bias[i * mv->n_ctx + j] <= ATTN_MASK_NEVER) &&
            !(mv->key_padding && mv->key_padding[j]);

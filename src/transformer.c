@@ -185,9 +185,13 @@ static void output_tile(void *arg, size_t u, unsigned member)
     const float *b = p->b;
     float *out = p->h_out + t.r0 * H + t.c0;
     const float *x1 = p->x1 + t.r0 * H + t.c0;
-    for (size_t r = 0; r < t.rows; r++)
-        for (size_t c = 0; c < t.width; c++)
-            out[r * H + c] = b ? b[t.c0 + c] + x1[r * H + c] : x1[r * H + c];
+    for (size_t r = 0; r < t.rows; r++) {
+        if (b)
+            for (size_t c = 0; c < t.width; c++)
+                out[r * H + c] = b[t.c0 + c] + x1[r * H + c];
+        else
+            memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
+    }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
                 (int)t.width, (int)IW, 1.0f, p->inter + t.r0 * IW, (int)IW,
                 p->w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);

@@ -77,8 +77,8 @@ static bool plan_model(struct request *req, struct answer_plan *plan,
     if (req->png.wanted && !render_model_png_measure(req, pb))
         return false;
     // the pass itself was planned while decoding, for its budget
-    plan->flops = req->compute ? xf_plan_flops(&req->model.plan) : 0;
-    plan->run_bytes = req->compute ? xf_plan_bytes(&req->model.plan) : 0;
+    plan->flops = req->compute ? xf_plan_flops(req->model.plan) : 0;
+    plan->run_bytes = req->compute ? xf_plan_bytes(req->model.plan) : 0;
     plan->answer_bytes = req->png.wanted ? render_model_png_bytes(req)
                                          : response_stream_bytes_model(req);
     return true;

@@ -15,7 +15,7 @@ bool attend_model_run(struct request *req, const atomic_bool *cancel,
     if (!req->compute) /* "return": [] asks for tokens and config only */
         return true;
     struct attn_error err;
-    const attn_status st = xf_forward(&req->model.plan, cancel, res, &err);
+    const attn_status st = xf_forward(req->model.plan, cancel, res, &err);
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err, "");
     return true;

@@ -194,9 +194,15 @@ static bool half_nonfinite(const unsigned char *src, xf_dtype dtype, size_t e)
 /* The first element of held[count] that is not finite, or count. */
 static size_t first_nonfinite(struct xf_matrix held, size_t count)
 {
+    if (held.dtype == XF_F32) {
+        const float *v = held.data;
+        for (size_t e = 0; e < count; e++)
+            if (!isfinite(v[e]))
+                return e;
+        return count;
+    }
     for (size_t e = 0; e < count; e++)
-        if (held.dtype == XF_F32 ? !isfinite(((const float *)held.data)[e])
-                                 : half_nonfinite(held.data, held.dtype, e))
+        if (half_nonfinite(held.data, held.dtype, e))
             return e;
     return count;
 }

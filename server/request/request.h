@@ -92,7 +92,10 @@ struct request_model {
     struct models_entry *entry; /* borrowed from the server */
     struct tok_encoding enc;    /* owned: the model's tokens */
     struct xf_run run;          /* its ids point into enc */
-    struct xf_plan plan;        /* of run, made once it is whole */
+    struct xf_plan *plan;       /* owned: of run, made once it is whole;
+                                   NULL until then, or when nothing is
+                                   computed (kept apart so that a request
+                                   on random weights does not carry it) */
     bool pair;                  /* sentence_b was given */
 };
 
@@ -137,10 +140,10 @@ struct request {
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
     bool add_special_tokens; /* a model's tokenizer adds its own tokens */
-    size_t precision; /* significant digits; 0: shortest round-trip */
-    bool compute;     /* false: "return": [] asks for tokens and config */
-    unsigned extra;   /* bit set of enum request_extra */
-    uint64_t given;   /* bit i: the client sent request_fields[i] */
+    size_t precision;        /* significant digits; 0: shortest round-trip */
+    bool compute;   /* false: "return": [] asks for tokens and config */
+    unsigned extra; /* bit set of enum request_extra */
+    uint64_t given; /* bit i: the client sent request_fields[i] */
     struct drawn_cache *drawn; /* borrowed: where token embeddings are
                                   kept; NULL draws each */
     struct budget_hold *hold;  /* borrowed: what decoding reserves its

@@ -15,6 +15,7 @@
 #include "heatmap.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool request_check_without_model(const struct request *req, const cJSON *root,
@@ -281,9 +282,14 @@ static bool plan(struct request *req, const struct model *m, struct problem *pb)
     if (!req->compute)
         return true;
     req->model.run.threads = 1;
+    if (!request_reserve(req, sizeof *req->model.plan, "model", pb))
+        return false;
+    req->model.plan = malloc(sizeof *req->model.plan);
+    if (!req->model.plan)
+        return problem_set(pb, 503, "/model", "out of memory");
     struct attn_error err;
     const attn_status st =
-        xf_plan(&m->xf, &req->model.run, &req->model.plan, &err);
+        xf_plan(&m->xf, &req->model.run, req->model.plan, &err);
     return st == ATTN_OK || problem_from_core(pb, st, &err, "");
 }
 
@@ -294,7 +300,7 @@ static bool check_budgets(const struct request *req,
     if (!req->compute)
         return true;
     const struct model *m = req->model.entry->model;
-    const double flops = xf_plan_flops(&req->model.plan);
+    const double flops = xf_plan_flops(req->model.plan);
     if (lim->max_flops && flops > (double)lim->max_flops) {
         problem_set(pb, 422, "",
                     "the request needs about %.3g GFLOP on the model \"%s\" "

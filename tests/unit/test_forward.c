@@ -601,6 +601,13 @@ static void test_decoder_option_errors(void **state)
     struct attn_result res;
     assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INVALID);
     assert_non_null(strstr(err.message, "q_norm"));
+    // a sliding window narrows causal attention; no family has it alone
+    cfg = (struct attn_config){
+        .n_query = 4, .d_model = 8, .heads = 2, .window = 2};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "window");
+    cfg.causal = true;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
 }
 
 /* docs/math.md: weights within 1e-5 of float64 for N <= 512, d <= 1024. */
