@@ -3,9 +3,12 @@
 #   make            build the core library, the server and the tests into build/
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
-#   make bench      the attention benchmark (writes build/bench.json), then
-#                   small requests' latency beside the largest computations,
-#                   and attnd's HTTP rate against nginx's (wrk)
+#   make bench      the attention benchmark (writes build/bench.json), the
+#                   BERT encoder and the LLaMA decoder against PyTorch (the
+#                   latter on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
+#                   written into build/ once), then small requests' latency
+#                   beside the largest computations, and attnd's HTTP rate
+#                   against nginx's (wrk)
 #   make load       a mixed load on a real server (LOAD_SECONDS=120,
 #                   LOAD_CLIENTS=64): errors and resident memory
 #   make fuzz       build the libFuzzer targets (clang) and run each for
@@ -93,8 +96,12 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/%.c=$(BUILD)/tests/integration/%)
 BENCH_BIN := $(BUILD)/bench_attention
 BENCH_SERVICE := $(BUILD)/bench_service
 BENCH_BERT := $(BUILD)/bench_bert
+BENCH_DECODER := $(BUILD)/bench_decoder
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
+# random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
+# (4.9 GB) and BF16 (2.5 GB): NumPy, about 40 s each
+LLAMA_1B := $(BUILD)/llama-1b
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
@@ -296,23 +303,40 @@ $(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harn
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
 
-# The BERT encoder against PyTorch on the same weights (tests/bench/bert_torch.py).
-$(BUILD)/bench/bench_bert.o: tests/bench/bench_bert.c
+# A loaded checkpoint against PyTorch on the same weights: the BERT encoder
+# (tests/bench/bert_torch.py) and the LLaMA decoder
+# (tests/bench/llama_torch.py), with what both share (bench_torch.c).
+$(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o: $(BUILD)/bench/%.o: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
-$(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(SERVER_LIB) $(CORE_LIB)
+$(BUILD)/bench/bench_decoder.o: tests/bench/bench_decoder.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/integration $(call pc_cflags,$(PKG_CORE) libcurl) -c $< -o $@
+
+$(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
+$(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o \
+                  $(BUILD)/tests/integration/harness.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS) $(call pc_libs,libcurl)
 
 $(BERT_BASE)/model.safetensors: tests/models/generate.py
 	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
 
+$(LLAMA_1B)-%/model.safetensors: tests/models/generate_decoders.py
+	$(PYTHON) tests/models/generate_decoders.py --llama-1b $(@D) --dtype $*
+
 bench: deps-bench
-	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(ATTND) $(BERT_BASE)/model.safetensors
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(ATTND) \
+	    $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors $(LLAMA_1B)-bf16/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
+	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
 	ATTND_BIN=$(ATTND) tests/bench/http.sh
 
@@ -430,7 +454,8 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE)
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE) \
+           $(BENCH_BERT) $(BENCH_DECODER)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

@@ -1252,7 +1252,10 @@ def llama_1b(out, dtype):
     32 heads on 8 KV heads of 64, intermediate 8192, 128256 tokens, tied,
     rope_theta 500000 with Llama 3.2's llama3 scaling), weights ~ N(0, 0.02)
     and norms 1, in F32 (4.9 GB) or BF16 (2.5 GB); NumPy only, written
-    tensor by tensor in slices. No tokenizer, no goldens, never committed."""
+    tensor by tensor in slices. Its tokenizer is the small test one of
+    tests/models/llama3 (Llama 3's layout, 371 ids, BOS 359), so that the
+    model loader and the server take the folder; the benchmark gives the
+    network its token ids itself. No goldens, never committed."""
     H, I, L, V, heads, kv, d = 2048, 8192, 16, 128256, 32, 8, 64
     st = {"f32": "F32", "bf16": "BF16"}[dtype]
     width = 4 if st == "F32" else 2
@@ -1297,6 +1300,12 @@ def llama_1b(out, dtype):
            "torch_dtype": torch_dtype_name(st), "transformers_version": "4.45.0.dev0",
            "use_cache": True, "vocab_size": V}
     write_json(os.path.join(out, "config.json"), cfg, indent=2, sort_keys=True)
+    tok = make_tokenizer("llama3")
+    for name, content in tok["files"].items():
+        if isinstance(content, str):
+            write_json(os.path.join(out, name), content)
+        else:
+            write_json(os.path.join(out, name), content, indent=2, sort_keys=True, ensure_ascii=False)
     print("generate_decoders.py: a Llama-3.2-1B-sized random %s checkpoint in %s" % (st, out))
 
 
