@@ -60,8 +60,16 @@ void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst)
     }
     const uint16_t *h = src;
     if (dtype == XF_BF16) {
-        // a bfloat16 is a float's upper half
-        for (size_t i = 0; i < count; i++) {
+        // a bfloat16 is a float's upper half; eight at a time through a
+        // block of bits, which the compiler turns into vector shifts
+        size_t i = 0;
+        for (; i + 8 <= count; i += 8) {
+            uint32_t bits[8];
+            for (size_t k = 0; k < 8; k++)
+                bits[k] = (uint32_t)h[i + k] << 16;
+            memcpy(&dst[i], bits, sizeof bits);
+        }
+        for (; i < count; i++) {
             const uint32_t bits = (uint32_t)h[i] << 16;
             memcpy(&dst[i], &bits, sizeof bits);
         }

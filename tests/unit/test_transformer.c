@@ -652,6 +652,17 @@ static void test_widen(void **state)
     const float bf_want[] = {1.0f, -123.5f, 0x1p-133f, INFINITY};
     xf_widen(bf, XF_BF16, 4, got);
     assert_memory_equal(got, bf_want, 4 * sizeof(float));
+    // two blocks of eight and a tail of three, every bit pattern kind
+    uint16_t many[19];
+    float wide[19];
+    for (size_t i = 0; i < 19; i++)
+        many[i] = (uint16_t)(0x8001u * i + 0x3F00u * (i & 3));
+    xf_widen(many, XF_BF16, 19, wide);
+    for (size_t i = 0; i < 19; i++) {
+        uint32_t bits;
+        memcpy(&bits, &wide[i], sizeof bits);
+        assert_int_equal(bits, (uint32_t)many[i] << 16);
+    }
     assert_int_equal(xf_dtype_size(XF_F32), 4);
     assert_int_equal(xf_dtype_size(XF_BF16), 2);
 }
