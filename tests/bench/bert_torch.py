@@ -6,13 +6,7 @@ output_attentions=True, over the weights of one model.safetensors.
 
     /usr/bin/python3 tests/bench/bert_torch.py DIR
 
-It reads commands on stdin, one a line, and answers each on stdout:
-
-    run N THREADS   two forward passes over N wordpieces on THREADS threads
-                    (torch.set_num_threads); prints the second's seconds
-    dump N PATH     the last layer's hidden states [N][hidden] as float32
-                    into PATH, for the bench to check that both sides
-                    compute the same network; prints "ok"
+It speaks torch_protocol.py's protocol (run, dump) over wordpieces.
 
 The wordpieces are the bench's: id (7 * i + 1000) % vocab_size at position
 i, all of token type 0. Needs Debian's python3-torch and python3-numpy.
@@ -20,11 +14,12 @@ i, all of token type 0. Needs Debian's python3-torch and python3-numpy.
 import json
 import math
 import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+import torch_protocol
 
 
 def load(folder):
@@ -104,31 +99,7 @@ def main(argv):
         sys.exit("usage: bert_torch.py DIR")
     config, tensors = load(argv[1])
     enc = Encoder(config, tensors)
-    vocab = config["vocab_size"]
-    print("torch %s" % torch.__version__, flush=True)
-    with torch.inference_mode():
-        for line in sys.stdin:
-            words = line.split()
-            if not words:
-                continue
-            n = int(words[1])
-            ids = torch.tensor([(7 * i + 1000) % vocab for i in range(n)])
-            if words[0] == "run":
-                torch.set_num_threads(int(words[2]))
-                # timed on the second pass in a row, as bench_bert.c
-                # times attnd: the first wakes the pools and the clocks
-                enc.forward(ids)
-                t0 = time.perf_counter()
-                attentions, x = enc.forward(ids)
-                seconds = time.perf_counter() - t0
-                del attentions, x
-                print("%.9f" % seconds, flush=True)
-            elif words[0] == "dump":
-                _, x = enc.forward(ids)
-                x.numpy().astype("<f4").tofile(words[2])
-                print("ok", flush=True)
-            else:
-                sys.exit("bert_torch.py: unknown command %r" % words[0])
+    torch_protocol.serve("bert_torch.py", enc, config["vocab_size"])
 
 
 if __name__ == "__main__":

@@ -9,29 +9,20 @@ output_attentions=True, in float32 over the weights of one checkpoint
 
 DIR holds config.json and model.safetensors (or shards and
 model.safetensors.index.json); tests/models/generate_decoders.py --llama-1b
-DIR --dtype bf16|f32 writes a random one of Llama-3.2-1B's sizes. The
-protocol is bert_torch.py's: it prints "torch VERSION", then reads commands
-on stdin, one a line, and answers each on stdout:
-
-    run N THREADS   two forward passes over N tokens on THREADS threads
-                    (torch.set_num_threads), every layer's attention weights
-                    kept; prints the second's seconds
-    dump N PATH     the last hidden states [N][hidden] (after model.norm) as
-                    float32 into PATH, for the bench to check that both
-                    sides compute the same network; prints "ok"
-
-The tokens are the bench's: id (7 * i + 1000) % vocab_size at position i,
-at positions 0..N-1. Needs Debian's python3-torch and python3-numpy.
+DIR --dtype bf16|f32 writes a random one of Llama-3.2-1B's sizes. It speaks
+torch_protocol.py's protocol (run, dump); the last hidden states are
+those after model.norm. Needs Debian's python3-torch and python3-numpy.
 """
 import json
 import math
 import os
 import sys
-import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+import torch_protocol
 
 WIDTH = {"F32": 4, "BF16": 2, "F16": 2}
 
@@ -155,31 +146,7 @@ def main(argv):
         sys.exit("usage: llama_torch.py DIR")
     config, tensors = load(argv[1])
     dec = Decoder(config, tensors)
-    vocab = config["vocab_size"]
-    print("torch %s" % torch.__version__, flush=True)
-    with torch.inference_mode():
-        for line in sys.stdin:
-            words = line.split()
-            if not words:
-                continue
-            n = int(words[1])
-            ids = torch.tensor([(7 * i + 1000) % vocab for i in range(n)])
-            if words[0] == "run":
-                torch.set_num_threads(int(words[2]))
-                # timed on the second pass in a row, as the bench times
-                # attnd: the first wakes the pools and the clocks
-                dec.forward(ids)
-                t0 = time.perf_counter()
-                attentions, x = dec.forward(ids)
-                seconds = time.perf_counter() - t0
-                del attentions, x
-                print("%.9f" % seconds, flush=True)
-            elif words[0] == "dump":
-                _, x = dec.forward(ids)
-                x.numpy().astype("<f4").tofile(words[2])
-                print("ok", flush=True)
-            else:
-                sys.exit("llama_torch.py: unknown command %r" % words[0])
+    torch_protocol.serve("llama_torch.py", dec, config["vocab_size"])
 
 
 if __name__ == "__main__":
