@@ -91,9 +91,9 @@ int main(int argc, char **argv)
         const struct model *m = models.entry[i].model;
         fprintf(stderr,
                 "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
-                "%zu MiB of float32 weights\n",
+                "%zu MiB of %s weights\n",
                 m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
-                m->weight_bytes >> 20);
+                m->weight_bytes >> 20, xf_dtype_name((int)m->xf.word_emb.dtype));
     }
     struct http_server *srv = http_start(&opt, &models);
     if (!srv) {

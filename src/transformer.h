@@ -97,6 +97,9 @@ typedef enum xf_dtype {
 /* Bytes of one element of dtype. */
 size_t xf_dtype_size(xf_dtype dtype);
 
+/* safetensors' name of dtype: "F32", "F16" or "BF16"; NULL past them. */
+const char *xf_dtype_name(int dtype);
+
 /*
  * A weight matrix as a checkpoint stores it, row-major, read in place: a
  * pass widens a 16-bit one to float32 a matrix at a time into its own

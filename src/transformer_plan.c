@@ -50,6 +50,12 @@ const char *xf_positions_name(int positions)
     return NAME_OF(names, positions);
 }
 
+const char *xf_dtype_name(int dtype)
+{
+    static const char *const names[] = {"F32", "F16", "BF16"};
+    return NAME_OF(names, dtype);
+}
+
 /* ------------------------------------------------------------ checking */
 
 static attn_status check_size(size_t v, size_t cap, const char *field,

@@ -138,7 +138,6 @@ static bool decoder_part(struct buf *b, const struct model *m)
     const struct xf_model *x = &m->xf;
     if (!x->arch.causal)
         return true;
-    static const char *const dtypes[] = {"F32", "F16", "BF16"};
     bool ok = buf_printf(b,
                          ",\"family\":\"%s\",\"kv_heads\":%zu,"
                          "\"head_dim\":%zu,\"positions\":\"%s\"",
@@ -158,7 +157,7 @@ static bool decoder_part(struct buf *b, const struct model *m)
                             ",\"tied_embeddings\":%s,\"dtype\":\"%s\","
                             "\"tokenizer\":\"%s\"",
                             m->extra.tied ? "true" : "false",
-                            dtypes[x->word_emb.dtype], tok_name(&m->tokenizer));
+                            xf_dtype_name((int)x->word_emb.dtype), tok_name(&m->tokenizer));
 }
 
 char *models_document(const struct models *set, size_t *len)

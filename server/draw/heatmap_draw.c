@@ -42,18 +42,22 @@ static void heatmap_panel_origin(const struct heatmap_layout *l, size_t i,
     *my = l->y0 + (int)(i / l->grid_cols) * l->pitch_y;
 }
 
-/* A cell no query may attend: light grey crossed by darker diagonals,
- * which no colour map has. */
-static void heatmap_fill_not_allowed(struct font_canvas *c, int x, int y,
-                                     int cell)
+/* A cell no query may attend: light grey crossed by darker diagonals.
+ * The diagonals run through the panel, not each cell (a pixel (x, y) of
+ * the panel is dark where x + y is a multiple of 4), so that cells of
+ * one pixel still show stripes rather than one flat grey a colour map
+ * could have, and the page draws the same pixels. */
+static void heatmap_fill_not_allowed(struct font_canvas *c, int mx, int my,
+                                     int x, int y, int cell)
 {
     static const unsigned char light[3] = {232, 232, 232};
     static const unsigned char dark[3] = {170, 170, 170};
     heatmap_fill(c, x, y, cell, cell, light);
-    for (int d = 0; d < cell; d++)
-        for (int k = (d * 7) % 4; k < cell; k += 4)
-            if ((k + d) % 4 == 0)
-                heatmap_fill(c, x + k, y + d, 1, 1, dark);
+    for (int d = 0; d < cell; d++) {
+        const int first = (4 - (x - mx + y + d - my) % 4) % 4;
+        for (int k = first; k < cell; k += 4)
+            heatmap_fill(c, x + k, y + d, 1, 1, dark);
+    }
 }
 
 /* Cells as solid squares, coloured by value / the top of its matrix's
@@ -75,7 +79,7 @@ static void heatmap_draw_cells(struct font_canvas *c,
         for (size_t r = 0; r < rows; r++) {
             for (size_t k = 0; k < cols; k++) {
                 if (not_allowed && not_allowed[r * cols + k]) {
-                    heatmap_fill_not_allowed(c, mx + (int)k * cell,
+                    heatmap_fill_not_allowed(c, mx, my, mx + (int)k * cell,
                                              my + (int)r * cell, cell);
                     continue;
                 }

@@ -161,8 +161,9 @@ static bool echo_scalar(struct buf *out, const struct request *req,
     }
 }
 
-/* A model's name and the sizes of its network; a decoder's family, KV
- * heads and head size too. */
+/* A model's name and the sizes of its network; a decoder's family, that
+ * it is causal (what a viewer needs to tell a cell no query may see from
+ * a weight of 0), its KV heads, head size and window too. */
 static bool echo_model(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
@@ -180,7 +181,7 @@ static bool echo_model(struct buf *out, const struct request *req,
     if (!ok || !b->arch.causal)
         return ok;
     ok = buf_printf(out,
-                    ",\"family\":\"%s\",\"kv_heads\":%zu,"
+                    ",\"family\":\"%s\",\"causal\":true,\"kv_heads\":%zu,"
                     "\"head_dim\":%zu,\"sliding_window\":",
                     m->family->model_type, b->kv_heads, b->head_dim);
     return ok && (b->window ? buf_printf(out, "%zu", b->window)

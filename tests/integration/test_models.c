@@ -710,6 +710,31 @@ static void test_decoders(void **state)
                          hatched ? "hatched" : "coloured");
         }
     decoded_png_free(&img);
+    // at one pixel a cell the stripes run through the matrix: a hidden
+    // cell (i, j) is the dark grey where i + j is a multiple of 4, else
+    // the light one, never one flat grey (the page draws the same)
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=mistral&format=png&layer=1&"
+                          "head=5&labels=false&cell=1&colormap=gray&"
+                          "sentence=The%20quick%20brown%20fox%20jumps%20over",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    decoded_png_read(&r, &img);
+    reply_free(&r);
+    unsigned dark = 0;
+    for (unsigned i = 0; i < img.height; i++)
+        for (unsigned jj = 0; jj < img.width; jj++) {
+            if (!(jj > i || jj + 5 <= i))
+                continue;
+            const unsigned char *px = img.rgb + ((size_t)i * img.width + jj) * 3;
+            const unsigned char want = (i + jj) % 4 == 0 ? 170 : 232;
+            if (px[0] != want || px[1] != want || px[2] != want)
+                fail_msg("hidden cell (%u, %u) is %u, not %u", i, jj, px[0],
+                         want);
+            dark += want == 170;
+        }
+    assert_true(dark > 0);
+    decoded_png_free(&img);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 

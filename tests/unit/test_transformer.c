@@ -765,6 +765,9 @@ static void test_names(void **state)
     assert_string_equal(xf_ffn_name(XF_FFN_GATED), "gated");
     assert_string_equal(xf_positions_name(XF_POS_ROTARY), "rotary");
     assert_null(xf_positions_name(-1));
+    assert_string_equal(xf_dtype_name(XF_F32), "F32");
+    assert_string_equal(xf_dtype_name(XF_BF16), "BF16");
+    assert_null(xf_dtype_name(3));
 }
 
 int main(void)

@@ -10,15 +10,19 @@ import { root, startServer, launchBrowser, metric } from './harness.js';
 const shots = fileURLToPath(new URL('./screenshots/', import.meta.url));
 const SENTENCE = 'The cat chased the mouse because it was hungry';
 let server, base, browser;
-// A server with two of the committed test checkpoints loaded: f32 (2
-// layers of 4 heads, uncased) and bf (2 layers of 8 heads, cased).
+// A server with committed test checkpoints loaded: f32 (2 layers of 4
+// heads, uncased), bf (2 layers of 8 heads, cased), the decoders llama (2
+// layers of 4 heads on 2 KV heads) and mistral (a sliding window of 5),
+// and the decoders of real models' head counts at a tiny width: llama16
+// (16 layers of 32 heads on 8 KV heads) and qwen24 (24 of 14 on 2).
 let models;
 
 before(async () => {
   ({ child: server, url: base } = await startServer());
   models = await startServer(['--model', `f32=${root}tests/models/f32`,
     '--model', `bf=${root}tests/models/bf16_legacy`,
-    '--model', `llama=${root}tests/models/llama3`]);
+    '--model', `llama=${root}tests/models/llama3`, '--model', `mistral=${root}tests/models/mistral`,
+    '--model', `llama16=${root}tests/models/llama_16x32`, '--model', `qwen24=${root}tests/models/qwen2_24x14`]);
   browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
 });
@@ -372,13 +376,13 @@ async function waitForModelView(page, { layers = 2, heads = 4, tokens } = {}) {
 }
 
 async function openModelPage(query = `model=f32&sentence=${encodeURIComponent(A)}`,
-  viewport = { width: 1280, height: 800 }, scheme = 'light') {
+  viewport = { width: 1280, height: 800 }, scheme = 'light', view = {}) {
   const page = await browser.newPage({ viewport, colorScheme: scheme });
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.errors = errors;
   await page.goto(`${models.url}/?${query}`);
-  await waitForModelView(page);
+  await waitForModelView(page, view);
   return page;
 }
 
@@ -706,10 +710,12 @@ test('the page draws the server\'s colours, pixel for pixel', async () => {
   await random.close();
 });
 
-test('the server\'s model view colours each tile as the page colours each thumbnail', async () => {
-  const page = await openModelPage();
-  const got = await page.evaluate(async () => {
-    // the grid download, bare at one pixel per weight: 2 rows of 4 tiles
+// The page's thumbnails against the server's model view drawn bare at one
+// pixel a weight (the grid download): the pixels that differ, and the
+// tiles compared.
+function compareThumbnails(page) {
+  return page.evaluate(async () => {
+    // the grid download, bare at one pixel per weight: a row of tiles per layer
     const href = document.querySelector('#dl-grid').getAttribute('href');
     const r = await fetch(`${href.replace(/&format=png$/, '')}&labels=false&cell=1&format=png`);
     const bitmap = await createImageBitmap(await r.blob(), { colorSpaceConversion: 'none' });
@@ -735,9 +741,122 @@ test('the server\'s model view colours each tile as the page colours each thumbn
     }
     return { type: r.headers.get('Content-Type'), compared, differ };
   });
-  assert.deepEqual(got, { type: 'image/png', compared: 8, differ: 0 });
+}
+
+test('the server\'s model view colours each tile as the page colours each thumbnail', async () => {
+  const page = await openModelPage();
+  assert.deepEqual(await compareThumbnails(page), { type: 'image/png', compared: 8, differ: 0 });
   await page.close();
 });
+
+// A decoder's text: its BOS, then every word, long enough to pass
+// mistral's window of 5.
+const DECODER_TEXT = 'The quick brown fox jumps over the lazy dog';
+
+test('a decoder\'s causal view hatches what no query may see, as the server does, and reads it as not allowed', async () => {
+  const q = `model=mistral&sentence=${encodeURIComponent(DECODER_TEXT)}`;
+  const page = await openModelPage(q, undefined, undefined, { layers: 2, heads: 6 });
+  const answer = await (await fetch(`${models.url}/attention?${q}&return=weights,rollout`)).json();
+  const n = answer.tokens.length, window = answer.config.sliding_window;
+  assert.equal(answer.config.causal, true);
+  assert.equal(window, 5);
+  assert.ok(n > window + 2);
+  // pixel for pixel the server's picture: colours, and the stripes of a
+  // later key and of one outside the window
+  assert.deepEqual(await compareThumbnails(page), { type: 'image/png', compared: 12, differ: 0 });
+  const shades = await page.evaluate(() => {
+    const c = document.querySelector('#grid button.thumb[data-layer="0"][data-head="0"] canvas');
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    return [[0, 4], [0, 5], [7, 0], [8, 0]].map(([i, j]) => px[(i * c.width + j) * 4]);
+  });
+  assert.deepEqual(shades, [170, 232, 232, 170]);
+  // hovering: a seen key reads its weight, a later one and one outside
+  // the window read "not allowed"
+  const seen = await readCell(page, '#matrix', 6, 3);
+  assert.equal(seen.value, answer.weights[0][0][6][3]);
+  for (const [i, j] of [[2, 3], [6, 1]]) {
+    const text = await hoverCell(page, i, j);
+    assert.match(text, /: not allowed/, `${i}, ${j}`);
+  }
+  // the rollout's paths reach past the window: only later keys are hatched
+  assert.match(await readRollout(page, 6, 1), /^[0-9.e-]+$/);
+  assert.match(await readRollout(page, 1, 6), /not allowed/);
+  // hiding the BOS shifts every cell; what is hatched moves with it
+  await page.check('#hide_special');
+  await page.waitForFunction((m) => document.querySelectorAll('#lines text.token').length === 2 * m, n - 1);
+  assert.match(await hoverCell(page, 4, 5), /: not allowed/);
+  assert.match(await hoverCell(page, 5, 0), /: not allowed/); // key 1 from query 6: outside the window
+  assert.equal((await readCell(page, '#matrix', 5, 1)).value, answer.weights[0][0][6][2]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// The rollout's cell (i, j) as its tooltip reads it.
+async function readRollout(page, i, j) {
+  const c = page.locator('#rollout-matrix .cells canvas');
+  await c.scrollIntoViewIfNeeded();
+  const r = await c.boundingBox();
+  const n = await page.evaluate(() => Number(getComputedStyle(document.querySelector('#rollout-matrix')).getPropertyValue('--rows')));
+  await page.mouse.move(r.x + (j + 0.5) * r.width / n, r.y + (i + 0.5) * r.height / n);
+  await page.waitForSelector('#tooltip:not([hidden])');
+  const text = (await page.textContent('#tooltip')).split(': ')[1];
+  await page.mouse.move(0, 0);
+  return text;
+}
+
+// The model view of a decoder of real heads: every tile in one request,
+// the groups of heads sharing a KV head, the keyboard, the colours; the
+// time from submit to the drawn view printed, not asserted.
+for (const [name, layers, heads, kv] of [['llama16', 16, 32, 8], ['qwen24', 24, 14, 2]]) {
+  test(`the model view of ${layers} layers × ${heads} heads on ${kv} KV heads: one request, grouped, keyboard`, async (t) => {
+    const page = await openModelPage(`model=${name}&sentence=${encodeURIComponent(DECODER_TEXT)}`,
+      undefined, undefined, { layers, heads });
+    const asked = requestsTo(page, '/attention');
+    const ms = await page.evaluate(async ({ layers, heads }) => {
+      document.querySelector('#sentence').value = 'A small cat sat on the warm mat by the door';
+      const t0 = performance.now();
+      document.querySelector('#controls').requestSubmit();
+      await new Promise((resolve) => {
+        const tick = () => {
+          const words = [...document.querySelectorAll('#lines text.token')].map((x) => x.textContent);
+          const thumbs = document.querySelectorAll('#grid button.thumb canvas');
+          return words.join('').includes('by the door') && thumbs.length === layers * (heads + 1) ? resolve() : setTimeout(tick, 0);
+        };
+        tick();
+      });
+      await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+      return performance.now() - t0;
+    }, { layers, heads });
+    t.diagnostic(`${layers} × ${heads} model view: ${ms.toFixed(0)} ms from submit to the drawn view`);
+    assert.equal(asked.length, 1);
+    assert.equal(await page.textContent('#results-title'), `Every layer and head (${layers} × ${heads})`);
+    // the KV groups: a label over each, a gap between them wider than
+    // between two heads of one group, the title naming the KV head
+    const per = heads / kv;
+    assert.deepEqual(await page.$$eval('#grid .kv-label', (a) => a.map((x) => x.textContent)),
+      [...Array(kv).keys()].map((g) => `KV head ${g}`));
+    const x = async (h) => (await page.locator(`#grid button.thumb[data-layer="0"][data-head="${h}"]`).boundingBox());
+    const [a, b, c] = [await x(per - 2), await x(per - 1), await x(per)];
+    const inside = b.x - (a.x + a.width), between = c.x - (b.x + b.width);
+    assert.ok(between >= inside + 5, `gap between groups ${between} px, inside ${inside} px`);
+    assert.equal(await page.getAttribute(`#grid button.thumb[data-layer="1"][data-head="${heads - 1}"]`, 'title'),
+      `layer 1, head ${heads - 1} (KV head ${kv - 1})`);
+    // every tile the server's colours, hatches included (the grid
+    // download asks the server once more)
+    assert.deepEqual(await compareThumbnails(page), { type: 'image/png', compared: layers * heads, differ: 0 });
+    // the keyboard: from the selected tile, across a group and down
+    await page.focus('#grid button.thumb[data-layer="0"][data-head="0"]');
+    for (let k = 0; k < per + 1; k++) await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction((want) => document.querySelector('#enlarged-title').textContent === want,
+      `Layer 1, head ${per + 1} of ${heads}`);
+    await page.keyboard.press('End');
+    assert.equal(await page.evaluate(() => document.activeElement.title), `layer 1, mean of ${heads} heads`);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+}
 
 test('a long input keeps the layout; one past the model\'s positions gets the server\'s message', async () => {
   const words = 'the quick brown fox jump over the lazy dog and the cat sat on the mat because it was hungry'.split(' ');

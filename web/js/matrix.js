@@ -6,8 +6,9 @@ import { drawHeatmap } from './heatmap.js';
 // box, one square of cell pixels per weight on a canvas, in colormap; the
 // tokens are laid out around it in HTML, so the cell under the pointer is
 // exact. readout: the element that shows the cell read; label: what the
-// matrix is, for its description.
-export function drawMatrix({ box, readout, label }, sh, w, cell, colormap) {
+// matrix is, for its description; blocked: the cells no query may attend
+// ([n * m] of 0 or 1, or null), hatched and read as "not allowed".
+export function drawMatrix({ box, readout, label, blocked = null }, sh, w, cell, colormap) {
   box.style.setProperty('--cell', `${cell}px`);
   box.style.setProperty('--rows', sh.n);
   box.style.setProperty('--cols', sh.m);
@@ -31,7 +32,7 @@ export function drawMatrix({ box, readout, label }, sh, w, cell, colormap) {
   frame.setAttribute('role', 'grid');
   frame.setAttribute('aria-label', 'weights: use the arrow keys to read each cell');
   const canvas = document.createElement('canvas');
-  drawHeatmap(canvas, w, colormap);
+  drawHeatmap(canvas, w, colormap, blocked);
   canvas.style.width = `${sh.m * cell}px`;
   canvas.style.height = `${sh.n * cell}px`;
   canvas.setAttribute('role', 'img');
@@ -47,7 +48,8 @@ export function drawMatrix({ box, readout, label }, sh, w, cell, colormap) {
   let at = null;
   const show = (i, j, x, y) => {
     at = [i, j];
-    const text = `${sh.rows[i]} → ${sh.cols[j]}: ${w[i][j]}`;
+    const value = blocked && blocked[i * sh.m + j] ? 'not allowed (the query cannot see this key)' : w[i][j];
+    const text = `${sh.rows[i]} → ${sh.cols[j]}: ${value}`;
     readout.textContent = text;
     mark.hidden = false;
     mark.style.transform = `translate(${j * cell}px, ${i * cell}px)`;

@@ -22,6 +22,12 @@ const MIN_CELL = 10;
 //   count, layers     heads per layer, layers
 //   rollout           [n][m] (a model), else null
 //   b                 the sequence of the batch in view (random weights)
+//   blocked           a causal model's cells no query may attend ([n * m]
+//                     of 0 or 1: a later key, or one outside the sliding
+//                     window), else null; rolloutBlocked the same for the
+//                     rollout, whose paths reach past the window
+//   kvHeads           a decoder's KV heads (query heads share them in
+//                     runs of count / kvHeads), else 0
 // With a model and hide_special, the rows and columns of the [CLS] and
 // [SEP] the tokenizer added are left out of every matrix (the server's
 // special=hide leaves out the same); the weights left are not renormalised.
@@ -36,7 +42,7 @@ function shape() {
   const rows = d.tokens || [...Array(n).keys()].map(String);
   const cols = d.context_tokens || (d.config.context_tokens ? [...Array(m).keys()].map(String) : rows);
   return { model: false, heads: () => heads, mean: () => mean, n, m, rows, cols, b,
-    count: d.config.heads, layers: 1, rollout: null };
+    count: d.config.heads, layers: 1, rollout: null, blocked: null, rolloutBlocked: null, kvHeads: 0 };
 }
 
 // Whether the tokenizer put token i in. A decoder's answer says so
@@ -57,15 +63,32 @@ function modelShape(d) {
   const idx = keep.length ? keep : all;
   const cut = (w) => (idx.length === all.length ? w : idx.map((i) => idx.map((j) => w[i][j])));
   const rows = idx.map((i) => d.tokens[i]);
+  const window = d.config.sliding_window || 0;
   return { model: true, heads: (l) => d.weights[l].map(cut), mean: (l) => cut(d.mean_weights[l]),
     n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads,
-    layers: d.config.layers, rollout: cut(d.rollout), hidden: idx.length < all.length };
+    layers: d.config.layers, rollout: cut(d.rollout), hidden: idx.length < all.length,
+    blocked: d.config.causal ? notAllowed(idx, window) : null,
+    rolloutBlocked: d.config.causal ? notAllowed(idx, 0) : null,
+    kvHeads: d.config.kv_heads || 0 };
+}
+
+// The cells of a causal model no query may attend, between the shown
+// tokens' positions idx: a key after the query, or (window > 0) one the
+// sliding window leaves out. The server's images hatch the same cells.
+function notAllowed(idx, window) {
+  const n = idx.length, blocked = new Uint8Array(n * n);
+  for (let r = 0; r < n; r++)
+    for (let k = 0; k < n; k++) {
+      const i = idx[r], j = idx[k];
+      blocked[r * n + k] = j > i || (window > 0 && j + window <= i) ? 1 : 0;
+    }
+  return blocked;
 }
 
 // A thumbnail: one pixel per weight, as wide as its place (CSS).
-function thumbnail(w, label) {
+function thumbnail(w, label, blocked = null) {
   const c = document.createElement('canvas');
-  drawHeatmap(c, w, state.colormap);
+  drawHeatmap(c, w, state.colormap, blocked);
   c.setAttribute('role', 'img');
   c.setAttribute('aria-label', `attention weights, ${label}`);
   return c;
@@ -103,6 +126,7 @@ function renderHeadGrid(sh) {
   $('results-title').textContent = 'Every head';
   const grid = $('grid');
   grid.className = 'heads';
+  grid.style.gridTemplateColumns = '';
   grid.removeAttribute('role');
   grid.removeAttribute('aria-label');
   const cards = [...Array(sh.count).keys()].map((k) => ({ head: String(k), title: `head ${k}`, w: sh.heads(0)[k] }));
@@ -123,7 +147,9 @@ function renderHeadGrid(sh) {
 
 // A model: BertViz's model view, a row of heads (and their mean) per
 // layer. One thumbnail is in the tab order, the selected one; the arrow
-// keys move between them, Enter or Space selects.
+// keys move between them, Enter or Space selects. A decoder's query heads
+// that share a KV head stand together under its label, a gap between
+// groups.
 function renderModelGrid(sh) {
   $('batch-field').hidden = true;
   $('results-title').textContent = `Every layer and head (${sh.layers} × ${sh.count})`;
@@ -131,30 +157,66 @@ function renderModelGrid(sh) {
   grid.className = 'model-view';
   grid.setAttribute('role', 'group');
   grid.setAttribute('aria-label', 'layers × heads: arrow keys move, Enter selects');
-  grid.style.setProperty('--heads', sh.count + 1);
-  const cells = [document.createElement('span')];
+  const groups = sh.kvHeads > 0 && sh.kvHeads < sh.count ? sh.kvHeads : 0;
+  const per = groups ? sh.count / groups : sh.count;
+  const kvOf = (h) => Math.floor(h / per);
+  // the columns: layer labels, the heads (a gap column before each group
+  // but the first), then a gap and the mean when grouped
+  const startsGroup = (h) => groups > 0 && h % per === 0 && h > 0;
+  const columns = ['max-content'];
+  for (let h = 0; h < sh.count; h++) columns.push(...(startsGroup(h) ? ['var(--kv-gap)'] : []), 'minmax(20px, 1fr)');
+  if (groups) columns.push('var(--kv-gap)');
+  columns.push('minmax(20px, 1fr)');
+  grid.style.gridTemplateColumns = columns.join(' ');
+  const span = (cls, text = '') => {
+    const s = document.createElement('span');
+    s.className = cls;
+    s.textContent = text;
+    return s;
+  };
+  const gap = () => {
+    const s = span('kv-gap');
+    s.setAttribute('aria-hidden', 'true');
+    return s;
+  };
+  const cells = [];
+  if (groups) {
+    cells.push(span('corner'));
+    for (let g = 0; g < groups; g++) {
+      if (g > 0) cells.push(gap());
+      const label = span('kv-label', per > 1 ? `KV head ${g}` : '');
+      label.title = `heads ${g * per}–${(g + 1) * per - 1} share KV head ${g}`;
+      label.style.gridColumn = `span ${per}`;
+      cells.push(label);
+    }
+    cells.push(gap(), span('corner'));
+  }
+  cells.push(span('corner'));
+  // past 8 heads a column is too narrow for "head 13": the number alone
+  const headLabel = (h) => (sh.count > 8 ? String(h) : `head ${h}`);
   for (let h = 0; h <= sh.count; h++) {
-    const top = document.createElement('span');
-    top.className = 'axis';
-    top.textContent = h < sh.count ? `head ${h}` : 'mean';
+    if (h < sh.count && startsGroup(h)) cells.push(gap());
+    if (h === sh.count && groups) cells.push(gap());
+    const top = span('axis', h < sh.count ? headLabel(h) : 'mean');
+    if (h < sh.count && sh.count > 8) top.title = `head ${h}`;
     cells.push(top);
   }
   for (let l = 0; l < sh.layers; l++) {
-    const side = document.createElement('span');
-    side.className = 'axis';
-    side.textContent = `layer ${l}`;
-    cells.push(side);
+    cells.push(span('axis', `layer ${l}`));
     const heads = sh.heads(l);
     for (let h = 0; h <= sh.count; h++) {
+      if (h < sh.count && startsGroup(h)) cells.push(gap());
+      if (h === sh.count && groups) cells.push(gap());
       const head = h < sh.count ? String(h) : 'mean';
-      const label = h < sh.count ? `layer ${l}, head ${h}` : `layer ${l}, mean of ${sh.count} heads`;
+      const label = h === sh.count ? `layer ${l}, mean of ${sh.count} heads`
+        : groups ? `layer ${l}, head ${h} (KV head ${kvOf(h)})` : `layer ${l}, head ${h}`;
       const button = document.createElement('button');
       button.type = 'button';
-      button.className = 'thumb';
+      button.className = h < sh.count && groups && kvOf(h) % 2 === 1 ? 'thumb kv-odd' : 'thumb';
       button.dataset.layer = String(l);
       button.dataset.head = head;
       button.title = label;
-      button.append(thumbnail(h < sh.count ? heads[h] : sh.mean(l), label));
+      button.append(thumbnail(h < sh.count ? heads[h] : sh.mean(l), label, sh.blocked));
       button.addEventListener('click', () => select(String(l), head));
       button.addEventListener('keydown', (e) => moveFocus(e, l, h, sh));
       cells.push(button);
@@ -223,10 +285,12 @@ function renderSelected(sh, room) {
   const wide = Math.max(sh.n, sh.m);
   const fit = (px) => Math.max(MIN_CELL, Math.min(48, Math.floor(Math.min(520, px) / wide)));
   const cell = fit(room.head);
-  drawMatrix({ box: $('matrix'), readout: $('readout'), label: title }, sh, w, cell, state.colormap);
+  drawMatrix({ box: $('matrix'), readout: $('readout'), label: title, blocked: sh.blocked }, sh, w, cell,
+    state.colormap);
   drawLines(sh, w);
   if (sh.rollout) {
-    drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout' }, sh,
+    drawMatrix({ box: $('rollout-matrix'), readout: $('rollout-readout'), label: 'rollout',
+      blocked: sh.rolloutBlocked }, sh,
       sh.rollout, fit(room.rollout), state.colormap);
   }
   // the server's PNGs draw what the page draws: without the special
