@@ -93,7 +93,7 @@ int main(int argc, char **argv)
                 "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
                 "%zu MiB of %s weights\n",
                 m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
-                m->weight_bytes >> 20, xf_dtype_name((int)m->xf.word_emb.dtype));
+                m->weight_bytes >> 20, attn_dtype_name((int)m->xf.word_emb.dtype));
     }
     struct http_server *srv = http_start(&opt, &models);
     if (!srv) {

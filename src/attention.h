@@ -105,6 +105,26 @@ uint64_t attn_stream_draw(uint64_t key, uint64_t n);
 void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
                       float *out);
 
+/* ---------------------------------------------------------------- widths */
+
+/* The widths a weight matrix may be held in. A 16-bit one (a checkpoint's,
+ * used in place) is widened to float32 a panel at a time inside the
+ * products that read it, never whole. */
+typedef enum attn_dtype {
+    ATTN_F32 = 0, /* float */
+    ATTN_F16,     /* IEEE half, as uint16_t */
+    ATTN_BF16     /* bfloat16 (a float's upper half), as uint16_t */
+} attn_dtype;
+
+/* Bytes of one element of dtype. */
+size_t attn_dtype_size(attn_dtype dtype);
+
+/* safetensors' name of dtype: "F32", "F16" or "BF16"; NULL past them. */
+const char *attn_dtype_name(int dtype);
+
+/* dst[i] = src[i] widened to float32 (exactly) for i < count. */
+void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst);
+
 /* ------------------------------------------------------------ parameters */
 
 /*
@@ -124,6 +144,13 @@ struct attn_params {
     /* [d_k] each: with cfg->qk_norm only; not in the state_dict layout
      * below, which is nn.MultiheadAttention's */
     const float *q_norm, *k_norm;
+    /* Instead of any of wq, wk, wv and wo (then NULL): the same matrix
+     * held at a 16-bit width (a checkpoint's, used in place), for a
+     * config with stored_matrices and params_checked. */
+    struct attn_stored {
+        const void *data; /* NULL: the float32 one above is used */
+        attn_dtype dtype;
+    } stored_wq, stored_wk, stored_wv, stored_wo;
 };
 
 /* The tensors of struct attn_params, in state_dict order. */
@@ -361,6 +388,11 @@ struct attn_config {
                             attn_params_draw_tensor()) or checked before
                             (attn_params_check()), so attn_forward() does
                             not look at each value again */
+    bool stored_matrices; /* params may hold their matrices at a 16-bit
+                             width (attn_params.stored): each thread of a
+                             call then has a panel to widen them in,
+                             which attn_forward_bytes() counts. Set before
+                             resolving. */
 };
 
 /*

@@ -33,52 +33,6 @@ void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
     }
 }
 
-size_t xf_dtype_size(xf_dtype dtype)
-{
-    return dtype == XF_F32 ? 4 : 2;
-}
-
-/* An IEEE half's value, exactly (every half is a float). */
-static float half_to_float(uint16_t h)
-{
-    const unsigned exp = h >> 10 & 0x1f, mant = h & 0x3ff;
-    float v;
-    if (exp == 0)
-        v = ldexpf((float)mant, -24); /* zero or subnormal */
-    else if (exp == 31)
-        v = mant ? NAN : INFINITY;
-    else
-        v = ldexpf((float)(mant | 0x400), (int)exp - 25);
-    return h >> 15 ? -v : v;
-}
-
-void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst)
-{
-    if (dtype == XF_F32) {
-        memcpy(dst, src, count * sizeof *dst);
-        return;
-    }
-    const uint16_t *h = src;
-    if (dtype == XF_BF16) {
-        // a bfloat16 is a float's upper half; eight at a time through a
-        // block of bits, which the compiler turns into vector shifts
-        size_t i = 0;
-        for (; i + 8 <= count; i += 8) {
-            uint32_t bits[8];
-            for (size_t k = 0; k < 8; k++)
-                bits[k] = (uint32_t)h[i + k] << 16;
-            memcpy(&dst[i], bits, sizeof bits);
-        }
-        for (; i < count; i++) {
-            const uint32_t bits = (uint32_t)h[i] << 16;
-            memcpy(&dst[i], &bits, sizeof bits);
-        }
-        return;
-    }
-    for (size_t i = 0; i < count; i++)
-        dst[i] = half_to_float(h[i]);
-}
-
 void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
                  float eps, float *y)
 {

@@ -44,6 +44,7 @@
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
+#include "widen.h"
 #include "workspace.h"
 
 #include <assert.h>
@@ -101,17 +102,47 @@ struct forward {
 
 /* --------------------------------------------------------------- helpers */
 
+/* A projection's weight matrix as the params hold it: float32, or at its
+ * stored 16-bit width (attn_params.stored_wq and the others). */
+struct held {
+    const void *w;
+    attn_dtype dtype;
+};
+
+static struct held held(const float *w32, struct attn_stored w16)
+{
+    if (w16.data)
+        return (struct held){w16.data, w16.dtype};
+    return (struct held){w32, ATTN_F32};
+}
+
+/* Does p hold any matrix at a 16-bit width? */
+static bool holds_stored(const struct attn_params *p)
+{
+    return p->stored_wq.data || p->stored_wk.data || p->stored_wv.data ||
+           p->stored_wo.data;
+}
+
 /* y[r] = x[r] * w^T + bias for r < rows.  x: [rows][in] (ld in),
- * w: [out][in], y: [rows][ldy]. */
-static void linear(const float *x, size_t rows, size_t in, const float *w,
-                   const float *bias, size_t out, float *y, size_t ldy)
+ * w: [out][in], y: [rows][ldy]; panel: the thread's, for a 16-bit w. */
+static void linear(const float *x, size_t rows, size_t in, struct held w,
+                   const float *bias, size_t out, float *y, size_t ldy,
+                   float *panel)
 {
     if (bias)
         for (size_t r = 0; r < rows; r++)
             memcpy(y + r * ldy, bias, out * sizeof *y);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out,
-                (int)in, 1.0f, x, (int)in, w, (int)in, bias ? 1.0f : 0.0f, y,
-                (int)ldy);
+    const struct widen_product pr = {.x = x,
+                                     .ldx = in,
+                                     .rows = rows,
+                                     .in = in,
+                                     .w = w.w,
+                                     .dtype = w.dtype,
+                                     .ldw = in,
+                                     .out = out,
+                                     .y = y,
+                                     .ldy = ldy};
+    widen_product(&pr, bias ? 1.0f : 0.0f, panel);
 }
 
 /* What a projected q or k of heads heads gets before its scores: the
@@ -136,11 +167,12 @@ static void place_heads(const struct forward *f, float *x, size_t rows,
 /* Q of rows [r0, r0 + rows) of a sequence, from x (those rows, positions
  * added). q: [rows][heads * d_k] */
 static void project_q(const struct forward *f, const float *x, size_t rows,
-                      size_t r0, float *q)
+                      size_t r0, float *q, float *panel)
 {
     const struct attn_config *c = f->cfg;
     const size_t hk = c->heads * c->d_k;
-    linear(x, rows, c->d_model, f->p->wq, f->p->bq, hk, q, hk);
+    linear(x, rows, c->d_model, held(f->p->wq, f->p->stored_wq),
+           f->p->bq, hk, q, hk, panel);
     place_heads(f, q, rows, c->heads, f->p->q_norm, r0);
 }
 
@@ -338,6 +370,7 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
         s->tile = PART(TILE);
         s->online = PART(ONLINE);
         s->out = PART(OUT);
+        s->panel = PART(PANEL);
         for (int i = Q; i < N_PARTS; i++)
             if (count[i]) {
                 size_t bytes = count[i] * elem[i] + WS_ALIGN - 1;
@@ -570,7 +603,8 @@ static void block_output(struct forward *f, const struct block *bk,
     float *o = f->res->output + (bk->b * c->n_query + bk->r0) * d_out;
     if (c->mode == ATTN_MODE_PROJECTED && !c->no_out_proj) {
         float *dst = o == bk->heads ? sc->out : o;
-        linear(bk->heads, bk->rows, hv, f->p->wo, f->p->bo, d_out, dst, d_out);
+        linear(bk->heads, bk->rows, hv, held(f->p->wo, f->p->stored_wo),
+               f->p->bo, d_out, dst, d_out, sc->panel);
         if (dst != o)
             memcpy(o, dst, bk->rows * d_out * sizeof *o);
     } else if (o != bk->heads) {
@@ -718,7 +752,7 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 
     if (c->mode == ATTN_MODE_PROJECTED) {
         float *q = (c->want & ATTN_WANT_Q) ? f->res->q + row0 * hk : sc->q;
-        project_q(f, bk.x_pe, bk.rows, bk.r0, q);
+        project_q(f, bk.x_pe, bk.rows, bk.r0, q, sc->panel);
         bk.q = q;
         bk.ldq = hk;
     } else {
@@ -750,7 +784,7 @@ static void query_unit(struct forward *f, size_t unit, struct scratch *sc)
 /* K and V of context rows [r0, r0 + rows) of sequence b, from ctx (those
  * rows, positions added), rotated when positional is rope. */
 static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
-                       const float *ctx, float *k, float *v)
+                       const float *ctx, float *k, float *v, float *panel)
 {
     const struct attn_config *c = f->cfg;
     const size_t gk = c->kv_heads * c->d_k, gv = c->kv_heads * c->d_v;
@@ -759,9 +793,11 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
         c->value ? c->value + (b * c->n_ctx + r0) * c->d_value : ctx;
     /* V only when something reads it: the weights alone need none */
     const bool want_v = f->paths.need_pv || (c->want & ATTN_WANT_V);
-    linear(ctx, rows, c->d_ctx, f->p->wk, f->p->bk, gk, k, gk);
+    linear(ctx, rows, c->d_ctx, held(f->p->wk, f->p->stored_wk),
+           f->p->bk, gk, k, gk, panel);
     if (want_v)
-        linear(vin, rows, c->d_value, f->p->wv, f->p->bv, gv, v, gv);
+        linear(vin, rows, c->d_value, held(f->p->wv, f->p->stored_wv),
+               f->p->bv, gv, v, gv, panel);
     place_heads(f, k, rows, c->kv_heads, f->p->k_norm, r0);
     if (!rows_finite(k, rows * gk) || (want_v && !rows_finite(v, rows * gv)))
         note_overflow(f, b, r0);
@@ -814,7 +850,7 @@ static void key_unit(struct forward *f, size_t unit, struct scratch *sc)
         return;
     }
     float *k = f->k + row0 * gk, *v = f->v + row0 * gv;
-    project_kv(f, b, r0, rows, ctx, k, v);
+    project_kv(f, b, r0, rows, ctx, k, v, sc->panel);
     if (r0 + rows == m)
         append_keys(f, k + rows * gk, v + rows * gv);
 }
@@ -869,7 +905,7 @@ static void key_outer_queries(struct forward *f, size_t unit,
     const float *x = rows_with_positions(f->x, f->x_pe, c->n_query, c->d_model,
                                          bk.b, bk.r0, bk.rows);
     float *q = key_outer_q(f, bk.r0);
-    project_q(f, x, bk.rows, bk.r0, q);
+    project_q(f, x, bk.rows, bk.r0, q, sc->panel);
     for (size_t a = 0; a < c->heads; a++)
         stream_start(&bk, dv, c->heads * dv,
                      f->online_seq + a * c->n_query + bk.r0, bk.heads + a * dv);
@@ -891,7 +927,7 @@ static void key_outer_keys(struct forward *f, size_t unit, struct scratch *sc)
             ? rows_with_positions(f->context, f->c_pe, m, c->d_ctx, b, r0, rows)
             : (f->x_pe ? f->x_pe : f->x) + (b * m + r0) * c->d_ctx;
     float *k = f->k + (r0 - f->j0) * gk, *v = f->v + (r0 - f->j0) * gv;
-    project_kv(f, b, r0, rows, ctx, k, v);
+    project_kv(f, b, r0, rows, ctx, k, v, sc->panel);
 }
 
 /* Unit: a query block folds the key block in hand into every head. */
@@ -1007,6 +1043,11 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
         return attn_fail(err, ATTN_E_INVALID, "params",
                          "qk_norm needs explicit params with q_norm and "
                          "k_norm");
+    if (cfg.params && holds_stored(cfg.params) &&
+        !(cfg.stored_matrices && cfg.params_checked))
+        return attn_fail(err, ATTN_E_INVALID, "params",
+                         "16-bit matrices need a config resolved with "
+                         "stored_matrices, and checked params");
     if (cfg.mode == ATTN_MODE_PROJECTED) {
         if (cfg.params) {
             st = cfg.params_checked ? ATTN_OK

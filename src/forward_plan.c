@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 
 #include "forward_plan.h"
+#include "widen.h"
 #include "checked.h"
 #include "pool.h"
 #include "workspace.h"
@@ -118,6 +119,8 @@ void forward_workspace(const struct attn_config *c, const struct paths *p,
     if (!p->full_path || !(want & ATTN_WANT_WEIGHTS))
         if (!size_mul(qb, w->tile_ld, &count[TILE]))
             count[TILE] = SIZE_MAX;
+    if (projected && c->stored_matrices)
+        count[PANEL] = WIDEN_PANEL_FLOATS;
 
     struct ws_plan pl = {0, false};
     for (int i = 0; i < N_PARTS; i++) {

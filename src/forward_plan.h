@@ -29,6 +29,8 @@ struct scratch {
     struct softmax_online *online; /* [query_rows] */
     float *out; /* [query_rows][d_out] when head outputs are projected
                    in place (key-outer) */
+    float *panel; /* [WIDEN_PANEL_FLOATS] with stored_matrices: the
+                     16-bit weights widened a panel at a time */
 };
 
 /* Which way a pass goes and how it is cut, from the config alone. */
@@ -69,6 +71,7 @@ enum {
     TILE,
     ONLINE,
     OUT,
+    PANEL,
     N_PARTS
 };
 

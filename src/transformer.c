@@ -29,6 +29,7 @@
 #include "pool.h"
 #include "transformer.h"
 #include "transformer_units.h"
+#include "widen.h"
 #include "workspace.h"
 
 #include <cblas.h>
@@ -67,14 +68,11 @@ struct pass {
     const float *final_w, *final_b; /* the final norm, for final_rows */
     /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
     void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
-    /* the feed-forward product in hand: its float32 weights (the
-     * checkpoint's, or widened into the workspace) and its bias */
-    const float *w, *b;
-    /* the widening in hand: count values of src into dst */
-    const void *widen_src;
-    xf_dtype widen_dtype;
-    float *widen_dst;
-    size_t widen_count;
+    /* the feed-forward product in hand: its weights as the checkpoint
+     * holds them, and its bias */
+    struct xf_matrix w;
+    const float *b;
+    float *panels; /* a panel per member, for 16-bit weights (widen.h) */
     atomic_bool overflowed;
 };
 
@@ -117,32 +115,51 @@ static const float *ffn_input(const struct pass *p)
     return p->m->arch.norm_place == XF_NORM_AFTER ? p->x1 : p->normed;
 }
 
-/* out = in W^T + b over a tile, out's rows ld apart. (IW, not I:
- * cblas.h brings complex.h's I.) */
+/* The panel of a member of the team. */
+static float *member_panel(const struct pass *p, unsigned member)
+{
+    return p->panels ? p->panels + (size_t)member * WIDEN_PANEL_FLOATS : NULL;
+}
+
+/* Rows [c0, ...) of a matrix with cols columns. */
+static const void *matrix_rows(struct xf_matrix w, size_t c0, size_t cols)
+{
+    return (const char *)w.data + c0 * cols * attn_dtype_size(w.dtype);
+}
+
+/* out = in W^T + b over a tile, out's rows IW apart, with the product in
+ * hand (p->w, p->b). (IW, not I: cblas.h brings complex.h's I.) */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
-                         const float *w, const float *b, float *out)
+                         float *out, unsigned member)
 {
     const size_t H = p->m->hidden, IW = p->m->intermediate;
     float *o = out + t->r0 * IW + t->c0;
-    if (b)
+    if (p->b)
         for (size_t r = 0; r < t->rows; r++)
-            memcpy(o + r * IW, b + t->c0, t->width * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t->rows,
-                (int)t->width, (int)H, 1.0f, ffn_input(p) + t->r0 * H, (int)H,
-                w + t->c0 * H, (int)H, b ? 1.0f : 0.0f, o, (int)IW);
+            memcpy(o + r * IW, p->b + t->c0, t->width * sizeof(float));
+    const struct widen_product pr = {.x = ffn_input(p) + t->r0 * H,
+                                     .ldx = H,
+                                     .rows = t->rows,
+                                     .in = H,
+                                     .w = matrix_rows(p->w, t->c0, H),
+                                     .dtype = p->w.dtype,
+                                     .ldw = H,
+                                     .out = t->width,
+                                     .y = o,
+                                     .ldy = IW};
+    widen_product(&pr, p->b ? 1.0f : 0.0f, member_panel(p, member));
 }
 
 /* inter = act(up x) (plain) or gate = act(gate x) (gated), a tile of
  * it, with the product in hand (p->w, p->b). */
 static void activated_tile(void *arg, size_t u, unsigned member)
 {
-    (void)member;
     struct pass *p = arg;
     const struct xf_model *m = p->m;
     const size_t IW = m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, IW, u);
     float *out = m->arch.ffn == XF_FFN_GATED ? p->gate : p->inter;
-    tile_product(p, &t, p->w, p->b, out);
+    tile_product(p, &t, out, member);
     for (size_t r = 0; r < t.rows; r++)
         xf_activation(m->arch.act, out + (t.r0 + r) * IW + t.c0, t.width);
 }
@@ -150,11 +167,10 @@ static void activated_tile(void *arg, size_t u, unsigned member)
 /* inter = (up x) * gate, a tile of it (gated). */
 static void gated_tile(void *arg, size_t u, unsigned member)
 {
-    (void)member;
     struct pass *p = arg;
     const size_t IW = p->m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, IW, u);
-    tile_product(p, &t, p->w, p->b, p->inter);
+    tile_product(p, &t, p->inter, member);
     float *inter = p->inter + t.r0 * IW + t.c0;
     const float *gate = p->gate + t.r0 * IW + t.c0;
     for (size_t r = 0; r < t.rows; r++)
@@ -162,23 +178,9 @@ static void gated_tile(void *arg, size_t u, unsigned member)
             inter[r * IW + c] *= gate[r * IW + c];
 }
 
-/* Values [u * WIDEN_UNIT, ...) of the widening in hand. */
-enum { WIDEN_UNIT = 1 << 16 };
-static void widen_unit(void *arg, size_t u, unsigned member)
-{
-    (void)member;
-    struct pass *p = arg;
-    const size_t at = u * WIDEN_UNIT;
-    const size_t count =
-        p->widen_count - at < WIDEN_UNIT ? p->widen_count - at : WIDEN_UNIT;
-    xf_widen((const char *)p->widen_src + at * xf_dtype_size(p->widen_dtype),
-             p->widen_dtype, count, p->widen_dst + at);
-}
-
 /* h_out = inter W_down^T + b_down + x1, a tile of it. */
 static void output_tile(void *arg, size_t u, unsigned member)
 {
-    (void)member;
     struct pass *p = arg;
     const size_t H = p->m->hidden, IW = p->m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, H, u);
@@ -192,9 +194,17 @@ static void output_tile(void *arg, size_t u, unsigned member)
         else
             memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t.rows,
-                (int)t.width, (int)IW, 1.0f, p->inter + t.r0 * IW, (int)IW,
-                p->w + t.c0 * IW, (int)IW, 1.0f, out, (int)H);
+    const struct widen_product pr = {.x = p->inter + t.r0 * IW,
+                                     .ldx = IW,
+                                     .rows = t.rows,
+                                     .in = IW,
+                                     .w = matrix_rows(p->w, t.c0, IW),
+                                     .dtype = p->w.dtype,
+                                     .ldw = IW,
+                                     .out = t.width,
+                                     .y = out,
+                                     .ldy = H};
+    widen_product(&pr, 1.0f, member_panel(p, member));
 }
 
 /* A look for values float32 could not hold. */
@@ -228,7 +238,7 @@ static void final_rows(struct pass *p, size_t r0, size_t rows)
 /* Row r of an embedding table w, widened into out[H]. */
 static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
 {
-    xf_widen((const char *)w.data + r * H * xf_dtype_size(w.dtype), w.dtype, H,
+    attn_widen((const char *)w.data + r * H * attn_dtype_size(w.dtype), w.dtype, H,
              out);
 }
 
@@ -323,7 +333,7 @@ struct stack {
     const atomic_bool *cancel;
     struct xf_result *out;
     float *ffn;            /* the workspace's feed-forward rows */
-    float *widened;        /* the workspace's widened weights */
+    float *panels;         /* the workspace's panels, one per member */
     struct pool_team team; /* on the call's own pool, NULL for one */
 };
 
@@ -343,31 +353,27 @@ static void run_rows(struct stack *s, struct pass *p,
     pool_phase(&s->team, rows_unit, p, xf_row_units(p->n));
 }
 
-/* The float32 values of a rows x cols matrix: the checkpoint's own, or
- * widened into dst on the team. */
-static const float *matrix_floats(struct stack *s, struct pass *p,
-                                  struct xf_matrix w, size_t rows, size_t cols,
-                                  float *dst)
-{
-    if (w.dtype == XF_F32)
-        return w.data;
-    p->widen_src = w.data;
-    p->widen_dtype = w.dtype;
-    p->widen_dst = dst;
-    p->widen_count = rows * cols;
-    run_phase(s, widen_unit, p, (p->widen_count + WIDEN_UNIT - 1) / WIDEN_UNIT);
-    return dst;
-}
-
-/* The feed-forward (its output used): the product through w's float32
- * values by tiles, after whichever widening it needs. */
+/* The feed-forward (its output used): the product through w by tiles. */
 static void ffn_product(struct stack *s, struct pass *p, pool_unit tile,
-                        struct xf_matrix w, const float *b, size_t out,
-                        size_t in)
+                        struct xf_matrix w, const float *b, size_t out)
 {
-    p->w = matrix_floats(s, p, w, out, in, s->widened);
+    p->w = w;
     p->b = b;
     run_phase(s, tile, p, xf_tile_count(p->n, out));
+}
+
+/* A float32 matrix for the core's params, NULL for a 16-bit one ... */
+static const float *float_matrix(struct xf_matrix w)
+{
+    return w.dtype == ATTN_F32 ? w.data : NULL;
+}
+
+/* ... which goes as it is stored instead. */
+static struct attn_stored stored_matrix(struct xf_matrix w)
+{
+    if (w.dtype == ATTN_F32)
+        return (struct attn_stored){NULL, ATTN_F32};
+    return (struct attn_stored){w.data, w.dtype};
 }
 
 /* Layer l: attention through the core, with the feed-forward when its
@@ -393,30 +399,33 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
                      .normed = before ? s->ffn + n * (H + IW) : NULL,
                      .gate = gated ? s->ffn + n * (H + IW + before * H) : NULL,
                      .final_w = m->final_norm_w,
-                     .final_b = m->final_norm_b};
+                     .final_b = m->final_norm_b,
+                     .panels = s->panels};
     atomic_init(&p.overflowed, false);
-    // the attention's weights as float32, laid q, k, v, o in the workspace
-    const size_t hd = m->heads * m->head_dim, gd = m->kv_heads * m->head_dim;
-    float *wq = s->widened, *wk = wq + hd * H, *wv = wk + gd * H,
-          *wo = wv + gd * H;
-    if (s->team.pool)
-        pool_acquire(s->team.pool);
-    if (before)
+    if (before) {
+        if (s->team.pool)
+            pool_acquire(s->team.pool);
         run_rows(s, &p, input_norm_rows);
+        if (s->team.pool)
+            pool_release(s->team.pool);
+    }
+    // the attention's matrices as the checkpoint holds them
     const struct attn_params params = {
-        .wq = matrix_floats(s, &p, y->q_w, hd, H, wq),
+        .wq = float_matrix(y->q_w),
         .bq = y->q_b,
-        .wk = matrix_floats(s, &p, y->k_w, gd, H, wk),
+        .wk = float_matrix(y->k_w),
         .bk = y->k_b,
-        .wv = matrix_floats(s, &p, y->v_w, gd, H, wv),
+        .wv = float_matrix(y->v_w),
         .bv = y->v_b,
-        .wo = matrix_floats(s, &p, y->o_w, H, hd, wo),
+        .wo = float_matrix(y->o_w),
         .bo = y->o_b,
         .q_norm = y->q_norm_w,
         .k_norm = y->k_norm_w,
+        .stored_wq = stored_matrix(y->q_w),
+        .stored_wk = stored_matrix(y->k_w),
+        .stored_wv = stored_matrix(y->v_w),
+        .stored_wo = stored_matrix(y->o_w),
     };
-    if (s->team.pool)
-        pool_release(s->team.pool);
 
     const unsigned kind = xf_attn_kind(plan, l);
     struct attn_config cfg = plan->attn[kind];
@@ -449,12 +458,12 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
         pool_acquire(s->team.pool);
     run_rows(s, &p, residual_rows);
     if (gated) {
-        ffn_product(s, &p, activated_tile, y->gate_w, y->gate_b, IW, H);
-        ffn_product(s, &p, gated_tile, y->up_w, y->up_b, IW, H);
+        ffn_product(s, &p, activated_tile, y->gate_w, y->gate_b, IW);
+        ffn_product(s, &p, gated_tile, y->up_w, y->up_b, IW);
     } else {
-        ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW, H);
+        ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW);
     }
-    ffn_product(s, &p, output_tile, y->down_w, y->down_b, H, IW);
+    ffn_product(s, &p, output_tile, y->down_w, y->down_b, H);
     run_rows(s, &p, finish_rows);
     const bool last = l + 1 == m->layers;
     if (last && m->arch.final_norm)
@@ -503,7 +512,7 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     for (int i = 0; i < XF_WS_PARTS; i++)
         ws[i] = (float *)(block + plan->ws_offset[i]);
     s.ffn = ws[XF_WS_FFN];
-    s.widened = ws[XF_WS_WIDEN];
+    s.panels = plan->ws_count[XF_WS_WIDEN] ? ws[XF_WS_WIDEN] : NULL;
 
     const size_t nh = run->n * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows

@@ -87,32 +87,17 @@ const char *xf_positions_name(int positions);
 
 /* ---------------------------------------------------------------- model */
 
-/* The widths a weight matrix may be stored in. */
-typedef enum xf_dtype {
-    XF_F32 = 0, /* float */
-    XF_F16,     /* IEEE half, as uint16_t */
-    XF_BF16     /* bfloat16 (a float's upper half), as uint16_t */
-} xf_dtype;
-
-/* Bytes of one element of dtype. */
-size_t xf_dtype_size(xf_dtype dtype);
-
-/* safetensors' name of dtype: "F32", "F16" or "BF16"; NULL past them. */
-const char *xf_dtype_name(int dtype);
-
 /*
- * A weight matrix as a checkpoint stores it, row-major, read in place: a
- * pass widens a 16-bit one to float32 a matrix at a time into its own
- * workspace, so the model's weights stay the width they are stored in.
- * The shape is the model's (below). data NULL: absent.
+ * A weight matrix as a checkpoint stores it, row-major, read in place (its
+ * width: attention.h's attn_dtype): the products widen a 16-bit one to
+ * float32 a panel at a time in per-thread scratch, so the model's weights
+ * stay the width they are stored in and are never copied whole. The
+ * shape is the model's (below). data NULL: absent.
  */
 struct xf_matrix {
     const void *data;
-    xf_dtype dtype;
+    attn_dtype dtype;
 };
-
-/* dst[i] = src[i] widened to float32 (exactly) for i < count. */
-void xf_widen(const void *src, xf_dtype dtype, size_t count, float *dst);
 
 /*
  * One block, in nn.Linear's layout (weight [out][in], y = x W^T + b).
@@ -236,8 +221,8 @@ enum {
     XF_WS_ROLL_A,
     XF_WS_ROLL_B,
     XF_WS_FFN,
-    XF_WS_WIDEN, /* 16-bit weights widened: a layer's attention's four, or
-                    one feed-forward matrix */
+    XF_WS_WIDEN, /* a panel per member of the team (widen.h), for the
+                    feed-forward's 16-bit matrices */
     XF_WS_PARTS
 };
 

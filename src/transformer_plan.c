@@ -10,6 +10,7 @@
 #include "pool.h"
 #include "transformer.h"
 #include "transformer_units.h"
+#include "widen.h"
 #include "workspace.h"
 
 #include <math.h>
@@ -50,11 +51,6 @@ const char *xf_positions_name(int positions)
     return NAME_OF(names, positions);
 }
 
-const char *xf_dtype_name(int dtype)
-{
-    static const char *const names[] = {"F32", "F16", "BF16"};
-    return NAME_OF(names, dtype);
-}
 
 /* ------------------------------------------------------------ checking */
 
@@ -143,7 +139,7 @@ static bool present_as(const void *t, bool wanted)
 static bool matrix_as(struct xf_matrix w, bool wanted)
 {
     return present_as(w.data, wanted) &&
-           (w.dtype == XF_F32 || w.dtype == XF_F16 || w.dtype == XF_BF16);
+           (w.dtype == ATTN_F32 || w.dtype == ATTN_F16 || w.dtype == ATTN_BF16);
 }
 
 static attn_status check_tensors(const struct xf_model *m,
@@ -302,6 +298,27 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
     return kind;
 }
 
+/* Is any of the model's attention (or, attention false, feed-forward)
+ * matrices held at 16 bits? Their products then widen them a panel at a
+ * time in per-thread scratch (widen.h). */
+static bool holds_16bit(const struct xf_model *m, bool attention)
+{
+    for (size_t l = 0; l < m->layers; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const struct xf_matrix *w[4] = {&y->q_w, &y->k_w, &y->v_w, &y->o_w};
+        if (!attention) {
+            w[0] = &y->up_w;
+            w[1] = &y->down_w;
+            w[2] = &y->gate_w;
+            w[3] = &y->gate_w;
+        }
+        for (int i = 0; i < 4; i++)
+            if (w[i]->data && w[i]->dtype != ATTN_F32)
+                return true;
+    }
+    return false;
+}
+
 /* The attention of a layer of kind as the core's config; resolved.
  * Always the mean weights, so that every call takes the core's full path,
  * and the weights have the same bits whether or not the output is also
@@ -341,6 +358,7 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     static const struct attn_params explicit_params;
     cfg->params = &explicit_params;
     cfg->params_checked = true;
+    cfg->stored_matrices = holds_16bit(m, true);
     return attn_config_resolve(cfg, err);
 }
 
@@ -358,30 +376,6 @@ static size_t ffn_floats_per_row(const struct xf_model *m)
     return per_row;
 }
 
-/* Floats of the workspace that widens 16-bit weights: a layer's four
- * attention matrices at once (the attention core reads them together),
- * or one feed-forward matrix; 0 when every matrix is float32. Under
- * XF_MAX_DIM, no product here overflows. */
-static size_t widen_floats(const struct xf_model *m)
-{
-    const size_t H = m->hidden, IW = m->intermediate;
-    const size_t hd = m->heads * m->head_dim, gd = m->kv_heads * m->head_dim;
-    size_t most = 0;
-    for (size_t l = 0; l < m->layers; l++) {
-        const struct xf_layer *y = &m->layer[l];
-        const bool attn16 = y->q_w.dtype != XF_F32 || y->k_w.dtype != XF_F32 ||
-                            y->v_w.dtype != XF_F32 || y->o_w.dtype != XF_F32;
-        const size_t attn = attn16 ? 2 * hd * H + 2 * gd * H : 0;
-        const bool ffn16 = y->up_w.dtype != XF_F32 ||
-                           y->down_w.dtype != XF_F32 ||
-                           (y->gate_w.data && y->gate_w.dtype != XF_F32);
-        const size_t ffn = ffn16 ? IW * H : 0;
-        most = attn > most ? attn : most;
-        most = ffn > most ? ffn : most;
-    }
-    return most;
-}
-
 static bool plan_workspace(struct xf_plan *p)
 {
     const size_t n = p->run.n;
@@ -397,7 +391,9 @@ static bool plan_workspace(struct xf_plan *p)
     // before the first layer, two embedding rows are widened there
     if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
         p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
-    p->ws_count[XF_WS_WIDEN] = widen_floats(p->m);
+    // a panel per member of the team, for the feed-forward's products
+    if (holds_16bit(p->m, false))
+        p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
     struct ws_plan w = {0, false};
     for (int i = 0; i < XF_WS_PARTS && ok; i++)
         ws_take(&w, &p->ws_offset[i], p->ws_count[i], sizeof(float));

@@ -157,7 +157,7 @@ static bool decoder_part(struct buf *b, const struct model *m)
                             ",\"tied_embeddings\":%s,\"dtype\":\"%s\","
                             "\"tokenizer\":\"%s\"",
                             m->extra.tied ? "true" : "false",
-                            xf_dtype_name((int)x->word_emb.dtype), tok_name(&m->tokenizer));
+                            attn_dtype_name((int)x->word_emb.dtype), tok_name(&m->tokenizer));
 }
 
 char *models_document(const struct models *set, size_t *len)

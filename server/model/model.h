@@ -6,8 +6,8 @@
  * looked up in the family table (family.h).
  *
  * Weight matrices are used in place from a read-only mapping of the file,
- * at the width they are stored in (F32, F16 or BF16; a pass widens them a
- * matrix at a time); vectors (biases, norms) that are not F32, and any
+ * at the width they are stored in (F32, F16 or BF16; the products widen
+ * them a panel at a time, src/widen.h); vectors (biases, norms) that are not F32, and any
  * tensor not aligned to its width, are converted to float32 once, into
  * one block. One loaded model serves every request; it
  * is never written after model_load() returns.

@@ -80,9 +80,9 @@ static bool fail_tensor(const struct taker *tk, size_t shard,
 }
 
 /* The width the core reads a safetensors dtype at. */
-static xf_dtype dtype_of(st_dtype d)
+static attn_dtype dtype_of(st_dtype d)
 {
-    return d == ST_F16 ? XF_F16 : d == ST_BF16 ? XF_BF16 : XF_F32;
+    return d == ST_F16 ? ATTN_F16 : d == ST_BF16 ? ATTN_BF16 : ATTN_F32;
 }
 
 /* The outputs a slot takes: rows of a [out][in] matrix or vector, columns
@@ -183,18 +183,18 @@ static bool check_unused(const struct taker *tk, const char *prefix,
 
 /* Whether element e of a 16-bit array is Inf or NaN: its exponent bits
  * all set. */
-static bool half_nonfinite(const unsigned char *src, xf_dtype dtype, size_t e)
+static bool half_nonfinite(const unsigned char *src, attn_dtype dtype, size_t e)
 {
     uint16_t h;
     memcpy(&h, src + 2 * e, 2);
-    const uint16_t exp = dtype == XF_F16 ? 0x7c00 : 0x7f80;
+    const uint16_t exp = dtype == ATTN_F16 ? 0x7c00 : 0x7f80;
     return (h & exp) == exp;
 }
 
 /* The first element of held[count] that is not finite, or count. */
 static size_t first_nonfinite(struct xf_matrix held, size_t count)
 {
-    if (held.dtype == XF_F32) {
+    if (held.dtype == ATTN_F32) {
         const float *v = held.data;
         for (size_t e = 0; e < count; e++)
             if (!isfinite(v[e]))
@@ -212,15 +212,15 @@ static size_t first_nonfinite(struct xf_matrix held, size_t count)
 static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
                       const unsigned char *src, bool widen, void *dst)
 {
-    const xf_dtype dtype = dtype_of(t->dtype);
-    const size_t es = xf_dtype_size(dtype), outs = slot_outputs(w);
+    const attn_dtype dtype = dtype_of(t->dtype);
+    const size_t es = attn_dtype_size(dtype), outs = slot_outputs(w);
     const size_t in = w->cols ? (w->in_out ? w->rows : w->cols) : 1;
     const size_t out_es = widen ? sizeof(float) : es;
     unsigned char *d = dst;
     if (!w->in_out) { /* rows [out0, out0 + outs), contiguous */
         const unsigned char *from = src + w->out0 * in * es;
         if (widen)
-            xf_widen(from, dtype, outs * in, dst);
+            attn_widen(from, dtype, outs * in, dst);
         else
             memcpy(dst, from, outs * in * es);
         return;
@@ -230,7 +230,7 @@ static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
         for (size_t i = 0; i < in; i++) {
             const unsigned char *e = src + (i * w->cols + w->out0 + o) * es;
             if (widen)
-                xf_widen(e, dtype, 1,
+                attn_widen(e, dtype, 1,
                          (float *)(void *)(d + (o * in + i) * out_es));
             else
                 memcpy(d + (o * in + i) * out_es, e, es);
@@ -247,7 +247,7 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
     for (size_t i = 0; i < n; i++)
         if (!f[i].in_place) {
             const size_t es = w[i].matrix
-                                  ? xf_dtype_size(dtype_of(f[i].t->dtype))
+                                  ? attn_dtype_size(dtype_of(f[i].t->dtype))
                                   : sizeof(float);
             converted += (slot_elements(&w[i]) * es + 3) & ~(size_t)3;
         }
@@ -269,20 +269,20 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
         struct xf_matrix held = {.data = src, .dtype = dtype_of(t->dtype)};
         const size_t in = w[i].cols ? (w[i].in_out ? w[i].rows : w[i].cols) : 1;
         if (f[i].in_place) {
-            held.data = src + w[i].out0 * in * xf_dtype_size(held.dtype);
+            held.data = src + w[i].out0 * in * attn_dtype_size(held.dtype);
         } else {
             const bool widen = !w[i].matrix; /* a vector, or misaligned */
-            copy_slot(&w[i], t, src, widen || held.dtype == XF_F32, next);
+            copy_slot(&w[i], t, src, widen || held.dtype == ATTN_F32, next);
             if (widen)
-                held.dtype = XF_F32;
+                held.dtype = ATTN_F32;
             held.data = next;
-            next += (count * xf_dtype_size(held.dtype) + 3) & ~(size_t)3;
+            next += (count * attn_dtype_size(held.dtype) + 3) & ~(size_t)3;
         }
-        m->weight_bytes += count * xf_dtype_size(held.dtype);
+        m->weight_bytes += count * attn_dtype_size(held.dtype);
         const size_t bad = first_nonfinite(held, count);
         if (bad < count) {
             float v;
-            xf_widen((const char *)held.data + bad * xf_dtype_size(held.dtype),
+            attn_widen((const char *)held.data + bad * attn_dtype_size(held.dtype),
                      held.dtype, 1, &v);
             return fail_tensor(tk, f[i].shard, t->name, "element %zu is %s",
                                bad, isnan(v) ? "NaN" : "Inf");

@@ -118,9 +118,9 @@ static size_t safetensors_bytes(const char *dir)
     return total;
 }
 
-static const char *dtype_name(xf_dtype d)
+static const char *dtype_name(attn_dtype d)
 {
-    return d == XF_F32 ? "F32" : d == XF_F16 ? "F16" : "BF16";
+    return d == ATTN_F32 ? "F32" : d == ATTN_F16 ? "F16" : "BF16";
 }
 
 /* A text of exactly `want` tokens under tok (what it adds included), of

@@ -354,12 +354,12 @@ static void test_variants_load_and_match(void **state)
         const char *name;
         bool lower, converted;
         size_t layers, hidden;
-        xf_dtype dtype;
+        attn_dtype dtype;
     } variants[] = {
-        {"f32", true, false, 2, 32, XF_F32},
-        {"f16_prefixed", true, true, 3, 48, XF_F16},
-        {"bf16_legacy", false, true, 2, 64, XF_BF16},
-        {"f32_prefixed_legacy", true, false, 2, 32, XF_F32},
+        {"f32", true, false, 2, 32, ATTN_F32},
+        {"f16_prefixed", true, true, 3, 48, ATTN_F16},
+        {"bf16_legacy", false, true, 2, 64, ATTN_BF16},
+        {"f32_prefixed_legacy", true, false, 2, 32, ATTN_F32},
     };
     for (size_t i = 0; i < 4; i++) {
         char dir[256];
@@ -516,13 +516,13 @@ static void test_decoders_load_and_match(void **state)
     (void)state;
     const struct {
         const char *name;
-        xf_dtype dtype;
+        attn_dtype dtype;
         size_t shards;
     } variants[] = {
-        {"gpt2", XF_F32, 1},    {"gpt2_prefixed", XF_F16, 1},
-        {"llama2", XF_BF16, 1}, {"llama3", XF_F32, 2},
-        {"mistral", XF_F16, 1}, {"qwen2", XF_BF16, 1},
-        {"qwen3", XF_F32, 1},
+        {"gpt2", ATTN_F32, 1},    {"gpt2_prefixed", ATTN_F16, 1},
+        {"llama2", ATTN_BF16, 1}, {"llama3", ATTN_F32, 2},
+        {"mistral", ATTN_F16, 1}, {"qwen2", ATTN_BF16, 1},
+        {"qwen3", ATTN_F32, 1},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         char dir[256];

@@ -320,12 +320,12 @@ struct xf_arch test_bert_arch(xf_act act)
 
 struct xf_matrix test_f32(const float *data)
 {
-    return (struct xf_matrix){.data = data, .dtype = XF_F32};
+    return (struct xf_matrix){.data = data, .dtype = ATTN_F32};
 }
 
 const float *test_values(struct xf_matrix w)
 {
-    if (w.dtype != XF_F32)
+    if (w.dtype != ATTN_F32)
         abort(); /* the references read float32 models only */
     return w.data;
 }

@@ -608,6 +608,15 @@ static void test_decoder_option_errors(void **state)
     assert_string_equal(err.field, "window");
     cfg.causal = true;
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+    // 16-bit matrices only for a config planned with their panels, and
+    // params checked before (the core does not read them as float32)
+    static const uint16_t half[64];
+    struct attn_params p = {.stored_wq = {half, ATTN_BF16}};
+    cfg = (struct attn_config){
+        .n_query = 4, .d_model = 8, .heads = 2, .params = &p};
+    assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "params");
+    assert_non_null(strstr(err.message, "stored_matrices"));
 }
 
 /* docs/math.md: weights within 1e-5 of float64 for N <= 512, d <= 1024. */

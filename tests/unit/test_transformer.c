@@ -25,7 +25,9 @@
 #include "support.h"
 #include "transformer.h"
 #include "vecmath.h"
+#include "widen.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -646,25 +648,101 @@ static void test_widen(void **state)
     const float half_want[] = {1.0f,  -2.0f,    65504.0f,   0x1p-24f,
                                -0.0f, INFINITY, 0x1.554p-2f};
     float got[7];
-    xf_widen(half, XF_F16, 7, got);
+    attn_widen(half, ATTN_F16, 7, got);
     assert_memory_equal(got, half_want, sizeof got);
     const uint16_t bf[] = {0x3F80, 0xC2F7, 0x0001, 0x7F80};
     const float bf_want[] = {1.0f, -123.5f, 0x1p-133f, INFINITY};
-    xf_widen(bf, XF_BF16, 4, got);
+    attn_widen(bf, ATTN_BF16, 4, got);
     assert_memory_equal(got, bf_want, 4 * sizeof(float));
     // two blocks of eight and a tail of three, every bit pattern kind
     uint16_t many[19];
     float wide[19];
     for (size_t i = 0; i < 19; i++)
         many[i] = (uint16_t)(0x8001u * i + 0x3F00u * (i & 3));
-    xf_widen(many, XF_BF16, 19, wide);
+    attn_widen(many, ATTN_BF16, 19, wide);
     for (size_t i = 0; i < 19; i++) {
         uint32_t bits;
         memcpy(&bits, &wide[i], sizeof bits);
         assert_int_equal(bits, (uint32_t)many[i] << 16);
     }
-    assert_int_equal(xf_dtype_size(XF_F32), 4);
-    assert_int_equal(xf_dtype_size(XF_BF16), 2);
+    assert_int_equal(attn_dtype_size(ATTN_F32), 4);
+    assert_int_equal(attn_dtype_size(ATTN_BF16), 2);
+}
+
+/* A product through 16-bit weights by panels: more of W's rows than a
+ * panel holds at its narrowest, and more columns than fit beside them,
+ * each block with a tail, gives x W^T to float32's accuracy, the bias
+ * already in y added once; float32 weights give cblas_sgemm's bits. */
+static void test_widen_product(void **state)
+{
+    (void)state;
+    const size_t rows = 3, in = 40, out = WIDEN_PANEL_FLOATS / 16 + 37;
+    uint16_t *w = malloc(out * in * sizeof *w);
+    float *wide = malloc(out * in * sizeof *wide);
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    float *y = malloc(rows * out * sizeof *y);
+    float x[3 * 40];
+    assert_non_null(w);
+    assert_non_null(wide);
+    assert_non_null(panel);
+    assert_non_null(y);
+    for (size_t i = 0; i < rows * in; i++)
+        x[i] = (float)((int)(i * 7 % 23) - 11) / 8.0f;
+    static const attn_dtype kinds[] = {ATTN_BF16, ATTN_F16};
+    for (size_t k = 0; k < 2; k++) {
+        // normal values of either sign between 1/4 and 4, by their bits
+        for (size_t i = 0; i < out * in; i++) {
+            const uint32_t h = (uint32_t)(i * 2654435761u) >> 9;
+            w[i] = kinds[k] == ATTN_BF16
+                       ? (uint16_t)((h & 0x807f) | (125 + i % 4) << 7)
+                       : (uint16_t)((h & 0x83ff) | (13 + i % 4) << 10);
+        }
+        attn_widen(w, kinds[k], out * in, wide);
+        for (size_t i = 0; i < rows * out; i++)
+            y[i] = 0.5f;
+        const struct widen_product pr = {.x = x,
+                                         .ldx = in,
+                                         .rows = rows,
+                                         .in = in,
+                                         .w = w,
+                                         .dtype = kinds[k],
+                                         .ldw = in,
+                                         .out = out,
+                                         .y = y,
+                                         .ldy = out};
+        widen_product(&pr, 1.0f, panel);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t o = 0; o < out; o += (o % 4096 < 40 ? 1 : 97)) {
+                double want = 0.5;
+                for (size_t c = 0; c < in; c++)
+                    want += (double)x[r * in + c] * wide[o * in + c];
+                if (fabs(y[r * out + o] - want) > 1e-5 * (1 + fabs(want)))
+                    fail_msg("dtype %d: y[%zu][%zu] = %.9g, want %.9g",
+                             (int)kinds[k], r, o, y[r * out + o], want);
+            }
+    }
+    // float32 weights: one sgemm, beta 0
+    float *z = malloc(rows * out * sizeof *z);
+    assert_non_null(z);
+    const struct widen_product pf = {.x = x,
+                                     .ldx = in,
+                                     .rows = rows,
+                                     .in = in,
+                                     .w = wide,
+                                     .dtype = ATTN_F32,
+                                     .ldw = in,
+                                     .out = out,
+                                     .y = z,
+                                     .ldy = out};
+    widen_product(&pf, 0.0f, NULL);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out,
+                (int)in, 1.0f, x, (int)in, wide, (int)in, 0.0f, y, (int)out);
+    assert_memory_equal(y, z, rows * out * sizeof *y);
+    free(z);
+    free(y);
+    free(panel);
+    free(wide);
+    free(w);
 }
 
 /* x rounded to the nearest bfloat16 (ties to even), and its bits. */
@@ -691,12 +769,13 @@ static struct xf_matrix as_bf16(struct xf_matrix w, size_t count,
     for (size_t i = 0; i < count; i++)
         h[i] = to_bf16(&values[i]);
     *store += count;
-    return (struct xf_matrix){.data = h, .dtype = XF_BF16};
+    return (struct xf_matrix){.data = h, .dtype = ATTN_BF16};
 }
 
 /* Weights stored as bfloat16, widened inside the pass, give the bits of
- * the same values stored as float32: the widening is exact, the products
- * the same. */
+ * the same values stored as float32: the widening is exact and, at these
+ * sizes, a panel holds a whole matrix, so the products are the same
+ * calls (larger ones go by panels: test_widen_product). */
 static void test_stored_width_same_bits(void **state)
 {
     (void)state;
@@ -737,7 +816,7 @@ static void test_stored_width_same_bits(void **state)
                             2 * 4 * 11 * 11 * sizeof(float));
         assert_memory_equal(a.hidden_states, b.hidden_states,
                             3 * 11 * H * sizeof(float));
-        // and the pass holds a workspace to widen them in
+        // and the pass holds a panel per member to widen them in
         struct xf_plan pa, pb;
         assert_int_equal(xf_plan(&o.m, &run, &pa, NULL), ATTN_OK);
         assert_int_equal(xf_plan(&half, &run, &pb, NULL), ATTN_OK);
@@ -765,9 +844,9 @@ static void test_names(void **state)
     assert_string_equal(xf_ffn_name(XF_FFN_GATED), "gated");
     assert_string_equal(xf_positions_name(XF_POS_ROTARY), "rotary");
     assert_null(xf_positions_name(-1));
-    assert_string_equal(xf_dtype_name(XF_F32), "F32");
-    assert_string_equal(xf_dtype_name(XF_BF16), "BF16");
-    assert_null(xf_dtype_name(3));
+    assert_string_equal(attn_dtype_name(ATTN_F32), "F32");
+    assert_string_equal(attn_dtype_name(ATTN_BF16), "BF16");
+    assert_null(attn_dtype_name(3));
 }
 
 int main(void)
@@ -786,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_arch_refusals),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_widen),
+        cmocka_unit_test(test_widen_product),
         cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

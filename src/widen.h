@@ -1,0 +1,38 @@
+/*
+ * widen.h - products through weight matrices held at their stored width:
+ * float32 ones as they are, 16-bit ones widened a panel at a time into
+ * the caller's per-thread scratch, so that no whole matrix is ever copied
+ * to float32 and each panel is read by the product while it is in cache.
+ * Internal to the core.
+ */
+#ifndef ATTN_WIDEN_H
+#define ATTN_WIDEN_H
+
+#include "attention.h"
+
+#include <stddef.h>
+
+/* Floats of one panel: 2 MiB, a few of which stay in a shared cache. */
+enum { WIDEN_PANEL_FLOATS = 1 << 19 };
+
+/* A product's operands: x [rows][in] (rows ldx apart), W [out][in] of
+ * dtype (rows ldw apart, in elements), y [rows][out] (rows ldy apart). */
+struct widen_product {
+    const float *x;
+    size_t ldx, rows, in;
+    const void *w;
+    attn_dtype dtype;
+    size_t ldw, out;
+    float *y;
+    size_t ldy;
+};
+
+/*
+ * y = beta y + x W^T. A float32 W goes to one cblas_sgemm. A 16-bit one
+ * goes by blocks of W's rows and, within them, of its columns, each
+ * widened into panel (WIDEN_PANEL_FLOATS floats) and added in; the blocks
+ * follow from the sizes alone, so the bits do not depend on the thread.
+ */
+void widen_product(const struct widen_product *p, float beta, float *panel);
+
+#endif
