@@ -148,10 +148,9 @@ static void linear(const float *x, size_t rows, size_t in, struct held w,
 /* What a projected q or k of heads heads gets before its scores: the
  * per-head norm (qk_norm), then the rotation (rope), at positions r0 on.
  * x: [rows][heads * d_k] */
-static void place_heads(const struct forward *f, float *x, size_t rows,
-                        size_t heads, const float *norm, size_t r0)
+void attn_place_heads(const struct attn_config *c, float *x, size_t rows,
+                      size_t heads, const float *norm, size_t r0)
 {
-    const struct attn_config *c = f->cfg;
     if (c->qk_norm)
         norm_rms(x, rows * heads, c->d_k, norm, c->qk_norm_eps, x);
     if (c->positional == ATTN_POS_ROPE) {
@@ -171,9 +170,9 @@ static void project_q(const struct forward *f, const float *x, size_t rows,
 {
     const struct attn_config *c = f->cfg;
     const size_t hk = c->heads * c->d_k;
-    linear(x, rows, c->d_model, held(f->p->wq, f->p->stored_wq),
-           f->p->bq, hk, q, hk, panel);
-    place_heads(f, q, rows, c->heads, f->p->q_norm, r0);
+    linear(x, rows, c->d_model, held(f->p->wq, f->p->stored_wq), f->p->bq, hk,
+           q, hk, panel);
+    attn_place_heads(c, q, rows, c->heads, f->p->q_norm, r0);
 }
 
 /* The view of head a's mask. */
@@ -793,12 +792,12 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
         c->value ? c->value + (b * c->n_ctx + r0) * c->d_value : ctx;
     /* V only when something reads it: the weights alone need none */
     const bool want_v = f->paths.need_pv || (c->want & ATTN_WANT_V);
-    linear(ctx, rows, c->d_ctx, held(f->p->wk, f->p->stored_wk),
-           f->p->bk, gk, k, gk, panel);
+    linear(ctx, rows, c->d_ctx, held(f->p->wk, f->p->stored_wk), f->p->bk, gk,
+           k, gk, panel);
     if (want_v)
-        linear(vin, rows, c->d_value, held(f->p->wv, f->p->stored_wv),
-               f->p->bv, gv, v, gv, panel);
-    place_heads(f, k, rows, c->kv_heads, f->p->k_norm, r0);
+        linear(vin, rows, c->d_value, held(f->p->wv, f->p->stored_wv), f->p->bv,
+               gv, v, gv, panel);
+    attn_place_heads(c, k, rows, c->kv_heads, f->p->k_norm, r0);
     if (!rows_finite(k, rows * gk) || (want_v && !rows_finite(v, rows * gv)))
         note_overflow(f, b, r0);
 }

@@ -28,6 +28,7 @@
 #include "error.h"
 #include "pool.h"
 #include "transformer.h"
+#include "transformer_step.h"
 #include "transformer_units.h"
 #include "widen.h"
 #include "workspace.h"
@@ -238,13 +239,14 @@ static void final_rows(struct pass *p, size_t r0, size_t rows)
 /* Row r of an embedding table w, widened into out[H]. */
 static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
 {
-    attn_widen((const char *)w.data + r * H * attn_dtype_size(w.dtype), w.dtype, H,
-             out);
+    attn_widen((const char *)w.data + r * H * attn_dtype_size(w.dtype), w.dtype,
+               H, out);
 }
 
-/* The embeddings of the run's tokens into h; rows: [2][H] scratch. */
-static void embed(const struct xf_model *m, const struct xf_run *run, float *h,
-                  float *rows)
+/* The embeddings of the run's tokens into h, at positions pos0 on; rows:
+ * [2][H] scratch. */
+static void embed(const struct xf_model *m, const struct xf_run *run,
+                  size_t pos0, float *h, float *rows)
 {
     const size_t H = m->hidden;
     float *p = rows, *t = rows + H;
@@ -253,7 +255,7 @@ static void embed(const struct xf_model *m, const struct xf_run *run, float *h,
         embedding_row(m->word_emb, run->ids[i], H, hi);
         if (m->arch.positions == XF_POS_ROTARY)
             continue; /* positions enter at q and k */
-        embedding_row(m->pos_emb, i, H, p);
+        embedding_row(m->pos_emb, pos0 + i, H, p);
         if (!m->arch.token_types) {
             for (size_t c = 0; c < H; c++)
                 hi[c] = hi[c] + p[c];
@@ -300,15 +302,16 @@ void xf_result_free(struct xf_result *result)
     free(result->mean_weights);
     free(result->hidden_states);
     free(result->rollout);
+    free(result->logits);
     memset(result, 0, sizeof *result);
 }
 
 static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                                struct attn_error *err)
 {
-    float **slots[4] = {&r->weights, &r->mean_weights, &r->hidden_states,
-                        &r->rollout};
-    for (int i = 0; i < 4; i++) {
+    float **slots[5] = {&r->weights, &r->mean_weights, &r->hidden_states,
+                        &r->rollout, &r->logits};
+    for (int i = 0; i < 5; i++) {
         if (!plan->result_count[i])
             continue;
         *slots[i] = malloc(plan->result_count[i] * sizeof(float));
@@ -323,7 +326,9 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
     r->weight_layers = plan->weight_layers;
     r->heads = plan->m->heads;
     r->n = plan->run.n;
+    r->keys = plan->keys;
     r->hidden = plan->m->hidden;
+    r->vocab = r->logits ? plan->m->vocab_size : 0;
     return ATTN_OK;
 }
 
@@ -334,6 +339,8 @@ struct stack {
     struct xf_result *out;
     float *ffn;            /* the workspace's feed-forward rows */
     float *panels;         /* the workspace's panels, one per member */
+    float *step;           /* the workspace's scratch of a token after a
+                              cache */
     struct pool_team team; /* on the call's own pool, NULL for one */
 };
 
@@ -376,9 +383,92 @@ static struct attn_stored stored_matrix(struct xf_matrix w)
     return (struct attn_stored){w.data, w.dtype};
 }
 
-/* Layer l: attention through the core, with the feed-forward when its
- * output is used; h_in -> h_out, the weights and mean weights into the
- * result. */
+/* Layer l's attention through attn_forward() on x: the weights and mean
+ * weights into the result, the keys and values into a cache being
+ * started; its output in attn. */
+static attn_status core_attention(struct stack *s, size_t l, const float *x,
+                                  struct attn_result *attn,
+                                  struct attn_error *err)
+{
+    const struct xf_plan *plan = s->plan;
+    const struct xf_model *m = plan->m;
+    const struct xf_layer *y = &m->layer[l];
+    const size_t n = plan->run.n;
+    // the attention's matrices as the checkpoint holds them
+    const struct attn_params params = {
+        .wq = float_matrix(y->q_w),
+        .bq = y->q_b,
+        .wk = float_matrix(y->k_w),
+        .bk = y->k_b,
+        .wv = float_matrix(y->v_w),
+        .bv = y->v_b,
+        .wo = float_matrix(y->o_w),
+        .bo = y->o_b,
+        .q_norm = y->q_norm_w,
+        .k_norm = y->k_norm_w,
+        .stored_wq = stored_matrix(y->q_w),
+        .stored_wk = stored_matrix(y->k_w),
+        .stored_wv = stored_matrix(y->v_w),
+        .stored_wo = stored_matrix(y->o_w),
+    };
+    struct attn_config cfg = plan->attn[xf_attn_kind(plan, l)];
+    cfg.params = &params;
+    cfg.pool = s->team.pool;
+    cfg.cancel = s->cancel;
+    attn_status st = attn_forward(&cfg, x, NULL, attn, err);
+    if (st) {
+        if (st == ATTN_E_CANCELLED || !err)
+            return st;
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        return attn_fail_at(err, st, "layer", 1, &l, "layer %zu: %s", l, why);
+    }
+    const size_t nn = n * n;
+    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
+    if (s->out->weights && xf_returns_layer(plan, l))
+        memcpy(s->out->weights + at * m->heads * nn, attn->weights,
+               m->heads * nn * sizeof(float));
+    if (s->out->mean_weights && xf_returns_layer(plan, l))
+        memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
+               nn * sizeof(float));
+    struct xf_cache *c = plan->run.cache;
+    if (c) {
+        const size_t at_row = l * c->capacity * c->row;
+        memcpy(c->k + at_row, attn->k, n * c->row * sizeof(float));
+        memcpy(c->v + at_row, attn->v, n * c->row * sizeof(float));
+    }
+    return ATTN_OK;
+}
+
+/* Layer l's attention of the one token after the cache, on x: its rows
+ * of weights and mean weights into the result; its output returned. */
+static const float *cached_attention(struct stack *s, size_t l, const float *x)
+{
+    const struct xf_plan *plan = s->plan;
+    const size_t keys = plan->keys, h = plan->m->heads;
+    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
+    const bool returned = xf_returns_layer(plan, l);
+    const struct step_io io = {
+        .plan = plan,
+        .layer = l,
+        .x = x,
+        .scratch = s->step,
+        .panels = s->panels,
+        .weights = s->out->weights && returned ? s->out->weights + at * h * keys
+                                               : NULL,
+        .mean_weights = s->out->mean_weights && returned
+                            ? s->out->mean_weights + at * keys
+                            : NULL};
+    if (s->team.pool)
+        pool_acquire(s->team.pool);
+    const float *out = step_attention(&io, &s->team);
+    if (s->team.pool)
+        pool_release(s->team.pool);
+    return out;
+}
+
+/* Layer l: its attention (through the core, or after the cache), with
+ * the feed-forward when its output is used; h_in -> h_out. */
 static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
                              float *h_out, struct attn_result *attn,
                              struct attn_error *err)
@@ -409,50 +499,18 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
         if (s->team.pool)
             pool_release(s->team.pool);
     }
-    // the attention's matrices as the checkpoint holds them
-    const struct attn_params params = {
-        .wq = float_matrix(y->q_w),
-        .bq = y->q_b,
-        .wk = float_matrix(y->k_w),
-        .bk = y->k_b,
-        .wv = float_matrix(y->v_w),
-        .bv = y->v_b,
-        .wo = float_matrix(y->o_w),
-        .bo = y->o_b,
-        .q_norm = y->q_norm_w,
-        .k_norm = y->k_norm_w,
-        .stored_wq = stored_matrix(y->q_w),
-        .stored_wk = stored_matrix(y->k_w),
-        .stored_wv = stored_matrix(y->v_w),
-        .stored_wo = stored_matrix(y->o_w),
-    };
-
-    const unsigned kind = xf_attn_kind(plan, l);
-    struct attn_config cfg = plan->attn[kind];
-    cfg.params = &params;
-    cfg.pool = s->team.pool;
-    cfg.cancel = s->cancel;
-    attn_status st =
-        attn_forward(&cfg, before ? p.normed : h_in, NULL, attn, err);
-    if (st) {
-        if (st == ATTN_E_CANCELLED || !err)
+    const float *x = before ? p.normed : h_in;
+    if (plan->step) {
+        p.attn_out = cached_attention(s, l, x);
+    } else {
+        attn_status st = core_attention(s, l, x, attn, err);
+        if (st)
             return st;
-        char why[sizeof err->message];
-        snprintf(why, sizeof why, "%s", err->message);
-        return attn_fail_at(err, st, "layer", 1, &l, "layer %zu: %s", l, why);
+        p.attn_out = attn->output;
     }
-    const size_t nn = n * n;
-    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
-    if (s->out->weights && xf_returns_layer(plan, l))
-        memcpy(s->out->weights + at * m->heads * nn, attn->weights,
-               m->heads * nn * sizeof(float));
-    if (s->out->mean_weights && xf_returns_layer(plan, l))
-        memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
-               nn * sizeof(float));
-    if (!(kind & XF_KIND_OUTPUT))
+    if (!(xf_attn_kind(plan, l) & XF_KIND_OUTPUT))
         return ATTN_OK;
 
-    p.attn_out = attn->output;
     // the pool is the call's own: attn_forward() has given it back
     if (s->team.pool)
         pool_acquire(s->team.pool);
@@ -479,6 +537,52 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
                             "the model's weights are too large",
                             l);
     return ATTN_OK;
+}
+
+/* What the logits' units share. */
+struct head_pass {
+    const struct xf_model *m;
+    const float *last; /* [H] the last token's final hidden state */
+    float *logits;     /* [vocab] */
+    float *panels;
+};
+
+/* Logits [u * LOGIT_TILE, ...) of the output head. */
+enum { LOGIT_TILE = 4096 };
+static void logit_unit(void *arg, size_t u, unsigned member)
+{
+    const struct head_pass *hp = arg;
+    const struct xf_model *m = hp->m;
+    const size_t H = m->hidden, c0 = u * LOGIT_TILE;
+    const size_t width =
+        m->vocab_size - c0 < LOGIT_TILE ? m->vocab_size - c0 : LOGIT_TILE;
+    const struct widen_product pr = {.x = hp->last,
+                                     .ldx = H,
+                                     .rows = 1,
+                                     .in = H,
+                                     .w = matrix_rows(m->lm_head, c0, H),
+                                     .dtype = m->lm_head.dtype,
+                                     .ldw = H,
+                                     .out = width,
+                                     .y = hp->logits + c0,
+                                     .ldy = m->vocab_size};
+    widen_product(&pr, 0.0f,
+                  hp->panels ? hp->panels + (size_t)member * WIDEN_PANEL_FLOATS
+                             : NULL);
+}
+
+/* logits = lm_head last, by tiles of the vocabulary on the team. */
+static void logits(struct stack *s, const float *last, float *out)
+{
+    const struct xf_model *m = s->plan->m;
+    struct head_pass hp = {
+        .m = m, .last = last, .logits = out, .panels = s->panels};
+    if (s->team.pool)
+        pool_acquire(s->team.pool);
+    pool_phase(&s->team, logit_unit, &hp,
+               (m->vocab_size + LOGIT_TILE - 1) / LOGIT_TILE);
+    if (s->team.pool)
+        pool_release(s->team.pool);
 }
 
 attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
@@ -513,12 +617,14 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
         ws[i] = (float *)(block + plan->ws_offset[i]);
     s.ffn = ws[XF_WS_FFN];
     s.panels = plan->ws_count[XF_WS_WIDEN] ? ws[XF_WS_WIDEN] : NULL;
+    s.step = ws[XF_WS_STEP];
 
     const size_t nh = run->n * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows
     float *hidden = out->hidden_states;
 #define STATE(l) (hidden ? hidden + (l)*nh : ws[XF_WS_HIDDEN] + ((l) % 2) * nh)
-    embed(m, run, STATE(0), s.ffn); /* the feed-forward rows are free yet */
+    // the feed-forward rows are free yet
+    embed(m, run, run->cache ? run->cache->len : 0, STATE(0), s.ffn);
     for (size_t l = 0; l < plan->layers_run && !st; l++) {
         struct attn_result attn = {0};
         st = run_layer(&s, l, STATE(l), STATE(l + 1), &attn, err);
@@ -527,6 +633,10 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
                          ws[XF_WS_ROLL_A], ws[XF_WS_ROLL_B]);
         attn_result_free(&attn);
     }
+    if (!st && out->logits)
+        logits(&s, STATE(m->layers) + (run->n - 1) * m->hidden, out->logits);
+    if (!st && run->cache)
+        run->cache->len += run->n;
 #undef STATE
     pool_give_back(s.team.pool, own_pool);
     free(block);

@@ -171,8 +171,29 @@ enum xf_want {
     XF_WANT_WEIGHTS = 1u << 0,      /* weights */
     XF_WANT_MEAN_WEIGHTS = 1u << 1, /* mean_weights */
     XF_WANT_HIDDEN = 1u << 2,       /* hidden_states */
-    XF_WANT_ROLLOUT = 1u << 3       /* rollout */
+    XF_WANT_ROLLOUT = 1u << 3,      /* rollout */
+    XF_WANT_LOGITS = 1u << 4        /* logits (a model with lm_head) */
 };
+
+/*
+ * The keys and values of every layer of a causal model for up to capacity
+ * positions, as rotated for their scores, so that a token after them
+ * costs one row of work: a decoder's KV cache. len positions are held.
+ * k, v: [layers][capacity][kv_heads * head_dim] each.
+ */
+struct xf_cache {
+    size_t layers, capacity, row, len;
+    float *k, *v;
+};
+
+/* Bytes of a cache of capacity positions for m; SIZE_MAX on overflow. */
+size_t xf_cache_bytes(const struct xf_model *m, size_t capacity);
+
+/* An empty cache of capacity positions (at most m->max_positions); release
+ * it with xf_cache_free(). Fails naming "capacity". */
+attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
+                          struct xf_cache *out, struct attn_error *err);
+void xf_cache_free(struct xf_cache *cache);
 
 /* Every layer's weights, for xf_run.layer. */
 #define XF_ALL_LAYERS SIZE_MAX
@@ -187,6 +208,13 @@ struct xf_run {
                                 states or rollout, the layers above it are
                                 not computed */
     unsigned threads;        /* as attn_config.threads; 0 means 1 */
+    /* NULL, or a causal model's cache, which the run reads and extends:
+     * empty, the n tokens start a sequence and their keys and values are
+     * kept in it; holding len positions, one token (n = 1) at position
+     * len attends to them and to itself, and its keys and values are
+     * added. Either way every layer runs and len grows by n. A rollout
+     * needs whole matrices: not with a cache holding anything. */
+    struct xf_cache *cache;
 };
 
 /*
@@ -203,10 +231,14 @@ struct xf_run {
  *                  0.5 * mean_weights_l + 0.5 * I, each row divided by its
  *                  sum (Abnar and Zuidema, 2020): row i is how much the
  *                  last layer's token i draws on input token j
+ *   logits:        [vocab_size]       the last token's next-token scores:
+ *                                     lm_head times its last hidden state
+ * A row of weights or mean weights has keys entries: n, or with a cache
+ * that held len positions, len + n (every position so far).
  */
 struct xf_result {
-    size_t layers, weight_layers, heads, n, hidden;
-    float *weights, *mean_weights, *hidden_states, *rollout;
+    size_t layers, weight_layers, heads, n, keys, hidden, vocab;
+    float *weights, *mean_weights, *hidden_states, *rollout, *logits;
 };
 
 /* ----------------------------------------------------------------- plan */
@@ -221,8 +253,10 @@ enum {
     XF_WS_ROLL_A,
     XF_WS_ROLL_B,
     XF_WS_FFN,
-    XF_WS_WIDEN, /* a panel per member of the team (widen.h), for the
-                    feed-forward's 16-bit matrices */
+    XF_WS_WIDEN, /* a panel per member of the team (widen.h), for
+                    16-bit matrices outside attn_forward() */
+    XF_WS_STEP,  /* a token after a cache: its q, k, v, head outputs,
+                    attention output and one row of scores */
     XF_WS_PARTS
 };
 
@@ -241,8 +275,10 @@ struct xf_plan {
                              is read */
     size_t weight_layers; /* Lw */
     unsigned team;
-    size_t result_count[4]; /* floats of weights, mean weights, hidden
-                               states and rollout */
+    size_t keys;            /* a weights row's entries (xf_result) */
+    bool step;              /* one token after a non-empty cache */
+    size_t result_count[5]; /* floats of weights, mean weights, hidden
+                               states, rollout and logits */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

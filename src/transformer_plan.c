@@ -51,7 +51,6 @@ const char *xf_positions_name(int positions)
     return NAME_OF(names, positions);
 }
 
-
 /* ------------------------------------------------------------ checking */
 
 static attn_status check_size(size_t v, size_t cap, const char *field,
@@ -210,11 +209,39 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
 {
     if (run->n == 0)
         return attn_fail(err, ATTN_E_INVALID, "ids", "the input has no tokens");
-    if (run->n > m->max_positions)
+    const struct xf_cache *c = run->cache;
+    const size_t before = c ? c->len : 0;
+    if (run->n > m->max_positions - before)
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                          "the input has %zu tokens, more than the %zu the "
                          "model has positions for (max_position_embeddings)",
-                         run->n, m->max_positions);
+                         before + run->n, m->max_positions);
+    if (c) {
+        if (!m->arch.causal)
+            return attn_fail(err, ATTN_E_INVALID, "cache",
+                             "a cache needs a causal model");
+        if (c->layers != m->layers || c->row != m->kv_heads * m->head_dim ||
+            c->len > c->capacity)
+            return attn_fail(err, ATTN_E_INVALID, "cache",
+                             "the cache is not one of this model's");
+        if (run->n > c->capacity - c->len)
+            return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                             "%zu more tokens do not fit a cache of %zu "
+                             "holding %zu",
+                             run->n, c->capacity, c->len);
+        if (c->len && run->n != 1)
+            return attn_fail(err, ATTN_E_INVALID, "ids",
+                             "after a cache holding %zu, one token at a "
+                             "time, not %zu",
+                             c->len, run->n);
+        if (c->len && (run->want & XF_WANT_ROLLOUT))
+            return attn_fail(err, ATTN_E_INVALID, "want",
+                             "a rollout needs whole matrices, not a token "
+                             "after a cache");
+    }
+    if ((run->want & XF_WANT_LOGITS) && !m->lm_head.data)
+        return attn_fail(err, ATTN_E_INVALID, "want",
+                         "logits need a model with an output head (lm_head)");
     if (!run->ids)
         return attn_fail(err, ATTN_E_INVALID, "ids", "ids is missing");
     if (run->type_ids && !m->arch.token_types)
@@ -285,7 +312,8 @@ bool xf_returns_layer(const struct xf_plan *p, size_t l)
 
 bool xf_output_used(const struct xf_plan *p, size_t l)
 {
-    return l + 1 < p->layers_run || (p->want & XF_WANT_HIDDEN);
+    return l + 1 < p->layers_run ||
+           (p->want & (XF_WANT_HIDDEN | XF_WANT_LOGITS));
 }
 
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
@@ -358,6 +386,9 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     static const struct attn_params explicit_params;
     cfg->params = &explicit_params;
     cfg->params_checked = true;
+    // starting a cache: every layer's keys and values, to keep
+    if (p->run.cache)
+        cfg->want |= ATTN_WANT_K | ATTN_WANT_V;
     cfg->stored_matrices = holds_16bit(m, true);
     return attn_config_resolve(cfg, err);
 }
@@ -391,9 +422,17 @@ static bool plan_workspace(struct xf_plan *p)
     // before the first layer, two embedding rows are widened there
     if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
         p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
-    // a panel per member of the team, for the feed-forward's products
-    if (holds_16bit(p->m, false))
+    // a panel per member of the team, for the 16-bit products run here:
+    // the feed-forward's, a token's attention after a cache, the logits
+    const struct xf_model *m = p->m;
+    if (holds_16bit(m, false) || (p->step && holds_16bit(m, true)) ||
+        ((p->want & XF_WANT_LOGITS) && m->lm_head.dtype != ATTN_F32))
         p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
+    if (p->step) {
+        const size_t hd = m->heads * m->head_dim;
+        const size_t gd = m->kv_heads * m->head_dim;
+        p->ws_count[XF_WS_STEP] = 2 * hd + 2 * gd + m->hidden + p->keys;
+    }
     struct ws_plan w = {0, false};
     for (int i = 0; i < XF_WS_PARTS && ok; i++)
         ws_take(&w, &p->ws_offset[i], p->ws_count[i], sizeof(float));
@@ -403,19 +442,21 @@ static bool plan_workspace(struct xf_plan *p)
 
 static bool plan_result(struct xf_plan *p)
 {
-    const size_t n = p->run.n, lw = p->weight_layers;
+    const size_t n = p->run.n, lw = p->weight_layers, keys = p->keys;
     const struct xf_model *m = p->m;
     size_t *counts = p->result_count;
     memset(counts, 0, sizeof p->result_count);
     bool ok = true;
     if (p->want & XF_WANT_WEIGHTS)
-        ok = size_mul3(lw * m->heads, n, n, &counts[0]);
+        ok = size_mul3(lw * m->heads, n, keys, &counts[0]);
     if (p->want & XF_WANT_MEAN_WEIGHTS)
-        ok = ok && size_mul3(lw, n, n, &counts[1]);
+        ok = ok && size_mul3(lw, n, keys, &counts[1]);
     if (p->want & XF_WANT_HIDDEN)
         ok = ok && size_mul3(m->layers + 1, n, m->hidden, &counts[2]);
     if (p->want & XF_WANT_ROLLOUT)
         ok = ok && size_mul(n, n, &counts[3]);
+    if (p->want & XF_WANT_LOGITS)
+        counts[4] = m->vocab_size;
     return ok;
 }
 
@@ -461,9 +502,13 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->want = run->want ? run->want : XF_WANT_WEIGHTS;
     out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
     // the layers above the one asked for cannot change its weights
-    const bool needs_all = run->layer == XF_ALL_LAYERS ||
-                           (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT));
-    out->layers_run = needs_all ? m->layers : run->layer + 1;
+    const bool needs_all =
+        run->layer == XF_ALL_LAYERS ||
+        (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS));
+    // a cache keeps every layer's keys and values
+    out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
+    out->keys = run->n + (run->cache ? run->cache->len : 0);
+    out->step = run->cache && run->cache->len > 0;
     out->team = pool_team_size(run->threads, xf_widest_phase(out));
     if (!plan_workspace(out))
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
@@ -472,13 +517,16 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     if (!plan_result(out))
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                          "the result for %zu tokens is too large", run->n);
-    return plan_attention(out, err);
+    st = plan_attention(out, err);
+    if (out->step)
+        out->attn_bytes = 0; /* the step's attention is its own (XF_WS_STEP) */
+    return st;
 }
 
 size_t xf_plan_bytes(const struct xf_plan *p)
 {
     size_t total = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!size_add_to(&total, p->result_count[i]))
             return SIZE_MAX;
     if (!size_mul(total, sizeof(float), &total) ||
@@ -493,19 +541,28 @@ size_t xf_plan_bytes(const struct xf_plan *p)
 double xf_plan_flops(const struct xf_plan *p)
 {
     const struct xf_model *m = p->m;
-    const double n = (double)p->run.n;
-    // every layer's attention costs the same, whatever it returns
-    double total =
-        attn_flops(&p->attn[xf_attn_kind(p, 0)]) * (double)p->layers_run;
+    const double n = (double)p->run.n, H = (double)m->hidden;
+    const double hd = (double)(m->heads * m->head_dim);
+    const double gd = (double)(m->kv_heads * m->head_dim);
+    // every layer's attention costs the same, whatever it returns; a
+    // token after a cache: its projections, and its scores and values
+    // over every position
+    double total = p->step ? (2.0 * (2.0 * hd * H + 2.0 * gd * H) +
+                              4.0 * (double)p->keys * hd) *
+                                 (double)p->layers_run
+                           : attn_flops(&p->attn[xf_attn_kind(p, 0)]) *
+                                 (double)p->layers_run;
     // the feed-forward of every layer whose output is read: up (and gate)
     // and down
     size_t ffn_layers = 0;
     for (size_t l = 0; l < p->layers_run; l++)
         ffn_layers += xf_output_used(p, l);
     const double products = m->arch.ffn == XF_FFN_GATED ? 3.0 : 2.0;
-    total += 2.0 * products * n * (double)m->hidden * (double)m->intermediate *
-             (double)ffn_layers;
+    total +=
+        2.0 * products * n * H * (double)m->intermediate * (double)ffn_layers;
     if (p->want & XF_WANT_ROLLOUT)
         total += 2.0 * n * n * n * (double)(m->layers - 1);
+    if (p->want & XF_WANT_LOGITS)
+        total += 2.0 * (double)m->vocab_size * H;
     return total;
 }

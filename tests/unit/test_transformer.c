@@ -831,6 +831,173 @@ static void test_stored_width_same_bits(void **state)
     }
 }
 
+/* The largest difference between a and b, n values. */
+static double max_diff(const float *a, const float *b, size_t n)
+{
+    double most = 0.0;
+    for (size_t i = 0; i < n; i++)
+        most = fmax(most, fabs((double)a[i] - b[i]));
+    return most;
+}
+
+/* A decoder's tokens one at a time after a cache give what one pass over
+ * the whole sequence gives: each token's rows of weights (every layer
+ * and head, over every position so far, a window's zeros included), its
+ * hidden states and its logits. LLaMA with grouped KV heads, with a
+ * window and q/k norms, stored as bfloat16; GPT-2's learned positions. */
+static void test_cache_continues_a_pass(void **state)
+{
+    (void)state;
+    enum { T = 9, P = 5, L = 2, HEADS = 4, D = 6, H = 24 };
+    for (int k = 0; k < 4; k++) {
+        struct xf_arch a = k < 3 ? llama_arch() : gpt2_arch();
+        a.qk_norm = k == 1;
+        struct owned o;
+        model_make(&o, &a, L, HEADS, k == 0 ? 2 : 4, D, H, 40, 31 + k);
+        o.m.window = k == 1 ? 3 : 0;
+        o.m.lm_head = o.m.word_emb;
+        uint16_t *store = NULL;
+        struct xf_layer *half = NULL;
+        if (k == 2) { // every matrix at 16 bits, through the panels
+            store = malloc(o.size * sizeof *store);
+            half = calloc(L, sizeof *half);
+            uint16_t *at = store;
+            for (size_t l = 0; l < L; l++) {
+                const struct xf_layer *y = &o.layers[l];
+                half[l] = *y;
+                half[l].q_w = as_bf16(y->q_w, HEADS * D * H, &at);
+                half[l].k_w = as_bf16(y->k_w, 4 * D * H, &at);
+                half[l].v_w = as_bf16(y->v_w, 4 * D * H, &at);
+                half[l].o_w = as_bf16(y->o_w, H * HEADS * D, &at);
+                half[l].up_w = as_bf16(y->up_w, 40 * H, &at);
+                half[l].gate_w = as_bf16(y->gate_w, 40 * H, &at);
+                half[l].down_w = as_bf16(y->down_w, H * 40, &at);
+            }
+            o.m.layer = half;
+            o.m.lm_head = o.m.word_emb = as_bf16(o.m.word_emb, 40 * H, &at);
+        }
+        const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5};
+        struct xf_result whole;
+        const struct xf_run all = {.ids = ids,
+                                   .n = T,
+                                   .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN,
+                                   .layer = XF_ALL_LAYERS,
+                                   .threads = 2};
+        assert_int_equal(test_xf_forward(&o.m, &all, NULL, &whole, NULL),
+                         ATTN_OK);
+        struct xf_cache cache;
+        assert_int_equal(xf_cache_init(&o.m, T, &cache, NULL), ATTN_OK);
+        struct xf_run run = {.ids = ids,
+                             .n = P,
+                             .want = XF_WANT_WEIGHTS | XF_WANT_LOGITS,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = 2,
+                             .cache = &cache};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+        assert_int_equal(cache.len, P);
+        for (size_t lh = 0; lh < L * HEADS; lh++)
+            for (size_t i = 0; i < P; i++)
+                assert_true(max_diff(r.weights + (lh * P + i) * P,
+                                     whole.weights + (lh * T + i) * T,
+                                     P) < 1e-6);
+        xf_result_free(&r);
+        for (size_t t = P; t < T; t++) {
+            run.ids = ids + t;
+            run.n = 1;
+            run.want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS;
+            run.threads = 1 + t % 2;
+            assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL),
+                             ATTN_OK);
+            assert_int_equal(r.keys, t + 1);
+            assert_int_equal(cache.len, t + 1);
+            for (size_t lh = 0; lh < L * HEADS; lh++) {
+                const float *row = r.weights + lh * (t + 1);
+                const float *want = whole.weights + (lh * T + t) * T;
+                if (max_diff(row, want, t + 1) > 1e-5)
+                    fail_msg("case %d, token %zu, layer x head %zu: %.3g", k, t,
+                             lh, max_diff(row, want, t + 1));
+                for (size_t j = 0; j < t + 1; j++)
+                    if (o.m.window && j + o.m.window <= t)
+                        assert_true(row[j] == 0.0f);
+            }
+            // the last hidden state (after the final norm), and the logits
+            const float *last = r.hidden_states + L * H;
+            const float *want = whole.hidden_states + (L * T + t) * H;
+            assert_true(max_diff(last, want, H) < 1e-4);
+            float emb[40 * H];
+            attn_widen(o.m.lm_head.data, o.m.lm_head.dtype, 40 * H, emb);
+            for (size_t v = 0; v < 40; v++) {
+                double dot = 0.0;
+                for (size_t c = 0; c < H; c++)
+                    dot += (double)emb[v * H + c] * last[c];
+                assert_true(fabs(r.logits[v] - dot) < 1e-4 * (1 + fabs(dot)));
+            }
+            xf_result_free(&r);
+        }
+        // full: the next token does not fit
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL),
+                         ATTN_E_TOO_BIG);
+        xf_cache_free(&cache);
+        xf_result_free(&whole);
+        free(half);
+        free(store);
+        model_free(&o);
+    }
+}
+
+/* What a run with a cache refuses. */
+static void test_cache_refusals(void **state)
+{
+    (void)state;
+    struct owned o;
+    const struct xf_arch a = llama_arch();
+    model_make(&o, &a, 2, 4, 2, 6, 24, 40, 5);
+    struct xf_cache cache;
+    struct attn_error err;
+    assert_int_equal(xf_cache_init(&o.m, 0, &cache, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "capacity");
+    assert_int_equal(xf_cache_init(&o.m, 81, &cache, &err), ATTN_E_INVALID);
+    assert_int_equal(xf_cache_init(&o.m, 8, &cache, NULL), ATTN_OK);
+    const uint32_t ids[3] = {1, 2, 3};
+    struct xf_run run = {.ids = ids,
+                         .n = 2,
+                         .threads = 1,
+                         .cache = &cache,
+                         .layer = XF_ALL_LAYERS};
+    struct xf_result r;
+    struct xf_plan plan;
+    // logits need an output head
+    run.want = XF_WANT_LOGITS;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "want");
+    run.want = 0;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    xf_result_free(&r);
+    // after it: one token at a time, and no rollout
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "ids");
+    run.n = 1;
+    run.want = XF_WANT_ROLLOUT;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "want");
+    // another model's cache
+    struct owned other;
+    model_make(&other, &a, 3, 4, 2, 6, 24, 40, 6);
+    run.want = 0;
+    assert_int_equal(xf_plan(&other.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "cache");
+    model_free(&other);
+    // an encoder has none
+    const struct xf_arch bert = test_bert_arch(XF_ACT_GELU);
+    model_make(&other, &bert, 2, 4, 4, 6, 24, 40, 7);
+    assert_int_equal(xf_plan(&other.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "cache");
+    model_free(&other);
+    xf_cache_free(&cache);
+    model_free(&o);
+}
+
 /* The enums' names, as /models and the config echo print them. */
 static void test_names(void **state)
 {
@@ -866,6 +1033,8 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_widen),
         cmocka_unit_test(test_widen_product),
+        cmocka_unit_test(test_cache_continues_a_pass),
+        cmocka_unit_test(test_cache_refusals),
         cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,205 @@
+/*
+ * transformer_step.c - a decoder's KV cache and the attention of one
+ * token against it (transformer_step.h).
+ */
+#include "checked.h"
+#include "error.h"
+#include "forward_plan.h"
+#include "transformer_step.h"
+#include "transformer_units.h"
+#include "widen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ----------------------------------------------------------------- cache */
+
+size_t xf_cache_bytes(const struct xf_model *m, size_t capacity)
+{
+    size_t floats;
+    if (!size_mul3(m->layers, capacity, m->kv_heads * m->head_dim, &floats) ||
+        !size_mul(floats, 2 * sizeof(float), &floats))
+        return SIZE_MAX;
+    return floats;
+}
+
+attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
+                          struct xf_cache *out, struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (capacity == 0 || capacity > m->max_positions)
+        return attn_fail(err, ATTN_E_INVALID, "capacity",
+                         "capacity (%zu) must be 1 to the model's %zu "
+                         "positions",
+                         capacity, m->max_positions);
+    const size_t bytes = xf_cache_bytes(m, capacity);
+    if (bytes == SIZE_MAX)
+        return attn_fail(err, ATTN_E_TOO_BIG, "capacity",
+                         "a cache of %zu positions is too large", capacity);
+    out->k = malloc(bytes / 2);
+    out->v = malloc(bytes / 2);
+    if (!out->k || !out->v) {
+        xf_cache_free(out);
+        return attn_fail(err, ATTN_E_NOMEM, "capacity",
+                         "out of memory for a cache of %zu positions",
+                         capacity);
+    }
+    out->layers = m->layers;
+    out->capacity = capacity;
+    out->row = m->kv_heads * m->head_dim;
+    return ATTN_OK;
+}
+
+void xf_cache_free(struct xf_cache *cache)
+{
+    if (!cache)
+        return;
+    free(cache->k);
+    free(cache->v);
+    memset(cache, 0, sizeof *cache);
+}
+
+/* ------------------------------------------------------------ the token */
+
+/* What the units of one step share. */
+struct step {
+    const struct xf_model *m;
+    const struct xf_layer *y;
+    const float *x;     /* [H] */
+    float *q, *k, *v;   /* [h D], [g D], [g D] */
+    const float *heads; /* [h D] the heads' outputs */
+    float *out;         /* [H] */
+    float *panels;
+};
+
+/* y[c0 .. c0 + width) = x W[c0 ..]^T + b[c0 ..] for a tile of a product
+ * with in inputs, through the member's panel. */
+static void step_tile(const struct step *s, const float *x, size_t in,
+                      struct xf_matrix w, const float *b, size_t cols, size_t u,
+                      float *y, unsigned member)
+{
+    const struct xf_tile t = xf_tile_at(1, cols, u);
+    if (b)
+        memcpy(y + t.c0, b + t.c0, t.width * sizeof *y);
+    const struct widen_product pr = {.x = x,
+                                     .ldx = in,
+                                     .rows = 1,
+                                     .in = in,
+                                     .w = (const char *)w.data +
+                                          t.c0 * in * attn_dtype_size(w.dtype),
+                                     .dtype = w.dtype,
+                                     .ldw = in,
+                                     .out = t.width,
+                                     .y = y + t.c0,
+                                     .ldy = cols};
+    widen_product(&pr, b ? 1.0f : 0.0f,
+                  s->panels ? s->panels + (size_t)member * WIDEN_PANEL_FLOATS
+                            : NULL);
+}
+
+/* Tile u of q, then of k, then of v. */
+static void qkv_unit(void *arg, size_t u, unsigned member)
+{
+    const struct step *s = arg;
+    const struct xf_model *m = s->m;
+    const size_t H = m->hidden, hd = m->heads * m->head_dim,
+                 gd = m->kv_heads * m->head_dim;
+    const size_t tq = xf_tile_count(1, hd), tk = xf_tile_count(1, gd);
+    if (u < tq)
+        step_tile(s, s->x, H, s->y->q_w, s->y->q_b, hd, u, s->q, member);
+    else if (u < tq + tk)
+        step_tile(s, s->x, H, s->y->k_w, s->y->k_b, gd, u - tq, s->k, member);
+    else
+        step_tile(s, s->x, H, s->y->v_w, s->y->v_b, gd, u - tq - tk, s->v,
+                  member);
+}
+
+/* Tile u of the output projection. */
+static void out_unit(void *arg, size_t u, unsigned member)
+{
+    const struct step *s = arg;
+    const struct xf_model *m = s->m;
+    step_tile(s, s->heads, m->heads * m->head_dim, s->y->o_w, s->y->o_b,
+              m->hidden, u, s->out, member);
+}
+
+/* Head a of the token at position pos against keys lo..pos of its KV
+ * head: softmax(q k^T * scale) into w[0 .. pos] (0 before lo), and the
+ * weighted values into out [D]. */
+static void step_head(const struct xf_cache *c, size_t l, size_t g,
+                      const float *q, size_t D, size_t lo, size_t pos,
+                      float scale, float *w, float *out)
+{
+    const float *k = c->k + l * c->capacity * c->row + g * D;
+    const float *v = c->v + l * c->capacity * c->row + g * D;
+    float top = -INFINITY;
+    for (size_t j = lo; j <= pos; j++) {
+        float dot = 0.0f;
+        for (size_t e = 0; e < D; e++)
+            dot += q[e] * k[j * c->row + e];
+        w[j] = dot * scale;
+        top = w[j] > top ? w[j] : top;
+    }
+    double sum = 0.0;
+    for (size_t j = lo; j <= pos; j++) {
+        w[j] = expf(w[j] - top);
+        sum += w[j];
+    }
+    const float inv = (float)(1.0 / sum);
+    memset(w, 0, lo * sizeof *w);
+    memset(out, 0, D * sizeof *out);
+    for (size_t j = lo; j <= pos; j++) {
+        w[j] *= inv;
+        for (size_t e = 0; e < D; e++)
+            out[e] += w[j] * v[j * c->row + e];
+    }
+}
+
+const float *step_attention(const struct step_io *io, struct pool_team *team)
+{
+    const struct xf_plan *plan = io->plan;
+    const struct xf_model *m = plan->m;
+    struct xf_cache *c = plan->run.cache;
+    const size_t l = io->layer, D = m->head_dim, h = m->heads;
+    const size_t hd = h * D, gd = m->kv_heads * D, pos = c->len;
+    // the scratch: q, k, v, the heads' outputs, the output, a row of scores
+    float *q = io->scratch, *k = q + hd, *v = k + gd, *heads = v + gd,
+          *out = heads + hd, *row = out + m->hidden;
+    struct step s = {.m = m,
+                     .y = &m->layer[l],
+                     .x = io->x,
+                     .q = q,
+                     .k = k,
+                     .v = v,
+                     .heads = heads,
+                     .out = out,
+                     .panels = io->panels};
+    pool_phase(team, qkv_unit, &s,
+               xf_tile_count(1, hd) + 2 * xf_tile_count(1, gd));
+    // as attn_forward() places q and k: the same config, one row
+    const struct attn_config *cfg = &plan->attn[xf_attn_kind(plan, l)];
+    attn_place_heads(cfg, q, 1, h, s.y->q_norm_w, pos);
+    attn_place_heads(cfg, k, 1, m->kv_heads, s.y->k_norm_w, pos);
+    memcpy(c->k + (l * c->capacity + pos) * c->row, k, gd * sizeof *k);
+    memcpy(c->v + (l * c->capacity + pos) * c->row, v, gd * sizeof *v);
+
+    const size_t keys = pos + 1, group = h / m->kv_heads;
+    const size_t lo = m->window && keys > m->window ? keys - m->window : 0;
+    const float scale = attn_config_scale(cfg);
+    if (io->mean_weights)
+        memset(io->mean_weights, 0, keys * sizeof(float));
+    for (size_t a = 0; a < h; a++) {
+        float *w = io->weights ? io->weights + a * keys : row;
+        step_head(c, l, a / group, q + a * D, D, lo, pos, scale, w,
+                  heads + a * D);
+        if (io->mean_weights)
+            for (size_t j = 0; j < keys; j++)
+                io->mean_weights[j] += w[j];
+    }
+    if (io->mean_weights)
+        for (size_t j = 0; j < keys; j++)
+            io->mean_weights[j] /= (float)h;
+    pool_phase(team, out_unit, &s, xf_tile_count(1, m->hidden));
+    return out;
+}
