@@ -1,0 +1,134 @@
+/*
+ * sampling.c - the next token from a decoder's logits (sampling.h).
+ */
+#include "error.h"
+#include "rng.h"
+#include "sampling.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+attn_status xf_sampling_check(const struct xf_sampling *s,
+                              struct attn_error *err)
+{
+    if (!(s->temperature >= 0.0 && s->temperature <= XF_MAX_TEMPERATURE))
+        return attn_fail(err, ATTN_E_INVALID, "temperature",
+                         "temperature (%g) must be 0 (greedy) to %g",
+                         s->temperature, XF_MAX_TEMPERATURE);
+    if (!(s->top_p > 0.0 && s->top_p <= 1.0))
+        return attn_fail(err, ATTN_E_INVALID, "top_p",
+                         "top_p (%g) must be above 0 and at most 1", s->top_p);
+    return ATTN_OK;
+}
+
+/* Most probable first; the lowest id among equals. */
+static int by_score(const void *a, const void *b)
+{
+    const struct xf_candidate *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The largest finite logit's id (the lowest among equals); 0 when none
+ * is finite. */
+static uint32_t greedy(const float *logits, size_t vocab)
+{
+    uint32_t best = 0;
+    bool found = false;
+    for (size_t i = 0; i < vocab; i++)
+        if (isfinite(logits[i]) && (!found || logits[i] > logits[best])) {
+            best = (uint32_t)i;
+            found = true;
+        }
+    return best;
+}
+
+uint32_t xf_sample(const float *logits, size_t vocab,
+                   const struct xf_sampling *s, uint64_t step,
+                   struct xf_candidate *scratch)
+{
+    if (s->temperature == 0.0)
+        return greedy(logits, vocab);
+    // the scores as TemperatureLogitsWarper leaves them, in float32
+    size_t count = 0;
+    const float t = (float)s->temperature;
+    for (size_t i = 0; i < vocab; i++)
+        if (isfinite(logits[i]))
+            scratch[count++] =
+                (struct xf_candidate){(uint32_t)i, logits[i] / t};
+    if (count == 0)
+        return 0;
+    qsort(scratch, count, sizeof *scratch, by_score);
+    // TopKLogitsWarper: below the k-th score is out, equals to it stay
+    if (s->top_k && s->top_k < count) {
+        const float kth = scratch[s->top_k - 1].score;
+        size_t keep = s->top_k;
+        while (keep < count && scratch[keep].score >= kth)
+            keep++;
+        count = keep;
+    }
+    // softmax over what is left, in double
+    const double top = scratch[0].score;
+    double total = 0.0;
+    for (size_t i = 0; i < count; i++)
+        total += exp(scratch[i].score - top);
+    // TopPLogitsWarper: a token goes when the mass of those at most as
+    // probable is at most 1 - top_p, that is when the mass of the more
+    // probable ones reaches top_p; the most probable always stays
+    if (s->top_p < 1.0) {
+        double above = 0.0;
+        size_t keep = 0;
+        while (keep < count && (keep == 0 || above < s->top_p)) {
+            above += exp(scratch[keep].score - top) / total;
+            keep++;
+        }
+        count = keep;
+        total = 0.0;
+        for (size_t i = 0; i < count; i++)
+            total += exp(scratch[i].score - top);
+    }
+    // the draw: the first token whose running mass passes u
+    const uint64_t key = attn_stream_key(s->seed, "sample", strlen("sample"));
+    const double u = rng_unit(key, step) * total;
+    double acc = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        acc += exp(scratch[i].score - top);
+        if (u < acc)
+            return scratch[i].id;
+    }
+    return scratch[count - 1].id;
+}
+
+size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
+                     struct xf_candidate *top)
+{
+    n = n < vocab ? n : vocab;
+    size_t have = 0;
+    double most = -INFINITY;
+    for (size_t i = 0; i < vocab; i++)
+        if (logits[i] > most)
+            most = logits[i];
+    double total = 0.0;
+    for (size_t i = 0; i < vocab; i++)
+        total += isfinite(logits[i]) ? exp(logits[i] - most) : 0.0;
+    // the n largest by insertion: n is small (at most a few dozen)
+    for (size_t i = 0; i < vocab; i++) {
+        const struct xf_candidate c = {(uint32_t)i, logits[i]};
+        if (!isfinite(c.score))
+            continue;
+        size_t at = have;
+        while (at > 0 && by_score(&c, &top[at - 1]) < 0)
+            at--;
+        if (at >= n)
+            continue;
+        const size_t moved = (have < n ? have : n - 1) - at;
+        memmove(&top[at + 1], &top[at], moved * sizeof *top);
+        top[at] = c;
+        have += have < n;
+    }
+    for (size_t i = 0; i < have; i++)
+        top[i].score = (float)(exp(top[i].score - most) / total);
+    return have;
+}

@@ -1,0 +1,57 @@
+/*
+ * sampling.h - choosing a decoder's next token from its logits, as
+ * transformers' generate() does: greedy, or temperature, then top-k,
+ * then top-p, then a draw, here from a keyed stream (attention.h) so that
+ * the same seed gives the same tokens on any machine and thread count.
+ */
+#ifndef ATTN_SAMPLING_H
+#define ATTN_SAMPLING_H
+
+#include "attention.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct xf_sampling {
+    double temperature; /* 0: greedy; else > 0, the logits divided by it */
+    size_t top_k;       /* 0: every token; else the k most probable (with
+                           any equal to the k-th) */
+    double top_p;       /* 1: every token; else in (0, 1): the most
+                           probable tokens whose mass reaches top_p */
+    uint64_t seed;      /* the draws' stream */
+};
+
+/* The limits of a request's sampling, checked: fails naming
+ * "temperature", "top_k" or "top_p". */
+#define XF_MAX_TEMPERATURE 100.0
+attn_status xf_sampling_check(const struct xf_sampling *s,
+                              struct attn_error *err);
+
+/* A token and its score (a logit or a probability). */
+struct xf_candidate {
+    uint32_t id;
+    float score;
+};
+
+/*
+ * The token after logits [vocab] at generation step step (0 for the
+ * first new token): with temperature 0 the largest logit (the lowest id
+ * among equals, as torch.argmax); else the draw step of the seed's stream
+ * from softmax(logits / temperature) cut to top_k and top_p as
+ * transformers' TopKLogitsWarper and TopPLogitsWarper cut it. scratch:
+ * [vocab]. A logit that is not finite is never chosen unless all are.
+ */
+uint32_t xf_sample(const float *logits, size_t vocab,
+                   const struct xf_sampling *s, uint64_t step,
+                   struct xf_candidate *scratch);
+
+/*
+ * The n most probable tokens of softmax(logits) (the model's own
+ * distribution, whatever the sampling), most probable first, the lowest
+ * id among equals, into top [n] with their probabilities; returns how
+ * many (n, or vocab when that is fewer).
+ */
+size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
+                     struct xf_candidate *top);
+
+#endif
