@@ -1102,6 +1102,29 @@ def derived(v, vocab_size, tok_size, bos):
             "tokenizer_size": tok_size, "bos_id": bos}
 
 
+GREEDY_STEPS = 6
+GREEDY_MARGIN = 1e-3  # of the largest |logit|: closer calls float32 may swap
+
+
+def greedy(w, v, ids):
+    """transformers' generate(do_sample=False) by the float64 reference,
+    the whole sequence recomputed each step: the new ids, and each step's
+    gap between its two largest logits relative to the largest |logit|.
+    Stops before a step closer than GREEDY_MARGIN (a near-tie float32 may
+    resolve the other way)."""
+    ids, new, margins = list(ids), [], []
+    for _ in range(GREEDY_STEPS):
+        logits = forward(w, v, ids)[2]
+        order = np.argsort(-logits, kind="stable")
+        margin = float((logits[order[0]] - logits[order[1]]) / max(1.0, np.max(np.abs(logits))))
+        if margin < GREEDY_MARGIN:
+            break
+        new.append(int(order[0]))
+        margins.append(margin)
+        ids.append(int(order[0]))
+    return new, margins
+
+
 def relative(a, b):
     """The largest difference relative to max(1, |b|)."""
     return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b))))
@@ -1152,6 +1175,16 @@ def build_variant(v, seed, out_dir, tok, answer, report):
                       "added": [bool(m) for m in enc["special_tokens_mask"]],
                       "attentions": rounded(attn), "hidden_states": rounded(hidden),
                       "rollout": rounded(roll), "logits": rounded(logits)})
+    # a greedy continuation of the first sentence that keeps clear of
+    # near-ties for at least four steps (else of the next one)
+    for case in cases:
+        new, gaps = greedy(w, v, case["ids"])
+        if len(new) >= 4:
+            greedy_golden = {"prompt": case["ids"], "new": new,
+                             "margins": [float("%.3g" % g) for g in gaps]}
+            break
+    else:
+        raise CrossCheckFailed("%s: every greedy continuation meets a near-tie" % v["name"])
     for alt, (da, dh) in margins.items():
         if not max(da, dh) > MARGIN:
             raise CrossCheckFailed("%s: the wrong convention %s moves the goldens by only %.2e"
@@ -1160,7 +1193,7 @@ def build_variant(v, seed, out_dir, tok, answer, report):
     facts = derived(v, vocab_size, tok_size, tok["bos"])
     return {"variant": v["name"], "description": v["about"], "dtype": v["dtype"],
             "layers": v["layers"], "heads": facts["heads"], "hidden": v["hidden"],
-            "config": facts, "cases": cases}, write
+            "config": facts, "cases": cases, "greedy": greedy_golden}, write
 
 
 def check_vocabulary(tok, answer):

@@ -19,6 +19,7 @@
 #include "model/family.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "sampling.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -397,6 +398,55 @@ static double golden_number(const cJSON *config, const char *key)
 /* A decoder's loaded config against what its golden records, then each
  * sentence through its tokenizer (ids, added, texts) and its network
  * (weights, causal and windowed; hidden states; rollout). */
+/* transformers' generate(do_sample=False) from the golden's prompt: the
+ * prompt starts a KV cache, then each greedy token goes through it alone,
+ * on one thread or two; the ids are the float64 reference's (which keeps
+ * clear of near-ties: generate_decoders.py). */
+static void check_greedy(const struct model *m, const char *variant,
+                         const cJSON *greedy)
+{
+    const struct xf_model *x = &m->xf;
+    size_t np, nn;
+    double *prompt = doubles(cJSON_GetObjectItem(greedy, "prompt"), &np);
+    double *want = doubles(cJSON_GetObjectItem(greedy, "new"), &nn);
+    assert_true(nn >= 4);
+    uint32_t *ids = malloc((np + nn) * sizeof *ids);
+    struct xf_candidate *scratch = malloc(x->vocab_size * sizeof *scratch);
+    assert_non_null(ids);
+    assert_non_null(scratch);
+    for (size_t i = 0; i < np; i++)
+        ids[i] = (uint32_t)prompt[i];
+    struct xf_cache cache;
+    assert_int_equal(xf_cache_init(x, np + nn, &cache, NULL), ATTN_OK);
+    const struct xf_sampling g = {.temperature = 0, .top_p = 1};
+    struct xf_run run = {.ids = ids,
+                         .n = np,
+                         .want = XF_WANT_LOGITS,
+                         .layer = XF_ALL_LAYERS,
+                         .cache = &cache};
+    for (size_t t = 0; t < nn; t++) {
+        run.threads = 1 + t % 2;
+        struct xf_plan plan;
+        struct xf_result r;
+        struct attn_error err = {0};
+        if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
+            fail_msg("%s: greedy step %zu: %s", variant, t, err.message);
+        ids[np + t] = xf_sample(r.logits, x->vocab_size, &g, t, scratch);
+        if (ids[np + t] != (uint32_t)want[t])
+            fail_msg("%s: greedy token %zu is %u, want %.0f", variant, t,
+                     (unsigned)ids[np + t], want[t]);
+        xf_result_free(&r);
+        run.ids = ids + np + t;
+        run.n = 1;
+    }
+    assert_int_equal(cache.len, np + nn - 1);
+    xf_cache_free(&cache);
+    free(scratch);
+    free(ids);
+    free(want);
+    free(prompt);
+}
+
 static void check_decoder(const struct model *m, const char *variant)
 {
     char path[1024];
@@ -465,7 +515,7 @@ static void check_decoder(const struct model *m, const char *variant)
         struct xf_run run = {.ids = enc.ids,
                              .n = enc.count,
                              .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
-                                     XF_WANT_ROLLOUT,
+                                     XF_WANT_ROLLOUT | XF_WANT_LOGITS,
                              .layer = XF_ALL_LAYERS,
                              .threads = 2};
         struct xf_result r;
@@ -501,11 +551,21 @@ static void check_decoder(const struct model *m, const char *variant)
         if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
             fail_msg("%s case %zu: rollout differs", variant, n_cases);
         free(roll);
+        // the last token's logits, through lm_head (tied or not)
+        double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+        assert_int_equal(n, x->vocab_size);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(r.logits[i] - lg[i]) <=
+                  HIDDEN_ATOL + HIDDEN_RTOL * fabs(lg[i])))
+                fail_msg("%s case %zu: logit %zu is %g, want %g", variant,
+                         n_cases, i, (double)r.logits[i], lg[i]);
+        free(lg);
         xf_result_free(&r);
         tok_encoding_free(&enc);
         n_cases++;
     }
     assert_true(n_cases >= 3);
+    check_greedy(m, variant, cJSON_GetObjectItem(golden, "greedy"));
     cJSON_Delete(golden);
 }
 
