@@ -306,7 +306,7 @@ $(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harn
 # A loaded checkpoint against PyTorch on the same weights: the BERT encoder
 # (tests/bench/bert_torch.py) and the LLaMA decoder
 # (tests/bench/llama_torch.py), with what both share (bench_torch.c).
-$(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o: $(BUILD)/bench/%.o: tests/bench/%.c
+$(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o: $(BUILD)/bench/%.o: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
@@ -320,7 +320,7 @@ $(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(SERVER
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
-$(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o \
+$(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o \
                   $(BUILD)/tests/integration/harness.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS) $(call pc_libs,libcurl)

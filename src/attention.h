@@ -378,19 +378,19 @@ struct attn_config {
      * it holds and returns ATTN_E_CANCELLED. */
     const atomic_bool *cancel;
 
-    bool resolved;       /* set by attn_config_resolve(); attn_forward() then
-                            takes the config as it is. After resolving, change
-                            only params, params_checked, threads, pool,
-                            cancel, and want to fewer arrays than it was
-                            resolved for. */
-    bool params_checked; /* params hold every tensor of this config and
-                            only finite values: drawn (attn_params_draw(),
-                            attn_params_draw_tensor()) or checked before
-                            (attn_params_check()), so attn_forward() does
-                            not look at each value again */
+    bool resolved;        /* set by attn_config_resolve(); attn_forward() then
+                             takes the config as it is. After resolving, change
+                             only params, params_checked, threads, pool,
+                             cancel, and want to fewer arrays than it was
+                             resolved for. */
+    bool params_checked;  /* params hold every tensor of this config and
+                             only finite values: drawn (attn_params_draw(),
+                             attn_params_draw_tensor()) or checked before
+                             (attn_params_check()), so attn_forward() does
+                             not look at each value again */
     bool stored_matrices; /* params may hold their matrices at a 16-bit
-                             width (attn_params.stored): each thread of a
-                             call then has a panel to widen them in,
+                             width (attn_params.stored_wq and the others): each
+                             thread of a call then has a panel to widen them in,
                              which attn_forward_bytes() counts. Set before
                              resolving. */
 };

@@ -27,8 +27,8 @@ struct scratch {
     float *heads; /* [query_rows][h*d_v] when heads are not returned */
     float *tile;  /* [query_rows][tile_ld] */
     struct softmax_online *online; /* [query_rows] */
-    float *out; /* [query_rows][d_out] when head outputs are projected
-                   in place (key-outer) */
+    float *out;   /* [query_rows][d_out] when head outputs are projected
+                     in place (key-outer) */
     float *panel; /* [WIDEN_PANEL_FLOATS] with stored_matrices: the
                      16-bit weights widened a panel at a time */
 };

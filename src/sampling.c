@@ -12,10 +12,12 @@
 attn_status xf_sampling_check(const struct xf_sampling *s,
                               struct attn_error *err)
 {
-    if (!(s->temperature >= 0.0 && s->temperature <= XF_MAX_TEMPERATURE))
+    if (!(s->temperature == 0.0 || (s->temperature >= XF_MIN_TEMPERATURE &&
+                                    s->temperature <= XF_MAX_TEMPERATURE)))
         return attn_fail(err, ATTN_E_INVALID, "temperature",
-                         "temperature (%g) must be 0 (greedy) to %g",
-                         s->temperature, XF_MAX_TEMPERATURE);
+                         "temperature (%g) must be 0 (greedy) or %g to %g",
+                         s->temperature, XF_MIN_TEMPERATURE,
+                         XF_MAX_TEMPERATURE);
     if (!(s->top_p > 0.0 && s->top_p <= 1.0))
         return attn_fail(err, ATTN_E_INVALID, "top_p",
                          "top_p (%g) must be above 0 and at most 1", s->top_p);
@@ -54,10 +56,11 @@ uint32_t xf_sample(const float *logits, size_t vocab,
     // the scores as TemperatureLogitsWarper leaves them, in float32
     size_t count = 0;
     const float t = (float)s->temperature;
-    for (size_t i = 0; i < vocab; i++)
-        if (isfinite(logits[i]))
-            scratch[count++] =
-                (struct xf_candidate){(uint32_t)i, logits[i] / t};
+    for (size_t i = 0; i < vocab; i++) {
+        const float score = logits[i] / t;
+        if (isfinite(score))
+            scratch[count++] = (struct xf_candidate){(uint32_t)i, score};
+    }
     if (count == 0)
         return 0;
     qsort(scratch, count, sizeof *scratch, by_score);
@@ -108,7 +111,7 @@ size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
     size_t have = 0;
     double most = -INFINITY;
     for (size_t i = 0; i < vocab; i++)
-        if (logits[i] > most)
+        if (isfinite(logits[i]) && logits[i] > most)
             most = logits[i];
     double total = 0.0;
     for (size_t i = 0; i < vocab; i++)

@@ -21,9 +21,12 @@ struct xf_sampling {
     uint64_t seed;      /* the draws' stream */
 };
 
-/* The limits of a request's sampling, checked: fails naming
- * "temperature", "top_k" or "top_p". */
+#define XF_MIN_TEMPERATURE 1e-6 /* below it (but 0), scores overflow */
 #define XF_MAX_TEMPERATURE 100.0
+
+/* The limits of a request's sampling, checked: temperature 0 or within
+ * the two above, top_p in (0, 1]; fails naming "temperature" or
+ * "top_p". */
 attn_status xf_sampling_check(const struct xf_sampling *s,
                               struct attn_error *err);
 

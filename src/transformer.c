@@ -4,8 +4,9 @@
  *
  * Each layer's self-attention is one attn_forward() call with the layer's
  * projections as explicit parameters, under the config the plan resolved
- * for its kind. The rest of the layer runs in phases on the same team
- * (transformer_units.h says how they are cut):
+ * for its kind; a token after a KV cache has its own, one row against the
+ * cache (transformer_step.c). The rest of the layer runs in phases on the
+ * same team (transformer_units.h says how they are cut):
  *
  *   norm after (BERT)                 norm before (GPT-2, LLaMA)
  *                                     normed = norm_a(h)        rows
@@ -22,8 +23,9 @@
  *
  * Memory: the result, the plan's one workspace block (the hidden states
  * when they are not returned, the rollout's two matrices, the
- * feed-forward's rows), and, one layer at a time, what attn_forward()
- * holds. xf_plan_bytes() adds up exactly these.
+ * feed-forward's rows, a panel per member for 16-bit matrices, a cached
+ * token's scratch), and, one layer at a time, what attn_forward() holds.
+ * xf_plan_bytes() adds up exactly these.
  */
 #include "error.h"
 #include "pool.h"
@@ -116,12 +118,6 @@ static const float *ffn_input(const struct pass *p)
     return p->m->arch.norm_place == XF_NORM_AFTER ? p->x1 : p->normed;
 }
 
-/* The panel of a member of the team. */
-static float *member_panel(const struct pass *p, unsigned member)
-{
-    return p->panels ? p->panels + (size_t)member * WIDEN_PANEL_FLOATS : NULL;
-}
-
 /* Rows [c0, ...) of a matrix with cols columns. */
 static const void *matrix_rows(struct xf_matrix w, size_t c0, size_t cols)
 {
@@ -148,7 +144,7 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .out = t->width,
                                      .y = o,
                                      .ldy = IW};
-    widen_product(&pr, p->b ? 1.0f : 0.0f, member_panel(p, member));
+    widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
 }
 
 /* inter = act(up x) (plain) or gate = act(gate x) (gated), a tile of
@@ -205,7 +201,7 @@ static void output_tile(void *arg, size_t u, unsigned member)
                                      .out = t.width,
                                      .y = out,
                                      .ldy = H};
-    widen_product(&pr, 1.0f, member_panel(p, member));
+    widen_product(&pr, 1.0f, widen_panel(p->panels, member));
 }
 
 /* A look for values float32 could not hold. */
@@ -502,6 +498,11 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
     const float *x = before ? p.normed : h_in;
     if (plan->step) {
         p.attn_out = cached_attention(s, l, x);
+        if (!p.attn_out)
+            return attn_fail_at(err, ATTN_E_INPUT, "layer", 1, &l,
+                                "layer %zu: the token's projections overflow "
+                                "float32; the model's weights are too large",
+                                l);
     } else {
         attn_status st = core_attention(s, l, x, attn, err);
         if (st)
@@ -566,9 +567,7 @@ static void logit_unit(void *arg, size_t u, unsigned member)
                                      .out = width,
                                      .y = hp->logits + c0,
                                      .ldy = m->vocab_size};
-    widen_product(&pr, 0.0f,
-                  hp->panels ? hp->panels + (size_t)member * WIDEN_PANEL_FLOATS
-                             : NULL);
+    widen_product(&pr, 0.0f, widen_panel(hp->panels, member));
 }
 
 /* logits = lm_head last, by tiles of the vocabulary on the team. */
@@ -591,6 +590,12 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     memset(out, 0, sizeof *out);
     const struct xf_model *m = plan->m;
     const struct xf_run *run = &plan->run;
+    // the sizes were planned for the cache as it was then
+    if (run->cache && run->cache->len != plan->cache_len)
+        return attn_fail(err, ATTN_E_INVALID, "cache",
+                         "the cache holds %zu positions, not the %zu it was "
+                         "planned with: plan the run again",
+                         run->cache->len, plan->cache_len);
     struct stack s = {.plan = plan,
                       .cancel = cancel,
                       .out = out,

@@ -275,6 +275,8 @@ struct xf_plan {
                              is read */
     size_t weight_layers; /* Lw */
     unsigned team;
+    size_t cache_len;       /* the run's cache held this many; a pass
+                               finding it holding another is refused */
     size_t keys;            /* a weights row's entries (xf_result) */
     bool step;              /* one token after a non-empty cache */
     size_t result_count[5]; /* floats of weights, mean weights, hidden
@@ -307,7 +309,8 @@ double xf_plan_flops(const struct xf_plan *plan);
  * The forward pass (eval mode, no padding) of the planned run: the
  * embeddings, then per layer self-attention through attn_forward() and
  * the feed-forward, each with its norm where the arch puts it, then the
- * final norm. Every product goes to cblas_sgemm. The bits are the same
+ * final norm. Every matrix product goes to cblas_sgemm (a cached token's
+ * scores and values, one row, are plain loops). The bits are the same
  * for every thread count (attention.h, "Threading"). cancel: NULL, or a
  * flag another thread may raise to stop the pass (as attn_config.cancel).
  * On success the caller owns *out; release it with xf_result_free().

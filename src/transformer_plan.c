@@ -210,6 +210,16 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
     if (run->n == 0)
         return attn_fail(err, ATTN_E_INVALID, "ids", "the input has no tokens");
     const struct xf_cache *c = run->cache;
+    if (c) {
+        if (!m->arch.causal)
+            return attn_fail(err, ATTN_E_INVALID, "cache",
+                             "a cache needs a causal model");
+        if (c->layers != m->layers || c->row != m->kv_heads * m->head_dim ||
+            !c->k || !c->v || c->capacity > m->max_positions ||
+            c->len > c->capacity)
+            return attn_fail(err, ATTN_E_INVALID, "cache",
+                             "the cache is not one of this model's");
+    }
     const size_t before = c ? c->len : 0;
     if (run->n > m->max_positions - before)
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
@@ -217,13 +227,6 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                          "model has positions for (max_position_embeddings)",
                          before + run->n, m->max_positions);
     if (c) {
-        if (!m->arch.causal)
-            return attn_fail(err, ATTN_E_INVALID, "cache",
-                             "a cache needs a causal model");
-        if (c->layers != m->layers || c->row != m->kv_heads * m->head_dim ||
-            c->len > c->capacity)
-            return attn_fail(err, ATTN_E_INVALID, "cache",
-                             "the cache is not one of this model's");
         if (run->n > c->capacity - c->len)
             return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                              "%zu more tokens do not fit a cache of %zu "
@@ -507,7 +510,8 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
         (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS));
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
-    out->keys = run->n + (run->cache ? run->cache->len : 0);
+    out->cache_len = run->cache ? run->cache->len : 0;
+    out->keys = run->n + out->cache_len;
     out->step = run->cache && run->cache->len > 0;
     out->team = pool_team_size(run->threads, xf_widest_phase(out));
     if (!plan_workspace(out))

@@ -93,9 +93,7 @@ static void step_tile(const struct step *s, const float *x, size_t in,
                                      .out = t.width,
                                      .y = y + t.c0,
                                      .ldy = cols};
-    widen_product(&pr, b ? 1.0f : 0.0f,
-                  s->panels ? s->panels + (size_t)member * WIDEN_PANEL_FLOATS
-                            : NULL);
+    widen_product(&pr, b ? 1.0f : 0.0f, widen_panel(s->panels, member));
 }
 
 /* Tile u of q, then of k, then of v. */
@@ -156,6 +154,14 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     }
 }
 
+static bool all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return false;
+    return true;
+}
+
 const float *step_attention(const struct step_io *io, struct pool_team *team)
 {
     const struct xf_plan *plan = io->plan;
@@ -181,6 +187,9 @@ const float *step_attention(const struct step_io *io, struct pool_team *team)
     const struct attn_config *cfg = &plan->attn[xf_attn_kind(plan, l)];
     attn_place_heads(cfg, q, 1, h, s.y->q_norm_w, pos);
     attn_place_heads(cfg, k, 1, m->kv_heads, s.y->k_norm_w, pos);
+    // nothing that float32 cannot hold goes into the cache
+    if (!all_finite(q, hd) || !all_finite(k, gd) || !all_finite(v, gd))
+        return NULL;
     memcpy(c->k + (l * c->capacity + pos) * c->row, k, gd * sizeof *k);
     memcpy(c->v + (l * c->capacity + pos) * c->row, v, gd * sizeof *v);
 

@@ -28,7 +28,8 @@ struct step_io {
  * cache's layer (len itself grows after every layer has run), then each
  * query head against its KV head's keys 0..len (those the window
  * leaves), softmax, the values, and the output projection. The products
- * go by tiles on team. Returns the output, in io->scratch.
+ * go by tiles on team. Returns the output, in io->scratch; NULL, with the
+ * cache as it was, when q, k or v overflow float32.
  */
 const float *step_attention(const struct step_io *io, struct pool_team *team);
 

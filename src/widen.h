@@ -15,6 +15,13 @@
 /* Floats of one panel: 2 MiB, a few of which stay in a shared cache. */
 enum { WIDEN_PANEL_FLOATS = 1 << 19 };
 
+/* The panel of member member of a team, in a block of one per member;
+ * NULL without one (every matrix float32). */
+static inline float *widen_panel(float *panels, unsigned member)
+{
+    return panels ? panels + (size_t)member * WIDEN_PANEL_FLOATS : NULL;
+}
+
 /* A product's operands: x [rows][in] (rows ldx apart), W [out][in] of
  * dtype (rows ldw apart, in elements), y [rows][out] (rows ldy apart). */
 struct widen_product {
@@ -32,6 +39,8 @@ struct widen_product {
  * goes by blocks of W's rows and, within them, of its columns, each
  * widened into panel (WIDEN_PANEL_FLOATS floats) and added in; the blocks
  * follow from the sizes alone, so the bits do not depend on the thread.
+ * They do depend on the product's shape: the same matrix taken a tile at
+ * a time (a token after a KV cache) may differ in the last place.
  */
 void widen_product(const struct widen_product *p, float beta, float *panel);
 

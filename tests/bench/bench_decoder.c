@@ -3,7 +3,7 @@
  * this machine's own cblas_sgemm, in the same run, and the memory a
  * loaded decoder holds.
  *
- *   bench_decoder DIR... [--rounds R] [--json FILE]
+ *   bench_decoder DIR... [--rounds R] [--json FILE] [--decoding-only]
  *
  * Each DIR holds a LLaMA checkpoint with its tokenizer (make bench writes
  * Llama-3.2-1B-sized random ones, F32 and BF16, with
@@ -23,6 +23,9 @@
  *   2 threads, as bench_torch.h describes; medians. Before timing, both
  *   sides' last hidden states (after the final norm) must agree within
  *   TOLERANCE.
+ * - decoding (bench_decode.h): the time to the first token of a
+ *   128-token prompt through a KV cache and of each of 32 greedy tokens
+ *   after it, against the bound the same run's read bandwidth sets.
  * - serving: the peak resident memory (VmHWM) of $ATTND_BIN (default
  *   build/attnd) started with --model on the folder (by
  *   tests/integration/harness.c, on a loopback port) while it answers one
@@ -39,6 +42,7 @@
  * those products over its time.
  */
 #include "bench_clock.h"
+#include "bench_decode.h"
 #include "bench_torch.h"
 #include "harness.h"
 #include "model/model.h"
@@ -65,6 +69,8 @@
 #define TARGET_RESIDENT 1.05           /* x the file size */
 #define TARGET_FRACTION 0.7            /* of the sgemm ceiling, at 512 */
 #define TARGET_PEAK_EXTRA (96.0 * MIB) /* over the file size */
+#define TARGET_OF_BOUND 0.5            /* tokens a second, of the bound */
+#define DECODE_TOKENS 32               /* timed after each prompt */
 
 static const size_t lengths[] = {128, 512};
 enum { N_LENGTHS = 2 };
@@ -90,6 +96,7 @@ struct checkpoint {
     double agree[N_LENGTHS];
     struct timing t[N_LENGTHS];
     double net_gflop[N_LENGTHS], attnd_gflop[N_LENGTHS];
+    struct decoding dec;
 };
 
 static size_t self_status(const char *field)
@@ -116,11 +123,6 @@ static size_t safetensors_bytes(const char *dir)
     if (d)
         closedir(d);
     return total;
-}
-
-static const char *dtype_name(attn_dtype d)
-{
-    return d == ATTN_F32 ? "F32" : d == ATTN_F16 ? "F16" : "BF16";
 }
 
 /* A text of exactly `want` tokens under tok (what it adds included), of
@@ -241,7 +243,7 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
     }
     c->mem.loaded = self_status("VmRSS:");
     const struct xf_model *m = &model->xf;
-    c->dtype = dtype_name(m->layer[0].q_w.dtype);
+    c->dtype = attn_dtype_name((int)m->layer[0].q_w.dtype);
     printf("\n%s: %s, %zu layers, hidden %zu, %zu heads on %zu KV heads of "
            "%zu, intermediate %zu, vocab %zu; %.1f MB of safetensors\n",
            dir, c->dtype, m->layers, m->hidden, m->heads, m->kv_heads,
@@ -298,6 +300,19 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
         fflush(stdout);
     }
     torch_stop(&torch);
+    if (ok) {
+        ok = bench_decoding(m, SERVE_TOKENS, DECODE_TOKENS, rounds, &c->dec);
+        if (ok)
+            printf("decoding after a %zu-token prompt: first token %.1f ms, "
+                   "then %.1f ms a token (%.2f tokens/s); reading %.1f GB/s "
+                   "on %u cores, %.1f MB of weights a token: at most %.2f "
+                   "tokens/s, %.2f of it\n",
+                   c->dec.prompt, c->dec.first_token_ms, c->dec.token_ms,
+                   c->dec.tokens_s, c->dec.read_gbs, cores(),
+                   c->dec.bytes_per_token / 1e6, c->dec.bound_tokens_s,
+                   c->dec.tokens_s / c->dec.bound_tokens_s);
+        fflush(stdout);
+    }
     model_free(model);
     if (ok) {
         c->serve = serve_once(dir, text);
@@ -369,6 +384,10 @@ static void print_targets(const struct checkpoint *cs, int count)
                "%.0f MiB: + %.1f MiB: %s\n",
                c->dtype, SERVE_TOKENS, TARGET_PEAK_EXTRA / MIB, extra / MIB,
                extra <= TARGET_PEAK_EXTRA ? "met" : "NOT met");
+        const double of_bound = c->dec.tokens_s / c->dec.bound_tokens_s;
+        printf("  %-4s decoding >= %.1f of the memory bound: %.2f: %s\n",
+               c->dtype, TARGET_OF_BOUND, of_bound,
+               of_bound >= TARGET_OF_BOUND ? "met" : "NOT met");
     }
 }
 
@@ -393,11 +412,18 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
                 "\"anon_after_pass\": %zu},"
                 "\n  \"serving\": {\"tokens\": %zu, \"answer_bytes\": %zu, "
                 "\"hwm_loaded\": %zu, \"hwm_peak\": %zu},"
+                "\n  \"decoding\": {\"prompt\": %zu, \"tokens\": %zu, "
+                "\"first_token_ms\": %.3f, \"token_ms\": %.3f, "
+                "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
+                "\"bound_tokens_s\": %.3f, \"tokens_s\": %.3f},"
                 "\n  \"cases\": [",
                 i ? "," : "", c->dir, c->dtype, c->file_bytes, c->mem.baseline,
                 c->mem.loaded, c->mem.after_pass, c->mem.file_after_pass,
                 c->mem.anon_after_pass, c->serve.tokens, c->serve.answer_bytes,
-                c->serve.loaded_hwm, c->serve.peak_hwm);
+                c->serve.loaded_hwm, c->serve.peak_hwm, c->dec.prompt,
+                c->dec.tokens, c->dec.first_token_ms, c->dec.token_ms,
+                c->dec.read_gbs, c->dec.bytes_per_token, c->dec.bound_tokens_s,
+                c->dec.tokens_s);
         for (int k = 0; k < N_LENGTHS; k++) {
             const struct timing *t = &c->t[k];
             fprintf(fp,
@@ -417,12 +443,39 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
     return true;
 }
 
+/* The decoding part alone (--decoding-only): a quick look while working
+ * on it; make bench runs everything. */
+static bool decoding_only(const char *dir, int rounds)
+{
+    char err[1024];
+    struct model *model = NULL;
+    if (!model_load("bench", dir, &model, err, sizeof err)) {
+        fprintf(stderr, "bench_decoder: %s\n", err);
+        return false;
+    }
+    struct decoding d;
+    const bool ok =
+        bench_decoding(&model->xf, SERVE_TOKENS, DECODE_TOKENS, rounds, &d);
+    if (ok)
+        printf("%s: first token %.1f ms, then %.1f ms a token (%.2f "
+               "tokens/s); %.1f GB/s, %.1f MB a token: bound %.2f tokens/s, "
+               "%.2f of it\n",
+               dir, d.first_token_ms, d.token_ms, d.tokens_s, d.read_gbs,
+               d.bytes_per_token / 1e6, d.bound_tokens_s,
+               d.tokens_s / d.bound_tokens_s);
+    model_free(model);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     const char *dirs[MAX_DIRS], *json_path = NULL;
     int n_dirs = 0, rounds = 5;
+    bool only_decoding = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json") && i + 1 < argc)
+        if (!strcmp(argv[i], "--decoding-only"))
+            only_decoding = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json_path = argv[++i];
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = (int)strtol(argv[++i], NULL, 10);
@@ -433,12 +486,21 @@ int main(int argc, char **argv)
     }
     if (n_dirs < 1 || rounds < 1 || rounds > BENCH_MAX_ROUNDS) {
         fprintf(stderr,
-                "usage: %s DIR... (1-%d) [--rounds R (1-%d)] [--json FILE]\n",
+                "usage: %s DIR... (1-%d) [--rounds R (1-%d)] [--json FILE] "
+                "[--decoding-only]\n",
                 argv[0], MAX_DIRS, BENCH_MAX_ROUNDS);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     attn_blas_single_thread();
+    if (only_decoding) {
+        printf("OpenBLAS core: %s; %u cores; %d rounds, medians\n",
+               openblas_get_corename(), cores(), rounds);
+        for (int i = 0; i < n_dirs; i++)
+            if (!decoding_only(dirs[i], rounds))
+                return 1;
+        return 0;
+    }
     struct sgemm_ctx sg;
     if (!ceiling_init(&sg))
         return 1;

@@ -395,9 +395,6 @@ static double golden_number(const cJSON *config, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* A decoder's loaded config against what its golden records, then each
- * sentence through its tokenizer (ids, added, texts) and its network
- * (weights, causal and windowed; hidden states; rollout). */
 /* transformers' generate(do_sample=False) from the golden's prompt: the
  * prompt starts a KV cache, then each greedy token goes through it alone,
  * on one thread or two; the ids are the float64 reference's (which keeps
@@ -447,6 +444,10 @@ static void check_greedy(const struct model *m, const char *variant,
     free(prompt);
 }
 
+/* A decoder's loaded config against what its golden records, then each
+ * sentence through its tokenizer (ids, added, texts) and its network
+ * (weights, causal and windowed; hidden states; rollout; logits), then its
+ * greedy golden. */
 static void check_decoder(const struct model *m, const char *variant)
 {
     char path[1024];

@@ -73,14 +73,14 @@ static void test_distribution(void **state)
     frequencies(logits, &s, f);
     assert_true(f[2] == 0.0 && fabs(f[0] - 0.625) < 0.015);
     // top-p: a token goes when those more probable reach top_p (0.5 +
-    // 0.3 = 0.8 reaches 0.8, as 1 - 0.8 >= the 0.2 of the least probable)
-    s = (struct xf_sampling){.temperature = 1, .top_p = 0.8};
+    // 0.3 = 0.8 reaches 0.79: 1 - 0.79 >= the 0.2 of the least probable)
+    s = (struct xf_sampling){.temperature = 1, .top_p = 0.79};
     frequencies(logits, &s, f);
     assert_true(f[2] == 0.0 && f[1] > 0.3);
     s.top_p = 0.81;
     frequencies(logits, &s, f);
     assert_true(f[2] > 0.15);
-    s.top_p = 0.5; /* 0.5 reaches it: the most probable alone */
+    s.top_p = 0.49; /* 0.5 reaches it: the most probable alone */
     frequencies(logits, &s, f);
     assert_true(f[0] == 1.0);
 }
@@ -134,6 +134,8 @@ static void test_check(void **state)
     assert_int_equal(xf_sampling_check(&s, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "temperature");
     s.temperature = NAN;
+    assert_int_equal(xf_sampling_check(&s, &err), ATTN_E_INVALID);
+    s.temperature = 1e-9; /* the scores would overflow */
     assert_int_equal(xf_sampling_check(&s, &err), ATTN_E_INVALID);
     s.temperature = 0.7;
     s.top_p = 0;

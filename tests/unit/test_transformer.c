@@ -670,18 +670,18 @@ static void test_widen(void **state)
 }
 
 /* A product through 16-bit weights by panels: more of W's rows than a
- * panel holds at its narrowest, and more columns than fit beside them,
+ * panel holds beside 256 of its columns, and more columns than that,
  * each block with a tail, gives x W^T to float32's accuracy, the bias
  * already in y added once; float32 weights give cblas_sgemm's bits. */
 static void test_widen_product(void **state)
 {
     (void)state;
-    const size_t rows = 3, in = 40, out = WIDEN_PANEL_FLOATS / 16 + 37;
+    const size_t rows = 3, in = 300, out = WIDEN_PANEL_FLOATS / 256 + 37;
     uint16_t *w = malloc(out * in * sizeof *w);
     float *wide = malloc(out * in * sizeof *wide);
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
     float *y = malloc(rows * out * sizeof *y);
-    float x[3 * 40];
+    float x[3 * 300];
     assert_non_null(w);
     assert_non_null(wide);
     assert_non_null(panel);
@@ -981,6 +981,14 @@ static void test_cache_refusals(void **state)
     run.want = XF_WANT_ROLLOUT;
     assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "want");
+    // a plan is for the cache as it was: not after another token
+    run.want = XF_WANT_WEIGHTS;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_OK);
+    assert_int_equal(xf_forward(&plan, NULL, &r, &err), ATTN_OK);
+    xf_result_free(&r);
+    assert_int_equal(xf_forward(&plan, NULL, &r, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "cache");
+    assert_null(r.weights);
     // another model's cache
     struct owned other;
     model_make(&other, &a, 3, 4, 2, 6, 24, 40, 6);

@@ -1,0 +1,32 @@
+/*
+ * bench_decode.h - a decoder's token-by-token speed against the memory
+ * bound, for bench_decoder: the time to the first token of a prompt
+ * (the prompt through a KV cache, its logits, the greedy choice), the
+ * time of each token after it, the machine's read bandwidth measured in
+ * the same run, and the bound it sets: every weight is read once a token,
+ * so tokens a second can be at most the bandwidth over the weights' bytes.
+ */
+#ifndef ATTND_BENCH_DECODE_H
+#define ATTND_BENCH_DECODE_H
+
+#include "transformer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct decoding {
+    size_t prompt, tokens;  /* the prompt's tokens, the tokens timed */
+    double first_token_ms;  /* median over the rounds */
+    double token_ms;        /* median over every token of every round */
+    double read_gbs;        /* median of the rounds' bandwidths */
+    double bytes_per_token; /* the matrices at their stored width */
+    double bound_tokens_s;  /* read_gbs / bytes_per_token */
+    double tokens_s;        /* 1000 / token_ms */
+};
+
+/* rounds rounds of: the bandwidth, then prompt tokens and tokens more
+ * greedy ones on a team of one thread per core. false on a failure. */
+bool bench_decoding(const struct xf_model *m, size_t prompt, size_t tokens,
+                    int rounds, struct decoding *out);
+
+#endif
