@@ -21,6 +21,55 @@ const char *attn_dtype_name(int dtype)
     return dtype >= 0 && dtype < 3 ? names[dtype] : NULL;
 }
 
+typedef uint16_t v16h __attribute__((vector_size(32)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
+
+/* 16 bfloat16s of h as floats: each a float's upper half, widened and
+ * shifted in registers (a vector cast keeps the bits; going through
+ * memory instead would stall on every load). */
+ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
+{
+    v16h half;
+    memcpy(&half, h, sizeof half);
+    const v16u bits = __builtin_convertvector(half, v16u) << 16;
+    *out = (v16f)bits;
+}
+
+/* dst[0 .. count) from bfloat16 src: sixteen at a time in registers, the
+ * rest one by one; every build gives the same bits (there is no
+ * arithmetic). */
+ALWAYS_INLINE void widen_bf16_body(const uint16_t *h, size_t count,
+                                   float *dst)
+{
+    size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        v16f v;
+        bf16x16(h + i, &v);
+        memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < count; i++) {
+        const uint32_t bits = (uint32_t)h[i] << 16;
+        memcpy(&dst[i], &bits, sizeof bits);
+    }
+}
+
+static void widen_bf16_plain(const uint16_t *h, size_t count, float *dst)
+{
+    widen_bf16_body(h, count, dst);
+}
+#if HAVE_AVX2_BUILD
+AVX2_TARGET static void widen_bf16_avx2(const uint16_t *h, size_t count,
+                                        float *dst)
+{
+    widen_bf16_body(h, count, dst);
+}
+AVX512_TARGET static void widen_bf16_avx512(const uint16_t *h, size_t count,
+                                            float *dst)
+{
+    widen_bf16_body(h, count, dst);
+}
+#endif
+
 /* An IEEE half's value, exactly (every half is a float). */
 static float half_to_float(uint16_t h)
 {
@@ -42,20 +91,8 @@ void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst)
         return;
     }
     const uint16_t *h = src;
-    if (dtype == ATTN_BF16) {
-        // a bfloat16 is a float's upper half; eight at a time through a
-        // block of bits, which the compiler turns into vector shifts
-        size_t i = 0;
-        for (; i + 8 <= count; i += 8) {
-            uint32_t bits[8];
-            for (size_t k = 0; k < 8; k++)
-                bits[k] = (uint32_t)h[i + k] << 16;
-            memcpy(&dst[i], bits, sizeof bits);
-        }
-        for (; i < count; i++) {
-            const uint32_t bits = (uint32_t)h[i] << 16;
-            memcpy(&dst[i], &bits, sizeof bits);
-        }
+    if (dtype == ATTN_BF16) { /* a float's upper half */
+        VEC_DISPATCH(vec_isa_best(), widen_bf16, h, count, dst);
         return;
     }
     for (size_t i = 0; i < count; i++)
@@ -63,20 +100,6 @@ void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst)
 }
 
 /* ------------------------------------------------- a row of bfloat16s */
-
-typedef uint16_t v16h __attribute__((vector_size(32)));
-typedef uint32_t v16u __attribute__((vector_size(64)));
-
-/* 16 bfloat16s of h as floats: each a float's upper half, widened and
- * shifted in registers (a vector cast keeps the bits; going through
- * memory instead would stall on every load). */
-ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
-{
-    v16h half;
-    memcpy(&half, h, sizeof half);
-    const v16u bits = __builtin_convertvector(half, v16u) << 16;
-    *out = (v16f)bits;
-}
 
 /* x . w over n values, w bfloat16: thirty-two products at a time in two
  * sixteen-wide sums, then the tail, then the lanes in a fixed order, so

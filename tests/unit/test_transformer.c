@@ -654,13 +654,13 @@ static void test_widen(void **state)
     const float bf_want[] = {1.0f, -123.5f, 0x1p-133f, INFINITY};
     attn_widen(bf, ATTN_BF16, 4, got);
     assert_memory_equal(got, bf_want, 4 * sizeof(float));
-    // two blocks of eight and a tail of three, every bit pattern kind
-    uint16_t many[19];
-    float wide[19];
-    for (size_t i = 0; i < 19; i++)
+    // two blocks of sixteen and a tail of three, every bit pattern kind
+    uint16_t many[35];
+    float wide[35];
+    for (size_t i = 0; i < 35; i++)
         many[i] = (uint16_t)(0x8001u * i + 0x3F00u * (i & 3));
-    attn_widen(many, ATTN_BF16, 19, wide);
-    for (size_t i = 0; i < 19; i++) {
+    attn_widen(many, ATTN_BF16, 35, wide);
+    for (size_t i = 0; i < 35; i++) {
         uint32_t bits;
         memcpy(&bits, &wide[i], sizeof bits);
         assert_int_equal(bits, (uint32_t)many[i] << 16);
