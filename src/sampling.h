@@ -8,6 +8,7 @@
 #define ATTN_SAMPLING_H
 
 #include "attention.h"
+#include "transformer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,12 +30,6 @@ struct xf_sampling {
  * "top_p". */
 attn_status xf_sampling_check(const struct xf_sampling *s,
                               struct attn_error *err);
-
-/* A token and its score (a logit or a probability). */
-struct xf_candidate {
-    uint32_t id;
-    float score;
-};
 
 /*
  * The token after logits [vocab] at generation step step (0 for the

@@ -30,6 +30,7 @@
 #include "error.h"
 #include "pool.h"
 #include "transformer.h"
+#include "transformer_head.h"
 #include "transformer_step.h"
 #include "transformer_units.h"
 #include "widen.h"
@@ -43,10 +44,8 @@
 
 /* ----------------------------------------------------------------- norms */
 
-/* y = norm(x) over rows of the model's width, by the arch's kind of norm;
- * x and y may be the same. */
-static void norm_rows(const struct xf_model *m, const float *x, size_t rows,
-                      const float *w, const float *b, float *y)
+void xf_norm_rows(const struct xf_model *m, const float *x, size_t rows,
+                  const float *w, const float *b, float *y)
 {
     if (m->arch.norm == XF_NORM_RMS)
         xf_rms_norm(x, rows, m->hidden, w, m->norm_eps, y);
@@ -92,8 +91,8 @@ static void rows_unit(void *arg, size_t u, unsigned member)
 static void input_norm_rows(struct pass *p, size_t r0, size_t rows)
 {
     const size_t H = p->m->hidden;
-    norm_rows(p->m, p->h_in + r0 * H, rows, p->y->attn_norm_w,
-              p->y->attn_norm_b, p->normed + r0 * H);
+    xf_norm_rows(p->m, p->h_in + r0 * H, rows, p->y->attn_norm_w,
+                 p->y->attn_norm_b, p->normed + r0 * H);
 }
 
 /* x1 = attention + input, then norm_a(x1) (norm after) or
@@ -105,11 +104,11 @@ static void residual_rows(struct pass *p, size_t r0, size_t rows)
     for (size_t e = 0; e < rows * H; e++)
         x1[e] = p->attn_out[r0 * H + e] + p->h_in[r0 * H + e];
     if (p->m->arch.norm_place == XF_NORM_AFTER) {
-        norm_rows(p->m, x1, rows, p->y->attn_norm_w, p->y->attn_norm_b, x1);
+        xf_norm_rows(p->m, x1, rows, p->y->attn_norm_w, p->y->attn_norm_b, x1);
         return;
     }
-    norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
-              p->normed + r0 * H);
+    xf_norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
+                 p->normed + r0 * H);
 }
 
 /* The feed-forward's input rows: x1 after, normed before. */
@@ -218,7 +217,7 @@ static void finish_rows(struct pass *p, size_t r0, size_t rows)
     const size_t H = p->m->hidden;
     float *out = p->h_out + r0 * H;
     if (p->m->arch.norm_place == XF_NORM_AFTER)
-        norm_rows(p->m, out, rows, p->y->ffn_norm_w, p->y->ffn_norm_b, out);
+        xf_norm_rows(p->m, out, rows, p->y->ffn_norm_w, p->y->ffn_norm_b, out);
     note_nonfinite(p, out, rows * H);
 }
 
@@ -227,7 +226,7 @@ static void final_rows(struct pass *p, size_t r0, size_t rows)
 {
     const size_t H = p->m->hidden;
     float *out = p->h_out + r0 * H;
-    norm_rows(p->m, out, rows, p->final_w, p->final_b, out);
+    xf_norm_rows(p->m, out, rows, p->final_w, p->final_b, out);
 }
 
 /* ------------------------------------------------------------- the pass */
@@ -263,7 +262,7 @@ static void embed(const struct xf_model *m, const struct xf_run *run,
             hi[c] = (hi[c] + t[c]) + p[c];
     }
     if (m->arch.embed_norm)
-        norm_rows(m, h, run->n, m->embed_norm_w, m->embed_norm_b, h);
+        xf_norm_rows(m, h, run->n, m->embed_norm_w, m->embed_norm_b, h);
 }
 
 /* r = Ahat r (r = Ahat for the first layer), Ahat = 0.5 mean + 0.5 I with
@@ -299,6 +298,7 @@ void xf_result_free(struct xf_result *result)
     free(result->hidden_states);
     free(result->rollout);
     free(result->logits);
+    free(result->lens);
     memset(result, 0, sizeof *result);
 }
 
@@ -317,6 +317,16 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                              "out of memory for the result of %zu tokens",
                              plan->run.n);
         }
+    }
+    if (plan->result_count[5]) {
+        r->lens = malloc(plan->result_count[5] * sizeof *r->lens);
+        if (!r->lens) {
+            xf_result_free(r);
+            return attn_fail(err, ATTN_E_NOMEM, "ids",
+                             "out of memory for the logit lens of %zu tokens",
+                             plan->run.n);
+        }
+        r->lens_k = plan->run.lens_k;
     }
     r->layers = plan->m->layers;
     r->weight_layers = plan->weight_layers;
@@ -540,50 +550,6 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
     return ATTN_OK;
 }
 
-/* What the logits' units share. */
-struct head_pass {
-    const struct xf_model *m;
-    const float *last; /* [H] the last token's final hidden state */
-    float *logits;     /* [vocab] */
-    float *panels;
-};
-
-/* Logits [u * LOGIT_TILE, ...) of the output head. */
-enum { LOGIT_TILE = 4096 };
-static void logit_unit(void *arg, size_t u, unsigned member)
-{
-    const struct head_pass *hp = arg;
-    const struct xf_model *m = hp->m;
-    const size_t H = m->hidden, c0 = u * LOGIT_TILE;
-    const size_t width =
-        m->vocab_size - c0 < LOGIT_TILE ? m->vocab_size - c0 : LOGIT_TILE;
-    const struct widen_product pr = {.x = hp->last,
-                                     .ldx = H,
-                                     .rows = 1,
-                                     .in = H,
-                                     .w = matrix_rows(m->lm_head, c0, H),
-                                     .dtype = m->lm_head.dtype,
-                                     .ldw = H,
-                                     .out = width,
-                                     .y = hp->logits + c0,
-                                     .ldy = m->vocab_size};
-    widen_product(&pr, 0.0f, widen_panel(hp->panels, member));
-}
-
-/* logits = lm_head last, by tiles of the vocabulary on the team. */
-static void logits(struct stack *s, const float *last, float *out)
-{
-    const struct xf_model *m = s->plan->m;
-    struct head_pass hp = {
-        .m = m, .last = last, .logits = out, .panels = s->panels};
-    if (s->team.pool)
-        pool_acquire(s->team.pool);
-    pool_phase(&s->team, logit_unit, &hp,
-               (m->vocab_size + LOGIT_TILE - 1) / LOGIT_TILE);
-    if (s->team.pool)
-        pool_release(s->team.pool);
-}
-
 attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
                        struct xf_result *out, struct attn_error *err)
 {
@@ -633,13 +599,28 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     for (size_t l = 0; l < plan->layers_run && !st; l++) {
         struct attn_result attn = {0};
         st = run_layer(&s, l, STATE(l), STATE(l + 1), &attn, err);
+        if (!st && out->lens) {
+            if (s.team.pool)
+                pool_acquire(s.team.pool);
+            head_lens(&s.team, m, STATE(l + 1), run->n, l + 1 == m->layers,
+                      run->lens_k, out->lens + l * run->n * run->lens_k,
+                      ws[XF_WS_LENS], s.panels);
+            if (s.team.pool)
+                pool_release(s.team.pool);
+        }
         if (!st && (plan->want & XF_WANT_ROLLOUT))
             rollout_step(attn.mean_weights, run->n, l == 0, out->rollout,
                          ws[XF_WS_ROLL_A], ws[XF_WS_ROLL_B]);
         attn_result_free(&attn);
     }
-    if (!st && out->logits)
-        logits(&s, STATE(m->layers) + (run->n - 1) * m->hidden, out->logits);
+    if (!st && out->logits) {
+        if (s.team.pool)
+            pool_acquire(s.team.pool);
+        head_logits(&s.team, m, STATE(m->layers) + (run->n - 1) * m->hidden, 1,
+                    out->logits, s.panels);
+        if (s.team.pool)
+            pool_release(s.team.pool);
+    }
     if (!st && run->cache)
         run->cache->len += run->n;
 #undef STATE

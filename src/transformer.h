@@ -172,7 +172,8 @@ enum xf_want {
     XF_WANT_MEAN_WEIGHTS = 1u << 1, /* mean_weights */
     XF_WANT_HIDDEN = 1u << 2,       /* hidden_states */
     XF_WANT_ROLLOUT = 1u << 3,      /* rollout */
-    XF_WANT_LOGITS = 1u << 4        /* logits (a model with lm_head) */
+    XF_WANT_LOGITS = 1u << 4,       /* logits (a model with lm_head) */
+    XF_WANT_LOGIT_LENS = 1u << 5    /* lens (a model with lm_head) */
 };
 
 /*
@@ -195,6 +196,15 @@ attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
                           struct xf_cache *out, struct attn_error *err);
 void xf_cache_free(struct xf_cache *cache);
 
+/* A token and its score (a logit or a probability). */
+struct xf_candidate {
+    uint32_t id;
+    float score;
+};
+
+/* The most tokens the logit lens gives for each layer and position. */
+#define XF_MAX_LENS_K 20
+
 /* Every layer's weights, for xf_run.layer. */
 #define XF_ALL_LAYERS SIZE_MAX
 
@@ -208,6 +218,8 @@ struct xf_run {
                                 states or rollout, the layers above it are
                                 not computed */
     unsigned threads;        /* as attn_config.threads; 0 means 1 */
+    size_t lens_k;           /* with XF_WANT_LOGIT_LENS: 1 to XF_MAX_LENS_K
+                                tokens a layer and position */
     /* NULL, or a causal model's cache, which the run reads and extends:
      * empty, the n tokens start a sequence and their keys and values are
      * kept in it; holding len positions, one token (n = 1) at position
@@ -233,12 +245,19 @@ struct xf_run {
  *                  last layer's token i draws on input token j
  *   logits:        [vocab_size]       the last token's next-token scores:
  *                                     lm_head times its last hidden state
+ *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
+ *                  2020): each layer's output through the final norm and
+ *                  lm_head, its most probable tokens (the first among
+ *                  equals) with their probabilities under the softmax
+ *                  over the whole vocabulary; the last layer's is the
+ *                  model's own next-token distribution
  * A row of weights or mean weights has keys entries: n, or with a cache
  * that held len positions, len + n (every position so far).
  */
 struct xf_result {
-    size_t layers, weight_layers, heads, n, keys, hidden, vocab;
+    size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
     float *weights, *mean_weights, *hidden_states, *rollout, *logits;
+    struct xf_candidate *lens;
 };
 
 /* ----------------------------------------------------------------- plan */
@@ -257,6 +276,7 @@ enum {
                     16-bit matrices outside attn_forward() */
     XF_WS_STEP,  /* a token after a cache: its q, k, v, head outputs,
                     attention output and one row of scores */
+    XF_WS_LENS,  /* the logit lens's rows, normed, and their logits */
     XF_WS_PARTS
 };
 
@@ -279,8 +299,9 @@ struct xf_plan {
                                finding it holding another is refused */
     size_t keys;            /* a weights row's entries (xf_result) */
     bool step;              /* one token after a non-empty cache */
-    size_t result_count[5]; /* floats of weights, mean weights, hidden
-                               states, rollout and logits */
+    size_t result_count[6]; /* floats of weights, mean weights, hidden
+                               states, rollout and logits, and the lens's
+                               entries (two floats' bytes each) */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

@@ -9,6 +9,7 @@
 #include "forward_plan.h"
 #include "pool.h"
 #include "transformer.h"
+#include "transformer_head.h"
 #include "transformer_units.h"
 #include "widen.h"
 #include "workspace.h"
@@ -242,9 +243,15 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "a rollout needs whole matrices, not a token "
                              "after a cache");
     }
-    if ((run->want & XF_WANT_LOGITS) && !m->lm_head.data)
+    if ((run->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS)) && !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "logits need a model with an output head (lm_head)");
+    const size_t most_k =
+        m->vocab_size < XF_MAX_LENS_K ? m->vocab_size : XF_MAX_LENS_K;
+    if ((run->want & XF_WANT_LOGIT_LENS) &&
+        (run->lens_k < 1 || run->lens_k > most_k))
+        return attn_fail(err, ATTN_E_INVALID, "lens_k",
+                         "lens_k (%zu) must be 1 to %zu", run->lens_k, most_k);
     if (!run->ids)
         return attn_fail(err, ATTN_E_INVALID, "ids", "ids is missing");
     if (run->type_ids && !m->arch.token_types)
@@ -316,7 +323,7 @@ bool xf_returns_layer(const struct xf_plan *p, size_t l)
 bool xf_output_used(const struct xf_plan *p, size_t l)
 {
     return l + 1 < p->layers_run ||
-           (p->want & (XF_WANT_HIDDEN | XF_WANT_LOGITS));
+           (p->want & (XF_WANT_HIDDEN | XF_WANT_LOGITS | XF_WANT_LOGIT_LENS));
 }
 
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
@@ -428,9 +435,12 @@ static bool plan_workspace(struct xf_plan *p)
     // a panel per member of the team, for the 16-bit products run here:
     // the feed-forward's, a token's attention after a cache, the logits
     const struct xf_model *m = p->m;
+    const bool head = p->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS);
     if (holds_16bit(m, false) || (p->step && holds_16bit(m, true)) ||
-        ((p->want & XF_WANT_LOGITS) && m->lm_head.dtype != ATTN_F32))
+        (head && m->lm_head.dtype != ATTN_F32))
         p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
+    if (p->want & XF_WANT_LOGIT_LENS)
+        p->ws_count[XF_WS_LENS] = head_lens_floats(m, p->run.n);
     if (p->step) {
         const size_t hd = m->heads * m->head_dim;
         const size_t gd = m->kv_heads * m->head_dim;
@@ -460,6 +470,8 @@ static bool plan_result(struct xf_plan *p)
         ok = ok && size_mul(n, n, &counts[3]);
     if (p->want & XF_WANT_LOGITS)
         counts[4] = m->vocab_size;
+    if (p->want & XF_WANT_LOGIT_LENS)
+        ok = ok && size_mul3(m->layers, n, p->run.lens_k, &counts[5]);
     return ok;
 }
 
@@ -505,9 +517,9 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->want = run->want ? run->want : XF_WANT_WEIGHTS;
     out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
     // the layers above the one asked for cannot change its weights
-    const bool needs_all =
-        run->layer == XF_ALL_LAYERS ||
-        (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS));
+    const bool needs_all = run->layer == XF_ALL_LAYERS ||
+                           (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT |
+                                         XF_WANT_LOGITS | XF_WANT_LOGIT_LENS));
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
     out->cache_len = run->cache ? run->cache->len : 0;
@@ -529,12 +541,13 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
 
 size_t xf_plan_bytes(const struct xf_plan *p)
 {
-    size_t total = 0;
+    size_t total = 0, lens;
     for (int i = 0; i < 5; i++)
         if (!size_add_to(&total, p->result_count[i]))
             return SIZE_MAX;
     if (!size_mul(total, sizeof(float), &total) ||
-        !size_add_to(&total, p->ws_bytes) ||
+        !size_mul(p->result_count[5], sizeof(struct xf_candidate), &lens) ||
+        !size_add_to(&total, lens) || !size_add_to(&total, p->ws_bytes) ||
         !size_add_to(&total, p->attn_bytes))
         return SIZE_MAX;
     if (p->team > 1 && !size_add_to(&total, pool_bytes()))
@@ -568,5 +581,10 @@ double xf_plan_flops(const struct xf_plan *p)
         total += 2.0 * n * n * n * (double)(m->layers - 1);
     if (p->want & XF_WANT_LOGITS)
         total += 2.0 * (double)m->vocab_size * H;
+    // the lens: every layer's every row through the head, then a pass
+    // over its logits for their largest and their sum
+    if (p->want & XF_WANT_LOGIT_LENS)
+        total +=
+            (2.0 * H + 4.0) * (double)m->vocab_size * n * (double)m->layers;
     return total;
 }

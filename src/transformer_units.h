@@ -37,6 +37,11 @@ struct xf_tile {
 size_t xf_tile_count(size_t n, size_t cols);
 struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u);
 
+/* y = norm(x) over rows of the model's width, by the arch's kind of norm;
+ * x and y may be the same. */
+void xf_norm_rows(const struct xf_model *m, const float *x, size_t rows,
+                  const float *w, const float *b, float *y);
+
 /* Units of a by-rows phase over n rows; unit u starts at u * XF_ROW_UNIT. */
 size_t xf_row_units(size_t n);
 

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "sampling.h"
 #include "support.h"
 #include "transformer.h"
 #include "vecmath.h"
@@ -946,6 +947,86 @@ static void test_cache_continues_a_pass(void **state)
     }
 }
 
+/* The logit lens: each layer's output through the final norm and the
+ * output head, its top tokens with their probabilities over the whole
+ * vocabulary; the last layer's is the model's own next-token
+ * distribution, and the others go through the final norm first (a lens
+ * that skipped it would fail here). */
+static void test_logit_lens(void **state)
+{
+    (void)state;
+    enum { L = 3, H = 24, V = 40, N = 7, K = 4 };
+    const struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, 4, 2, 6, H, 40, 77);
+    o.m.lm_head = o.m.word_emb;
+    const uint32_t ids[N] = {2, 7, 1, 8, 2, 8, 1};
+    const struct xf_run run = {.ids = ids,
+                               .n = N,
+                               .want = XF_WANT_LOGIT_LENS | XF_WANT_HIDDEN |
+                                       XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = 2,
+                               .lens_k = K};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    assert_int_equal(r.lens_k, K);
+    const float *emb = o.m.word_emb.data;
+    for (size_t l = 0; l < L; l++)
+        for (size_t i = 0; i < N; i++) {
+            float h[H];
+            const float *out = r.hidden_states + ((l + 1) * N + i) * H;
+            if (l + 1 < L)
+                xf_rms_norm(out, 1, H, o.m.final_norm_w, o.m.norm_eps, h);
+            else
+                memcpy(h, out, sizeof h); /* the final norm is in it */
+            double logit[V], most = -INFINITY, total = 0.0;
+            for (size_t v = 0; v < V; v++) {
+                logit[v] = 0.0;
+                for (size_t c = 0; c < H; c++)
+                    logit[v] += (double)emb[v * H + c] * h[c];
+                most = fmax(most, logit[v]);
+            }
+            for (size_t v = 0; v < V; v++)
+                total += exp(logit[v] - most);
+            const struct xf_candidate *top = r.lens + (l * N + i) * K;
+            for (size_t t = 0; t < K; t++) {
+                // the t-th largest: nothing above it but those before
+                size_t above = 0;
+                for (size_t v = 0; v < V; v++)
+                    above += logit[v] > logit[top[t].id];
+                assert_int_equal(above, t);
+                const double p = exp(logit[top[t].id] - most) / total;
+                if (fabs(top[t].score - p) > 1e-5)
+                    fail_msg("layer %zu, row %zu, top %zu: p %g, want %g", l, i,
+                             t, (double)top[t].score, p);
+            }
+        }
+    // the last layer's last row is the model's next-token distribution
+    struct xf_candidate want[K];
+    xf_top_tokens(r.logits, V, K, want);
+    const struct xf_candidate *last = r.lens + ((L - 1) * N + N - 1) * K;
+    for (size_t t = 0; t < K; t++) {
+        assert_int_equal(last[t].id, want[t].id);
+        assert_true(fabs(last[t].score - want[t].score) < 1e-6);
+    }
+    xf_result_free(&r);
+    // what it refuses
+    struct attn_error err;
+    struct xf_plan plan;
+    struct xf_run bad = run;
+    bad.lens_k = 0;
+    assert_int_equal(xf_plan(&o.m, &bad, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "lens_k");
+    bad.lens_k = XF_MAX_LENS_K + 1;
+    assert_int_equal(xf_plan(&o.m, &bad, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "lens_k");
+    o.m.lm_head = (struct xf_matrix){0};
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "want");
+    model_free(&o);
+}
+
 /* What a run with a cache refuses. */
 static void test_cache_refusals(void **state)
 {
@@ -1043,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_widen_product),
         cmocka_unit_test(test_cache_continues_a_pass),
         cmocka_unit_test(test_cache_refusals),
+        cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
