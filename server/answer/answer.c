@@ -76,6 +76,15 @@ static bool plan_model(struct request *req, struct answer_plan *plan,
 {
     if (req->png.wanted && !render_model_png_measure(req, pb))
         return false;
+    // the lens is text, which an answer holds whole
+    if (!req->png.wanted && (req->model.run.want & XF_WANT_LOGIT_LENS) &&
+        response_lens_bytes(req) == SIZE_MAX)
+        return problem_set(pb, 422, "/logit_lens_k",
+                           "the logit lens of %zu layers x %zu tokens x %zu "
+                           "would be more than %zu MiB of JSON: a shorter "
+                           "input or a smaller logit_lens_k",
+                           req->model.entry->model->xf.layers, req->model.run.n,
+                           req->logit_lens_k, response_text_cap() >> 20);
     // the pass itself was planned while decoding, for its budget
     plan->flops = req->compute ? xf_plan_flops(req->model.plan) : 0;
     plan->run_bytes = req->compute ? xf_plan_bytes(req->model.plan) : 0;

@@ -179,6 +179,59 @@ char *response_warnings_json(const struct request *req,
     return buf_take(&t, NULL);
 }
 
+/* Text of one lens entry besides its token's text: {"token_id":, at most
+ * 10 digits, ,"text":, the quotes, ,"p":, a number, }, and a comma. */
+#define LENS_ENTRY_BYTES (13 + 10 + 9 + 5 + JSONNUM_MAX + 2)
+
+size_t response_lens_bytes(const struct request *req)
+{
+    const struct model *m = req->model.entry->model;
+    const double entries = (double)m->xf.layers * (double)req->model.run.n *
+                           (double)req->logit_lens_k;
+    // a token's byte is at most 6 bytes of JSON (\u00XX); brackets
+    const double per = LENS_ENTRY_BYTES + 6.0 * (double)m->longest_text + 2;
+    const double bytes = entries * per + 64;
+    return bytes < (double)TEXT_CAP ? (size_t)bytes : SIZE_MAX;
+}
+
+size_t response_text_cap(void)
+{
+    return TEXT_CAP;
+}
+
+/* The logit lens, [layers][n][k] of {"token_id", "text", "p"}: a
+ * token beyond the tokenizer's (a padding row of the output head) has
+ * text null. */
+static bool add_lens(struct response_stream *s, const struct xf_result *r)
+{
+    const struct model *m = s->req->model.entry->model;
+    const int precision = (int)s->req->precision;
+    struct buf *t = &s->text;
+    const size_t n = r->n, k = r->lens_k;
+    bool ok = buf_append_member(t, "logit_lens") && buf_append_str(t, "[");
+    for (size_t l = 0; ok && l < r->layers; l++) {
+        ok = buf_append_str(t, l ? ",[" : "[");
+        for (size_t i = 0; ok && i < n; i++) {
+            ok = buf_append_str(t, i ? ",[" : "[");
+            for (size_t j = 0; ok && j < k; j++) {
+                const struct xf_candidate *c = &r->lens[(l * n + i) * k + j];
+                const char *text = tok_token_text(&m->tokenizer, c->id);
+                char p[JSONNUM_MAX];
+                const size_t plen = jsonnum_format(c->score, precision, p);
+                ok = buf_printf(t, "%s{\"token_id\":%u,\"text\":", j ? "," : "",
+                                (unsigned)c->id) &&
+                     (text ? buf_append_json_string(t, text)
+                           : buf_append_str(t, "null")) &&
+                     buf_append_str(t, ",\"p\":") && buf_append(t, p, plen) &&
+                     buf_append_str(t, "}");
+            }
+            ok = ok && buf_append_str(t, "]");
+        }
+        ok = ok && buf_append_str(t, "]");
+    }
+    return ok && buf_append_str(t, "]");
+}
+
 /* A model's answer: its wordpieces and their types, the config, then
  * the arrays asked for. */
 static bool assemble_model(struct response_stream *s)
@@ -231,6 +284,8 @@ static bool assemble_model(struct response_stream *s)
         !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
         return false;
     if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
+        return false;
+    if (r->lens && !add_lens(s, r))
         return false;
     return buf_append_str(t, "}\n") && flush_text(s, &mark);
 }
@@ -355,6 +410,8 @@ size_t response_stream_bytes_model(const struct request *req)
     text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
     if (m->xf.arch.causal)
         text += 160;
+    if (req->model.run.want & XF_WANT_LOGIT_LENS)
+        text += response_lens_bytes(req);
     return stream_bytes(text);
 }
 

@@ -35,6 +35,11 @@ struct response_stream *response_stream_new_model(const struct request *req,
 size_t response_stream_bytes(const struct request *req);
 size_t response_stream_bytes_model(const struct request *req);
 
+/* Bytes of a model's logit lens as JSON at most (SIZE_MAX past the text
+ * an answer may hold, response_text_cap()), from the request alone. */
+size_t response_lens_bytes(const struct request *req);
+size_t response_text_cap(void);
+
 /* Copy up to max bytes of the body into out; 0 at the end. */
 size_t response_stream_read(struct response_stream *s, char *out, size_t max);
 

@@ -7,10 +7,10 @@
  *
  * Weight matrices are used in place from a read-only mapping of the file,
  * at the width they are stored in (F32, F16 or BF16; the products widen
- * them a panel at a time, src/widen.h); vectors (biases, norms) that are not F32, and any
- * tensor not aligned to its width, are converted to float32 once, into
- * one block. One loaded model serves every request; it
- * is never written after model_load() returns.
+ * them a panel at a time, src/widen.h); vectors (biases, norms) that are not
+ * F32, and any tensor not aligned to its width, are converted to float32 once,
+ * into one block. One loaded model serves every request; it is never written
+ * after model_load() returns.
  */
 #ifndef ATTND_MODEL_H
 #define ATTND_MODEL_H
@@ -52,6 +52,9 @@ struct model {
     size_t weight_bytes; /* the model's tensors as held: matrices at the
                             width they are stored in, vectors (and what
                             had to be realigned) as float32 */
+    size_t longest_text; /* bytes of its longest token's readable text:
+                            what an answer naming tokens it chose (the
+                            logit lens) is sized by */
 };
 
 /*

@@ -129,6 +129,11 @@ bool model_load(const char *name, const char *dir, struct model **out,
               tensors_take(m, &m->shards, &files);
     if (ok && m->family->after_tensors)
         m->family->after_tensors(m);
+    for (size_t id = 0; ok && id < tok_vocab_size(&m->tokenizer); id++) {
+        const char *text = tok_token_text(&m->tokenizer, (uint32_t)id);
+        const size_t len = text ? strlen(text) : 0;
+        m->longest_text = len > m->longest_text ? len : m->longest_text;
+    }
     if (ok) {
         struct attn_error aerr = {0};
         if (xf_model_check(&m->xf, &aerr))

@@ -23,6 +23,7 @@ void request_init(struct request *req)
     /* the defaults request_fields.c documents; zero elsewhere */
     req->lowercase = true;
     req->add_special_tokens = true;
+    req->logit_lens_k = REQUEST_LOGIT_LENS_K;
     req->out_proj = true;
     req->compute = true;
     req->mask_name = "none";

@@ -120,6 +120,10 @@ enum request_params_source {
     PARAMS_GIVEN /* the client's state_dict */
 };
 
+/* The logit lens's tokens a layer and position when logit_lens_k is not
+ * given. */
+#define REQUEST_LOGIT_LENS_K 5
+
 struct request {
     enum request_kind kind;
     struct request_input input, context;
@@ -140,6 +144,8 @@ struct request {
      * in another form */
     bool lowercase, special_tokens, bias, out_proj, out_bias;
     bool add_special_tokens; /* a model's tokenizer adds its own tokens */
+    size_t logit_lens_k;     /* tokens a layer and position of the logit
+                                lens (a model's "logit_lens") */
     size_t precision;        /* significant digits; 0: shortest round-trip */
     bool compute;   /* false: "return": [] asks for tokens and config */
     unsigned extra; /* bit set of enum request_extra */

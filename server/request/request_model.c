@@ -66,8 +66,14 @@ static bool take_return(struct request *req, const struct request_return *r,
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
-                           "hidden_states and rollout",
+                           "hidden_states, rollout and logit_lens",
                            at->name, r->name);
+    const struct model *m = req->model.entry->model;
+    if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
+        return problem_set(pb, 422, at->pointer,
+                           "%s (\"%s\") reads each layer through the model's "
+                           "output head; the model \"%s\" (%s) has none",
+                           at->name, r->name, m->name, m->family->network);
     req->model.run.want |= r->model_want;
     return true;
 }
@@ -271,6 +277,9 @@ size_t request_model_output(const struct request *req)
         floats += (double)(b->layers + 1) * n * (double)b->hidden;
     if (run->want & XF_WANT_ROLLOUT)
         floats += n * n;
+    // the lens: a token id and a probability for each entry
+    if (run->want & XF_WANT_LOGIT_LENS)
+        floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;
     return floats < 1e18 ? (size_t)floats : SIZE_MAX;
 }
 
@@ -282,6 +291,7 @@ static bool plan(struct request *req, const struct model *m, struct problem *pb)
     if (!req->compute)
         return true;
     req->model.run.threads = 1;
+    req->model.run.lens_k = req->logit_lens_k;
     if (!request_reserve(req, sizeof *req->model.plan, "model", pb))
         return false;
     req->model.plan = malloc(sizeof *req->model.plan);

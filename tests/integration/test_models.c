@@ -726,7 +726,8 @@ static void test_decoders(void **state)
         for (unsigned jj = 0; jj < img.width; jj++) {
             if (!(jj > i || jj + 5 <= i))
                 continue;
-            const unsigned char *px = img.rgb + ((size_t)i * img.width + jj) * 3;
+            const unsigned char *px =
+                img.rgb + ((size_t)i * img.width + jj) * 3;
             const unsigned char want = (i + jj) % 4 == 0 ? 170 : 232;
             if (px[0] != want || px[1] != want || px[2] != want)
                 fail_msg("hidden cell (%u, %u) is %u, not %u", i, jj, px[0],
@@ -735,6 +736,113 @@ static void test_decoders(void **state)
         }
     assert_true(dark > 0);
     decoded_png_free(&img);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
+/* The logit lens on the real binary: its shape, its last layer's last
+ * row the model's own next token (the greedy golden's first), its
+ * probability the softmax of the golden's logits; GET; what is refused,
+ * the lens too large to write among it. */
+static void test_logit_lens(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--model", "llama3=tests/models/llama3",
+                                "--model", "qwen2=tests/models/qwen2",
+                                "--model", "wide=tests/models/llama_16x32",
+                                "--model", "bert=tests/models/f32",
+                                NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    for (int v = 0; v < 2; v++) {
+        const char *name = v ? "qwen2" : "llama3";
+        cJSON *g = load_golden(name);
+        const cJSON *c0 = cJSON_GetArrayItem(get(g, "cases"), 0);
+        cJSON *body = cJSON_CreateObject();
+        cJSON_AddStringToObject(body, "model", name);
+        cJSON_AddStringToObject(body, "sentence",
+                                get(c0, "sentence")->valuestring);
+        cJSON *ret = cJSON_AddArrayToObject(body, "return");
+        cJSON_AddItemToArray(ret, cJSON_CreateString("logit_lens"));
+        cJSON_AddNumberToObject(body, "logit_lens_k", 3);
+        char *text = cJSON_PrintUnformatted(body);
+        cJSON *j = post_expect(&s, text, 200);
+        free(text);
+        cJSON_Delete(body);
+        assert_int_equal(get(get(j, "config"), "logit_lens_k")->valueint, 3);
+        const cJSON *lens = get(j, "logit_lens");
+        const int layers = get(get(j, "config"), "layers")->valueint;
+        const int n = cJSON_GetArraySize(get(j, "tokens"));
+        assert_int_equal(cJSON_GetArraySize(lens), layers);
+        for (int l = 0; l < layers; l++) {
+            const cJSON *rows = cJSON_GetArrayItem(lens, l);
+            assert_int_equal(cJSON_GetArraySize(rows), n);
+            for (int i = 0; i < n; i++) {
+                const cJSON *top = cJSON_GetArrayItem(rows, i);
+                assert_int_equal(cJSON_GetArraySize(top), 3);
+                double before = 1.0;
+                for (int t = 0; t < 3; t++) {
+                    const cJSON *e = cJSON_GetArrayItem(top, t);
+                    const double p = get(e, "p")->valuedouble;
+                    assert_true(p > 0 && p <= before);
+                    before = p;
+                    assert_true(cJSON_IsNumber(get(e, "token_id")));
+                    assert_true(cJSON_IsString(get(e, "text")) ||
+                                cJSON_IsNull(get(e, "text")));
+                }
+            }
+        }
+        // the last layer's last row: the model's next token and its
+        // probability, from the golden's float64 logits
+        const cJSON *first = cJSON_GetArrayItem(
+            cJSON_GetArrayItem(cJSON_GetArrayItem(lens, layers - 1), n - 1), 0);
+        const cJSON *greedy = get(g, "greedy");
+        assert_int_equal(get(first, "token_id")->valueint,
+                         cJSON_GetArrayItem(get(greedy, "new"), 0)->valueint);
+        const cJSON *logits = get(c0, "logits");
+        double most = -INFINITY, total = 0.0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, logits) most = fmax(most, x->valuedouble);
+        cJSON_ArrayForEach(x, logits) total += exp(x->valuedouble - most);
+        assert_true(fabs(get(first, "p")->valuedouble - 1.0 / total) < 1e-4);
+        cJSON_Delete(j);
+        cJSON_Delete(g);
+    }
+    // GET, and the default of 5 when logit_lens_k is not given
+    struct reply r;
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=llama3&sentence=The+cat&"
+                          "return=logit_lens",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *j = parse_reply(&r);
+    reply_free(&r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetArrayItem(
+                         cJSON_GetArrayItem(get(j, "logit_lens"), 0), 0)),
+                     5);
+    cJSON_Delete(j);
+    // what is refused
+    refused(&s,
+            "{\"model\":\"bert\",\"sentence\":\"the cat\","
+            "\"return\":[\"logit_lens\"]}",
+            "/return/0", (const char *const[]){"output head", NULL});
+    refused(&s,
+            "{\"model\":\"llama3\",\"sentence\":\"The cat\","
+            "\"return\":[\"logit_lens\"],\"logit_lens_k\":21}",
+            "/logit_lens_k", (const char *const[]){"21", NULL});
+    refused(&s, "{\"sentence\":\"The cat\",\"return\":[\"logit_lens\"]}",
+            "/return/0", (const char *const[]){"model", NULL});
+    // 16 layers x 2,000 tokens or more x 20 would not fit the answer's
+    // text
+    enum { WORDS = 2000 };
+    char *big = malloc(2 * WORDS + 128);
+    assert_non_null(big);
+    size_t len = (size_t)sprintf(big, "{\"model\":\"wide\",\"sentence\":\"A");
+    for (int i = 0; i < WORDS; i++)
+        len += (size_t)sprintf(big + len, " a");
+    sprintf(big + len, "\",\"return\":[\"logit_lens\"],\"logit_lens_k\":20}");
+    refused(&s, big, "/logit_lens_k",
+            (const char *const[]){"MiB of JSON", NULL});
+    free(big);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
@@ -1610,6 +1718,7 @@ int main(void)
         cmocka_unit_test(test_models_from_environment),
         cmocka_unit_test(test_bert_base_size),
         cmocka_unit_test(test_decoders),
+        cmocka_unit_test(test_logit_lens),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
