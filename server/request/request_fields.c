@@ -188,16 +188,6 @@ static bool echo_model(struct buf *out, const struct request *req,
                             : buf_append_str(out, "null"));
 }
 
-/* Echoed when the lens is returned: every other answer keeps its
- * config as it was. */
-static bool echo_lens_k(struct buf *out, const struct request *req,
-                        const struct request_field *f)
-{
-    if (!(req->model.run.want & XF_WANT_LOGIT_LENS))
-        return true;
-    return buf_printf(out, ",\"%s\":%zu", f->name, req->logit_lens_k);
-}
-
 static bool echo_pair(struct buf *out, const struct request *req,
                       const struct request_field *f)
 {
@@ -394,7 +384,7 @@ const struct request_field request_fields[] = {
     /* the logit lens's tokens a layer and position */
     {.name = "logit_lens_k", .pointer = "/logit_lens_k", .kind = FIELD_SIZE, .where = BOTH,
      .type = "integer", .offset = AT(logit_lens_k), .min = 1, .max = XF_MAX_LENS_K, .limit = LIMIT_FIXED,
-     .default_json = STR(REQUEST_LOGIT_LENS_K), .models = MODELS_REQUIRED, .echo = echo_lens_k},
+     .default_json = STR(REQUEST_LOGIT_LENS_K), .models = MODELS_REQUIRED, .echo = echo_scalar},
     {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
     {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
     {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},

@@ -174,6 +174,7 @@ static const struct {
     {"sentence_b", "\"a dog\"", "a dog"},
     {"layer", "1", "1"},
     {"add_special_tokens", "false", "false"},
+    {"logit_lens_k", "3", "3"},
 };
 
 static void test_model_json_and_query_agree(void **state)
