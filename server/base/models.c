@@ -153,11 +153,16 @@ static bool decoder_part(struct buf *b, const struct model *m)
     ok = ok && buf_printf(b, ",\"sliding_window\":");
     ok = ok && (x->window ? buf_printf(b, "%zu", x->window)
                           : buf_append_str(b, "null"));
+    ok = ok && buf_append_str(b, ",\"eos_token_ids\":[");
+    for (size_t i = 0; ok && i < m->extra.n_eos; i++)
+        ok = buf_printf(b, "%s%u", i ? "," : "", m->extra.eos[i]);
+    ok = ok && buf_append_str(b, "]");
     return ok && buf_printf(b,
                             ",\"tied_embeddings\":%s,\"dtype\":\"%s\","
                             "\"tokenizer\":\"%s\"",
                             m->extra.tied ? "true" : "false",
-                            attn_dtype_name((int)x->word_emb.dtype), tok_name(&m->tokenizer));
+                            attn_dtype_name((int)x->word_emb.dtype),
+                            tok_name(&m->tokenizer));
 }
 
 char *models_document(const struct models *set, size_t *len)

@@ -115,3 +115,44 @@ bool config_positive(const cJSON *doc, const char *name, double fallback,
     *out = v->valuedouble;
     return true;
 }
+
+/* One id of config_ids(). */
+static bool one_id(const cJSON *v, const char *name, size_t below,
+                   unsigned *out, char *err, size_t err_len)
+{
+    if (!cJSON_IsNumber(v))
+        return model_fail(err, err_len, "%s holds %s, not a token id", name,
+                          cJSON_IsString(v) ? "a string" : "a non-number");
+    const double d = v->valuedouble;
+    if (!(d >= 0.0 && d < (double)below) || floor(d) != d)
+        return model_fail(err, err_len,
+                          "%s (%g) is not a token id below vocab_size (%zu)",
+                          name, d, below);
+    *out = (unsigned)d;
+    return true;
+}
+
+bool config_ids(const cJSON *doc, const char *name, size_t below, size_t max,
+                unsigned *ids, size_t *count, char *err, size_t err_len)
+{
+    const cJSON *v = key(doc, name);
+    *count = 0;
+    if (!v)
+        return true;
+    if (!cJSON_IsArray(v)) {
+        *count = 1;
+        return one_id(v, name, below, &ids[0], err, err_len);
+    }
+    const size_t n = (size_t)cJSON_GetArraySize(v);
+    if (n > max)
+        return model_fail(err, err_len, "%s lists %zu ids, more than %zu", name,
+                          n, max);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v)
+    {
+        if (!one_id(e, name, below, &ids[*count], err, err_len))
+            return false;
+        (*count)++;
+    }
+    return true;
+}

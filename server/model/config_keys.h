@@ -36,6 +36,12 @@ bool config_flag_off(const cJSON *doc, const char *name, const char *why,
 bool config_eps(const cJSON *doc, const char *name, float fallback, float *out,
                 char *err, size_t err_len);
 
+/* Token ids: one, or a list of at most max, each below below, into
+ * ids[*count]; none when absent or null (as generation_config.json's and
+ * config.json's eos_token_id, which may be either). */
+bool config_ids(const cJSON *doc, const char *name, size_t below, size_t max,
+                unsigned *ids, size_t *count, char *err, size_t err_len);
+
 /* A finite number above 0 into *out; fallback when absent or null. */
 bool config_positive(const cJSON *doc, const char *name, double fallback,
                      double *out, char *err, size_t err_len);

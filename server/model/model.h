@@ -28,8 +28,15 @@ struct family;
 
 /* What config.json says beside the core's model: for GET /models, and to
  * make the rotary frequencies. */
+/* The most end-of-sequence ids a model may list. */
+#define MODEL_MAX_EOS 8
+
 struct model_extra {
-    bool tied;                /* the output head is the embeddings */
+    bool tied; /* the output head is the embeddings */
+    /* the ids that end a generation: generation_config.json's
+     * eos_token_id when it has one, else config.json's (one, or a list) */
+    unsigned eos[MODEL_MAX_EOS];
+    size_t n_eos;
     const char *rope_scaling; /* "llama3", or NULL: none */
     double rope_theta;        /* the rotary base, as config.json gives it */
     double rope_factor, rope_low, rope_high, rope_original; /* llama3's */

@@ -8,6 +8,7 @@
  * every tensor the family names into its slot (tensors.h). Every failure
  * frees everything and reports one line.
  */
+#include "config_keys.h"
 #include "model.h"
 #include "fail.h"
 #include "family.h"
@@ -65,6 +66,38 @@ void model_free(struct model *m)
 }
 
 /* config.json: its model_type picks the family, which reads the rest. */
+/* generation_config.json, when there is one: its eos_token_id, which
+ * generate() uses in place of config.json's (Llama 3.1 lists three). */
+static bool read_generation_config(struct model *m,
+                                   const struct model_files *files)
+{
+    char *text;
+    size_t len;
+    if (!model_files_read(files, "generation_config.json", MAX_JSON_BYTES, true,
+                          &text, &len))
+        return false;
+    if (!text)
+        return true;
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    char why[400] = "";
+    bool ok = doc && cJSON_IsObject(doc);
+    if (!ok)
+        snprintf(why, sizeof why, "not a JSON object");
+    unsigned eos[MODEL_MAX_EOS];
+    size_t n = 0;
+    ok = ok && config_ids(doc, "eos_token_id", m->xf.vocab_size, MODEL_MAX_EOS,
+                          eos, &n, why, sizeof why);
+    cJSON_Delete(doc);
+    if (!ok)
+        return model_files_fail(files, "generation_config.json", "%s", why);
+    if (n) {
+        memcpy(m->extra.eos, eos, n * sizeof *eos);
+        m->extra.n_eos = n;
+    }
+    return true;
+}
+
 static bool read_config(struct model *m, const struct model_files *files)
 {
     char *text;
@@ -101,9 +134,13 @@ static bool read_config(struct model *m, const struct model_files *files)
         }
     }
     ok = ok && m->family->read_config(doc, m, why, sizeof why);
+    ok = ok && config_ids(doc, "eos_token_id", m->xf.vocab_size, MODEL_MAX_EOS,
+                          m->extra.eos, &m->extra.n_eos, why, sizeof why);
     cJSON_Delete(doc);
     if (!ok)
         return model_files_fail(files, "config.json", "%s", why);
+    if (!read_generation_config(m, files))
+        return false;
     m->layers = calloc(m->xf.layers, sizeof *m->layers);
     if (!m->layers)
         return model_fail(files->err, files->err_len,

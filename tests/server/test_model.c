@@ -475,6 +475,15 @@ static void check_decoder(const struct model *m, const char *variant)
                      cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
     assert_true(x->lm_head.data != NULL);
     assert_int_equal(x->lm_head.data == x->word_emb.data, m->extra.tied);
+    // the id that ends a generation: config.json's eos_token_id
+    snprintf(path, sizeof path, "tests/models/%s/config.json", variant);
+    text = test_read_file(path, &len);
+    cJSON *config = cJSON_ParseWithLength(text, len);
+    free(text);
+    assert_int_equal(m->extra.n_eos, 1);
+    assert_int_equal(m->extra.eos[0],
+                     cJSON_GetObjectItem(config, "eos_token_id")->valueint);
+    cJSON_Delete(config);
     const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
     if (cJSON_IsArray(freq)) { /* rotary, as rotate_half pairs them */
         assert_int_equal(x->arch.positions, XF_POS_ROTARY);
@@ -1024,6 +1033,43 @@ static void test_bad_config(void **state)
     assert_false(model_load("", "tests/models/f32", &m, err, sizeof err));
 }
 
+/* The ids that end a generation: config.json's eos_token_id (one or a
+ * list), generation_config.json's in its place when it has one; ids the
+ * vocabulary does not have are refused at load, naming the file. */
+static void test_eos_ids(void **state)
+{
+    (void)state;
+    char *dir = copy_variant("f32");
+    config_with(dir, "eos_token_id", "[3, 1]");
+    struct model *m = load_ok(dir);
+    assert_int_equal(m->extra.n_eos, 2);
+    assert_int_equal(m->extra.eos[0], 3);
+    assert_int_equal(m->extra.eos[1], 1);
+    model_free(m);
+    config_with(dir, "eos_token_id", "2");
+    write_text(dir, "generation_config.json",
+               "{\"eos_token_id\": [5, 6, 7], \"do_sample\": true}");
+    m = load_ok(dir);
+    assert_int_equal(m->extra.n_eos, 3);
+    assert_int_equal(m->extra.eos[2], 7);
+    model_free(m);
+    write_text(dir, "generation_config.json", "{\"eos_token_id\": 99999}");
+    expect_failure(dir, "generation_config.json", "eos_token_id (99999)", NULL);
+    write_text(dir, "generation_config.json", "{\"max_length\": 20}");
+    m = load_ok(dir); /* none there: config.json's */
+    assert_int_equal(m->extra.n_eos, 1);
+    assert_int_equal(m->extra.eos[0], 2);
+    model_free(m);
+    config_with(dir, "eos_token_id", "\"</s>\"");
+    expect_failure(dir, "config.json", "eos_token_id holds a string", NULL);
+    config_with(dir, "eos_token_id", "[1, 2, 3, 4, 5, 6, 7, 8, 9]");
+    expect_failure(dir, "config.json", "more than 8", NULL);
+    char p[1024];
+    path_of(p, dir, "generation_config.json");
+    unlink(p);
+    remove_dir(dir);
+}
+
 static void test_bad_vocab_and_tokenizer(void **state)
 {
     (void)state;
@@ -1238,6 +1284,7 @@ int main(void)
         cmocka_unit_test(test_bad_entries),
         cmocka_unit_test(test_bad_tensors),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_eos_ids),
         cmocka_unit_test(test_bad_vocab_and_tokenizer),
         cmocka_unit_test(test_header_reader),
         cmocka_unit_test(test_sharded),
