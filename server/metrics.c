@@ -27,6 +27,7 @@ static atomic_uint_fast64_t latency_count[N_ROUTES][N_BUCKETS + 1];
 static atomic_uint_fast64_t latency_micros[N_ROUTES];
 static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
+static atomic_uint_fast64_t tokens_generated, token_micros, abandoned;
 static atomic_int in_flight;
 static atomic_int computing;
 static atomic_uint_fast64_t queue_waits, queue_wait_micros;
@@ -44,8 +45,8 @@ static size_t reason_count(void)
 const char *metrics_route_name(enum metrics_route r)
 {
     static const char *const names[N_ROUTES] = {
-        "/attention", "/healthz", "/metrics", "/openapi.json",
-        "/config",    "/models",  "static",   "other"};
+        "/attention", "/generate", "/healthz", "/metrics", "/openapi.json",
+        "/config",    "/models",   "static",   "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 
@@ -73,6 +74,17 @@ void metrics_request_done(enum metrics_route route, int status, double seconds,
 void metrics_add_flops(double flops)
 {
     atomic_fetch_add(&flops_total, (uint_fast64_t)flops);
+}
+
+void metrics_generated_token(double seconds)
+{
+    atomic_fetch_add(&tokens_generated, 1);
+    atomic_fetch_add(&token_micros, (uint_fast64_t)(seconds * 1e6));
+}
+
+void metrics_generation_abandoned(void)
+{
+    atomic_fetch_add(&abandoned, 1);
 }
 
 void metrics_queue_wait(double seconds)
@@ -179,6 +191,15 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "attention computed.\n"
             "# TYPE attnd_attention_flops_total counter\n"
             "attnd_attention_flops_total %llu\n"
+            "# HELP attnd_generated_token_seconds Time each generated "
+            "token took, from the one before.\n"
+            "# TYPE attnd_generated_token_seconds summary\n"
+            "attnd_generated_token_seconds_sum %.6f\n"
+            "attnd_generated_token_seconds_count %llu\n"
+            "# HELP attnd_generations_abandoned_total Generations stopped "
+            "because their client went away.\n"
+            "# TYPE attnd_generations_abandoned_total counter\n"
+            "attnd_generations_abandoned_total %llu\n"
             "# HELP attnd_requests_in_flight Requests being handled now.\n"
             "# TYPE attnd_requests_in_flight gauge\n"
             "attnd_requests_in_flight %d\n"
@@ -219,6 +240,9 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "attnd_blas_info{core=\"%s\"} 1\n",
             (unsigned long long)atomic_load(&bytes_out),
             (unsigned long long)atomic_load(&flops_total),
+            (double)atomic_load(&token_micros) * 1e-6,
+            (unsigned long long)atomic_load(&tokens_generated),
+            (unsigned long long)atomic_load(&abandoned),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
             (double)atomic_load(&queue_wait_micros) * 1e-6,
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,

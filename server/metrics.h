@@ -13,6 +13,7 @@
 
 enum metrics_route {
     ROUTE_ATTENTION,
+    ROUTE_GENERATE,
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
     ROUTE_OPENAPI,
@@ -29,6 +30,11 @@ void metrics_request_started(void);
 void metrics_request_done(enum metrics_route route, int status, double seconds,
                           size_t bytes_out);
 void metrics_add_flops(double flops);
+
+/* A generation made a token in this long; or ended because its client
+ * went away. */
+void metrics_generated_token(double seconds);
+void metrics_generation_abandoned(void);
 
 /* A computation waited this long for its compute slot. */
 void metrics_queue_wait(double seconds);

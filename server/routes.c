@@ -114,6 +114,7 @@ static enum MHD_Result handle_static(struct exchange *ex,
 static const struct route routes[] = {
     {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION, true, true},
     {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true, false},
+    {"POST", "/generate", handle_generate_post, ROUTE_GENERATE, true, true},
     {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false, false},
     {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false, false},
     {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false, false},

@@ -245,10 +245,14 @@ static bool assemble_model(struct response_stream *s)
     bool ok = buf_append_str(t, "{\"model\":") &&
               buf_append_json_string(t, m->name) &&
               buf_append_str(t, ",\"tokens\":[");
-    for (size_t i = 0; ok && i < enc->count; i++)
+    // a generated token may be a row of the head no text has (a padding
+    // row): null
+    for (size_t i = 0; ok && i < enc->count; i++) {
+        const char *text = tok_token_text(&m->tokenizer, enc->ids[i]);
         ok = (!i || buf_append_str(t, ",")) &&
-             buf_append_json_string(t,
-                                    tok_token_text(&m->tokenizer, enc->ids[i]));
+             (text ? buf_append_json_string(t, text)
+                   : buf_append_str(t, "null"));
+    }
     // an encoder's token types; a decoder's ids, and the tokens its
     // tokenizer added itself (a BOS)
     const bool types = m->xf.arch.token_types;
@@ -404,9 +408,11 @@ size_t response_stream_bytes_model(const struct request *req)
     const size_t per_token = m->xf.arch.token_types ? 8 : 8 + 12 + 6;
     size_t text = 0;
     for (size_t i = 0; i < req->model.enc.count; i++)
-        text +=
-            6 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
-            per_token;
+        text += 6 * (tok_token_text(&m->tokenizer, req->model.enc.ids[i])
+                         ? strlen(tok_token_text(&m->tokenizer,
+                                                 req->model.enc.ids[i]))
+                         : 4) +
+                per_token;
     text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
     if (m->xf.arch.causal)
         text += 160;
