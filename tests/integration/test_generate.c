@@ -17,6 +17,7 @@
 
 #include <cJSON.h>
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,13 +149,15 @@ static size_t take(char *ptr, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-/* POST body to /generate; the status, the content type and the body. */
-static long generate(const char *body, const char *accept, struct stream *s,
-                     char *type, size_t type_len)
+/* POST body to /generate on server on; the status, the content type and
+ * the body. */
+static long generate_on(const struct server *on, const char *body,
+                        const char *accept, struct stream *s, char *type,
+                        size_t type_len)
 {
     CURL *c = curl_easy_init();
     char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/generate", srv.port);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/generate", on->port);
     struct curl_slist *h =
         curl_slist_append(NULL, "Content-Type: application/json");
     if (accept) {
@@ -178,6 +181,12 @@ static long generate(const char *body, const char *accept, struct stream *s,
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     return status;
+}
+
+static long generate(const char *body, const char *accept, struct stream *s,
+                     char *type, size_t type_len)
+{
+    return generate_on(&srv, body, accept, s, type, type_len);
 }
 
 /* The events of an SSE body: each block's "event:" and its "data:"
@@ -513,6 +522,48 @@ static void test_disconnect_stops_it(void **state)
     free(ok.data);
 }
 
+struct drained {
+    struct server s;
+    struct stream body;
+    long status;
+};
+
+static void *generate_long(void *arg)
+{
+    struct drained *d = arg;
+    d->status = generate_on(&d->s,
+                            "{\"model\":\"wide\",\"prompt\":\"The cat\","
+                            "\"max_new_tokens\":4000,\"return\":[]}",
+                            "application/x-ndjson", &d->body, NULL, 0);
+    return NULL;
+}
+
+/* SIGTERM lets a generation go on for --drain-seconds, then ends it with
+ * an error event; the server then stops cleanly. */
+static void test_drain_ends_it(void **state)
+{
+    (void)state;
+    struct drained d = {0};
+    const char *const args[] = {"--model", "wide=tests/models/llama_16x32",
+                                "--drain-seconds", "1", NULL};
+    assert_true(server_start(&d.s, args));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, generate_long, &d), 0);
+    pause_ms(300);
+    assert_int_equal(server_stop(&d.s, 10.0), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(d.status, 200);
+    struct event e[4096];
+    const size_t n = parse_ndjson(d.body.data, e, 4096);
+    assert_true(n >= 2 && n < 4000);
+    assert_string_equal(e[n - 1].kind, "error");
+    assert_int_equal(get(e[n - 1].data, "status")->valueint, 503);
+    assert_non_null(
+        strstr(get(e[n - 1].data, "detail")->valuestring, "stopping"));
+    free_events(e, n);
+    free(d.body.data);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -523,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_stop_and_eos),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_disconnect_stops_it),
+        cmocka_unit_test(test_drain_ends_it),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
