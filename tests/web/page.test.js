@@ -428,6 +428,44 @@ test('a decoder shows every layer × head, takes one text, and hides its BOS', a
   await page.close();
 });
 
+test('a decoder continues the text token by token; a token shows its row everywhere; the logit lens', async () => {
+  const sentence = 'The cat sat on the mat';
+  const page = await openModelPage(`model=llama&sentence=${encodeURIComponent(sentence)}`);
+  assert.equal(await page.isVisible('#generate-view'), true);
+  await page.fill('#max_new', '4');
+  await page.click('#generate');
+  await page.waitForFunction(() => /tokens \(/.test(document.querySelector('#generate-status').textContent),
+    null, { timeout: 20000 });
+  // the server's own tokens for the same request
+  const r = await fetch(`${models.url}/generate`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' },
+    body: JSON.stringify({ model: 'llama', prompt: sentence, max_new_tokens: 4, return: [] }),
+  });
+  const events = (await r.text()).trim().split('\n').map((l) => JSON.parse(l));
+  const done = events.at(-1);
+  assert.equal(done.event, 'done');
+  const T = done.tokens.length;
+  const shown = await page.$$eval('#generated button.token', (bs) => bs.map((b) => b.textContent));
+  assert.deepEqual(shown, done.tokens.map((t) => t.replace(/^ /, '␣')));
+  assert.equal(await page.locator('#generated button.token.generated').count(), 4);
+  // every layer and head over the whole sequence
+  const sizes = () => page.$$eval('#grid button.thumb canvas', (cs) => cs.map((c) => `${c.width}x${c.height}`));
+  assert.ok((await sizes()).every((s) => s === `${T}x${T}`));
+  // a generated token's row in every layer and head, then every row again
+  await page.click(`#generated button.token >> nth=${T - 1}`);
+  await page.waitForFunction((t) => [...document.querySelectorAll('#grid button.thumb canvas')]
+    .every((c) => c.width === t && c.height === 1), T);
+  assert.equal(await page.isVisible('#focus-note'), true);
+  await page.click('#unfocus');
+  await page.waitForFunction((t) => [...document.querySelectorAll('#grid button.thumb canvas')]
+    .every((c) => c.height === t), T);
+  // the lens: a row per layer, a column per position
+  assert.equal(await page.locator('#lens tr').count(), 2 + 1);
+  assert.equal(await page.locator('#lens tr >> nth=1 >> td').count(), T);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('without --model the page has no model picker', async () => {
   const page = await openPage();
   assert.equal(await page.isHidden('#model-field'), true);

@@ -3,7 +3,7 @@ import { $, form } from './dom.js';
 import { readForm, setState, pageUrl } from './state.js';
 import { localErrors, showErrors, fieldOfPointer } from './validate.js';
 import { nextRequest, generation, fetchWeights, setResult, result, requestKey } from './api.js';
-import { render } from './results.js';
+import { render, clearFocus } from './results.js';
 
 function setBusy(busy) {
   form.setAttribute('aria-busy', String(busy));
@@ -45,6 +45,7 @@ export async function compute(push) {
       return;
     }
     setResult(answer);
+    clearFocus();
     render();
   } catch (err) {
     if (err.name !== 'AbortError' && mine === generation)

@@ -13,6 +13,7 @@ import { localErrors, showErrors } from './validate.js';
 import { compute } from './compute.js';
 import { selectBatch, selectLayer } from './results.js';
 import { copyLink, listenDownloads } from './downloads.js';
+import { setUpGenerate } from './generate.js';
 
 let debounce = 0; // typing asks once it pauses
 
@@ -56,6 +57,7 @@ async function start() {
   }
   setUpControls();
   setUpModels();
+  setUpGenerate();
   showControls();
   listen();
   // a link may name a model this server has not loaded: it is said so,

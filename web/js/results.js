@@ -33,7 +33,7 @@ const MIN_CELL = 10;
 // special=hide leaves out the same); the weights left are not renormalised.
 function shape() {
   const d = result.data;
-  if (d.model !== undefined) return modelShape(d);
+  if (d.model !== undefined) return focused(modelShape(d), d);
   const batched = d.config.batch > 1 || Array.isArray(d.weights[0][0][0]);
   const b = Math.min(Number(state.batch) || 0, d.config.batch - 1);
   const heads = batched ? d.weights[b] : d.weights;
@@ -65,7 +65,7 @@ function modelShape(d) {
   const rows = idx.map((i) => d.tokens[i]);
   const window = d.config.sliding_window || 0;
   return { model: true, heads: (l) => d.weights[l].map(cut), mean: (l) => cut(d.mean_weights[l]),
-    n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads,
+    n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads, idx,
     layers: d.config.layers, rollout: cut(d.rollout), hidden: idx.length < all.length,
     blocked: d.config.causal ? notAllowed(idx, window) : null,
     rolloutBlocked: d.config.causal ? notAllowed(idx, 0) : null,
@@ -83,6 +83,32 @@ function notAllowed(idx, window) {
       blocked[r * n + k] = j > i || (window > 0 && j + window <= i) ? 1 : 0;
     }
   return blocked;
+}
+
+// One token (its index in the answer's tokens) whose row alone every view
+// shows, or null for every row.
+let focus = null;
+
+export function setFocus(i) {
+  clearFocus(i);
+  render();
+}
+
+// The same without drawing (a new answer is about to be drawn).
+export function clearFocus(i = null) {
+  focus = i;
+  $('focus-note').hidden = focus === null;
+}
+
+// The shape sh cut to the focused token's row: one query, every key.
+function focused(sh, d) {
+  const at = sh.idx.indexOf(focus);
+  if (focus === null || at < 0) return sh;
+  const row = (w) => [w[at]];
+  const cut = (b) => (b ? b.slice(at * sh.m, (at + 1) * sh.m) : null);
+  return { ...sh, heads: (l) => sh.heads(l).map(row), mean: (l) => row(sh.mean(l)),
+    rollout: sh.rollout ? row(sh.rollout) : null, n: 1, rows: [d.tokens[focus]],
+    blocked: cut(sh.blocked), rolloutBlocked: cut(sh.rolloutBlocked) };
 }
 
 // A thumbnail: one pixel per weight, as wide as its place (CSS).

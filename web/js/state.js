@@ -70,6 +70,8 @@ export function showMode(model) {
   if (model && isDecoder(model)) $('sentence_b').closest('.field').hidden = true;
   if (model) showKind('sentence');
   else showKind(form.querySelector('input[name=kind]:checked').value);
+  // a decoder continues the text
+  $('generate-view').hidden = !(model && isDecoder(model));
 }
 
 // The page's query: every value that differs from its default.
