@@ -456,6 +456,8 @@ static void test_refusals(void **state)
          "/max_new_tokens"},
         {"{\"model\":\"gpt2\",\"prompt\":\"hi\",\"max_new_tokens\":100}",
          "/max_new_tokens"},
+        {"{\"model\":\"gpt2\",\"prompt\":\"hi\",\"max_new_tokens\":64}",
+         "/max_new_tokens"},
         {"{\"model\":\"llama3\",\"prompt\":\"hi\",\"temperature\":-1}",
          "/temperature"},
         {"{\"model\":\"llama3\",\"prompt\":\"hi\",\"top_p\":0}", "/top_p"},
@@ -478,6 +480,33 @@ static void test_refusals(void **state)
         cJSON_Delete(p);
         free(s.data);
     }
+}
+
+/* The longest generation the model's positions allow: GPT-2's 64, every
+ * position filled, its whole sequence's weights in the done event. */
+static void test_largest_allowed(void **state)
+{
+    (void)state;
+    struct stream s = {0};
+    // "hi" is two tokens of gpt2's vocabulary
+    assert_int_equal(generate("{\"model\":\"gpt2\",\"prompt\":\"hi\","
+                              "\"max_new_tokens\":62,\"temperature\":1,"
+                              "\"seed\":3}",
+                              "application/x-ndjson", &s, NULL, 0),
+                     200);
+    struct event e[MAX_EVENTS + 8];
+    const size_t n = parse_ndjson(s.data, e, MAX_EVENTS + 8);
+    const cJSON *done = e[n - 1].data;
+    assert_string_equal(e[n - 1].kind, "done");
+    const int T = cJSON_GetArraySize(get(done, "token_ids"));
+    assert_int_equal(get(done, "prompt_tokens")->valueint, 2);
+    if (!strcmp(get(done, "finish_reason")->valuestring, "length"))
+        assert_int_equal(T, 64);
+    const cJSON *head =
+        cJSON_GetArrayItem(cJSON_GetArrayItem(get(done, "weights"), 1), 3);
+    assert_int_equal(cJSON_GetArraySize(head), T);
+    free_events(e, n);
+    free(s.data);
 }
 
 static double metric(const char *name)
@@ -573,6 +602,7 @@ int main(void)
         cmocka_unit_test(test_seeded_sampling),
         cmocka_unit_test(test_stop_and_eos),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_largest_allowed),
         cmocka_unit_test(test_disconnect_stops_it),
         cmocka_unit_test(test_drain_ends_it),
     };

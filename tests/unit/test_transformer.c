@@ -1027,6 +1027,48 @@ static void test_logit_lens(void **state)
     model_free(&o);
 }
 
+/* A token after the cache has the same bits on one thread as on two, so
+ * a seeded sampling chooses the same tokens whatever the thread count. */
+static void test_cache_same_bits_any_team(void **state)
+{
+    (void)state;
+    enum { P = 5, STEPS = 4, V = 40 };
+    const struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, 2, 4, 2, 6, 24, 40, 91);
+    o.m.lm_head = o.m.word_emb;
+    float logits[2][STEPS + 1][V];
+    for (unsigned team = 1; team <= 2; team++) {
+        struct xf_cache cache;
+        assert_int_equal(xf_cache_init(&o.m, P + STEPS, &cache, NULL), ATTN_OK);
+        uint32_t ids[P + STEPS] = {3, 1, 4, 1, 5};
+        struct xf_run run = {.ids = ids,
+                             .n = P,
+                             .want = XF_WANT_LOGITS,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = team,
+                             .cache = &cache};
+        for (size_t t = 0; t <= STEPS; t++) {
+            struct xf_result r;
+            assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL),
+                             ATTN_OK);
+            memcpy(logits[team - 1][t], r.logits, sizeof logits[0][0]);
+            xf_result_free(&r);
+            if (t == STEPS)
+                break;
+            const struct xf_sampling s = {
+                .temperature = 1.0, .top_p = 1.0, .seed = 5};
+            struct xf_candidate scratch[V];
+            ids[P + t] = xf_sample(logits[team - 1][t], V, &s, t, scratch);
+            run.ids = &ids[P + t];
+            run.n = 1;
+        }
+        xf_cache_free(&cache);
+    }
+    assert_memory_equal(logits[0], logits[1], sizeof logits[0]);
+    model_free(&o);
+}
+
 /* What a run with a cache refuses. */
 static void test_cache_refusals(void **state)
 {
@@ -1124,6 +1166,7 @@ int main(void)
         cmocka_unit_test(test_widen_product),
         cmocka_unit_test(test_cache_continues_a_pass),
         cmocka_unit_test(test_cache_refusals),
+        cmocka_unit_test(test_cache_same_bits_any_team),
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_stored_width_same_bits),
     };
