@@ -97,7 +97,28 @@ struct checkpoint {
     struct timing t[N_LENGTHS];
     double net_gflop[N_LENGTHS], attnd_gflop[N_LENGTHS];
     struct decoding dec;
+    /* PyTorch's decoding loop, medians: to the first token, a token, on
+     * 1 and 2 threads */
+    double torch_first_ms[2], torch_token_ms[2];
 };
+
+/* PyTorch's greedy decoding loop with a KV cache after the same prompt,
+ * rounds times on 1 and on 2 threads; medians. */
+static bool torch_decoding(struct torch *torch, int rounds,
+                           struct checkpoint *c)
+{
+    double first[2][BENCH_MAX_ROUNDS], token[2][BENCH_MAX_ROUNDS];
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 2; k++)
+            if (!torch_decode(torch, SERVE_TOKENS, DECODE_TOKENS, k + 1,
+                              &first[k][r], &token[k][r]))
+                return false;
+    for (int k = 0; k < 2; k++) {
+        c->torch_first_ms[k] = 1e3 * median(first[k], (size_t)rounds);
+        c->torch_token_ms[k] = 1e3 * median(token[k], (size_t)rounds);
+    }
+    return true;
+}
 
 static size_t self_status(const char *field)
 {
@@ -299,20 +320,24 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
             fprintf(stderr, "bench_decoder: a run failed\n");
         fflush(stdout);
     }
-    torch_stop(&torch);
     if (ok) {
-        ok = bench_decoding(m, SERVE_TOKENS, DECODE_TOKENS, rounds, &c->dec);
+        ok = bench_decoding(m, SERVE_TOKENS, DECODE_TOKENS, rounds, &c->dec) &&
+             torch_decoding(&torch, rounds, c);
         if (ok)
             printf("decoding after a %zu-token prompt: first token %.1f ms, "
                    "then %.1f ms a token (%.2f tokens/s); reading %.1f GB/s "
                    "on %u cores, %.1f MB of weights a token: at most %.2f "
-                   "tokens/s, %.2f of it\n",
+                   "tokens/s, %.2f of it; PyTorch's loop: first token %.1f / "
+                   "%.1f ms, then %.1f / %.1f ms a token (1 / 2 threads)\n",
                    c->dec.prompt, c->dec.first_token_ms, c->dec.token_ms,
                    c->dec.tokens_s, c->dec.read_gbs, cores(),
                    c->dec.bytes_per_token / 1e6, c->dec.bound_tokens_s,
-                   c->dec.tokens_s / c->dec.bound_tokens_s);
+                   c->dec.tokens_s / c->dec.bound_tokens_s,
+                   c->torch_first_ms[0], c->torch_first_ms[1],
+                   c->torch_token_ms[0], c->torch_token_ms[1]);
         fflush(stdout);
     }
+    torch_stop(&torch);
     model_free(model);
     if (ok) {
         c->serve = serve_once(dir, text);
@@ -415,7 +440,9 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
                 "\n  \"decoding\": {\"prompt\": %zu, \"tokens\": %zu, "
                 "\"first_token_ms\": %.3f, \"token_ms\": %.3f, "
                 "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
-                "\"bound_tokens_s\": %.3f, \"tokens_s\": %.3f},"
+                "\"bound_tokens_s\": %.3f, \"tokens_s\": %.3f, "
+                "\"torch_first_token_ms\": [%.3f, %.3f], "
+                "\"torch_token_ms\": [%.3f, %.3f]},"
                 "\n  \"cases\": [",
                 i ? "," : "", c->dir, c->dtype, c->file_bytes, c->mem.baseline,
                 c->mem.loaded, c->mem.after_pass, c->mem.file_after_pass,
@@ -423,7 +450,8 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
                 c->serve.loaded_hwm, c->serve.peak_hwm, c->dec.prompt,
                 c->dec.tokens, c->dec.first_token_ms, c->dec.token_ms,
                 c->dec.read_gbs, c->dec.bytes_per_token, c->dec.bound_tokens_s,
-                c->dec.tokens_s);
+                c->dec.tokens_s, c->torch_first_ms[0], c->torch_first_ms[1],
+                c->torch_token_ms[0], c->torch_token_ms[1]);
         for (int k = 0; k < N_LENGTHS; k++) {
             const struct timing *t = &c->t[k];
             fprintf(fp,

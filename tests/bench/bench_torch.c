@@ -110,6 +110,15 @@ double torch_run(struct torch *t, size_t n, int threads)
     return strtod(line, NULL);
 }
 
+bool torch_decode(struct torch *t, size_t prompt, size_t tokens, int threads,
+                  double *first, double *per_token)
+{
+    char cmd[64], line[128];
+    snprintf(cmd, sizeof cmd, "decode %zu %zu %d", prompt, tokens, threads);
+    return torch_ask(t, cmd, line, sizeof line) &&
+           sscanf(line, "%lf %lf", first, per_token) == 2;
+}
+
 void torch_stop(struct torch *t)
 {
     if (t->pid > 0)

@@ -62,6 +62,11 @@ bool torch_ask(struct torch *t, const char *cmd, char *line, size_t len);
 /* Seconds of the second of two passes over n tokens on threads threads;
  * -1 on failure. */
 double torch_run(struct torch *t, size_t n, int threads);
+/* A greedy decoding loop with a KV cache (a decoder's script): prompt
+ * tokens, then tokens more on threads threads; the seconds to the first
+ * token and the median of the others'. false on failure. */
+bool torch_decode(struct torch *t, size_t prompt, size_t tokens, int threads,
+                  double *first, double *per_token);
 void torch_stop(struct torch *t);
 
 /* -------------------------------------------------------------- attnd */

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -139,6 +140,62 @@ class Decoder:
                              * F.linear(a, t[p + "mlp.up_proj.weight"]),
                              t[p + "mlp.down_proj.weight"])
         return attentions, self.norm(x, "norm.weight")
+
+    def cached(self, ids, cache, pos0):
+        """transformers' decoding step with a KV cache (DynamicCache):
+        ids at positions pos0.., their keys and values appended to
+        cache[layer], the attention computed without keeping its weights
+        (generate() asks for none); the logits of the last token."""
+        t, n, h, kv, d = self.t, ids.shape[0], self.heads, self.kv, self.d
+        pos = torch.arange(pos0, pos0 + n, dtype=torch.float32)
+        freqs = torch.outer(pos, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        total = pos0 + n
+        # query i (at pos0 + i) sees keys j <= pos0 + i
+        mask = torch.full((n, total), torch.finfo(torch.float32).min).triu(pos0 + 1)
+        x = t["embed_tokens.weight"][ids]
+        for layer in range(self.layers):
+            p = "layers.%d." % layer
+            a = self.norm(x, p + "input_layernorm.weight")
+            q = F.linear(a, t[p + "self_attn.q_proj.weight"]).view(n, h, d).transpose(0, 1)
+            k = F.linear(a, t[p + "self_attn.k_proj.weight"]).view(n, kv, d).transpose(0, 1)
+            v = F.linear(a, t[p + "self_attn.v_proj.weight"]).view(n, kv, d).transpose(0, 1)
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            if cache[layer] is not None:
+                k = torch.cat((cache[layer][0], k), dim=1)
+                v = torch.cat((cache[layer][1], v), dim=1)
+            cache[layer] = (k, v)
+            k = k[:, None].expand(kv, h // kv, total, d).reshape(h, total, d)
+            v = v[:, None].expand(kv, h // kv, total, d).reshape(h, total, d)
+            scores = torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5 + mask
+            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+            x = x + F.linear(ctx.transpose(0, 1).reshape(n, h * d),
+                             t[p + "self_attn.o_proj.weight"])
+            a = self.norm(x, p + "post_attention_layernorm.weight")
+            x = x + F.linear(F.silu(F.linear(a, t[p + "mlp.gate_proj.weight"]))
+                             * F.linear(a, t[p + "mlp.up_proj.weight"]),
+                             t[p + "mlp.down_proj.weight"])
+        head = t.get("lm_head.weight", t["embed_tokens.weight"])
+        return F.linear(self.norm(x[-1:], "norm.weight"), head)[0]
+
+    def decode(self, ids, steps):
+        """A greedy decoding loop: the prompt, then steps tokens one at a
+        time through the cache; the seconds to the first token and the
+        median of the others'."""
+        cache = [None] * self.layers
+        t0 = time.perf_counter()
+        nxt = int(torch.argmax(self.cached(ids, cache, 0)))
+        first = time.perf_counter() - t0
+        per, pos = [], ids.shape[0]
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            nxt = int(torch.argmax(self.cached(torch.tensor([nxt]), cache, pos)))
+            per.append(time.perf_counter() - t0)
+            pos += 1
+        per.sort()
+        return first, per[len(per) // 2]
 
 
 def main(argv):

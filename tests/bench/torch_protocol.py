@@ -7,6 +7,10 @@ commands, one a line, and answers each on stdout:
     dump N PATH     the last hidden states [N][hidden] as float32 into
                     PATH, for the bench to check that both sides compute
                     the same network; prints "ok"
+    decode N K THREADS  (a decoder's) a greedy decoding loop with a KV
+                    cache: N prompt tokens, then K more; prints the
+                    seconds to the first token and the median of the
+                    others' (after one loop to warm up)
 
 The tokens are the bench's: id (7 * i + 1000) % vocab at position i.
 """
@@ -37,6 +41,11 @@ def serve(name, network, vocab):
                 seconds = time.perf_counter() - t0
                 del attentions, x
                 print("%.9f" % seconds, flush=True)
+            elif words[0] == "decode" and hasattr(network, "decode"):
+                torch.set_num_threads(int(words[3]))
+                network.decode(ids, 2)
+                first, per = network.decode(ids, int(words[2]))
+                print("%.9f %.9f" % (first, per), flush=True)
             elif words[0] == "dump":
                 _, x = network.forward(ids)
                 x.numpy().astype("<f4").tofile(words[2])
