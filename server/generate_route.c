@@ -36,6 +36,10 @@
 #include <strings.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
+/* A generation's body is decoded on the HTTP thread, where a long one
+ * would hold up its other connections: a prompt of 1 MiB is far more
+ * than any model's positions hold. */
+#define GENERATE_BODY_BYTES ((size_t)1 << 20)
 
 enum event_format { EVENTS_SSE, EVENTS_NDJSON };
 
@@ -437,6 +441,13 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
     }
     if (atomic_load(&s->draining))
         return reply_problem(ex, conn, &s->stopping);
+    if (ex->body.len > GENERATE_BODY_BYTES) {
+        problem_set(&pb, 413, "",
+                    "the body has %zu bytes; a generation's has at most %zu "
+                    "(1 MiB)",
+                    ex->body.len, GENERATE_BODY_BYTES);
+        return reply_problem(ex, conn, &pb);
+    }
     struct generation *gen = calloc(1, sizeof *gen);
     if (!gen) {
         problem_set(&pb, 503, "", "out of memory");

@@ -482,6 +482,22 @@ static void test_refusals(void **state)
     }
 }
 
+/* A body over 1 MiB is refused before it is decoded. */
+static void test_body_cap(void **state)
+{
+    (void)state;
+    const size_t big = ((size_t)1 << 20) + 10;
+    char *body = malloc(big + 64);
+    size_t len = (size_t)sprintf(body, "{\"model\":\"llama3\",\"prompt\":\"");
+    memset(body + len, 'a', big);
+    strcpy(body + len + big, "\"}");
+    struct stream s = {0};
+    assert_int_equal(generate(body, NULL, &s, NULL, 0), 413);
+    assert_non_null(strstr(s.data, "1 MiB"));
+    free(s.data);
+    free(body);
+}
+
 /* The longest generation the model's positions allow: GPT-2's 64, every
  * position filled, its whole sequence's weights in the done event. */
 static void test_largest_allowed(void **state)
@@ -603,6 +619,7 @@ int main(void)
         cmocka_unit_test(test_stop_and_eos),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_largest_allowed),
+        cmocka_unit_test(test_body_cap),
         cmocka_unit_test(test_disconnect_stops_it),
         cmocka_unit_test(test_drain_ends_it),
     };
