@@ -141,6 +141,25 @@ static void send_error(struct generation *gen, int status, const char *detail)
 
 /* ---------------------------------------------------------- the work */
 
+/* The bytes id adds to the generated text, as the tokenizer decodes it
+ * (a byte token's byte, SentencePiece's U+2581 a space); a NUL, which
+ * the text cannot hold, as U+FFFD. */
+static bool append_bytes(struct buf *text, const struct model *m, uint32_t id)
+{
+    char bytes[256];
+    const size_t n = tok_token_bytes(&m->tokenizer, id, bytes, sizeof bytes);
+    char *big = n > sizeof bytes ? malloc(n) : NULL;
+    if (big)
+        tok_token_bytes(&m->tokenizer, id, big, n);
+    const char *from = big ? big : bytes;
+    bool ok = n <= sizeof bytes || big;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = from[i] ? buf_append(text, &from[i], 1)
+                     : buf_append_str(text, "\xEF\xBF\xBD");
+    free(big);
+    return ok;
+}
+
 /* Does the generated text end with (or now contain) a stop string? Only
  * the part a new token can have completed is searched. */
 static bool stopped(const struct generation *gen, size_t before)
@@ -283,8 +302,7 @@ static void run_generation(struct job *job, double waited)
         enc->added[enc->count] = 0;
         enc->count++;
         const size_t before = gen->text.len;
-        const char *text = tok_token_text(&m->tokenizer, id);
-        if (text && !buf_append_str(&gen->text, text))
+        if (!append_bytes(&gen->text, m, id))
             st = ATTN_E_NOMEM;
         metrics_generated_token(seconds_since(&t0));
         clock_gettime(CLOCK_MONOTONIC, &t0);

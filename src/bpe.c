@@ -959,6 +959,42 @@ static const char *tokenizer_token_text(const void *impl, uint32_t id)
     return id < t->n_ids ? t->texts.bytes + t->texts.off[id] : NULL;
 }
 
+static size_t tokenizer_token_bytes(const void *impl, uint32_t id, char *out,
+                                    size_t cap)
+{
+    const struct bpe_tokenizer *t = impl;
+    if (id >= t->n_ids)
+        return 0;
+    const char *key = t->keys.bytes + t->keys.off[id];
+    const size_t len = t->keys.off[id + 1] - t->keys.off[id];
+    size_t n = 0;
+    // a byte-fallback token stands for its byte
+    if (!t->byte_level && len == 6 && !memcmp(key, "<0x", 3) && key[5] == '>') {
+        for (int b = 0; b < 256; b++)
+            if (t->fallback[b] == (int32_t)id) {
+                if (cap)
+                    out[0] = (char)b;
+                return 1;
+            }
+    }
+    for (size_t at = 0; at < len;) {
+        // SentencePiece's U+2581 is a space
+        if (!t->byte_level && len - at >= 3 &&
+            !memcmp(key + at, "\xe2\x96\x81", 3)) {
+            if (n < cap)
+                out[n] = ' ';
+            n++;
+            at += 3;
+            continue;
+        }
+        if (n < cap)
+            out[n] = key[at];
+        n++;
+        at++;
+    }
+    return n;
+}
+
 static int64_t tokenizer_token_id(const void *impl, const char *text,
                                   size_t len)
 {
@@ -990,6 +1026,7 @@ static const struct tokenizer_ops bpe_ops = {
     .encode_bytes = tokenizer_encode_bytes,
     .vocab_size = tokenizer_vocab_size,
     .token_text = tokenizer_token_text,
+    .token_bytes = tokenizer_token_bytes,
     .token_id = tokenizer_token_id,
     .free = tokenizer_free,
 };

@@ -40,6 +40,12 @@ const char *tok_token_text(const struct tokenizer *t, uint32_t id)
     return t->ops->token_text(t->impl, id);
 }
 
+size_t tok_token_bytes(const struct tokenizer *t, uint32_t id, char *out,
+                       size_t cap)
+{
+    return t->ops->token_bytes(t->impl, id, out, cap);
+}
+
 int64_t tok_token_id(const struct tokenizer *t, const char *text, size_t len)
 {
     return t->ops->token_id(t->impl, text, len);

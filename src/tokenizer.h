@@ -57,6 +57,11 @@ struct tokenizer_ops {
     const char *(*token_text)(const void *impl, uint32_t id);
     /* The id of the token whose text is text[0..len), or -1. */
     int64_t (*token_id)(const void *impl, const char *text, size_t len);
+    /* The bytes id (< vocab_size()) adds to a decoded text: a byte-level
+     * token's bytes, a SentencePiece token's with U+2581 as a space and a
+     * byte-fallback token's byte, an added token's content. At most cap
+     * into out; returns how many there are. */
+    size_t (*token_bytes)(const void *impl, uint32_t id, char *out, size_t cap);
     void (*free)(void *impl);
 };
 
@@ -73,6 +78,8 @@ attn_status tok_encode(const struct tokenizer *t, const char *a, size_t a_len,
 size_t tok_encode_bytes(const struct tokenizer *t, size_t a_len, size_t b_len);
 size_t tok_vocab_size(const struct tokenizer *t);
 const char *tok_token_text(const struct tokenizer *t, uint32_t id);
+size_t tok_token_bytes(const struct tokenizer *t, uint32_t id, char *out,
+                       size_t cap);
 int64_t tok_token_id(const struct tokenizer *t, const char *text, size_t len);
 const char *tok_name(const struct tokenizer *t);
 

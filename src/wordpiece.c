@@ -418,6 +418,16 @@ static const char *tokenizer_token_text(const void *impl, uint32_t id)
     return wordpiece_vocab_token(t->vocab, id);
 }
 
+/* A wordpiece's bytes are its text (no text is decoded from them). */
+static size_t tokenizer_token_bytes(const void *impl, uint32_t id, char *out,
+                                    size_t cap)
+{
+    const char *text = tokenizer_token_text(impl, id);
+    const size_t len = text ? strlen(text) : 0;
+    memcpy(out, text ? text : "", len < cap ? len : cap);
+    return len;
+}
+
 static int64_t tokenizer_token_id(const void *impl, const char *text,
                                   size_t len)
 {
@@ -438,6 +448,7 @@ static const struct tokenizer_ops wordpiece_ops = {
     .encode = tokenizer_encode,
     .encode_bytes = tokenizer_encode_bytes,
     .vocab_size = tokenizer_vocab_size,
+    .token_bytes = tokenizer_token_bytes,
     .token_text = tokenizer_token_text,
     .token_id = tokenizer_token_id,
     .free = tokenizer_free,

@@ -404,13 +404,20 @@ static void test_stop_and_eos(void **state)
 {
     (void)state;
     cJSON *g = golden("mistral");
-    // the text of the second greedy token, as a stop string
+    // the text of the first greedy token after the first one that is
+    // letters alone (its text then is its bytes), as a stop string
     struct stream s = {0};
     char *body = greedy_body(g, "mistral", ",\"return\":[]");
     assert_int_equal(generate(body, "application/x-ndjson", &s, NULL, 0), 200);
     struct event e[MAX_EVENTS];
     size_t n = parse_ndjson(s.data, e, MAX_EVENTS);
-    char *stop = cJSON_PrintUnformatted(get(e[1].data, "text"));
+    size_t at = 1;
+    while (at + 1 < n && strspn(get(e[at].data, "text")->valuestring,
+                                " abcdefghijklmnopqrstuvwxyz") !=
+                             strlen(get(e[at].data, "text")->valuestring))
+        at++;
+    assert_true(at + 1 < n);
+    char *stop = cJSON_PrintUnformatted(get(e[at].data, "text"));
     free_events(e, n);
     free(s.data);
     free(body);
@@ -421,7 +428,7 @@ static void test_stop_and_eos(void **state)
     s = (struct stream){0};
     assert_int_equal(generate(body, "application/x-ndjson", &s, NULL, 0), 200);
     n = parse_ndjson(s.data, e, MAX_EVENTS);
-    assert_true(n <= 3); /* at the second token at the latest */
+    assert_true(n <= at + 2); /* at that token at the latest */
     assert_string_equal(get(e[n - 1].data, "finish_reason")->valuestring,
                         "stop");
     free_events(e, n);

@@ -1033,6 +1033,62 @@ static void test_bad_config(void **state)
     assert_false(model_load("", "tests/models/f32", &m, err, sizeof err));
 }
 
+/* A token's bytes decode a text back: the tokens of each golden sentence
+ * (what the tokenizer added left out) give its bytes again, CJK, emoji
+ * and byte-fallback pieces included; SentencePiece's with the space it
+ * prepends. (Not the sentence with special tokens typed in: SentencePiece
+ * prepends its space to each piece between them, as the tokenizers
+ * library does.) */
+static void test_token_bytes_decode(void **state)
+{
+    (void)state;
+    const struct {
+        const char *variant;
+        bool prepends;
+    } cases[] = {{"gpt2", false},
+                 {"llama3", false},
+                 {"llama2", true},
+                 {"mistral", true}};
+    for (size_t v = 0; v < sizeof cases / sizeof *cases; v++) {
+        char dir[256], path[256];
+        snprintf(dir, sizeof dir, "tests/models/%s", cases[v].variant);
+        struct model *m = load_ok(dir);
+        snprintf(path, sizeof path, "tests/models/golden/%s.json",
+                 cases[v].variant);
+        size_t len;
+        char *text = test_read_file(path, &len);
+        cJSON *g = cJSON_ParseWithLength(text, len);
+        free(text);
+        for (int k = 0; k < 3; k += 2) {
+            const cJSON *c =
+                cJSON_GetArrayItem(cJSON_GetObjectItem(g, "cases"), k);
+            const char *sentence =
+                cJSON_GetObjectItem(c, "sentence")->valuestring;
+            struct tok_encoding enc;
+            assert_int_equal(tok_encode(&m->tokenizer, sentence,
+                                        strlen(sentence), NULL, 0, NULL, &enc,
+                                        NULL),
+                             ATTN_OK);
+            char out[4096];
+            size_t n = 0;
+            for (size_t i = 0; i < enc.count; i++)
+                if (!enc.added[i])
+                    n += tok_token_bytes(&m->tokenizer, enc.ids[i], out + n,
+                                         sizeof out - n);
+            out[n] = '\0';
+            char want[4096];
+            snprintf(want, sizeof want, "%s%s", cases[v].prepends ? " " : "",
+                     sentence);
+            if (strcmp(out, want))
+                fail_msg("%s: \"%s\" decodes to \"%s\"", cases[v].variant, want,
+                         out);
+            tok_encoding_free(&enc);
+        }
+        cJSON_Delete(g);
+        model_free(m);
+    }
+}
+
 /* The ids that end a generation: config.json's eos_token_id (one or a
  * list), generation_config.json's in its place when it has one; ids the
  * vocabulary does not have are refused at load, naming the file. */
@@ -1285,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_bad_tensors),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_eos_ids),
+        cmocka_unit_test(test_token_bytes_decode),
         cmocka_unit_test(test_bad_vocab_and_tokenizer),
         cmocka_unit_test(test_header_reader),
         cmocka_unit_test(test_sharded),
