@@ -462,6 +462,21 @@ test('a decoder continues the text token by token; a token shows its row everywh
   // the lens: a row per layer, a column per position
   assert.equal(await page.locator('#lens tr').count(), 2 + 1);
   assert.equal(await page.locator('#lens tr >> nth=1 >> td').count(), T);
+  // sampled from a seed: the server's own tokens for the same settings
+  await page.fill('#temperature', '1.5');
+  await page.fill('#top_k', '20');
+  await page.fill('#seed_gen', '9');
+  await page.click('#generate');
+  await page.waitForFunction(() => /tokens \(/.test(document.querySelector('#generate-status').textContent),
+    null, { timeout: 20000 });
+  const sampled = await fetch(`${models.url}/generate`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' },
+    body: JSON.stringify({ model: 'llama', prompt: sentence, max_new_tokens: 4, temperature: 1.5,
+      top_k: 20, top_p: 1, seed: 9, return: [] }),
+  });
+  const last = (await sampled.text()).trim().split('\n').map((l) => JSON.parse(l)).at(-1);
+  assert.deepEqual(await page.$$eval('#generated button.token', (bs) => bs.map((b) => b.textContent)),
+    last.tokens.map((t) => t.replace(/^ /, '␣')));
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -1,4 +1,4 @@
-// Generation: a decoder continues the sentence, each token shown as it arrives (POST /generate, NDJSON), then every view over the whole sequence, a token's row on demand, and the logit lens.
+// Generation: a decoder continues the sentence (greedy, or sampled from a seed), each token shown as it arrives (POST /generate, NDJSON), then every view over the whole sequence, a token's row on demand, and the logit lens.
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { setResult } from './api.js';
@@ -84,6 +84,10 @@ async function generate() {
   const body = {
     model: state.model, prompt: state.sentence,
     max_new_tokens: Number($('max_new').value) || 12,
+    temperature: Number($('temperature').value) || 0,
+    top_k: Number($('top_k').value) || 0,
+    top_p: Number($('top_p').value) || 1,
+    seed: Number($('seed_gen').value) || 0,
     return: ['weights', 'mean_weights', 'rollout', 'logit_lens'], logit_lens_k: 1,
   };
   try {
