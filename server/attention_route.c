@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define MAX_QUERY_PARAMS 64
 /* cJSON's nodes per byte of JSON text, at most: "1," is a node of 64
@@ -465,14 +464,8 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
                                       struct MHD_Connection *conn)
 {
     struct problem pb;
-    const char *type = reply_header(conn, "Content-Type");
-    if (!type || strncasecmp(type, "application/json", 16) ||
-        (type[16] && type[16] != ';' && type[16] != ' ')) {
-        problem_set(&pb, 415, "",
-                    "Content-Type is \"%.60s\"; send application/json",
-                    type ? type : "(none)");
+    if (!reply_json_body(conn, &pb))
         return reply_problem(ex, conn, &pb);
-    }
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct query_collect q;

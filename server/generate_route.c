@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
 /* A generation's body is decoded on the HTTP thread, where a long one
@@ -449,14 +448,8 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    const char *type = reply_header(conn, "Content-Type");
-    if (!type || strncasecmp(type, "application/json", 16) ||
-        (type[16] && type[16] != ';' && type[16] != ' ')) {
-        problem_set(&pb, 415, "",
-                    "Content-Type is \"%.60s\"; send application/json",
-                    type ? type : "(none)");
+    if (!reply_json_body(conn, &pb))
         return reply_problem(ex, conn, &pb);
-    }
     if (atomic_load(&s->draining))
         return reply_problem(ex, conn, &s->stopping);
     if (ex->body.len > GENERATE_BODY_BYTES) {

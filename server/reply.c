@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum MHD_Result reply_queue(struct exchange *ex, struct MHD_Connection *conn,
                             int status, struct MHD_Response *resp, size_t bytes)
@@ -119,4 +120,15 @@ enum MHD_Result reply_prepared(struct exchange *ex, struct MHD_Connection *conn)
 const char *reply_header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+bool reply_json_body(struct MHD_Connection *conn, struct problem *pb)
+{
+    const char *type = reply_header(conn, "Content-Type");
+    if (type && !strncasecmp(type, "application/json", 16) &&
+        (!type[16] || type[16] == ';' || type[16] == ' '))
+        return true;
+    return problem_set(pb, 415, "",
+                       "Content-Type is \"%.60s\"; send application/json",
+                       type ? type : "(none)");
 }

@@ -47,4 +47,8 @@ enum MHD_Result reply_prepared(struct exchange *ex,
 /* The request header name, or NULL. */
 const char *reply_header(struct MHD_Connection *conn, const char *name);
 
+/* Is the request's body JSON (Content-Type application/json, with or
+ * without parameters)? If not, a 415 in pb that names the type sent. */
+bool reply_json_body(struct MHD_Connection *conn, struct problem *pb);
+
 #endif

@@ -109,75 +109,68 @@ class Decoder:
         """LlamaRMSNorm, in float32."""
         return self.t[name] * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
+    def rotation(self, pos0, n):
+        """cos and sin of positions pos0 .. pos0 + n, rotate_half's layout."""
+        pos = torch.arange(pos0, pos0 + n, dtype=torch.float32)
+        freqs = torch.outer(pos, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos(), emb.sin()
+
+    def layer(self, layer, x, cos, sin, mask, past=None):
+        """One decoder layer over x [n][hidden]: its output, its attention
+        [heads][n][keys], and its keys and values (after past's, if any:
+        a KV cache's)."""
+        t, n, h, kv, d = self.t, x.shape[0], self.heads, self.kv, self.d
+        p = "layers.%d." % layer
+        a = self.norm(x, p + "input_layernorm.weight")
+        q = F.linear(a, t[p + "self_attn.q_proj.weight"]).view(n, h, d).transpose(0, 1)
+        k = F.linear(a, t[p + "self_attn.k_proj.weight"]).view(n, kv, d).transpose(0, 1)
+        v = F.linear(a, t[p + "self_attn.v_proj.weight"]).view(n, kv, d).transpose(0, 1)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if past is not None:
+            k = torch.cat((past[0], k), dim=1)
+            v = torch.cat((past[1], v), dim=1)
+        keys = k.shape[1]
+        # repeat_kv: query head i reads KV head i // (h / kv)
+        kx = k[:, None].expand(kv, h // kv, keys, d).reshape(h, keys, d)
+        vx = v[:, None].expand(kv, h // kv, keys, d).reshape(h, keys, d)
+        scores = torch.matmul(q, kx.transpose(-1, -2)) * d ** -0.5 + mask
+        probs = torch.softmax(scores, dim=-1)
+        ctx = torch.matmul(probs, vx).transpose(0, 1).reshape(n, h * d)
+        x = x + F.linear(ctx, t[p + "self_attn.o_proj.weight"])
+        a = self.norm(x, p + "post_attention_layernorm.weight")
+        x = x + F.linear(F.silu(F.linear(a, t[p + "mlp.gate_proj.weight"]))
+                         * F.linear(a, t[p + "mlp.up_proj.weight"]),
+                         t[p + "mlp.down_proj.weight"])
+        return x, probs, (k, v)
+
     def forward(self, ids):
         """Every layer's attention [heads][N][N] and the last hidden
         states [N][hidden], for one sequence."""
-        t, n, h, kv, d = self.t, ids.shape[0], self.heads, self.kv, self.d
-        freqs = torch.outer(torch.arange(n, dtype=torch.float32), self.inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
+        n = ids.shape[0]
+        cos, sin = self.rotation(0, n)
         mask = torch.full((n, n), torch.finfo(torch.float32).min).triu(1)
-        x = t["embed_tokens.weight"][ids]
+        x = self.t["embed_tokens.weight"][ids]
         attentions = []
         for layer in range(self.layers):
-            p = "layers.%d." % layer
-            a = self.norm(x, p + "input_layernorm.weight")
-            q = F.linear(a, t[p + "self_attn.q_proj.weight"]).view(n, h, d).transpose(0, 1)
-            k = F.linear(a, t[p + "self_attn.k_proj.weight"]).view(n, kv, d).transpose(0, 1)
-            v = F.linear(a, t[p + "self_attn.v_proj.weight"]).view(n, kv, d).transpose(0, 1)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-            # repeat_kv: query head i reads KV head i // (h / kv)
-            k = k[:, None].expand(kv, h // kv, n, d).reshape(h, n, d)
-            v = v[:, None].expand(kv, h // kv, n, d).reshape(h, n, d)
-            scores = torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5 + mask
-            probs = torch.softmax(scores, dim=-1)
+            x, probs, _ = self.layer(layer, x, cos, sin, mask)
             attentions.append(probs)
-            ctx = torch.matmul(probs, v).transpose(0, 1).reshape(n, h * d)
-            x = x + F.linear(ctx, t[p + "self_attn.o_proj.weight"])
-            a = self.norm(x, p + "post_attention_layernorm.weight")
-            x = x + F.linear(F.silu(F.linear(a, t[p + "mlp.gate_proj.weight"]))
-                             * F.linear(a, t[p + "mlp.up_proj.weight"]),
-                             t[p + "mlp.down_proj.weight"])
         return attentions, self.norm(x, "norm.weight")
 
     def cached(self, ids, cache, pos0):
         """transformers' decoding step with a KV cache (DynamicCache):
         ids at positions pos0.., their keys and values appended to
-        cache[layer], the attention computed without keeping its weights
-        (generate() asks for none); the logits of the last token."""
-        t, n, h, kv, d = self.t, ids.shape[0], self.heads, self.kv, self.d
-        pos = torch.arange(pos0, pos0 + n, dtype=torch.float32)
-        freqs = torch.outer(pos, self.inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
-        total = pos0 + n
+        cache[layer], the attention's weights not kept (generate() asks
+        for none); the logits of the last token."""
+        n = ids.shape[0]
+        cos, sin = self.rotation(pos0, n)
         # query i (at pos0 + i) sees keys j <= pos0 + i
-        mask = torch.full((n, total), torch.finfo(torch.float32).min).triu(pos0 + 1)
-        x = t["embed_tokens.weight"][ids]
+        mask = torch.full((n, pos0 + n), torch.finfo(torch.float32).min).triu(pos0 + 1)
+        x = self.t["embed_tokens.weight"][ids]
         for layer in range(self.layers):
-            p = "layers.%d." % layer
-            a = self.norm(x, p + "input_layernorm.weight")
-            q = F.linear(a, t[p + "self_attn.q_proj.weight"]).view(n, h, d).transpose(0, 1)
-            k = F.linear(a, t[p + "self_attn.k_proj.weight"]).view(n, kv, d).transpose(0, 1)
-            v = F.linear(a, t[p + "self_attn.v_proj.weight"]).view(n, kv, d).transpose(0, 1)
-            q = q * cos + rotate_half(q) * sin
-            k = k * cos + rotate_half(k) * sin
-            if cache[layer] is not None:
-                k = torch.cat((cache[layer][0], k), dim=1)
-                v = torch.cat((cache[layer][1], v), dim=1)
-            cache[layer] = (k, v)
-            k = k[:, None].expand(kv, h // kv, total, d).reshape(h, total, d)
-            v = v[:, None].expand(kv, h // kv, total, d).reshape(h, total, d)
-            scores = torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5 + mask
-            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
-            x = x + F.linear(ctx.transpose(0, 1).reshape(n, h * d),
-                             t[p + "self_attn.o_proj.weight"])
-            a = self.norm(x, p + "post_attention_layernorm.weight")
-            x = x + F.linear(F.silu(F.linear(a, t[p + "mlp.gate_proj.weight"]))
-                             * F.linear(a, t[p + "mlp.up_proj.weight"]),
-                             t[p + "mlp.down_proj.weight"])
-        head = t.get("lm_head.weight", t["embed_tokens.weight"])
+            x, _, cache[layer] = self.layer(layer, x, cos, sin, mask, cache[layer])
+        head = self.t.get("lm_head.weight", self.t["embed_tokens.weight"])
         return F.linear(self.norm(x[-1:], "norm.weight"), head)[0]
 
     def decode(self, ids, steps):
