@@ -333,23 +333,6 @@ static void refuse_handed_over(struct job *job)
     MHD_resume_connection(ex->conn);
 }
 
-/* The compute pool is full or closed. */
-static enum MHD_Result refuse_busy(struct exchange *ex,
-                                   struct MHD_Connection *conn)
-{
-    struct http_server *s = ex->srv;
-    if (workers_closed(&s->workers))
-        return reply_problem(ex, conn, &s->stopping);
-    struct problem pb;
-    problem_set(&pb, 503, "",
-                "the server is at capacity (%u computing, %zu waiting); "
-                "try again shortly",
-                s->opt.threads, s->opt.max_queue);
-    pb.retry_after = 1;
-    pb.reason = "capacity";
-    return reply_problem(ex, conn, &pb);
-}
-
 /* Suspend the connection and hand the request to the compute pool. */
 static enum MHD_Result hand_over(struct exchange *ex,
                                  struct MHD_Connection *conn)
@@ -364,7 +347,7 @@ static enum MHD_Result hand_over(struct exchange *ex,
         return MHD_YES;
     MHD_resume_connection(conn);
     ex->handed_over = false;
-    return refuse_busy(ex, conn);
+    return reply_busy(ex, conn);
 }
 
 /* Small requests are answered at once on the HTTP thread, where the

@@ -502,13 +502,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
         // never started: the response goes unqueued, the stream with it
         event_stream_finish(gen->events, NULL, 0, "", generation_free, gen);
         MHD_destroy_response(r);
-        problem_set(&pb, 503, "",
-                    "the server is at capacity (%u computing, %zu waiting); "
-                    "try again shortly",
-                    s->opt.threads, s->opt.max_queue);
-        pb.retry_after = 1;
-        pb.reason = "capacity";
-        return reply_problem(ex, conn, &pb);
+        return reply_busy(ex, conn);
     }
     MHD_add_response_header(r, "Content-Type",
                             gen->format == EVENTS_SSE ? "text/event-stream"

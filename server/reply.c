@@ -122,6 +122,21 @@ const char *reply_header(struct MHD_Connection *conn, const char *name)
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
 }
 
+enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn)
+{
+    struct http_server *s = ex->srv;
+    if (workers_closed(&s->workers))
+        return reply_problem(ex, conn, &s->stopping);
+    struct problem pb;
+    problem_set(&pb, 503, "",
+                "the server is at capacity (%u computing, %zu waiting); "
+                "try again shortly",
+                s->opt.threads, s->opt.max_queue);
+    pb.retry_after = 1;
+    pb.reason = "capacity";
+    return reply_problem(ex, conn, &pb);
+}
+
 bool reply_json_body(struct MHD_Connection *conn, struct problem *pb)
 {
     const char *type = reply_header(conn, "Content-Type");

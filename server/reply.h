@@ -47,6 +47,10 @@ enum MHD_Result reply_prepared(struct exchange *ex,
 /* The request header name, or NULL. */
 const char *reply_header(struct MHD_Connection *conn, const char *name);
 
+/* The compute pool is full (503 "capacity", retry in a second) or closed
+ * (the stopping answer). */
+enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn);
+
 /* Is the request's body JSON (Content-Type application/json, with or
  * without parameters)? If not, a 415 in pb that names the type sent. */
 bool reply_json_body(struct MHD_Connection *conn, struct problem *pb);
