@@ -28,6 +28,7 @@
  * xf_plan_bytes() adds up exactly these.
  */
 #include "error.h"
+#include "head_stats.h"
 #include "pool.h"
 #include "transformer.h"
 #include "transformer_head.h"
@@ -299,6 +300,7 @@ void xf_result_free(struct xf_result *result)
     free(result->rollout);
     free(result->logits);
     free(result->lens);
+    free(result->head_stats);
     memset(result, 0, sizeof *result);
 }
 
@@ -316,6 +318,14 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the result of %zu tokens",
                              plan->run.n);
+        }
+    }
+    if (plan->stats_count) {
+        r->head_stats = malloc(plan->stats_count * sizeof *r->head_stats);
+        if (!r->head_stats) {
+            xf_result_free(r);
+            return attn_fail(err, ATTN_E_NOMEM, "ids",
+                             "out of memory for the head measures");
         }
     }
     if (plan->result_count[5]) {
@@ -437,6 +447,11 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     if (s->out->mean_weights && xf_returns_layer(plan, l))
         memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
+    if (s->out->head_stats)
+        for (size_t a = 0; a < m->heads; a++)
+            head_stats(attn->weights + a * nn, n, m->arch.causal, m->window,
+                       plan->run.ids,
+                       s->out->head_stats + (l * m->heads + a) * XF_HEAD_STATS);
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;

@@ -173,8 +173,24 @@ enum xf_want {
     XF_WANT_HIDDEN = 1u << 2,       /* hidden_states */
     XF_WANT_ROLLOUT = 1u << 3,      /* rollout */
     XF_WANT_LOGITS = 1u << 4,       /* logits (a model with lm_head) */
-    XF_WANT_LOGIT_LENS = 1u << 5    /* lens (a model with lm_head) */
+    XF_WANT_LOGIT_LENS = 1u << 5,   /* lens (a model with lm_head) */
+    XF_WANT_HEAD_STATS = 1u << 6    /* head_stats */
 };
+
+/* The per-head measures, in head_stats' order (docs/math.md). */
+enum xf_head_stat {
+    XF_STAT_ENTROPY,   /* mean normalised entropy of the rows */
+    XF_STAT_SINK,      /* mean weight of rows i >= 1 on position 0 */
+    XF_STAT_PREVIOUS,  /* (1/N) sum over i >= 1 of A[i][i-1] */
+    XF_STAT_DUPLICATE, /* on earlier copies of the query's token */
+    XF_STAT_INDUCTION, /* on the tokens after those copies */
+    XF_STAT_SELF,      /* mean of the diagonal */
+    XF_STAT_DISTANCE,  /* mean over rows of sum_j A[i][j] |i - j| */
+    XF_HEAD_STATS
+};
+
+/* Their names as the answer gives them, "entropy" ...; NULL past them. */
+const char *xf_head_stat_name(int stat);
 
 /*
  * The keys and values of every layer of a causal model for up to capacity
@@ -245,6 +261,9 @@ struct xf_run {
  *                  last layer's token i draws on input token j
  *   logits:        [vocab_size]       the last token's next-token scores:
  *                                     lm_head times its last hidden state
+ *   head_stats:    [layers][heads][XF_HEAD_STATS] the measures of each
+ *                  head's weights (head_stats.h); not with a cache
+ *                  holding anything
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
  *                  2020): each layer's output through the final norm and
  *                  lm_head, its most probable tokens (the first among
@@ -258,6 +277,7 @@ struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
     float *weights, *mean_weights, *hidden_states, *rollout, *logits;
     struct xf_candidate *lens;
+    double *head_stats;
 };
 
 /* ----------------------------------------------------------------- plan */
@@ -302,6 +322,7 @@ struct xf_plan {
     size_t result_count[6]; /* floats of weights, mean weights, hidden
                                states, rollout and logits, and the lens's
                                entries (two floats' bytes each) */
+    size_t stats_count;     /* doubles of head_stats */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

@@ -238,10 +238,10 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "after a cache holding %zu, one token at a "
                              "time, not %zu",
                              c->len, run->n);
-        if (c->len && (run->want & XF_WANT_ROLLOUT))
+        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS)))
             return attn_fail(err, ATTN_E_INVALID, "want",
-                             "a rollout needs whole matrices, not a token "
-                             "after a cache");
+                             "a rollout or head measures need whole "
+                             "matrices, not a token after a cache");
     }
     if ((run->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS)) && !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "want",
@@ -331,7 +331,9 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
     unsigned kind = 0;
     if (xf_output_used(p, l))
         kind |= XF_KIND_OUTPUT;
-    if ((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l))
+    // the measures read every layer's weights, returned or not
+    if (((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l)) ||
+        (p->want & XF_WANT_HEAD_STATS))
         kind |= XF_KIND_WEIGHTS;
     return kind;
 }
@@ -472,6 +474,8 @@ static bool plan_result(struct xf_plan *p)
         counts[4] = m->vocab_size;
     if (p->want & XF_WANT_LOGIT_LENS)
         ok = ok && size_mul3(m->layers, n, p->run.lens_k, &counts[5]);
+    if (p->want & XF_WANT_HEAD_STATS)
+        p->stats_count = m->layers * m->heads * XF_HEAD_STATS;
     return ok;
 }
 
@@ -517,9 +521,10 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->want = run->want ? run->want : XF_WANT_WEIGHTS;
     out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
     // the layers above the one asked for cannot change its weights
-    const bool needs_all = run->layer == XF_ALL_LAYERS ||
-                           (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT |
-                                         XF_WANT_LOGITS | XF_WANT_LOGIT_LENS));
+    const bool needs_all =
+        run->layer == XF_ALL_LAYERS ||
+        (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS |
+                      XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS));
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
     out->cache_len = run->cache ? run->cache->len : 0;
@@ -547,7 +552,9 @@ size_t xf_plan_bytes(const struct xf_plan *p)
             return SIZE_MAX;
     if (!size_mul(total, sizeof(float), &total) ||
         !size_mul(p->result_count[5], sizeof(struct xf_candidate), &lens) ||
-        !size_add_to(&total, lens) || !size_add_to(&total, p->ws_bytes) ||
+        !size_add_to(&total, lens) ||
+        !size_add_to(&total, p->stats_count * sizeof(double)) ||
+        !size_add_to(&total, p->ws_bytes) ||
         !size_add_to(&total, p->attn_bytes))
         return SIZE_MAX;
     if (p->team > 1 && !size_add_to(&total, pool_bytes()))
@@ -586,5 +593,9 @@ double xf_plan_flops(const struct xf_plan *p)
     if (p->want & XF_WANT_LOGIT_LENS)
         total +=
             (2.0 * H + 4.0) * (double)m->vocab_size * n * (double)m->layers;
+    // the measures: a few passes over every head's weights, and the
+    // earlier copies of each token (at most n of them a row)
+    if (p->want & XF_WANT_HEAD_STATS)
+        total += 12.0 * n * n * (double)m->heads * (double)m->layers;
     return total;
 }

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "head_stats.h"
 #include "sampling.h"
 #include "support.h"
 #include "transformer.h"
@@ -1069,6 +1070,41 @@ static void test_cache_same_bits_any_team(void **state)
     model_free(&o);
 }
 
+/* The head measures of a pass are those of the weights it returns, for
+ * every layer and head, also when one layer's weights are asked for. */
+static void test_head_stats_of_a_pass(void **state)
+{
+    (void)state;
+    enum { L = 2, HEADS = 4, N = 9 };
+    struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 17);
+    o.m.window = 4;
+    const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2, 6, 1};
+    struct xf_run run = {.ids = ids,
+                         .n = N,
+                         .want = XF_WANT_WEIGHTS | XF_WANT_HEAD_STATS,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 2};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    for (size_t lh = 0; lh < L * HEADS; lh++) {
+        double want[XF_HEAD_STATS];
+        head_stats(r.weights + lh * N * N, N, true, 4, ids, want);
+        assert_memory_equal(r.head_stats + lh * XF_HEAD_STATS, want,
+                            sizeof want);
+    }
+    double all[L * HEADS * XF_HEAD_STATS];
+    memcpy(all, r.head_stats, sizeof all);
+    xf_result_free(&r);
+    // one layer's weights: the measures are still every layer's
+    run.layer = 0;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    assert_memory_equal(r.head_stats, all, sizeof all);
+    xf_result_free(&r);
+    model_free(&o);
+}
+
 /* What a run with a cache refuses. */
 static void test_cache_refusals(void **state)
 {
@@ -1168,6 +1204,7 @@ int main(void)
         cmocka_unit_test(test_cache_refusals),
         cmocka_unit_test(test_cache_same_bits_any_team),
         cmocka_unit_test(test_logit_lens),
+        cmocka_unit_test(test_head_stats_of_a_pass),
         cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
