@@ -232,6 +232,31 @@ static bool add_lens(struct response_stream *s, const struct xf_result *r)
     return ok && buf_append_str(t, "]");
 }
 
+/* The head measures, {"entropy": [layers][heads], ...}, each a number
+ * as the answer's others are (float32's shortest, or precision digits). */
+static bool add_head_stats(struct response_stream *s, const struct xf_result *r)
+{
+    const int precision = (int)s->req->precision;
+    struct buf *t = &s->text;
+    bool ok = buf_append_member(t, "head_stats") && buf_append_str(t, "{");
+    for (int k = 0; ok && k < XF_HEAD_STATS; k++) {
+        ok = buf_printf(t, "%s\"%s\":[", k ? "," : "", xf_head_stat_name(k));
+        for (size_t l = 0; ok && l < r->layers; l++) {
+            ok = buf_append_str(t, l ? ",[" : "[");
+            for (size_t a = 0; ok && a < r->heads; a++) {
+                char v[JSONNUM_MAX];
+                const double x =
+                    r->head_stats[(l * r->heads + a) * XF_HEAD_STATS + k];
+                const size_t len = jsonnum_format((float)x, precision, v);
+                ok = (!a || buf_append_str(t, ",")) && buf_append(t, v, len);
+            }
+            ok = ok && buf_append_str(t, "]");
+        }
+        ok = ok && buf_append_str(t, "]");
+    }
+    return ok && buf_append_str(t, "}");
+}
+
 /* A model's answer: its wordpieces and their types, the config, then
  * the arrays asked for. */
 static bool assemble_model(struct response_stream *s)
@@ -288,6 +313,8 @@ static bool assemble_model(struct response_stream *s)
         !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
         return false;
     if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
+        return false;
+    if (r->head_stats && !add_head_stats(s, r))
         return false;
     if (r->lens && !add_lens(s, r))
         return false;
@@ -418,6 +445,9 @@ size_t response_stream_bytes_model(const struct request *req)
         text += 160;
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);
+    if (req->model.run.want & XF_WANT_HEAD_STATS)
+        text += m->xf.layers * m->xf.heads * XF_HEAD_STATS * (JSONNUM_MAX + 1) +
+                256;
     return stream_bytes(text);
 }
 

@@ -352,6 +352,7 @@ const struct request_return request_returns[] = {
     {"hidden_states", 0, 0, XF_WANT_HIDDEN},
     {"rollout", 0, 0, XF_WANT_ROLLOUT},
     {"logit_lens", 0, 0, XF_WANT_LOGIT_LENS},
+    {"head_stats", 0, 0, XF_WANT_HEAD_STATS},
 };
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];

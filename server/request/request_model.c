@@ -66,7 +66,8 @@ static bool take_return(struct request *req, const struct request_return *r,
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
-                           "hidden_states, rollout and logit_lens",
+                           "hidden_states, rollout, logit_lens and "
+                           "head_stats",
                            at->name, r->name);
     const struct model *m = req->model.entry->model;
     if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
@@ -277,6 +278,8 @@ size_t request_model_output(const struct request *req)
         floats += (double)(b->layers + 1) * n * (double)b->hidden;
     if (run->want & XF_WANT_ROLLOUT)
         floats += n * n;
+    if (run->want & XF_WANT_HEAD_STATS)
+        floats += (double)b->layers * (double)b->heads * XF_HEAD_STATS;
     // the lens: a token id and a probability for each entry
     if (run->want & XF_WANT_LOGIT_LENS)
         floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;

@@ -846,6 +846,56 @@ static void test_logit_lens(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
+/* The head measures on the real binary: every layer and head, read
+ * from the weights the same answer gives (the previous-token score and
+ * the sink, worked out here), on an encoder and on a decoder. */
+static void test_head_stats(void **state)
+{
+    (void)state;
+    const char *const bodies[] = {
+        "{\"model\":\"f32\",\"sentence\":\"the cat sat on the mat\","
+        "\"return\":[\"weights\",\"head_stats\"]}"};
+    for (size_t b = 0; b < 1; b++) {
+        cJSON *j = post_expect(&srv, bodies[b], 200);
+        const cJSON *w = get(j, "weights"), *hs = get(j, "head_stats");
+        const int layers = cJSON_GetArraySize(w);
+        const char *names[] = {"entropy",         "sink",      "previous_token",
+                               "duplicate_token", "induction", "self",
+                               "distance"};
+        for (int k = 0; k < 7; k++)
+            assert_int_equal(cJSON_GetArraySize(get(hs, names[k])), layers);
+        for (int l = 0; l < layers; l++) {
+            const cJSON *heads = cJSON_GetArrayItem(w, l);
+            for (int a = 0; a < cJSON_GetArraySize(heads); a++) {
+                const cJSON *A = cJSON_GetArrayItem(heads, a);
+                const int n = cJSON_GetArraySize(A);
+                double prev = 0, sink = 0;
+                for (int i = 1; i < n; i++) {
+                    const cJSON *row = cJSON_GetArrayItem(A, i);
+                    prev += cJSON_GetArrayItem(row, i - 1)->valuedouble;
+                    sink += cJSON_GetArrayItem(row, 0)->valuedouble;
+                }
+                const double got_prev =
+                    cJSON_GetArrayItem(
+                        cJSON_GetArrayItem(get(hs, "previous_token"), l), a)
+                        ->valuedouble;
+                const double got_sink =
+                    cJSON_GetArrayItem(cJSON_GetArrayItem(get(hs, "sink"), l),
+                                       a)
+                        ->valuedouble;
+                assert_true(fabs(got_prev - prev / n) < 1e-6);
+                assert_true(fabs(got_sink - sink / (n - 1)) < 1e-6);
+                const double e =
+                    cJSON_GetArrayItem(
+                        cJSON_GetArrayItem(get(hs, "entropy"), l), a)
+                        ->valuedouble;
+                assert_true(e >= 0 && e <= 1 + 1e-6);
+            }
+        }
+        cJSON_Delete(j);
+    }
+}
+
 static void test_defaults_and_get(void **state)
 {
     (void)state;
@@ -1719,6 +1769,7 @@ int main(void)
         cmocka_unit_test(test_bert_base_size),
         cmocka_unit_test(test_decoders),
         cmocka_unit_test(test_logit_lens),
+        cmocka_unit_test(test_head_stats),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
