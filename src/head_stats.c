@@ -14,6 +14,25 @@ const char *xf_head_stat_name(int stat)
     return stat >= 0 && stat < XF_HEAD_STATS ? names[stat] : NULL;
 }
 
+void head_received(const float *w, size_t n, bool causal, size_t window,
+                   double *out)
+{
+    for (size_t j = 0; j < n; j++) {
+        // the queries that see key j: all, or j and after (and, under a
+        // window, before j + window)
+        size_t lo = 0, hi = n;
+        if (causal) {
+            lo = j;
+            if (window && j + window < hi)
+                hi = j + window;
+        }
+        double sum = 0;
+        for (size_t i = lo; i < hi; i++)
+            sum += w[i * n + j];
+        out[j] = sum / (double)(hi - lo);
+    }
+}
+
 void head_stats(const float *w, size_t n, bool causal, size_t window,
                 const uint32_t *ids, double out[XF_HEAD_STATS])
 {

@@ -22,4 +22,9 @@
 void head_stats(const float *w, size_t n, bool causal, size_t window,
                 const uint32_t *ids, double out[XF_HEAD_STATS]);
 
+/* The mean weight each key j receives from the queries that may see it
+ * (Gu et al. 2024), into out [n]: a sink away from position 0 shows. */
+void head_received(const float *w, size_t n, bool causal, size_t window,
+                   double *out);
+
 #endif

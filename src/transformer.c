@@ -301,6 +301,7 @@ void xf_result_free(struct xf_result *result)
     free(result->logits);
     free(result->lens);
     free(result->head_stats);
+    free(result->key_received);
     memset(result, 0, sizeof *result);
 }
 
@@ -322,7 +323,9 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
     }
     if (plan->stats_count) {
         r->head_stats = malloc(plan->stats_count * sizeof *r->head_stats);
-        if (!r->head_stats) {
+        r->key_received = malloc(plan->m->layers * plan->m->heads *
+                                 plan->run.n * sizeof *r->key_received);
+        if (!r->head_stats || !r->key_received) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the head measures");
@@ -448,10 +451,13 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
         memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
     if (s->out->head_stats)
-        for (size_t a = 0; a < m->heads; a++)
-            head_stats(attn->weights + a * nn, n, m->arch.causal, m->window,
-                       plan->run.ids,
+        for (size_t a = 0; a < m->heads; a++) {
+            const float *w = attn->weights + a * nn;
+            head_stats(w, n, m->arch.causal, m->window, plan->run.ids,
                        s->out->head_stats + (l * m->heads + a) * XF_HEAD_STATS);
+            head_received(w, n, m->arch.causal, m->window,
+                          s->out->key_received + (l * m->heads + a) * n);
+        }
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;

@@ -262,7 +262,9 @@ struct xf_run {
  *   logits:        [vocab_size]       the last token's next-token scores:
  *                                     lm_head times its last hidden state
  *   head_stats:    [layers][heads][XF_HEAD_STATS] the measures of each
- *                  head's weights (head_stats.h); not with a cache
+ *                  head's weights (head_stats.h), and key_received
+ *                  [layers][heads][n] the mean weight each key receives
+ *                  from the queries that see it; not with a cache
  *                  holding anything
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
  *                  2020): each layer's output through the final norm and
@@ -277,7 +279,7 @@ struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
     float *weights, *mean_weights, *hidden_states, *rollout, *logits;
     struct xf_candidate *lens;
-    double *head_stats;
+    double *head_stats, *key_received;
 };
 
 /* ----------------------------------------------------------------- plan */

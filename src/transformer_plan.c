@@ -554,6 +554,9 @@ size_t xf_plan_bytes(const struct xf_plan *p)
         !size_mul(p->result_count[5], sizeof(struct xf_candidate), &lens) ||
         !size_add_to(&total, lens) ||
         !size_add_to(&total, p->stats_count * sizeof(double)) ||
+        !size_add_to(&total, (p->stats_count ? p->m->layers * p->m->heads *
+                                                   p->run.n * sizeof(double)
+                                             : 0)) ||
         !size_add_to(&total, p->ws_bytes) ||
         !size_add_to(&total, p->attn_bytes))
         return SIZE_MAX;

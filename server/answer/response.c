@@ -254,7 +254,23 @@ static bool add_head_stats(struct response_stream *s, const struct xf_result *r)
         }
         ok = ok && buf_append_str(t, "]");
     }
-    return ok && buf_append_str(t, "}");
+    // and what each key receives, [layers][heads][N]
+    ok = ok && buf_append_str(t, ",\"key_received\":[");
+    for (size_t l = 0; ok && l < r->layers; l++) {
+        ok = buf_append_str(t, l ? ",[" : "[");
+        for (size_t a = 0; ok && a < r->heads; a++) {
+            ok = buf_append_str(t, a ? ",[" : "[");
+            const double *row = r->key_received + (l * r->heads + a) * r->n;
+            for (size_t j = 0; ok && j < r->n; j++) {
+                char v[JSONNUM_MAX];
+                const size_t len = jsonnum_format((float)row[j], precision, v);
+                ok = (!j || buf_append_str(t, ",")) && buf_append(t, v, len);
+            }
+            ok = ok && buf_append_str(t, "]");
+        }
+        ok = ok && buf_append_str(t, "]");
+    }
+    return ok && buf_append_str(t, "]}");
 }
 
 /* A model's answer: its wordpieces and their types, the config, then
@@ -446,7 +462,8 @@ size_t response_stream_bytes_model(const struct request *req)
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);
     if (req->model.run.want & XF_WANT_HEAD_STATS)
-        text += m->xf.layers * m->xf.heads * XF_HEAD_STATS * (JSONNUM_MAX + 1) +
+        text += m->xf.layers * m->xf.heads *
+                    (XF_HEAD_STATS + req->model.enc.count) * (JSONNUM_MAX + 1) +
                 256;
     return stream_bytes(text);
 }

@@ -869,8 +869,12 @@ static void test_head_stats(void **state)
             for (int a = 0; a < cJSON_GetArraySize(heads); a++) {
                 const cJSON *A = cJSON_GetArrayItem(heads, a);
                 const int n = cJSON_GetArraySize(A);
-                double prev = 0, sink = 0;
+                double prev = 0, sink = 0,
+                       col0 = cJSON_GetArrayItem(cJSON_GetArrayItem(A, 0), 0)
+                                  ->valuedouble;
                 for (int i = 1; i < n; i++) {
+                    col0 += cJSON_GetArrayItem(cJSON_GetArrayItem(A, i), 0)
+                                ->valuedouble;
                     const cJSON *row = cJSON_GetArrayItem(A, i);
                     prev += cJSON_GetArrayItem(row, i - 1)->valuedouble;
                     sink += cJSON_GetArrayItem(row, 0)->valuedouble;
@@ -890,6 +894,12 @@ static void test_head_stats(void **state)
                         cJSON_GetArrayItem(get(hs, "entropy"), l), a)
                         ->valuedouble;
                 assert_true(e >= 0 && e <= 1 + 1e-6);
+                // an encoder's every query sees key 0
+                const cJSON *received = cJSON_GetArrayItem(
+                    cJSON_GetArrayItem(get(hs, "key_received"), l), a);
+                assert_int_equal(cJSON_GetArraySize(received), n);
+                assert_true(fabs(cJSON_GetArrayItem(received, 0)->valuedouble -
+                                 col0 / n) < 1e-6);
             }
         }
         cJSON_Delete(j);

@@ -43,12 +43,21 @@ static void test_by_hand(void **state)
     near(s[XF_STAT_SELF], (1 + 0.5 + 0.5 + 0.4) / 4, "self");
     near(s[XF_STAT_DISTANCE], (0.5 + (0.4 + 0.3) + (0.3 + 0.4 + 0.3)) / 4,
          "distance");
+    // what each key receives from the queries that see it
+    double got[4];
+    head_received(w, 4, true, 0, got);
+    near(got[0], (1 + 0.5 + 0.2 + 0.1) / 4, "key 0");
+    near(got[1], (0.5 + 0.3 + 0.2) / 3, "key 1");
+    near(got[3], 0.4, "key 3");
     // a window of 2: row 2 sees keys 1 and 2, row 3 keys 2 and 3
     const float win[16] = {1, 0,     0,     0, 0.5f, 0.5f, 0,    0,
                            0, 0.25f, 0.75f, 0, 0,    0,    0.5f, 0.5f};
     head_stats(win, 4, true, 2, ids, s);
     const double h = -(0.25 * log(0.25) + 0.75 * log(0.75)) / log(2.0);
     near(s[XF_STAT_ENTROPY], (1.0 + h + 1.0) / 3, "windowed entropy");
+    // key 1 is seen by queries 1 and 2 only
+    head_received(win, 4, true, 2, got);
+    near(got[1], (0.5 + 0.25) / 2, "windowed key 1");
     // a full (encoder) row is normalised by the log of every key
     const float full[4] = {0.25f, 0.25f, 0.25f, 0.25f};
     const uint32_t two[2] = {1, 2};
