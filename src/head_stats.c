@@ -33,8 +33,31 @@ void head_received(const float *w, size_t n, bool causal, size_t window,
     }
 }
 
+/* By token, then by position. */
+static int by_token(const void *a, const void *b)
+{
+    const size_t *x = a, *y = b;
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+void head_stats_earlier(const uint32_t *ids, size_t n, size_t *scratch,
+                        size_t *earlier)
+{
+    for (size_t i = 0; i < n; i++) {
+        scratch[2 * i] = ids[i];
+        scratch[2 * i + 1] = i;
+    }
+    qsort(scratch, n, 2 * sizeof *scratch, by_token);
+    for (size_t r = 0; r < n; r++) {
+        const size_t *at = scratch + 2 * r;
+        earlier[at[1]] = r && at[-2] == at[0] ? at[-1] : HEAD_NONE;
+    }
+}
+
 void head_stats(const float *w, size_t n, bool causal, size_t window,
-                const uint32_t *ids, double out[XF_HEAD_STATS])
+                const size_t *earlier, double out[XF_HEAD_STATS])
 {
     double entropy = 0, sink = 0, previous = 0, duplicate = 0, induction = 0,
            self = 0, distance = 0;
@@ -68,11 +91,10 @@ void head_stats(const float *w, size_t n, bool causal, size_t window,
         }
         // TransformerLens' patterns: earlier copies of the query's token,
         // and the token after each copy (one column right)
-        for (size_t k = 0; k < i; k++)
-            if (ids[k] == ids[i]) {
-                duplicate += row[k];
-                induction += row[k + 1];
-            }
+        for (size_t k = earlier[i]; k != HEAD_NONE; k = earlier[k]) {
+            duplicate += row[k];
+            induction += row[k + 1];
+        }
     }
     const double rows = n ? (double)n : 1.0;
     out[XF_STAT_ENTROPY] = entropy_rows ? entropy / (double)entropy_rows : 0;

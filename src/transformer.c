@@ -118,12 +118,6 @@ static const float *ffn_input(const struct pass *p)
     return p->m->arch.norm_place == XF_NORM_AFTER ? p->x1 : p->normed;
 }
 
-/* Rows [c0, ...) of a matrix with cols columns. */
-static const void *matrix_rows(struct xf_matrix w, size_t c0, size_t cols)
-{
-    return (const char *)w.data + c0 * cols * attn_dtype_size(w.dtype);
-}
-
 /* out = in W^T + b over a tile, out's rows IW apart, with the product in
  * hand (p->w, p->b). (IW, not I: cblas.h brings complex.h's I.) */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
@@ -138,7 +132,7 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .ldx = H,
                                      .rows = t->rows,
                                      .in = H,
-                                     .w = matrix_rows(p->w, t->c0, H),
+                                     .w = xf_matrix_rows(p->w, t->c0, H),
                                      .dtype = p->w.dtype,
                                      .ldw = H,
                                      .out = t->width,
@@ -195,7 +189,7 @@ static void output_tile(void *arg, size_t u, unsigned member)
                                      .ldx = IW,
                                      .rows = t.rows,
                                      .in = IW,
-                                     .w = matrix_rows(p->w, t.c0, IW),
+                                     .w = xf_matrix_rows(p->w, t.c0, IW),
                                      .dtype = p->w.dtype,
                                      .ldw = IW,
                                      .out = t.width,
@@ -360,6 +354,8 @@ struct stack {
     float *panels;         /* the workspace's panels, one per member */
     float *step;           /* the workspace's scratch of a token after a
                               cache */
+    size_t *earlier;       /* with head measures: each token's earlier
+                              copy (head_stats_earlier()) */
     struct pool_team team; /* on the call's own pool, NULL for one */
 };
 
@@ -453,7 +449,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     if (s->out->head_stats)
         for (size_t a = 0; a < m->heads; a++) {
             const float *w = attn->weights + a * nn;
-            head_stats(w, n, m->arch.causal, m->window, plan->run.ids,
+            head_stats(w, n, m->arch.causal, m->window, s->earlier,
                        s->out->head_stats + (l * m->heads + a) * XF_HEAD_STATS);
             head_received(w, n, m->arch.causal, m->window,
                           s->out->key_received + (l * m->heads + a) * n);
@@ -610,6 +606,12 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     s.ffn = ws[XF_WS_FFN];
     s.panels = plan->ws_count[XF_WS_WIDEN] ? ws[XF_WS_WIDEN] : NULL;
     s.step = ws[XF_WS_STEP];
+    if (out->head_stats) {
+        // which earlier tokens repeat each one: the same for every head
+        size_t *sizes = (size_t *)(void *)ws[XF_WS_EARLIER];
+        s.earlier = sizes + 2 * run->n;
+        head_stats_earlier(run->ids, run->n, sizes, s.earlier);
+    }
 
     const size_t nh = run->n * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows

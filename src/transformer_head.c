@@ -31,9 +31,7 @@ static void logit_unit(void *arg, size_t u, unsigned member)
                                      .ldx = H,
                                      .rows = hp->rows,
                                      .in = H,
-                                     .w = (const char *)m->lm_head.data +
-                                          c0 * H *
-                                              attn_dtype_size(m->lm_head.dtype),
+                                     .w = xf_matrix_rows(m->lm_head, c0, H),
                                      .dtype = m->lm_head.dtype,
                                      .ldw = H,
                                      .out = width,

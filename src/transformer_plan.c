@@ -443,6 +443,9 @@ static bool plan_workspace(struct xf_plan *p)
         p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
     if (p->want & XF_WANT_LOGIT_LENS)
         p->ws_count[XF_WS_LENS] = head_lens_floats(m, p->run.n);
+    if (p->want & XF_WANT_HEAD_STATS)
+        ok = ok && size_mul(p->run.n, 3 * sizeof(size_t) / sizeof(float),
+                            &p->ws_count[XF_WS_EARLIER]);
     if (p->step) {
         const size_t hd = m->heads * m->head_dim;
         const size_t gd = m->kv_heads * m->head_dim;

@@ -37,6 +37,13 @@ struct xf_tile {
 size_t xf_tile_count(size_t n, size_t cols);
 struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u);
 
+/* Rows [r0, ...) of matrix w, cols wide, at its stored width. */
+static inline const void *xf_matrix_rows(struct xf_matrix w, size_t r0,
+                                         size_t cols)
+{
+    return (const char *)w.data + r0 * cols * attn_dtype_size(w.dtype);
+}
+
 /* y = norm(x) over rows of the model's width, by the arch's kind of norm;
  * x and y may be the same. */
 void xf_norm_rows(const struct xf_model *m, const float *x, size_t rows,
