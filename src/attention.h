@@ -270,8 +270,25 @@ enum attn_want {
     ATTN_WANT_HEADS = 1u << 5,
     ATTN_WANT_OUTPUT = 1u << 6,
     ATTN_WANT_MEAN_WEIGHTS = 1u << 7,
-    ATTN_WANT_WEIGHTS_RAW = 1u << 8 /* the weights before dropout */
+    ATTN_WANT_WEIGHTS_RAW = 1u << 8, /* the weights before dropout */
+    ATTN_WANT_HEAD_STATS = 1u << 9   /* head_stats and key_received */
 };
+
+/* The per-head measures of attention weights, in the answer's order
+ * (docs/math.md, "Head measures"). */
+enum attn_head_stat {
+    ATTN_STAT_ENTROPY,   /* mean normalised entropy of the rows */
+    ATTN_STAT_SINK,      /* mean weight of rows i >= 1 on position 0 */
+    ATTN_STAT_PREVIOUS,  /* (1/N) sum over i >= 1 of A[i][i-1] */
+    ATTN_STAT_DUPLICATE, /* on earlier copies of the query's token */
+    ATTN_STAT_INDUCTION, /* on the tokens after those copies */
+    ATTN_STAT_SELF,      /* mean of the diagonal */
+    ATTN_STAT_DISTANCE,  /* mean over rows of sum_j A[i][j] |i - j| */
+    ATTN_HEAD_STATS
+};
+
+/* Their names as the answer gives them, "entropy" ...; NULL past them. */
+const char *attn_head_stat_name(int stat);
 
 /* An additive mask value at or below this means "never", as -INFINITY
  * does: the pair gets weight 0 whatever its score. */
@@ -364,6 +381,10 @@ struct attn_config {
     const struct attn_params *params;
 
     unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
+    unsigned want_internal; /* resolved: arrays of want the core computes
+                               for its own use and does not return (the
+                               weights before dropout that head_stats
+                               reads) */
     size_t max_elements;    /* cap on floats in the result and, apart,
                                on K and V and on drawn weights, which a
                                projected pass holds; 0 = no cap */
@@ -456,6 +477,14 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *   fully_masked:    [B][N], 1 where every key was masked for that query
  *                    (in at least one head, with a per-head mask); those
  *                    rows have zero weights and zero head outputs there.
+ *   head_stats:      [B][h][ATTN_HEAD_STATS] the measures of each head's
+ *                    weights before dropout (docs/math.md); two positions
+ *                    hold the same token when their rows of x are the
+ *                    same bits. Under cross-attention the keys have no
+ *                    positions of the queries': previous_token,
+ *                    duplicate_token, induction, self and distance are NaN.
+ *   key_received:    [B][h][K] the mean weight each key receives from the
+ *                    queries that may see it (0 when none may)
  */
 struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
@@ -463,6 +492,7 @@ struct attn_result {
     float *q, *k, *v, *heads_out, *output;
     uint8_t *fully_masked;
     size_t n_fully_masked;
+    double *head_stats, *key_received;
 };
 
 /*

@@ -291,10 +291,19 @@ static attn_status check_options(struct attn_config *cfg,
                          "n_ctx (%zu) is too large", cfg->n_ctx);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
-    const unsigned known = (ATTN_WANT_WEIGHTS_RAW << 1) - 1;
+    const unsigned known = (ATTN_WANT_HEAD_STATS << 1) - 1;
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
+    // the head measures read the weights before dropout: computed for
+    // them when the caller does not take them
+    cfg->want &= ~cfg->want_internal;
+    cfg->want_internal = 0;
+    if ((cfg->want & ATTN_WANT_HEAD_STATS) &&
+        !(cfg->want & ATTN_WANT_WEIGHTS_RAW) &&
+        (!(cfg->want & ATTN_WANT_WEIGHTS) || cfg->dropout > 0.0f))
+        cfg->want_internal = ATTN_WANT_WEIGHTS_RAW;
+    cfg->want |= cfg->want_internal;
     return ATTN_OK;
 }
 
@@ -394,6 +403,8 @@ static attn_status check_sizes(const struct attn_config *cfg,
         {ATTN_WANT_V, b * m * g * cfg->d_v},
         {ATTN_WANT_HEADS, b * n * hv},
         {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
+        /* doubles, two floats' room each */
+        {ATTN_WANT_HEAD_STATS, 2 * b * h * (ATTN_HEAD_STATS + m)},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if ((w & parts[i].bit) && (!size_add_to(&total, parts[i].count) ||

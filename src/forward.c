@@ -39,6 +39,8 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
+#include "head_stats.h"
+#include "mask.h"
 #include "norm.h"
 #include "pool.h"
 #include "posenc.h"
@@ -56,19 +58,6 @@
 
 enum {
     SHORT_ROW = 32 /* rows of fewer keys: softmax_rows() */
-};
-
-/* Which keys one sequence's queries may see, and what their scores get
- * added. Keys at or past n_ctx (bias_k's, the zero key) are never masked:
- * PyTorch pads every mask with an allowed column for them. */
-struct mask_view {
-    bool causal;
-    size_t window;       /* 0, or keys j <= i - window are out of sight */
-    const uint8_t *mask; /* [N][M] or NULL; nonzero = may attend */
-    const float *bias;   /* [N][M] or NULL; added to the scores */
-    const uint8_t *key_padding; /* [M] or NULL; nonzero = ignore */
-    size_t n_ctx;               /* M, the stride of mask and bias */
-    size_t head_stride;         /* N x M between the heads' masks; 0: shared */
 };
 
 /* State shared by every unit of one call. Units write disjoint rows. */
@@ -173,61 +162,6 @@ static void project_q(const struct forward *f, const float *x, size_t rows,
     linear(x, rows, c->d_model, held(f->p->wq, f->p->stored_wq), f->p->bq, hk,
            q, hk, panel);
     attn_place_heads(c, q, rows, c->heads, f->p->q_norm, r0);
-}
-
-/* The view of head a's mask. */
-static struct mask_view mask_of_head(const struct mask_view *mv, size_t a)
-{
-    struct mask_view hv = *mv;
-    const size_t at = a * mv->head_stride;
-    if (hv.mask)
-        hv.mask += at;
-    if (hv.bias)
-        hv.bias += at;
-    return hv;
-}
-
-/* Mask the scores s[0 .. nj) of query i against keys j0 on: -INFINITY
- * where the pair is hidden, the additive mask added elsewhere. */
-static void mask_row(const struct mask_view *mv, size_t i, size_t j0, float *s,
-                     size_t nj)
-{
-    const size_t m = mv->n_ctx;
-    if (j0 >= m)
-        return;
-    nj = j0 + nj > m ? m - j0 : nj; /* the context keys among them */
-    if (mv->causal) {
-        if (j0 + nj > i + 1) {
-            const size_t from = i + 1 > j0 ? i + 1 - j0 : 0;
-            for (size_t j = from; j < nj; j++)
-                s[j] = -INFINITY;
-        }
-        // the sliding window (only with causal): keys j <= i - window
-        // are out of sight
-        if (mv->window && i >= mv->window && j0 <= i - mv->window) {
-            const size_t last = i - mv->window - j0; /* of the block's */
-            for (size_t j = 0; j <= last && j < nj; j++)
-                s[j] = -INFINITY;
-        }
-    }
-    if (mv->mask) {
-        const uint8_t *allowed = mv->mask + i * m + j0;
-        for (size_t j = 0; j < nj; j++)
-            if (!allowed[j])
-                s[j] = -INFINITY;
-    }
-    if (mv->bias) {
-        // s += bias, and "never" where the bias says so
-        const float *add = mv->bias + i * m + j0;
-        for (size_t j = 0; j < nj; j++)
-            s[j] = add[j] <= ATTN_MASK_NEVER ? -INFINITY : s[j] + add[j];
-    }
-    if (mv->key_padding) {
-        const uint8_t *ignore = mv->key_padding + j0;
-        for (size_t j = 0; j < nj; j++)
-            if (ignore[j])
-                s[j] = -INFINITY;
-    }
 }
 
 /* Inverted dropout on p[j], the pair (b, head, i, j0 + j): docs/math.md,
@@ -429,6 +363,8 @@ void attn_result_free(struct attn_result *result)
     free(result->heads_out);
     free(result->output);
     free(result->fully_masked);
+    free(result->head_stats);
+    free(result->key_received);
     memset(result, 0, sizeof *result);
 }
 
@@ -451,7 +387,7 @@ static void head_full(struct forward *f, const struct block *bk,
     const struct attn_config *c = f->cfg;
     const size_t m = c->n_keys, h = c->heads, dk = c->d_k, dv = c->d_v;
     const size_t at = ((bk->b * h + a) * c->n_query + bk->r0) * m;
-    const struct mask_view mv = mask_of_head(&bk->mv, a);
+    const struct mask_view mv = mask_view_head(&bk->mv, a);
     float *raw =
         (c->want & ATTN_WANT_WEIGHTS_RAW) ? f->res->weights_raw + at : NULL;
     float *w = (c->want & ATTN_WANT_WEIGHTS) ? f->res->weights + at : sc->tile;
@@ -513,7 +449,7 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
     const struct attn_config *c = f->cfg;
     const size_t dk = c->d_k, dv = c->d_v, ldh = c->heads * dv;
     const size_t ldt = f->tile_ld;
-    const struct mask_view mv = mask_of_head(&bk->mv, a);
+    const struct mask_view mv = mask_view_head(&bk->mv, a);
     // S = scale * Q_a * K_g[j0 : j0 + nj]^T
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)nj,
                 (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, k + g * dk,
@@ -660,16 +596,6 @@ static void kv_views(const struct forward *f, size_t b, struct block *bk)
     bk->v = f->v + b * c->n_keys * bk->ldv;
 }
 
-static bool key_visible(const struct mask_view *mv, size_t i, size_t j)
-{
-    if (j >= mv->n_ctx)
-        return true; /* an appended key */
-    return !(mv->causal && (j > i || (mv->window && j + mv->window <= i))) &&
-           !(mv->mask && !mv->mask[i * mv->n_ctx + j]) &&
-           !(mv->bias && mv->bias[i * mv->n_ctx + j] <= ATTN_MASK_NEVER) &&
-           !(mv->key_padding && mv->key_padding[j]);
-}
-
 /* Without any head computed, still report the rows with no visible key
  * (in any head, when the mask is per head), as the heads would. */
 static void flag_fully_masked(struct forward *f, const struct block *bk)
@@ -677,11 +603,11 @@ static void flag_fully_masked(struct forward *f, const struct block *bk)
     const size_t m = f->cfg->n_keys;
     const size_t heads = bk->mv.head_stride ? f->cfg->heads : 1;
     for (size_t a = 0; a < heads; a++) {
-        const struct mask_view mv = mask_of_head(&bk->mv, a);
+        const struct mask_view mv = mask_view_head(&bk->mv, a);
         for (size_t r = 0; r < bk->rows; r++) {
             const size_t i = bk->r0 + r;
             size_t j = 0;
-            while (j < m && !key_visible(&mv, i, j))
+            while (j < m && !mask_key_visible(&mv, i, j))
                 j++;
             if (j == m)
                 f->res->fully_masked[bk->b * f->cfg->n_query + i] = 1;
@@ -693,25 +619,12 @@ static void flag_fully_masked(struct forward *f, const struct block *bk)
 static struct block block_at(const struct forward *f, size_t b, size_t r0)
 {
     const struct attn_config *c = f->cfg;
-    const size_t n = c->n_query, m = c->n_ctx;
-    /* sequence b's mask: [N][M], or one of [B][N][M] or [B][h][N][M] */
-    const size_t mask_at = c->mask_per_head  ? b * c->heads * n * m
-                           : c->mask_batched ? b * n * m
-                                             : 0;
+    const size_t n = c->n_query;
     return (struct block){
         .b = b,
         .r0 = r0,
         .rows = n - r0 < f->paths.query_rows ? n - r0 : f->paths.query_rows,
-        .mv = {.causal = c->causal,
-               .window = c->window,
-               .mask = c->mask ? c->mask + mask_at : NULL,
-               .bias = c->mask_bias ? c->mask_bias + mask_at : NULL,
-               .key_padding =
-                   c->key_padding
-                       ? c->key_padding + (c->key_padding_batched ? b * m : 0)
-                       : NULL,
-               .n_ctx = m,
-               .head_stride = c->mask_per_head ? n * m : 0},
+        .mv = mask_view_of(c, b),
     };
 }
 
@@ -1098,6 +1011,8 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                               "too large",
                               f.overflow_b, f.overflow_row);
             attn_result_free(out);
+        } else if (cfg.want & ATTN_WANT_HEAD_STATS) {
+            st = head_stats_of_result(&cfg, x, out, err);
         }
     } else {
         attn_result_free(out);

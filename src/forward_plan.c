@@ -225,8 +225,16 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     /* a team of more than one runs on a pool, the call's own when the
      * caller gave none or its pool is busy */
     const size_t pool = attn_forward_needs_pool(cfg) ? pool_bytes() : 0;
+    /* the head measures, in double, and the tokens' earlier copies */
+    const size_t stats = (cfg->want & ATTN_WANT_HEAD_STATS)
+                             ? cfg->batch * cfg->heads *
+                                       (ATTN_HEAD_STATS + cfg->n_keys) *
+                                       sizeof(double) +
+                                   3 * cfg->n_query * sizeof(size_t)
+                             : 0;
     size_t bytes;
     if (!size_mul(floats, sizeof(float), &bytes) ||
+        !size_add_to(&bytes, stats) ||
         !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
         !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool) ||
         !size_add_to(&bytes, rounding))

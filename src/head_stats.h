@@ -2,37 +2,65 @@
  * head_stats.h - per-head measures of one head's attention weights,
  * computed in double over the float32 weights: what finds the heads that
  * matter among hundreds (docs/math.md gives each formula and its source).
- * Internal to the core; transformer.h returns them.
+ * Internal to the core; attention.h and transformer.h return them.
  */
 #ifndef ATTN_HEAD_STATS_H
 #define ATTN_HEAD_STATS_H
 
-#include "transformer.h"
+#include "attention.h"
+#include "mask.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /*
- * The measures of w [n][n] (a self-attention head's weights, row i the
- * query at position i) into out[XF_HEAD_STATS]. causal/window: which
- * keys each row may see, for the entropy's normalisation; earlier [n]:
- * the tokens' earlier copies (head_stats_earlier()), for the
- * duplicate-token and induction patterns.
+ * One head's weights as the measures read them: w [n][keys], row i the
+ * query at position i. The first `positions` keys are at positions 0, 1,
+ * ... of the same sequence (self-attention; keys after them, bias_k's or
+ * the zero key, have none); 0 for cross-attention, whose keys share no
+ * positions with the queries, so the positional measures are NaN.
+ * mask: which keys each row may see, for the entropy's normalisation and
+ * what each key receives. earlier [n]: each token's earlier copy
+ * (head_stats_earlier()), for the duplicate-token and induction patterns;
+ * unread without positions.
  */
-void head_stats(const float *w, size_t n, bool causal, size_t window,
-                const size_t *earlier, double out[XF_HEAD_STATS]);
+struct head_view {
+    size_t n, keys, positions;
+    const struct mask_view *mask;
+    const size_t *earlier;
+};
+
+/* The measures of w into out[ATTN_HEAD_STATS]. */
+void head_stats(const float *w, const struct head_view *v,
+                double out[ATTN_HEAD_STATS]);
+
+/* The mean weight each key j receives from the queries that may see it
+ * (Gu et al. 2024), into out [keys]: a sink away from position 0 shows.
+ * 0 for a key no query may see. */
+void head_received(const float *w, const struct head_view *v, double *out);
 
 /* For each position i, the last k < i holding the same token as i, or
- * SIZE_MAX: once for a pass, whatever its heads. scratch: [n][2] sizes.
+ * HEAD_NONE: once for a pass, whatever its heads. scratch: [n][2] sizes.
  * earlier: [n]. */
 #define HEAD_NONE SIZE_MAX
 void head_stats_earlier(const uint32_t *ids, size_t n, size_t *scratch,
                         size_t *earlier);
 
-/* The mean weight each key j receives from the queries that may see it
- * (Gu et al. 2024), into out [n]: a sink away from position 0 shows. */
-void head_received(const float *w, size_t n, bool causal, size_t window,
-                   double *out);
+/* The same when a token is a row of rows [n][width]: two positions hold
+ * the same token when their rows are the same bits. scratch: [n][2]
+ * sizes. */
+void head_stats_earlier_rows(const float *rows, size_t n, size_t width,
+                             size_t *scratch, size_t *earlier);
+
+/*
+ * The measures of every head of a pass's result r of resolved config c
+ * on input x [B][N][d_model] (whose rows say which tokens are the same):
+ * r->head_stats and r->key_received (attention.h), from the weights
+ * before dropout; the arrays the pass computed only for them
+ * (c->want_internal) are freed. On failure r is released.
+ */
+attn_status head_stats_of_result(const struct attn_config *c, const float *x,
+                                 struct attn_result *r, struct attn_error *err);
 
 #endif

@@ -446,14 +446,23 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     if (s->out->mean_weights && xf_returns_layer(plan, l))
         memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
-    if (s->out->head_stats)
+    if (s->out->head_stats) {
+        const struct mask_view mv = {
+            .causal = m->arch.causal, .window = m->window, .n_ctx = n};
+        const struct head_view hv = {.n = n,
+                                     .keys = n,
+                                     .positions = n,
+                                     .mask = &mv,
+                                     .earlier = s->earlier};
         for (size_t a = 0; a < m->heads; a++) {
             const float *w = attn->weights + a * nn;
-            head_stats(w, n, m->arch.causal, m->window, s->earlier,
-                       s->out->head_stats + (l * m->heads + a) * XF_HEAD_STATS);
-            head_received(w, n, m->arch.causal, m->window,
+            head_stats(w, &hv,
+                       s->out->head_stats +
+                           (l * m->heads + a) * ATTN_HEAD_STATS);
+            head_received(w, &hv,
                           s->out->key_received + (l * m->heads + a) * n);
         }
+    }
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;

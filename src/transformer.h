@@ -177,21 +177,6 @@ enum xf_want {
     XF_WANT_HEAD_STATS = 1u << 6    /* head_stats */
 };
 
-/* The per-head measures, in head_stats' order (docs/math.md). */
-enum xf_head_stat {
-    XF_STAT_ENTROPY,   /* mean normalised entropy of the rows */
-    XF_STAT_SINK,      /* mean weight of rows i >= 1 on position 0 */
-    XF_STAT_PREVIOUS,  /* (1/N) sum over i >= 1 of A[i][i-1] */
-    XF_STAT_DUPLICATE, /* on earlier copies of the query's token */
-    XF_STAT_INDUCTION, /* on the tokens after those copies */
-    XF_STAT_SELF,      /* mean of the diagonal */
-    XF_STAT_DISTANCE,  /* mean over rows of sum_j A[i][j] |i - j| */
-    XF_HEAD_STATS
-};
-
-/* Their names as the answer gives them, "entropy" ...; NULL past them. */
-const char *xf_head_stat_name(int stat);
-
 /*
  * The keys and values of every layer of a causal model for up to capacity
  * positions, as rotated for their scores, so that a token after them
@@ -261,7 +246,7 @@ struct xf_run {
  *                  last layer's token i draws on input token j
  *   logits:        [vocab_size]       the last token's next-token scores:
  *                                     lm_head times its last hidden state
- *   head_stats:    [layers][heads][XF_HEAD_STATS] the measures of each
+ *   head_stats:    [layers][heads][ATTN_HEAD_STATS] the measures of each
  *                  head's weights (head_stats.h), and key_received
  *                  [layers][heads][n] the mean weight each key receives
  *                  from the queries that see it; not with a cache

@@ -478,7 +478,7 @@ static bool plan_result(struct xf_plan *p)
     if (p->want & XF_WANT_LOGIT_LENS)
         ok = ok && size_mul3(m->layers, n, p->run.lens_k, &counts[5]);
     if (p->want & XF_WANT_HEAD_STATS)
-        p->stats_count = m->layers * m->heads * XF_HEAD_STATS;
+        p->stats_count = m->layers * m->heads * ATTN_HEAD_STATS;
     return ok;
 }
 

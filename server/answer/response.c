@@ -232,45 +232,60 @@ static bool add_lens(struct response_stream *s, const struct xf_result *r)
     return ok && buf_append_str(t, "]");
 }
 
-/* The head measures, {"entropy": [layers][heads], ...}, each a number
- * as the answer's others are (float32's shortest, or precision digits). */
-static bool add_head_stats(struct response_stream *s, const struct xf_result *r)
+/* A number as the answer's others are (float32's shortest, or precision
+ * digits; null when not finite). */
+static bool add_measure(struct buf *t, double x, int precision, bool comma)
+{
+    char v[JSONNUM_MAX];
+    const size_t len = jsonnum_format((float)x, precision, v);
+    return (!comma || buf_append_str(t, ",")) && buf_append(t, v, len);
+}
+
+/* The head measures of groups of heads (a model's layers, or a batch's
+ * sequences; the outer dimension written only when `outer`):
+ * {"entropy": [groups][heads], ..., "key_received": [groups][heads][keys]}. */
+struct head_measures {
+    const double *stats, *received; /* [groups][heads][ATTN_HEAD_STATS],
+                                       [groups][heads][keys] */
+    size_t groups, heads, keys;
+    bool outer;
+};
+
+static bool add_head_stats(struct response_stream *s,
+                           const struct head_measures *hm)
 {
     const int precision = (int)s->req->precision;
     struct buf *t = &s->text;
+    const char *open = hm->outer ? "[" : "";
+    const char *close = hm->outer ? "]" : "";
     bool ok = buf_append_member(t, "head_stats") && buf_append_str(t, "{");
-    for (int k = 0; ok && k < XF_HEAD_STATS; k++) {
-        ok = buf_printf(t, "%s\"%s\":[", k ? "," : "", xf_head_stat_name(k));
-        for (size_t l = 0; ok && l < r->layers; l++) {
+    for (int k = 0; ok && k < ATTN_HEAD_STATS; k++) {
+        ok = buf_printf(t, "%s\"%s\":%s", k ? "," : "", attn_head_stat_name(k),
+                        open);
+        for (size_t l = 0; ok && l < hm->groups; l++) {
             ok = buf_append_str(t, l ? ",[" : "[");
-            for (size_t a = 0; ok && a < r->heads; a++) {
-                char v[JSONNUM_MAX];
-                const double x =
-                    r->head_stats[(l * r->heads + a) * XF_HEAD_STATS + k];
-                const size_t len = jsonnum_format((float)x, precision, v);
-                ok = (!a || buf_append_str(t, ",")) && buf_append(t, v, len);
-            }
+            for (size_t a = 0; ok && a < hm->heads; a++)
+                ok = add_measure(
+                    t, hm->stats[(l * hm->heads + a) * ATTN_HEAD_STATS + k],
+                    precision, a);
             ok = ok && buf_append_str(t, "]");
         }
-        ok = ok && buf_append_str(t, "]");
+        ok = ok && buf_append_str(t, close);
     }
-    // and what each key receives, [layers][heads][N]
-    ok = ok && buf_append_str(t, ",\"key_received\":[");
-    for (size_t l = 0; ok && l < r->layers; l++) {
+    // and what each key receives
+    ok = ok && buf_printf(t, ",\"key_received\":%s", open);
+    for (size_t l = 0; ok && l < hm->groups; l++) {
         ok = buf_append_str(t, l ? ",[" : "[");
-        for (size_t a = 0; ok && a < r->heads; a++) {
+        for (size_t a = 0; ok && a < hm->heads; a++) {
             ok = buf_append_str(t, a ? ",[" : "[");
-            const double *row = r->key_received + (l * r->heads + a) * r->n;
-            for (size_t j = 0; ok && j < r->n; j++) {
-                char v[JSONNUM_MAX];
-                const size_t len = jsonnum_format((float)row[j], precision, v);
-                ok = (!j || buf_append_str(t, ",")) && buf_append(t, v, len);
-            }
+            const double *row = hm->received + (l * hm->heads + a) * hm->keys;
+            for (size_t j = 0; ok && j < hm->keys; j++)
+                ok = add_measure(t, row[j], precision, j);
             ok = ok && buf_append_str(t, "]");
         }
         ok = ok && buf_append_str(t, "]");
     }
-    return ok && buf_append_str(t, "]}");
+    return ok && buf_append_str(t, close) && buf_append_str(t, "}");
 }
 
 /* A model's answer: its wordpieces and their types, the config, then
@@ -330,7 +345,13 @@ static bool assemble_model(struct response_stream *s)
         return false;
     if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
         return false;
-    if (r->head_stats && !add_head_stats(s, r))
+    const struct head_measures hm = {.stats = r->head_stats,
+                                     .received = r->key_received,
+                                     .groups = r->layers,
+                                     .heads = r->heads,
+                                     .keys = r->n,
+                                     .outer = true};
+    if (r->head_stats && !add_head_stats(s, &hm))
         return false;
     if (r->lens && !add_lens(s, r))
         return false;
@@ -381,6 +402,14 @@ static bool assemble(struct response_stream *s)
             return false;
     if ((req->extra & REQUEST_WANT_PARAMS) && c->mode == ATTN_MODE_PROJECTED &&
         !add_params(s, &mark))
+        return false;
+    const struct head_measures hm = {.stats = r->head_stats,
+                                     .received = r->key_received,
+                                     .groups = r->batch,
+                                     .heads = h,
+                                     .keys = m,
+                                     .outer = req->input.batched};
+    if (r->head_stats && !add_head_stats(s, &hm))
         return false;
     char *warnings = response_warnings_json(req, r);
     const bool ok = warnings && buf_append_member(t, "warnings") &&
@@ -440,6 +469,10 @@ size_t response_stream_bytes(const struct request *req)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
     text += req->cfg.batch * req->cfg.n_query * 44;
+    if (req->cfg.want & ATTN_WANT_HEAD_STATS)
+        text += req->cfg.batch * req->cfg.heads *
+                    (ATTN_HEAD_STATS + req->cfg.n_keys) * (JSONNUM_MAX + 1) +
+                256;
     return stream_bytes(text);
 }
 
@@ -463,7 +496,8 @@ size_t response_stream_bytes_model(const struct request *req)
         text += response_lens_bytes(req);
     if (req->model.run.want & XF_WANT_HEAD_STATS)
         text += m->xf.layers * m->xf.heads *
-                    (XF_HEAD_STATS + req->model.enc.count) * (JSONNUM_MAX + 1) +
+                    (ATTN_HEAD_STATS + req->model.enc.count) *
+                    (JSONNUM_MAX + 1) +
                 256;
     return stream_bytes(text);
 }

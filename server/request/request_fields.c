@@ -292,7 +292,8 @@ static bool returned_random(const struct request *req,
                             const struct request_return *r)
 {
     if (r->want)
-        return req->compute && (req->cfg.want & r->want);
+        return req->compute &&
+               (req->cfg.want & ~req->cfg.want_internal & r->want);
     if (r->extra == REQUEST_WANT_PARAMS)
         return (req->extra & r->extra) && !basic(req);
     return (req->extra & r->extra) != 0;
@@ -346,13 +347,13 @@ const struct request_return request_returns[] = {
     {"heads_output", ATTN_WANT_HEADS, 0, 0},
     {"output", ATTN_WANT_OUTPUT, 0, 0},
     {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, XF_WANT_MEAN_WEIGHTS},
+    {"head_stats", ATTN_WANT_HEAD_STATS, 0, XF_WANT_HEAD_STATS},
     {"embeddings", 0, REQUEST_WANT_EMBEDDINGS, 0},
     {"params", 0, REQUEST_WANT_PARAMS, 0},
     /* a model's only */
     {"hidden_states", 0, 0, XF_WANT_HIDDEN},
     {"rollout", 0, 0, XF_WANT_ROLLOUT},
     {"logit_lens", 0, 0, XF_WANT_LOGIT_LENS},
-    {"head_stats", 0, 0, XF_WANT_HEAD_STATS},
 };
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];

@@ -279,7 +279,7 @@ size_t request_model_output(const struct request *req)
     if (run->want & XF_WANT_ROLLOUT)
         floats += n * n;
     if (run->want & XF_WANT_HEAD_STATS)
-        floats += (double)b->layers * (double)b->heads * (XF_HEAD_STATS + n);
+        floats += (double)b->layers * (double)b->heads * (ATTN_HEAD_STATS + n);
     // the lens: a token id and a probability for each entry
     if (run->want & XF_WANT_LOGIT_LENS)
         floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;

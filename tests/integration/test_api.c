@@ -528,6 +528,89 @@ static void test_fully_masked_rows_warn(void **state)
     reply_free(&r);
 }
 
+static double item2(const cJSON *a, int i, int j)
+{
+    return cJSON_GetArrayItem(cJSON_GetArrayItem(a, i), j)->valuedouble;
+}
+
+/* Head measures without a model: one per head (per sequence of a batch),
+ * read back from the same answer's weights; the patterns find repeated
+ * tokens; under cross-attention the positional ones are null; weights
+ * computed only for them are not returned. */
+static void test_head_stats_without_model(void **state)
+{
+    (void)state;
+    struct reply r;
+    assert_true(post_json(&srv, "/attention",
+                          "{\"sentence\":\"a b a b c\",\"heads\":2,"
+                          "\"d_model\":8,\"mask\":\"causal\","
+                          "\"return\":[\"weights\",\"head_stats\"]}",
+                          &r));
+    assert_int_equal(r.status, 200);
+    cJSON *doc = cJSON_Parse(r.body);
+    const cJSON *w = cJSON_GetObjectItem(doc, "weights");
+    const cJSON *hs = cJSON_GetObjectItem(doc, "head_stats");
+    for (int a = 0; a < 2; a++) {
+        const cJSON *A = cJSON_GetArrayItem(w, a);
+        double prev = 0;
+        for (int i = 1; i < 5; i++)
+            prev += item2(A, i, i - 1);
+        // "a" at 2 repeats 0, "b" at 3 repeats 1
+        const double dup = (item2(A, 2, 0) + item2(A, 3, 1)) / 5;
+        const double ind = (item2(A, 2, 1) + item2(A, 3, 2)) / 5;
+        const cJSON *m = cJSON_GetObjectItem(hs, "previous_token");
+        assert_int_equal(cJSON_GetArraySize(m), 2);
+        assert_true(fabs(cJSON_GetArrayItem(m, a)->valuedouble - prev / 5) <
+                    1e-6);
+        m = cJSON_GetObjectItem(hs, "duplicate_token");
+        assert_true(dup > 0);
+        assert_true(fabs(cJSON_GetArrayItem(m, a)->valuedouble - dup) < 1e-6);
+        m = cJSON_GetObjectItem(hs, "induction");
+        assert_true(fabs(cJSON_GetArrayItem(m, a)->valuedouble - ind) < 1e-6);
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetArrayItem(
+                             cJSON_GetObjectItem(hs, "key_received"), a)),
+                         5);
+    }
+    cJSON_Delete(doc);
+    reply_free(&r);
+
+    // a batch: [batch][heads]; dropout: the weights it needs are not shown
+    assert_true(post_json(&srv, "/attention",
+                          "{\"embeddings\":[[[1,2],[3,4],[1,2]],"
+                          "[[1,1],[2,2],[3,3]]],\"heads\":2,"
+                          "\"dropout\":0.5,\"return\":[\"head_stats\"]}",
+                          &r));
+    assert_int_equal(r.status, 200);
+    doc = cJSON_Parse(r.body);
+    hs = cJSON_GetObjectItem(doc, "head_stats");
+    const cJSON *e = cJSON_GetObjectItem(hs, "entropy");
+    assert_int_equal(cJSON_GetArraySize(e), 2);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetArrayItem(e, 0)), 2);
+    assert_null(cJSON_GetObjectItem(doc, "weights_before_dropout"));
+    assert_non_null(strstr(r.body, "\"return\":[\"head_stats\"]"));
+    // the first sequence repeats its first row, the second does not
+    assert_true(item2(cJSON_GetObjectItem(hs, "duplicate_token"), 0, 0) > 0);
+    assert_true(item2(cJSON_GetObjectItem(hs, "duplicate_token"), 1, 0) == 0);
+    cJSON_Delete(doc);
+    reply_free(&r);
+
+    // cross-attention: no positions shared, so null
+    assert_true(post_json(&srv, "/attention",
+                          "{\"sentence\":\"a b c\",\"heads\":2,"
+                          "\"d_model\":8,\"context\":{\"sentence\":\"x y\"},"
+                          "\"return\":[\"head_stats\"]}",
+                          &r));
+    assert_int_equal(r.status, 200);
+    doc = cJSON_Parse(r.body);
+    hs = cJSON_GetObjectItem(doc, "head_stats");
+    assert_true(cJSON_IsNull(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(hs, "previous_token"), 0)));
+    assert_true(cJSON_IsNumber(
+        cJSON_GetArrayItem(cJSON_GetObjectItem(hs, "entropy"), 0)));
+    cJSON_Delete(doc);
+    reply_free(&r);
+}
+
 /* "w w w ... " : n copies of word and a space; the caller frees it. */
 static char *repeat_words(const char *word, size_t n)
 {
@@ -817,6 +900,7 @@ int main(void)
         cmocka_unit_test(test_get_equals_post_and_is_deterministic),
         cmocka_unit_test(test_basic_mode_and_precision),
         cmocka_unit_test(test_fully_masked_rows_warn),
+        cmocka_unit_test(test_head_stats_without_model),
         cmocka_unit_test(test_large_weights_stream),
         cmocka_unit_test(test_pytorch_parity_over_http),
         cmocka_unit_test(test_invalid_requests),

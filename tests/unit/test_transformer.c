@@ -1090,13 +1090,16 @@ static void test_head_stats_of_a_pass(void **state)
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
     size_t scratch[2 * N], earlier[N];
     head_stats_earlier(ids, N, scratch, earlier);
+    const struct mask_view mv = {.causal = true, .window = 4, .n_ctx = N};
+    const struct head_view hv = {
+        .n = N, .keys = N, .positions = N, .mask = &mv, .earlier = earlier};
     for (size_t lh = 0; lh < L * HEADS; lh++) {
-        double want[XF_HEAD_STATS];
-        head_stats(r.weights + lh * N * N, N, true, 4, earlier, want);
-        assert_memory_equal(r.head_stats + lh * XF_HEAD_STATS, want,
+        double want[ATTN_HEAD_STATS];
+        head_stats(r.weights + lh * N * N, &hv, want);
+        assert_memory_equal(r.head_stats + lh * ATTN_HEAD_STATS, want,
                             sizeof want);
     }
-    double all[L * HEADS * XF_HEAD_STATS];
+    double all[L * HEADS * ATTN_HEAD_STATS];
     memcpy(all, r.head_stats, sizeof all);
     xf_result_free(&r);
     // one layer's weights: the measures are still every layer's
