@@ -270,8 +270,9 @@ enum attn_want {
     ATTN_WANT_HEADS = 1u << 5,
     ATTN_WANT_OUTPUT = 1u << 6,
     ATTN_WANT_MEAN_WEIGHTS = 1u << 7,
-    ATTN_WANT_WEIGHTS_RAW = 1u << 8, /* the weights before dropout */
-    ATTN_WANT_HEAD_STATS = 1u << 9   /* head_stats and key_received */
+    ATTN_WANT_WEIGHTS_RAW = 1u << 8,    /* the weights before dropout */
+    ATTN_WANT_HEAD_STATS = 1u << 9,     /* head_stats and key_received */
+    ATTN_WANT_VALUE_WEIGHTED = 1u << 10 /* value_weighted and its sum */
 };
 
 /* The per-head measures of attention weights, in the answer's order
@@ -485,6 +486,12 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *                    duplicate_token, induction, self and distance are NaN.
  *   key_received:    [B][h][K] the mean weight each key receives from the
  *                    queries that may see it (0 when none may)
+ *   value_weighted:  [B][h][N][K] |alpha_ij f_h(x_j)| (Kobayashi et al.
+ *                    2020): the weights (after dropout) times the norm of
+ *                    what key j carries through head h, f_h(x_j) = v_j
+ *                    (value bias in) times W_O's columns of head h
+ *                    (output bias out; the identity without out_proj)
+ *   value_weighted_sum: [B][N][K] |sum_h alpha^h_ij f_h(x_j)|
  */
 struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
@@ -493,6 +500,7 @@ struct attn_result {
     uint8_t *fully_masked;
     size_t n_fully_masked;
     double *head_stats, *key_received;
+    float *value_weighted, *value_weighted_sum;
 };
 
 /*
@@ -533,8 +541,9 @@ size_t attn_workspace_bytes(const struct attn_config *cfg);
  * not counted. */
 size_t attn_forward_bytes(const struct attn_config *cfg);
 
-/* Floating-point operations of the forward pass for a resolved config
- * (2 per multiply-add), for metrics and benchmarks. */
+/* Floating-point operations of a call for a resolved config (2 per
+ * multiply-add), the measures it returns included: for budgets, metrics
+ * and benchmarks. */
 double attn_flops(const struct attn_config *cfg);
 
 #endif

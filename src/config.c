@@ -291,7 +291,7 @@ static attn_status check_options(struct attn_config *cfg,
                          "n_ctx (%zu) is too large", cfg->n_ctx);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
-    const unsigned known = (ATTN_WANT_HEAD_STATS << 1) - 1;
+    const unsigned known = (ATTN_WANT_VALUE_WEIGHTED << 1) - 1;
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
@@ -303,6 +303,14 @@ static attn_status check_options(struct attn_config *cfg,
         !(cfg->want & ATTN_WANT_WEIGHTS_RAW) &&
         (!(cfg->want & ATTN_WANT_WEIGHTS) || cfg->dropout > 0.0f))
         cfg->want_internal = ATTN_WANT_WEIGHTS_RAW;
+    // and the value-weighted norms the weights after dropout and V
+    if (cfg->want & ATTN_WANT_VALUE_WEIGHTED) {
+        if (cfg->mode != ATTN_MODE_PROJECTED)
+            return attn_fail(err, ATTN_E_INVALID, "want",
+                             "value_weighted needs the value and output "
+                             "projections; mode basic has none");
+        cfg->want_internal |= (ATTN_WANT_WEIGHTS | ATTN_WANT_V) & ~cfg->want;
+    }
     cfg->want |= cfg->want_internal;
     return ATTN_OK;
 }
@@ -405,6 +413,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
         {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
         /* doubles, two floats' room each */
         {ATTN_WANT_HEAD_STATS, 2 * b * h * (ATTN_HEAD_STATS + m)},
+        {ATTN_WANT_VALUE_WEIGHTED, all_heads + per_head},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         if ((w & parts[i].bit) && (!size_add_to(&total, parts[i].count) ||

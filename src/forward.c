@@ -40,6 +40,7 @@
 #include "error.h"
 #include "forward_plan.h"
 #include "head_stats.h"
+#include "value_weighted.h"
 #include "mask.h"
 #include "norm.h"
 #include "pool.h"
@@ -365,6 +366,8 @@ void attn_result_free(struct attn_result *result)
     free(result->fully_masked);
     free(result->head_stats);
     free(result->key_received);
+    free(result->value_weighted);
+    free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);
 }
 
@@ -1011,8 +1014,11 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                               "too large",
                               f.overflow_b, f.overflow_row);
             attn_result_free(out);
-        } else if (cfg.want & ATTN_WANT_HEAD_STATS) {
-            st = head_stats_of_result(&cfg, x, out, err);
+        } else {
+            if (cfg.want & ATTN_WANT_HEAD_STATS)
+                st = head_stats_of_result(&cfg, x, out, err);
+            if (!st && (cfg.want & ATTN_WANT_VALUE_WEIGHTED))
+                st = value_weighted_of_result(&cfg, f.p, out, err);
         }
     } else {
         attn_result_free(out);

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 
 #include "forward_plan.h"
+#include "value_weighted.h"
 #include "widen.h"
 #include "checked.h"
 #include "pool.h"
@@ -43,7 +44,7 @@ static size_t unit_rows(size_t rows, double flops, size_t most)
 struct paths forward_paths(const struct attn_config *c)
 {
     struct paths p;
-    const double flops = attn_flops(c);
+    const double flops = forward_pass_flops(c);
     p.query_rows = unit_rows(c->n_query, flops, QUERY_BLOCK);
     p.kv_rows = unit_rows(c->n_ctx, flops, KV_CHUNK);
     p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
@@ -232,9 +233,11 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
                                        sizeof(double) +
                                    3 * cfg->n_query * sizeof(size_t)
                              : 0;
+    const size_t valued =
+        (cfg->want & ATTN_WANT_VALUE_WEIGHTED) ? value_weighted_bytes(cfg) : 0;
     size_t bytes;
     if (!size_mul(floats, sizeof(float), &bytes) ||
-        !size_add_to(&bytes, stats) ||
+        !size_add_to(&bytes, stats) || !size_add_to(&bytes, valued) ||
         !size_add_to(&bytes, cfg->batch * cfg->n_query) ||
         !size_add_to(&bytes, workspace) || !size_add_to(&bytes, pool) ||
         !size_add_to(&bytes, rounding))
@@ -242,7 +245,7 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     return bytes;
 }
 
-double attn_flops(const struct attn_config *cfg)
+double forward_pass_flops(const struct attn_config *cfg)
 {
     const double b = (double)cfg->batch, n = (double)cfg->n_query,
                  m = (double)cfg->n_keys, h = (double)cfg->heads,
@@ -257,4 +260,17 @@ double attn_flops(const struct attn_config *cfg)
             per_seq += n * h * dv * (double)cfg->d_out;
     }
     return 2.0 * b * per_seq;
+}
+
+double attn_flops(const struct attn_config *cfg)
+{
+    const double b = (double)cfg->batch, n = (double)cfg->n_query,
+                 k = (double)cfg->n_keys, h = (double)cfg->heads;
+    double total = forward_pass_flops(cfg);
+    // the measures: a few passes over every head's weights
+    if (cfg->want & ATTN_WANT_HEAD_STATS)
+        total += 12.0 * b * h * n * k;
+    if (cfg->want & ATTN_WANT_VALUE_WEIGHTED)
+        total += value_weighted_flops(cfg);
+    return total;
 }

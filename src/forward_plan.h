@@ -97,6 +97,10 @@ struct result_part {
 };
 enum { N_RESULT_PARTS = 9 };
 
+/* Floating-point operations of the pass itself, without the measures
+ * computed after it: what sizes its units. */
+double forward_pass_flops(const struct attn_config *c);
+
 void forward_result_parts(const struct attn_config *c, struct attn_result *res,
                           struct result_part parts[N_RESULT_PARTS]);
 

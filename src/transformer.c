@@ -296,15 +296,23 @@ void xf_result_free(struct xf_result *result)
     free(result->lens);
     free(result->head_stats);
     free(result->key_received);
+    free(result->value_weighted);
+    free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);
 }
 
 static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                                struct attn_error *err)
 {
-    float **slots[5] = {&r->weights, &r->mean_weights, &r->hidden_states,
-                        &r->rollout, &r->logits};
-    for (int i = 0; i < 5; i++) {
+    float **slots[XF_RESULT_FLOAT_ARRAYS] = {
+        [XF_RESULT_WEIGHTS] = &r->weights,
+        [XF_RESULT_MEAN_WEIGHTS] = &r->mean_weights,
+        [XF_RESULT_HIDDEN] = &r->hidden_states,
+        [XF_RESULT_ROLLOUT] = &r->rollout,
+        [XF_RESULT_LOGITS] = &r->logits,
+        [XF_RESULT_VALUE_WEIGHTED] = &r->value_weighted,
+        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum};
+    for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
         if (!plan->result_count[i])
             continue;
         *slots[i] = malloc(plan->result_count[i] * sizeof(float));
@@ -325,8 +333,8 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                              "out of memory for the head measures");
         }
     }
-    if (plan->result_count[5]) {
-        r->lens = malloc(plan->result_count[5] * sizeof *r->lens);
+    if (plan->result_count[XF_RESULT_LENS]) {
+        r->lens = malloc(plan->result_count[XF_RESULT_LENS] * sizeof *r->lens);
         if (!r->lens) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
@@ -446,6 +454,12 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     if (s->out->mean_weights && xf_returns_layer(plan, l))
         memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
+    if (s->out->value_weighted && xf_returns_layer(plan, l)) {
+        memcpy(s->out->value_weighted + at * m->heads * nn,
+               attn->value_weighted, m->heads * nn * sizeof(float));
+        memcpy(s->out->value_weighted_sum + at * nn, attn->value_weighted_sum,
+               nn * sizeof(float));
+    }
     if (s->out->head_stats) {
         const struct mask_view mv = {
             .causal = m->arch.causal, .window = m->window, .n_ctx = n};

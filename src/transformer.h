@@ -168,13 +168,14 @@ attn_status xf_model_check(const struct xf_model *m, struct attn_error *err);
 
 /* What a call returns; a bit set. */
 enum xf_want {
-    XF_WANT_WEIGHTS = 1u << 0,      /* weights */
-    XF_WANT_MEAN_WEIGHTS = 1u << 1, /* mean_weights */
-    XF_WANT_HIDDEN = 1u << 2,       /* hidden_states */
-    XF_WANT_ROLLOUT = 1u << 3,      /* rollout */
-    XF_WANT_LOGITS = 1u << 4,       /* logits (a model with lm_head) */
-    XF_WANT_LOGIT_LENS = 1u << 5,   /* lens (a model with lm_head) */
-    XF_WANT_HEAD_STATS = 1u << 6    /* head_stats */
+    XF_WANT_WEIGHTS = 1u << 0,       /* weights */
+    XF_WANT_MEAN_WEIGHTS = 1u << 1,  /* mean_weights */
+    XF_WANT_HIDDEN = 1u << 2,        /* hidden_states */
+    XF_WANT_ROLLOUT = 1u << 3,       /* rollout */
+    XF_WANT_LOGITS = 1u << 4,        /* logits (a model with lm_head) */
+    XF_WANT_LOGIT_LENS = 1u << 5,    /* lens (a model with lm_head) */
+    XF_WANT_HEAD_STATS = 1u << 6,    /* head_stats */
+    XF_WANT_VALUE_WEIGHTED = 1u << 7 /* value_weighted and its sum */
 };
 
 /*
@@ -251,6 +252,10 @@ struct xf_run {
  *                  [layers][heads][n] the mean weight each key receives
  *                  from the queries that see it; not with a cache
  *                  holding anything
+ *   value_weighted: [Lw][heads][n][n] and value_weighted_sum [Lw][n][n]:
+ *                  the norms of Kobayashi et al. (2020) (attention.h),
+ *                  on each layer's normed input; not with a cache
+ *                  holding anything
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
  *                  2020): each layer's output through the final norm and
  *                  lm_head, its most probable tokens (the first among
@@ -263,6 +268,7 @@ struct xf_run {
 struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
     float *weights, *mean_weights, *hidden_states, *rollout, *logits;
+    float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
     double *head_stats, *key_received;
 };
@@ -270,8 +276,23 @@ struct xf_result {
 /* ----------------------------------------------------------------- plan */
 
 /* The kinds of attention call a pass makes: with or without the output,
- * with or without the weights. */
-enum { XF_ATTN_KINDS = 4 };
+ * the weights, the value-weighted norms. */
+enum { XF_ATTN_KINDS = 8 };
+
+/* The result's float arrays, in plan.result_count, then the lens's
+ * entries (two floats' bytes each). */
+enum {
+    XF_RESULT_WEIGHTS,
+    XF_RESULT_MEAN_WEIGHTS,
+    XF_RESULT_HIDDEN,
+    XF_RESULT_ROLLOUT,
+    XF_RESULT_LOGITS,
+    XF_RESULT_VALUE_WEIGHTED,
+    XF_RESULT_VALUE_WEIGHTED_SUM,
+    XF_RESULT_FLOAT_ARRAYS,
+    XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
+    XF_RESULT_ARRAYS
+};
 
 /* The workspace block's parts. */
 enum {
@@ -304,14 +325,12 @@ struct xf_plan {
                              is read */
     size_t weight_layers; /* Lw */
     unsigned team;
-    size_t cache_len;       /* the run's cache held this many; a pass
-                               finding it holding another is refused */
-    size_t keys;            /* a weights row's entries (xf_result) */
-    bool step;              /* one token after a non-empty cache */
-    size_t result_count[6]; /* floats of weights, mean weights, hidden
-                               states, rollout and logits, and the lens's
-                               entries (two floats' bytes each) */
-    size_t stats_count;     /* doubles of head_stats */
+    size_t cache_len; /* the run's cache held this many; a pass
+                         finding it holding another is refused */
+    size_t keys;      /* a weights row's entries (xf_result) */
+    bool step;        /* one token after a non-empty cache */
+    size_t result_count[XF_RESULT_ARRAYS]; /* by XF_RESULT_* */
+    size_t stats_count;                    /* doubles of head_stats */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

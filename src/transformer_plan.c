@@ -238,10 +238,12 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "after a cache holding %zu, one token at a "
                              "time, not %zu",
                              c->len, run->n);
-        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS)))
+        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
+                                    XF_WANT_VALUE_WEIGHTED)))
             return attn_fail(err, ATTN_E_INVALID, "want",
-                             "a rollout or head measures need whole "
-                             "matrices, not a token after a cache");
+                             "a rollout, head measures or value-weighted "
+                             "attention need whole matrices, not a token "
+                             "after a cache");
     }
     if ((run->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS)) && !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "want",
@@ -335,6 +337,8 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
     if (((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l)) ||
         (p->want & XF_WANT_HEAD_STATS))
         kind |= XF_KIND_WEIGHTS;
+    if ((p->want & XF_WANT_VALUE_WEIGHTED) && xf_returns_layer(p, l))
+        kind |= XF_KIND_VALUE;
     return kind;
 }
 
@@ -393,6 +397,8 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
         cfg->want |= ATTN_WANT_OUTPUT;
     if (kind & XF_KIND_WEIGHTS)
         cfg->want |= ATTN_WANT_WEIGHTS;
+    if (kind & XF_KIND_VALUE)
+        cfg->want |= ATTN_WANT_VALUE_WEIGHTED;
     cfg->threads = p->run.threads;
     // the layer's own projections, checked once by the model's loader
     static const struct attn_params explicit_params;
@@ -466,17 +472,24 @@ static bool plan_result(struct xf_plan *p)
     memset(counts, 0, sizeof p->result_count);
     bool ok = true;
     if (p->want & XF_WANT_WEIGHTS)
-        ok = size_mul3(lw * m->heads, n, keys, &counts[0]);
+        ok = size_mul3(lw * m->heads, n, keys, &counts[XF_RESULT_WEIGHTS]);
     if (p->want & XF_WANT_MEAN_WEIGHTS)
-        ok = ok && size_mul3(lw, n, keys, &counts[1]);
+        ok = ok && size_mul3(lw, n, keys, &counts[XF_RESULT_MEAN_WEIGHTS]);
     if (p->want & XF_WANT_HIDDEN)
-        ok = ok && size_mul3(m->layers + 1, n, m->hidden, &counts[2]);
+        ok = ok &&
+             size_mul3(m->layers + 1, n, m->hidden, &counts[XF_RESULT_HIDDEN]);
     if (p->want & XF_WANT_ROLLOUT)
-        ok = ok && size_mul(n, n, &counts[3]);
+        ok = ok && size_mul(n, n, &counts[XF_RESULT_ROLLOUT]);
     if (p->want & XF_WANT_LOGITS)
-        counts[4] = m->vocab_size;
+        counts[XF_RESULT_LOGITS] = m->vocab_size;
+    if (p->want & XF_WANT_VALUE_WEIGHTED)
+        ok = ok &&
+             size_mul3(lw * m->heads, n, keys,
+                       &counts[XF_RESULT_VALUE_WEIGHTED]) &&
+             size_mul3(lw, n, keys, &counts[XF_RESULT_VALUE_WEIGHTED_SUM]);
     if (p->want & XF_WANT_LOGIT_LENS)
-        ok = ok && size_mul3(m->layers, n, p->run.lens_k, &counts[5]);
+        ok = ok &&
+             size_mul3(m->layers, n, p->run.lens_k, &counts[XF_RESULT_LENS]);
     if (p->want & XF_WANT_HEAD_STATS)
         p->stats_count = m->layers * m->heads * ATTN_HEAD_STATS;
     return ok;
@@ -550,11 +563,12 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
 size_t xf_plan_bytes(const struct xf_plan *p)
 {
     size_t total = 0, lens;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++)
         if (!size_add_to(&total, p->result_count[i]))
             return SIZE_MAX;
     if (!size_mul(total, sizeof(float), &total) ||
-        !size_mul(p->result_count[5], sizeof(struct xf_candidate), &lens) ||
+        !size_mul(p->result_count[XF_RESULT_LENS], sizeof(struct xf_candidate),
+                  &lens) ||
         !size_add_to(&total, lens) ||
         !size_add_to(&total, p->stats_count * sizeof(double)) ||
         !size_add_to(&total, (p->stats_count ? p->m->layers * p->m->heads *
@@ -577,11 +591,14 @@ double xf_plan_flops(const struct xf_plan *p)
     // every layer's attention costs the same, whatever it returns; a
     // token after a cache: its projections, and its scores and values
     // over every position
-    double total = p->step ? (2.0 * (2.0 * hd * H + 2.0 * gd * H) +
-                              4.0 * (double)p->keys * hd) *
-                                 (double)p->layers_run
-                           : attn_flops(&p->attn[xf_attn_kind(p, 0)]) *
-                                 (double)p->layers_run;
+    double total = 0;
+    if (p->step)
+        total =
+            (2.0 * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * (double)p->keys * hd) *
+            (double)p->layers_run;
+    else
+        for (size_t l = 0; l < p->layers_run; l++)
+            total += attn_flops(&p->attn[xf_attn_kind(p, l)]);
     // the feed-forward of every layer whose output is read: up (and gate)
     // and down
     size_t ffn_layers = 0;

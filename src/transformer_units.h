@@ -57,7 +57,11 @@ size_t xf_widest_phase(const struct xf_plan *p);
 
 /* The kind of a layer's attention (an index of xf_plan.attn): whether its
  * output feeds anything, and whether its weights are returned. */
-enum { XF_KIND_OUTPUT = 1u << 0, XF_KIND_WEIGHTS = 1u << 1 };
+enum {
+    XF_KIND_OUTPUT = 1u << 0,
+    XF_KIND_WEIGHTS = 1u << 1,
+    XF_KIND_VALUE = 1u << 2 /* the value-weighted norms */
+};
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l);
 
 /* Does layer l hand its weights (or mean weights) to the result? */

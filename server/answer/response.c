@@ -340,6 +340,12 @@ static bool assemble_model(struct response_stream *s)
     if (r->mean_weights && !add_array(s, &mark, "mean_weights", r->mean_weights,
                                       all ? 3 : 2, all ? mean : mean + 1))
         return false;
+    if (r->value_weighted &&
+        (!add_array(s, &mark, "value_weighted", r->value_weighted, all ? 4 : 3,
+                    all ? weights : weights + 1) ||
+         !add_array(s, &mark, "value_weighted_sum", r->value_weighted_sum,
+                    all ? 3 : 2, all ? mean : mean + 1)))
+        return false;
     if (r->hidden_states &&
         !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
         return false;
@@ -392,6 +398,8 @@ static bool assemble(struct response_stream *s)
         {"weights", r->weights, h, n, m},
         {"weights_before_dropout", r->weights_raw, h, n, m},
         {"mean_weights", r->mean_weights, n, m, 0},
+        {"value_weighted", r->value_weighted, h, n, m},
+        {"value_weighted_sum", r->value_weighted_sum, n, m, 0},
         {"heads_output", r->heads_out, n, h * r->d_v, 0},
         {"output", r->output, n, r->d_out, 0},
     };

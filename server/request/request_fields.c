@@ -348,6 +348,7 @@ const struct request_return request_returns[] = {
     {"output", ATTN_WANT_OUTPUT, 0, 0},
     {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, XF_WANT_MEAN_WEIGHTS},
     {"head_stats", ATTN_WANT_HEAD_STATS, 0, XF_WANT_HEAD_STATS},
+    {"value_weighted", ATTN_WANT_VALUE_WEIGHTED, 0, XF_WANT_VALUE_WEIGHTED},
     {"embeddings", 0, REQUEST_WANT_EMBEDDINGS, 0},
     {"params", 0, REQUEST_WANT_PARAMS, 0},
     /* a model's only */

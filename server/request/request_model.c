@@ -66,8 +66,8 @@ static bool take_return(struct request *req, const struct request_return *r,
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
-                           "hidden_states, rollout, logit_lens and "
-                           "head_stats",
+                           "head_stats, value_weighted, hidden_states, "
+                           "rollout and logit_lens",
                            at->name, r->name);
     const struct model *m = req->model.entry->model;
     if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
@@ -274,6 +274,8 @@ size_t request_model_output(const struct request *req)
         floats += lw * (double)b->heads * n * n;
     if (run->want & XF_WANT_MEAN_WEIGHTS)
         floats += lw * n * n;
+    if (run->want & XF_WANT_VALUE_WEIGHTED)
+        floats += lw * ((double)b->heads + 1) * n * n;
     if (run->want & XF_WANT_HIDDEN)
         floats += (double)(b->layers + 1) * n * (double)b->hidden;
     if (run->want & XF_WANT_ROLLOUT)

@@ -906,6 +906,81 @@ static void test_head_stats(void **state)
     }
 }
 
+/* Value-weighted attention on the real binary, for every layer of a
+ * decoder with grouped KV heads: the weight times one norm per head and
+ * key, so value_weighted / weights is the same down every column; the
+ * sum over heads is at most the sum of the heads' norms; one layer's
+ * alone is that layer's. */
+static void test_value_weighted(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--model", "llama3=tests/models/llama3", NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    cJSON *j = post_expect(&s,
+                           "{\"model\":\"llama3\",\"sentence\":\"the cat "
+                           "sat on the mat\",\"return\":[\"weights\","
+                           "\"value_weighted\"]}",
+                           200);
+    const cJSON *w = get(j, "weights"), *vw = get(j, "value_weighted"),
+                *sum = get(j, "value_weighted_sum");
+    const int layers = cJSON_GetArraySize(w);
+    assert_int_equal(cJSON_GetArraySize(vw), layers);
+    assert_int_equal(cJSON_GetArraySize(sum), layers);
+    for (int l = 0; l < layers; l++) {
+        const cJSON *wl = cJSON_GetArrayItem(w, l),
+                    *vl = cJSON_GetArrayItem(vw, l);
+        const int heads = cJSON_GetArraySize(wl);
+        const int n = cJSON_GetArraySize(cJSON_GetArrayItem(wl, 0));
+        for (int c = 0; c < n; c++) {
+            double bound[64] = {0};
+            for (int a = 0; a < heads; a++) {
+                double norm = -1;
+                for (int i = c; i < n; i++) {
+                    const double wij =
+                        cJSON_GetArrayItem(
+                            cJSON_GetArrayItem(cJSON_GetArrayItem(wl, a), i), c)
+                            ->valuedouble;
+                    const double vij =
+                        cJSON_GetArrayItem(
+                            cJSON_GetArrayItem(cJSON_GetArrayItem(vl, a), i), c)
+                            ->valuedouble;
+                    assert_true(wij > 0 && vij > 0);
+                    if (norm < 0)
+                        norm = vij / wij;
+                    assert_true(fabs(vij / wij - norm) <= 1e-5 * norm);
+                    bound[i] += vij;
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                const double total =
+                    cJSON_GetArrayItem(
+                        cJSON_GetArrayItem(cJSON_GetArrayItem(sum, l), i), c)
+                        ->valuedouble;
+                // the norm of a sum is at most the sum of the norms; a
+                // later key adds nothing
+                assert_true(total <= bound[i] * (1 + 1e-6) + 1e-7);
+                if (c > i)
+                    assert_true(total == 0);
+            }
+        }
+    }
+    char *whole = cJSON_PrintUnformatted(cJSON_GetArrayItem(vw, 1));
+    cJSON_Delete(j);
+    j = post_expect(&s,
+                    "{\"model\":\"llama3\",\"sentence\":\"the cat sat on "
+                    "the mat\",\"layer\":1,\"return\":[\"value_weighted\"]}",
+                    200);
+    char *one = cJSON_PrintUnformatted(get(j, "value_weighted"));
+    assert_string_equal(one, whole);
+    assert_non_null(strstr(cJSON_PrintUnformatted(get(j, "config")),
+                           "\"return\":[\"value_weighted\"]"));
+    free(one);
+    free(whole);
+    cJSON_Delete(j);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
 static void test_defaults_and_get(void **state)
 {
     (void)state;
@@ -1780,6 +1855,7 @@ int main(void)
         cmocka_unit_test(test_decoders),
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_head_stats),
+        cmocka_unit_test(test_value_weighted),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

@@ -157,10 +157,15 @@ def encode(a, b, vocab_list, lower):
 
 # ---------------------------------------------------- the float64 reference
 
-def bert_forward(w, cfg, ids, types):
+def bert_forward(w, cfg, ids, types, extra=None):
     """BertModel's forward with output_attentions and output_hidden_states:
     BertEmbeddings, then per layer BertSelfAttention, BertSelfOutput,
-    BertIntermediate, BertOutput. w holds float64 arrays by plain names."""
+    BertIntermediate, BertOutput. w holds float64 arrays by plain names.
+    With extra, a dict: every layer's value-weighted attention (Kobayashi
+    et al. 2020), the norms of alpha_ij f_h(x_j) [heads][n][n] and of their
+    sum over heads [n][n], f_h(x_j) = v_j^h (value bias in) times head h's
+    columns of attention.output.dense (its bias out), the sum formed as
+    vectors."""
     n, hsz, heads = len(ids), cfg["hidden_size"], cfg["num_attention_heads"]
     d = hsz // heads
     eps = cfg["layer_norm_eps"]
@@ -181,6 +186,13 @@ def bert_forward(w, cfg, ids, types):
         scores = heads_of(q) @ heads_of(k).transpose(0, 2, 1) / math.sqrt(d)
         probs = softmax(scores)
         attentions.append(probs)
+        if extra is not None:
+            o = w[p + "attention.output.dense.weight"]  # [out][in]
+            f = np.stack([heads_of(v)[a] @ o[:, a * d:(a + 1) * d].T for a in range(heads)])
+            extra.setdefault("value_weighted", []).append(
+                probs * np.linalg.norm(f, axis=2)[:, None, :])
+            extra.setdefault("value_weighted_sum", []).append(
+                np.linalg.norm(np.einsum("hij,hjd->ijd", probs, f), axis=2))
         ctx = (probs @ heads_of(v)).transpose(1, 0, 2).reshape(n, hsz)
         a = linear(ctx, w[p + "attention.output.dense.weight"], w[p + "attention.output.dense.bias"])
         h1 = layer_norm(a + h, w[p + "attention.output.LayerNorm.weight"],
@@ -402,12 +414,15 @@ def build_variant(v, seed, out_dir):
     for a, b in CASES:
         tokens, ids, types = encode(a, b, vocab_list, not v["cased"])
         types = [min(t, v["types"] - 1) for t in types]
-        attn, hidden = bert_forward(values, cfg, ids, types)
+        extra = {}
+        attn, hidden = bert_forward(values, cfg, ids, types, extra)
         roll = rollout(attn)
         torch_check(values, cfg, ids, types, attn, hidden, roll, "%s %r" % (v["name"], a))
         cases.append({"sentence": a, "sentence_b": b, "tokens": tokens, "ids": ids,
                       "type_ids": types, "attentions": rounded(attn),
-                      "hidden_states": rounded(hidden), "rollout": rounded(roll)})
+                      "hidden_states": rounded(hidden), "rollout": rounded(roll),
+                      "value_weighted": rounded(np.stack(extra["value_weighted"])),
+                      "value_weighted_sum": rounded(np.stack(extra["value_weighted_sum"]))})
     golden = {"variant": v["name"], "description": v["about"], "dtype": v["dtype"],
               "layers": v["layers"], "heads": v["heads"], "hidden": v["hidden"],
               "cases": cases}

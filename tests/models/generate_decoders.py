@@ -686,16 +686,32 @@ def attend(q, k, v, kv_of, allowed):
     return probs, ctx.reshape(n, heads * d)
 
 
+def value_weighted(probs, val, kv_of, out_of_head):
+    """Kobayashi et al. (2020), "Attention is not only a weight": with
+    f_h(x_j) = v_j (value bias in) times head h's rows of W_O (output bias
+    out), the norm of alpha_ij f_h(x_j) for every head [heads][n][n], and
+    of its sum over the heads [n][n]. val: [n][kv][d]; out_of_head(h):
+    [d][hidden]. The sum is formed as vectors, not by the Gram matrices
+    the C code uses."""
+    heads = probs.shape[0]
+    f = np.stack([val[:, kv_of[h]] @ out_of_head(h) for h in range(heads)])
+    per_head = probs * np.linalg.norm(f, axis=2)[:, None, :]
+    summed = np.linalg.norm(np.einsum("hij,hjd->ijd", probs, f), axis=2)
+    return per_head, summed
+
+
 def allowed_mask(n, window):
     """Causal, and with a window: query i sees key j iff i - window < j <= i
     (masking_utils' causal and sliding_window_overlay)."""
     return [[j <= i and (window is None or j > i - window) for j in range(n)] for i in range(n)]
 
 
-def gpt2_forward(w, v, ids, alt=()):
+def gpt2_forward(w, v, ids, alt=(), extra=None):
     """GPT2Model with output_attentions and output_hidden_states, then the
     tied LM head on the last position. Conv1D: y = x W + b with W [in][out];
-    c_attn's output splits into q, k, v; heads are contiguous slices."""
+    c_attn's output splits into q, k, v; heads are contiguous slices. With
+    extra, a dict: its value_weighted and value_weighted_sum, every
+    layer's."""
     n, H, heads = len(ids), v["hidden"], v["heads"]
     d = H // heads
     act = gelu if "gelu_erf" in alt else gelu_new
@@ -713,6 +729,11 @@ def gpt2_forward(w, v, ids, alt=()):
         proj = w[p + "attn.c_proj.weight"]
         if "conv1d_transposed" in alt:
             proj = proj.T
+        if extra is not None:
+            vw = value_weighted(probs, val, list(range(heads)),
+                                lambda h: proj[h * d:(h + 1) * d, :])
+            extra.setdefault("value_weighted", []).append(vw[0])
+            extra.setdefault("value_weighted_sum", []).append(vw[1])
         x = x + ctx @ proj + w[p + "attn.c_proj.bias"]
         h = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"], eps)
         inner = act(h @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
@@ -724,9 +745,10 @@ def gpt2_forward(w, v, ids, alt=()):
     return np.stack(attentions), np.stack(hidden), logits
 
 
-def llama_forward(w, v, ids, alt=()):
+def llama_forward(w, v, ids, alt=(), extra=None):
     """LlamaModel (and Mistral's, Qwen2's, Qwen3's) with output_attentions
-    and output_hidden_states, then the LM head on the last position."""
+    and output_hidden_states, then the LM head on the last position; extra
+    as gpt2_forward's."""
     n, eps = len(ids), v["eps"]
     heads, kv, d = llama_dims(v)
     group = heads // kv
@@ -760,6 +782,11 @@ def llama_forward(w, v, ids, alt=()):
             val = val + w[p + "v_proj.bias"].reshape(kv, d)
         probs, ctx = attend(q, k, val, kv_of, allowed_mask(n, lw))
         attentions.append(probs)
+        if extra is not None:
+            o = w[p + "o_proj.weight"]  # [hidden][heads * d]
+            vw = value_weighted(probs, val, kv_of, lambda h: o[:, h * d:(h + 1) * d].T)
+            extra.setdefault("value_weighted", []).append(vw[0])
+            extra.setdefault("value_weighted_sum", []).append(vw[1])
         x = x + ctx @ w[p + "o_proj.weight"].T
         m = "model.layers.%d." % l
         h = rms_norm(x, w[m + "post_attention_layernorm.weight"], eps)
@@ -773,8 +800,8 @@ def llama_forward(w, v, ids, alt=()):
     return np.stack(attentions), np.stack(hidden), logits
 
 
-def forward(w, v, ids, alt=()):
-    return (gpt2_forward if v["family"] == "gpt2" else llama_forward)(w, v, ids, alt)
+def forward(w, v, ids, alt=(), extra=None):
+    return (gpt2_forward if v["family"] == "gpt2" else llama_forward)(w, v, ids, alt, extra)
 
 
 # Conventions a loader can get wrong; each must move the goldens.
@@ -1159,7 +1186,8 @@ def build_variant(v, seed, out_dir, tok, answer, report):
         check_tokenization(tok, enc)
         ids = enc["ids"]
         assert max(ids) < vocab_size
-        attn, hidden, logits = forward(w, v, ids)
+        extra = {}
+        attn, hidden, logits = forward(w, v, ids, extra=extra)
         roll = rollout(attn)
         label = "%s %r" % (v["name"], enc["text"])
         check = torch_gpt2 if v["family"] == "gpt2" else torch_llama
@@ -1174,7 +1202,9 @@ def build_variant(v, seed, out_dir, tok, answer, report):
                       "tokens": [token_text(tok, t) for t in enc["tokens"]],
                       "added": [bool(m) for m in enc["special_tokens_mask"]],
                       "attentions": rounded(attn), "hidden_states": rounded(hidden),
-                      "rollout": rounded(roll), "logits": rounded(logits)})
+                      "rollout": rounded(roll), "logits": rounded(logits),
+                      "value_weighted": rounded(np.stack(extra["value_weighted"])),
+                      "value_weighted_sum": rounded(np.stack(extra["value_weighted_sum"]))})
     # a greedy continuation of the first sentence that keeps clear of
     # near-ties for at least four steps (else of the next one)
     for case in cases:

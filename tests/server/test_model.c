@@ -269,6 +269,35 @@ static double *doubles(const cJSON *arr, size_t *n)
     return out;
 }
 
+/* A case's value-weighted attention (every layer's, per head and summed
+ * over heads) against the float64 reference's, which forms the sum as
+ * vectors where the C code uses Gram matrices: hidden-state tolerances,
+ * since the norms are of vectors of the hidden width. */
+static void check_value_weighted(const char *variant, size_t n_case,
+                                 const cJSON *c, const struct xf_result *r)
+{
+    const struct {
+        const char *key;
+        const float *got;
+        size_t count;
+    } parts[] = {
+        {"value_weighted", r->value_weighted,
+         r->layers * r->heads * r->n * r->n},
+        {"value_weighted_sum", r->value_weighted_sum, r->layers * r->n * r->n},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        size_t n;
+        double *want = doubles(cJSON_GetObjectItem(c, parts[k].key), &n);
+        assert_int_equal(n, parts[k].count);
+        for (size_t i = 0; i < n; i++)
+            if (!(fabs(parts[k].got[i] - want[i]) <=
+                  HIDDEN_ATOL + HIDDEN_RTOL * fabs(want[i])))
+                fail_msg("%s case %zu: %s %zu is %g, want %g", variant, n_case,
+                         parts[k].key, i, (double)parts[k].got[i], want[i]);
+        free(want);
+    }
+}
+
 static void check_goldens(const struct model *m, const char *variant)
 {
     char path[1024];
@@ -312,7 +341,7 @@ static void check_goldens(const struct model *m, const char *variant)
                              .type_ids = enc.type_ids,
                              .n = enc.count,
                              .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
-                                     XF_WANT_ROLLOUT,
+                                     XF_WANT_ROLLOUT | XF_WANT_VALUE_WEIGHTED,
                              .layer = XF_ALL_LAYERS,
                              .threads = 2};
         struct xf_result r;
@@ -321,6 +350,7 @@ static void check_goldens(const struct model *m, const char *variant)
             xf_forward(&plan, NULL, &r, &aerr))
             fail_msg("%s: xf_forward: %s", variant, aerr.message);
         size_t n;
+        check_value_weighted(variant, n_cases, c, &r);
         double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         assert_int_equal(n, r.layers * r.heads * r.n * r.n);
         if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
@@ -525,7 +555,8 @@ static void check_decoder(const struct model *m, const char *variant)
         struct xf_run run = {.ids = enc.ids,
                              .n = enc.count,
                              .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
-                                     XF_WANT_ROLLOUT | XF_WANT_LOGITS,
+                                     XF_WANT_ROLLOUT | XF_WANT_LOGITS |
+                                     XF_WANT_VALUE_WEIGHTED,
                              .layer = XF_ALL_LAYERS,
                              .threads = 2};
         struct xf_result r;
@@ -534,6 +565,7 @@ static void check_decoder(const struct model *m, const char *variant)
             xf_forward(&plan, NULL, &r, &aerr))
             fail_msg("%s: xf_forward: %s", variant, aerr.message);
         size_t n;
+        check_value_weighted(variant, n_cases, c, &r);
         double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         const size_t N = r.n;
         assert_int_equal(n, r.layers * r.heads * N * N);

@@ -79,11 +79,15 @@ static struct xf_model model_of(size_t layers, size_t heads, size_t H, size_t J,
 static size_t result_bytes(const struct xf_result *r)
 {
     const size_t w = r->weight_layers * r->heads * r->n * r->n;
+    const size_t per_layer = r->weight_layers * r->n * r->n;
     return sizeof(float) *
-           ((r->weights ? w : 0) +
-            (r->mean_weights ? r->weight_layers * r->n * r->n : 0) +
-            (r->hidden_states ? (r->layers + 1) * r->n * r->hidden : 0) +
-            (r->rollout ? r->n * r->n : 0));
+               ((r->weights ? w : 0) + (r->mean_weights ? per_layer : 0) +
+                (r->hidden_states ? (r->layers + 1) * r->n * r->hidden : 0) +
+                (r->rollout ? r->n * r->n : 0) +
+                (r->value_weighted ? w + per_layer : 0)) +
+           (r->head_stats ? r->layers * r->heads * (ATTN_HEAD_STATS + r->n) *
+                                sizeof(double)
+                          : 0);
 }
 
 static void check_run(const struct xf_model *m, size_t n, unsigned want,
@@ -134,6 +138,9 @@ static void test_bytes_hold(void **state)
         check_run(&m, ns[i], XF_WANT_HIDDEN, XF_ALL_LAYERS, 2);
         check_run(&m, ns[i], XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS, 1, 2);
         check_run(&m, ns[i], XF_WANT_ROLLOUT, XF_ALL_LAYERS, 1);
+        check_run(&m, ns[i], XF_WANT_VALUE_WEIGHTED, XF_ALL_LAYERS, 2);
+        check_run(&m, ns[i], XF_WANT_VALUE_WEIGHTED | XF_WANT_WEIGHTS, 1, 1);
+        check_run(&m, ns[i], XF_WANT_HEAD_STATS, XF_ALL_LAYERS, 2);
     }
     free(block);
     free(ly);
@@ -173,9 +180,54 @@ static void test_bytes_hold_prenorm_gated(void **state)
                   1);
         check_run(&m, ns[i], XF_WANT_HIDDEN, XF_ALL_LAYERS, 3);
         check_run(&m, ns[i], XF_WANT_WEIGHTS, 1, 2);
+        check_run(&m, ns[i], XF_WANT_VALUE_WEIGHTED, XF_ALL_LAYERS, 1);
     }
     free(block);
     free(ly);
+}
+
+/* attn_forward_bytes() holds to what attn_forward() takes when it also
+ * measures the heads or weighs the values, arrays computed only for them
+ * included. */
+static void test_attention_measures_bytes_hold(void **state)
+{
+    (void)state;
+    enum { B = 2, N = 70, D = 24 };
+    float *x = malloc(B * N * D * sizeof *x);
+    for (size_t i = 0; i < B * N * D; i++)
+        x[i] = (float)((int)(i * 7919 % 61) - 30) / 40.0f;
+    const unsigned wants[] = {
+        ATTN_WANT_HEAD_STATS, ATTN_WANT_HEAD_STATS | ATTN_WANT_WEIGHTS,
+        ATTN_WANT_VALUE_WEIGHTED,
+        ATTN_WANT_VALUE_WEIGHTED | ATTN_WANT_HEAD_STATS | ATTN_WANT_OUTPUT};
+    for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++)
+        for (unsigned threads = 1; threads <= 2; threads++) {
+            struct attn_config c = {.mode = ATTN_MODE_PROJECTED,
+                                    .batch = B,
+                                    .n_query = N,
+                                    .d_model = D,
+                                    .heads = 4,
+                                    .kv_heads = 2,
+                                    .causal = true,
+                                    .dropout = i % 2 ? 0.1f : 0.0f,
+                                    .threads = threads,
+                                    .want = wants[i]};
+            struct attn_error err;
+            assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
+            const size_t estimate = attn_forward_bytes(&c);
+            struct attn_result r;
+            alloc_count_start();
+            const attn_status st = attn_forward(&c, x, NULL, &r, &err);
+            const size_t top = alloc_peak();
+            alloc_count_stop();
+            assert_int_equal(st, ATTN_OK);
+            if (top > estimate)
+                fail_msg("want 0x%x threads %u: the call held %zu bytes, the "
+                         "estimate was %zu",
+                         wants[i], threads, top, estimate);
+            attn_result_free(&r);
+        }
+    free(x);
 }
 
 /* wordpiece_encode_bytes() bounds what wordpiece_encode() holds at once. */
@@ -213,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bytes_hold),
         cmocka_unit_test(test_bytes_hold_prenorm_gated),
+        cmocka_unit_test(test_attention_measures_bytes_hold),
         cmocka_unit_test(test_encode_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
