@@ -17,6 +17,9 @@
 #   make golden     regenerate tests/golden/ and tests/models/ (needs python3-numpy,
 #                   python3-torch, and Node.js for the tokenizers library);
 #                   make models-golden only the latter
+#   make deploy-test  deploy/ on loopback: three replicas behind nginx
+#                   under load while replicas fail, and the Compose and
+#                   Kubernetes files against their schemas (part of make test)
 #   make deps       install the Debian packages all of the above need
 #   make jsonnum-exhaustive  every float32 through the JSON number formatter
 #
@@ -104,7 +107,7 @@ BERT_BASE := $(BUILD)/bert-base
 LLAMA_1B := $(BUILD)/llama-1b
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
-        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress
+        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -113,7 +116,7 @@ all: deps
 # first install what is missing, then make their files in a second make,
 # which starts with every package present. File rules never install.
 deps:
-	@$(DEPS) build test web
+	@$(DEPS) build test web deploy
 deps-build:
 	@$(DEPS) build
 deps-fuzz:
@@ -127,6 +130,11 @@ deps-bench:
 WEB_MODULES := tests/web/node_modules/.package-lock.json
 $(WEB_MODULES): tests/web/package.json tests/web/package-lock.json
 	cd tests/web && npm ci --no-audit --no-fund
+
+# The deploy tests' node modules: the Kubernetes and Compose schemas.
+DEPLOY_MODULES := tests/deploy/node_modules/.package-lock.json
+$(DEPLOY_MODULES): tests/deploy/package.json tests/deploy/package-lock.json
+	cd tests/deploy && npm ci --no-audit --no-fund
 
 # The Hugging Face tokenizers library, which gives the decoder goldens their ids.
 TOKENIZE_MODULES := tests/models/tokenize/node_modules/.package-lock.json
@@ -249,6 +257,11 @@ integration: $(ATTND) $(INTEG_BIN)
 web-test: $(ATTND) $(WEB_MODULES)
 	@ATTND_BIN=$(abspath $(ATTND)) node --test $(wildcard tests/web/*.test.js)
 
+# deploy/ as it ships: three replicas behind nginx (unprivileged, from a
+# temporary prefix) on loopback ports, and the manifests (tests/deploy/).
+deploy-test: $(ATTND) $(DEPLOY_MODULES)
+	@ATTND_BIN=$(abspath $(ATTND)) node --test $(wildcard tests/deploy/*.test.js)
+
 # Each fuzz target's committed corpus replayed as cmocka tests, built with
 # the compiler and flags of everything else (no libFuzzer needed).
 REPLAY_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -274,10 +287,11 @@ c-test: $(C_TESTS) $(ATTND) $(TOKENIZER_MODULES)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(C_TESTS)
 
 # Everything: C units, the server's units, integration against the real
-# binary, then the page in a real browser.
+# binary, the page in a real browser, then deploy/ on loopback.
 test: deps
 	@$(MAKE) --no-print-directory c-test
 	@$(MAKE) --no-print-directory web-test
+	@$(MAKE) --no-print-directory deploy-test
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" c-test

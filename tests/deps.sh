@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what attnd's build, tests and tools need, and only what is missing.
 #
-#   tests/deps.sh SET...      SET: build test web fuzz golden bench
+#   tests/deps.sh SET...      SET: build test web fuzz golden bench deploy
 #
 # Each need is probed the way the build uses it: a command on PATH, a
 # pkg-config module, a file, or a working compile. Only the Debian packages
@@ -96,6 +96,9 @@ bench cmd wrk wrk wrk, the HTTP load of make bench
 bench cmd nginx nginx-light nginx, the static-file server make bench compares with
 bench py numpy python3-numpy NumPy, for make bench's comparisons
 bench py torch python3-torch PyTorch, for make bench's comparisons
+deploy file /usr/sbin/nginx nginx nginx, in front of the replicas of the deploy tests
+deploy cmd node nodejs Node.js, for the deploy tests
+deploy cmd npm npm npm, for the deploy tests' schemas
 EOF
 }
 
@@ -109,11 +112,11 @@ probe() {
     esac
 }
 
-[ $# -gt 0 ] || { say "usage: tests/deps.sh SET... (build test web fuzz golden bench)"; exit 2; }
+[ $# -gt 0 ] || { say "usage: tests/deps.sh SET... (build test web fuzz golden bench deploy)"; exit 2; }
 for s in "$@"; do
     case $s in
-    build | test | web | fuzz | golden | bench) ;;
-    *) say "unknown set '$s' (build test web fuzz golden bench)"; exit 2 ;;
+    build | test | web | fuzz | golden | bench | deploy) ;;
+    *) say "unknown set '$s' (build test web fuzz golden bench deploy)"; exit 2 ;;
     esac
 done
 # in_sets X SET...: X is one of the sets asked for.
@@ -146,7 +149,7 @@ EOF
 # ------------------------------------------------------------- Node.js
 # A Node.js on PATH is used whoever installed it, if it is new enough.
 check_node_version() {
-    { in_sets web "$@" || in_sets golden "$@"; } && has_cmd node || return 0
+    { in_sets web "$@" || in_sets golden "$@" || in_sets deploy "$@"; } && has_cmd node || return 0
     major=$(node_major)
     if [ -z "$major" ] || [ "$major" -lt "$node_needed" ]; then
         say "Node.js $(node --version 2>/dev/null || echo '(unknown version)') at $(command -v node) is too old:"
