@@ -1002,6 +1002,16 @@ static int64_t tokenizer_token_id(const void *impl, const char *text,
     return index_find(&t->by_text, &t->texts, text, len);
 }
 
+/* An added token (tokenizer.json's added_tokens, specials or not). */
+static bool tokenizer_token_special(const void *impl, uint32_t id)
+{
+    const struct bpe_tokenizer *t = impl;
+    for (size_t i = 0; i < t->n_added; i++)
+        if (t->added[i].id == id)
+            return true;
+    return false;
+}
+
 static void tokenizer_free(void *impl)
 {
     struct bpe_tokenizer *t = impl;
@@ -1028,6 +1038,7 @@ static const struct tokenizer_ops bpe_ops = {
     .token_text = tokenizer_token_text,
     .token_bytes = tokenizer_token_bytes,
     .token_id = tokenizer_token_id,
+    .token_special = tokenizer_token_special,
     .free = tokenizer_free,
 };
 

@@ -233,3 +233,12 @@ attn_status head_stats_of_result(const struct attn_config *c, const float *x,
     }
     return ATTN_OK;
 }
+
+double head_induction_stripe(const float *w, size_t n, size_t start,
+                             size_t period)
+{
+    double sum = 0;
+    for (size_t i = start + period; i < start + 2 * period; i++)
+        sum += w[i * n + i - period + 1];
+    return sum / (double)period;
+}

@@ -40,6 +40,12 @@ void head_stats(const float *w, const struct head_view *v,
  * 0 for a key no query may see. */
 void head_received(const float *w, const struct head_view *v, double *out);
 
+/* On w [n][n] whose tokens from start on are period tokens and then the
+ * same again: the mean over the second copy's queries i of
+ * w[i][i - period + 1], the token after the query's earlier copy. */
+double head_induction_stripe(const float *w, size_t n, size_t start,
+                             size_t period);
+
 /* For each position i, the last k < i holding the same token as i, or
  * HEAD_NONE: once for a pass, whatever its heads. scratch: [n][2] sizes.
  * earlier: [n]. */

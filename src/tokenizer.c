@@ -40,6 +40,11 @@ const char *tok_token_text(const struct tokenizer *t, uint32_t id)
     return t->ops->token_text(t->impl, id);
 }
 
+bool tok_token_special(const struct tokenizer *t, uint32_t id)
+{
+    return t->ops->token_special(t->impl, id);
+}
+
 size_t tok_token_bytes(const struct tokenizer *t, uint32_t id, char *out,
                        size_t cap)
 {

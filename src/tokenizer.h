@@ -62,6 +62,10 @@ struct tokenizer_ops {
      * byte-fallback token's byte, an added token's content. At most cap
      * into out; returns how many there are. */
     size_t (*token_bytes)(const void *impl, uint32_t id, char *out, size_t cap);
+    /* Whether id (< vocab_size()) stands for no text: an added token
+     * (a BOS, an end-of-text or control token) or a vocabulary's own
+     * marker such as BERT's [CLS], [PAD] and [unused0]. */
+    bool (*token_special)(const void *impl, uint32_t id);
     void (*free)(void *impl);
 };
 
@@ -81,7 +85,27 @@ const char *tok_token_text(const struct tokenizer *t, uint32_t id);
 size_t tok_token_bytes(const struct tokenizer *t, uint32_t id, char *out,
                        size_t cap);
 int64_t tok_token_id(const struct tokenizer *t, const char *text, size_t len);
+bool tok_token_special(const struct tokenizer *t, uint32_t id);
 const char *tok_name(const struct tokenizer *t);
+
+/*
+ * An input that needs no text (tokens_repeated.c): length ordinary tokens
+ * (none special, each below vocab, the model's rows) drawn uniformly by
+ * the keyed stream of seed, then the same tokens again, as
+ * TransformerLens' induction demos build them; inside the tokens the
+ * tokenizer adds to a text (a BOS; [CLS] ... [SEP]) unless
+ * opts->no_special. Errors name "probe_length": more than
+ * opts->max_tokens, or a vocabulary with too few ordinary tokens. On
+ * success the caller owns *out; release it with tok_encoding_free().
+ */
+attn_status tok_encode_repeated(const struct tokenizer *t, size_t vocab,
+                                uint64_t seed, size_t length,
+                                const struct tok_options *opts,
+                                struct tok_encoding *out,
+                                struct attn_error *err);
+
+/* At most the bytes tok_encode_repeated() allocates for length. */
+size_t tok_encode_repeated_bytes(const struct tokenizer *t, size_t length);
 
 /* Release what t holds (its impl) and zero it; a zeroed t is a no-op. */
 void tok_free(struct tokenizer *t);

@@ -296,6 +296,7 @@ void xf_result_free(struct xf_result *result)
     free(result->lens);
     free(result->head_stats);
     free(result->key_received);
+    free(result->induction);
     free(result->value_weighted);
     free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);
@@ -321,6 +322,14 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the result of %zu tokens",
                              plan->run.n);
+        }
+    }
+    if (plan->induction_count) {
+        r->induction = malloc(plan->induction_count * sizeof *r->induction);
+        if (!r->induction) {
+            xf_result_free(r);
+            return attn_fail(err, ATTN_E_NOMEM, "ids",
+                             "out of memory for the induction scores");
         }
     }
     if (plan->stats_count) {
@@ -477,6 +486,11 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
                           s->out->key_received + (l * m->heads + a) * n);
         }
     }
+    if (s->out->induction)
+        for (size_t a = 0; a < m->heads; a++)
+            s->out->induction[l * m->heads + a] = head_induction_stripe(
+                attn->weights + a * nn, n, plan->run.repeat_start,
+                plan->run.repeat_period);
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;

@@ -168,14 +168,15 @@ attn_status xf_model_check(const struct xf_model *m, struct attn_error *err);
 
 /* What a call returns; a bit set. */
 enum xf_want {
-    XF_WANT_WEIGHTS = 1u << 0,       /* weights */
-    XF_WANT_MEAN_WEIGHTS = 1u << 1,  /* mean_weights */
-    XF_WANT_HIDDEN = 1u << 2,        /* hidden_states */
-    XF_WANT_ROLLOUT = 1u << 3,       /* rollout */
-    XF_WANT_LOGITS = 1u << 4,        /* logits (a model with lm_head) */
-    XF_WANT_LOGIT_LENS = 1u << 5,    /* lens (a model with lm_head) */
-    XF_WANT_HEAD_STATS = 1u << 6,    /* head_stats */
-    XF_WANT_VALUE_WEIGHTED = 1u << 7 /* value_weighted and its sum */
+    XF_WANT_WEIGHTS = 1u << 0,        /* weights */
+    XF_WANT_MEAN_WEIGHTS = 1u << 1,   /* mean_weights */
+    XF_WANT_HIDDEN = 1u << 2,         /* hidden_states */
+    XF_WANT_ROLLOUT = 1u << 3,        /* rollout */
+    XF_WANT_LOGITS = 1u << 4,         /* logits (a model with lm_head) */
+    XF_WANT_LOGIT_LENS = 1u << 5,     /* lens (a model with lm_head) */
+    XF_WANT_HEAD_STATS = 1u << 6,     /* head_stats */
+    XF_WANT_VALUE_WEIGHTED = 1u << 7, /* value_weighted and its sum */
+    XF_WANT_INDUCTION = 1u << 8       /* induction, on a repeated input */
 };
 
 /*
@@ -229,6 +230,9 @@ struct xf_run {
      * added. Either way every layer runs and len grows by n. A rollout
      * needs whole matrices: not with a cache holding anything. */
     struct xf_cache *cache;
+    /* With XF_WANT_INDUCTION: the ids from repeat_start on are
+     * repeat_period tokens, then the same again (tok_encode_repeated()) */
+    size_t repeat_start, repeat_period;
 };
 
 /*
@@ -256,6 +260,10 @@ struct xf_run {
  *                  the norms of Kobayashi et al. (2020) (attention.h),
  *                  on each layer's normed input; not with a cache
  *                  holding anything
+ *   induction:     [layers][heads] on a repeated input, the mean over
+ *                  the second copy's queries i of A[i][i - period + 1]:
+ *                  the weight on the token after the query's earlier
+ *                  copy (Olsson et al. 2022's induction stripe)
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
  *                  2020): each layer's output through the final norm and
  *                  lm_head, its most probable tokens (the first among
@@ -270,7 +278,7 @@ struct xf_result {
     float *weights, *mean_weights, *hidden_states, *rollout, *logits;
     float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
-    double *head_stats, *key_received;
+    double *head_stats, *key_received, *induction;
 };
 
 /* ----------------------------------------------------------------- plan */
@@ -331,6 +339,7 @@ struct xf_plan {
     bool step;        /* one token after a non-empty cache */
     size_t result_count[XF_RESULT_ARRAYS]; /* by XF_RESULT_* */
     size_t stats_count;                    /* doubles of head_stats */
+    size_t induction_count;                /* doubles of induction */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

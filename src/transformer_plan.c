@@ -238,13 +238,21 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "after a cache holding %zu, one token at a "
                              "time, not %zu",
                              c->len, run->n);
-        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
-                                    XF_WANT_VALUE_WEIGHTED)))
+        if (c->len &&
+            (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
+                          XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION)))
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "a rollout, head measures or value-weighted "
                              "attention need whole matrices, not a token "
                              "after a cache");
     }
+    if ((run->want & XF_WANT_INDUCTION) &&
+        (!run->repeat_period || run->repeat_start > run->n ||
+         run->repeat_period > (run->n - run->repeat_start) / 2))
+        return attn_fail(err, ATTN_E_INVALID, "ids",
+                         "induction needs two copies of repeat_period (%zu) "
+                         "tokens from repeat_start (%zu) in %zu tokens",
+                         run->repeat_period, run->repeat_start, run->n);
     if ((run->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS)) && !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "logits need a model with an output head (lm_head)");
@@ -335,7 +343,7 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
         kind |= XF_KIND_OUTPUT;
     // the measures read every layer's weights, returned or not
     if (((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l)) ||
-        (p->want & XF_WANT_HEAD_STATS))
+        (p->want & (XF_WANT_HEAD_STATS | XF_WANT_INDUCTION)))
         kind |= XF_KIND_WEIGHTS;
     if ((p->want & XF_WANT_VALUE_WEIGHTED) && xf_returns_layer(p, l))
         kind |= XF_KIND_VALUE;
@@ -492,6 +500,8 @@ static bool plan_result(struct xf_plan *p)
              size_mul3(m->layers, n, p->run.lens_k, &counts[XF_RESULT_LENS]);
     if (p->want & XF_WANT_HEAD_STATS)
         p->stats_count = m->layers * m->heads * ATTN_HEAD_STATS;
+    if (p->want & XF_WANT_INDUCTION)
+        p->induction_count = m->layers * m->heads;
     return ok;
 }
 
@@ -539,8 +549,9 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     // the layers above the one asked for cannot change its weights
     const bool needs_all =
         run->layer == XF_ALL_LAYERS ||
-        (out->want & (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS |
-                      XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS));
+        (out->want &
+         (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS |
+          XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS | XF_WANT_INDUCTION));
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
     out->cache_len = run->cache ? run->cache->len : 0;
@@ -571,6 +582,7 @@ size_t xf_plan_bytes(const struct xf_plan *p)
                   &lens) ||
         !size_add_to(&total, lens) ||
         !size_add_to(&total, p->stats_count * sizeof(double)) ||
+        !size_add_to(&total, p->induction_count * sizeof(double)) ||
         !size_add_to(&total, (p->stats_count ? p->m->layers * p->m->heads *
                                                    p->run.n * sizeof(double)
                                              : 0)) ||

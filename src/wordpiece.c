@@ -418,6 +418,15 @@ static const char *tokenizer_token_text(const void *impl, uint32_t id)
     return wordpiece_vocab_token(t->vocab, id);
 }
 
+/* BERT's markers are bracketed words of the vocabulary: [CLS], [SEP],
+ * [PAD], [MASK], [UNK], [unused0] ... */
+static bool tokenizer_token_special(const void *impl, uint32_t id)
+{
+    const char *text = tokenizer_token_text(impl, id);
+    const size_t len = text ? strlen(text) : 0;
+    return len > 2 && text[0] == '[' && text[len - 1] == ']';
+}
+
 /* A wordpiece's bytes are its text (no text is decoded from them). */
 static size_t tokenizer_token_bytes(const void *impl, uint32_t id, char *out,
                                     size_t cap)
@@ -451,6 +460,7 @@ static const struct tokenizer_ops wordpiece_ops = {
     .token_bytes = tokenizer_token_bytes,
     .token_text = tokenizer_token_text,
     .token_id = tokenizer_token_id,
+    .token_special = tokenizer_token_special,
     .free = tokenizer_free,
 };
 

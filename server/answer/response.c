@@ -234,6 +234,29 @@ static bool add_lens(struct response_stream *s, const struct xf_result *r)
 
 /* A number as the answer's others are (float32's shortest, or precision
  * digits; null when not finite). */
+static bool add_measure(struct buf *t, double x, int precision, bool comma);
+
+/* The induction probe: where its tokens repeat, and every head's score,
+ * {"kind", "start", "length", "induction": [layers][heads]}. */
+static bool add_induction(struct response_stream *s, const struct xf_result *r)
+{
+    const struct xf_run *run = &s->req->model.run;
+    struct buf *t = &s->text;
+    bool ok = buf_append_member(t, "probe") &&
+              buf_printf(t,
+                         "{\"kind\":\"induction\",\"start\":%zu,\"length\":%zu,"
+                         "\"induction\":[",
+                         run->repeat_start, run->repeat_period);
+    for (size_t l = 0; ok && l < r->layers; l++) {
+        ok = buf_append_str(t, l ? ",[" : "[");
+        for (size_t a = 0; ok && a < r->heads; a++)
+            ok = add_measure(t, r->induction[l * r->heads + a],
+                             (int)s->req->precision, a);
+        ok = ok && buf_append_str(t, "]");
+    }
+    return ok && buf_append_str(t, "]}");
+}
+
 static bool add_measure(struct buf *t, double x, int precision, bool comma)
 {
     char v[JSONNUM_MAX];
@@ -358,6 +381,8 @@ static bool assemble_model(struct response_stream *s)
                                      .keys = r->n,
                                      .outer = true};
     if (r->head_stats && !add_head_stats(s, &hm))
+        return false;
+    if (r->induction && !add_induction(s, r))
         return false;
     if (r->lens && !add_lens(s, r))
         return false;
@@ -502,6 +527,8 @@ size_t response_stream_bytes_model(const struct request *req)
         text += 160;
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);
+    if (req->model.run.want & XF_WANT_INDUCTION)
+        text += m->xf.layers * m->xf.heads * (JSONNUM_MAX + 1) + 128;
     if (req->model.run.want & XF_WANT_HEAD_STATS)
         text += m->xf.layers * m->xf.heads *
                     (ATTN_HEAD_STATS + req->model.enc.count) *

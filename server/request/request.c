@@ -24,6 +24,7 @@ void request_init(struct request *req)
     req->lowercase = true;
     req->add_special_tokens = true;
     req->logit_lens_k = REQUEST_LOGIT_LENS_K;
+    req->probe_length = REQUEST_PROBE_LENGTH;
     req->out_proj = true;
     req->compute = true;
     req->mask_name = "none";

@@ -124,6 +124,13 @@ enum request_params_source {
  * given. */
 #define REQUEST_LOGIT_LENS_K 5
 
+/* The induction probe's tokens before they repeat, when probe_length is
+ * not given: TransformerLens' demos use 50. */
+#define REQUEST_PROBE_LENGTH 50
+
+/* A model's input that needs no text. */
+enum request_probe { PROBE_NONE = 0, PROBE_INDUCTION };
+
 struct request {
     enum request_kind kind;
     struct request_input input, context;
@@ -146,6 +153,9 @@ struct request {
     bool add_special_tokens; /* a model's tokenizer adds its own tokens */
     size_t logit_lens_k;     /* tokens a layer and position of the logit
                                 lens (a model's "logit_lens") */
+    int probe;               /* enum request_probe */
+    size_t probe_length;     /* the probe's tokens before they repeat */
+    uint64_t probe_seed;     /* the stream its tokens are drawn from */
     size_t precision;        /* significant digits; 0: shortest round-trip */
     bool compute;   /* false: "return": [] asks for tokens and config */
     unsigned extra; /* bit set of enum request_extra */

@@ -54,6 +54,12 @@ static const char *special_name(int i)
     return i >= 0 && i < 2 ? names[i] : NULL;
 }
 
+static const char *probe_name(int i)
+{
+    static const char *const names[] = {"none", "induction"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
 static const char *color_scale_name(int i)
 {
     static const char *const names[] = {"shared", "tile"};
@@ -384,6 +390,16 @@ const struct request_field request_fields[] = {
     {.name = "add_special_tokens", .pointer = "/add_special_tokens", .kind = FIELD_BOOL, .where = BOTH,
      .type = "boolean", .offset = AT(add_special_tokens), .default_json = "true", .models = MODELS_REQUIRED,
      .echo = echo_scalar},
+    /* an input built without text: a random sequence repeated */
+    {.name = "probe", .pointer = "/probe", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
+     .offset = AT(probe), .value_name = probe_name, .default_json = "\"none\"",
+     .models = MODELS_REQUIRED, .echo = echo_scalar},
+    {.name = "probe_length", .pointer = "/probe_length", .kind = FIELD_SIZE, .where = BOTH,
+     .type = "integer", .offset = AT(probe_length), .min = 1, .max = XF_MAX_POSITIONS / 2,
+     .limit = LIMIT_FIXED, .default_json = STR(REQUEST_PROBE_LENGTH), .models = MODELS_REQUIRED,
+     .echo = echo_scalar},
+    {.name = "probe_seed", .pointer = "/probe_seed", .kind = FIELD_SEED, .where = BOTH,
+     .offset = AT(probe_seed), .default_json = "0", .models = MODELS_REQUIRED, .echo = echo_scalar},
     /* the logit lens's tokens a layer and position */
     {.name = "logit_lens_k", .pointer = "/logit_lens_k", .kind = FIELD_SIZE, .where = BOTH,
      .type = "integer", .offset = AT(logit_lens_k), .min = 1, .max = XF_MAX_LENS_K, .limit = LIMIT_FIXED,

@@ -146,18 +146,90 @@ static const char *added_of(const struct model *m)
                                   : "the tokens its tokenizer adds";
 }
 
+/* The most tokens an input of the model may have. */
+static size_t token_cap(const struct request_limits *lim, const struct model *m)
+{
+    return m->xf.max_positions < lim->max_tokens ? m->xf.max_positions
+                                                 : lim->max_tokens;
+}
+
+/* The induction probe's input: probe_length random tokens, twice, inside
+ * what the tokenizer adds to a text; every head's induction score on the
+ * second copy is computed, and what "return" asks besides (nothing by
+ * default). */
+static bool encode_probe(struct request *req, const cJSON *root,
+                         const struct request_limits *lim,
+                         const struct model *m, struct problem *pb)
+{
+    if (cJSON_GetObjectItemCaseSensitive(root, "sentence") ||
+        cJSON_GetObjectItemCaseSensitive(root, "sentence_b"))
+        return problem_set(pb, 422,
+                           cJSON_GetObjectItemCaseSensitive(root, "sentence")
+                               ? "/sentence"
+                               : "/sentence_b",
+                           "probe builds its own input (random tokens, "
+                           "repeated); leave the text out, or the probe");
+    if (!request_reserve(
+            req, tok_encode_repeated_bytes(&m->tokenizer, req->probe_length),
+            "probe_length", pb))
+        return false;
+    const size_t cap = token_cap(lim, m);
+    const struct tok_options opts = {.max_tokens = cap,
+                                     .no_special = !req->add_special_tokens};
+    struct attn_error err;
+    const attn_status st =
+        tok_encode_repeated(&m->tokenizer, m->xf.vocab_size, req->probe_seed,
+                            req->probe_length, &opts, &req->model.enc, &err);
+    if (st == ATTN_E_TOO_BIG)
+        return problem_set(pb, 422, "/probe_length", "%s (%s)", err.message,
+                           cap == m->xf.max_positions
+                               ? "the model's max_position_embeddings"
+                               : "--max-tokens");
+    if (st == ATTN_E_NOMEM)
+        return problem_set(pb, 503, "/probe_length", "out of memory");
+    if (st != ATTN_OK)
+        return problem_from_core(pb, st, &err, "/probe_length");
+    struct xf_run *run = &req->model.run;
+    const struct tok_encoding *enc = &req->model.enc;
+    run->ids = enc->ids;
+    run->type_ids = m->xf.arch.token_types ? enc->type_ids : NULL;
+    run->n = enc->count;
+    run->repeat_start = 0;
+    while (run->repeat_start < enc->count && enc->added[run->repeat_start])
+        run->repeat_start++;
+    run->repeat_period = req->probe_length;
+    if (!cJSON_GetObjectItemCaseSensitive(root, "return"))
+        run->want = 0;
+    run->want |= XF_WANT_INDUCTION;
+    req->compute = true;
+    return true;
+}
+
 /* The sentence, or the pair, into the model's tokens. */
 static bool encode(struct request *req, const cJSON *root,
                    const struct request_limits *lim, const struct model *m,
                    struct problem *pb)
 {
+    if (req->probe != PROBE_NONE)
+        return encode_probe(req, root, lim, m, pb);
+    // a probe's settings without a probe would do nothing
+    static const char *const probe_only[] = {"probe_length", "probe_seed"};
+    for (size_t i = 0; i < 2; i++) {
+        const struct request_field *f = request_field_find(probe_only[i]);
+        if (request_field_given(req, f) ||
+            cJSON_GetObjectItemCaseSensitive(root, f->name))
+            return problem_set(pb, 422, f->pointer,
+                               "%s is for the input a probe builds; give "
+                               "\"probe\": \"induction\" too, or leave it out",
+                               f->name);
+    }
     const cJSON *va = cJSON_GetObjectItemCaseSensitive(root, "sentence");
     const cJSON *vb = cJSON_GetObjectItemCaseSensitive(root, "sentence_b");
     const char *a = NULL, *b = NULL;
     if (!va)
         return problem_set(pb, 422, "/sentence",
                            "a request on a model needs a sentence (and may "
-                           "add sentence_b)");
+                           "add sentence_b), or a probe");
     if (!read_text(va, "sentence", &a, pb) ||
         (vb && !read_text(vb, "sentence_b", &b, pb)))
         return false;
@@ -176,9 +248,7 @@ static bool encode(struct request *req, const cJSON *root,
     if (!request_reserve(req, tok_encode_bytes(&m->tokenizer, a_len, b_len),
                          "sentence", pb))
         return false;
-    const size_t cap = m->xf.max_positions < lim->max_tokens
-                           ? m->xf.max_positions
-                           : lim->max_tokens;
+    const size_t cap = token_cap(lim, m);
     struct attn_error err;
     const struct tok_options opts = {.max_tokens = cap,
                                      .no_special = !req->add_special_tokens};
@@ -282,6 +352,8 @@ size_t request_model_output(const struct request *req)
         floats += n * n;
     if (run->want & XF_WANT_HEAD_STATS)
         floats += (double)b->layers * (double)b->heads * (ATTN_HEAD_STATS + n);
+    if (run->want & XF_WANT_INDUCTION)
+        floats += (double)b->layers * (double)b->heads;
     // the lens: a token id and a probability for each entry
     if (run->want & XF_WANT_LOGIT_LENS)
         floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;

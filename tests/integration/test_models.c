@@ -981,6 +981,96 @@ static void test_value_weighted(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
+/* The induction probe on the real binary: the scores are the stripes of
+ * the weights in the same answer; the tokens repeat, the seed alone
+ * decides them (a GET gives the same bytes), a BOS frames them or not;
+ * what is refused. */
+static void test_induction_probe(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--model", "llama3=tests/models/llama3",
+                                "--model", "gpt2=tests/models/gpt2", NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    cJSON *j = post_expect(&s,
+                           "{\"model\":\"llama3\",\"probe\":\"induction\","
+                           "\"probe_length\":12,\"probe_seed\":3,"
+                           "\"return\":[\"weights\"]}",
+                           200);
+    const cJSON *probe = get(j, "probe"), *w = get(j, "weights");
+    assert_string_equal(get(probe, "kind")->valuestring, "induction");
+    const int start = (int)get(probe, "start")->valuedouble;
+    const int length = (int)get(probe, "length")->valuedouble;
+    assert_int_equal(start, 1); /* Llama 3's BOS */
+    assert_int_equal(length, 12);
+    assert_true(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
+    const cJSON *ids = get(j, "token_ids");
+    assert_int_equal(cJSON_GetArraySize(ids), 1 + 2 * 12);
+    for (int i = 0; i < 12; i++)
+        assert_true(cJSON_GetArrayItem(ids, 1 + i)->valuedouble ==
+                    cJSON_GetArrayItem(ids, 13 + i)->valuedouble);
+    const cJSON *ind = get(probe, "induction");
+    for (int l = 0; l < cJSON_GetArraySize(w); l++)
+        for (int a = 0; a < cJSON_GetArraySize(cJSON_GetArrayItem(w, l)); a++) {
+            const cJSON *A = cJSON_GetArrayItem(cJSON_GetArrayItem(w, l), a);
+            double want = 0;
+            for (int i = start + length; i < start + 2 * length; i++)
+                want +=
+                    cJSON_GetArrayItem(cJSON_GetArrayItem(A, i), i - length + 1)
+                        ->valuedouble;
+            const double got =
+                cJSON_GetArrayItem(cJSON_GetArrayItem(ind, l), a)->valuedouble;
+            assert_true(fabs(got - want / length) < 1e-6);
+        }
+    cJSON_Delete(j);
+
+    // without "return", the scores alone; the seed alone decides the tokens
+    struct reply r1, r2;
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=gpt2&probe=induction&probe_length=8"
+                          "&probe_seed=5",
+                          NULL, 0, NULL, &r1));
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=gpt2&probe=induction&probe_length=8"
+                          "&probe_seed=5",
+                          NULL, 0, NULL, &r2));
+    assert_int_equal(r1.status, 200);
+    assert_string_equal(r1.body, r2.body);
+    j = parse_reply(&r1);
+    assert_null(cJSON_GetObjectItem(j, "weights"));
+    assert_int_equal((int)get(get(j, "probe"), "start")->valuedouble, 0);
+    assert_int_equal(cJSON_GetArraySize(get(j, "token_ids")), 16);
+    cJSON_Delete(j);
+    reply_free(&r1);
+    reply_free(&r2);
+    j = post_expect(&s,
+                    "{\"model\":\"llama3\",\"probe\":\"induction\","
+                    "\"probe_length\":4,\"add_special_tokens\":false}",
+                    200);
+    assert_int_equal((int)get(get(j, "probe"), "start")->valuedouble, 0);
+    assert_false(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
+    cJSON_Delete(j);
+
+    const struct {
+        const char *body, *pointer;
+    } refused[] = {
+        {"{\"model\":\"gpt2\",\"probe\":\"induction\",\"sentence\":\"a\"}",
+         "/sentence"},
+        {"{\"model\":\"gpt2\",\"probe\":\"induction\",\"probe_length\":40}",
+         "/probe_length"}, /* GPT-2 here has 64 positions */
+        {"{\"model\":\"gpt2\",\"probe\":\"random\"}", "/probe"},
+        {"{\"model\":\"gpt2\",\"probe\":\"induction\",\"probe_length\":0}",
+         "/probe_length"},
+        {"{\"sentence\":\"a\",\"probe\":\"induction\"}", "/probe"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        j = post_expect(&s, refused[i].body, 422);
+        assert_string_equal(get(j, "pointer")->valuestring, refused[i].pointer);
+        cJSON_Delete(j);
+    }
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
 static void test_defaults_and_get(void **state)
 {
     (void)state;
@@ -1856,6 +1946,7 @@ int main(void)
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_head_stats),
         cmocka_unit_test(test_value_weighted),
+        cmocka_unit_test(test_induction_probe),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();

@@ -1124,6 +1124,70 @@ static void test_token_bytes_decode(void **state)
 /* The ids that end a generation: config.json's eos_token_id (one or a
  * list), generation_config.json's in its place when it has one; ids the
  * vocabulary does not have are refused at load, naming the file. */
+/* The induction probe's input on real tokenizers: ordinary tokens drawn
+ * by the seed alone, repeated, framed by what each tokenizer adds to a
+ * text (Llama 3's BOS, GPT-2's nothing, BERT's [CLS] and [SEP]) or by
+ * nothing; too long is refused naming probe_length. */
+static void test_repeated_tokens(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        size_t before, after;
+    } variants[] = {{"llama3", 1, 0}, {"gpt2", 0, 0}, {"f32", 1, 1}};
+    enum { L = 40 };
+    for (size_t v = 0; v < 3; v++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "tests/models/%s", variants[v].name);
+        struct model *m = load_ok(dir);
+        const struct tokenizer *t = &m->tokenizer;
+        struct tok_encoding a, b, c;
+        struct attn_error err;
+        const struct tok_options framed = {0}, bare = {.no_special = true};
+        assert_int_equal(
+            tok_encode_repeated(t, m->xf.vocab_size, 9, L, &framed, &a, &err),
+            ATTN_OK);
+        const size_t before = variants[v].before, after = variants[v].after;
+        assert_int_equal(a.count, before + 2 * L + after);
+        for (size_t i = 0; i < a.count; i++)
+            assert_int_equal(a.added[i], i < before || i >= before + 2 * L);
+        size_t distinct = 0;
+        for (size_t i = 0; i < L; i++) {
+            const uint32_t id = a.ids[before + i];
+            assert_int_equal(id, a.ids[before + L + i]);
+            assert_true(id < tok_vocab_size(t) && id < m->xf.vocab_size);
+            assert_false(tok_token_special(t, id));
+            distinct += i == 0 || id != a.ids[before + i - 1];
+        }
+        assert_true(distinct > L / 2);
+        // the same seed, the same tokens; no frame: the tokens alone
+        assert_int_equal(
+            tok_encode_repeated(t, m->xf.vocab_size, 9, L, &bare, &b, &err),
+            ATTN_OK);
+        assert_int_equal(b.count, 2 * L);
+        assert_memory_equal(b.ids, a.ids + before, 2 * L * sizeof *b.ids);
+        // another seed, other tokens
+        assert_int_equal(
+            tok_encode_repeated(t, m->xf.vocab_size, 10, L, &bare, &c, &err),
+            ATTN_OK);
+        assert_memory_not_equal(c.ids, b.ids, L * sizeof *c.ids);
+        if (before)
+            assert_true(tok_token_special(t, a.ids[0]));
+        tok_encoding_free(&a);
+        tok_encoding_free(&b);
+        tok_encoding_free(&c);
+        const struct tok_options capped = {.max_tokens = 2 * L};
+        assert_int_equal(
+            tok_encode_repeated(t, m->xf.vocab_size, 9, L, &capped, &a, &err),
+            before + after ? ATTN_E_TOO_BIG : ATTN_OK);
+        if (before + after)
+            assert_string_equal(err.field, "probe_length");
+        else
+            tok_encoding_free(&a);
+        model_free(m);
+    }
+}
+
 static void test_eos_ids(void **state)
 {
     (void)state;
@@ -1373,6 +1437,7 @@ int main(void)
         cmocka_unit_test(test_bad_tensors),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_eos_ids),
+        cmocka_unit_test(test_repeated_tokens),
         cmocka_unit_test(test_token_bytes_decode),
         cmocka_unit_test(test_bad_vocab_and_tokenizer),
         cmocka_unit_test(test_header_reader),

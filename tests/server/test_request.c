@@ -168,14 +168,23 @@ static void test_defaults_are_what_the_echo_shows(void **state)
 
 /* What only a model takes, through the body and the URL alike, on top of
  * "model": "f32" and a sentence. */
+#define SENTENCE "\"sentence\":\"a b\",", "sentence=a b&"
 static const struct {
     const char *name, *json, *query;
+    const char *base_json, *base_query; /* the input: a sentence or a probe */
 } model_samples[] = {
-    {"sentence_b", "\"a dog\"", "a dog"},
-    {"layer", "1", "1"},
-    {"add_special_tokens", "false", "false"},
-    {"logit_lens_k", "3", "3"},
+    {"sentence_b", "\"a dog\"", "a dog", SENTENCE},
+    {"layer", "1", "1", SENTENCE},
+    {"add_special_tokens", "false", "false", SENTENCE},
+    {"probe", "\"induction\"", "induction", "\"probe_length\":7,",
+     "probe_length=7&"},
+    {"probe_length", "7", "7", "\"probe\":\"induction\",", "probe=induction&"},
+    {"probe_seed", "\"12\"", "12",
+     "\"probe\":\"induction\",\"probe_length\":7,",
+     "probe=induction&probe_length=7&"},
+    {"logit_lens_k", "3", "3", SENTENCE},
 };
+#undef SENTENCE
 
 static void test_model_json_and_query_agree(void **state)
 {
@@ -183,11 +192,12 @@ static void test_model_json_and_query_agree(void **state)
     for (size_t k = 0; k < sizeof model_samples / sizeof model_samples[0];
          k++) {
         char body[256], query[256];
-        snprintf(body, sizeof body,
-                 "{\"model\":\"f32\",\"sentence\":\"a b\",\"%s\":%s}",
-                 model_samples[k].name, model_samples[k].json);
-        snprintf(query, sizeof query, "model=f32&sentence=a b&%s=%s",
-                 model_samples[k].name, model_samples[k].query);
+        snprintf(body, sizeof body, "{\"model\":\"f32\",%s\"%s\":%s}",
+                 model_samples[k].base_json, model_samples[k].name,
+                 model_samples[k].json);
+        snprintf(query, sizeof query, "model=f32&%s%s=%s",
+                 model_samples[k].base_query, model_samples[k].name,
+                 model_samples[k].query);
         struct request a, b, d;
         struct problem pa, pq, pd;
         if (!decode(&a, body, &pa) || !decode_query(&b, query, &pq))

@@ -194,6 +194,29 @@ static void test_known_heads(void **state)
     near(got[1], 0, "sink head: key 1 receives");
 }
 
+/* The induction stripe of a repeated input: a BOS, three tokens, the
+ * same three; the second copy's rows on the token after their earlier
+ * copy score 1, on the copy itself 0. */
+static void test_induction_stripe(void **state)
+{
+    (void)state;
+    enum { N = 7 };
+    float w[N * N] = {0};
+    for (size_t i = 0; i < 4; i++)
+        w[i * N] = 1; /* the first copy on the BOS */
+    for (size_t i = 4; i < N; i++)
+        w[i * N + i - 3 + 1] = 1;
+    near(head_induction_stripe(w, N, 1, 3), 1, "induction head");
+    for (size_t i = 4; i < N; i++) {
+        w[i * N + i - 3 + 1] = 0;
+        w[i * N + i - 3] = 1;
+    }
+    near(head_induction_stripe(w, N, 1, 3), 0, "duplicate head");
+    w[6 * N + 3] = 0.5f;
+    w[6 * N + 4] = 0.5f; /* the last row: half on its copy's successor */
+    near(head_induction_stripe(w, N, 1, 3), 0.5 / 3, "half a row");
+}
+
 /* A sink away from position 0 shows in what each key receives. */
 static void test_sink_elsewhere(void **state)
 {
@@ -356,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_by_hand),
         cmocka_unit_test(test_known_heads),
         cmocka_unit_test(test_sink_elsewhere),
+        cmocka_unit_test(test_induction_stripe),
         cmocka_unit_test(test_masks_and_appended_keys),
         cmocka_unit_test(test_earlier_rows),
         cmocka_unit_test(test_forward_measures),

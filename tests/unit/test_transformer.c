@@ -1110,6 +1110,40 @@ static void test_head_stats_of_a_pass(void **state)
     model_free(&o);
 }
 
+/* The induction probe's scores of a pass are the stripes of the weights
+ * it returns; a run whose input cannot hold two copies is refused. */
+static void test_induction_of_a_pass(void **state)
+{
+    (void)state;
+    enum { L = 2, HEADS = 4, N = 11, START = 1, PERIOD = 5 };
+    struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 23);
+    const uint32_t ids[N] = {1, 7, 3, 9, 4, 12, 7, 3, 9, 4, 12};
+    struct xf_run run = {.ids = ids,
+                         .n = N,
+                         .want = XF_WANT_WEIGHTS | XF_WANT_INDUCTION,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 1,
+                         .repeat_start = START,
+                         .repeat_period = PERIOD};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    for (size_t lh = 0; lh < L * HEADS; lh++) {
+        double want = 0;
+        for (size_t i = START + PERIOD; i < START + 2 * PERIOD; i++)
+            want += r.weights[lh * N * N + i * N + i - PERIOD + 1];
+        assert_true(fabs(r.induction[lh] - want / PERIOD) < 1e-12);
+    }
+    xf_result_free(&r);
+    struct attn_error err;
+    run.repeat_period = 6;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "ids");
+    model_free(&o);
+}
+
 /* What a run with a cache refuses. */
 static void test_cache_refusals(void **state)
 {
@@ -1210,6 +1244,7 @@ int main(void)
         cmocka_unit_test(test_cache_same_bits_any_team),
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_head_stats_of_a_pass),
+        cmocka_unit_test(test_induction_of_a_pass),
         cmocka_unit_test(test_stored_width_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
