@@ -272,8 +272,13 @@ enum attn_want {
     ATTN_WANT_MEAN_WEIGHTS = 1u << 7,
     ATTN_WANT_WEIGHTS_RAW = 1u << 8,    /* the weights before dropout */
     ATTN_WANT_HEAD_STATS = 1u << 9,     /* head_stats and key_received */
-    ATTN_WANT_VALUE_WEIGHTED = 1u << 10 /* value_weighted and its sum */
+    ATTN_WANT_VALUE_WEIGHTED = 1u << 10, /* value_weighted and its sum */
+    ATTN_WANT_INDUCTION = 1u << 11,      /* induction, on a repeated input */
+    ATTN_WANT_TOP_K = 1u << 12           /* each row's strongest keys */
 };
+
+/* The most keys ATTN_WANT_TOP_K keeps of a row. */
+#define ATTN_MAX_TOP_K 256
 
 /* The per-head measures of attention weights, in the answer's order
  * (docs/math.md, "Head measures"). */
@@ -384,8 +389,19 @@ struct attn_config {
     unsigned want;          /* bit set of enum attn_want; 0 means OUTPUT */
     unsigned want_internal; /* resolved: arrays of want the core computes
                                for its own use and does not return (the
-                               weights before dropout that head_stats
-                               reads) */
+                               weights and values value_weighted reads) */
+    /* The measures' inputs. earlier: NULL, or [B][N] each token's last
+     * earlier copy (SIZE_MAX: none) for head_stats' patterns, when
+     * tokens are ids rather than rows of x (NULL: two tokens are the
+     * same when their rows of x are the same bits). repeat_start,
+     * repeat_period: with ATTN_WANT_INDUCTION, the queries from
+     * repeat_start on are repeat_period tokens and then the same again.
+     * top_k: with ATTN_WANT_TOP_K, the keys kept of a row, 1 to
+     * ATTN_MAX_TOP_K. */
+    const size_t *earlier;
+    bool earlier_given; /* earlier comes with each call of a config planned
+                           before it exists: nothing is found from x */
+    size_t repeat_start, repeat_period, top_k;
     size_t max_elements;    /* cap on floats in the result and, apart,
                                on K and V and on drawn weights, which a
                                projected pass holds; 0 = no cap */
@@ -479,10 +495,11 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *                    (in at least one head, with a per-head mask); those
  *                    rows have zero weights and zero head outputs there.
  *   head_stats:      [B][h][ATTN_HEAD_STATS] the measures of each head's
- *                    weights before dropout (docs/math.md); two positions
- *                    hold the same token when their rows of x are the
- *                    same bits. Under cross-attention the keys have no
- *                    positions of the queries': previous_token,
+ *                    weights before dropout (docs/math.md), taken a few
+ *                    rows at a time as the pass forms them; tokens are
+ *                    the same as cfg->earlier says, or when their rows of
+ *                    x are the same bits. Under cross-attention the keys
+ *                    have no positions of the queries': previous_token,
  *                    duplicate_token, induction, self and distance are NaN.
  *   key_received:    [B][h][K] the mean weight each key receives from the
  *                    queries that may see it (0 when none may)
@@ -492,6 +509,13 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *                    (value bias in) times W_O's columns of head h
  *                    (output bias out; the identity without out_proj)
  *   value_weighted_sum: [B][N][K] |sum_h alpha^h_ij f_h(x_j)|
+ *   induction:       [B][h] on a repeated input, the mean over the second
+ *                    copy's queries i of A[i][i - period + 1] (before
+ *                    dropout): the token after the query's earlier copy
+ *   top_keys, top_weights: [B][h][N][top_k] each row's keys of the largest
+ *                    weights (before dropout) above 0, the strongest
+ *                    first (the earlier key among equals); top_count
+ *                    [B][h][N] how many of the top_k each row has
  */
 struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
@@ -499,8 +523,10 @@ struct attn_result {
     float *q, *k, *v, *heads_out, *output;
     uint8_t *fully_masked;
     size_t n_fully_masked;
-    double *head_stats, *key_received;
+    double *head_stats, *key_received, *induction;
     float *value_weighted, *value_weighted_sum;
+    uint32_t *top_keys, *top_count;
+    float *top_weights;
 };
 
 /*

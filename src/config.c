@@ -291,7 +291,7 @@ static attn_status check_options(struct attn_config *cfg,
                          "n_ctx (%zu) is too large", cfg->n_ctx);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
-    const unsigned known = (ATTN_WANT_VALUE_WEIGHTED << 1) - 1;
+    const unsigned known = (ATTN_WANT_TOP_K << 1) - 1;
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
@@ -299,11 +299,21 @@ static attn_status check_options(struct attn_config *cfg,
     // them when the caller does not take them
     cfg->want &= ~cfg->want_internal;
     cfg->want_internal = 0;
-    if ((cfg->want & ATTN_WANT_HEAD_STATS) &&
-        !(cfg->want & ATTN_WANT_WEIGHTS_RAW) &&
-        (!(cfg->want & ATTN_WANT_WEIGHTS) || cfg->dropout > 0.0f))
-        cfg->want_internal = ATTN_WANT_WEIGHTS_RAW;
-    // and the value-weighted norms the weights after dropout and V
+    if ((cfg->want & ATTN_WANT_TOP_K) &&
+        (cfg->top_k < 1 || cfg->top_k > ATTN_MAX_TOP_K))
+        return attn_fail(err, ATTN_E_INVALID, "top_k",
+                         "top_k (%zu) must be 1 to %d", cfg->top_k,
+                         ATTN_MAX_TOP_K);
+    if ((cfg->want & ATTN_WANT_INDUCTION) &&
+        (cfg->cross || !cfg->repeat_period ||
+         cfg->repeat_start > cfg->n_query ||
+         cfg->repeat_period > (cfg->n_query - cfg->repeat_start) / 2))
+        return attn_fail(err, ATTN_E_INVALID, "repeat_period",
+                         "induction needs self-attention over two copies of "
+                         "repeat_period (%zu) tokens from repeat_start (%zu) "
+                         "in %zu",
+                         cfg->repeat_period, cfg->repeat_start, cfg->n_query);
+    // the value-weighted norms need the weights after dropout and V
     if (cfg->want & ATTN_WANT_VALUE_WEIGHTED) {
         if (cfg->mode != ATTN_MODE_PROJECTED)
             return attn_fail(err, ATTN_E_INVALID, "want",
@@ -398,6 +408,14 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "weights for %zu heads of %zu x %zu pairs are too "
                          "large",
                          h, n, m);
+    size_t top = 0;
+    if ((w & ATTN_WANT_TOP_K) &&
+        (!size_mul3(b * h, n, 2 * cfg->top_k + 1, &top) ||
+         top > SIZE_MAX / sizeof(float) / 8))
+        return attn_fail(err, ATTN_E_TOO_BIG, "top_k",
+                         "top_k (%zu) keys of %zu rows of %zu heads are too "
+                         "many",
+                         cfg->top_k, b * n, h);
     const struct {
         unsigned bit;
         size_t count;
@@ -413,6 +431,9 @@ static attn_status check_sizes(const struct attn_config *cfg,
         {ATTN_WANT_OUTPUT, b * n * cfg->d_out},
         /* doubles, two floats' room each */
         {ATTN_WANT_HEAD_STATS, 2 * b * h * (ATTN_HEAD_STATS + m)},
+        {ATTN_WANT_INDUCTION, 2 * b * h},
+        /* a key and a weight each, and a count a row */
+        {ATTN_WANT_TOP_K, top},
         {ATTN_WANT_VALUE_WEIGHTED, all_heads + per_head},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -39,7 +39,7 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
-#include "head_stats.h"
+#include "row_measures.h"
 #include "value_weighted.h"
 #include "mask.h"
 #include "norm.h"
@@ -85,6 +85,8 @@ struct forward {
     struct pool_team team;
     /* the phase being run by the team */
     void (*unit)(struct forward *f, size_t unit, struct scratch *s);
+    /* what is measured of the weights a row at a time; c NULL: nothing */
+    struct row_measures measures;
     /* the first unit whose products overflowed float32, if any */
     atomic_flag overflowed;
     size_t overflow_b, overflow_row;
@@ -425,6 +427,10 @@ static void head_full(struct forward *f, const struct block *bk,
         }
         if (raw)
             memcpy(raw + r * m, row, m * sizeof *row);
+        if (f->measures.c)
+            row_measures_take(&f->measures, f->res,
+                              (unsigned)(sc - f->scratch), bk->b, a, i, row,
+                              &mv);
         if (st == SOFTMAX_OK && c->dropout > 0.0f)
             dropout_row(f, bk->b, a, i, 0, row, m);
     }
@@ -986,6 +992,8 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
     struct attn_pool *own_pool = NULL;
     atomic_flag_clear(&f.overflowed);
     st = result_init(&cfg, out, err);
+    if (!st && (cfg.want & ATTN_ROW_MEASURES))
+        st = row_measures_init(&f.measures, &cfg, threads, x, out, err);
     if (!st)
         st = workspace_init(&f, threads, err);
     if (!st)
@@ -1015,14 +1023,15 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
                               f.overflow_b, f.overflow_row);
             attn_result_free(out);
         } else {
-            if (cfg.want & ATTN_WANT_HEAD_STATS)
-                st = head_stats_of_result(&cfg, x, out, err);
-            if (!st && (cfg.want & ATTN_WANT_VALUE_WEIGHTED))
+            if (f.measures.c)
+                row_measures_finish(&f.measures, out);
+            if (cfg.want & ATTN_WANT_VALUE_WEIGHTED)
                 st = value_weighted_of_result(&cfg, f.p, out, err);
         }
     } else {
         attn_result_free(out);
     }
+    row_measures_free(&f.measures); /* a pass that failed: no-op otherwise */
     free(f.block);
     attn_params_free(&drawn);
     return st;

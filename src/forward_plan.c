@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 
 #include "forward_plan.h"
+#include "row_measures.h"
 #include "value_weighted.h"
 #include "widen.h"
 #include "checked.h"
@@ -48,7 +49,8 @@ struct paths forward_paths(const struct attn_config *c)
     p.query_rows = unit_rows(c->n_query, flops, QUERY_BLOCK);
     p.kv_rows = unit_rows(c->n_ctx, flops, KV_CHUNK);
     p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
-                             ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS);
+                             ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS |
+                             ATTN_ROW_MEASURES);
     p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
     /* key-outer pays off when K and V would outgrow one key block, and
      * only when nothing needs them whole afterwards; appended keys
@@ -226,12 +228,10 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     /* a team of more than one runs on a pool, the call's own when the
      * caller gave none or its pool is busy */
     const size_t pool = attn_forward_needs_pool(cfg) ? pool_bytes() : 0;
-    /* the head measures, in double, and the tokens' earlier copies */
-    const size_t stats = (cfg->want & ATTN_WANT_HEAD_STATS)
-                             ? cfg->batch * cfg->heads *
-                                       (ATTN_HEAD_STATS + cfg->n_keys) *
-                                       sizeof(double) +
-                                   3 * cfg->n_query * sizeof(size_t)
+    /* what is measured of the weights a row at a time */
+    const struct paths paths = forward_paths(cfg);
+    const size_t stats = (cfg->want & ATTN_ROW_MEASURES)
+                             ? row_measures_bytes(cfg, forward_team(cfg, &paths))
                              : 0;
     const size_t valued =
         (cfg->want & ATTN_WANT_VALUE_WEIGHTED) ? value_weighted_bytes(cfg) : 0;
@@ -272,5 +272,8 @@ double attn_flops(const struct attn_config *cfg)
         total += 12.0 * b * h * n * k;
     if (cfg->want & ATTN_WANT_VALUE_WEIGHTED)
         total += value_weighted_flops(cfg);
+    // a row's strongest keys: a pass over it, and a heap's few steps
+    if (cfg->want & ATTN_WANT_TOP_K)
+        total += 4.0 * b * h * n * k;
     return total;
 }

@@ -147,32 +147,20 @@ static double row_entropy(const float *row, const struct head_view *v, size_t i)
     return seen >= 2 ? h / log((double)seen) : NAN;
 }
 
-void head_stats(const float *w, const struct head_view *v,
-                double out[ATTN_HEAD_STATS])
+void head_stats_row(const float *row, const struct head_view *v, size_t i,
+                    double part[ATTN_HEAD_STATS])
 {
-    const size_t n = v->n, keys = v->keys, pos = v->positions;
-    double entropy = 0, sink = 0, previous = 0, duplicate = 0, induction = 0,
-           self = 0, distance = 0;
-    size_t entropy_rows = 0;
-    for (size_t i = 0; i < n; i++) {
-        const float *row = w + i * keys;
-        const double h = row_entropy(row, v, i);
-        if (!isnan(h)) {
-            entropy += h;
-            entropy_rows++;
-        }
-        if (i >= 1)
-            sink += row[0];
-        if (!pos)
-            continue;
+    const size_t pos = v->positions;
+    part[ATTN_STAT_ENTROPY] = row_entropy(row, v, i);
+    part[ATTN_STAT_SINK] = i >= 1 ? row[0] : 0;
+    double previous = 0, duplicate = 0, induction = 0, self = 0, distance = 0;
+    if (pos) {
         // how far back the row looks, over the keys with a position
-        double d = 0;
         for (size_t j = 0; j < pos; j++)
-            d += row[j] * fabs((double)i - (double)j);
-        distance += d;
-        self += row[i];
+            distance += row[j] * fabs((double)i - (double)j);
+        self = row[i];
         if (i >= 1)
-            previous += row[i - 1];
+            previous = row[i - 1];
         // TransformerLens' patterns: earlier copies of the query's token,
         // and the token after each copy (one column right)
         for (size_t k = v->earlier[i]; k != HEAD_NONE; k = v->earlier[k]) {
@@ -180,59 +168,48 @@ void head_stats(const float *w, const struct head_view *v,
             induction += row[k + 1];
         }
     }
-    const double rows = n ? (double)n : 1.0;
-    const double none = pos ? 0.0 : NAN;
-    out[ATTN_STAT_ENTROPY] = entropy_rows ? entropy / (double)entropy_rows : 0;
-    out[ATTN_STAT_SINK] = n > 1 ? sink / (double)(n - 1) : 0;
-    out[ATTN_STAT_PREVIOUS] = none + previous / rows;
-    out[ATTN_STAT_DUPLICATE] = none + duplicate / rows;
-    out[ATTN_STAT_INDUCTION] = none + induction / rows;
-    out[ATTN_STAT_SELF] = none + self / rows;
-    out[ATTN_STAT_DISTANCE] = none + distance / rows;
+    part[ATTN_STAT_PREVIOUS] = previous;
+    part[ATTN_STAT_DUPLICATE] = duplicate;
+    part[ATTN_STAT_INDUCTION] = induction;
+    part[ATTN_STAT_SELF] = self;
+    part[ATTN_STAT_DISTANCE] = distance;
 }
 
-attn_status head_stats_of_result(const struct attn_config *c, const float *x,
-                                 struct attn_result *r, struct attn_error *err)
+void head_sums_add(struct head_sums *s, const double part[ATTN_HEAD_STATS])
 {
-    const size_t b = c->batch, h = c->heads, n = c->n_query, k = c->n_keys;
-    const float *weights = r->weights_raw ? r->weights_raw : r->weights;
-    r->head_stats = malloc(b * h * ATTN_HEAD_STATS * sizeof *r->head_stats);
-    r->key_received = malloc(b * h * k * sizeof *r->key_received);
-    size_t *sizes = c->cross ? NULL : malloc(3 * n * sizeof *sizes);
-    if (!r->head_stats || !r->key_received || (!c->cross && !sizes)) {
-        free(sizes);
-        attn_result_free(r);
-        return attn_fail(err, ATTN_E_NOMEM, "return",
-                         "out of memory for the head measures");
+    if (!isnan(part[ATTN_STAT_ENTROPY])) {
+        s->sum[ATTN_STAT_ENTROPY] += part[ATTN_STAT_ENTROPY];
+        s->entropy_rows++;
     }
-    for (size_t s = 0; s < b; s++) {
-        // the tokens each position repeats: once for the sequence
-        size_t *earlier = sizes ? sizes + 2 * n : NULL;
-        if (earlier)
-            head_stats_earlier_rows(x + s * n * c->d_model, n, c->d_model,
-                                    sizes, earlier);
-        const struct mask_view seq = mask_view_of(c, s);
-        for (size_t a = 0; a < h; a++) {
-            const struct mask_view mv = mask_view_head(&seq, a);
-            const struct head_view hv = {.n = n,
-                                         .keys = k,
-                                         .positions = c->cross ? 0 : c->n_ctx,
-                                         .mask = &mv,
-                                         .earlier = earlier};
-            const size_t head = s * h + a;
-            head_stats(weights + head * n * k, &hv,
-                       r->head_stats + head * ATTN_HEAD_STATS);
-            head_received(weights + head * n * k, &hv,
-                          r->key_received + head * k);
-        }
-    }
-    free(sizes);
-    if (c->want_internal & ATTN_WANT_WEIGHTS_RAW) {
-        free(r->weights_raw);
-        r->weights_raw = NULL;
-    }
-    return ATTN_OK;
+    for (int k = ATTN_STAT_ENTROPY + 1; k < ATTN_HEAD_STATS; k++)
+        s->sum[k] += part[k];
 }
+
+void head_sums_finish(const struct head_sums *s, size_t n, size_t positions,
+                      double out[ATTN_HEAD_STATS])
+{
+    const double rows = n ? (double)n : 1.0;
+    const double none = positions ? 0.0 : NAN;
+    out[ATTN_STAT_ENTROPY] =
+        s->entropy_rows ? s->sum[ATTN_STAT_ENTROPY] / (double)s->entropy_rows
+                        : 0;
+    out[ATTN_STAT_SINK] = n > 1 ? s->sum[ATTN_STAT_SINK] / (double)(n - 1) : 0;
+    for (int k = ATTN_STAT_PREVIOUS; k < ATTN_HEAD_STATS; k++)
+        out[k] = none + s->sum[k] / rows;
+}
+
+void head_stats(const float *w, const struct head_view *v,
+                double out[ATTN_HEAD_STATS])
+{
+    struct head_sums sums = {0};
+    for (size_t i = 0; i < v->n; i++) {
+        double part[ATTN_HEAD_STATS];
+        head_stats_row(w + i * v->keys, v, i, part);
+        head_sums_add(&sums, part);
+    }
+    head_sums_finish(&sums, v->n, v->positions, out);
+}
+
 
 double head_induction_stripe(const float *w, size_t n, size_t start,
                              size_t period)

@@ -31,9 +31,26 @@ struct head_view {
     const size_t *earlier;
 };
 
-/* The measures of w into out[ATTN_HEAD_STATS]. */
+/* The measures of w into out[ATTN_HEAD_STATS]: each row's part
+ * (head_stats_row()), summed in row order (head_sums_add()) and averaged
+ * (head_sums_finish()), which a pass that sees a few rows at a time does
+ * in the same order. */
 void head_stats(const float *w, const struct head_view *v,
                 double out[ATTN_HEAD_STATS]);
+
+/* Row i's part of each measure: its normalised entropy (NaN for a row
+ * that sees fewer than two keys), and its terms of the others. */
+void head_stats_row(const float *row, const struct head_view *v, size_t i,
+                    double part[ATTN_HEAD_STATS]);
+
+/* Rows' parts summed, then the measures of n rows. */
+struct head_sums {
+    double sum[ATTN_HEAD_STATS];
+    size_t entropy_rows;
+};
+void head_sums_add(struct head_sums *s, const double part[ATTN_HEAD_STATS]);
+void head_sums_finish(const struct head_sums *s, size_t n, size_t positions,
+                      double out[ATTN_HEAD_STATS]);
 
 /* The mean weight each key j receives from the queries that may see it
  * (Gu et al. 2024), into out [keys]: a sink away from position 0 shows.
@@ -58,15 +75,5 @@ void head_stats_earlier(const uint32_t *ids, size_t n, size_t *scratch,
  * sizes. */
 void head_stats_earlier_rows(const float *rows, size_t n, size_t width,
                              size_t *scratch, size_t *earlier);
-
-/*
- * The measures of every head of a pass's result r of resolved config c
- * on input x [B][N][d_model] (whose rows say which tokens are the same):
- * r->head_stats and r->key_received (attention.h), from the weights
- * before dropout; the arrays the pass computed only for them
- * (c->want_internal) are freed. On failure r is released.
- */
-attn_status head_stats_of_result(const struct attn_config *c, const float *x,
-                                 struct attn_result *r, struct attn_error *err);
 
 #endif

@@ -297,6 +297,9 @@ void xf_result_free(struct xf_result *result)
     free(result->head_stats);
     free(result->key_received);
     free(result->induction);
+    free(result->top_keys);
+    free(result->top_weights);
+    free(result->top_count);
     free(result->value_weighted);
     free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);
@@ -322,6 +325,17 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the result of %zu tokens",
                              plan->run.n);
+        }
+    }
+    if (plan->top_count) {
+        const size_t k = plan->run.top_k;
+        r->top_keys = malloc(plan->top_count * k * sizeof *r->top_keys);
+        r->top_weights = malloc(plan->top_count * k * sizeof *r->top_weights);
+        r->top_count = malloc(plan->top_count * sizeof *r->top_count);
+        if (!r->top_keys || !r->top_weights || !r->top_count) {
+            xf_result_free(r);
+            return attn_fail(err, ATTN_E_NOMEM, "ids",
+                             "out of memory for the rows' top keys");
         }
     }
     if (plan->induction_count) {
@@ -445,6 +459,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     };
     struct attn_config cfg = plan->attn[xf_attn_kind(plan, l)];
     cfg.params = &params;
+    cfg.earlier = s->earlier;
     cfg.pool = s->team.pool;
     cfg.cancel = s->cancel;
     attn_status st = attn_forward(&cfg, x, NULL, attn, err);
@@ -469,28 +484,25 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
         memcpy(s->out->value_weighted_sum + at * nn, attn->value_weighted_sum,
                nn * sizeof(float));
     }
+    // the measures the core took of every layer's rows
+    const size_t h = m->heads;
     if (s->out->head_stats) {
-        const struct mask_view mv = {
-            .causal = m->arch.causal, .window = m->window, .n_ctx = n};
-        const struct head_view hv = {.n = n,
-                                     .keys = n,
-                                     .positions = n,
-                                     .mask = &mv,
-                                     .earlier = s->earlier};
-        for (size_t a = 0; a < m->heads; a++) {
-            const float *w = attn->weights + a * nn;
-            head_stats(w, &hv,
-                       s->out->head_stats +
-                           (l * m->heads + a) * ATTN_HEAD_STATS);
-            head_received(w, &hv,
-                          s->out->key_received + (l * m->heads + a) * n);
-        }
+        memcpy(s->out->head_stats + l * h * ATTN_HEAD_STATS, attn->head_stats,
+               h * ATTN_HEAD_STATS * sizeof(double));
+        memcpy(s->out->key_received + l * h * n, attn->key_received,
+               h * n * sizeof(double));
     }
     if (s->out->induction)
-        for (size_t a = 0; a < m->heads; a++)
-            s->out->induction[l * m->heads + a] = head_induction_stripe(
-                attn->weights + a * nn, n, plan->run.repeat_start,
-                plan->run.repeat_period);
+        memcpy(s->out->induction + l * h, attn->induction, h * sizeof(double));
+    if (s->out->top_keys && xf_returns_layer(plan, l)) {
+        const size_t k = plan->run.top_k;
+        memcpy(s->out->top_keys + at * h * n * k, attn->top_keys,
+               h * n * k * sizeof(uint32_t));
+        memcpy(s->out->top_weights + at * h * n * k, attn->top_weights,
+               h * n * k * sizeof(float));
+        memcpy(s->out->top_count + at * h * n, attn->top_count,
+               h * n * sizeof(uint32_t));
+    }
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;

@@ -176,7 +176,8 @@ enum xf_want {
     XF_WANT_LOGIT_LENS = 1u << 5,     /* lens (a model with lm_head) */
     XF_WANT_HEAD_STATS = 1u << 6,     /* head_stats */
     XF_WANT_VALUE_WEIGHTED = 1u << 7, /* value_weighted and its sum */
-    XF_WANT_INDUCTION = 1u << 8       /* induction, on a repeated input */
+    XF_WANT_INDUCTION = 1u << 8,      /* induction, on a repeated input */
+    XF_WANT_TOP_K = 1u << 9           /* top_keys: each row's strongest */
 };
 
 /*
@@ -233,6 +234,7 @@ struct xf_run {
     /* With XF_WANT_INDUCTION: the ids from repeat_start on are
      * repeat_period tokens, then the same again (tok_encode_repeated()) */
     size_t repeat_start, repeat_period;
+    size_t top_k; /* with XF_WANT_TOP_K: keys kept a row (attention.h) */
 };
 
 /*
@@ -264,6 +266,8 @@ struct xf_run {
  *                  the second copy's queries i of A[i][i - period + 1]:
  *                  the weight on the token after the query's earlier
  *                  copy (Olsson et al. 2022's induction stripe)
+ *   top_keys, top_weights: [Lw][heads][n][top_k] and top_count
+ *                  [Lw][heads][n]: each row's strongest keys (attention.h)
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
  *                  2020): each layer's output through the final norm and
  *                  lm_head, its most probable tokens (the first among
@@ -279,13 +283,16 @@ struct xf_result {
     float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
     double *head_stats, *key_received, *induction;
+    uint32_t *top_keys, *top_count;
+    float *top_weights;
 };
 
 /* ----------------------------------------------------------------- plan */
 
 /* The kinds of attention call a pass makes: with or without the output,
- * the weights, the value-weighted norms. */
-enum { XF_ATTN_KINDS = 8 };
+ * the weights, the value-weighted norms, the measures of every layer,
+ * the top keys of a returned one (transformer_units.h's XF_KIND_*). */
+enum { XF_ATTN_KINDS = 32 };
 
 /* The result's float arrays, in plan.result_count, then the lens's
  * entries (two floats' bytes each). */
@@ -340,6 +347,7 @@ struct xf_plan {
     size_t result_count[XF_RESULT_ARRAYS]; /* by XF_RESULT_* */
     size_t stats_count;                    /* doubles of head_stats */
     size_t induction_count;                /* doubles of induction */
+    size_t top_count; /* rows of top keys: Lw x heads x n */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
     struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */

@@ -240,12 +240,18 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              c->len, run->n);
         if (c->len &&
             (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
-                          XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION)))
+                          XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION |
+                          XF_WANT_TOP_K)))
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "a rollout, head measures or value-weighted "
                              "attention need whole matrices, not a token "
                              "after a cache");
     }
+    if ((run->want & XF_WANT_TOP_K) &&
+        (run->top_k < 1 || run->top_k > ATTN_MAX_TOP_K))
+        return attn_fail(err, ATTN_E_INVALID, "top_k",
+                         "top_k (%zu) must be 1 to %d", run->top_k,
+                         ATTN_MAX_TOP_K);
     if ((run->want & XF_WANT_INDUCTION) &&
         (!run->repeat_period || run->repeat_start > run->n ||
          run->repeat_period > (run->n - run->repeat_start) / 2))
@@ -341,10 +347,13 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
     unsigned kind = 0;
     if (xf_output_used(p, l))
         kind |= XF_KIND_OUTPUT;
-    // the measures read every layer's weights, returned or not
-    if (((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l)) ||
-        (p->want & (XF_WANT_HEAD_STATS | XF_WANT_INDUCTION)))
+    if ((p->want & XF_WANT_WEIGHTS) && xf_returns_layer(p, l))
         kind |= XF_KIND_WEIGHTS;
+    // the measures are of every layer, returned or not
+    if (p->want & (XF_WANT_HEAD_STATS | XF_WANT_INDUCTION))
+        kind |= XF_KIND_MEASURES;
+    if ((p->want & XF_WANT_TOP_K) && xf_returns_layer(p, l))
+        kind |= XF_KIND_TOP_K;
     if ((p->want & XF_WANT_VALUE_WEIGHTED) && xf_returns_layer(p, l))
         kind |= XF_KIND_VALUE;
     return kind;
@@ -407,6 +416,19 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
         cfg->want |= ATTN_WANT_WEIGHTS;
     if (kind & XF_KIND_VALUE)
         cfg->want |= ATTN_WANT_VALUE_WEIGHTED;
+    if ((kind & XF_KIND_MEASURES) && (p->want & XF_WANT_HEAD_STATS)) {
+        cfg->want |= ATTN_WANT_HEAD_STATS;
+        cfg->earlier_given = true; /* the ids' copies, at the call */
+    }
+    if ((kind & XF_KIND_MEASURES) && (p->want & XF_WANT_INDUCTION)) {
+        cfg->want |= ATTN_WANT_INDUCTION;
+        cfg->repeat_start = p->run.repeat_start;
+        cfg->repeat_period = p->run.repeat_period;
+    }
+    if (kind & XF_KIND_TOP_K) {
+        cfg->want |= ATTN_WANT_TOP_K;
+        cfg->top_k = p->run.top_k;
+    }
     cfg->threads = p->run.threads;
     // the layer's own projections, checked once by the model's loader
     static const struct attn_params explicit_params;
@@ -502,6 +524,8 @@ static bool plan_result(struct xf_plan *p)
         p->stats_count = m->layers * m->heads * ATTN_HEAD_STATS;
     if (p->want & XF_WANT_INDUCTION)
         p->induction_count = m->layers * m->heads;
+    if (p->want & XF_WANT_TOP_K)
+        ok = ok && size_mul3(lw, m->heads, n, &p->top_count);
     return ok;
 }
 
@@ -583,6 +607,10 @@ size_t xf_plan_bytes(const struct xf_plan *p)
         !size_add_to(&total, lens) ||
         !size_add_to(&total, p->stats_count * sizeof(double)) ||
         !size_add_to(&total, p->induction_count * sizeof(double)) ||
+        !size_add_to(&total,
+                     p->top_count * (p->run.top_k * (sizeof(uint32_t) +
+                                                     sizeof(float)) +
+                                     sizeof(uint32_t))) ||
         !size_add_to(&total, (p->stats_count ? p->m->layers * p->m->heads *
                                                    p->run.n * sizeof(double)
                                              : 0)) ||
