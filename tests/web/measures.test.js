@@ -440,6 +440,7 @@ test('1,024 heads (32 layers × 32): the view, a sort, a filter, the plot and th
     return { x: a.left + scrollX, y: a.top + scrollY, width: a.width, height: b.bottom - a.top };
   });
   await page.mouse.move(0, 0);
+  await page.evaluate(() => document.activeElement.blur());
   await page.screenshot({ path: `${shots}measures-1024-1280x800-light.png`, fullPage: true, clip });
   assert.deepEqual(page.errors, []);
   await page.close();
