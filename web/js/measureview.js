@@ -44,13 +44,14 @@ function showError(id, message) {
   else $(id).removeAttribute('aria-invalid');
 }
 
+// The heads the sort and filter chose when they last changed.
+let last = null;
+
 // Shows the measures of hm (headMeasures(), null: the answer has none,
 // and none of this shows), the ranking r (ranking()) and the heads it
 // chose (null: those it chose last). open(e, how) opens a head,
 // sortBy(key, order) sorts from the table's headers, selected is
 // "layer/head" of the enlarged head.
-let last = null;
-
 export function showMeasures(hm, r, chosen, { open, sortBy, selected }) {
   for (const id of ['ranking', 'measures-view']) $(id).hidden = !hm;
   if (!hm) {

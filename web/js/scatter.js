@@ -12,7 +12,8 @@ const PW = W - M.left - M.right, PH = H - M.top - M.bottom;
 const REACH = 12;
 
 // "Nice" tick values over [lo, hi]: steps of 1, 2 or 5 times a power of
-// ten, about count of them.
+// ten, about count of them, each rounded to what it is (0.3, not
+// 0.30000000000000004), so that its label is exact.
 function ticks(lo, hi, count) {
   const raw = (hi - lo) / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
@@ -71,15 +72,15 @@ export function drawScatter(box, readout, { list, x, y, chosen, layers, colormap
   if (shown.length) {
     for (const t of ticks(ax.d0, ax.d1, 5)) {
       const at = px(t);
-      frame.append(el('line', { x1: at, x2: at, y1: M.top + PH, y2: M.top + PH + 5, class: 'tick' }),
-        el('text', { x: at, y: M.top + PH + 18, 'text-anchor': 'middle', class: 'tick-label x-tick',
-          'data-value': t, 'data-at': at }, formatValue(t)));
+      frame.append(el('line', { x1: at, x2: at, y1: M.top + PH, y2: M.top + PH + 5, class: 'tick x-tick' }),
+        el('text', { x: at, y: M.top + PH + 18, 'text-anchor': 'middle', class: 'tick-label x-tick' },
+          String(t)));
     }
     for (const t of ticks(ay.d0, ay.d1, 5)) {
       const at = py(t);
-      frame.append(el('line', { x1: M.left - 5, x2: M.left, y1: at, y2: at, class: 'tick' }),
-        el('text', { x: M.left - 8, y: at + 4, 'text-anchor': 'end', class: 'tick-label y-tick',
-          'data-value': t, 'data-at': at }, formatValue(t)));
+      frame.append(el('line', { x1: M.left - 5, x2: M.left, y1: at, y2: at, class: 'tick y-tick' }),
+        el('text', { x: M.left - 8, y: at + 4, 'text-anchor': 'end', class: 'tick-label y-tick' },
+          String(t)));
     }
   }
   const range = (a) => (shown.length ? `${formatValue(a.lo)} to ${formatValue(a.hi)}` : 'no values');
@@ -217,7 +218,7 @@ export function markScatter(selected) {
   if (!plot) return;
   const ring = plot.svg.querySelector('.selected-ring');
   const [l, h] = selected.split('/');
-  const p = plot.svg.querySelector(`circle.point[data-layer="${l}"][data-head="${h}"], circle.out[data-layer="${l}"][data-head="${h}"]`);
+  const p = plot.svg.querySelector(`circle.point[data-layer="${l}"][data-head="${h}"]`);
   ring.style.display = p ? '' : 'none';
   if (p) {
     ring.setAttribute('cx', p.getAttribute('cx'));
