@@ -507,3 +507,25 @@ test('without a model, measures of [heads] or [batch][heads] in an answer are on
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('after "Continue the text", the measures are those of the whole sequence, from the stream\'s last event', async () => {
+  const sentence = 'The cat sat on the mat';
+  const page = await openPage(`model=llama&sentence=${encodeURIComponent(sentence)}&measures_view=table`);
+  await page.fill('#max_new', '4');
+  await page.click('#generate');
+  await page.waitForFunction(() => /tokens \(/.test(document.querySelector('#generate-status').textContent),
+    null, { timeout: 20000 });
+  const r = await fetch(`${base}/generate`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/x-ndjson' },
+    body: JSON.stringify({ model: 'llama', prompt: sentence, max_new_tokens: 4, return: ['head_stats'] }),
+  });
+  const done = (await r.text()).trim().split('\n').map((l) => JSON.parse(l)).at(-1);
+  assert.equal(done.event, 'done');
+  const all = heads(done.head_stats);
+  for (const m of MEASURES) {
+    const got = await page.$$eval(`#measures-table .body .row [data-measure="${m}"]`, (cs) => cs.map((c) => Number(c.title)));
+    assert.deepEqual(got, all.map((e) => e.v[m]), m);
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
