@@ -74,7 +74,11 @@ export function showMeasures(hm, r, chosen, { open, sortBy, selected }) {
   const note = $('ranking-note');
   note.hidden = !isRanked(r);
   note.classList.toggle('filtered', isFiltered(r));
-  $('ranking-text').textContent = `Showing ${describe(r, chosen.length, hm.list.length)}.`;
+  // a filter that keeps nothing says why: no head has the measure (a
+  // cross-attention's positional ones are null), or none is within bounds
+  const none = !chosen.length && isRanked(r)
+    ? (hm.list.every((e) => e.v[r.sort] === null) ? ' No head has a value of it.' : ' No head is within the bounds.') : '';
+  $('ranking-text').textContent = `Showing ${describe(r, chosen.length, hm.list.length)}.${none}`;
   $('unrank').textContent = isFiltered(r) ? 'Show every head' : 'Back to layer order';
 
   const table = state.measures_view === 'table';
