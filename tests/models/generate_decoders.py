@@ -525,6 +525,16 @@ VARIANTS = [
          about="BF16, Qwen2.5-0.5B's 24 layers of 14 heads on 2 KV heads at head_dim 4 "
                "(hidden 56), q/k/v biases, tied, Qwen2's tokenizer: the page's 24 x 14 "
                "model view"),
+    # 1,024 heads, an 8B decoder's count (32 layers of 32), for the page's
+    # head measures: sorting, the scatter plot and the table at that size.
+    dict(name="llama_32x32", family="llama", dtype="BF16", layers=32, hidden=32, heads=32,
+         kv_heads=8, head_dim=4, inter=64, eps=1e-5, theta=500000.0,
+         scaling={"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                  "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+         tied=True, shards=1, tokenizer="llama3", special="llama3", version="4.45.0.dev0",
+         golden=False,
+         about="BF16, Llama-3.1-8B's 32 layers of 32 heads on 8 KV heads at head_dim 4 "
+               "(hidden 32), tied, Llama 3's tokenizer: the page's 1,024-head measures"),
 ]
 
 

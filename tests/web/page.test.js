@@ -546,7 +546,7 @@ test('one view costs one /attention request; choosing within it costs none', asy
     assert.equal((await fetch(`${models.url}/attention?${query}`)).status, 200);
     return (await flops()) - f;
   };
-  const pass = await once('model=f32&sentence=the+dog+sat+on+the+mat&return=weights,mean_weights,rollout');
+  const pass = await once('model=f32&sentence=the+dog+sat+on+the+mat&return=weights,mean_weights,rollout,head_stats');
   const [before, flopsBefore, modelBefore] = [await count(), await flops(), await modelFlops()];
   await page.fill('#sentence', 'the dog sat on the mat');
   await page.press('#sentence', 'Enter');
@@ -557,7 +557,7 @@ test('one view costs one /attention request; choosing within it costs none', asy
   assert.equal(await modelFlops() - modelBefore, pass);
   assert.equal(asked.length, 1);
   assert.doesNotMatch(asked[0], /format=png/);
-  assert.match(asked[0], /return=weights%2Cmean_weights%2Crollout/);
+  assert.match(asked[0], /return=weights%2Cmean_weights%2Crollout%2Chead_stats/);
 
   // a head, a layer, the hidden tokens, the colours: drawn from that answer
   await page.click('#grid button.thumb[data-layer="1"][data-head="2"]');

@@ -70,9 +70,12 @@ export function requestKey(s) {
 }
 
 // What the page draws: every head and their mean, and with a model every
-// layer's and the rollout.
+// layer's, the rollout and every head's measures. Random weights ask for
+// no measures: the server gives them only with a model (a request naming
+// head_stats without one is refused), though the page draws them from an
+// answer that has them ([heads] or [batch][heads], measures.js).
 function returned(s) {
-  return s.model ? ['weights', 'mean_weights', 'rollout'] : ['weights', 'mean_weights'];
+  return s.model ? ['weights', 'mean_weights', 'rollout', 'head_stats'] : ['weights', 'mean_weights'];
 }
 
 // The weights as { data, text, key }, or { problem } with the server's

@@ -88,7 +88,7 @@ async function generate() {
     top_k: Number($('top_k').value) || 0,
     top_p: Number($('top_p').value) || 1,
     seed: Number($('seed_gen').value) || 0,
-    return: ['weights', 'mean_weights', 'rollout', 'logit_lens'], logit_lens_k: 1,
+    return: ['weights', 'mean_weights', 'rollout', 'head_stats', 'logit_lens'], logit_lens_k: 1,
   };
   try {
     const response = await fetch('/generate', {

@@ -11,7 +11,8 @@ import { setUpControls, setUpModels, showControls } from './controls.js';
 import { state, setState, readForm, writeForm, showKind, showMode, stateFromUrl } from './state.js';
 import { localErrors, showErrors } from './validate.js';
 import { compute } from './compute.js';
-import { selectBatch, selectLayer } from './results.js';
+import { selectBatch, selectLayer, setView } from './results.js';
+import { setUpMeasures } from './measureview.js';
 import { copyLink, listenDownloads } from './downloads.js';
 import { setUpGenerate } from './generate.js';
 
@@ -58,6 +59,7 @@ async function start() {
   setUpControls();
   setUpModels();
   setUpGenerate();
+  setUpMeasures(setView);
   showControls();
   listen();
   // a link may name a model this server has not loaded: it is said so,

@@ -1,8 +1,8 @@
-// Showing an answer: the grid of every head (a model's every layer and head), then the selected head enlarged, its lines, the rollout and the downloads.
+// Showing an answer: the grid of every head (a model's every layer and head, or those a sort and filter by a head measure choose), the measures' scatter plot and table, then the selected head enlarged, its lines, the rollout and the downloads.
 //
 // Everything here is drawn from the one JSON answer in api.js's result:
-// choosing a head, a layer, the colours or the hidden tokens asks the
-// server nothing.
+// choosing a head, a layer, the colours, the hidden tokens, a sort, a
+// filter or the plot's measures asks the server nothing.
 import { $ } from './dom.js';
 import { state, pageUrl } from './state.js';
 import { result } from './api.js';
@@ -10,6 +10,9 @@ import { drawHeatmap } from './heatmap.js';
 import { drawMatrix } from './matrix.js';
 import { drawLines } from './lines.js';
 import { showDownloads } from './downloads.js';
+import { headMeasures, ranking, chooseHeads, isRanked, headName } from './measures.js';
+import { drawRankedGrid } from './ranked.js';
+import { showMeasures, markMeasures } from './measureview.js';
 
 // The smallest cell of an enlarged matrix, in pixels: its token labels are
 // set as tall as a cell (style.css), and smaller text cannot be read.
@@ -120,6 +123,40 @@ function thumbnail(w, label, blocked = null) {
   return c;
 }
 
+// The thumbnails drawn for what is on screen, by "layer/head", kept while
+// they would be drawn the same (the same answer, colours, hidden tokens,
+// focused token and sequence of the batch): a sort or a filter moves
+// them into place rather than drawing a thousand of them again.
+let thumbs = { of: [], tiles: new Map(), layer: new Map() };
+
+function cachedThumbnail(sh, l, h, label) {
+  const of = [result, state.colormap, state.hide_special, focus, sh.b];
+  if (of.some((x, i) => x !== thumbs.of[i])) thumbs = { of, tiles: new Map(), layer: new Map() };
+  const key = `${l}/${h}`;
+  let c = thumbs.tiles.get(key);
+  if (!c) {
+    if (h === 'mean') c = thumbnail(sh.mean(l), label, sh.blocked);
+    else {
+      // a layer's heads are cut (hidden tokens) once for all its tiles
+      if (!thumbs.layer.has(l)) thumbs.layer.set(l, sh.heads(l));
+      c = thumbnail(thumbs.layer.get(l)[h], label, sh.blocked);
+    }
+    thumbs.tiles.set(key, c);
+  }
+  c.setAttribute('aria-label', `attention weights, ${label}`);
+  return c;
+}
+
+// The answer's head measures, for the batch's sequence in view (random
+// weights), found once per answer.
+let measured = { of: null, b: -1, hm: null };
+
+function measuresOf(sh) {
+  if (measured.of !== result || measured.b !== sh.b)
+    measured = { of: result, b: sh.b, hm: headMeasures(result.data, sh.b) };
+  return measured.hm;
+}
+
 // A choice of the view kept in the page's URL.
 function keep() {
   history.replaceState(null, '', pageUrl(state));
@@ -131,9 +168,73 @@ export function render() {
   const room = measureRoom(); // before the grid changes, so the page is laid out once
   if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
   if (!(Number(state.layer) < sh.layers)) state.layer = '0';
-  if (sh.model) renderModelGrid(sh);
-  else renderHeadGrid(sh);
+  renderHeads(sh);
   renderSelected(sh, room);
+}
+
+// The grid, and with head measures their controls, scatter plot and
+// table: the heads the view's sort and filter choose, in their order, or
+// every head in the model view when none is chosen.
+function renderHeads(sh) {
+  const hm = measuresOf(sh);
+  const r = ranking(state);
+  const chosen = hm ? chooseHeads(hm.list, r) : null;
+  if (hm && isRanked(r)) renderRankedGrid(sh, hm, r, chosen);
+  else if (sh.model) renderModelGrid(sh);
+  else renderHeadGrid(sh);
+  showMeasures(hm, r, chosen, measureActions());
+  markSelected();
+}
+
+const measureActions = () => ({ open: openHead, sortBy, selected: selectedKey() });
+
+// The heads chosen by a measure, a tile each in their order. Past 8 in a
+// model they stand in one order, not in rows of layers: the grouping by
+// KV head gives way to the sort (a tile's title names its KV head).
+function renderRankedGrid(sh, hm, r, chosen) {
+  if (sh.model) $('batch-field').hidden = true;
+  else showBatch();
+  $('results-title').textContent = hm.layers > 1
+    ? `Every layer and head (${sh.layers} × ${sh.count}), by a measure` : 'Every head, by a measure';
+  drawRankedGrid($('grid'), {
+    chosen, measure: r.sort,
+    thumbnail: (e) => cachedThumbnail(sh, e.layer, e.head, headName(e)),
+    open: (e) => select(String(e.layer), String(e.head)),
+  });
+  if (sh.model) {
+    const range = $('layer');
+    range.max = String(sh.layers - 1);
+  }
+}
+
+// "layer/head" of the enlarged head.
+const selectedKey = () => `${state.layer}/${state.head}`;
+
+// A change of the sort or filter (sort, order, top, threshold), the
+// plot's measures (plot_x, plot_y) or of what shows them (measures_view):
+// kept in the URL and drawn from the answer on screen.
+export function setView(changes) {
+  const grid = ['sort', 'order', 'top', 'threshold'].some((k) => k in changes && changes[k] !== state[k]);
+  Object.assign(state, changes);
+  keep();
+  if (!result) return;
+  if (grid) renderHeads(shape());
+  else showMeasures(measuresOf(shape()), ranking(state), null, measureActions());
+}
+
+function sortBy(sort, order) {
+  setView({ sort, order });
+}
+
+// A head opened from the scatter plot or the table. By pointer, the
+// enlarged head is brought into view; by key, the focus and the view stay
+// where they are and the readout says where it went.
+function openHead(e, how) {
+  select(String(e.layer), String(e.head));
+  if (how === 'pointer') {
+    const box = $('enlarged-title').getBoundingClientRect();
+    if (box.top > innerHeight || box.bottom < 0) $('enlarged-title').scrollIntoView({ block: 'start' });
+  }
 }
 
 // The room for the enlarged head and the rollout, in pixels.
@@ -141,17 +242,24 @@ function measureRoom() {
   return { head: $('matrix').parentElement.clientWidth - 90, rollout: $('rollout-view').clientWidth - 110 };
 }
 
-// Random weights: a card per head, then their mean.
-function renderHeadGrid(sh) {
+// Random weights: the batch's sequence in view, chosen when there are
+// several.
+function showBatch() {
   const sequences = result.data.config.batch;
   const pick = $('batch');
   $('batch-field').hidden = sequences < 2;
   pick.replaceChildren(...[...Array(sequences).keys()].map((b) => new Option(String(b), String(b))));
   if (!(Number(state.batch) < sequences)) state.batch = '0';
   pick.value = state.batch;
+}
+
+// Random weights: a card per head, then their mean.
+function renderHeadGrid(sh) {
+  showBatch();
   $('results-title').textContent = 'Every head';
   const grid = $('grid');
   grid.className = 'heads';
+  grid.onkeydown = null;
   grid.style.gridTemplateColumns = '';
   grid.removeAttribute('role');
   grid.removeAttribute('aria-label');
@@ -181,6 +289,7 @@ function renderModelGrid(sh) {
   $('results-title').textContent = `Every layer and head (${sh.layers} × ${sh.count})`;
   const grid = $('grid');
   grid.className = 'model-view';
+  grid.onkeydown = null;
   grid.setAttribute('role', 'group');
   grid.setAttribute('aria-label', 'layers × heads: arrow keys move, Enter selects');
   const groups = sh.kvHeads > 0 && sh.kvHeads < sh.count ? sh.kvHeads : 0;
@@ -229,7 +338,6 @@ function renderModelGrid(sh) {
   }
   for (let l = 0; l < sh.layers; l++) {
     cells.push(span('axis', `layer ${l}`));
-    const heads = sh.heads(l);
     for (let h = 0; h <= sh.count; h++) {
       if (h < sh.count && startsGroup(h)) cells.push(gap());
       if (h === sh.count && groups) cells.push(gap());
@@ -242,7 +350,7 @@ function renderModelGrid(sh) {
       button.dataset.layer = String(l);
       button.dataset.head = head;
       button.title = label;
-      button.append(thumbnail(h < sh.count ? heads[h] : sh.mean(l), label, sh.blocked));
+      button.append(cachedThumbnail(sh, l, head, label));
       button.addEventListener('click', () => select(String(l), head));
       button.addEventListener('keydown', (e) => moveFocus(e, l, h, sh));
       cells.push(button);
@@ -252,7 +360,6 @@ function renderModelGrid(sh) {
   const range = $('layer');
   range.max = String(sh.layers - 1);
   range.value = state.layer;
-  markSelected();
 }
 
 function moveFocus(e, l, h, sh) {
@@ -268,16 +375,24 @@ function moveFocus(e, l, h, sh) {
   next.focus();
 }
 
-// aria-pressed on the selected thumbnail (in the tab order), and the
-// layer control on its layer.
+// aria-pressed on the selected thumbnail (in the tab order: among tiles
+// chosen by a measure, the first when the selected one is not there), the
+// layer control on its layer, and the selected head's point and row.
 function markSelected() {
+  let inOrder = null;
+  const roving = $('grid').querySelectorAll('button.thumb, button.tile');
   for (const b of $('grid').querySelectorAll('button')) {
     const on = b.dataset.head === state.head && (b.dataset.layer ?? '0') === state.layer;
     b.setAttribute('aria-pressed', String(on));
-    if (b.classList.contains('thumb')) b.tabIndex = on ? 0 : -1;
+    if (b.classList.contains('thumb') || b.classList.contains('tile')) {
+      b.tabIndex = -1;
+      if (on) inOrder = b;
+    }
   }
+  if (inOrder ?? roving[0]) (inOrder ?? roving[0]).tabIndex = 0;
   $('layer').value = state.layer;
   $('layer-out').textContent = `${state.layer} of ${Number($('layer').max) + 1}`;
+  markMeasures(selectedKey());
 }
 
 function select(layer, head) {

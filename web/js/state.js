@@ -16,6 +16,10 @@ export function defaults() {
     ...fields().defaults,
     hide_special: false,
     head: '0', batch: '0', layer: '0',
+    // the head measures' view (measures.js): the grid's sort and filter,
+    // the scatter plot's measures, and whether the plot or the table shows
+    sort: '', order: 'desc', top: '', threshold: '',
+    plot_x: 'entropy', plot_y: 'sink', measures_view: 'plot',
   };
 }
 
