@@ -459,10 +459,33 @@ test('the measures at 390 px and in the dark: nothing wider than the screen', as
   }
 });
 
+// The server's own measures of random weights, as the page shows them:
+// the table's numbers are the JSON's, in the order of the sort.
+test('without a model, the table holds the server\'s measures of the random weights\' heads', async () => {
+  const sentence = 'the cat sat on the cat mat';
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  await page.goto(`${base}/?sentence=${encodeURIComponent(sentence)}&sort=duplicate_token&measures_view=table`);
+  await page.waitForFunction(() => document.querySelectorAll('#measures-table .body .row').length === 8);
+  const r = await fetch(`${base}/attention?sentence=${encodeURIComponent(sentence)}&return=head_stats`);
+  const d = await r.json();
+  const all = [...Array(8).keys()].map((h) => ({ layer: 0, head: h,
+    v: Object.fromEntries(MEASURES.map((m) => [m, d.head_stats[m][h]])) }));
+  for (const m of MEASURES) {
+    const got = await page.$$eval(`#measures-table .body .row [data-measure="${m}"]`, (cs) => cs.map((c) => Number(c.title)));
+    assert.deepEqual(got, top(all, 'duplicate_token', 8).map((e) => e.v[m]), m);
+  }
+  // "cat" repeats: some head puts weight on the earlier copy
+  assert.ok(Math.max(...d.head_stats.duplicate_token) > 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 // The page's reading of head_stats without a model: each measure [heads],
-// or [batch][heads] with a batch. The server does not give them yet (a
-// request for them without a model is refused), so the test adds them to
-// its answer: values of its own making, which the page must show.
+// or [batch][heads] with a batch. The test puts values of its own making
+// into the server's answer, whose order it knows, and the page must show
+// them.
 test('without a model, measures of [heads] or [batch][heads] in an answer are one layer\'s heads', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   page.errors = [];

@@ -572,8 +572,9 @@ test('one view costs one /attention request; choosing within it costs none', asy
   assert.equal(await count() - before, 1);
   assert.equal(await flops() - flopsBefore, pass);
 
-  // the random weights too: one request per view, 8 heads and their mean
-  const randomPass = await once('sentence=the+dog+sat+on+the+mat&return=weights,mean_weights');
+  // the random weights too: one request per view, 8 heads, their mean and
+  // their measures
+  const randomPass = await once('sentence=the+dog+sat+on+the+mat&return=weights,mean_weights,head_stats');
   const [before2, flopsBefore2] = [await count(), await flops()];
   await page.selectOption('#model', '');
   await waitForHeatmaps(page, 8 + 1);

@@ -69,13 +69,13 @@ export function requestKey(s) {
     : `POST ${JSON.stringify(apiBody(s, {}))}`;
 }
 
-// What the page draws: every head and their mean, and with a model every
-// layer's, the rollout and every head's measures. Random weights ask for
-// no measures: the server gives them only with a model (a request naming
-// head_stats without one is refused), though the page draws them from an
-// answer that has them ([heads] or [batch][heads], measures.js).
+// What the page draws: every head and their mean, every head's measures,
+// and with a model every layer's and the rollout. The measures come as
+// [layers][heads] with a model, [heads] or [batch][heads] without one
+// (measures.js).
 function returned(s) {
-  return s.model ? ['weights', 'mean_weights', 'rollout', 'head_stats'] : ['weights', 'mean_weights'];
+  return s.model ? ['weights', 'mean_weights', 'rollout', 'head_stats']
+    : ['weights', 'mean_weights', 'head_stats'];
 }
 
 // The weights as { data, text, key }, or { problem } with the server's
