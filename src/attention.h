@@ -514,8 +514,9 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *                    dropout): the token after the query's earlier copy
  *   top_keys, top_weights: [B][h][N][top_k] each row's keys of the largest
  *                    weights (before dropout) above 0, the strongest
- *                    first (the earlier key among equals); top_count
- *                    [B][h][N] how many of the top_k each row has
+ *                    first (the earlier key among equals), then 0s;
+ *                    top_count [B][h][N] how many of the top_k each row
+ *                    has
  */
 struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;

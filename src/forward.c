@@ -368,6 +368,10 @@ void attn_result_free(struct attn_result *result)
     free(result->fully_masked);
     free(result->head_stats);
     free(result->key_received);
+    free(result->induction);
+    free(result->top_keys);
+    free(result->top_weights);
+    free(result->top_count);
     free(result->value_weighted);
     free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);

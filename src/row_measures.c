@@ -42,8 +42,7 @@ size_t row_measures_bytes(const struct attn_config *c, unsigned threads)
     }
     if (wants(c, ATTN_WANT_HEAD_STATS)) {
         // the sums per member, and the result's measures and key means
-        if (!size_mul3(threads ? threads : 1, bh, k * sizeof(int64_t),
-                       &part) ||
+        if (!size_mul3(threads ? threads : 1, bh, k * sizeof(int64_t), &part) ||
             !size_add_to(&total, part) ||
             !size_add_to(&total, bh * (ATTN_HEAD_STATS + k) * sizeof(double)))
             return SIZE_MAX;
@@ -93,10 +92,11 @@ attn_status row_measures_init(struct row_measures *rm,
     if (ok && wants(c, ATTN_WANT_INDUCTION))
         ok = (res->induction = malloc(bh * sizeof *res->induction));
     if (ok && wants(c, ATTN_WANT_TOP_K))
-        ok = (res->top_keys = malloc(bh * n * c->top_k *
-                                     sizeof *res->top_keys)) &&
-             (res->top_weights = malloc(bh * n * c->top_k *
-                                        sizeof *res->top_weights)) &&
+        // zeroed: a row with fewer keys leaves the rest 0
+        ok = (res->top_keys =
+                  calloc(bh * n * c->top_k, sizeof *res->top_keys)) &&
+             (res->top_weights =
+                  calloc(bh * n * c->top_k, sizeof *res->top_weights)) &&
              (res->top_count = calloc(bh * n, sizeof *res->top_count));
     if (ok && finds_earlier(c)) {
         // which earlier token each one repeats: the same bits of x
@@ -200,8 +200,8 @@ void row_measures_take(struct row_measures *rm, struct attn_result *res,
                 .mask = mv,
                 .earlier = c->cross ? NULL : rm->earlier + b * n};
             head_stats_row(row, &hv, i, part);
-            int64_t *sums =
-                rm->key_sums + ((size_t)member * c->batch * c->heads + head) * m;
+            int64_t *sums = rm->key_sums +
+                            ((size_t)member * c->batch * c->heads + head) * m;
             for (size_t j = 0; j < m; j++)
                 if (row[j] > 0)
                     sums[j] += (int64_t)llrint((double)row[j] * KEY_UNIT);

@@ -236,6 +236,50 @@ static bool add_lens(struct response_stream *s, const struct xf_result *r)
  * digits; null when not finite). */
 static bool add_measure(struct buf *t, double x, int precision, bool comma);
 
+/* Each row's top keys, {"k", "keys": [..][N][<= k], "weights": [..][N][<=
+ * k]}, [..] as the heads' groups are (a model's layers, or a batch's
+ * sequences, written only when `outer`), the strongest first. */
+struct sparse_rows {
+    const uint32_t *keys, *count;
+    const float *weights;
+    size_t groups, heads, n, k;
+    bool outer;
+};
+
+static bool add_sparse(struct response_stream *s, const struct sparse_rows *sp)
+{
+    const int precision = (int)s->req->precision;
+    struct buf *t = &s->text;
+    bool ok = buf_append_member(t, "sparse_weights") &&
+              buf_printf(t, "{\"k\":%zu", sp->k);
+    for (int part = 0; ok && part < 2; part++) {
+        ok = buf_append_str(t, part ? ",\"weights\":" : ",\"keys\":") &&
+             (!sp->outer || buf_append_str(t, "["));
+        for (size_t g = 0; ok && g < sp->groups; g++) {
+            ok = buf_append_str(t, g ? ",[" : "[");
+            for (size_t a = 0; ok && a < sp->heads; a++) {
+                ok = buf_append_str(t, a ? ",[" : "[");
+                for (size_t i = 0; ok && i < sp->n; i++) {
+                    const size_t row = (g * sp->heads + a) * sp->n + i;
+                    ok = buf_append_str(t, i ? ",[" : "[");
+                    for (uint32_t e = 0; ok && e < sp->count[row]; e++) {
+                        const size_t at = row * sp->k + e;
+                        ok = part ? add_measure(t, sp->weights[at], precision,
+                                                e)
+                                  : buf_printf(t, "%s%u", e ? "," : "",
+                                               (unsigned)sp->keys[at]);
+                    }
+                    ok = ok && buf_append_str(t, "]");
+                }
+                ok = ok && buf_append_str(t, "]");
+            }
+            ok = ok && buf_append_str(t, "]");
+        }
+        ok = ok && (!sp->outer || buf_append_str(t, "]"));
+    }
+    return ok && buf_append_str(t, "}");
+}
+
 /* The induction probe: where its tokens repeat, and every head's score,
  * {"kind", "start", "length", "induction": [layers][heads]}. */
 static bool add_induction(struct response_stream *s, const struct xf_result *r)
@@ -384,6 +428,16 @@ static bool assemble_model(struct response_stream *s)
         return false;
     if (r->induction && !add_induction(s, r))
         return false;
+    const struct sparse_rows sp = {.keys = r->top_keys,
+                                   .count = r->top_count,
+                                   .weights = r->top_weights,
+                                   .groups = lw,
+                                   .heads = r->heads,
+                                   .n = n,
+                                   .k = req->model.run.top_k,
+                                   .outer = all};
+    if (r->top_keys && !add_sparse(s, &sp))
+        return false;
     if (r->lens && !add_lens(s, r))
         return false;
     return buf_append_str(t, "}\n") && flush_text(s, &mark);
@@ -444,6 +498,16 @@ static bool assemble(struct response_stream *s)
                                      .outer = req->input.batched};
     if (r->head_stats && !add_head_stats(s, &hm))
         return false;
+    const struct sparse_rows sp = {.keys = r->top_keys,
+                                   .count = r->top_count,
+                                   .weights = r->top_weights,
+                                   .groups = r->batch,
+                                   .heads = h,
+                                   .n = n,
+                                   .k = c->top_k,
+                                   .outer = req->input.batched};
+    if (r->top_keys && !add_sparse(s, &sp))
+        return false;
     char *warnings = response_warnings_json(req, r);
     const bool ok = warnings && buf_append_member(t, "warnings") &&
                     buf_append_str(t, warnings) && buf_append_str(t, "}\n");
@@ -502,6 +566,10 @@ size_t response_stream_bytes(const struct request *req)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
     text += req->cfg.batch * req->cfg.n_query * 44;
+    // a row's top keys: an id (10 digits) and a weight, and brackets
+    if (req->cfg.want & ATTN_WANT_TOP_K)
+        text += req->cfg.batch * req->cfg.heads * req->cfg.n_query *
+                (req->cfg.top_k * (JSONNUM_MAX + 12) + 6);
     if (req->cfg.want & ATTN_WANT_HEAD_STATS)
         text += req->cfg.batch * req->cfg.heads *
                     (ATTN_HEAD_STATS + req->cfg.n_keys) * (JSONNUM_MAX + 1) +
@@ -527,6 +595,10 @@ size_t response_stream_bytes_model(const struct request *req)
         text += 160;
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);
+    if (req->model.run.want & XF_WANT_TOP_K)
+        text += (req->model.run.layer == XF_ALL_LAYERS ? m->xf.layers : 1) *
+                m->xf.heads * req->model.enc.count *
+                (req->model.run.top_k * (JSONNUM_MAX + 12) + 6);
     if (req->model.run.want & XF_WANT_INDUCTION)
         text += m->xf.layers * m->xf.heads * (JSONNUM_MAX + 1) + 128;
     if (req->model.run.want & XF_WANT_HEAD_STATS)

@@ -25,6 +25,7 @@ void request_init(struct request *req)
     req->add_special_tokens = true;
     req->logit_lens_k = REQUEST_LOGIT_LENS_K;
     req->probe_length = REQUEST_PROBE_LENGTH;
+    req->cfg.top_k = REQUEST_TOP_K;
     req->out_proj = true;
     req->compute = true;
     req->mask_name = "none";

@@ -124,6 +124,9 @@ enum request_params_source {
  * given. */
 #define REQUEST_LOGIT_LENS_K 5
 
+/* The keys sparse_weights keeps of a row when top_k is not given. */
+#define REQUEST_TOP_K 8
+
 /* The induction probe's tokens before they repeat, when probe_length is
  * not given: TransformerLens' demos use 50. */
 #define REQUEST_PROBE_LENGTH 50

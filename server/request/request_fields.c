@@ -87,7 +87,7 @@ bool request_returns_read(const cJSON *v, const char *example,
                            "return is %s; expected an array of names such as "
                            "%s",
                            jsonin_kind(v), example);
-    const char *names[16];
+    const char *names[24];
     assert(request_return_count <= sizeof names / sizeof names[0]);
     for (size_t i = 0; i < request_return_count; i++)
         names[i] = request_returns[i].name;
@@ -355,6 +355,7 @@ const struct request_return request_returns[] = {
     {"mean_weights", ATTN_WANT_MEAN_WEIGHTS, 0, XF_WANT_MEAN_WEIGHTS},
     {"head_stats", ATTN_WANT_HEAD_STATS, 0, XF_WANT_HEAD_STATS},
     {"value_weighted", ATTN_WANT_VALUE_WEIGHTED, 0, XF_WANT_VALUE_WEIGHTED},
+    {"sparse_weights", ATTN_WANT_TOP_K, 0, XF_WANT_TOP_K},
     {"embeddings", 0, REQUEST_WANT_EMBEDDINGS, 0},
     {"params", 0, REQUEST_WANT_PARAMS, 0},
     /* a model's only */
@@ -464,6 +465,10 @@ const struct request_field request_fields[] = {
      .echo = echo_params},
     {.name = "return", .pointer = "/return", .kind = FIELD_RETURN, .where = BOTH, .type = "array",
      .default_json = "[\"weights\"]", .models = MODELS_ALLOWED, .echo = echo_return},
+    /* the keys sparse_weights keeps of each row */
+    {.name = "top_k", .pointer = "/top_k", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+     .offset = AT(cfg.top_k), .min = 1, .max = ATTN_MAX_TOP_K, .limit = LIMIT_FIXED,
+     .default_json = STR(REQUEST_TOP_K), .models = MODELS_ALLOWED, .echo = echo_scalar},
     {.name = "precision", .pointer = "/precision", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
      .offset = AT(precision), .min = 1, .max = 9, .models = MODELS_ALLOWED, .echo = echo_precision},
     /* the image, in the URL of a GET or a POST */

@@ -66,8 +66,8 @@ static bool take_return(struct request *req, const struct request_return *r,
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
-                           "head_stats, value_weighted, hidden_states, "
-                           "rollout and logit_lens",
+                           "head_stats, value_weighted, sparse_weights, "
+                           "hidden_states, rollout and logit_lens",
                            at->name, r->name);
     const struct model *m = req->model.entry->model;
     if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
@@ -354,6 +354,9 @@ size_t request_model_output(const struct request *req)
         floats += (double)b->layers * (double)b->heads * (ATTN_HEAD_STATS + n);
     if (run->want & XF_WANT_INDUCTION)
         floats += (double)b->layers * (double)b->heads;
+    // a key and a weight for each of a row's top keys
+    if (run->want & XF_WANT_TOP_K)
+        floats += 2.0 * lw * (double)b->heads * n * (double)req->cfg.top_k;
     // the lens: a token id and a probability for each entry
     if (run->want & XF_WANT_LOGIT_LENS)
         floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;
@@ -369,6 +372,7 @@ static bool plan(struct request *req, const struct model *m, struct problem *pb)
         return true;
     req->model.run.threads = 1;
     req->model.run.lens_k = req->logit_lens_k;
+    req->model.run.top_k = req->cfg.top_k;
     if (!request_reserve(req, sizeof *req->model.plan, "model", pb))
         return false;
     req->model.plan = malloc(sizeof *req->model.plan);

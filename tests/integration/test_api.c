@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "sparse_rows.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -611,6 +612,50 @@ static void test_head_stats_without_model(void **state)
     reply_free(&r);
 }
 
+/* sparse_weights without a model: per sequence of a batch, per head, each
+ * row's top keys as the dense weights of the same answer order them; a
+ * causal row lists only the keys it sees. */
+static void test_sparse_weights(void **state)
+{
+    (void)state;
+    struct reply r;
+    assert_true(post_json(&srv, "/attention",
+                          "{\"embeddings\":[[[1,2,0],[3,4,1],[1,2,0],[0,1,1],"
+                          "[2,2,2]],[[1,1,1],[2,2,0],[3,3,1],[0,0,1],[1,0,0]]],"
+                          "\"heads\":3,\"mask\":\"causal\",\"top_k\":3,"
+                          "\"return\":[\"weights\",\"sparse_weights\"]}",
+                          &r));
+    assert_int_equal(r.status, 200);
+    cJSON *doc = cJSON_Parse(r.body);
+    const cJSON *sp = cJSON_GetObjectItem(doc, "sparse_weights");
+    assert_int_equal(cJSON_GetObjectItem(sp, "k")->valuedouble, 3);
+    const cJSON *w = cJSON_GetObjectItem(doc, "weights");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(sp, "keys")), 2);
+    for (int b = 0; b < 2; b++)
+        sparse_rows_check(
+            cJSON_GetArrayItem(w, b),
+            cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "keys"), b),
+            cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "weights"), b), 3);
+    // row 0 sees key 0 alone
+    assert_int_equal(
+        cJSON_GetArraySize(cJSON_GetArrayItem(
+            cJSON_GetArrayItem(
+                cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "keys"), 0), 0),
+            0)),
+        1);
+    assert_non_null(strstr(r.body, "\"top_k\":3"));
+    cJSON_Delete(doc);
+    reply_free(&r);
+    // top_k out of its range, named
+    assert_true(post_json(&srv, "/attention",
+                          "{\"sentence\":\"a b\",\"top_k\":300,"
+                          "\"return\":[\"sparse_weights\"]}",
+                          &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"/top_k\""));
+    reply_free(&r);
+}
+
 /* "w w w ... " : n copies of word and a space; the caller frees it. */
 static char *repeat_words(const char *word, size_t n)
 {
@@ -901,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_basic_mode_and_precision),
         cmocka_unit_test(test_fully_masked_rows_warn),
         cmocka_unit_test(test_head_stats_without_model),
+        cmocka_unit_test(test_sparse_weights),
         cmocka_unit_test(test_large_weights_stream),
         cmocka_unit_test(test_pytorch_parity_over_http),
         cmocka_unit_test(test_invalid_requests),

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "sparse_rows.h"
 #include "decoded_png.h"
 
 #include <cJSON.h>
@@ -1071,6 +1072,35 @@ static void test_induction_probe(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
+/* sparse_weights on a model: every layer's rows, or one layer's, as the
+ * dense weights of the same answer order them. */
+static void test_sparse_weights(void **state)
+{
+    (void)state;
+    cJSON *j = post_expect(&srv,
+                           "{\"model\":\"f32\",\"sentence\":\"the cat sat on "
+                           "the mat\",\"top_k\":4,\"return\":[\"weights\","
+                           "\"sparse_weights\"]}",
+                           200);
+    const cJSON *w = get(j, "weights"), *sp = get(j, "sparse_weights");
+    const int layers = cJSON_GetArraySize(w);
+    assert_int_equal(cJSON_GetArraySize(get(sp, "keys")), layers);
+    for (int l = 0; l < layers; l++)
+        sparse_rows_check(cJSON_GetArrayItem(w, l),
+                          cJSON_GetArrayItem(get(sp, "keys"), l),
+                          cJSON_GetArrayItem(get(sp, "weights"), l), 4);
+    cJSON_Delete(j);
+    j = post_expect(&srv,
+                    "{\"model\":\"f32\",\"sentence\":\"the cat sat on the "
+                    "mat\",\"layer\":1,\"top_k\":2,\"return\":[\"weights\","
+                    "\"sparse_weights\"]}",
+                    200);
+    sp = get(j, "sparse_weights");
+    sparse_rows_check(get(j, "weights"), get(sp, "keys"), get(sp, "weights"),
+                      2);
+    cJSON_Delete(j);
+}
+
 static void test_defaults_and_get(void **state)
 {
     (void)state;
@@ -1946,6 +1976,7 @@ int main(void)
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_head_stats),
         cmocka_unit_test(test_value_weighted),
+        cmocka_unit_test(test_sparse_weights),
         cmocka_unit_test(test_induction_probe),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -87,7 +87,9 @@ static size_t result_bytes(const struct xf_result *r)
                 (r->value_weighted ? w + per_layer : 0)) +
            (r->head_stats ? r->layers * r->heads * (ATTN_HEAD_STATS + r->n) *
                                 sizeof(double)
-                          : 0);
+                          : 0) +
+           /* top keys and weights, 3 a row, and a count a row */
+           (r->top_keys ? r->weight_layers * r->heads * r->n * (3 * 8 + 4) : 0);
 }
 
 static void check_run(const struct xf_model *m, size_t n, unsigned want,
@@ -96,8 +98,12 @@ static void check_run(const struct xf_model *m, size_t n, unsigned want,
     uint32_t *ids = malloc(n * sizeof *ids);
     for (size_t i = 0; i < n; i++)
         ids[i] = (uint32_t)(i * 13 % m->vocab_size);
-    const struct xf_run run = {
-        .ids = ids, .n = n, .want = want, .layer = layer, .threads = threads};
+    const struct xf_run run = {.ids = ids,
+                               .n = n,
+                               .want = want,
+                               .layer = layer,
+                               .threads = threads,
+                               .top_k = 3};
     const size_t estimate = test_xf_bytes(m, &run);
     struct xf_result r;
     struct attn_error err;
@@ -141,6 +147,7 @@ static void test_bytes_hold(void **state)
         check_run(&m, ns[i], XF_WANT_VALUE_WEIGHTED, XF_ALL_LAYERS, 2);
         check_run(&m, ns[i], XF_WANT_VALUE_WEIGHTED | XF_WANT_WEIGHTS, 1, 1);
         check_run(&m, ns[i], XF_WANT_HEAD_STATS, XF_ALL_LAYERS, 2);
+        check_run(&m, ns[i], XF_WANT_TOP_K | XF_WANT_HEAD_STATS, 1, 2);
     }
     free(block);
     free(ly);
@@ -199,7 +206,8 @@ static void test_attention_measures_bytes_hold(void **state)
     const unsigned wants[] = {
         ATTN_WANT_HEAD_STATS, ATTN_WANT_HEAD_STATS | ATTN_WANT_WEIGHTS,
         ATTN_WANT_VALUE_WEIGHTED,
-        ATTN_WANT_VALUE_WEIGHTED | ATTN_WANT_HEAD_STATS | ATTN_WANT_OUTPUT};
+        ATTN_WANT_VALUE_WEIGHTED | ATTN_WANT_HEAD_STATS | ATTN_WANT_OUTPUT,
+        ATTN_WANT_TOP_K | ATTN_WANT_HEAD_STATS};
     for (size_t i = 0; i < sizeof wants / sizeof wants[0]; i++)
         for (unsigned threads = 1; threads <= 2; threads++) {
             struct attn_config c = {.mode = ATTN_MODE_PROJECTED,
@@ -211,6 +219,7 @@ static void test_attention_measures_bytes_hold(void **state)
                                     .causal = true,
                                     .dropout = i % 2 ? 0.1f : 0.0f,
                                     .threads = threads,
+                                    .top_k = 4,
                                     .want = wants[i]};
             struct attn_error err;
             assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
