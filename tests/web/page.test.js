@@ -730,6 +730,44 @@ test('the rollout is its own view, read like a head', async () => {
   await page.close();
 });
 
+test('value-weighted: one request for the norms, drawn in the weights\' places, their values under the pointer', async () => {
+  const q = `model=f32&sentence=${encodeURIComponent(A)}`;
+  const page = await openModelPage(`${q}&layer=1&head=2`);
+  const asked = requestsTo(page, '/attention');
+  await page.selectOption('#values', 'value_weighted');
+  await page.waitForFunction(() => !document.querySelector('#values-note').hidden);
+  await waitForModelView(page);
+  await page.waitForFunction(() => location.search.includes('values=value_weighted'));
+  assert.equal(asked.length, 1);
+  assert.match(asked[0], /return=value_weighted%2Crollout%2Chead_stats/);
+  const r = await fetch(`${models.url}/attention?${q}&return=value_weighted`);
+  const d = await r.json();
+  // the enlarged head: the page's own drawing of the server's norms
+  const differ = await page.evaluate(async (w) => {
+    const { drawHeatmap } = await import('/js/heatmap.js');
+    const mine = document.querySelector('#matrix .cells canvas');
+    const want = document.createElement('canvas');
+    drawHeatmap(want, w, document.querySelector('#colormap').value);
+    const a = mine.getContext('2d').getImageData(0, 0, mine.width, mine.height).data;
+    const b = want.getContext('2d').getImageData(0, 0, want.width, want.height).data;
+    let n = a.length === b.length ? 0 : -1;
+    for (let k = 0; n >= 0 && k < a.length; k++) if (a[k] !== b[k]) n++;
+    return n;
+  }, d.value_weighted[1][2]);
+  assert.equal(differ, 0);
+  // not the weights' picture: the norms differ from the weights
+  assert.notDeepEqual(d.value_weighted[1][2], (await modelAnswer(A)).weights[1][2]);
+  const cell = await readCell(page, '#matrix', 3, 1);
+  assert.equal(cell.value, d.value_weighted[1][2][3][1]);
+  // and back: the weights again, one more request
+  await page.selectOption('#values', 'weights');
+  await page.waitForFunction(() => document.querySelector('#values-note').hidden);
+  await waitForModelView(page);
+  assert.equal(asked.length, 2);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the page draws the server\'s colours, pixel for pixel', async () => {
   // pixels of the canvas in box and of the server's bare PNG at one pixel per weight
   const compare = (page, box, query) => page.evaluate(async ({ box, query }) => {

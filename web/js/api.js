@@ -65,17 +65,20 @@ function apiBody(s, extra) {
 // the same answer, so a change of the view alone (colours, head, layer,
 // hidden tokens) is drawn from the answer the page has.
 export function requestKey(s) {
-  return s.kind === 'sentence' || s.model ? `GET ${apiQuery(s)}`
+  const what = s.kind === 'sentence' || s.model ? `GET ${apiQuery(s)}`
     : `POST ${JSON.stringify(apiBody(s, {}))}`;
+  return `${what} ${s.values}`;
 }
 
 // What the page draws: every head and their mean, every head's measures,
 // and with a model every layer's and the rollout. The measures come as
 // [layers][heads] with a model, [heads] or [batch][heads] without one
 // (measures.js).
+// Value-weighted, the norms take the weights' places: each head's
+// value_weighted, and their sum over the heads where the mean was.
 function returned(s) {
-  return s.model ? ['weights', 'mean_weights', 'rollout', 'head_stats']
-    : ['weights', 'mean_weights', 'head_stats'];
+  const shown = s.values === 'value_weighted' ? ['value_weighted'] : ['weights', 'mean_weights'];
+  return s.model ? [...shown, 'rollout', 'head_stats'] : [...shown, 'head_stats'];
 }
 
 // The weights as { data, text, key }, or { problem } with the server's
@@ -100,7 +103,12 @@ export async function fetchWeights(s, signal) {
       return { problem: { detail: `HTTP ${response.status}` } };
     }
   }
-  return { data: JSON.parse(text), text, key: requestKey(s) };
+  const data = JSON.parse(text);
+  if (s.values === 'value_weighted') {
+    data.weights = data.value_weighted;
+    data.mean_weights = data.value_weighted_sum;
+  }
+  return { data, text, key: requestKey(s) };
 }
 
 // A PNG of the view as a GET URL (params: the image's query, head, layer,

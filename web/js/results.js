@@ -168,6 +168,7 @@ export function render() {
   const room = measureRoom(); // before the grid changes, so the page is laid out once
   if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
   if (!(Number(state.layer) < sh.layers)) state.layer = '0';
+  $('values-note').hidden = state.values !== 'value_weighted';
   renderHeads(sh);
   renderSelected(sh, room);
 }

@@ -15,6 +15,8 @@ export function defaults() {
     context: '',
     ...fields().defaults,
     hide_special: false,
+    // what the heatmaps show: the weights, or Kobayashi et al.'s norms
+    values: 'weights',
     head: '0', batch: '0', layer: '0',
     // the head measures' view (measures.js): the grid's sort and filter,
     // the scatter plot's measures, and whether the plot or the table shows
@@ -34,7 +36,7 @@ export function setState(s) {
 
 // The form's fields read through .value; the rest are checkboxes.
 const valueFields = () => ['model', 'sentence', 'sentence_b', 'embeddings', 'context',
-  ...fields().text, ...fields().image];
+  ...fields().text, ...fields().image, 'values'];
 // The page's own check boxes, beside the server's.
 const PAGE_CHECKS = ['hide_special'];
 
