@@ -242,7 +242,8 @@ draw_status heatmap_measure_svg(const struct heatmap_matrix *mats, size_t n,
     const float one = 1.0f;
     heatmap_svg_write(&w, &l, f, mats, n, opts, texts, n_texts, &one, false);
     font_close(f);
-    const size_t ticks = HEATMAP_MAX_TICKS * sizeof(((struct heatmap_ticks *)0)->text[0]);
+    const size_t ticks =
+        HEATMAP_MAX_TICKS * sizeof(((struct heatmap_ticks *)0)->text[0]);
     const size_t cells = n * l.rows * l.cols; /* under 2^40: the caps */
     *bytes = w.len + ticks + cells * HEATMAP_SVG_RECT_MAX;
     if (*bytes > HEATMAP_SVG_MAX_BYTES) {

@@ -166,7 +166,11 @@ draw_status heatmap_measure_svg(const struct heatmap_matrix *mats, size_t n,
  * readable and its size bounded. The caller pools (heatmap_pool_values)
  * and draws the pooled matrices as any other.
  */
-enum heatmap_pool { HEATMAP_POOL_NONE = 0, HEATMAP_POOL_MAX, HEATMAP_POOL_MEAN };
+enum heatmap_pool {
+    HEATMAP_POOL_NONE = 0,
+    HEATMAP_POOL_MAX,
+    HEATMAP_POOL_MEAN
+};
 
 /* Automatic pooling takes a matrix of more than this many rows or
  * columns, into blocks that leave at most HEATMAP_POOL_BLOCKS a side. */

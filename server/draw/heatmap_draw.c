@@ -43,8 +43,7 @@ static void canvas_fill(void *ctx, int x, int y, int w, int h,
 /* The diagonals run through the panel, not each cell, so that cells of
  * one pixel still show stripes rather than one flat grey a colour map
  * could have, and the page draws the same pixels. */
-static void canvas_hatch(void *ctx, int mx, int my, int x, int y, int w,
-                         int h)
+static void canvas_hatch(void *ctx, int mx, int my, int x, int y, int w, int h)
 {
     canvas_fill(ctx, x, y, w, h, heatmap_hatch_light);
     for (int d = 0; d < h; d++) {
@@ -141,37 +140,37 @@ static void heatmap_draw_token_labels(const struct heatmap_painter *p,
         const int w = font_text_width(f, s, l->label_max_w, FONT_HORIZONTAL);
         const int y = my + (int)r * l->cell + (l->cell + cap) / 2;
         p->text(p->ctx, f, mx - HEATMAP_LABEL_GAP - w, y, s, l->label_max_w,
-                  FONT_HORIZONTAL, heatmap_ink);
+                FONT_HORIZONTAL, heatmap_ink);
         if (l->row_step > 1) /* a mark shows which of the rows is meant */
             p->fill(p->ctx, mx - HEATMAP_LABEL_GAP + 2,
-                         my + (int)r * l->cell + l->cell / 2,
-                         HEATMAP_LABEL_GAP - 3, 1, heatmap_axis);
+                    my + (int)r * l->cell + l->cell / 2, HEATMAP_LABEL_GAP - 3,
+                    1, heatmap_axis);
     }
     for (size_t k = 0; l->col_step && k < l->cols; k += l->col_step) {
         const char *s = heatmap_label(opts->col_labels, k, buf, sizeof buf);
         const int xc = mx + (int)k * l->cell + l->cell / 2;
         if (l->col_step > 1)
             p->fill(p->ctx, xc, my - HEATMAP_LABEL_GAP + 2, 1,
-                         HEATMAP_LABEL_GAP - 3, heatmap_axis);
+                    HEATMAP_LABEL_GAP - 3, heatmap_axis);
         if (l->key_angle == FONT_HORIZONTAL) {
             const int w =
                 font_text_width(f, s, l->label_max_w, FONT_HORIZONTAL);
             p->text(p->ctx, f, xc - w / 2, my - l->key_base, s, l->label_max_w,
-                      FONT_HORIZONTAL, heatmap_ink);
+                    FONT_HORIZONTAL, heatmap_ink);
         } else {
             /* move the baseline start so the text's middle passes through
              * the anchor (xc, my - key_base) */
             const int d = heatmap_diag(mid);
             p->text(p->ctx, f, xc + d, my - l->key_base + d, s, l->label_max_w,
-                      FONT_DIAGONAL, heatmap_ink);
+                    FONT_DIAGONAL, heatmap_ink);
         }
     }
 }
 
 /* Text centred over [left, left + span), kept inside [lo, hi). */
-static void heatmap_draw_centred(const struct heatmap_painter *p, struct font *f,
-                                 const char *s, int left, int span, int lo,
-                                 int hi, int baseline)
+static void heatmap_draw_centred(const struct heatmap_painter *p,
+                                 struct font *f, const char *s, int left,
+                                 int span, int lo, int hi, int baseline)
 {
     const int max_w = hi - lo;
     if (max_w <= 0)
@@ -224,11 +223,11 @@ static void heatmap_draw_colorbar(const struct heatmap_painter *p,
             t = 1.0;
         const int ty = y + h - 1 - (int)lround(t * (double)(h - 1));
         p->fill(p->ctx, x + HEATMAP_BAR_W + 1, ty, HEATMAP_TICK_LEN, 1,
-                     heatmap_axis);
+                heatmap_axis);
         p->text(p->ctx, f,
-                  x + HEATMAP_BAR_W + 1 + HEATMAP_TICK_LEN + HEATMAP_TICK_GAP,
-                  ty + (cap + 1) / 2, ticks.text[i], l->tick_w, FONT_HORIZONTAL,
-                  heatmap_ink);
+                x + HEATMAP_BAR_W + 1 + HEATMAP_TICK_LEN + HEATMAP_TICK_GAP,
+                ty + (cap + 1) / 2, ticks.text[i], l->tick_w, FONT_HORIZONTAL,
+                heatmap_ink);
     }
 }
 

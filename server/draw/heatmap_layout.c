@@ -293,9 +293,9 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     if (l->note) {
         font_set_size(f, l->px);
         title_h += font_ascent(f) + font_descent(f);
-        l->title_w = heatmap_max(l->title_w,
-                                 font_text_width(f, l->note, HEATMAP_TITLE_MAX_W,
-                                                 FONT_HORIZONTAL));
+        l->title_w = heatmap_max(
+            l->title_w,
+            font_text_width(f, l->note, HEATMAP_TITLE_MAX_W, FONT_HORIZONTAL));
     }
     if (title_h)
         title_h += HEATMAP_TITLE_GAP;

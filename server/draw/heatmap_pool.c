@@ -75,8 +75,7 @@ void heatmap_pool_mask(const unsigned char *not_allowed, size_t rows,
         for (size_t bj = 0; bj < pc; bj++) {
             unsigned char all = 1;
             for (size_t i = bi * k; all && i < rows && i < bi * k + k; i++)
-                for (size_t j = bj * k; all && j < cols && j < bj * k + k;
-                     j++)
+                for (size_t j = bj * k; all && j < cols && j < bj * k + k; j++)
                     all = not_allowed[i * cols + j] != 0;
             out[bi * pc + bj] = all;
         }
@@ -111,7 +110,8 @@ draw_status heatmap_pool_labels(const char *const *labels, size_t n, size_t k,
                            "heatmap: out of memory for %zu block labels",
                            blocks);
     for (size_t b = 0; b < blocks; b++) {
-        const size_t first = b * k, last = first + k < n ? first + k - 1 : n - 1;
+        const size_t first = b * k,
+                     last = first + k < n ? first + k - 1 : n - 1;
         l[b] = malloc(POOL_LABEL_ROOM);
         if (!l[b]) {
             heatmap_pool_labels_free(l, b);

@@ -56,8 +56,9 @@ static void svg_text(void *ctx, struct font *f, int x, int y, const char *utf8,
     const size_t keep = font_text_cut(f, t, max_width, angle, &ellipsis);
     if (keep == 0 && !ellipsis)
         return;
-    svgw_printf(s->w, "<text x=\"%d\" y=\"%d\" font-size=\"%u\" "
-                      "fill=\"#%02x%02x%02x\"",
+    svgw_printf(s->w,
+                "<text x=\"%d\" y=\"%d\" font-size=\"%u\" "
+                "fill=\"#%02x%02x%02x\"",
                 x, y, font_px(f), rgb[0], rgb[1], rgb[2]);
     if (angle == FONT_DIAGONAL)
         svgw_printf(s->w, " transform=\"rotate(-45 %d %d)\"", x, y);
