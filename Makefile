@@ -41,7 +41,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 PKG_CORE := openblas
 PKG_SERVER := libmicrohttpd libcjson libpng freetype2
 PKG_DRAW := libpng freetype2
-PKG_TEST := cmocka libcjson libcurl libpng
+PKG_TEST := cmocka libcjson libcurl libpng libxml-2.0
 FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 DEPS := CC="$(CC)" PYTHON="$(PYTHON)" FONT="$(FONT)" tests/deps.sh
 

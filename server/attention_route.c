@@ -62,11 +62,22 @@ static bool collect_query(struct MHD_Connection *conn, struct query_collect *q,
     return true;
 }
 
-static bool accepts_png(struct MHD_Connection *conn)
+/* Whether the Accept header asks for the image type (image/png or
+ * image/svg+xml) and not JSON; with both images, PNG. */
+static bool accepts_image(struct MHD_Connection *conn, const char *type)
 {
     const char *accept = reply_header(conn, "Accept");
-    return accept && strstr(accept, "image/png") &&
+    return accept && strstr(accept, type) &&
            !strstr(accept, "application/json");
+}
+
+/* The URL's image options, and the image Accept asks for. */
+static bool parse_image(struct request *req, struct MHD_Connection *conn,
+                        const struct query_collect *q, struct problem *pb)
+{
+    return request_parse_image(req, q->params, q->n,
+                               accepts_image(conn, "image/png"),
+                               accepts_image(conn, "image/svg+xml"), pb);
 }
 
 /* A stable tag for a GET: FNV-1a over the version, the sorted query,
@@ -89,7 +100,9 @@ static bool query_etag(const struct query_collect *q, const struct exchange *ex,
     bool ok = buf_append_str(&text, "attnd " ATTND_VERSION);
     for (size_t i = 0; ok && i < q->n; i++)
         ok = buf_printf(&text, "%s=%s&", order[i]->key, order[i]->value);
-    ok = ok && buf_append_str(&text, ex->req.png.wanted ? "p" : "j");
+    ok = ok && buf_append_str(&text, !ex->req.png.wanted ? "j"
+                                     : ex->req.png.svg   ? "s"
+                                                         : "p");
     ok = ok && ex->ops->tag(&ex->req, &text);
     if (ok)
         snprintf(out, 24, "\"%016llx\"",
@@ -191,7 +204,8 @@ static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
     if (!ex->ops->draw_png(&ex->req, &ex->result, RENDER_MAX_PIXELS, &png,
                            bytes, pb))
         return NULL;
-    struct MHD_Response *r = reply_from_heap((char *)png, *bytes, "image/png");
+    struct MHD_Response *r = reply_from_heap(
+        (char *)png, *bytes, ex->req.png.svg ? "image/svg+xml" : "image/png");
     if (r)
         add_timing(r, ex->parse_seconds, compute_s, seconds_since(&t0));
     return r;
@@ -398,7 +412,7 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
         return reply_problem(ex, conn, &pb);
     struct request *req = begin_request(ex);
     const struct request_limits *lim = &ex->srv->limits;
-    if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb) ||
+    if (!parse_image(req, conn, &q, &pb) ||
         !request_parse_query(req, q.params, q.n, lim, &pb) ||
         !plan_answer(ex, &pb))
         return reply_problem(ex, conn, &pb);
@@ -459,13 +473,13 @@ enum MHD_Result handle_attention_post(struct exchange *ex,
             problem_set(&pb, 422, "",
                         "query parameter \"%.60s\" is not taken by POST; "
                         "options go in the JSON body (only format, head, "
-                        "view, batch, colormap, cell, labels, special and "
-                        "color_scale go in the URL)",
+                        "view, batch, colormap, cell, labels, special, "
+                        "color_scale, pool and pool_size go in the URL)",
                         q.params[i].key);
             return reply_problem(ex, conn, &pb);
         }
     struct request *req = begin_request(ex);
-    if (!request_parse_png(req, q.params, q.n, accepts_png(conn), &pb))
+    if (!parse_image(req, conn, &q, &pb))
         return reply_problem(ex, conn, &pb);
     ex->parse_seconds = seconds_since(&t0);
     /* a large body is parsed by a worker: parsing it here would hold up

@@ -80,6 +80,7 @@ build pc freetype2 libfreetype-dev FreeType
 build file $font fonts-dejavu-core the DejaVu Sans font
 test pc cmocka libcmocka-dev cmocka, for the C tests
 test pc libcurl libcurl4-openssl-dev libcurl, for the integration tests
+test pc libxml-2.0 libxml2-dev libxml2, for parsing the SVG answers in the integration tests
 test cmd curl curl curl, for the examples of README.md and docs/
 test cmd node nodejs Node.js, for the tokenizer tests' files
 test cmd npm npm npm, for the tokenizer tests' files

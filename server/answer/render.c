@@ -7,6 +7,7 @@
 #include "buf.h"
 #include "heatmap.h"
 #include "jsonnum.h"
+#include "render_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,8 @@ enum {
     TEXT_MIN,
     TEXT_MAX,
     TEXT_SCALE,
+    TEXT_POOL,
+    TEXT_POOL_SIZE,
     TEXT_COUNT
 };
 
@@ -77,10 +80,12 @@ struct picture {
     char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
     struct heatmap_options opts;
     struct heatmap_text texts[TEXT_COUNT];
+    struct render_pool pool; /* blocks, when the input is pooled */
 };
 
 static void picture_free(struct picture *p)
 {
+    render_pool_free(&p->pool);
     free(p->row_json);
     free(p->col_json);
     free_labels(p->rows, p->n);
@@ -111,7 +116,11 @@ static bool picture_make(struct picture *p, const struct request *req,
     p->col_json = p->cols ? buf_json_strings((const char *const *)p->cols, p->m,
                                              (size_t)16 << 20)
                           : NULL;
-    if (!p->mats || !p->titles || !p->row_json || !p->col_json)
+    render_pool_plan(&p->pool, o, p->n, p->m);
+    const bool pooled = p->pool.kind != HEATMAP_POOL_NONE;
+    if (!p->mats || !p->titles || !p->row_json || !p->col_json ||
+        !render_pool_make(&p->pool, (const char *const *)p->rows,
+                          (const char *const *)p->cols, NULL))
         return problem_from_draw(
             pb, DRAW_E_NOMEM,
             "out of memory for titles, labels and text chunks");
@@ -129,8 +138,8 @@ static bool picture_make(struct picture *p, const struct request *req,
             if (o->head_kind == HEAD_ONE)
                 snprintf(p->head_text, sizeof p->head_text, "%zu", head);
         }
-        p->mats[k].rows = p->n;
-        p->mats[k].cols = p->m;
+        p->mats[k].rows = p->pool.rows;
+        p->mats[k].cols = p->pool.cols;
         p->mats[k].title = p->titles[k];
     }
     const bool tile = o->color_scale == SCALE_TILE;
@@ -142,13 +151,16 @@ static bool picture_make(struct picture *p, const struct request *req,
     snprintf(p->batch_text, sizeof p->batch_text, "%zu", o->batch);
     p->opts = (struct heatmap_options){
         .colormap = o->colormap,
-        .cell = o->cell,
+        .cell = o->cell || !pooled ? o->cell : render_pool_cell(&p->pool),
         .labels = o->labels,
         .title = o->head_kind == HEAD_ALL ? p->grid_title : NULL,
-        .row_labels = (const char *const *)p->rows,
-        .col_labels = (const char *const *)p->cols,
+        .row_labels =
+            (const char *const *)(pooled ? p->pool.row_labels : p->rows),
+        .col_labels =
+            (const char *const *)(pooled ? p->pool.col_labels : p->cols),
         .max_pixels = max_pixels,
         .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
+        .note = pooled ? p->pool.note : NULL,
     };
     /* the values' texts are numbers, empty until they are known: they
      * cannot change whether the texts are accepted */
@@ -163,25 +175,38 @@ static bool picture_make(struct picture *p, const struct request *req,
         [TEXT_MIN] = {"attnd:min", p->lo_text},
         [TEXT_MAX] = {"attnd:max", p->hi_text},
         [TEXT_SCALE] = {"attnd:color_scale", tile ? "tile" : "shared"},
+        [TEXT_POOL] = {"attnd:pool", p->pool.kind_text},
+        [TEXT_POOL_SIZE] = {"attnd:pool_size", p->pool.size_text},
     };
     memcpy(p->texts, texts, sizeof texts);
     return true;
 }
 
-/* The values of sequence png.batch, and the smallest and largest shown. */
-static void picture_fill(struct picture *p, const struct request *req,
+/* The values of sequence png.batch (pooled into blocks when the picture
+ * is), and the smallest and largest shown. False when out of memory. */
+static bool picture_fill(struct picture *p, const struct request *req,
                          const struct attn_result *res)
 {
     const struct request_png *o = &req->png;
     const size_t h = res->heads, n = p->n, m = p->m, b = o->batch;
+    const size_t shown = p->pool.rows * p->pool.cols;
+    if (!render_pool_alloc(&p->pool, p->count))
+        return false;
     float lo = 0.0f, hi = 0.0f;
     for (size_t k = 0; k < p->count; k++) {
         const size_t head = o->head_kind == HEAD_ONE ? o->head : k;
-        p->mats[k].values = o->head_kind == HEAD_MEAN
-                                ? res->mean_weights + b * n * m
-                                : res->weights + (b * h + head) * n * m;
-        for (size_t e = 0; e < n * m; e++) {
-            const float v = p->mats[k].values[e];
+        const float *src = o->head_kind == HEAD_MEAN
+                               ? res->mean_weights + b * n * m
+                               : res->weights + (b * h + head) * n * m;
+        if (p->pool.values) {
+            float *dst = p->pool.values + k * shown;
+            heatmap_pool_values(src, m, NULL, NULL, n, m, NULL, p->pool.k,
+                                p->pool.kind, dst);
+            src = dst;
+        }
+        p->mats[k].values = src;
+        for (size_t e = 0; e < shown; e++) {
+            const float v = src[e];
             if ((k == 0 && e == 0) || v < lo)
                 lo = v;
             if ((k == 0 && e == 0) || v > hi)
@@ -190,6 +215,7 @@ static void picture_fill(struct picture *p, const struct request *req,
     }
     jsonnum_format(lo, 0, p->lo_text);
     jsonnum_format(hi, 0, p->hi_text);
+    return true;
 }
 
 bool render_png_measure(struct request *req, struct problem *pb)
@@ -198,11 +224,20 @@ bool render_png_measure(struct request *req, struct problem *pb)
     bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
     if (ok) {
         char err[256] = "";
-        const draw_status st =
-            heatmap_measure(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
-                            &req->png.width, &req->png.height, err, sizeof err);
+        draw_status st;
+        if (req->png.svg) {
+            st = heatmap_measure_svg(
+                p.mats, p.count, &p.opts, p.texts, TEXT_COUNT, &req->png.width,
+                &req->png.height, &req->png.svg_bytes, err, sizeof err);
+            /* attnd:min and attnd:max, empty until the values are known */
+            req->png.svg_bytes += 2 * JSONNUM_MAX;
+        } else {
+            st = heatmap_measure(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
+                                 &req->png.width, &req->png.height, err,
+                                 sizeof err);
+        }
         if (st != DRAW_OK)
-            ok = problem_from_draw(pb, st, err);
+            ok = render_refusal(pb, st, err, req->png.svg);
     }
     picture_free(&p);
     return ok;
@@ -214,12 +249,18 @@ bool render_png(const struct request *req, const struct attn_result *res,
 {
     struct picture p;
     bool ok = picture_make(&p, req, max_pixels, pb);
+    if (ok && !picture_fill(&p, req, res))
+        ok = problem_from_draw(pb, DRAW_E_NOMEM,
+                               "out of memory for the pooled weights");
     if (ok) {
-        picture_fill(&p, req, res);
         char err[256] = "";
         const draw_status st =
-            heatmap_render_png(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
-                               png, len, err, sizeof err);
+            req->png.svg
+                ? heatmap_render_svg(p.mats, p.count, &p.opts, p.texts,
+                                     TEXT_COUNT, req->png.svg_bytes,
+                                     (char **)png, len, err, sizeof err)
+                : heatmap_render_png(p.mats, p.count, &p.opts, p.texts,
+                                     TEXT_COUNT, png, len, err, sizeof err);
         if (st != DRAW_OK)
             ok = problem_from_draw(pb, st, err);
     }
@@ -230,14 +271,37 @@ bool render_png(const struct request *req, const struct attn_result *res,
 size_t render_png_bytes(const struct request *req)
 {
     const size_t matrices = req->png.head_kind == HEAD_ALL ? req->cfg.heads : 1;
-    /* the canvas (RGB) and the encoder's room for the PNG (half again);
-     * labels and text chunks are copies of the tokens */
+    /* the canvas (RGB) and the encoder's room for the PNG (half again),
+     * or the SVG's text; labels and text chunks are copies of the tokens;
+     * the pooled blocks and their labels */
     const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
+    const size_t image = req->png.svg ? render_svg_held(req->png.svg_bytes)
+                                      : pixels * 3 + pixels * 9 / 2;
     size_t tokens = 0;
     const struct request_input *ins[2] = {&req->input, &req->context};
     for (size_t k = 0; k < 2; k++)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             tokens += 8 * strlen(ins[k]->tokens.text[i]) + 64;
-    return pixels * 3 + pixels * 9 / 2 + matrices * 64 + tokens +
+    struct render_pool pool;
+    render_pool_plan(&pool, &req->png, req->cfg.n_query, req->cfg.n_keys);
+    return image + render_pool_bytes(&pool, matrices) + matrices * 64 + tokens +
            ((size_t)1 << 20);
+}
+
+size_t render_svg_held(size_t svg_bytes)
+{
+    /* the buffer doubles as it grows: the old and the new at once */
+    return svg_bytes + svg_bytes / 2 + 4096;
+}
+
+bool render_refusal(struct problem *pb, draw_status st, const char *message,
+                    bool svg)
+{
+    /* an SVG's bytes are what the format costs: point at it */
+    if (svg && st == DRAW_E_TOO_BIG && strstr(message, "SVG"))
+        return problem_set(pb, 422, "/format",
+                           "%s: ask a larger pool_size, pool=max, or "
+                           "format=png",
+                           message);
+    return problem_from_draw(pb, st, message);
 }

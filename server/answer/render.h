@@ -60,4 +60,12 @@ bool render_model_png(const struct request *req, const struct xf_result *res,
 /* At most the bytes render_model_png() holds for the measured req. */
 size_t render_model_png_bytes(const struct request *req);
 
+/* The memory an SVG of at most svg_bytes takes while it is written. */
+size_t render_svg_held(size_t svg_bytes);
+
+/* A drawing refusal as the client's problem: problem_from_draw(), but an
+ * SVG over its size cap at "/format". */
+bool render_refusal(struct problem *pb, draw_status st, const char *message,
+                    bool svg);
+
 #endif

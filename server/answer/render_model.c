@@ -14,6 +14,7 @@
 #include "jsonnum.h"
 #include "models.h"
 #include "render.h"
+#include "render_pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ enum {
     TEXT_SCALE,
     TEXT_MIN,
     TEXT_MAX,
+    TEXT_POOL,
+    TEXT_POOL_SIZE,
     TEXT_TILE_MAX, /* with a scale per tile only */
     TEXT_COUNT
 };
@@ -62,10 +65,12 @@ struct picture {
     struct heatmap_options opts;
     struct heatmap_text texts[TEXT_COUNT];
     size_t n_texts;
+    struct render_pool pool; /* blocks, when the input is pooled */
 };
 
 static void picture_free(struct picture *p)
 {
+    render_pool_free(&p->pool);
     free(p->at);
     free(p->mats);
     free(p->titles);
@@ -169,13 +174,19 @@ static bool picture_make(struct picture *p, const struct request *req,
     if (!picture_not_allowed(p, req, m))
         return problem_from_draw(pb, DRAW_E_NOMEM,
                                  "out of memory for the causal mask");
+    render_pool_plan(&p->pool, o, n, n);
+    const bool pooled = p->pool.kind != HEATMAP_POOL_NONE;
+    if (!render_pool_make(&p->pool, p->labels, p->labels, p->not_allowed))
+        return problem_from_draw(pb, DRAW_E_NOMEM,
+                                 "out of memory for the pooled blocks");
     snprintf(p->head_text, sizeof p->head_text, "all");
     snprintf(p->layer_text, sizeof p->layer_text, "all");
     if (req->model.run.layer != XF_ALL_LAYERS)
         snprintf(p->layer_text, sizeof p->layer_text, "%zu",
                  req->model.run.layer);
     for (size_t k = 0; k < p->count; k++) {
-        p->mats[k].rows = p->mats[k].cols = n;
+        p->mats[k].rows = p->pool.rows;
+        p->mats[k].cols = p->pool.cols;
         p->mats[k].title = p->titles[k];
         if (o->view == VIEW_ROLLOUT) {
             snprintf(p->titles[k], sizeof p->titles[k], "rollout");
@@ -213,15 +224,20 @@ static bool picture_make(struct picture *p, const struct request *req,
                  p->count > 1 ? "every head" : p->titles[0], scaled);
     p->opts = (struct heatmap_options){
         .colormap = o->colormap,
-        .cell = o->view == VIEW_MODEL ? model_view_cell(req, n) : o->cell,
+        .cell = o->view == VIEW_MODEL ? model_view_cell(req, p->pool.rows)
+                : o->cell || !pooled  ? o->cell
+                                      : render_pool_cell(&p->pool),
         .labels = o->labels,
         .title = p->count > 1 ? p->title : NULL,
-        .row_labels = p->labels,
-        .col_labels = p->labels,
+        .row_labels =
+            pooled ? (const char *const *)p->pool.row_labels : p->labels,
+        .col_labels =
+            pooled ? (const char *const *)p->pool.col_labels : p->labels,
         .max_pixels = max_pixels,
         .grid_cols = o->view == VIEW_MODEL ? h : 0,
         .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
-        .not_allowed = p->not_allowed,
+        .not_allowed = pooled ? p->pool.mask : p->not_allowed,
+        .note = pooled ? p->pool.note : NULL,
     };
     /* the values' texts are numbers, empty until they are known: they
      * cannot change whether the texts are accepted */
@@ -240,6 +256,8 @@ static bool picture_make(struct picture *p, const struct request *req,
         [TEXT_SCALE] = {"attnd:color_scale", tile ? "tile" : "shared"},
         [TEXT_MIN] = {"attnd:min", p->lo_text},
         [TEXT_MAX] = {"attnd:max", p->hi_text},
+        [TEXT_POOL] = {"attnd:pool", p->pool.kind_text},
+        [TEXT_POOL_SIZE] = {"attnd:pool_size", p->pool.size_text},
         [TEXT_TILE_MAX] = {"attnd:tile_max", ""},
     };
     memcpy(p->texts, texts, sizeof texts);
@@ -269,7 +287,12 @@ static bool picture_fill(struct picture *p, const struct request *req,
                          const struct xf_result *res)
 {
     const size_t n = p->n, full = res->n;
-    if (n < full) {
+    const bool pooled = p->pool.kind != HEATMAP_POOL_NONE;
+    const size_t shown = p->pool.rows * p->pool.cols;
+    if (pooled) { /* the blocks straight from the shown rows and columns */
+        if (!render_pool_alloc(&p->pool, p->count))
+            return false;
+    } else if (n < full) {
         p->cut = malloc(p->count * n * n * sizeof *p->cut);
         if (!p->cut)
             return false;
@@ -280,21 +303,30 @@ static bool picture_fill(struct picture *p, const struct request *req,
     float lo = 0.0f, hi = 0.0f;
     for (size_t k = 0; k < p->count; k++) {
         const float *src = panel_source(req, res, k);
-        float *dst = p->cut ? p->cut + k * n * n : NULL;
+        const float *values = src;
+        if (pooled) {
+            float *dst = p->pool.values + k * shown;
+            heatmap_pool_values(src, full, p->at, p->at, n, n, p->not_allowed,
+                                p->pool.k, p->pool.kind, dst);
+            values = dst;
+        } else if (p->cut) {
+            float *dst = p->cut + k * n * n;
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                    dst[i * n + j] = src[p->at[i] * full + p->at[j]];
+            values = dst;
+        }
         float top = 0.0f;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++) {
-                const float v = src[p->at[i] * full + p->at[j]];
-                if (dst)
-                    dst[i * n + j] = v;
-                if ((k == 0 && i == 0 && j == 0) || v < lo)
-                    lo = v;
-                if ((k == 0 && i == 0 && j == 0) || v > hi)
-                    hi = v;
-                if (v > top)
-                    top = v;
-            }
-        p->mats[k].values = dst ? dst : src;
+        for (size_t e = 0; e < shown; e++) {
+            const float v = values[e];
+            if ((k == 0 && e == 0) || v < lo)
+                lo = v;
+            if ((k == 0 && e == 0) || v > hi)
+                hi = v;
+            if (v > top)
+                top = v;
+        }
+        p->mats[k].values = values;
         char num[JSONNUM_MAX];
         jsonnum_format(top, 0, num);
         ok = ok && (!k || buf_append_str(&tiles, ",")) &&
@@ -316,11 +348,21 @@ bool render_model_png_measure(struct request *req, struct problem *pb)
     bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
     if (ok) {
         char err[256] = "";
-        const draw_status st =
-            heatmap_measure(p.mats, p.count, &p.opts, p.texts, p.n_texts,
-                            &req->png.width, &req->png.height, err, sizeof err);
+        draw_status st;
+        if (req->png.svg) {
+            st = heatmap_measure_svg(
+                p.mats, p.count, &p.opts, p.texts, p.n_texts, &req->png.width,
+                &req->png.height, &req->png.svg_bytes, err, sizeof err);
+            /* attnd:min, attnd:max and attnd:tile_max, empty until the
+             * values are known */
+            req->png.svg_bytes += (2 + p.count) * (JSONNUM_MAX + 1) + 2;
+        } else {
+            st = heatmap_measure(p.mats, p.count, &p.opts, p.texts, p.n_texts,
+                                 &req->png.width, &req->png.height, err,
+                                 sizeof err);
+        }
         if (st != DRAW_OK)
-            ok = problem_from_draw(pb, st, err);
+            ok = render_refusal(pb, st, err, req->png.svg);
     }
     picture_free(&p);
     return ok;
@@ -338,8 +380,12 @@ bool render_model_png(const struct request *req, const struct xf_result *res,
     if (ok) {
         char err[256] = "";
         const draw_status st =
-            heatmap_render_png(p.mats, p.count, &p.opts, p.texts, p.n_texts,
-                               png, len, err, sizeof err);
+            req->png.svg
+                ? heatmap_render_svg(p.mats, p.count, &p.opts, p.texts,
+                                     p.n_texts, req->png.svg_bytes,
+                                     (char **)png, len, err, sizeof err)
+                : heatmap_render_png(p.mats, p.count, &p.opts, p.texts,
+                                     p.n_texts, png, len, err, sizeof err);
         if (st != DRAW_OK)
             ok = problem_from_draw(pb, st, err);
     }
@@ -351,10 +397,14 @@ size_t render_model_png_bytes(const struct request *req)
 {
     const size_t panels = panel_count(req);
     const size_t n = req->model.enc.count;
-    /* the canvas (RGB), the encoder's room for the PNG (half again), the
-     * shown weights when some are left out, labels, titles and the text
-     * chunks */
+    /* the canvas (RGB) and the encoder's room for the PNG (half again), or
+     * the SVG's text; the shown weights when some are left out (or their
+     * blocks when pooled), labels, titles and the text chunks */
     const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
+    const size_t image = req->png.svg ? render_svg_held(req->png.svg_bytes)
+                                      : pixels * 3 + pixels * 9 / 2;
+    struct render_pool pool;
+    render_pool_plan(&pool, &req->png, n, n);
     const size_t cut =
         req->png.special == SPECIAL_HIDE ? panels * n * n * sizeof(float) : 0;
     // a causal model's cells no query may attend
@@ -365,6 +415,6 @@ size_t render_model_png_bytes(const struct request *req)
         tokens +=
             8 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
             64;
-    return pixels * 3 + pixels * 9 / 2 + cut + mask + panels * 128 + tokens +
-           ((size_t)1 << 20);
+    return image + cut + render_pool_bytes(&pool, panels) + mask +
+           panels * 128 + tokens + ((size_t)1 << 20);
 }

@@ -45,6 +45,8 @@ struct font_run {
     FT_UInt glyph[FONT_MAX_GLYPHS];
     FT_Pos x[FONT_MAX_GLYPHS];       /* pen position before the glyph */
     FT_Pos advance[FONT_MAX_GLYPHS]; /* pen movement after it */
+    size_t end[FONT_MAX_GLYPHS];     /* the text's bytes up to its end */
+    bool cut;                        /* the last glyph is the ellipsis */
     FT_Pos width;
 };
 
@@ -289,8 +291,10 @@ static void font_layout(struct font *f, const char *utf8, int max_width,
     FT_Pos pen = 0;
     FT_UInt prev = 0;
 
+    const unsigned char *const start = s;
     FT_Set_Transform(f->face, NULL, NULL);
     run->n = 0;
+    run->cut = false;
     /* One place stays free for the ellipsis; past the limit the text will
      * be cut anyway, so the rest is not looked at. */
     while (s < end && run->n < FONT_MAX_GLYPHS - 1 &&
@@ -310,6 +314,7 @@ static void font_layout(struct font *f, const char *utf8, int max_width,
         run->glyph[run->n] = g;
         run->x[run->n] = pen;
         run->advance[run->n] = font_advance(f, g, flags);
+        run->end[run->n] = (size_t)(s - start);
         pen += run->advance[run->n];
         run->n++;
         prev = g;
@@ -332,6 +337,8 @@ static void font_layout(struct font *f, const char *utf8, int max_width,
     run->glyph[keep] = f->ellipsis;
     run->x[keep] = at;
     run->advance[keep] = dots;
+    run->end[keep] = keep > 0 ? run->end[keep - 1] : 0;
+    run->cut = true;
     run->n = keep + 1;
     run->width = at + dots;
 }
@@ -342,6 +349,21 @@ int font_text_width(struct font *f, const char *utf8, int max_width,
     struct font_run run;
     font_layout(f, utf8, max_width, angle, &run);
     return (int)((run.width + 63) >> 6);
+}
+
+size_t font_text_cut(struct font *f, const char *utf8, int max_width,
+                     enum font_angle angle, bool *ellipsis)
+{
+    struct font_run run;
+    font_layout(f, utf8, max_width, angle, &run);
+    *ellipsis = run.cut;
+    const size_t glyphs = run.cut ? run.n - 1 : run.n;
+    return glyphs ? run.end[glyphs - 1] : 0;
+}
+
+unsigned font_px(const struct font *f)
+{
+    return f->px;
 }
 
 /* Blend a channel: out = dst + (src - dst) * a / 255, rounded. */

@@ -72,6 +72,17 @@ int font_text_width(struct font *f, const char *utf8, int max_width,
                     enum font_angle angle);
 
 /*
+ * What font_draw() shows of utf8 for max_width: its first return-value
+ * bytes, then an ellipsis (U+2026) when *ellipsis is true. Lets a writer
+ * of text that it does not rasterise (SVG) cut labels where the PNG does.
+ */
+size_t font_text_cut(struct font *f, const char *utf8, int max_width,
+                     enum font_angle angle, bool *ellipsis);
+
+/* The current size in pixels per em. */
+unsigned font_px(const struct font *f);
+
+/*
  * Draw utf8 with its baseline starting at pixel (x, y) and running at
  * angle, blending rgb over the canvas by the glyph coverage. When
  * max_width > 0 and the text is wider, it is cut after a whole character

@@ -13,6 +13,7 @@
 #include "font.h"
 #include "heatmap_draw.h"
 #include "heatmap_layout.h"
+#include "heatmap_svg.h"
 #include "pngw.h"
 
 #include <math.h>
@@ -189,8 +190,10 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
         st = errbuf_fail(err, err_len, DRAW_E_NOMEM,
                          "heatmap: out of memory for %d x %d px", l.width,
                          l.height);
-    if (st == DRAW_OK)
-        heatmap_draw_image(&canvas, &l, f, mats, n, opts, tops);
+    if (st == DRAW_OK) {
+        const struct heatmap_painter p = heatmap_canvas_painter(&canvas);
+        heatmap_draw_image(&p, &l, f, mats, n, opts, tops, true);
+    }
     font_close(f);
     free(tops);
     if (st != DRAW_OK) {
@@ -211,5 +214,85 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
     st = pngw_encode(canvas.pixels, (size_t)l.width, (size_t)l.height, 3, pt,
                      n_texts, cap, png, png_len, err, err_len);
     free(canvas.pixels);
+    return st;
+}
+
+/* ------------------------------------------------------------------ SVG */
+
+draw_status heatmap_measure_svg(const struct heatmap_matrix *mats, size_t n,
+                                const struct heatmap_options *opts,
+                                const struct heatmap_text *texts,
+                                size_t n_texts, int *width, int *height,
+                                size_t *bytes, char *err, size_t err_len)
+{
+    *bytes = 0;
+    *width = *height = 0;
+    if (err && err_len)
+        err[0] = '\0';
+    struct heatmap_layout l;
+    struct font *f;
+    const draw_status st =
+        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
+    if (st != DRAW_OK)
+        return st;
+    /* everything but the cells, counted as written; the ticks' texts at
+     * their longest; every cell a rectangle of its own */
+    struct svgw w;
+    svgw_init(&w, 0, true);
+    const float one = 1.0f;
+    heatmap_svg_write(&w, &l, f, mats, n, opts, texts, n_texts, &one, false);
+    font_close(f);
+    const size_t ticks =
+        HEATMAP_MAX_TICKS * sizeof(((struct heatmap_ticks *)0)->text[0]);
+    const size_t cells = n * l.rows * l.cols; /* under 2^40: the caps */
+    *bytes = w.len + ticks + cells * HEATMAP_SVG_RECT_MAX;
+    if (*bytes > HEATMAP_SVG_MAX_BYTES) {
+        const size_t mib = (*bytes >> 20) + 1;
+        *bytes = 0;
+        return errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                           "heatmap: the SVG of %zu cells could take up to "
+                           "%zu MiB, over the cap of %zu MiB",
+                           cells, mib, HEATMAP_SVG_MAX_BYTES >> 20);
+    }
+    *width = l.width;
+    *height = l.height;
+    return DRAW_OK;
+}
+
+draw_status heatmap_render_svg(const struct heatmap_matrix *mats, size_t n,
+                               const struct heatmap_options *opts,
+                               const struct heatmap_text *texts, size_t n_texts,
+                               size_t max_bytes, char **svg, size_t *svg_len,
+                               char *err, size_t err_len)
+{
+    *svg = NULL;
+    *svg_len = 0;
+    if (err && err_len)
+        err[0] = '\0';
+    struct heatmap_layout l;
+    struct font *f;
+    draw_status st =
+        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
+    if (st != DRAW_OK)
+        return st;
+    float *tops = malloc(n * sizeof *tops);
+    st = tops ? heatmap_scan_tops(mats, n, opts->scale, tops, err, err_len)
+              : errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                            "heatmap: out of memory for %zu scales", n);
+    if (st == DRAW_OK) {
+        struct svgw w;
+        svgw_init(&w, max_bytes, false);
+        heatmap_svg_write(&w, &l, f, mats, n, opts, texts, n_texts, tops, true);
+        const bool nomem = w.nomem;
+        *svg = svgw_take(&w, svg_len);
+        if (!*svg)
+            st = nomem ? errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                                     "heatmap: out of memory for the SVG")
+                       : errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                                     "heatmap: the SVG is over %zu bytes",
+                                     max_bytes);
+    }
+    font_close(f);
+    free(tops);
     return st;
 }

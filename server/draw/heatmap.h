@@ -55,6 +55,9 @@ struct heatmap_options {
      * every colour of the map, so that "not allowed" never reads as a
      * weight of 0; its value must still be a finite weight >= 0. */
     const unsigned char *not_allowed;
+    /* NULL, or a line drawn under the title (with labels): what the image
+     * is beyond its title, e.g. that its cells are pooled blocks */
+    const char *note;
 };
 
 #define HEATMAP_MAX_ACROSS 64
@@ -119,6 +122,104 @@ draw_status heatmap_measure(const struct heatmap_matrix *mats, size_t n,
                             const struct heatmap_options *opts,
                             const struct heatmap_text *texts, size_t n_texts,
                             int *width, int *height, char *err, size_t err_len);
+
+/*
+ * The same image as SVG 1.1 text: cells as rectangles (a run of equal
+ * cells in a row as one) at the PNG's pixel positions and in its colours
+ * (the same colour tables), hatched cells filled with a pattern of the
+ * PNG's stripes, labels, titles and ticks as <text> in DejaVu Sans at the
+ * PNG's baselines, cut where the PNG cuts them (token text XML-escaped;
+ * bytes that are not UTF-8 and control characters as U+FFFD), the
+ * colorbar as the PNG's rows; texts[] as <title> (key "Title") and as
+ * elements of <metadata>.
+ *
+ * At most max_bytes (heatmap_measure_svg()'s bound for the same
+ * arguments, or less); DRAW_E_TOO_BIG past it. On success *svg
+ * (malloc'd, NUL-terminated, free()) holds *svg_len bytes; statuses as
+ * heatmap_render_png().
+ */
+draw_status heatmap_render_svg(const struct heatmap_matrix *mats, size_t n,
+                               const struct heatmap_options *opts,
+                               const struct heatmap_text *texts, size_t n_texts,
+                               size_t max_bytes, char **svg, size_t *svg_len,
+                               char *err, size_t err_len);
+
+/* The most bytes an SVG may have: 64 MiB. */
+#define HEATMAP_SVG_MAX_BYTES ((size_t)64 << 20)
+
+/*
+ * heatmap_measure() for an SVG, and in *bytes a bound on its length,
+ * without reading a value: every cell as its own rectangle, every text as
+ * given (a caller whose texts grow once the values are known adds that
+ * growth), ticks at their longest. DRAW_E_TOO_BIG naming the bound and
+ * the cap when it is over HEATMAP_SVG_MAX_BYTES.
+ */
+draw_status heatmap_measure_svg(const struct heatmap_matrix *mats, size_t n,
+                                const struct heatmap_options *opts,
+                                const struct heatmap_text *texts,
+                                size_t n_texts, int *width, int *height,
+                                size_t *bytes, char *err, size_t err_len);
+
+/*
+ * Pooling: a long input's matrix drawn as blocks of k x k weights, each
+ * reduced to its largest (max) or its mean, so that the image stays
+ * readable and its size bounded. The caller pools (heatmap_pool_values)
+ * and draws the pooled matrices as any other.
+ */
+enum heatmap_pool {
+    HEATMAP_POOL_NONE = 0,
+    HEATMAP_POOL_MAX,
+    HEATMAP_POOL_MEAN
+};
+
+/* Automatic pooling takes a matrix of more than this many rows or
+ * columns, into blocks that leave at most HEATMAP_POOL_BLOCKS a side. */
+#define HEATMAP_POOL_AUTO_SIDE 256u
+#define HEATMAP_POOL_BLOCKS 128u
+/* A pooled image's automatic cell: its blocks keep room for labels. */
+#define HEATMAP_POOL_CELL 4u
+
+/* The block side that leaves at most HEATMAP_POOL_BLOCKS blocks on the
+ * longer side of a rows x cols matrix: ceil(max / 128), at least 1. */
+size_t heatmap_pool_size(size_t rows, size_t cols);
+
+/* Blocks of k along a side of n: ceil(n / k). */
+size_t heatmap_pool_blocks(size_t n, size_t k);
+
+/*
+ * Pool a rows x cols matrix into out: [ceil(rows/k)][ceil(cols/k)]. Cell
+ * (i, j) of the matrix is src[row_at[i] * ld + col_at[j]] (row_at or
+ * col_at NULL: i, j themselves), so that a caller's chosen rows and
+ * columns are pooled without a copy. Cells where not_allowed
+ * ([rows][cols], may be NULL) is nonzero take no part: a block's max or
+ * mean is over its allowed cells only (a mean over them all would count
+ * weights the model never had to give), and a block with none is 0 (its
+ * mask cell is set by heatmap_pool_mask). The last block of a side holds
+ * what is left (fewer than k).
+ */
+void heatmap_pool_values(const float *src, size_t ld, const size_t *row_at,
+                         const size_t *col_at, size_t rows, size_t cols,
+                         const unsigned char *not_allowed, size_t k,
+                         enum heatmap_pool kind, float *out);
+
+/* A block is not allowed when every cell of it is not: out
+ * [ceil(rows/k)][ceil(cols/k)]. */
+void heatmap_pool_mask(const unsigned char *not_allowed, size_t rows,
+                       size_t cols, size_t k, unsigned char *out);
+
+/*
+ * Labels of blocks of k of n labels (labels NULL: positions only): the
+ * first and last position of a block and its first label, "8-15 quick"
+ * ("300 end" for a block of one). On success the caller owns *out
+ * ([ceil(n/k)] strings), released with heatmap_pool_labels_free().
+ */
+draw_status heatmap_pool_labels(const char *const *labels, size_t n, size_t k,
+                                char ***out, char *err, size_t err_len);
+void heatmap_pool_labels_free(char **labels, size_t n_blocks);
+
+/* The bytes heatmap_pool_labels() allocates for n labels in blocks of k,
+ * at most. */
+size_t heatmap_pool_labels_bytes(size_t n, size_t k);
 
 /* The font used for labels (DejaVu Sans); overridable for tests. Reads the
  * file once; safe to call before any thread starts. On failure returns

@@ -285,10 +285,20 @@ static void heatmap_layout_labelled(struct heatmap_layout *l, struct font *f,
     l->title_w = 0;
     if (l->title) {
         font_set_size(f, l->title_px);
-        title_h = font_ascent(f) + font_descent(f) + HEATMAP_TITLE_GAP;
+        title_h = font_ascent(f) + font_descent(f);
         l->title_w =
             font_text_width(f, l->title, HEATMAP_TITLE_MAX_W, FONT_HORIZONTAL);
     }
+    l->note = opts->note && opts->note[0] ? opts->note : NULL;
+    if (l->note) {
+        font_set_size(f, l->px);
+        title_h += font_ascent(f) + font_descent(f);
+        l->title_w = heatmap_max(
+            l->title_w,
+            font_text_width(f, l->note, HEATMAP_TITLE_MAX_W, FONT_HORIZONTAL));
+    }
+    if (title_h)
+        title_h += HEATMAP_TITLE_GAP;
 
     /* panels: the gap between matrices holds the next panel's row labels
      * and this panel's turned labels overhanging on the right */

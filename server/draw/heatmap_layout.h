@@ -82,6 +82,7 @@ struct heatmap_layout {
     int panel_title_h; /* 0 when no panel has a title */
     const char *title; /* over the image; NULL for none */
     int title_w;
+    const char *note; /* a line under the title; NULL for none */
     int bar_x, bar_y, bar_h;
     size_t tick_fit; /* at most this many ticks fit beside the bar */
     int tick_w;      /* room for a tick's text, whatever the values */

@@ -71,8 +71,15 @@ enum request_special { SPECIAL_SHOW, SPECIAL_HIDE };
  * otherwise. */
 enum request_color_scale { SCALE_AUTO, SCALE_SHARED, SCALE_TILE };
 
+/* How an image shows a long input (heatmap.h's pooling): POOL_AUTO pools
+ * by max a matrix over HEATMAP_POOL_AUTO_SIDE rows or columns, or in
+ * blocks of pool_size when it is given; POOL_MAX and POOL_MEAN always
+ * pool (blocks of pool_size, or automatic); POOL_NONE never. */
+enum request_pool { POOL_AUTO, POOL_NONE, POOL_MAX, POOL_MEAN };
+
 struct request_png {
     bool wanted;
+    bool svg; /* the image as SVG rather than PNG */
     enum request_head_kind head_kind;
     size_t head;  /* for HEAD_ONE */
     size_t batch; /* which sequence */
@@ -82,6 +89,10 @@ struct request_png {
     enum request_view view;
     enum request_special special;
     enum request_color_scale color_scale;
+    enum request_pool pool;
+    size_t pool_size; /* tokens a block side; 0: automatic */
+    /* the most bytes the SVG can have, measured with the size */
+    size_t svg_bytes;
     /* the image's size in pixels, measured when the answer is planned
      * (answer.h), before anything is computed */
     int width, height;
@@ -210,6 +221,12 @@ bool request_is_png_param(const char *key);
  */
 bool request_parse_png(struct request *req, const struct request_param *p,
                        size_t n, bool accept_png, struct problem *pb);
+
+/* The same, when the Accept header asked for image/svg+xml (accept_svg)
+ * or image/png: format= in the URL decides over either. */
+bool request_parse_image(struct request *req, const struct request_param *p,
+                         size_t n, bool accept_png, bool accept_svg,
+                         struct problem *pb);
 
 /* The numbers a model request's answer returns (request_model.c). */
 size_t request_model_output(const struct request *req);

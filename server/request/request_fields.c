@@ -31,8 +31,8 @@ static_assert(sizeof(attn_mode) == sizeof(int) &&
 
 static const char *format_name(int i)
 {
-    static const char *const names[] = {"json", "png"};
-    return i >= 0 && i < 2 ? names[i] : NULL;
+    static const char *const names[] = {"json", "png", "svg"};
+    return i >= 0 && i < 3 ? names[i] : NULL;
 }
 
 static const char *colormap_name(int i)
@@ -52,6 +52,12 @@ static const char *special_name(int i)
 {
     static const char *const names[] = {"show", "hide"};
     return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
+static const char *pool_name(int i)
+{
+    static const char *const names[] = {"auto", "none", "max", "mean"};
+    return i >= 0 && i < 4 ? names[i] : NULL;
 }
 
 static const char *probe_name(int i)
@@ -495,6 +501,11 @@ const struct request_field request_fields[] = {
      * default per tile in a model's view=model, shared elsewhere */
     {.name = "color_scale", .pointer = "/color_scale", .kind = FIELD_PNG, .where = QUERY, .type = "string",
      .value_name = color_scale_name, .models = MODELS_ALLOWED},
+    /* a long input's image as blocks of weights (heatmap.h's pooling) */
+    {.name = "pool", .pointer = "/pool", .kind = FIELD_PNG, .where = QUERY, .type = "string",
+     .value_name = pool_name, .default_json = "\"auto\"", .models = MODELS_ALLOWED},
+    {.name = "pool_size", .pointer = "/pool_size", .kind = FIELD_PNG, .where = QUERY, .type = "integer",
+     .min = 1, .max = 32768 /* an image side */, .models = MODELS_ALLOWED},
 };
 // clang-format on
 const size_t request_field_count =

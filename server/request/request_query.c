@@ -1,8 +1,9 @@
 /*
  * request_query.c - a request from a URL: GET parameters become the JSON
  * object the body would be (by the field table), and the parameters that
- * shape a PNG answer (format, head, view, batch, colormap, cell, labels,
- * special, color_scale) are read for GET and POST alike.
+ * shape an image answer (format, head, view, batch, colormap, cell,
+ * labels, special, color_scale, pool, pool_size) are read for GET and POST
+ * alike.
  */
 #include "request_fields.h"
 #include "request_steps.h"
@@ -92,12 +93,37 @@ static bool read_png_option(struct request_png *png,
 {
     const char *k = f->name;
     if (!strcmp(k, "format")) {
-        if (!strcmp(v, "png") || !strcmp(v, "json")) {
-            png->wanted = v[0] == 'p';
+        if (!strcmp(v, "png") || !strcmp(v, "json") || !strcmp(v, "svg")) {
+            png->wanted = v[0] != 'j';
+            png->svg = v[0] == 's';
             return true;
         }
         return problem_set(pb, 422, f->pointer,
-                           "format (\"%.40s\") must be \"json\" or \"png\"", v);
+                           "format (\"%.40s\") must be \"json\", \"png\" or "
+                           "\"svg\"",
+                           v);
+    }
+    if (!strcmp(k, "pool")) {
+        static const enum request_pool pools[] = {POOL_AUTO, POOL_NONE,
+                                                  POOL_MAX, POOL_MEAN};
+        const int i = enum_index(f, v);
+        if (i < 0)
+            return problem_set(pb, 422, f->pointer,
+                               "pool (\"%.40s\") must be \"auto\", \"none\", "
+                               "\"max\" or \"mean\"",
+                               v);
+        png->pool = pools[i];
+        return true;
+    }
+    if (!strcmp(k, "pool_size")) {
+        size_t size;
+        if (!parse_index(v, &size) || size < f->min || size > f->max)
+            return problem_set(pb, 422, f->pointer,
+                               "pool_size (\"%.40s\") must be a number of "
+                               "tokens a block from %zu to %zu",
+                               v, f->min, f->max);
+        png->pool_size = size;
+        return true;
     }
     if (!strcmp(k, "head")) {
         if (!strcmp(v, "mean") || !strcmp(v, "all")) {
@@ -172,7 +198,15 @@ static bool read_png_option(struct request_png *png,
 bool request_parse_png(struct request *req, const struct request_param *p,
                        size_t n, bool accept_png, struct problem *pb)
 {
-    req->png.wanted = accept_png;
+    return request_parse_image(req, p, n, accept_png, false, pb);
+}
+
+bool request_parse_image(struct request *req, const struct request_param *p,
+                         size_t n, bool accept_png, bool accept_svg,
+                         struct problem *pb)
+{
+    req->png.wanted = accept_png || accept_svg;
+    req->png.svg = accept_svg && !accept_png;
     for (size_t i = 0; i < n; i++) {
         const struct request_field *f = request_field_find(p[i].key);
         if (!f || f->kind != FIELD_PNG)
@@ -181,5 +215,10 @@ bool request_parse_png(struct request *req, const struct request_param *p,
             return false;
         req->given |= (uint64_t)1 << request_field_index(f);
     }
+    if (req->png.pool == POOL_NONE && req->png.pool_size)
+        return problem_set(pb, 422, "/pool_size",
+                           "pool_size (%zu) is the size of a block of a "
+                           "pooled image; pool=none pools nothing",
+                           req->png.pool_size);
     return true;
 }

@@ -1779,7 +1779,8 @@ static void test_models_from_environment(void **state)
 /* ---------------------------------------------- bert-base's size */
 
 /*
- * Images of 512 wordpieces past the drawing's caps (the model view of 144
+ * Images of 512 wordpieces drawn a weight a cell (pool=none: pooled, they
+ * would fit) past the drawing's caps (the model view of 144
  * tiles of 32768 px, twelve heads of 8192 px, a rollout wider than 32768
  * px with its labels): refused with the drawing's 422 at /cell before the
  * encoder runs. Each answers in a fraction of the time the largest request
@@ -1788,9 +1789,10 @@ static void test_models_from_environment(void **state)
  */
 static void giant_views_refused(const struct server *s, double forward_seconds)
 {
-    const char *views[] = {"/attention?format=png&view=model&cell=64",
-                           "/attention?format=png&view=heads&cell=16",
-                           "/attention?format=png&view=rollout&cell=64"};
+    const char *views[] = {
+        "/attention?format=png&view=model&cell=64&pool=none",
+        "/attention?format=png&view=heads&cell=16&pool=none",
+        "/attention?format=png&view=rollout&cell=64&pool=none"};
     char *body = words_body(512, "base", NULL);
     char *layer0 = words_body(512, "base", "\"layer\":0");
     double requests = 0, flops = 0;

@@ -1,4 +1,4 @@
-// The view's downloads (the head's PNG, the grid's or model view's PNG, the rollout's, the JSON) and the link that shares it.
+// The view's downloads (the head's PNG, the grid's or model view's PNG, the rollout's, each also as SVG; the lines view as SVG; the JSON) and the link that shares it.
 //
 // A PNG is the server's, asked for only when its link is clicked: a GET
 // URL the browser follows, or for embeddings (which only a POST carries)
@@ -7,6 +7,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { pngUrl, fetchPng } from './api.js';
+import { svgLinkBeside, listenLinesDownload } from './svgdownload.js';
 
 const PNG_LINKS = { head: 'dl-head', grid: 'dl-grid', rollout: 'dl-rollout' };
 
@@ -22,6 +23,7 @@ export function showDownloads(links, text) {
     a.dataset.params = JSON.stringify(params);
     a.href = url || '#';
     a.dataset.post = String(!url);
+    svgLinkBeside(a);
   }
   const old = $('dl-json').href;
   if (old.startsWith('blob:')) URL.revokeObjectURL(old);
@@ -48,6 +50,7 @@ async function postDownload(e) {
 
 export function listenDownloads() {
   for (const id of Object.values(PNG_LINKS)) $(id).addEventListener('click', postDownload);
+  listenLinesDownload();
 }
 
 // The clipboard may be refused (no permission, no secure context): then
