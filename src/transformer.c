@@ -28,6 +28,7 @@
  * xf_plan_bytes() adds up exactly these.
  */
 #include "error.h"
+#include "attention_flow.h"
 #include "head_stats.h"
 #include "pool.h"
 #include "transformer.h"
@@ -292,6 +293,7 @@ void xf_result_free(struct xf_result *result)
     free(result->mean_weights);
     free(result->hidden_states);
     free(result->rollout);
+    free(result->flow);
     free(result->logits);
     free(result->lens);
     free(result->head_stats);
@@ -315,7 +317,8 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
         [XF_RESULT_ROLLOUT] = &r->rollout,
         [XF_RESULT_LOGITS] = &r->logits,
         [XF_RESULT_VALUE_WEIGHTED] = &r->value_weighted,
-        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum};
+        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum,
+        [XF_RESULT_FLOW] = &r->flow};
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
         if (!plan->result_count[i])
             continue;
@@ -680,11 +683,17 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
             if (s.team.pool)
                 pool_release(s.team.pool);
         }
+        if (!st && out->flow)
+            memcpy(ws[XF_WS_FLOW] + l * run->n * run->n, attn.mean_weights,
+                   run->n * run->n * sizeof(float));
         if (!st && (plan->want & XF_WANT_ROLLOUT))
             rollout_step(attn.mean_weights, run->n, l == 0, out->rollout,
                          ws[XF_WS_ROLL_A], ws[XF_WS_ROLL_B]);
         attn_result_free(&attn);
     }
+    if (!st && out->flow)
+        attention_flow(ws[XF_WS_FLOW], m->layers, run->n,
+                       ws[XF_WS_FLOW] + m->layers * run->n * run->n, out->flow);
     if (!st && out->logits) {
         if (s.team.pool)
             pool_acquire(s.team.pool);

@@ -177,8 +177,13 @@ enum xf_want {
     XF_WANT_HEAD_STATS = 1u << 6,     /* head_stats */
     XF_WANT_VALUE_WEIGHTED = 1u << 7, /* value_weighted and its sum */
     XF_WANT_INDUCTION = 1u << 8,      /* induction, on a repeated input */
-    XF_WANT_TOP_K = 1u << 9           /* top_keys: each row's strongest */
+    XF_WANT_TOP_K = 1u << 9,          /* top_keys: each row's strongest */
+    XF_WANT_FLOW = 1u << 10           /* flow: attention flow */
 };
+
+/* The most tokens attention flow is computed for: it costs a maximum
+ * flow for each pair of tokens through layers x n^2 edges. */
+#define XF_MAX_FLOW_TOKENS 64
 
 /*
  * The keys and values of every layer of a causal model for up to capacity
@@ -266,6 +271,11 @@ struct xf_run {
  *                  the second copy's queries i of A[i][i - period + 1]:
  *                  the weight on the token after the query's earlier
  *                  copy (Olsson et al. 2022's induction stripe)
+ *   flow:          [n][n] attention flow (Abnar and Zuidema 2020): the
+ *                  value of a maximum flow from output token i to input
+ *                  token j through the graph whose edges are the
+ *                  rollout's matrices (attention_flow.h); n at most
+ *                  XF_MAX_FLOW_TOKENS, not with a cache holding anything
  *   top_keys, top_weights: [Lw][heads][n][top_k] and top_count
  *                  [Lw][heads][n]: each row's strongest keys (attention.h)
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
@@ -279,7 +289,7 @@ struct xf_run {
  */
 struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
-    float *weights, *mean_weights, *hidden_states, *rollout, *logits;
+    float *weights, *mean_weights, *hidden_states, *rollout, *logits, *flow;
     float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
     double *head_stats, *key_received, *induction;
@@ -304,6 +314,7 @@ enum {
     XF_RESULT_LOGITS,
     XF_RESULT_VALUE_WEIGHTED,
     XF_RESULT_VALUE_WEIGHTED_SUM,
+    XF_RESULT_FLOW,
     XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_ARRAYS
@@ -320,6 +331,7 @@ enum {
     XF_WS_STEP,    /* a token after a cache: its q, k, v, head outputs,
                       attention output and one row of scores */
     XF_WS_LENS,    /* the logit lens's rows, normed, and their logits */
+    XF_WS_FLOW,    /* every layer's mean weights, then the flow's graph */
     XF_WS_EARLIER, /* with head measures: the tokens' earlier copies and
                       their sorting's scratch, [3][n] sizes */
     XF_WS_PARTS

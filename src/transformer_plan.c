@@ -4,6 +4,7 @@
  * core, the team, the workspace and the result, and what it all costs.
  * transformer.c runs a plan and decides nothing of this again.
  */
+#include "attention_flow.h"
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
@@ -238,15 +239,19 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "after a cache holding %zu, one token at a "
                              "time, not %zu",
                              c->len, run->n);
-        if (c->len &&
-            (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
-                          XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION |
-                          XF_WANT_TOP_K)))
+        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
+                                    XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION |
+                                    XF_WANT_TOP_K | XF_WANT_FLOW)))
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "a rollout, head measures or value-weighted "
                              "attention need whole matrices, not a token "
                              "after a cache");
     }
+    if ((run->want & XF_WANT_FLOW) && run->n > XF_MAX_FLOW_TOKENS)
+        return attn_fail(err, ATTN_E_TOO_BIG, "ids",
+                         "attention flow is computed for at most %d tokens "
+                         "(a maximum flow for each pair); the input has %zu",
+                         XF_MAX_FLOW_TOKENS, run->n);
     if ((run->want & XF_WANT_TOP_K) &&
         (run->top_k < 1 || run->top_k > ATTN_MAX_TOP_K))
         return attn_fail(err, ATTN_E_INVALID, "top_k",
@@ -409,7 +414,14 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     cfg->window = m->window;
     cfg->qk_norm = m->arch.qk_norm;
     cfg->qk_norm_eps = m->norm_eps;
-    cfg->want = ATTN_WANT_MEAN_WEIGHTS;
+    // the mean weights also keep a call that measures nothing on the
+    // full path; one that measures rows is on it already, and holds no
+    // N x N matrix unless the mean is read
+    const bool mean_read =
+        p->want & (XF_WANT_MEAN_WEIGHTS | XF_WANT_ROLLOUT | XF_WANT_FLOW);
+    cfg->want = mean_read || !(kind & (XF_KIND_MEASURES | XF_KIND_TOP_K))
+                    ? ATTN_WANT_MEAN_WEIGHTS
+                    : 0;
     if (kind & XF_KIND_OUTPUT)
         cfg->want |= ATTN_WANT_OUTPUT;
     if (kind & XF_KIND_WEIGHTS)
@@ -479,6 +491,12 @@ static bool plan_workspace(struct xf_plan *p)
         p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
     if (p->want & XF_WANT_LOGIT_LENS)
         p->ws_count[XF_WS_LENS] = head_lens_floats(m, p->run.n);
+    // the layers' means, then the graph (n is small: XF_MAX_FLOW_TOKENS)
+    if (p->want & XF_WANT_FLOW)
+        p->ws_count[XF_WS_FLOW] =
+            m->layers * p->run.n * p->run.n +
+            (attention_flow_bytes(m->layers, p->run.n) + sizeof(float) - 1) /
+                sizeof(float);
     if (p->want & XF_WANT_HEAD_STATS)
         ok = ok && size_mul(p->run.n, 3 * sizeof(size_t) / sizeof(float),
                             &p->ws_count[XF_WS_EARLIER]);
@@ -510,6 +528,8 @@ static bool plan_result(struct xf_plan *p)
              size_mul3(m->layers + 1, n, m->hidden, &counts[XF_RESULT_HIDDEN]);
     if (p->want & XF_WANT_ROLLOUT)
         ok = ok && size_mul(n, n, &counts[XF_RESULT_ROLLOUT]);
+    if (p->want & XF_WANT_FLOW)
+        ok = ok && size_mul(n, n, &counts[XF_RESULT_FLOW]);
     if (p->want & XF_WANT_LOGITS)
         counts[XF_RESULT_LOGITS] = m->vocab_size;
     if (p->want & XF_WANT_VALUE_WEIGHTED)
@@ -574,7 +594,7 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     const bool needs_all =
         run->layer == XF_ALL_LAYERS ||
         (out->want &
-         (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_LOGITS |
+         (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_FLOW | XF_WANT_LOGITS |
           XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS | XF_WANT_INDUCTION));
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
@@ -607,10 +627,9 @@ size_t xf_plan_bytes(const struct xf_plan *p)
         !size_add_to(&total, lens) ||
         !size_add_to(&total, p->stats_count * sizeof(double)) ||
         !size_add_to(&total, p->induction_count * sizeof(double)) ||
-        !size_add_to(&total,
-                     p->top_count * (p->run.top_k * (sizeof(uint32_t) +
-                                                     sizeof(float)) +
-                                     sizeof(uint32_t))) ||
+        !size_add_to(&total, p->top_count * (p->run.top_k * (sizeof(uint32_t) +
+                                                             sizeof(float)) +
+                                             sizeof(uint32_t))) ||
         !size_add_to(&total, (p->stats_count ? p->m->layers * p->m->heads *
                                                    p->run.n * sizeof(double)
                                              : 0)) ||
@@ -649,6 +668,10 @@ double xf_plan_flops(const struct xf_plan *p)
         2.0 * products * n * H * (double)m->intermediate * (double)ffn_layers;
     if (p->want & XF_WANT_ROLLOUT)
         total += 2.0 * n * n * n * (double)(m->layers - 1);
+    // the flow: a maximum flow per pair, each a few passes over the
+    // layers x n^2 edges
+    if (p->want & XF_WANT_FLOW)
+        total += 16.0 * n * n * (double)m->layers * n * n;
     if (p->want & XF_WANT_LOGITS)
         total += 2.0 * (double)m->vocab_size * H;
     // the lens: every layer's every row through the head, then a pass

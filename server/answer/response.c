@@ -264,10 +264,10 @@ static bool add_sparse(struct response_stream *s, const struct sparse_rows *sp)
                     ok = buf_append_str(t, i ? ",[" : "[");
                     for (uint32_t e = 0; ok && e < sp->count[row]; e++) {
                         const size_t at = row * sp->k + e;
-                        ok = part ? add_measure(t, sp->weights[at], precision,
-                                                e)
-                                  : buf_printf(t, "%s%u", e ? "," : "",
-                                               (unsigned)sp->keys[at]);
+                        ok = part
+                                 ? add_measure(t, sp->weights[at], precision, e)
+                                 : buf_printf(t, "%s%u", e ? "," : "",
+                                              (unsigned)sp->keys[at]);
                     }
                     ok = ok && buf_append_str(t, "]");
                 }
@@ -417,6 +417,8 @@ static bool assemble_model(struct response_stream *s)
         !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
         return false;
     if (r->rollout && !add_array(s, &mark, "rollout", r->rollout, 2, square))
+        return false;
+    if (r->flow && !add_array(s, &mark, "flow", r->flow, 2, square))
         return false;
     const struct head_measures hm = {.stats = r->head_stats,
                                      .received = r->key_received,

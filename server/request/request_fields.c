@@ -367,6 +367,7 @@ const struct request_return request_returns[] = {
     /* a model's only */
     {"hidden_states", 0, 0, XF_WANT_HIDDEN},
     {"rollout", 0, 0, XF_WANT_ROLLOUT},
+    {"flow", 0, 0, XF_WANT_FLOW},
     {"logit_lens", 0, 0, XF_WANT_LOGIT_LENS},
 };
 const size_t request_return_count =

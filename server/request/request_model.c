@@ -67,7 +67,7 @@ static bool take_return(struct request *req, const struct request_return *r,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
                            "head_stats, value_weighted, sparse_weights, "
-                           "hidden_states, rollout and logit_lens",
+                           "hidden_states, rollout, flow and logit_lens",
                            at->name, r->name);
     const struct model *m = req->model.entry->model;
     if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
@@ -350,6 +350,8 @@ size_t request_model_output(const struct request *req)
         floats += (double)(b->layers + 1) * n * (double)b->hidden;
     if (run->want & XF_WANT_ROLLOUT)
         floats += n * n;
+    if (run->want & XF_WANT_FLOW)
+        floats += n * n;
     if (run->want & XF_WANT_HEAD_STATS)
         floats += (double)b->layers * (double)b->heads * (ATTN_HEAD_STATS + n);
     if (run->want & XF_WANT_INDUCTION)
@@ -373,6 +375,15 @@ static bool plan(struct request *req, const struct model *m, struct problem *pb)
     req->model.run.threads = 1;
     req->model.run.lens_k = req->logit_lens_k;
     req->model.run.top_k = req->cfg.top_k;
+    // the flow's limit, named where the length comes from
+    if ((req->model.run.want & XF_WANT_FLOW) &&
+        req->model.run.n > XF_MAX_FLOW_TOKENS)
+        return problem_set(
+            pb, 422, req->probe ? "/probe_length" : "/sentence",
+            "attention flow (\"flow\" in return) is computed for at most %d "
+            "tokens, a maximum flow for each pair of them; the input has %zu "
+            "with %s: a shorter text, or the rollout",
+            XF_MAX_FLOW_TOKENS, req->model.run.n, added_of(m));
     if (!request_reserve(req, sizeof *req->model.plan, "model", pb))
         return false;
     req->model.plan = malloc(sizeof *req->model.plan);

@@ -1052,6 +1052,36 @@ static void test_induction_probe(void **state)
     assert_false(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
     cJSON_Delete(j);
 
+    // attention flow: the golden's, and refused past its limit, named
+    cJSON *g = load_golden("llama3");
+    const cJSON *c0 = cJSON_GetArrayItem(get(g, "cases"), 0);
+    cJSON *body = cJSON_CreateObject();
+    cJSON_AddStringToObject(body, "model", "llama3");
+    cJSON_AddStringToObject(body, "sentence", get(c0, "sentence")->valuestring);
+    cJSON_AddRawToObject(body, "return", "[\"flow\"]");
+    char *text = cJSON_PrintUnformatted(body);
+    j = post_expect(&s, text, 200);
+    const cJSON *flow = get(j, "flow"), *want = get(c0, "flow");
+    const int n = cJSON_GetArraySize(flow);
+    assert_int_equal(n * n, cJSON_GetArraySize(want));
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++)
+            assert_true(fabs(cJSON_GetArrayItem(cJSON_GetArrayItem(flow, i), k)
+                                 ->valuedouble -
+                             cJSON_GetArrayItem(want, i * n + k)->valuedouble) <
+                        2e-5);
+    cJSON_Delete(j);
+    free(text);
+    cJSON_Delete(body);
+    cJSON_Delete(g);
+    j = post_expect(&s,
+                    "{\"model\":\"llama3\",\"probe\":\"induction\","
+                    "\"probe_length\":40,\"return\":[\"flow\"]}",
+                    422);
+    assert_string_equal(get(j, "pointer")->valuestring, "/probe_length");
+    assert_non_null(strstr(get(j, "detail")->valuestring, "at most 64 tokens"));
+    cJSON_Delete(j);
+
     const struct {
         const char *body, *pointer;
     } refused[] = {

@@ -77,6 +77,31 @@ def rollout(attentions):
     return r
 
 
+def attention_flow(attentions):
+    """Abnar and Zuidema's attention flow, as their code computes it: a
+    graph with a node for each token at each of layers + 1 levels, an edge
+    from token i at level l + 1 to token j at level l of capacity the
+    rollout's Ahat_l[i][j], and flow[i][j] the value of a maximum flow from
+    output token i to input token j (NetworkX's preflow-push, another
+    algorithm than the C code's)."""
+    import networkx as nx
+    layers, n = attentions.shape[0], attentions.shape[-1]
+    g = nx.DiGraph()
+    for l, a in enumerate(attentions):
+        ahat = 0.5 * a.mean(0) + 0.5 * np.eye(n)
+        ahat = ahat / ahat.sum(-1, keepdims=True)
+        for i in range(n):
+            for j in range(n):
+                if ahat[i, j] > 0:
+                    g.add_edge((l + 1, i), (l, j), capacity=float(ahat[i, j]))
+    flow = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if (layers, i) in g and (0, j) in g:
+                flow[i, j] = nx.maximum_flow_value(g, (layers, i), (0, j))
+    return flow
+
+
 def rounded(x):
     """float64 to 8 significant digits: far below the C tests' tolerances,
     half the size of full precision."""

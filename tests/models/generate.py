@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(HERE, "..", "golden"))
 import reference as ref  # noqa: E402  (the basic tokenizer)
-from common import (TOL, CrossCheckFailed, compare, gelu, gelu_new,  # noqa: E402
+from common import (TOL, CrossCheckFailed, attention_flow, compare, gelu, gelu_new,  # noqa: E402
                     layer_norm, linear, rollout, rounded, softmax, stored, write_safetensors)
 
 try:
@@ -421,6 +421,7 @@ def build_variant(v, seed, out_dir):
         cases.append({"sentence": a, "sentence_b": b, "tokens": tokens, "ids": ids,
                       "type_ids": types, "attentions": rounded(attn),
                       "hidden_states": rounded(hidden), "rollout": rounded(roll),
+                      "flow": rounded(attention_flow(attn)),
                       "value_weighted": rounded(np.stack(extra["value_weighted"])),
                       "value_weighted_sum": rounded(np.stack(extra["value_weighted_sum"]))})
     golden = {"variant": v["name"], "description": v["about"], "dtype": v["dtype"],

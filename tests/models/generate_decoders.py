@@ -55,7 +55,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True
-from common import (TOL, CrossCheckFailed, bf16_bits_numpy, compare, gelu, gelu_new,  # noqa: E402
+from common import (TOL, CrossCheckFailed, attention_flow, bf16_bits_numpy, compare, gelu, gelu_new,  # noqa: E402
                     layer_norm, rollout, rounded, safetensors_header, softmax, stored,
                     write_safetensors)
 
@@ -1213,6 +1213,7 @@ def build_variant(v, seed, out_dir, tok, answer, report):
                       "added": [bool(m) for m in enc["special_tokens_mask"]],
                       "attentions": rounded(attn), "hidden_states": rounded(hidden),
                       "rollout": rounded(roll), "logits": rounded(logits),
+                      "flow": rounded(attention_flow(attn)),
                       "value_weighted": rounded(np.stack(extra["value_weighted"])),
                       "value_weighted_sum": rounded(np.stack(extra["value_weighted_sum"]))})
     # a greedy continuation of the first sentence that keeps clear of

@@ -269,6 +269,20 @@ static double *doubles(const cJSON *arr, size_t *n)
     return out;
 }
 
+/* A case's attention flow against the reference's, a maximum flow found
+ * by another algorithm (NetworkX's preflow-push) on the float64 weights:
+ * the weights' tolerance, since a flow is a sum of their products. */
+static void check_flow(const char *variant, size_t n_case, const cJSON *c,
+                       const struct xf_result *r)
+{
+    size_t n;
+    double *want = doubles(cJSON_GetObjectItem(c, "flow"), &n);
+    assert_int_equal(n, r->n * r->n);
+    if (!max_abs_diff_ok(r->flow, want, n, WEIGHT_TOL))
+        fail_msg("%s case %zu: the attention flow differs", variant, n_case);
+    free(want);
+}
+
 /* A case's value-weighted attention (every layer's, per head and summed
  * over heads) against the float64 reference's, which forms the sum as
  * vectors where the C code uses Gram matrices: hidden-state tolerances,
@@ -341,7 +355,8 @@ static void check_goldens(const struct model *m, const char *variant)
                              .type_ids = enc.type_ids,
                              .n = enc.count,
                              .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
-                                     XF_WANT_ROLLOUT | XF_WANT_VALUE_WEIGHTED,
+                                     XF_WANT_ROLLOUT | XF_WANT_VALUE_WEIGHTED |
+                                     XF_WANT_FLOW,
                              .layer = XF_ALL_LAYERS,
                              .threads = 2};
         struct xf_result r;
@@ -351,6 +366,7 @@ static void check_goldens(const struct model *m, const char *variant)
             fail_msg("%s: xf_forward: %s", variant, aerr.message);
         size_t n;
         check_value_weighted(variant, n_cases, c, &r);
+        check_flow(variant, n_cases, c, &r);
         double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         assert_int_equal(n, r.layers * r.heads * r.n * r.n);
         if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
@@ -556,7 +572,7 @@ static void check_decoder(const struct model *m, const char *variant)
                              .n = enc.count,
                              .want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN |
                                      XF_WANT_ROLLOUT | XF_WANT_LOGITS |
-                                     XF_WANT_VALUE_WEIGHTED,
+                                     XF_WANT_VALUE_WEIGHTED | XF_WANT_FLOW,
                              .layer = XF_ALL_LAYERS,
                              .threads = 2};
         struct xf_result r;
@@ -566,6 +582,7 @@ static void check_decoder(const struct model *m, const char *variant)
             fail_msg("%s: xf_forward: %s", variant, aerr.message);
         size_t n;
         check_value_weighted(variant, n_cases, c, &r);
+        check_flow(variant, n_cases, c, &r);
         double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         const size_t N = r.n;
         assert_int_equal(n, r.layers * r.heads * N * N);
