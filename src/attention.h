@@ -270,12 +270,16 @@ enum attn_want {
     ATTN_WANT_HEADS = 1u << 5,
     ATTN_WANT_OUTPUT = 1u << 6,
     ATTN_WANT_MEAN_WEIGHTS = 1u << 7,
-    ATTN_WANT_WEIGHTS_RAW = 1u << 8,    /* the weights before dropout */
-    ATTN_WANT_HEAD_STATS = 1u << 9,     /* head_stats and key_received */
+    ATTN_WANT_WEIGHTS_RAW = 1u << 8,     /* the weights before dropout */
+    ATTN_WANT_HEAD_STATS = 1u << 9,      /* head_stats and key_received */
     ATTN_WANT_VALUE_WEIGHTED = 1u << 10, /* value_weighted and its sum */
     ATTN_WANT_INDUCTION = 1u << 11,      /* induction, on a repeated input */
-    ATTN_WANT_TOP_K = 1u << 12           /* each row's strongest keys */
+    ATTN_WANT_TOP_K = 1u << 12,          /* each row's strongest keys */
+    ATTN_WANT_POOLED = 1u << 13          /* the weights pooled in blocks */
 };
+
+/* A row or column that no block of ATTN_WANT_POOLED takes. */
+#define ATTN_POOL_NONE UINT32_MAX
 
 /* The most keys ATTN_WANT_TOP_K keeps of a row. */
 #define ATTN_MAX_TOP_K 256
@@ -402,6 +406,13 @@ struct attn_config {
     bool earlier_given; /* earlier comes with each call of a config planned
                            before it exists: nothing is found from x */
     size_t repeat_start, repeat_period, top_k;
+    /* With ATTN_WANT_POOLED: pool_row [N] and pool_col [K] the block each
+     * query and key falls in (ATTN_POOL_NONE: none), pool_rows x
+     * pool_cols blocks, each the largest weight of its cells, or with
+     * pool_mean their mean over the cells the masks allow. */
+    const uint32_t *pool_row, *pool_col;
+    size_t pool_rows, pool_cols;
+    bool pool_mean;
     size_t max_elements;    /* cap on floats in the result and, apart,
                                on K and V and on drawn weights, which a
                                projected pass holds; 0 = no cap */
@@ -512,6 +523,10 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *   induction:       [B][h] on a repeated input, the mean over the second
  *                    copy's queries i of A[i][i - period + 1] (before
  *                    dropout): the token after the query's earlier copy
+ *   pooled:          [B][h][pool_rows][pool_cols] the weights (before
+ *                    dropout) of each block of cells: their largest, or
+ *                    their mean over the allowed ones (0 for a block with
+ *                    none), taken a few rows at a time
  *   top_keys, top_weights: [B][h][N][top_k] each row's keys of the largest
  *                    weights (before dropout) above 0, the strongest
  *                    first (the earlier key among equals), then 0s;
@@ -528,6 +543,7 @@ struct attn_result {
     float *value_weighted, *value_weighted_sum;
     uint32_t *top_keys, *top_count;
     float *top_weights;
+    float *pooled;
 };
 
 /*

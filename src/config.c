@@ -291,7 +291,7 @@ static attn_status check_options(struct attn_config *cfg,
                          "n_ctx (%zu) is too large", cfg->n_ctx);
     if (cfg->want == 0)
         cfg->want = ATTN_WANT_OUTPUT;
-    const unsigned known = (ATTN_WANT_TOP_K << 1) - 1;
+    const unsigned known = (ATTN_WANT_POOLED << 1) - 1;
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
@@ -304,6 +304,11 @@ static attn_status check_options(struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "top_k",
                          "top_k (%zu) must be 1 to %d", cfg->top_k,
                          ATTN_MAX_TOP_K);
+    if ((cfg->want & ATTN_WANT_POOLED) && (!cfg->pool_row || !cfg->pool_col ||
+                                           !cfg->pool_rows || !cfg->pool_cols))
+        return attn_fail(err, ATTN_E_INVALID, "pool",
+                         "pooled weights need each row's and column's block "
+                         "and a count of blocks");
     if ((cfg->want & ATTN_WANT_INDUCTION) &&
         (cfg->cross || !cfg->repeat_period ||
          cfg->repeat_start > cfg->n_query ||
@@ -408,7 +413,13 @@ static attn_status check_sizes(const struct attn_config *cfg,
                          "weights for %zu heads of %zu x %zu pairs are too "
                          "large",
                          h, n, m);
-    size_t top = 0;
+    size_t top = 0, pooled = 0;
+    if ((w & ATTN_WANT_POOLED) &&
+        (!size_mul3(b * h, cfg->pool_rows, cfg->pool_cols, &pooled) ||
+         pooled > SIZE_MAX / sizeof(float) / 8))
+        return attn_fail(err, ATTN_E_TOO_BIG, "pool",
+                         "%zu x %zu blocks of %zu heads are too many",
+                         cfg->pool_rows, cfg->pool_cols, h);
     if ((w & ATTN_WANT_TOP_K) &&
         (!size_mul3(b * h, n, 2 * cfg->top_k + 1, &top) ||
          top > SIZE_MAX / sizeof(float) / 8))
@@ -434,6 +445,7 @@ static attn_status check_sizes(const struct attn_config *cfg,
         {ATTN_WANT_INDUCTION, 2 * b * h},
         /* a key and a weight each, and a count a row */
         {ATTN_WANT_TOP_K, top},
+        {ATTN_WANT_POOLED, pooled},
         {ATTN_WANT_VALUE_WEIGHTED, all_heads + per_head},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)

@@ -372,6 +372,7 @@ void attn_result_free(struct attn_result *result)
     free(result->top_keys);
     free(result->top_weights);
     free(result->top_count);
+    free(result->pooled);
     free(result->value_weighted);
     free(result->value_weighted_sum);
     memset(result, 0, sizeof *result);
@@ -432,9 +433,8 @@ static void head_full(struct forward *f, const struct block *bk,
         if (raw)
             memcpy(raw + r * m, row, m * sizeof *row);
         if (f->measures.c)
-            row_measures_take(&f->measures, f->res,
-                              (unsigned)(sc - f->scratch), bk->b, a, i, row,
-                              &mv);
+            row_measures_take(&f->measures, f->res, (unsigned)(sc - f->scratch),
+                              bk->b, a, i, row, &mv);
         if (st == SOFTMAX_OK && c->dropout > 0.0f)
             dropout_row(f, bk->b, a, i, 0, row, m);
     }

@@ -230,9 +230,10 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     const size_t pool = attn_forward_needs_pool(cfg) ? pool_bytes() : 0;
     /* what is measured of the weights a row at a time */
     const struct paths paths = forward_paths(cfg);
-    const size_t stats = (cfg->want & ATTN_ROW_MEASURES)
-                             ? row_measures_bytes(cfg, forward_team(cfg, &paths))
-                             : 0;
+    const size_t stats =
+        (cfg->want & ATTN_ROW_MEASURES)
+            ? row_measures_bytes(cfg, forward_team(cfg, &paths))
+            : 0;
     const size_t valued =
         (cfg->want & ATTN_WANT_VALUE_WEIGHTED) ? value_weighted_bytes(cfg) : 0;
     size_t bytes;

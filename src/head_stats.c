@@ -210,7 +210,6 @@ void head_stats(const float *w, const struct head_view *v,
     head_sums_finish(&sums, v->n, v->positions, out);
 }
 
-
 double head_induction_stripe(const float *w, size_t n, size_t start,
                              size_t period)
 {

@@ -60,11 +60,24 @@ size_t row_measures_bytes(const struct attn_config *c, unsigned threads)
             !size_add_to(&total, bh * n * sizeof(uint32_t)))
             return SIZE_MAX;
     }
+    if (wants(c, ATTN_WANT_POOLED)) {
+        // each member's blocks, the result's, and a mean's cell counts
+        size_t blocks;
+        const size_t member = c->pool_mean ? sizeof(int64_t) : sizeof(float);
+        if (!size_mul3(bh, c->pool_rows, c->pool_cols, &blocks) ||
+            !size_mul3(threads ? threads : 1, blocks, member, &part) ||
+            !size_add_to(&total, part) ||
+            !size_add_to(&total, blocks * sizeof(float)) ||
+            (c->pool_mean && !size_add_to(&total, blocks * sizeof(size_t))))
+            return SIZE_MAX;
+    }
     return total;
 }
 
 void row_measures_free(struct row_measures *rm)
 {
+    free(rm->block_max);
+    free(rm->block_sum);
     free(rm->parts);
     free(rm->key_sums);
     free(rm->own);
@@ -98,6 +111,15 @@ attn_status row_measures_init(struct row_measures *rm,
              (res->top_weights =
                   calloc(bh * n * c->top_k, sizeof *res->top_weights)) &&
              (res->top_count = calloc(bh * n, sizeof *res->top_count));
+    if (ok && wants(c, ATTN_WANT_POOLED)) {
+        const size_t blocks = bh * c->pool_rows * c->pool_cols;
+        ok = (res->pooled = malloc(blocks * sizeof *res->pooled)) &&
+             (c->pool_mean
+                  ? (rm->block_sum = calloc(rm->threads * blocks,
+                                            sizeof *rm->block_sum)) != NULL
+                  : (rm->block_max = calloc(rm->threads * blocks,
+                                            sizeof *rm->block_max)) != NULL);
+    }
     if (ok && finds_earlier(c)) {
         // which earlier token each one repeats: the same bits of x
         ok = (rm->own = malloc((c->batch + 2) * n * sizeof *rm->own));
@@ -211,6 +233,24 @@ void row_measures_take(struct row_measures *rm, struct attn_result *res,
         if (wants(c, ATTN_WANT_INDUCTION) && i >= s + p && i < s + 2 * p)
             part[STRIPE] = row[i - p + 1];
     }
+    const uint32_t block_row = c->pool_row ? c->pool_row[i] : ATTN_POOL_NONE;
+    if (wants(c, ATTN_WANT_POOLED) && block_row != ATTN_POOL_NONE) {
+        // the row's cells into its blocks: the largest, or the sum
+        const size_t at =
+            (((size_t)member * c->batch * c->heads + head) * c->pool_rows +
+             block_row) *
+            c->pool_cols;
+        for (size_t j = 0; j < m; j++) {
+            const uint32_t col = c->pool_col[j];
+            if (col == ATTN_POOL_NONE || !(row[j] > 0))
+                continue;
+            if (rm->block_sum)
+                rm->block_sum[at + col] +=
+                    (int64_t)llrint((double)row[j] * KEY_UNIT);
+            else if (row[j] > rm->block_max[at + col])
+                rm->block_max[at + col] = row[j];
+        }
+    }
     if (wants(c, ATTN_WANT_TOP_K)) {
         const size_t at = head * n + i;
         res->top_count[at] =
@@ -239,8 +279,74 @@ static size_t key_seen(const struct attn_config *c, const struct mask_view *mv,
     return seen;
 }
 
+/* How many cells of each block the masks of head mv allow: counts
+ * [pool_rows][pool_cols], zeroed here. */
+static void block_cells(const struct attn_config *c, const struct mask_view *mv,
+                        size_t *counts)
+{
+    memset(counts, 0, c->pool_rows * c->pool_cols * sizeof *counts);
+    for (size_t i = 0; i < c->n_query; i++) {
+        const uint32_t r = c->pool_row[i];
+        if (r == ATTN_POOL_NONE)
+            continue;
+        size_t *row = counts + (size_t)r * c->pool_cols;
+        for (size_t j = 0; j < c->n_keys; j++)
+            if (c->pool_col[j] != ATTN_POOL_NONE && mask_key_visible(mv, i, j))
+                row[c->pool_col[j]]++;
+    }
+}
+
+/* Every head's blocks: the members' largest, or their sums over the
+ * allowed cells' counts. */
+static void finish_pooled(struct row_measures *rm, struct attn_result *res)
+{
+    const struct attn_config *c = rm->c;
+    const size_t bh = c->batch * c->heads;
+    const size_t blocks = c->pool_rows * c->pool_cols;
+    size_t *counts = NULL;
+    if (c->pool_mean) {
+        counts = malloc(blocks * sizeof *counts);
+        if (!counts) { /* counted in row_measures_bytes(): cannot fail */
+            memset(res->pooled, 0, bh * blocks * sizeof *res->pooled);
+            return;
+        }
+    }
+    bool counted = false;
+    for (size_t head = 0; head < bh; head++) {
+        const struct mask_view seq = mask_view_of(c, head / c->heads);
+        const struct mask_view mv = mask_view_head(&seq, head % c->heads);
+        // the same for every head when no mask array tells them apart
+        if (counts && (!counted || mask_has_arrays(&mv))) {
+            block_cells(c, &mv, counts);
+            counted = true;
+        }
+        float *out = res->pooled + head * blocks;
+        for (size_t e = 0; e < blocks; e++) {
+            if (counts) {
+                int64_t sum = 0;
+                for (unsigned t = 0; t < rm->threads; t++)
+                    sum += rm->block_sum[(t * bh + head) * blocks + e];
+                out[e] =
+                    counts[e]
+                        ? (float)((double)sum / KEY_UNIT / (double)counts[e])
+                        : 0.0f;
+            } else {
+                float top = 0;
+                for (unsigned t = 0; t < rm->threads; t++) {
+                    const float v = rm->block_max[(t * bh + head) * blocks + e];
+                    top = v > top ? v : top;
+                }
+                out[e] = top;
+            }
+        }
+    }
+    free(counts);
+}
+
 void row_measures_finish(struct row_measures *rm, struct attn_result *res)
 {
+    if (wants(rm->c, ATTN_WANT_POOLED))
+        finish_pooled(rm, res);
     const struct attn_config *c = rm->c;
     const size_t n = c->n_query, m = c->n_keys, bh = c->batch * c->heads;
     for (size_t head = 0; head < bh && rm->parts; head++) {

@@ -20,19 +20,24 @@
 
 /* The want bits measured row by row. */
 #define ATTN_ROW_MEASURES                                                      \
-    (ATTN_WANT_HEAD_STATS | ATTN_WANT_INDUCTION | ATTN_WANT_TOP_K)
+    (ATTN_WANT_HEAD_STATS | ATTN_WANT_INDUCTION | ATTN_WANT_TOP_K |            \
+     ATTN_WANT_POOLED)
 
 struct row_measures {
     const struct attn_config *c;
-    double *parts;             /* [B][h][N][ATTN_HEAD_STATS + 1]: each row's
-                                  part of every measure, then of the
-                                  induction stripe */
-    int64_t *key_sums;   /* [threads][B][h][K] what each key receives,
-                            in units of 2^-40: integers, whose sum is the
-                            same in any order */
+    double *parts;     /* [B][h][N][ATTN_HEAD_STATS + 1]: each row's
+                          part of every measure, then of the
+                          induction stripe */
+    int64_t *key_sums; /* [threads][B][h][K] what each key receives,
+                          in units of 2^-40: integers, whose sum is the
+                          same in any order */
     unsigned threads;
-    const size_t *earlier;   /* [B][N] each token's earlier copy */
-    size_t *own;             /* the earlier copies when found here */
+    /* [threads][B][h][pool_rows][pool_cols] each member's blocks: the
+     * largest weight, or the sum in units of 2^-40 */
+    float *block_max;
+    int64_t *block_sum;
+    const size_t *earlier; /* [B][N] each token's earlier copy */
+    size_t *own;           /* the earlier copies when found here */
 };
 
 /* Bytes row_measures_init() and row_measures_finish() allocate (the

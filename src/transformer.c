@@ -294,6 +294,7 @@ void xf_result_free(struct xf_result *result)
     free(result->hidden_states);
     free(result->rollout);
     free(result->flow);
+    free(result->pooled);
     free(result->logits);
     free(result->lens);
     free(result->head_stats);
@@ -318,7 +319,8 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
         [XF_RESULT_LOGITS] = &r->logits,
         [XF_RESULT_VALUE_WEIGHTED] = &r->value_weighted,
         [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum,
-        [XF_RESULT_FLOW] = &r->flow};
+        [XF_RESULT_FLOW] = &r->flow,
+        [XF_RESULT_POOLED] = &r->pooled};
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
         if (!plan->result_count[i])
             continue;
@@ -497,6 +499,11 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     }
     if (s->out->induction)
         memcpy(s->out->induction + l * h, attn->induction, h * sizeof(double));
+    if (s->out->pooled && xf_returns_layer(plan, l)) {
+        const size_t blocks = plan->run.pool_rows * plan->run.pool_cols;
+        memcpy(s->out->pooled + at * h * blocks, attn->pooled,
+               h * blocks * sizeof(float));
+    }
     if (s->out->top_keys && xf_returns_layer(plan, l)) {
         const size_t k = plan->run.top_k;
         memcpy(s->out->top_keys + at * h * n * k, attn->top_keys,

@@ -178,7 +178,8 @@ enum xf_want {
     XF_WANT_VALUE_WEIGHTED = 1u << 7, /* value_weighted and its sum */
     XF_WANT_INDUCTION = 1u << 8,      /* induction, on a repeated input */
     XF_WANT_TOP_K = 1u << 9,          /* top_keys: each row's strongest */
-    XF_WANT_FLOW = 1u << 10           /* flow: attention flow */
+    XF_WANT_FLOW = 1u << 10,          /* flow: attention flow */
+    XF_WANT_POOLED = 1u << 11         /* pooled: weights in blocks */
 };
 
 /* The most tokens attention flow is computed for: it costs a maximum
@@ -240,6 +241,12 @@ struct xf_run {
      * repeat_period tokens, then the same again (tok_encode_repeated()) */
     size_t repeat_start, repeat_period;
     size_t top_k; /* with XF_WANT_TOP_K: keys kept a row (attention.h) */
+    /* with XF_WANT_POOLED: each position's block as a query (pool_row
+     * [n]) and as a key (pool_col [n]), and the blocks' count and
+     * reduction (attention.h) */
+    const uint32_t *pool_row, *pool_col;
+    size_t pool_rows, pool_cols;
+    bool pool_mean;
 };
 
 /*
@@ -276,6 +283,8 @@ struct xf_run {
  *                  token j through the graph whose edges are the
  *                  rollout's matrices (attention_flow.h); n at most
  *                  XF_MAX_FLOW_TOKENS, not with a cache holding anything
+ *   pooled:        [Lw][heads][pool_rows][pool_cols] each head's weights
+ *                  in blocks (attention.h), no head's N x N held
  *   top_keys, top_weights: [Lw][heads][n][top_k] and top_count
  *                  [Lw][heads][n]: each row's strongest keys (attention.h)
  *   lens:          [layers][n][lens_k] the logit lens (nostalgebraist,
@@ -290,6 +299,7 @@ struct xf_run {
 struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
     float *weights, *mean_weights, *hidden_states, *rollout, *logits, *flow;
+    float *pooled;
     float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
     double *head_stats, *key_received, *induction;
@@ -302,7 +312,7 @@ struct xf_result {
 /* The kinds of attention call a pass makes: with or without the output,
  * the weights, the value-weighted norms, the measures of every layer,
  * the top keys of a returned one (transformer_units.h's XF_KIND_*). */
-enum { XF_ATTN_KINDS = 32 };
+enum { XF_ATTN_KINDS = 64 };
 
 /* The result's float arrays, in plan.result_count, then the lens's
  * entries (two floats' bytes each). */
@@ -315,6 +325,7 @@ enum {
     XF_RESULT_VALUE_WEIGHTED,
     XF_RESULT_VALUE_WEIGHTED_SUM,
     XF_RESULT_FLOW,
+    XF_RESULT_POOLED,
     XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_ARRAYS

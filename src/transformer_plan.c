@@ -239,13 +239,28 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              "after a cache holding %zu, one token at a "
                              "time, not %zu",
                              c->len, run->n);
-        if (c->len && (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
-                                    XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION |
-                                    XF_WANT_TOP_K | XF_WANT_FLOW)))
+        if (c->len &&
+            (run->want & (XF_WANT_ROLLOUT | XF_WANT_HEAD_STATS |
+                          XF_WANT_VALUE_WEIGHTED | XF_WANT_INDUCTION |
+                          XF_WANT_TOP_K | XF_WANT_FLOW | XF_WANT_POOLED)))
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "a rollout, head measures or value-weighted "
                              "attention need whole matrices, not a token "
                              "after a cache");
+    }
+    if (run->want & XF_WANT_POOLED) {
+        bool ok =
+            run->pool_row && run->pool_col && run->pool_rows && run->pool_cols;
+        for (size_t i = 0; ok && i < run->n; i++)
+            ok = (run->pool_row[i] == ATTN_POOL_NONE ||
+                  run->pool_row[i] < run->pool_rows) &&
+                 (run->pool_col[i] == ATTN_POOL_NONE ||
+                  run->pool_col[i] < run->pool_cols);
+        if (!ok)
+            return attn_fail(err, ATTN_E_INVALID, "pool",
+                             "pooled weights need each position's block, "
+                             "below %zu x %zu blocks",
+                             run->pool_rows, run->pool_cols);
     }
     if ((run->want & XF_WANT_FLOW) && run->n > XF_MAX_FLOW_TOKENS)
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
@@ -359,6 +374,8 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
         kind |= XF_KIND_MEASURES;
     if ((p->want & XF_WANT_TOP_K) && xf_returns_layer(p, l))
         kind |= XF_KIND_TOP_K;
+    if ((p->want & XF_WANT_POOLED) && xf_returns_layer(p, l))
+        kind |= XF_KIND_POOLED;
     if ((p->want & XF_WANT_VALUE_WEIGHTED) && xf_returns_layer(p, l))
         kind |= XF_KIND_VALUE;
     return kind;
@@ -419,9 +436,11 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     // N x N matrix unless the mean is read
     const bool mean_read =
         p->want & (XF_WANT_MEAN_WEIGHTS | XF_WANT_ROLLOUT | XF_WANT_FLOW);
-    cfg->want = mean_read || !(kind & (XF_KIND_MEASURES | XF_KIND_TOP_K))
-                    ? ATTN_WANT_MEAN_WEIGHTS
-                    : 0;
+    cfg->want =
+        mean_read ||
+                !(kind & (XF_KIND_MEASURES | XF_KIND_TOP_K | XF_KIND_POOLED))
+            ? ATTN_WANT_MEAN_WEIGHTS
+            : 0;
     if (kind & XF_KIND_OUTPUT)
         cfg->want |= ATTN_WANT_OUTPUT;
     if (kind & XF_KIND_WEIGHTS)
@@ -440,6 +459,14 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     if (kind & XF_KIND_TOP_K) {
         cfg->want |= ATTN_WANT_TOP_K;
         cfg->top_k = p->run.top_k;
+    }
+    if (kind & XF_KIND_POOLED) {
+        cfg->want |= ATTN_WANT_POOLED;
+        cfg->pool_row = p->run.pool_row;
+        cfg->pool_col = p->run.pool_col;
+        cfg->pool_rows = p->run.pool_rows;
+        cfg->pool_cols = p->run.pool_cols;
+        cfg->pool_mean = p->run.pool_mean;
     }
     cfg->threads = p->run.threads;
     // the layer's own projections, checked once by the model's loader
@@ -530,6 +557,9 @@ static bool plan_result(struct xf_plan *p)
         ok = ok && size_mul(n, n, &counts[XF_RESULT_ROLLOUT]);
     if (p->want & XF_WANT_FLOW)
         ok = ok && size_mul(n, n, &counts[XF_RESULT_FLOW]);
+    if (p->want & XF_WANT_POOLED)
+        ok = ok && size_mul3(lw * m->heads, p->run.pool_rows, p->run.pool_cols,
+                             &counts[XF_RESULT_POOLED]);
     if (p->want & XF_WANT_LOGITS)
         counts[XF_RESULT_LOGITS] = m->vocab_size;
     if (p->want & XF_WANT_VALUE_WEIGHTED)

@@ -60,9 +60,10 @@ size_t xf_widest_phase(const struct xf_plan *p);
 enum {
     XF_KIND_OUTPUT = 1u << 0,
     XF_KIND_WEIGHTS = 1u << 1,
-    XF_KIND_VALUE = 1u << 2,   /* the value-weighted norms */
+    XF_KIND_VALUE = 1u << 2,    /* the value-weighted norms */
     XF_KIND_MEASURES = 1u << 3, /* head_stats, induction */
-    XF_KIND_TOP_K = 1u << 4     /* each row's strongest keys */
+    XF_KIND_TOP_K = 1u << 4,    /* each row's strongest keys */
+    XF_KIND_POOLED = 1u << 5    /* the weights in blocks */
 };
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l);
 

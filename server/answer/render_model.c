@@ -280,6 +280,14 @@ static const float *panel_source(const struct request *req,
     return res->weights + head * n * n;
 }
 
+/* Panel k's blocks in a pass that pooled the heads: [Lw][heads] of them. */
+static size_t pooled_panel(const struct request *req, size_t k)
+{
+    return req->png.view == VIEW_HEADS && req->png.head_kind == HEAD_ONE
+               ? req->png.head
+               : k;
+}
+
 /* Each panel's values (the shown rows and columns only, not renormalised),
  * and the texts that tell them: the smallest and largest weight shown,
  * and each tile's largest with a scale per tile. */
@@ -302,12 +310,17 @@ static bool picture_fill(struct picture *p, const struct request *req,
     bool ok = buf_append_str(&tiles, "[");
     float lo = 0.0f, hi = 0.0f;
     for (size_t k = 0; k < p->count; k++) {
-        const float *src = panel_source(req, res, k);
+        const float *src = res->pooled ? NULL : panel_source(req, res, k);
         const float *values = src;
         if (pooled) {
             float *dst = p->pool.values + k * shown;
-            heatmap_pool_values(src, full, p->at, p->at, n, n, p->not_allowed,
-                                p->pool.k, p->pool.kind, dst);
+            if (res->pooled) /* taken by the pass, in the same blocks */
+                memcpy(dst, res->pooled + pooled_panel(req, k) * shown,
+                       shown * sizeof *dst);
+            else
+                heatmap_pool_values(src, full, p->at, p->at, n, n,
+                                    p->not_allowed, p->pool.k, p->pool.kind,
+                                    dst);
             values = dst;
         } else if (p->cut) {
             float *dst = p->cut + k * n * n;

@@ -20,28 +20,7 @@ void render_pool_plan(struct render_pool *rp, const struct request_png *o,
     memset(rp, 0, sizeof *rp);
     rp->n = n;
     rp->m = m;
-    const size_t side = n > m ? n : m;
-    size_t k = 1;
-    enum heatmap_pool kind = HEATMAP_POOL_MAX;
-    switch (o->pool) {
-    case POOL_NONE: break;
-    case POOL_AUTO:
-        if (o->pool_size)
-            k = o->pool_size;
-        else if (side > HEATMAP_POOL_AUTO_SIDE)
-            k = heatmap_pool_size(n, m);
-        break;
-    case POOL_MAX:
-    case POOL_MEAN:
-        kind = o->pool == POOL_MEAN ? HEATMAP_POOL_MEAN : HEATMAP_POOL_MAX;
-        k = o->pool_size ? o->pool_size : heatmap_pool_size(n, m);
-        break;
-    }
-    /* a block as long as the input is the whole input: one block */
-    if (k > side)
-        k = side;
-    rp->k = k ? k : 1;
-    rp->kind = rp->k > 1 ? kind : HEATMAP_POOL_NONE;
+    request_pool_block(o, n, m, &rp->k, &rp->kind);
     rp->rows = heatmap_pool_blocks(n, rp->k);
     rp->cols = heatmap_pool_blocks(m, rp->k);
     snprintf(rp->kind_text, sizeof rp->kind_text, "%s",

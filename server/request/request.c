@@ -48,6 +48,7 @@ void request_free(struct request *req)
     input_free(&req->value);
     tok_encoding_free(&req->model.enc);
     free(req->model.plan);
+    free(req->model.pool_at);
     if (req->params_lease.n_held || req->params_lease.n_own)
         drawn_lease_end(&req->params_lease); /* the drawn parameters */
     else

@@ -99,6 +99,13 @@ struct request_png {
 };
 
 /* A request on a loaded model (request_model.c), of kind REQUEST_MODEL. */
+/* The block side (1: not pooled) and the reduction an image of an n x m
+ * matrix takes: the one statement of when and how pooling happens, read
+ * by the image (render_pool.c) and by a model's pass that pools as it
+ * goes (request_model.c). */
+void request_pool_block(const struct request_png *o, size_t n, size_t m,
+                        size_t *k, enum heatmap_pool *kind);
+
 struct request_model {
     struct models_entry *entry; /* borrowed from the server */
     struct tok_encoding enc;    /* owned: the model's tokens */
@@ -108,6 +115,10 @@ struct request_model {
                                    computed (kept apart so that a request
                                    on random weights does not carry it) */
     bool pair;                  /* sentence_b was given */
+    uint32_t *pool_at;          /* owned: [2][enc.count] each position's
+                                   block as a query and as a key, when a
+                                   pooled image's blocks are taken by the
+                                   pass (run.pool_row, run.pool_col) */
 };
 
 /* Extra arrays a client can ask for beyond the core's own. */

@@ -280,6 +280,42 @@ static bool encode(struct request *req, const cJSON *root,
     return true;
 }
 
+/* A pooled image of heads takes its blocks from the pass, a few rows at a
+ * time, so that no head's N x N weights are held however long the input:
+ * each shown position's block (request_pool_block(), as the image lays
+ * them out), the hidden ones in none. Nothing to do when the image is
+ * not pooled. */
+static bool pool_in_pass(struct request *req, struct problem *pb)
+{
+    const struct tok_encoding *enc = &req->model.enc;
+    const bool hide = req->png.special == SPECIAL_HIDE;
+    size_t shown = 0;
+    for (size_t i = 0; i < enc->count; i++)
+        shown += !hide || !enc->added[i];
+    size_t k;
+    enum heatmap_pool kind;
+    request_pool_block(&req->png, shown, shown, &k, &kind);
+    if (!shown || kind == HEATMAP_POOL_NONE)
+        return true; /* nothing shown: the image refuses it, naming why */
+    const size_t n = enc->count;
+    if (!request_reserve(req, 2 * n * sizeof *req->model.pool_at, "pool", pb))
+        return false;
+    uint32_t *at = malloc(2 * n * sizeof *at);
+    if (!at)
+        return problem_set(pb, 503, "/pool", "out of memory");
+    req->model.pool_at = at;
+    for (size_t i = 0, s = 0; i < n; i++)
+        at[i] = at[n + i] =
+            hide && enc->added[i] ? ATTN_POOL_NONE : (uint32_t)(s++ / k);
+    struct xf_run *run = &req->model.run;
+    run->pool_row = at;
+    run->pool_col = at + n;
+    run->pool_rows = run->pool_cols = heatmap_pool_blocks(shown, k);
+    run->pool_mean = kind == HEATMAP_POOL_MEAN;
+    run->want = XF_WANT_POOLED;
+    return true;
+}
+
 /* What the image shows decides what is computed. */
 static bool resolve_png(struct request *req, const struct model *m,
                         struct problem *pb)
@@ -316,7 +352,7 @@ static bool resolve_png(struct request *req, const struct model *m,
                                HEATMAP_MAX_ACROSS, HEATMAP_MAX_TILES, m->name,
                                m->xf.layers, m->xf.heads);
         run->want = XF_WANT_WEIGHTS;
-        return true;
+        return pool_in_pass(req, pb);
     }
     if (run->layer == XF_ALL_LAYERS)
         return problem_set(pb, 422, layer->pointer,
@@ -328,9 +364,12 @@ static bool resolve_png(struct request *req, const struct model *m,
                            "head (%zu) is out of range; the model \"%s\" has "
                            "%zu heads (0 to %zu)",
                            png->head, m->name, m->xf.heads, m->xf.heads - 1);
-    run->want =
-        png->head_kind == HEAD_MEAN ? XF_WANT_MEAN_WEIGHTS : XF_WANT_WEIGHTS;
-    return true;
+    if (png->head_kind == HEAD_MEAN) {
+        run->want = XF_WANT_MEAN_WEIGHTS;
+        return true;
+    }
+    run->want = XF_WANT_WEIGHTS;
+    return pool_in_pass(req, pb);
 }
 
 size_t request_model_output(const struct request *req)
@@ -352,6 +391,9 @@ size_t request_model_output(const struct request *req)
         floats += n * n;
     if (run->want & XF_WANT_FLOW)
         floats += n * n;
+    if (run->want & XF_WANT_POOLED)
+        floats += lw * (double)b->heads * (double)run->pool_rows *
+                  (double)run->pool_cols;
     if (run->want & XF_WANT_HEAD_STATS)
         floats += (double)b->layers * (double)b->heads * (ATTN_HEAD_STATS + n);
     if (run->want & XF_WANT_INDUCTION)

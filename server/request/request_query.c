@@ -222,3 +222,30 @@ bool request_parse_image(struct request *req, const struct request_param *p,
                            req->png.pool_size);
     return true;
 }
+
+void request_pool_block(const struct request_png *o, size_t n, size_t m,
+                        size_t *k_out, enum heatmap_pool *kind_out)
+{
+    const size_t side = n > m ? n : m;
+    size_t k = 1;
+    enum heatmap_pool kind = HEATMAP_POOL_MAX;
+    switch (o->pool) {
+    case POOL_NONE: break;
+    case POOL_AUTO:
+        if (o->pool_size)
+            k = o->pool_size;
+        else if (side > HEATMAP_POOL_AUTO_SIDE)
+            k = heatmap_pool_size(n, m);
+        break;
+    case POOL_MAX:
+    case POOL_MEAN:
+        kind = o->pool == POOL_MEAN ? HEATMAP_POOL_MEAN : HEATMAP_POOL_MAX;
+        k = o->pool_size ? o->pool_size : heatmap_pool_size(n, m);
+        break;
+    }
+    /* a block as long as the input is the whole input: one block */
+    if (k > side)
+        k = side;
+    *k_out = k ? k : 1;
+    *kind_out = *k_out > 1 ? kind : HEATMAP_POOL_NONE;
+}

@@ -252,18 +252,27 @@ static void test_longest_input_peak_rss(void **state)
     /* "cat cat ...": a BOS, "c" "at", then " cat" a word: 4096 in all */
     char *body = cats_json(4094, "\"model\":\"llama\"");
     char *layer = cats_json(4094, "\"model\":\"llama\",\"layer\":0");
+    char *stats = cats_json(4094, "\"model\":\"llama\",\"return\":"
+                                  "[\"head_stats\",\"sparse_weights\"]");
     const struct {
         const char *path;
         const char *body;
         const char *type;
     } asks[] = {
         {"/attention?format=png&view=model", body, "image/png"},
-        {"/attention?format=png&view=rollout&pool=mean", body, "image/png"},
         {"/attention?format=png&view=heads&head=all", layer, "image/png"},
         {"/attention?format=svg&view=model&pool_size=64", body,
          "image/svg+xml"},
         {"/attention?format=svg&view=heads&head=0", layer, "image/svg+xml"},
+        /* the measures and each row's top keys, as JSON */
+        {"/attention", stats, "application/json"},
+        /* the rollout is one dense N x N product, held whole: last */
+        {"/attention?format=png&view=rollout&pool=mean", body, "image/png"},
     };
+    /* the heads' images, the measures and the top keys are taken from
+     * the pass a few rows at a time: far below one layer's heads of 4096
+     * x 4096 weights (256 MiB) */
+    const size_t heads_views = 5;
     for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
         struct reply r;
         const double t0 = clock_seconds();
@@ -282,6 +291,13 @@ static void test_longest_input_peak_rss(void **state)
                           clock_seconds() - t0,
                           status_bytes(srv.pid, "VmHWM:") >> 20);
             decoded_png_free(&img);
+        } else if (!strcmp(asks[i].type, "application/json")) {
+            assert_non_null(strstr(r.body, "\"head_stats\""));
+            assert_non_null(strstr(r.body, "\"sparse_weights\""));
+            print_message("%s head_stats, sparse_weights: %zu bytes, %.2f s, "
+                          "peak RSS %zu MiB\n",
+                          asks[i].path, r.len, clock_seconds() - t0,
+                          status_bytes(srv.pid, "VmHWM:") >> 20);
         } else {
             assert_non_null(strstr(r.body, "<chunk key=\"attnd:pool\">"));
             print_message("%s: %zu bytes, %.2f s, peak RSS %zu MiB\n",
@@ -289,6 +305,13 @@ static void test_longest_input_peak_rss(void **state)
                           status_bytes(srv.pid, "VmHWM:") >> 20);
         }
         reply_free(&r);
+        if (i + 1 == heads_views && !UNDER_ASAN) {
+            const size_t grown = status_bytes(srv.pid, "VmHWM:") - before;
+            print_message("pooled images, measures and top keys at 4096 "
+                          "tokens: peak RSS grew by %zu MiB\n",
+                          grown >> 20);
+            assert_true(grown < ((size_t)64 << 20));
+        }
     }
     const size_t peak = status_bytes(srv.pid, "VmHWM:");
     print_message("4096 tokens of llama3, pooled images: peak RSS %zu MiB "
@@ -307,6 +330,7 @@ static void test_longest_input_peak_rss(void **state)
     assert_true(reserved == 0);
     free(body);
     free(layer);
+    free(stats);
 }
 
 int main(void)

@@ -799,8 +799,8 @@ static void test_config_errors(void **state)
                                       .d_v = 1},
                  ATTN_E_TOO_BIG, "d_k", NULL);
     expect_error(
-        (struct attn_config){.n_query = 2, .d_model = 8, .want = 1u << 13},
-        ATTN_E_INVALID, "want", "want (0x2000) has unknown bits");
+        (struct attn_config){.n_query = 2, .d_model = 8, .want = 1u << 14},
+        ATTN_E_INVALID, "want", "want (0x4000) has unknown bits");
     expect_error((struct attn_config){.n_query = 100,
                                       .d_model = 8,
                                       .heads = 2,

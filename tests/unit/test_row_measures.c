@@ -118,6 +118,70 @@ static void test_rows_equal_whole(void **state)
     free(x);
 }
 
+/* Pooled blocks against the whole weights: a block's largest weight, or
+ * its mean over the cells the masks allow, over rows and columns mapped
+ * to blocks (some to none); the same bits on 1 thread and 3. */
+static void test_pooled(void **state)
+{
+    (void)state;
+    float *x = input();
+    enum { K = 7, R = (N - 10 + K - 1) / K };
+    uint32_t rows[N], cols[N];
+    // the first 10 positions drawn nowhere, the rest in blocks of K
+    for (size_t i = 0; i < N; i++)
+        rows[i] = cols[i] = i < 10 ? ATTN_POOL_NONE : (uint32_t)((i - 10) / K);
+    for (int mean = 0; mean < 2; mean++) {
+        struct attn_config c = config(ATTN_WANT_POOLED | ATTN_WANT_WEIGHTS, 1);
+        c.pool_row = rows;
+        c.pool_col = cols;
+        c.pool_rows = c.pool_cols = R;
+        c.pool_mean = mean;
+        struct attn_result one, three;
+        struct attn_error err;
+        assert_int_equal(attn_forward(&c, x, NULL, &one, &err), ATTN_OK);
+        struct attn_config c3 = c;
+        c3.want = ATTN_WANT_POOLED;
+        c3.threads = 3;
+        c3.resolved = false;
+        assert_int_equal(attn_forward(&c3, x, NULL, &three, &err), ATTN_OK);
+        assert_memory_equal(one.pooled, three.pooled,
+                            B * H * R * R * sizeof(float));
+        assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
+        for (size_t b = 0; b < B; b++)
+            for (size_t a = 0; a < H; a++) {
+                const size_t head = b * H + a;
+                const float *w = one.weights + head * N * N;
+                const struct mask_view seq = mask_view_of(&c, b);
+                const struct mask_view mv = mask_view_head(&seq, a);
+                for (size_t br = 0; br < R; br++)
+                    for (size_t bc = 0; bc < R; bc++) {
+                        double top = 0, sum = 0;
+                        size_t allowed = 0;
+                        for (size_t i = 0; i < N; i++)
+                            for (size_t j = 0; j < N; j++) {
+                                if (rows[i] != br || cols[j] != bc ||
+                                    !mask_key_visible(&mv, i, j))
+                                    continue;
+                                allowed++;
+                                sum += w[i * N + j];
+                                top = w[i * N + j] > top ? w[i * N + j] : top;
+                            }
+                        const double want =
+                            mean ? (allowed ? sum / (double)allowed : 0) : top;
+                        const float got = one.pooled[(head * R + br) * R + bc];
+                        if (!(fabs(got - want) <= 1e-7))
+                            fail_msg("%s block (%zu, %zu) of head %zu: %g, "
+                                     "want %g",
+                                     mean ? "mean" : "max", br, bc, head,
+                                     (double)got, want);
+                    }
+            }
+        attn_result_free(&one);
+        attn_result_free(&three);
+    }
+    free(x);
+}
+
 /* Ties go to the earlier key: equal keys give equal weights. */
 static void test_ties(void **state)
 {
@@ -151,6 +215,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_equal_whole),
         cmocka_unit_test(test_ties),
+        cmocka_unit_test(test_pooled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
