@@ -188,7 +188,13 @@ void fuzz_pipeline_run(struct request *req)
         if (ops->draw_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
             static const unsigned char sig[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1a, '\n'};
-            if (len < 8 || memcmp(png, sig, 8))
+            // an SVG: XML text within the bound measured before drawing
+            static const char xml[] = "<?xml";
+            if (req->png.svg ? len < sizeof xml - 1 ||
+                                   memcmp(png, xml, sizeof xml - 1) ||
+                                   len > req->png.svg_bytes ||
+                                   !utf8_valid(png, len)
+                             : len < 8 || memcmp(png, sig, 8))
                 abort();
             free(png);
         } else {
