@@ -295,8 +295,7 @@ static attn_status check_options(struct attn_config *cfg,
     if (cfg->want & ~known)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "want (0x%x) has unknown bits", cfg->want);
-    // the head measures read the weights before dropout: computed for
-    // them when the caller does not take them
+    // what was computed for the core's own use last time is asked again
     cfg->want &= ~cfg->want_internal;
     cfg->want_internal = 0;
     if ((cfg->want & ATTN_WANT_TOP_K) &&
@@ -304,11 +303,23 @@ static attn_status check_options(struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "top_k",
                          "top_k (%zu) must be 1 to %d", cfg->top_k,
                          ATTN_MAX_TOP_K);
-    if ((cfg->want & ATTN_WANT_POOLED) && (!cfg->pool_row || !cfg->pool_col ||
-                                           !cfg->pool_rows || !cfg->pool_cols))
-        return attn_fail(err, ATTN_E_INVALID, "pool",
-                         "pooled weights need each row's and column's block "
-                         "and a count of blocks");
+    if (cfg->want & ATTN_WANT_POOLED) {
+        // every row's and key's block, checked here so that the pass
+        // writes into blocks that exist
+        bool ok =
+            cfg->pool_row && cfg->pool_col && cfg->pool_rows && cfg->pool_cols;
+        for (size_t i = 0; ok && i < cfg->n_query; i++)
+            ok = cfg->pool_row[i] == ATTN_POOL_NONE ||
+                 cfg->pool_row[i] < cfg->pool_rows;
+        for (size_t j = 0; ok && j < cfg->n_keys; j++)
+            ok = cfg->pool_col[j] == ATTN_POOL_NONE ||
+                 cfg->pool_col[j] < cfg->pool_cols;
+        if (!ok)
+            return attn_fail(err, ATTN_E_INVALID, "pool",
+                             "pooled weights need each row's and key's block "
+                             "(below %zu x %zu blocks, or ATTN_POOL_NONE)",
+                             cfg->pool_rows, cfg->pool_cols);
+    }
     if ((cfg->want & ATTN_WANT_INDUCTION) &&
         (cfg->cross || !cfg->repeat_period ||
          cfg->repeat_start > cfg->n_query ||

@@ -152,7 +152,9 @@ void head_stats_row(const float *row, const struct head_view *v, size_t i,
 {
     const size_t pos = v->positions;
     part[ATTN_STAT_ENTROPY] = row_entropy(row, v, i);
-    part[ATTN_STAT_SINK] = i >= 1 ? row[0] : 0;
+    // the first key: of the rows after it, or under cross-attention (the
+    // keys at no query's position) of every row
+    part[ATTN_STAT_SINK] = i >= 1 || !pos ? row[0] : 0;
     double previous = 0, duplicate = 0, induction = 0, self = 0, distance = 0;
     if (pos) {
         // how far back the row looks, over the keys with a position
@@ -190,10 +192,13 @@ void head_sums_finish(const struct head_sums *s, size_t n, size_t positions,
 {
     const double rows = n ? (double)n : 1.0;
     const double none = positions ? 0.0 : NAN;
+    // no row sees two keys (one token, or a mask of one): no entropy
     out[ATTN_STAT_ENTROPY] =
         s->entropy_rows ? s->sum[ATTN_STAT_ENTROPY] / (double)s->entropy_rows
-                        : 0;
-    out[ATTN_STAT_SINK] = n > 1 ? s->sum[ATTN_STAT_SINK] / (double)(n - 1) : 0;
+                        : NAN;
+    const size_t sink_rows = positions ? (n > 1 ? n - 1 : 0) : n;
+    out[ATTN_STAT_SINK] =
+        sink_rows ? s->sum[ATTN_STAT_SINK] / (double)sink_rows : NAN;
     for (int k = ATTN_STAT_PREVIOUS; k < ATTN_HEAD_STATS; k++)
         out[k] = none + s->sum[k] / rows;
 }

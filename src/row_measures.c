@@ -44,11 +44,13 @@ size_t row_measures_bytes(const struct attn_config *c, unsigned threads)
         // the sums per member, and the result's measures and key means
         if (!size_mul3(threads ? threads : 1, bh, k * sizeof(int64_t), &part) ||
             !size_add_to(&total, part) ||
-            !size_add_to(&total, bh * (ATTN_HEAD_STATS + k) * sizeof(double)))
+            !size_mul3(bh, ATTN_HEAD_STATS + k, sizeof(double), &part) ||
+            !size_add_to(&total, part))
             return SIZE_MAX;
     }
     if (finds_earlier(c) &&
-        !size_add_to(&total, (c->batch + 2) * n * sizeof(size_t)))
+        (!size_mul3(c->batch + 2, n, sizeof(size_t), &part) ||
+         !size_add_to(&total, part)))
         return SIZE_MAX;
     if (wants(c, ATTN_WANT_INDUCTION) &&
         !size_add_to(&total, bh * sizeof(double)))
@@ -68,7 +70,8 @@ size_t row_measures_bytes(const struct attn_config *c, unsigned threads)
             !size_mul3(threads ? threads : 1, blocks, member, &part) ||
             !size_add_to(&total, part) ||
             !size_add_to(&total, blocks * sizeof(float)) ||
-            (c->pool_mean && !size_add_to(&total, blocks * sizeof(size_t))))
+            (c->pool_mean && !size_add_to(&total, c->pool_rows * c->pool_cols *
+                                                      sizeof(size_t))))
             return SIZE_MAX;
     }
     return total;
@@ -78,6 +81,7 @@ void row_measures_free(struct row_measures *rm)
 {
     free(rm->block_max);
     free(rm->block_sum);
+    free(rm->block_cells);
     free(rm->parts);
     free(rm->key_sums);
     free(rm->own);
@@ -116,7 +120,10 @@ attn_status row_measures_init(struct row_measures *rm,
         ok = (res->pooled = malloc(blocks * sizeof *res->pooled)) &&
              (c->pool_mean
                   ? (rm->block_sum = calloc(rm->threads * blocks,
-                                            sizeof *rm->block_sum)) != NULL
+                                            sizeof *rm->block_sum)) != NULL &&
+                        (rm->block_cells = malloc(c->pool_rows * c->pool_cols *
+                                                  sizeof *rm->block_cells)) !=
+                            NULL
                   : (rm->block_max = calloc(rm->threads * blocks,
                                             sizeof *rm->block_max)) != NULL);
     }
@@ -303,14 +310,7 @@ static void finish_pooled(struct row_measures *rm, struct attn_result *res)
     const struct attn_config *c = rm->c;
     const size_t bh = c->batch * c->heads;
     const size_t blocks = c->pool_rows * c->pool_cols;
-    size_t *counts = NULL;
-    if (c->pool_mean) {
-        counts = malloc(blocks * sizeof *counts);
-        if (!counts) { /* counted in row_measures_bytes(): cannot fail */
-            memset(res->pooled, 0, bh * blocks * sizeof *res->pooled);
-            return;
-        }
-    }
+    size_t *counts = rm->block_cells; /* a mean's, allocated with the rest */
     bool counted = false;
     for (size_t head = 0; head < bh; head++) {
         const struct mask_view seq = mask_view_of(c, head / c->heads);
@@ -340,7 +340,6 @@ static void finish_pooled(struct row_measures *rm, struct attn_result *res)
             }
         }
     }
-    free(counts);
 }
 
 void row_measures_finish(struct row_measures *rm, struct attn_result *res)

@@ -36,6 +36,7 @@ struct row_measures {
      * largest weight, or the sum in units of 2^-40 */
     float *block_max;
     int64_t *block_sum;
+    size_t *block_cells;   /* [pool_rows][pool_cols] a mean's allowed cells */
     const size_t *earlier; /* [B][N] each token's earlier copy */
     size_t *own;           /* the earlier copies when found here */
 };

@@ -699,8 +699,8 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
         attn_result_free(&attn);
     }
     if (!st && out->flow)
-        attention_flow(ws[XF_WS_FLOW], m->layers, run->n,
-                       ws[XF_WS_FLOW] + m->layers * run->n * run->n, out->flow);
+        attention_flow(ws[XF_WS_FLOW], m->layers, run->n, ws[XF_WS_FLOW_GRAPH],
+                       out->flow);
     if (!st && out->logits) {
         if (s.team.pool)
             pool_acquire(s.team.pool);

@@ -337,14 +337,15 @@ enum {
     XF_WS_ROLL_A,
     XF_WS_ROLL_B,
     XF_WS_FFN,
-    XF_WS_WIDEN,   /* a panel per member of the team (widen.h), for
-                      16-bit matrices outside attn_forward() */
-    XF_WS_STEP,    /* a token after a cache: its q, k, v, head outputs,
-                      attention output and one row of scores */
-    XF_WS_LENS,    /* the logit lens's rows, normed, and their logits */
-    XF_WS_FLOW,    /* every layer's mean weights, then the flow's graph */
-    XF_WS_EARLIER, /* with head measures: the tokens' earlier copies and
-                      their sorting's scratch, [3][n] sizes */
+    XF_WS_WIDEN,      /* a panel per member of the team (widen.h), for
+                         16-bit matrices outside attn_forward() */
+    XF_WS_STEP,       /* a token after a cache: its q, k, v, head outputs,
+                         attention output and one row of scores */
+    XF_WS_LENS,       /* the logit lens's rows, normed, and their logits */
+    XF_WS_FLOW,       /* every layer's mean weights, for the flow */
+    XF_WS_FLOW_GRAPH, /* the flow's graph (attention_flow_bytes()) */
+    XF_WS_EARLIER,    /* with head measures: the tokens' earlier copies and
+                         their sorting's scratch, [3][n] sizes */
     XF_WS_PARTS
 };
 

@@ -518,12 +518,14 @@ static bool plan_workspace(struct xf_plan *p)
         p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
     if (p->want & XF_WANT_LOGIT_LENS)
         p->ws_count[XF_WS_LENS] = head_lens_floats(m, p->run.n);
-    // the layers' means, then the graph (n is small: XF_MAX_FLOW_TOKENS)
-    if (p->want & XF_WANT_FLOW)
-        p->ws_count[XF_WS_FLOW] =
-            m->layers * p->run.n * p->run.n +
+    // the layers' means, and the graph, a part of its own so that its
+    // doubles are aligned (n is small: XF_MAX_FLOW_TOKENS)
+    if (p->want & XF_WANT_FLOW) {
+        p->ws_count[XF_WS_FLOW] = m->layers * p->run.n * p->run.n;
+        p->ws_count[XF_WS_FLOW_GRAPH] =
             (attention_flow_bytes(m->layers, p->run.n) + sizeof(float) - 1) /
-                sizeof(float);
+            sizeof(float);
+    }
     if (p->want & XF_WANT_HEAD_STATS)
         ok = ok && size_mul(p->run.n, 3 * sizeof(size_t) / sizeof(float),
                             &p->ws_count[XF_WS_EARLIER]);
@@ -709,9 +711,5 @@ double xf_plan_flops(const struct xf_plan *p)
     if (p->want & XF_WANT_LOGIT_LENS)
         total +=
             (2.0 * H + 4.0) * (double)m->vocab_size * n * (double)m->layers;
-    // the measures: a few passes over every head's weights, and the
-    // earlier copies of each token (at most n of them a row)
-    if (p->want & XF_WANT_HEAD_STATS)
-        total += 12.0 * n * n * (double)m->heads * (double)m->layers;
     return total;
 }

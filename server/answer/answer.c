@@ -21,6 +21,8 @@ static bool plan_random(struct request *req, struct answer_plan *plan,
 {
     if (req->png.wanted && !render_png_measure(req, pb))
         return false;
+    if (!req->png.wanted && !response_measures_fit(req, pb))
+        return false;
     plan->flops = req->compute ? attn_flops(&req->cfg) : 0;
     plan->run_bytes = req->compute ? attn_forward_bytes(&req->cfg) : 0;
     plan->answer_bytes =
@@ -85,6 +87,8 @@ static bool plan_model(struct request *req, struct answer_plan *plan,
                            "input or a smaller logit_lens_k",
                            req->model.entry->model->xf.layers, req->model.run.n,
                            req->logit_lens_k, response_text_cap() >> 20);
+    if (!req->png.wanted && !response_measures_fit(req, pb))
+        return false;
     // the pass itself was planned while decoding, for its budget
     plan->flops = req->compute ? xf_plan_flops(req->model.plan) : 0;
     plan->run_bytes = req->compute ? xf_plan_bytes(req->model.plan) : 0;

@@ -199,6 +199,86 @@ size_t response_text_cap(void)
     return TEXT_CAP;
 }
 
+/* The sizes of the measures' heads and rows, either kind of request. */
+static void measured(const struct request *req, double *heads, double *rows,
+                     double *keys, size_t *top_k)
+{
+    if (req->kind == REQUEST_MODEL) {
+        const struct xf_model *b = &req->model.entry->model->xf;
+        const struct xf_run *run = &req->model.run;
+        *heads = (double)b->layers * (double)b->heads;
+        *rows = (run->layer == XF_ALL_LAYERS ? *heads : (double)b->heads) *
+                (double)run->n;
+        *keys = (double)run->n;
+        *top_k = run->top_k;
+    } else {
+        *heads = (double)req->cfg.batch * (double)req->cfg.heads;
+        *rows = *heads * (double)req->cfg.n_query;
+        *keys = (double)req->cfg.n_keys;
+        *top_k = req->cfg.top_k;
+    }
+}
+
+size_t response_sparse_bytes(const struct request *req)
+{
+    const unsigned bit =
+        req->kind == REQUEST_MODEL ? XF_WANT_TOP_K : ATTN_WANT_TOP_K;
+    const unsigned want =
+        req->kind == REQUEST_MODEL ? req->model.run.want : req->cfg.want;
+    if (!(want & bit))
+        return 0;
+    double heads, rows, keys;
+    size_t k;
+    measured(req, &heads, &rows, &keys, &k);
+    // a row's top keys: a key's digits and a weight in [0, 1] (at most 9
+    // significant digits, plain down to 1e-5: "0.000012345679", 14), each
+    // with a comma, and a row's brackets twice (keys, weights)
+    double digits = 1;
+    for (double top = keys; top >= 10; top /= 10)
+        digits++;
+    const double bytes = rows * ((double)k * (14 + 1 + digits + 1) + 6) + 64;
+    return bytes < (double)TEXT_CAP ? (size_t)bytes : SIZE_MAX;
+}
+
+size_t response_stats_bytes(const struct request *req)
+{
+    const unsigned bit =
+        req->kind == REQUEST_MODEL ? XF_WANT_HEAD_STATS : ATTN_WANT_HEAD_STATS;
+    const unsigned want =
+        req->kind == REQUEST_MODEL ? req->model.run.want : req->cfg.want;
+    if (!(want & bit))
+        return 0;
+    double heads, rows, keys;
+    size_t k;
+    measured(req, &heads, &rows, &keys, &k);
+    // each measure a number a head, and what each key receives
+    const double bytes =
+        heads * (ATTN_HEAD_STATS + keys) * (JSONNUM_MAX + 1) + 256;
+    return bytes < (double)TEXT_CAP ? (size_t)bytes : SIZE_MAX;
+}
+
+bool response_measures_fit(const struct request *req, struct problem *pb)
+{
+    const size_t sparse = response_sparse_bytes(req),
+                 stats = response_stats_bytes(req);
+    if (sparse == SIZE_MAX)
+        return problem_set(
+            pb, 422, "/sparse_k",
+            "sparse_weights of sparse_k (%zu) keys a row would be "
+            "more than %zu MiB of JSON: a smaller sparse_k, one "
+            "layer, or a shorter input",
+            req->kind == REQUEST_MODEL ? req->model.run.top_k : req->cfg.top_k,
+            (size_t)TEXT_CAP >> 20);
+    if (stats == SIZE_MAX || sparse + stats > TEXT_CAP)
+        return problem_set(pb, 422, "/return",
+                           "head_stats%s would be more than %zu MiB of JSON "
+                           "(what each key receives, for every head): a "
+                           "shorter input",
+                           sparse ? " with sparse_weights" : "",
+                           (size_t)TEXT_CAP >> 20);
+    return true;
+}
+
 /* The logit lens, [layers][n][k] of {"token_id", "text", "p"}: a
  * token beyond the tokenizer's (a padding row of the output head) has
  * text null. */
@@ -568,14 +648,8 @@ size_t response_stream_bytes(const struct request *req)
         for (size_t i = 0; i < ins[k]->tokens.count; i++)
             text += 6 * strlen(ins[k]->tokens.text[i]) + 3;
     text += req->cfg.batch * req->cfg.n_query * 44;
-    // a row's top keys: an id (10 digits) and a weight, and brackets
-    if (req->cfg.want & ATTN_WANT_TOP_K)
-        text += req->cfg.batch * req->cfg.heads * req->cfg.n_query *
-                (req->cfg.top_k * (JSONNUM_MAX + 12) + 6);
-    if (req->cfg.want & ATTN_WANT_HEAD_STATS)
-        text += req->cfg.batch * req->cfg.heads *
-                    (ATTN_HEAD_STATS + req->cfg.n_keys) * (JSONNUM_MAX + 1) +
-                256;
+    // the measures, which their plan holds to the cap
+    text += response_sparse_bytes(req) + response_stats_bytes(req);
     return stream_bytes(text);
 }
 
@@ -597,17 +671,10 @@ size_t response_stream_bytes_model(const struct request *req)
         text += 160;
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);
-    if (req->model.run.want & XF_WANT_TOP_K)
-        text += (req->model.run.layer == XF_ALL_LAYERS ? m->xf.layers : 1) *
-                m->xf.heads * req->model.enc.count *
-                (req->model.run.top_k * (JSONNUM_MAX + 12) + 6);
     if (req->model.run.want & XF_WANT_INDUCTION)
         text += m->xf.layers * m->xf.heads * (JSONNUM_MAX + 1) + 128;
-    if (req->model.run.want & XF_WANT_HEAD_STATS)
-        text += m->xf.layers * m->xf.heads *
-                    (ATTN_HEAD_STATS + req->model.enc.count) *
-                    (JSONNUM_MAX + 1) +
-                256;
+    // the measures, which their plan holds to the cap
+    text += response_sparse_bytes(req) + response_stats_bytes(req);
     return stream_bytes(text);
 }
 

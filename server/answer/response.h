@@ -40,6 +40,15 @@ size_t response_stream_bytes_model(const struct request *req);
 size_t response_lens_bytes(const struct request *req);
 size_t response_text_cap(void);
 
+/* The JSON text of sparse_weights and of head_stats (response.c writes
+ * them whole), from the request alone; SIZE_MAX past the cap. */
+size_t response_sparse_bytes(const struct request *req);
+size_t response_stats_bytes(const struct request *req);
+
+/* A 422 in pb when they would not fit an answer's text together: naming
+ * top_k, or return. */
+bool response_measures_fit(const struct request *req, struct problem *pb);
+
 /* Copy up to max bytes of the body into out; 0 at the end. */
 size_t response_stream_read(struct response_stream *s, char *out, size_t max);
 

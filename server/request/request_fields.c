@@ -473,7 +473,7 @@ const struct request_field request_fields[] = {
     {.name = "return", .pointer = "/return", .kind = FIELD_RETURN, .where = BOTH, .type = "array",
      .default_json = "[\"weights\"]", .models = MODELS_ALLOWED, .echo = echo_return},
     /* the keys sparse_weights keeps of each row */
-    {.name = "top_k", .pointer = "/top_k", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
+    {.name = "sparse_k", .pointer = "/sparse_k", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",
      .offset = AT(cfg.top_k), .min = 1, .max = ATTN_MAX_TOP_K, .limit = LIMIT_FIXED,
      .default_json = STR(REQUEST_TOP_K), .models = MODELS_ALLOWED, .echo = echo_scalar},
     {.name = "precision", .pointer = "/precision", .kind = FIELD_SIZE, .where = BOTH, .type = "integer",

@@ -622,7 +622,7 @@ static void test_sparse_weights(void **state)
     assert_true(post_json(&srv, "/attention",
                           "{\"embeddings\":[[[1,2,0],[3,4,1],[1,2,0],[0,1,1],"
                           "[2,2,2]],[[1,1,1],[2,2,0],[3,3,1],[0,0,1],[1,0,0]]],"
-                          "\"heads\":3,\"mask\":\"causal\",\"top_k\":3,"
+                          "\"heads\":3,\"mask\":\"causal\",\"sparse_k\":3,"
                           "\"return\":[\"weights\",\"sparse_weights\"]}",
                           &r));
     assert_int_equal(r.status, 200);
@@ -643,16 +643,16 @@ static void test_sparse_weights(void **state)
                 cJSON_GetArrayItem(cJSON_GetObjectItem(sp, "keys"), 0), 0),
             0)),
         1);
-    assert_non_null(strstr(r.body, "\"top_k\":3"));
+    assert_non_null(strstr(r.body, "\"sparse_k\":3"));
     cJSON_Delete(doc);
     reply_free(&r);
-    // top_k out of its range, named
+    // sparse_k out of its range, named
     assert_true(post_json(&srv, "/attention",
-                          "{\"sentence\":\"a b\",\"top_k\":300,"
+                          "{\"sentence\":\"a b\",\"sparse_k\":300,"
                           "\"return\":[\"sparse_weights\"]}",
                           &r));
     assert_int_equal(r.status, 422);
-    assert_non_null(strstr(r.body, "\"/top_k\""));
+    assert_non_null(strstr(r.body, "\"/sparse_k\""));
     reply_free(&r);
 }
 
@@ -667,6 +667,30 @@ static char *repeat_words(const char *word, size_t n)
     }
     s[n * (len + 1)] = '\0';
     return s;
+}
+
+/* sparse_weights whose JSON could not fit an answer's text: refused
+ * before any work, naming sparse_k. */
+static void test_sparse_weights_too_large(void **state)
+{
+    (void)state;
+    char *words = repeat_words("a", 500);
+    char *body = malloc(strlen(words) + 128);
+    snprintf(body, strlen(words) + 128,
+             "{\"sentence\":\"%s\",\"heads\":32,\"d_model\":64,"
+             "\"sparse_k\":256,"
+             "\"return\":[\"sparse_weights\"]}",
+             words);
+    struct reply r;
+    const double t0 = clock_seconds();
+    assert_true(post_json(&srv, "/attention", body, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"/sparse_k\""));
+    assert_non_null(strstr(r.body, "MiB of JSON"));
+    assert_true(clock_seconds() - t0 < 2.0);
+    reply_free(&r);
+    free(body);
+    free(words);
 }
 
 static void test_large_weights_stream(void **state)
@@ -947,6 +971,7 @@ int main(void)
         cmocka_unit_test(test_fully_masked_rows_warn),
         cmocka_unit_test(test_head_stats_without_model),
         cmocka_unit_test(test_sparse_weights),
+        cmocka_unit_test(test_sparse_weights_too_large),
         cmocka_unit_test(test_large_weights_stream),
         cmocka_unit_test(test_pytorch_parity_over_http),
         cmocka_unit_test(test_invalid_requests),

@@ -974,8 +974,9 @@ static void test_value_weighted(void **state)
                     200);
     char *one = cJSON_PrintUnformatted(get(j, "value_weighted"));
     assert_string_equal(one, whole);
-    assert_non_null(strstr(cJSON_PrintUnformatted(get(j, "config")),
-                           "\"return\":[\"value_weighted\"]"));
+    char *config = cJSON_PrintUnformatted(get(j, "config"));
+    assert_non_null(strstr(config, "\"return\":[\"value_weighted\"]"));
+    free(config);
     free(one);
     free(whole);
     cJSON_Delete(j);
@@ -1109,7 +1110,7 @@ static void test_sparse_weights(void **state)
     (void)state;
     cJSON *j = post_expect(&srv,
                            "{\"model\":\"f32\",\"sentence\":\"the cat sat on "
-                           "the mat\",\"top_k\":4,\"return\":[\"weights\","
+                           "the mat\",\"sparse_k\":4,\"return\":[\"weights\","
                            "\"sparse_weights\"]}",
                            200);
     const cJSON *w = get(j, "weights"), *sp = get(j, "sparse_weights");
@@ -1122,7 +1123,7 @@ static void test_sparse_weights(void **state)
     cJSON_Delete(j);
     j = post_expect(&srv,
                     "{\"model\":\"f32\",\"sentence\":\"the cat sat on the "
-                    "mat\",\"layer\":1,\"top_k\":2,\"return\":[\"weights\","
+                    "mat\",\"layer\":1,\"sparse_k\":2,\"return\":[\"weights\","
                     "\"sparse_weights\"]}",
                     200);
     sp = get(j, "sparse_weights");

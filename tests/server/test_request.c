@@ -247,7 +247,7 @@ static const struct {
     {"lowercase", "false", "0"},
     {"special_tokens", "true", "true"},
     {"return", "[\"output\",\"q\"]", "output,q"},
-    {"top_k", "3", "3"},
+    {"sparse_k", "3", "3"},
     {"precision", "4", "4"},
 };
 
