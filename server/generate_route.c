@@ -371,6 +371,14 @@ static bool plan_generation(struct generation *gen,
     run.n = gen->prompt;
     run.want = XF_WANT_LOGITS;
     run.threads = 1;
+    // the flow of the finished sequence: its limit named where the length
+    // comes from
+    if ((req->model.run.want & XF_WANT_FLOW) && T > XF_MAX_FLOW_TOKENS)
+        return problem_set(pb, 422, "/max_new_tokens",
+                           "attention flow (\"flow\" in return) is computed "
+                           "for at most %d tokens; the prompt's %zu and "
+                           "max_new_tokens (%zu) make %zu",
+                           XF_MAX_FLOW_TOKENS, gen->prompt, gen->g.max_new, T);
     struct xf_plan first, whole;
     struct attn_error err;
     attn_status st = xf_plan(x, &run, &first, &err);

@@ -273,6 +273,11 @@ static bool encode(struct request *req, const cJSON *root,
         return problem_from_core(
             pb, st, &err,
             !strcmp(err.field, "sentence_b") ? "/sentence_b" : "/sentence");
+    if (!req->model.enc.count)
+        return problem_set(
+            pb, 422, pointer, "%s gives no tokens%s: at least one is needed",
+            b ? "sentence_b" : "sentence",
+            req->add_special_tokens ? "" : ", and add_special_tokens is false");
     struct xf_run *run = &req->model.run;
     run->ids = req->model.enc.ids;
     run->type_ids = m->xf.arch.token_types ? req->model.enc.type_ids : NULL;
