@@ -215,10 +215,11 @@ bool jsonin_u64(const cJSON *v, const struct jpath *at, uint64_t *out,
     if (!cJSON_IsNumber(v))
         return wrong_type(v, at, "an unsigned 64-bit integer", pb);
     const double d = v->valuedouble;
-    /* A JSON number beyond 2^53 may already have lost digits. */
-    if (d != floor(d) || d < 0 || d > 9007199254740992.0)
+    /* A JSON number from 2^53 on may already have lost digits: 2^53 + 1
+     * reads as 2^53, so 2^53 itself is refused too. */
+    if (d != floor(d) || d < 0 || d >= 9007199254740992.0)
         return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) must be an integer from 0 to 2^53; "
+                           "%s (%.17g) must be an integer from 0 to 2^53 - 1; "
                            "send larger seeds as a string of digits",
                            at->name, d);
     *out = (uint64_t)d;
