@@ -351,6 +351,11 @@ static void test_refusals_point_at_the_field(void **state)
                    "below 1");
     expect_refusal("{\"sentence\":\"a\",\"precision\":10}", 422, "/precision",
                    "between 1 and 9");
+    // 2^53 + 1 reads as 2^53: a number from 2^53 on has lost digits
+    expect_refusal("{\"sentence\":\"a\",\"seed\":9007199254740993}", 422,
+                   "/seed", "2^53 - 1");
+    expect_refusal("{\"sentence\":\"a\",\"seed\":9007199254740992}", 422,
+                   "/seed", "as a string of digits");
     struct request req;
     struct problem pb;
     assert_false(decode_query(&req, "sentence=a&tokens=b", &pb));
