@@ -199,61 +199,57 @@ size_t response_text_cap(void)
     return TEXT_CAP;
 }
 
-/* The sizes of the measures' heads and rows, either kind of request. */
-static void measured(const struct request *req, double *heads, double *rows,
-                     double *keys, size_t *top_k)
+/* Whether the request asks for a measure (xf_bit with a model, attn_bit
+ * without), and the sizes of its heads, rows, keys and top keys. */
+struct measured {
+    double heads, rows, keys;
+    size_t top_k;
+};
+
+static bool measured(const struct request *req, unsigned xf_bit,
+                     unsigned attn_bit, struct measured *m)
 {
     if (req->kind == REQUEST_MODEL) {
         const struct xf_model *b = &req->model.entry->model->xf;
         const struct xf_run *run = &req->model.run;
-        *heads = (double)b->layers * (double)b->heads;
-        *rows = (run->layer == XF_ALL_LAYERS ? *heads : (double)b->heads) *
-                (double)run->n;
-        *keys = (double)run->n;
-        *top_k = run->top_k;
-    } else {
-        *heads = (double)req->cfg.batch * (double)req->cfg.heads;
-        *rows = *heads * (double)req->cfg.n_query;
-        *keys = (double)req->cfg.n_keys;
-        *top_k = req->cfg.top_k;
+        m->heads = (double)b->layers * (double)b->heads;
+        m->rows = (run->layer == XF_ALL_LAYERS ? m->heads : (double)b->heads) *
+                  (double)run->n;
+        m->keys = (double)run->n;
+        m->top_k = run->top_k;
+        return (run->want & xf_bit) != 0;
     }
+    m->heads = (double)req->cfg.batch * (double)req->cfg.heads;
+    m->rows = m->heads * (double)req->cfg.n_query;
+    m->keys = (double)req->cfg.n_keys;
+    m->top_k = req->cfg.top_k;
+    return (req->cfg.want & attn_bit) != 0;
 }
 
 size_t response_sparse_bytes(const struct request *req)
 {
-    const unsigned bit =
-        req->kind == REQUEST_MODEL ? XF_WANT_TOP_K : ATTN_WANT_TOP_K;
-    const unsigned want =
-        req->kind == REQUEST_MODEL ? req->model.run.want : req->cfg.want;
-    if (!(want & bit))
+    struct measured m;
+    if (!measured(req, XF_WANT_TOP_K, ATTN_WANT_TOP_K, &m))
         return 0;
-    double heads, rows, keys;
-    size_t k;
-    measured(req, &heads, &rows, &keys, &k);
     // a row's top keys: a key's digits and a weight in [0, 1] (at most 9
     // significant digits, plain down to 1e-5: "0.000012345679", 14), each
     // with a comma, and a row's brackets twice (keys, weights)
     double digits = 1;
-    for (double top = keys; top >= 10; top /= 10)
+    for (double top = m.keys; top >= 10; top /= 10)
         digits++;
-    const double bytes = rows * ((double)k * (14 + 1 + digits + 1) + 6) + 64;
+    const double bytes =
+        m.rows * ((double)m.top_k * (14 + 1 + digits + 1) + 6) + 64;
     return bytes < (double)TEXT_CAP ? (size_t)bytes : SIZE_MAX;
 }
 
 size_t response_stats_bytes(const struct request *req)
 {
-    const unsigned bit =
-        req->kind == REQUEST_MODEL ? XF_WANT_HEAD_STATS : ATTN_WANT_HEAD_STATS;
-    const unsigned want =
-        req->kind == REQUEST_MODEL ? req->model.run.want : req->cfg.want;
-    if (!(want & bit))
+    struct measured m;
+    if (!measured(req, XF_WANT_HEAD_STATS, ATTN_WANT_HEAD_STATS, &m))
         return 0;
-    double heads, rows, keys;
-    size_t k;
-    measured(req, &heads, &rows, &keys, &k);
     // each measure a number a head, and what each key receives
     const double bytes =
-        heads * (ATTN_HEAD_STATS + keys) * (JSONNUM_MAX + 1) + 256;
+        m.heads * (ATTN_HEAD_STATS + m.keys) * (JSONNUM_MAX + 1) + 256;
     return bytes < (double)TEXT_CAP ? (size_t)bytes : SIZE_MAX;
 }
 

@@ -164,6 +164,37 @@ draw_status heatmap_measure(const struct heatmap_matrix *mats, size_t n,
     return st;
 }
 
+/* What either writer starts from: the layout, its font (NULL without
+ * labels) and each matrix's top of the colour scale. On DRAW_OK the
+ * caller closes *f with font_close() and frees *tops; on failure nothing
+ * is held. */
+static draw_status prepare(const struct heatmap_matrix *mats, size_t n,
+                           const struct heatmap_options *opts,
+                           const struct heatmap_text *texts, size_t n_texts,
+                           struct heatmap_layout *l, struct font **f,
+                           float **tops, char *err, size_t err_len)
+{
+    *tops = NULL;
+    *f = NULL;
+    if (err && err_len)
+        err[0] = '\0';
+    draw_status st =
+        heatmap_plan(mats, n, opts, texts, n_texts, l, f, err, err_len);
+    if (st != DRAW_OK)
+        return st;
+    *tops = malloc(n * sizeof **tops);
+    st = *tops ? heatmap_scan_tops(mats, n, opts->scale, *tops, err, err_len)
+               : errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                             "heatmap: out of memory for %zu scales", n);
+    if (st != DRAW_OK) {
+        font_close(*f);
+        free(*tops);
+        *f = NULL;
+        *tops = NULL;
+    }
+    return st;
+}
+
 draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
                                const struct heatmap_options *opts,
                                const struct heatmap_text *texts, size_t n_texts,
@@ -172,18 +203,13 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
 {
     *png = NULL;
     *png_len = 0;
-    if (err && err_len)
-        err[0] = '\0';
     struct heatmap_layout l;
     struct font *f;
+    float *tops;
     draw_status st =
-        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
+        prepare(mats, n, opts, texts, n_texts, &l, &f, &tops, err, err_len);
     if (st != DRAW_OK)
         return st;
-    float *tops = malloc(n * sizeof *tops);
-    st = tops ? heatmap_scan_tops(mats, n, opts->scale, tops, err, err_len)
-              : errbuf_fail(err, err_len, DRAW_E_NOMEM,
-                            "heatmap: out of memory for %zu scales", n);
     const size_t bytes = (size_t)l.width * (size_t)l.height * 3;
     struct font_canvas canvas = {NULL, l.width, l.height, 3};
     if (st == DRAW_OK && !(canvas.pixels = malloc(bytes)))
@@ -267,31 +293,24 @@ draw_status heatmap_render_svg(const struct heatmap_matrix *mats, size_t n,
 {
     *svg = NULL;
     *svg_len = 0;
-    if (err && err_len)
-        err[0] = '\0';
     struct heatmap_layout l;
     struct font *f;
+    float *tops;
     draw_status st =
-        heatmap_plan(mats, n, opts, texts, n_texts, &l, &f, err, err_len);
+        prepare(mats, n, opts, texts, n_texts, &l, &f, &tops, err, err_len);
     if (st != DRAW_OK)
         return st;
-    float *tops = malloc(n * sizeof *tops);
-    st = tops ? heatmap_scan_tops(mats, n, opts->scale, tops, err, err_len)
-              : errbuf_fail(err, err_len, DRAW_E_NOMEM,
-                            "heatmap: out of memory for %zu scales", n);
-    if (st == DRAW_OK) {
-        struct svgw w;
-        svgw_init(&w, max_bytes, false);
-        heatmap_svg_write(&w, &l, f, mats, n, opts, texts, n_texts, tops, true);
-        const bool nomem = w.nomem;
-        *svg = svgw_take(&w, svg_len);
-        if (!*svg)
-            st = nomem ? errbuf_fail(err, err_len, DRAW_E_NOMEM,
-                                     "heatmap: out of memory for the SVG")
-                       : errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
-                                     "heatmap: the SVG is over %zu bytes",
-                                     max_bytes);
-    }
+    struct svgw w;
+    svgw_init(&w, max_bytes, false);
+    heatmap_svg_write(&w, &l, f, mats, n, opts, texts, n_texts, tops, true);
+    const bool nomem = w.nomem;
+    *svg = svgw_take(&w, svg_len);
+    if (!*svg)
+        st = nomem
+                 ? errbuf_fail(err, err_len, DRAW_E_NOMEM,
+                               "heatmap: out of memory for the SVG")
+                 : errbuf_fail(err, err_len, DRAW_E_TOO_BIG,
+                               "heatmap: the SVG is over %zu bytes", max_bytes);
     font_close(f);
     free(tops);
     return st;
