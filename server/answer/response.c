@@ -356,16 +356,19 @@ static bool add_sparse(struct response_stream *s, const struct sparse_rows *sp)
     return ok && buf_append_str(t, "}");
 }
 
-/* The induction probe: where its tokens repeat, and every head's score,
- * {"kind", "start", "length", "induction": [layers][heads]}. */
+/* The induction probe: whether the tokenizer's own tokens (a BOS, a
+ * [CLS]) come before its tokens, where they repeat, and every head's
+ * score, {"kind", "bos", "start", "length", "induction":
+ * [layers][heads]}. */
 static bool add_induction(struct response_stream *s, const struct xf_result *r)
 {
     const struct xf_run *run = &s->req->model.run;
     struct buf *t = &s->text;
     bool ok = buf_append_member(t, "probe") &&
               buf_printf(t,
-                         "{\"kind\":\"induction\",\"start\":%zu,\"length\":%zu,"
-                         "\"induction\":[",
+                         "{\"kind\":\"induction\",\"bos\":%s,\"start\":%zu,"
+                         "\"length\":%zu,\"induction\":[",
+                         run->repeat_start ? "true" : "false",
                          run->repeat_start, run->repeat_period);
     for (size_t l = 0; ok && l < r->layers; l++) {
         ok = buf_append_str(t, l ? ",[" : "[");

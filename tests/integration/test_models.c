@@ -1004,6 +1004,7 @@ static void test_induction_probe(void **state)
     const int start = (int)get(probe, "start")->valuedouble;
     const int length = (int)get(probe, "length")->valuedouble;
     assert_int_equal(start, 1); /* Llama 3's BOS */
+    assert_true(cJSON_IsTrue(get(probe, "bos")));
     assert_int_equal(length, 12);
     assert_true(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
     const cJSON *ids = get(j, "token_ids");
@@ -1050,6 +1051,7 @@ static void test_induction_probe(void **state)
                     "\"probe_length\":4,\"add_special_tokens\":false}",
                     200);
     assert_int_equal((int)get(get(j, "probe"), "start")->valuedouble, 0);
+    assert_true(cJSON_IsFalse(get(get(j, "probe"), "bos")));
     assert_false(cJSON_IsTrue(cJSON_GetArrayItem(get(j, "added"), 0)));
     cJSON_Delete(j);
 
