@@ -2,7 +2,6 @@
  * head_stats.c - per-head measures of attention weights (head_stats.h).
  */
 #include "head_stats.h"
-#include "error.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,31 +31,12 @@ static void row_range(const struct mask_view *mv, size_t i, size_t *lo,
 
 void head_received(const float *w, const struct head_view *v, double *out)
 {
-    const struct mask_view *mv = v->mask;
-    const size_t n = v->n, keys = v->keys;
-    const bool ranges = !mask_has_arrays(mv);
-    for (size_t j = 0; j < keys; j++) {
+    // a key's column, whose pairs no query may see are exactly 0
+    for (size_t j = 0; j < v->keys; j++) {
         double sum = 0;
-        size_t seen = 0;
-        if (ranges && j < mv->n_ctx) {
-            // the queries that see key j: all, or j and after (and, under
-            // a window, before j + window)
-            size_t lo = 0, hi = n;
-            if (mv->causal) {
-                lo = j < n ? j : n;
-                if (mv->window && j + mv->window < hi)
-                    hi = j + mv->window;
-            }
-            for (size_t i = lo; i < hi; i++)
-                sum += w[i * keys + j];
-            seen = hi - lo;
-        } else {
-            for (size_t i = 0; i < n; i++)
-                if (mask_key_visible(mv, i, j)) {
-                    sum += w[i * keys + j];
-                    seen++;
-                }
-        }
+        for (size_t i = 0; i < v->n; i++)
+            sum += w[i * v->keys + j];
+        const size_t seen = mask_queries_seeing(v->mask, v->n, j);
         out[j] = seen ? sum / (double)seen : 0;
     }
 }
@@ -215,11 +195,8 @@ void head_stats(const float *w, const struct head_view *v,
     head_sums_finish(&sums, v->n, v->positions, out);
 }
 
-double head_induction_stripe(const float *w, size_t n, size_t start,
-                             size_t period)
+double head_stripe_row(const float *row, size_t i, size_t start, size_t period)
 {
-    double sum = 0;
-    for (size_t i = start + period; i < start + 2 * period; i++)
-        sum += w[i * n + i - period + 1];
-    return sum / (double)period;
+    return i >= start + period && i < start + 2 * period ? row[i - period + 1]
+                                                         : 0.0;
 }

@@ -57,11 +57,11 @@ void head_sums_finish(const struct head_sums *s, size_t n, size_t positions,
  * 0 for a key no query may see. */
 void head_received(const float *w, const struct head_view *v, double *out);
 
-/* On w [n][n] whose tokens from start on are period tokens and then the
- * same again: the mean over the second copy's queries i of
- * w[i][i - period + 1], the token after the query's earlier copy. */
-double head_induction_stripe(const float *w, size_t n, size_t start,
-                             size_t period);
+/* Row i's part of the induction stripe of a repeated input (its tokens
+ * from start on are period tokens, then the same again): in the second
+ * copy, its weight on the token after its earlier copy, row[i - period +
+ * 1]; elsewhere 0. The stripe is the sum of the parts over period. */
+double head_stripe_row(const float *row, size_t i, size_t start, size_t period);
 
 /* For each position i, the last k < i holding the same token as i, or
  * HEAD_NONE: once for a pass, whatever its heads. scratch: [n][2] sizes.

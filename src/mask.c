@@ -45,6 +45,24 @@ bool mask_key_visible(const struct mask_view *mv, size_t i, size_t j)
            !(mv->key_padding && mv->key_padding[j]);
 }
 
+size_t mask_queries_seeing(const struct mask_view *mv, size_t n_query, size_t j)
+{
+    if (!mask_has_arrays(mv) && j < mv->n_ctx) {
+        // all, or j and after (and, under a window, before j + window)
+        size_t lo = 0, hi = n_query;
+        if (mv->causal) {
+            lo = j < n_query ? j : n_query;
+            if (mv->window && j + mv->window < hi)
+                hi = j + mv->window;
+        }
+        return hi > lo ? hi - lo : 0;
+    }
+    size_t seen = 0;
+    for (size_t i = 0; i < n_query; i++)
+        seen += mask_key_visible(mv, i, j);
+    return seen;
+}
+
 bool mask_has_arrays(const struct mask_view *mv)
 {
     return mv->mask || mv->bias || mv->key_padding;

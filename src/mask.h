@@ -36,6 +36,10 @@ struct mask_view mask_view_head(const struct mask_view *mv, size_t a);
 /* Whether query i may see key j. */
 bool mask_key_visible(const struct mask_view *mv, size_t i, size_t j);
 
+/* How many of the n_query queries may see key j. */
+size_t mask_queries_seeing(const struct mask_view *mv, size_t n_query,
+                           size_t j);
+
 /* Whether the view has per-pair arrays (a mask, a bias, key padding),
  * or only the causal and window rules, whose visible keys are ranges. */
 bool mask_has_arrays(const struct mask_view *mv);

@@ -235,10 +235,9 @@ void row_measures_take(struct row_measures *rm, struct attn_result *res,
                 if (row[j] > 0)
                     sums[j] += (int64_t)llrint((double)row[j] * KEY_UNIT);
         }
-        // the token after the query's earlier copy, in the second copy
-        const size_t s = c->repeat_start, p = c->repeat_period;
-        if (wants(c, ATTN_WANT_INDUCTION) && i >= s + p && i < s + 2 * p)
-            part[STRIPE] = row[i - p + 1];
+        if (wants(c, ATTN_WANT_INDUCTION))
+            part[STRIPE] =
+                head_stripe_row(row, i, c->repeat_start, c->repeat_period);
     }
     const uint32_t block_row = c->pool_row ? c->pool_row[i] : ATTN_POOL_NONE;
     if (wants(c, ATTN_WANT_POOLED) && block_row != ATTN_POOL_NONE) {
@@ -264,26 +263,6 @@ void row_measures_take(struct row_measures *rm, struct attn_result *res,
             top_keys(row, m, c->top_k, res->top_keys + at * c->top_k,
                      res->top_weights + at * c->top_k);
     }
-}
-
-/* How many queries may see key j of a head under mask mv. */
-static size_t key_seen(const struct attn_config *c, const struct mask_view *mv,
-                       size_t j)
-{
-    const size_t n = c->n_query;
-    if (!mask_has_arrays(mv) && j < mv->n_ctx) {
-        size_t lo = 0, hi = n;
-        if (mv->causal) {
-            lo = j < n ? j : n;
-            if (mv->window && j + mv->window < hi)
-                hi = j + mv->window;
-        }
-        return hi > lo ? hi - lo : 0;
-    }
-    size_t seen = 0;
-    for (size_t i = 0; i < n; i++)
-        seen += mask_key_visible(mv, i, j);
-    return seen;
 }
 
 /* How many cells of each block the masks of head mv allow: counts
@@ -362,7 +341,7 @@ void row_measures_finish(struct row_measures *rm, struct attn_result *res)
                 int64_t sum = 0;
                 for (unsigned t = 0; t < rm->threads; t++)
                     sum += rm->key_sums[(t * bh + head) * m + j];
-                const size_t seen = key_seen(c, &mv, j);
+                const size_t seen = mask_queries_seeing(&mv, c->n_query, j);
                 res->key_received[head * m + j] =
                     seen ? (double)sum / KEY_UNIT / (double)seen : 0;
             }

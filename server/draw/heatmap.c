@@ -212,7 +212,7 @@ draw_status heatmap_render_png(const struct heatmap_matrix *mats, size_t n,
         return st;
     const size_t bytes = (size_t)l.width * (size_t)l.height * 3;
     struct font_canvas canvas = {NULL, l.width, l.height, 3};
-    if (st == DRAW_OK && !(canvas.pixels = malloc(bytes)))
+    if (!(canvas.pixels = malloc(bytes)))
         st = errbuf_fail(err, err_len, DRAW_E_NOMEM,
                          "heatmap: out of memory for %d x %d px", l.width,
                          l.height);
