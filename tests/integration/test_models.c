@@ -1077,6 +1077,14 @@ static void test_induction_probe(void **state)
     free(text);
     cJSON_Delete(body);
     cJSON_Delete(g);
+    // the longest input the limit allows: 64 tokens, two copies of 32
+    j = post_expect(&s,
+                    "{\"model\":\"llama3\",\"probe\":\"induction\","
+                    "\"probe_length\":32,\"add_special_tokens\":false,"
+                    "\"return\":[\"flow\"]}",
+                    200);
+    assert_int_equal(cJSON_GetArraySize(get(j, "flow")), 64);
+    cJSON_Delete(j);
     j = post_expect(&s,
                     "{\"model\":\"llama3\",\"probe\":\"induction\","
                     "\"probe_length\":40,\"return\":[\"flow\"]}",
