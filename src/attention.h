@@ -440,7 +440,10 @@ struct attn_config {
     bool stored_matrices; /* params may hold their matrices at a 16-bit
                              width (attn_params.stored_wq and the others): each
                              thread of a call then has a panel to widen them in,
-                             which attn_forward_bytes() counts. Set before
+                             which attn_forward_bytes() counts, and its
+                             projections of two rows or more stream their
+                             float32 or bfloat16 matrices in place through it
+                             where the CPU has AVX-512. Set before
                              resolving. */
 };
 

@@ -30,7 +30,8 @@ struct scratch {
     float *out;   /* [query_rows][d_out] when head outputs are projected
                      in place (key-outer) */
     float *panel; /* [WIDEN_PANEL_FLOATS] with stored_matrices: the
-                     16-bit weights widened a panel at a time */
+                     16-bit weights widened a panel at a time, or the rows
+                     a streamed product packs (stream_product.h) */
 };
 
 /* Which way a pass goes and how it is cut, from the config alone. */

@@ -381,27 +381,6 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
     return kind;
 }
 
-/* Is any of the model's attention (or, attention false, feed-forward)
- * matrices held at 16 bits? Their products then widen them a panel at a
- * time in per-thread scratch (widen.h). */
-static bool holds_16bit(const struct xf_model *m, bool attention)
-{
-    for (size_t l = 0; l < m->layers; l++) {
-        const struct xf_layer *y = &m->layer[l];
-        const struct xf_matrix *w[4] = {&y->q_w, &y->k_w, &y->v_w, &y->o_w};
-        if (!attention) {
-            w[0] = &y->up_w;
-            w[1] = &y->down_w;
-            w[2] = &y->gate_w;
-            w[3] = &y->gate_w;
-        }
-        for (int i = 0; i < 4; i++)
-            if (w[i]->data && w[i]->dtype != ATTN_F32)
-                return true;
-    }
-    return false;
-}
-
 /* The attention of a layer of kind as the core's config; resolved.
  * Always the mean weights, so that every call takes the core's full path,
  * and the weights have the same bits whether or not the output is also
@@ -476,7 +455,9 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     // starting a cache: every layer's keys and values, to keep
     if (p->run.cache)
         cfg->want |= ATTN_WANT_K | ATTN_WANT_V;
-    cfg->stored_matrices = holds_16bit(m, true);
+    // a panel for each thread: 16-bit matrices are widened in it, and the
+    // streamed product packs its rows there (stream_product.h)
+    cfg->stored_matrices = true;
     return attn_config_resolve(cfg, err);
 }
 
@@ -509,13 +490,12 @@ static bool plan_workspace(struct xf_plan *p)
     // before the first layer, two embedding rows are widened there
     if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
         p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
-    // a panel per member of the team, for the 16-bit products run here:
-    // the feed-forward's, a token's attention after a cache, the logits
+    // a panel per member of the team, for the products run here (the
+    // feed-forward's, a token's attention after a cache, the logits): a
+    // 16-bit matrix is widened in it, and the streamed product packs its
+    // rows there (stream_product.h)
     const struct xf_model *m = p->m;
-    const bool head = p->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS);
-    if (holds_16bit(m, false) || (p->step && holds_16bit(m, true)) ||
-        (head && m->lm_head.dtype != ATTN_F32))
-        p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
+    p->ws_count[XF_WS_WIDEN] = (size_t)p->team * WIDEN_PANEL_FLOATS;
     if (p->want & XF_WANT_LOGIT_LENS)
         p->ws_count[XF_WS_LENS] = head_lens_floats(m, p->run.n);
     // the layers' means, and the graph, a part of its own so that its

@@ -2,6 +2,7 @@
  * widen.c - 16-bit weights: their exact float32 values (attention.h), and
  * products through them a panel at a time (widen.h).
  */
+#include "stream_product.h"
 #include "vecmath.h"
 #include "widen.h"
 
@@ -182,6 +183,10 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
 {
     if (p->rows == 1) {
         product_row(p, beta, panel);
+        return;
+    }
+    if (panel && stream_product_can(p)) {
+        stream_product(p, beta, panel);
         return;
     }
     if (p->dtype == ATTN_F32) {

@@ -1,0 +1,184 @@
+/*
+ * stream_product.c - products that stream the weights in place
+ * (stream_product.h).
+ *
+ * A call goes by blocks of STREAM_ROWS rows of x and, within them, of
+ * STREAM_COLS of W's columns. Each block of x is packed column by column
+ * into the panel (packed[k][r]: the block's rows side by side), and then
+ * every GROUP of W's rows (outputs) meets the whole block in one kernel
+ * call: for each column k, four vectors of packed rows and GROUP weights
+ * broadcast from W's rows, 24 multiply-adds into 24 vector sums held in
+ * registers; the group's sums are added into y once a block. The packed
+ * block stays in the core's own caches across the groups, and W's rows
+ * are read front to back, a few at a time, which the prefetchers follow.
+ */
+#include "stream_product.h"
+#include "vecmath.h"
+
+#include <stdint.h>
+
+#if HAVE_AVX2_BUILD
+#include <immintrin.h>
+#endif
+
+/* W's rows (outputs) to a kernel call: GROUP broadcasts and four vectors
+ * of rows take 4 GROUP of the 32 vector registers for the sums. */
+enum { GROUP = 6, VECTORS = STREAM_ROWS / 16 };
+
+/* Columns a kernel sums apart before adding them to what it has. */
+enum { CHUNK = 256 };
+
+bool stream_product_can(const struct widen_product *p)
+{
+    return p->rows >= 2 && (p->dtype == ATTN_F32 || p->dtype == ATTN_BF16) &&
+           vec_isa_best() == VEC_ISA_AVX512;
+}
+
+/* A block's rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as
+ * packed[k][r], width rows to a column, rows past x's zero. Sixteen
+ * columns at a time, so the writes stay within a few cache lines. */
+static void pack_rows(const struct widen_product *p, size_t r0, size_t rows,
+                      size_t k0, size_t cols, size_t width, float *packed)
+{
+    for (size_t kb = 0; kb < cols; kb += 16) {
+        const size_t ke = cols - kb < 16 ? cols : kb + 16;
+        for (size_t r = 0; r < width; r++) {
+            const float *src = p->x + (r0 + r) * p->ldx + k0;
+            for (size_t k = kb; k < ke; k++)
+                packed[k * width + r] = r < rows ? src[k] : 0.0f;
+        }
+    }
+}
+
+/* The group's sums (sums[j][r], STREAM_ROWS to an output) into y: set on
+ * the first block of columns when beta is 0, added otherwise. */
+static void add_sums(const struct widen_product *p, size_t r0, size_t rows,
+                     size_t o0, size_t outs, const float *sums, bool set)
+{
+    for (size_t r = 0; r < rows; r++) {
+        float *y = p->y + (r0 + r) * p->ldy + o0;
+        for (size_t j = 0; j < outs; j++) {
+            const float s = sums[j * STREAM_ROWS + r];
+            y[j] = set ? s : y[j] + s;
+        }
+    }
+}
+
+#if HAVE_AVX2_BUILD
+/* sums[j][r] = sum over k < cols of packed[k][r] w[j][k], for the GROUP
+ * rows w[j] of W and the first 16 nv rows r; bf16 says whether w holds
+ * bfloat16s (a float's upper half) or floats. Each sum goes in the order
+ * of k, by chunks of CHUNK columns summed apart and then added to the
+ * whole in sums: a long row's rounding error grows with the chunk and
+ * the number of chunks, not with the row. Every loop but the one over k
+ * is unrolled whole, so that the sums stay in registers. */
+AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
+                                             const void *const *w, bool bf16,
+                                             int nv, size_t cols, float *sums)
+{
+    const float *wf[GROUP];
+    const uint16_t *wh[GROUP];
+#pragma GCC unroll 8
+    for (int j = 0; j < GROUP; j++) {
+        wf[j] = w[j];
+        wh[j] = w[j];
+    }
+    for (size_t k0 = 0; k0 < cols; k0 += CHUNK) {
+        const size_t k1 = cols - k0 < CHUNK ? cols : k0 + CHUNK;
+        __m512 acc[GROUP][VECTORS];
+#pragma GCC unroll 8
+        for (int j = 0; j < GROUP; j++)
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++)
+                acc[j][i] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+        for (size_t k = k0; k < k1; k++) {
+            __m512 x[VECTORS];
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++)
+                x[i] = _mm512_loadu_ps(packed + k * 16 * (size_t)nv + 16 * i);
+#pragma GCC unroll 8
+            for (int j = 0; j < GROUP; j++) {
+                const __m512 wk = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(
+                                             _mm512_set1_epi32(wh[j][k]), 16))
+                                       : _mm512_set1_ps(wf[j][k]);
+#pragma GCC unroll 8
+                for (int i = 0; i < nv; i++)
+                    acc[j][i] = _mm512_fmadd_ps(x[i], wk, acc[j][i]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < GROUP; j++)
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++) {
+                float *at = sums + j * STREAM_ROWS + 16 * i;
+                if (k0)
+                    acc[j][i] = _mm512_add_ps(_mm512_load_ps(at), acc[j][i]);
+                _mm512_store_ps(at, acc[j][i]);
+            }
+    }
+}
+
+typedef void kernel_fn(const float *packed, const void *const *w, size_t cols,
+                       float *sums);
+
+#define KERNEL(name, bf16, nv)                                                 \
+    AVX512_TARGET static void name(const float *packed, const void *const *w,  \
+                                   size_t cols, float *sums)                   \
+    {                                                                          \
+        kernel_body(packed, w, bf16, nv, cols, sums);                          \
+    }
+KERNEL(kernel_f32_1, false, 1)
+KERNEL(kernel_f32_2, false, 2)
+KERNEL(kernel_f32_3, false, 3)
+KERNEL(kernel_f32_4, false, 4)
+KERNEL(kernel_bf16_1, true, 1)
+KERNEL(kernel_bf16_2, true, 2)
+KERNEL(kernel_bf16_3, true, 3)
+KERNEL(kernel_bf16_4, true, 4)
+#undef KERNEL
+
+/* The kernel for nv vectors of rows (1 to VECTORS) of dtype's weights. */
+static kernel_fn *kernel_for(attn_dtype dtype, size_t nv)
+{
+    static kernel_fn *const f32[VECTORS] = {kernel_f32_1, kernel_f32_2,
+                                            kernel_f32_3, kernel_f32_4};
+    static kernel_fn *const bf16[VECTORS] = {kernel_bf16_1, kernel_bf16_2,
+                                             kernel_bf16_3, kernel_bf16_4};
+    return (dtype == ATTN_BF16 ? bf16 : f32)[nv - 1];
+}
+
+void stream_product(const struct widen_product *p, float beta, float *panel)
+{
+    float sums[GROUP * STREAM_ROWS] __attribute__((aligned(64)));
+    const size_t size = attn_dtype_size(p->dtype);
+    for (size_t r0 = 0; r0 < p->rows; r0 += STREAM_ROWS) {
+        const size_t rows =
+            p->rows - r0 < STREAM_ROWS ? p->rows - r0 : STREAM_ROWS;
+        const size_t nv = (rows + 15) / 16;
+        kernel_fn *const kernel = kernel_for(p->dtype, nv);
+        for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
+            const size_t cols =
+                p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
+            pack_rows(p, r0, rows, k0, cols, 16 * nv, panel);
+            for (size_t o0 = 0; o0 < p->out; o0 += GROUP) {
+                const size_t outs = p->out - o0 < GROUP ? p->out - o0 : GROUP;
+                // a last group short of GROUP repeats its last row, whose
+                // sums are computed again and not used
+                const void *w[GROUP];
+                for (size_t j = 0; j < GROUP; j++) {
+                    const size_t o = o0 + (j < outs ? j : outs - 1);
+                    w[j] = (const char *)p->w + (o * p->ldw + k0) * size;
+                }
+                kernel(panel, w, cols, sums);
+                add_sums(p, r0, rows, o0, outs, sums, k0 == 0 && beta == 0.0f);
+            }
+        }
+    }
+}
+#else
+void stream_product(const struct widen_product *p, float beta, float *panel)
+{
+    (void)p, (void)beta, (void)panel; /* stream_product_can() is false */
+}
+#endif

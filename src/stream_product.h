@@ -1,0 +1,38 @@
+/*
+ * stream_product.h - a product through a weight matrix that reads the
+ * matrix once, as it is stored, and never copies it: the rows of x are
+ * packed instead (they are few, and each meets every weight), and each
+ * weight is broadcast from where it lies into sixty-four rows' sums at
+ * once. OpenBLAS packs the weights on every call, which at a hundred-odd
+ * rows is a fifth of a decoder's pass. AVX-512 only: the kernel keeps 24
+ * sums of sixteen in registers. Internal to the core; widen_product()
+ * chooses it.
+ */
+#ifndef ATTN_STREAM_PRODUCT_H
+#define ATTN_STREAM_PRODUCT_H
+
+#include "widen.h"
+
+#include <stdbool.h>
+
+/* Rows of x packed at a time (four vectors of sixteen), and W's columns
+ * at a time: as many as a panel holds at that many rows. */
+enum {
+    STREAM_ROWS = 64,
+    STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS
+};
+
+/* Can p go through stream_product() on this CPU? A float32 or bfloat16
+ * matrix, two rows or more, and AVX-512. */
+bool stream_product_can(const struct widen_product *p);
+
+/*
+ * y = beta y + x W^T, beta 0 (y is not read) or 1, with panel
+ * (WIDEN_PANEL_FLOATS floats) for the packed rows. Each y is the sum of
+ * its products over W's columns in blocks of STREAM_COLS, each block's
+ * added in the order of the columns: the same bits however the caller
+ * cuts the product into rows or outputs.
+ */
+void stream_product(const struct widen_product *p, float beta, float *panel);
+
+#endif

@@ -1,0 +1,268 @@
+/*
+ * test_stream_product.c - the streamed product (src/stream_product.h):
+ * every term in its place, against exact sums; the same bits however a
+ * product is cut; y not read at beta 0; and which products take it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "stream_product.h"
+#include "vecmath.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Does this CPU run the kernel? Without AVX-512 the tests of its results
+ * have nothing to test, and say so. */
+static bool kernel_here(void)
+{
+    if (vec_isa_available(VEC_ISA_AVX512))
+        return true;
+    printf("    (no AVX-512 here: the streamed product is not used)\n");
+    return false;
+}
+
+/* A bfloat16 whose value is v, which must be one. */
+static uint16_t bf16_of(float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    assert_int_equal(bits & 0xffff, 0);
+    return (uint16_t)(bits >> 16);
+}
+
+/* One shape, with its strides: ld* = the width plus pad. */
+struct shape {
+    size_t rows, in, out, pad;
+};
+
+/*
+ * Small integers over 8 for x and small integers for W: every product and
+ * every partial sum is a float32 exactly, so the product must equal the
+ * double sum exactly, whatever its order. A term added twice, dropped or
+ * taken from a neighbour's row or column cannot hide.
+ */
+static void check_exact(struct shape s, attn_dtype dtype, float beta,
+                        float *panel)
+{
+    const size_t ldx = s.in + s.pad, ldw = s.in + 2 * s.pad,
+                 ldy = s.out + 3 * s.pad;
+    float *x = malloc(s.rows * ldx * sizeof *x);
+    float *wf = malloc(s.out * ldw * sizeof *wf);
+    uint16_t *wh = malloc(s.out * ldw * sizeof *wh);
+    float *y = malloc(s.rows * ldy * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(wf);
+    assert_non_null(wh);
+    assert_non_null(y);
+    for (size_t i = 0; i < s.rows * ldx; i++)
+        x[i] = (float)((int)(i * 7919 % 17) - 8) / 8.0f;
+    for (size_t i = 0; i < s.out * ldw; i++) {
+        wf[i] = (float)((int)(i * 104729 % 15) - 7);
+        wh[i] = bf16_of(wf[i]);
+    }
+    for (size_t i = 0; i < s.rows * ldy; i++)
+        y[i] = beta == 0.0f ? NAN : (float)(i % 5);
+    const struct widen_product p = {.x = x,
+                                    .ldx = ldx,
+                                    .rows = s.rows,
+                                    .in = s.in,
+                                    .w = dtype == ATTN_BF16 ? (void *)wh : wf,
+                                    .dtype = dtype,
+                                    .ldw = ldw,
+                                    .out = s.out,
+                                    .y = y,
+                                    .ldy = ldy};
+    assert_true(stream_product_can(&p));
+    stream_product(&p, beta, panel);
+    for (size_t r = 0; r < s.rows; r++) {
+        for (size_t o = 0; o < ldy; o++) {
+            const size_t at = r * ldy + o;
+            double want = beta == 0.0f ? 0.0 : (double)(at % 5);
+            if (o >= s.out) { /* the stride's pad is left alone */
+                if (beta == 0.0f ? !isnan(y[at]) : y[at] != (float)want)
+                    fail_msg("rows %zu in %zu out %zu: pad y[%zu][%zu] "
+                             "written",
+                             s.rows, s.in, s.out, r, o);
+                continue;
+            }
+            for (size_t k = 0; k < s.in; k++)
+                want += (double)x[r * ldx + k] * wf[o * ldw + k];
+            if (y[at] != want)
+                fail_msg("%s rows %zu in %zu out %zu beta %g: y[%zu][%zu] = "
+                         "%.9g, want %.9g",
+                         attn_dtype_name(dtype), s.rows, s.in, s.out,
+                         (double)beta, r, o, (double)y[at], want);
+        }
+    }
+    free(x);
+    free(wf);
+    free(wh);
+    free(y);
+}
+
+/* Rows short of, at and past one vector, a block and two; outputs short
+ * of a group and past it; one column, a few, and past a block of columns,
+ * which is summed in two parts. */
+static void test_exact_sums(void **state)
+{
+    (void)state;
+    if (!kernel_here())
+        return;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    static const struct shape shapes[] = {
+        {2, 1, 1, 0},     {2, 7, 5, 1},     {15, 33, 6, 0},
+        {16, 64, 7, 2},   {17, 300, 13, 1}, {63, 129, 12, 0},
+        {64, 200, 11, 3}, {65, 31, 19, 1},  {130, 96, 25, 2},
+        {3, STREAM_COLS + 37, 8, 1},        {70, STREAM_COLS + 5, 7, 0},
+    };
+    static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t d = 0; d < 2; d++) {
+            check_exact(shapes[i], dtypes[d], 0.0f, panel);
+            check_exact(shapes[i], dtypes[d], 1.0f, panel);
+        }
+    free(panel);
+}
+
+/* y over rows [r0, r0 + rows) and outputs [o0, o0 + outs) of the whole
+ * product p, as a product of its own. */
+static void part(const struct widen_product *p, size_t r0, size_t rows,
+                 size_t o0, size_t outs, float *panel)
+{
+    struct widen_product q = *p;
+    q.x = p->x + r0 * p->ldx;
+    q.rows = rows;
+    q.w = (const float *)p->w + o0 * p->ldw;
+    q.out = outs;
+    q.y = p->y + r0 * p->ldy + o0;
+    stream_product(&q, 0.0f, panel);
+}
+
+/* Values with no exact sums: a product cut by rows (as the attention
+ * core's units cut it) and by outputs (as the feed-forward's tiles do)
+ * gives the bits of the whole, and the whole is within float32's
+ * rounding of the double sum. */
+static void test_same_bits_however_cut(void **state)
+{
+    (void)state;
+    if (!kernel_here())
+        return;
+    const size_t rows = 150, in = STREAM_COLS + 300, out = 40;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    float *x = malloc(rows * in * sizeof *x);
+    float *w = malloc(out * in * sizeof *w);
+    float *whole = malloc(rows * out * sizeof *whole);
+    float *cut = malloc(rows * out * sizeof *cut);
+    assert_non_null(panel);
+    assert_non_null(x);
+    assert_non_null(w);
+    assert_non_null(whole);
+    assert_non_null(cut);
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < rows * in; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+    }
+    for (size_t i = 0; i < out * in; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        w[i] = (float)(seed >> 8) / (float)(1u << 23) - 1.0f;
+    }
+    struct widen_product p = {.x = x,
+                              .ldx = in,
+                              .rows = rows,
+                              .in = in,
+                              .w = w,
+                              .dtype = ATTN_F32,
+                              .ldw = in,
+                              .out = out,
+                              .y = whole,
+                              .ldy = out};
+    stream_product(&p, 0.0f, panel);
+    p.y = cut;
+    static const size_t row_cuts[] = {0, 2, 17, 64, 100, 150};
+    static const size_t out_cuts[] = {0, 5, 6, 23, 40};
+    for (size_t a = 0; a + 1 < 6; a++)
+        for (size_t b = 0; b + 1 < 5; b++) {
+            const size_t r0 = row_cuts[a], o0 = out_cuts[b];
+            const size_t nr = row_cuts[a + 1] - r0, no = out_cuts[b + 1] - o0;
+            part(&p, r0, nr, o0, no, panel);
+        }
+    assert_memory_equal(whole, cut, rows * out * sizeof *whole);
+    for (size_t r = 0; r < rows; r += 7)
+        for (size_t o = 0; o < out; o++) {
+            double want = 0.0, size = 0.0;
+            for (size_t k = 0; k < in; k++) {
+                want += (double)x[r * in + k] * w[o * in + k];
+                size += fabs((double)x[r * in + k] * w[o * in + k]);
+            }
+            // a sum of in terms in float32: each addition rounds by at
+            // most half an ulp of the running sum, which stays within size
+            if (fabs(whole[r * out + o] - want) > in * 0x1p-24 * size)
+                fail_msg("y[%zu][%zu] = %.9g, want %.9g", r, o,
+                         (double)whole[r * out + o], want);
+        }
+    free(panel);
+    free(x);
+    free(w);
+    free(whole);
+    free(cut);
+}
+
+/* Which products go through it: two rows or more, float32 or bfloat16,
+ * on AVX-512; and widen_product() with a panel gives its bits. */
+static void test_which_products(void **state)
+{
+    (void)state;
+    const bool here = vec_isa_available(VEC_ISA_AVX512);
+    float x[4 * 8] = {0}, w[3 * 8] = {0}, y[4 * 3], z[4 * 3];
+    for (size_t i = 0; i < 32; i++)
+        x[i] = (float)i / 16.0f - 1.0f;
+    for (size_t i = 0; i < 24; i++)
+        w[i] = 1.0f / (float)(i + 3);
+    struct widen_product p = {.x = x,
+                              .ldx = 8,
+                              .rows = 4,
+                              .in = 8,
+                              .w = w,
+                              .dtype = ATTN_F32,
+                              .ldw = 8,
+                              .out = 3,
+                              .y = y,
+                              .ldy = 3};
+    assert_int_equal(stream_product_can(&p), here);
+    p.dtype = ATTN_BF16;
+    assert_int_equal(stream_product_can(&p), here);
+    p.dtype = ATTN_F16;
+    assert_false(stream_product_can(&p));
+    p.dtype = ATTN_F32;
+    p.rows = 1;
+    assert_false(stream_product_can(&p));
+    p.rows = 4;
+    if (!here)
+        return;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    widen_product(&p, 0.0f, panel);
+    p.y = z;
+    stream_product(&p, 0.0f, panel);
+    assert_memory_equal(y, z, sizeof y);
+    free(panel);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_sums),
+        cmocka_unit_test(test_same_bits_however_cut),
+        cmocka_unit_test(test_which_products),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
