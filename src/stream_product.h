@@ -28,10 +28,10 @@ bool stream_product_can(const struct widen_product *p);
 
 /*
  * y = beta y + x W^T, beta 0 (y is not read) or 1, with panel
- * (WIDEN_PANEL_FLOATS floats) for the packed rows. Each y is the sum of
- * its products over W's columns in blocks of STREAM_COLS, each block's
- * added in the order of the columns: the same bits however the caller
- * cuts the product into rows or outputs.
+ * (WIDEN_PANEL_FLOATS floats) for the packed rows. Each y sums its
+ * products in the order of W's columns, by chunks of a few hundred
+ * columns each summed apart and then added in: the same bits however
+ * the caller cuts the product into rows or outputs.
  */
 void stream_product(const struct widen_product *p, float beta, float *panel);
 
