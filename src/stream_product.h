@@ -17,10 +17,7 @@
 
 /* Rows of x packed at a time (four vectors of sixteen), and W's columns
  * at a time: as many as a panel holds at that many rows. */
-enum {
-    STREAM_ROWS = 64,
-    STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS
-};
+enum { STREAM_ROWS = 64, STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS };
 
 /* Can p go through stream_product() on this CPU? A float32 or bfloat16
  * matrix, two rows or more, and AVX-512. */

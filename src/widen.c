@@ -1,6 +1,6 @@
 /*
  * widen.c - 16-bit weights: their exact float32 values (attention.h), and
- * products through them a panel at a time (widen.h).
+ * products through weights at their stored width (widen.h).
  */
 #include "stream_product.h"
 #include "vecmath.h"
@@ -39,8 +39,7 @@ ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
 /* dst[0 .. count) from bfloat16 src: sixteen at a time in registers, the
  * rest one by one; every build gives the same bits (there is no
  * arithmetic). */
-ALWAYS_INLINE void widen_bf16_body(const uint16_t *h, size_t count,
-                                   float *dst)
+ALWAYS_INLINE void widen_bf16_body(const uint16_t *h, size_t count, float *dst)
 {
     size_t i = 0;
     for (; i + 16 <= count; i += 16) {
@@ -185,7 +184,7 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
         product_row(p, beta, panel);
         return;
     }
-    if (panel && stream_product_can(p)) {
+    if (panel && (beta == 0.0f || beta == 1.0f) && stream_product_can(p)) {
         stream_product(p, beta, panel);
         return;
     }

@@ -1,9 +1,10 @@
 /*
  * widen.h - products through weight matrices held at their stored width:
- * float32 ones as they are, 16-bit ones widened a panel at a time into
- * the caller's per-thread scratch, so that no whole matrix is ever copied
- * to float32 and each panel is read by the product while it is in cache.
- * Internal to the core.
+ * streamed in place where the CPU allows, else float32 ones as they are
+ * and 16-bit ones widened a panel at a time into the caller's per-thread
+ * scratch, so that no whole matrix is ever copied to float32 and each
+ * panel is read by the product while it is in cache. Internal to the
+ * core.
  */
 #ifndef ATTN_WIDEN_H
 #define ATTN_WIDEN_H
@@ -35,12 +36,15 @@ struct widen_product {
 };
 
 /*
- * y = beta y + x W^T. A float32 W goes to one cblas_sgemm. A 16-bit one
- * goes by blocks of W's rows and, within them, of its columns, each
- * widened into panel (WIDEN_PANEL_FLOATS floats) and added in; the blocks
- * follow from the sizes alone, so the bits do not depend on the thread.
- * They do depend on the product's shape: the same matrix taken a tile at
- * a time (a token after a KV cache) may differ in the last place.
+ * y = beta y + x W^T. With a panel and beta 0 or 1, two rows or more
+ * through a float32 or bfloat16 W on a CPU with AVX-512 stream W in
+ * place (stream_product.h, x's rows packed in the panel). Otherwise a
+ * float32 W goes to one cblas_sgemm, and a 16-bit one by blocks of W's
+ * rows and, within them, of its columns, each widened into panel
+ * (WIDEN_PANEL_FLOATS floats) and added in. The blocks follow from the
+ * sizes alone, so the bits do not depend on the thread. They do depend
+ * on the way taken: one row (a token after a KV cache) goes another way
+ * and may differ in the last place.
  */
 void widen_product(const struct widen_product *p, float beta, float *panel);
 
