@@ -118,10 +118,17 @@ static void test_exact_sums(void **state)
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
     assert_non_null(panel);
     static const struct shape shapes[] = {
-        {2, 1, 1, 0},     {2, 7, 5, 1},     {15, 33, 6, 0},
-        {16, 64, 7, 2},   {17, 300, 13, 1}, {63, 129, 12, 0},
-        {64, 200, 11, 3}, {65, 31, 19, 1},  {130, 96, 25, 2},
-        {3, STREAM_COLS + 37, 8, 1},        {70, STREAM_COLS + 5, 7, 0},
+        {2, 1, 1, 0},
+        {2, 7, 5, 1},
+        {15, 33, 6, 0},
+        {16, 64, 7, 2},
+        {17, 300, 13, 1},
+        {63, 129, 12, 0},
+        {64, 200, 11, 3},
+        {65, 31, 19, 1},
+        {130, 96, 25, 2},
+        {3, STREAM_COLS + 37, 8, 1},
+        {70, STREAM_COLS + 5, 7, 0},
     };
     static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
