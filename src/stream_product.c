@@ -141,11 +141,13 @@ KERNEL(kernel_bf16_4, true, 4)
 /* The kernel for nv vectors of rows (1 to VECTORS) of dtype's weights. */
 static kernel_fn *kernel_for(attn_dtype dtype, size_t nv)
 {
-    static kernel_fn *const f32[VECTORS] = {kernel_f32_1, kernel_f32_2,
-                                            kernel_f32_3, kernel_f32_4};
-    static kernel_fn *const bf16[VECTORS] = {kernel_bf16_1, kernel_bf16_2,
-                                             kernel_bf16_3, kernel_bf16_4};
-    return (dtype == ATTN_BF16 ? bf16 : f32)[nv - 1];
+    const bool bf16 = dtype == ATTN_BF16;
+    switch (nv) {
+    case 1: return bf16 ? kernel_bf16_1 : kernel_f32_1;
+    case 2: return bf16 ? kernel_bf16_2 : kernel_f32_2;
+    case 3: return bf16 ? kernel_bf16_3 : kernel_f32_3;
+    default: return bf16 ? kernel_bf16_4 : kernel_f32_4;
+    }
 }
 
 void stream_product(const struct widen_product *p, float beta, float *panel)
