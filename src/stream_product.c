@@ -21,8 +21,9 @@
 #include <immintrin.h>
 #endif
 
-/* W's rows (outputs) to a kernel call: GROUP broadcasts and four vectors
- * of rows take 4 GROUP of the 32 vector registers for the sums. */
+/* W's rows (outputs) to a kernel call: with four vectors of rows, the
+ * sums take 24 of the 32 vector registers, and the rows and a broadcast
+ * weight five more. */
 enum { GROUP = 6, VECTORS = STREAM_ROWS / 16 };
 
 /* Columns a kernel sums apart before adding them to what it has. */
@@ -43,9 +44,14 @@ static void pack_rows(const struct widen_product *p, size_t r0, size_t rows,
     for (size_t kb = 0; kb < cols; kb += 16) {
         const size_t ke = cols - kb < 16 ? cols : kb + 16;
         for (size_t r = 0; r < width; r++) {
+            if (r >= rows) {
+                for (size_t k = kb; k < ke; k++)
+                    packed[k * width + r] = 0.0f;
+                continue;
+            }
             const float *src = p->x + (r0 + r) * p->ldx + k0;
             for (size_t k = kb; k < ke; k++)
-                packed[k * width + r] = r < rows ? src[k] : 0.0f;
+                packed[k * width + r] = src[k];
         }
     }
 }
