@@ -457,6 +457,7 @@ models-golden: deps-golden
 models-golden-files: $(TOKENIZE_MODULES)
 	$(PYTHON) tests/models/generate.py tests/models
 	$(PYTHON) tests/models/generate_decoders.py tests/models
+	$(PYTHON) tests/models/generate_interventions.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
 FORMAT_SRC := $(filter-out src/unicode_tables.c tests/unit/tokenizer_cases.h, \

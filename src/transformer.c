@@ -30,6 +30,7 @@
 #include "error.h"
 #include "attention_flow.h"
 #include "head_stats.h"
+#include "intervene.h"
 #include "pool.h"
 #include "transformer.h"
 #include "transformer_head.h"
@@ -61,7 +62,8 @@ void xf_norm_rows(const struct xf_model *m, const float *x, size_t rows,
 struct pass {
     const struct xf_model *m;
     const struct xf_layer *y;
-    size_t n;
+    size_t n; /* rows: each sequence's positions, one sequence after
+                 another */
     const float *attn_out; /* [n][H] the layer's attention output */
     const float *h_in;     /* [n][H] the layer's input */
     float *h_out;          /* [n][H] the layer's output */
@@ -76,7 +78,9 @@ struct pass {
      * holds them, and its bias */
     struct xf_matrix w;
     const float *b;
-    float *panels; /* a panel per member, for 16-bit weights (widen.h) */
+    float *panels;     /* a panel per member, for 16-bit weights (widen.h) */
+    const float *z;    /* [n][heads D] a hooked layer's head values */
+    float *hooked_out; /* [n][H] a hooked layer's projected attention */
     atomic_bool overflowed;
 };
 
@@ -199,6 +203,31 @@ static void output_tile(void *arg, size_t u, unsigned member)
     widen_product(&pr, 1.0f, widen_panel(p->panels, member));
 }
 
+/* attn_out = z W_O^T + b_O, a tile of it, with the product in hand
+ * (p->w, p->b): the output projection of a hooked layer, as the core
+ * makes it (rows of the bias, the product added in). */
+static void projection_tile(void *arg, size_t u, unsigned member)
+{
+    struct pass *p = arg;
+    const size_t H = p->m->hidden, hd = p->m->heads * p->m->head_dim;
+    const struct xf_tile t = xf_tile_at(p->n, H, u);
+    float *out = p->hooked_out + t.r0 * H + t.c0;
+    if (p->b)
+        for (size_t r = 0; r < t.rows; r++)
+            memcpy(out + r * H, p->b + t.c0, t.width * sizeof *out);
+    const struct widen_product pr = {.x = p->z + t.r0 * hd,
+                                     .ldx = hd,
+                                     .rows = t.rows,
+                                     .in = hd,
+                                     .w = xf_matrix_rows(p->w, t.c0, hd),
+                                     .dtype = p->w.dtype,
+                                     .ldw = hd,
+                                     .out = t.width,
+                                     .y = out,
+                                     .ldy = H};
+    widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
+}
+
 /* A look for values float32 could not hold. */
 static void note_nonfinite(struct pass *p, const float *a, size_t count)
 {
@@ -305,6 +334,11 @@ void xf_result_free(struct xf_result *result)
     free(result->top_count);
     free(result->value_weighted);
     free(result->value_weighted_sum);
+    free(result->resid);
+    free(result->z);
+    free(result->attn_out);
+    free(result->mlp_out);
+    free(result->last_rows);
     memset(result, 0, sizeof *result);
 }
 
@@ -320,7 +354,12 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
         [XF_RESULT_VALUE_WEIGHTED] = &r->value_weighted,
         [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum,
         [XF_RESULT_FLOW] = &r->flow,
-        [XF_RESULT_POOLED] = &r->pooled};
+        [XF_RESULT_POOLED] = &r->pooled,
+        [XF_RESULT_RESID] = &r->resid,
+        [XF_RESULT_Z] = &r->z,
+        [XF_RESULT_ATTN_OUT] = &r->attn_out,
+        [XF_RESULT_MLP_OUT] = &r->mlp_out,
+        [XF_RESULT_LAST_ROWS] = &r->last_rows};
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
         if (!plan->result_count[i])
             continue;
@@ -378,6 +417,9 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
     r->keys = plan->keys;
     r->hidden = plan->m->hidden;
     r->vocab = r->logits ? plan->m->vocab_size : 0;
+    r->batch = plan->batch;
+    if (r->resid)
+        r->captured = plan->run.capture_position == XF_ALL ? plan->run.n : 1;
     return ATTN_OK;
 }
 
@@ -392,6 +434,9 @@ struct stack {
                               cache */
     size_t *earlier;       /* with head measures: each token's earlier
                               copy (head_stats_earlier()) */
+    float *hook;           /* hooked: the workspace's projected attention
+                              [rows][H], then the sequences' head means
+                              [batch][heads D] */
     struct pool_team team; /* on the call's own pool, NULL for one */
 };
 
@@ -549,16 +594,85 @@ static const float *cached_attention(struct stack *s, size_t l, const float *x)
     return out;
 }
 
+/* Layer l's rows of an activation into dst (NULL: not kept): every
+ * position, or the one the run captures. rows: [n][width] */
+static void keep_rows(const struct stack *s, float *dst, size_t l,
+                      const float *rows, size_t width)
+{
+    if (!dst)
+        return;
+    const struct xf_run *run = &s->plan->run;
+    if (run->capture_position == XF_ALL)
+        memcpy(dst + l * run->n * width, rows, run->n * width * sizeof *dst);
+    else
+        memcpy(dst + l * width, rows + run->capture_position * width,
+               width * sizeof *dst);
+}
+
+/* The same for the feed-forward's output, out - x1. */
+static void keep_difference(const struct stack *s, float *dst, size_t l,
+                            const float *out, const float *x1, size_t width)
+{
+    if (!dst)
+        return;
+    const struct xf_run *run = &s->plan->run;
+    const bool all = run->capture_position == XF_ALL;
+    const size_t r0 = all ? 0 : run->capture_position, rows = all ? run->n : 1;
+    float *d = dst + l * rows * width;
+    for (size_t e = 0; e < rows * width; e++)
+        d[e] = out[r0 * width + e] - x1[r0 * width + e];
+}
+
+/* A hooked layer l's attention after the core: its head values z
+ * [rows][heads D] edited (the means taken first, and kept in a cache
+ * being started), then projected through W_O and its bias, and that
+ * edited in turn. Returns the projected rows, in the workspace. */
+static const float *hooked_attention(struct stack *s, struct pass *p, size_t l,
+                                     float *z)
+{
+    const struct xf_plan *plan = s->plan;
+    const struct xf_run *run = &plan->run;
+    const struct xf_model *m = plan->m;
+    const size_t n = run->n, H = m->hidden, D = m->head_dim, hd = m->heads * D;
+    float *means = s->hook + plan->rows * H;
+    struct xf_cache *c = run->cache;
+    const bool edited = intervene_any(run, l, XF_SITE_Z);
+    if (edited || c)
+        for (size_t b = 0; b < plan->batch; b++)
+            intervene_means(z + b * n * hd, n, hd, means + b * hd);
+    if (c)
+        memcpy(c->z_mean + l * hd, means, hd * sizeof *means);
+    if (edited)
+        intervene_apply(run, l, XF_SITE_Z, z, NULL, n, hd, D, 0, means);
+    keep_rows(s, s->out->z, l, z, hd);
+    p->z = z;
+    p->hooked_out = s->hook;
+    if (s->team.pool)
+        pool_acquire(s->team.pool);
+    ffn_product(s, p, projection_tile, m->layer[l].o_w, m->layer[l].o_b, H);
+    if (s->team.pool)
+        pool_release(s->team.pool);
+    intervene_apply(run, l, XF_SITE_ATTN_OUT, s->hook, NULL, n, H, D, 0, NULL);
+    keep_rows(s, s->out->attn_out, l, s->hook, H);
+    return s->hook;
+}
+
 /* Layer l: its attention (through the core, or after the cache), with
  * the feed-forward when its output is used; h_in -> h_out. */
-static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
+static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                              float *h_out, struct attn_result *attn,
                              struct attn_error *err)
 {
     const struct xf_plan *plan = s->plan;
+    const struct xf_run *run = &plan->run;
     const struct xf_model *m = plan->m;
     const struct xf_layer *y = &m->layer[l];
-    const size_t n = plan->run.n, H = m->hidden, IW = m->intermediate;
+    const size_t n = plan->rows, H = m->hidden, IW = m->intermediate;
+    if (plan->hooked && !plan->step) {
+        intervene_apply(run, l, XF_SITE_RESID_PRE, h_in, NULL, run->n, H,
+                        m->head_dim, 0, NULL);
+        keep_rows(s, s->out->resid, l, h_in, H);
+    }
     const bool before = m->arch.norm_place == XF_NORM_BEFORE;
     const bool gated = m->arch.ffn == XF_FFN_GATED;
     struct pass p = {.m = m,
@@ -593,7 +707,8 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
         attn_status st = core_attention(s, l, x, attn, err);
         if (st)
             return st;
-        p.attn_out = attn->output;
+        p.attn_out = plan->hooked ? hooked_attention(s, &p, l, attn->output)
+                                  : attn->output;
     }
     if (!(xf_attn_kind(plan, l) & XF_KIND_OUTPUT))
         return ATTN_OK;
@@ -609,6 +724,14 @@ static attn_status run_layer(struct stack *s, size_t l, const float *h_in,
         ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW);
     }
     ffn_product(s, &p, output_tile, y->down_w, y->down_b, H);
+    if (plan->hooked && !plan->step) {
+        // the feed-forward's output is what it adds to x1
+        intervene_apply(run, l, XF_SITE_MLP_OUT, h_out, p.x1, run->n, H,
+                        m->head_dim, 0, NULL);
+        keep_difference(s, s->out->mlp_out, l, h_out, p.x1, H);
+        if (l + 1 == m->layers)
+            keep_rows(s, s->out->resid, m->layers, h_out, H);
+    }
     run_rows(s, &p, finish_rows);
     const bool last = l + 1 == m->layers;
     if (last && m->arch.final_norm)
@@ -665,6 +788,7 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     s.ffn = ws[XF_WS_FFN];
     s.panels = plan->ws_count[XF_WS_WIDEN] ? ws[XF_WS_WIDEN] : NULL;
     s.step = ws[XF_WS_STEP];
+    s.hook = ws[XF_WS_HOOK];
     if (out->head_stats) {
         // which earlier tokens repeat each one: the same for every head
         size_t *sizes = (size_t *)(void *)ws[XF_WS_EARLIER];
@@ -672,13 +796,20 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
         head_stats_earlier(run->ids, run->n, sizes, s.earlier);
     }
 
-    const size_t nh = run->n * m->hidden;
+    const size_t nh = plan->rows * m->hidden;
     // hidden state l lives in the result, or in one of two scratch rows
     float *hidden = out->hidden_states;
 #define STATE(l) (hidden ? hidden + (l)*nh : ws[XF_WS_HIDDEN] + ((l) % 2) * nh)
-    // the feed-forward rows are free yet
-    embed(m, run, run->cache ? run->cache->len : 0, STATE(0), s.ffn);
-    for (size_t l = 0; l < plan->layers_run && !st; l++) {
+    if (run->start) {
+        // every sequence resumes from the same residual stream
+        for (size_t b = 0; b < plan->batch; b++)
+            memcpy(STATE(run->first_layer) + b * run->n * m->hidden, run->start,
+                   run->n * m->hidden * sizeof(float));
+    } else {
+        // the feed-forward rows are free yet
+        embed(m, run, run->cache ? run->cache->len : 0, STATE(0), s.ffn);
+    }
+    for (size_t l = run->first_layer; l < plan->layers_run && !st; l++) {
         struct attn_result attn = {0};
         st = run_layer(&s, l, STATE(l), STATE(l + 1), &attn, err);
         if (!st && out->lens) {
@@ -701,11 +832,19 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     if (!st && out->flow)
         attention_flow(ws[XF_WS_FLOW], m->layers, run->n, ws[XF_WS_FLOW_GRAPH],
                        out->flow);
+    if (!st && out->last_rows)
+        for (size_t b = 0; b < plan->batch; b++)
+            memcpy(out->last_rows + b * m->hidden,
+                   STATE(m->layers) + ((b + 1) * run->n - 1) * m->hidden,
+                   m->hidden * sizeof(float));
     if (!st && out->logits) {
+        // one sequence's last row where it lies, a batch's together
+        const float *last = plan->batch > 1
+                                ? out->last_rows
+                                : STATE(m->layers) + (run->n - 1) * m->hidden;
         if (s.team.pool)
             pool_acquire(s.team.pool);
-        head_logits(&s.team, m, STATE(m->layers) + (run->n - 1) * m->hidden, 1,
-                    out->logits, s.panels);
+        head_logits(&s.team, m, last, plan->batch, out->logits, s.panels);
         if (s.team.pool)
             pool_release(s.team.pool);
     }

@@ -179,12 +179,62 @@ enum xf_want {
     XF_WANT_INDUCTION = 1u << 8,      /* induction, on a repeated input */
     XF_WANT_TOP_K = 1u << 9,          /* top_keys: each row's strongest */
     XF_WANT_FLOW = 1u << 10,          /* flow: attention flow */
-    XF_WANT_POOLED = 1u << 11         /* pooled: weights in blocks */
+    XF_WANT_POOLED = 1u << 11,        /* pooled: weights in blocks */
+    XF_WANT_ACTIVATIONS = 1u << 12,   /* resid, z, attn_out, mlp_out */
+    XF_WANT_LAST_ROWS = 1u << 13      /* last_rows: each sequence's last */
 };
 
 /* The most tokens attention flow is computed for: it costs a maximum
  * flow for each pair of tokens through layers x n^2 edges. */
 #define XF_MAX_FLOW_TOKENS 64
+
+/* ---------------------------------------------------------- interventions */
+
+/* Where an edit acts on a layer, named as TransformerLens names its hooks. */
+typedef enum xf_site {
+    XF_SITE_Z = 0,     /* hook_z: each head's attention-weighted values,
+                          before the output projection, [n][heads D] */
+    XF_SITE_RESID_PRE, /* hook_resid_pre: the residual stream entering
+                          the layer, [n][H] */
+    XF_SITE_ATTN_OUT,  /* hook_attn_out: the attention's output, after
+                          the output projection and its bias, [n][H] */
+    XF_SITE_MLP_OUT    /* hook_mlp_out: the feed-forward's output, [n][H] */
+} xf_site;
+
+typedef enum xf_edit_op {
+    XF_EDIT_ZERO = 0, /* the head's values set to 0 (XF_SITE_Z) */
+    XF_EDIT_MEAN,     /* set to the head's mean over the input's positions,
+                         taken before any of the layer's edits; after a
+                         cache, the mean over the positions that started
+                         it (the prompt's) (XF_SITE_Z) */
+    XF_EDIT_SET       /* the site's row copied from source (any site) */
+} xf_edit_op;
+
+/* Every head of a layer, or every position of the input. */
+#define XF_ALL SIZE_MAX
+
+/*
+ * One intervention in a run: at layer `layer` of sequence `sequence` of
+ * the run's batch, the site's values at `position` (XF_ALL: every
+ * position of the input, and after a cache every new one) and, at
+ * XF_SITE_Z, of query head `head` (XF_ALL: every head) are replaced as op
+ * says. Heads are query heads, under grouped KV heads too. A run's edits
+ * of one layer apply in their order.
+ */
+struct xf_edit {
+    xf_site site;
+    xf_edit_op op;
+    size_t layer, head, position, sequence;
+    /* XF_EDIT_SET: the site's rows [n][width] (width heads x head_dim at
+     * XF_SITE_Z, else hidden) to copy from, the caller's */
+    const float *source;
+};
+
+/* The most edits one run takes. */
+#define XF_MAX_EDITS 65536
+
+/* The most sequences one run takes (xf_run.batch). */
+#define XF_MAX_BATCH 4096
 
 /*
  * The keys and values of every layer of a causal model for up to capacity
@@ -195,9 +245,14 @@ enum xf_want {
 struct xf_cache {
     size_t layers, capacity, row, len;
     float *k, *v;
+    /* [layers][heads * head_dim]: each head's mean value (XF_SITE_Z)
+     * over the positions that started the cache, which a MEAN edit of a
+     * later token reads */
+    float *z_mean;
 };
 
-/* Bytes of a cache of capacity positions for m; SIZE_MAX on overflow. */
+/* Bytes of a cache of capacity positions for m, its means included;
+ * SIZE_MAX on overflow. */
 size_t xf_cache_bytes(const struct xf_model *m, size_t capacity);
 
 /* An empty cache of capacity positions (at most m->max_positions); release
@@ -247,6 +302,25 @@ struct xf_run {
     const uint32_t *pool_row, *pool_col;
     size_t pool_rows, pool_cols;
     bool pool_mean;
+    /* Interventions: edits [n_edits] applied as the pass goes (NULL when
+     * n_edits is 0). ZERO and MEAN at XF_SITE_Z only; after a cache
+     * holding anything, only they. */
+    const struct xf_edit *edits;
+    size_t n_edits;
+    /* batch sequences (0 means 1) of the same n ids, each its own
+     * sequence with its own edits (xf_edit.sequence); more than one only
+     * with start, asking for XF_WANT_LAST_ROWS alone */
+    size_t batch;
+    /* NULL, or [n][H] the residual stream entering layer first_layer,
+     * where every sequence then starts: the embeddings and the layers
+     * below are not run (a patched run resumes a cached one). first_layer
+     * is 0 without it. Not with a cache. */
+    const float *start;
+    size_t first_layer;
+    /* With XF_WANT_ACTIVATIONS (one sequence of a pre-norm model, no
+     * cache holding anything): the rows kept, every position (XF_ALL) or
+     * the one named */
+    size_t capture_position;
 };
 
 /*
@@ -283,6 +357,18 @@ struct xf_run {
  *                  token j through the graph whose edges are the
  *                  rollout's matrices (attention_flow.h); n at most
  *                  XF_MAX_FLOW_TOKENS, not with a cache holding anything
+ *   resid, z, attn_out, mlp_out: with XF_WANT_ACTIVATIONS, R = captured
+ *                  rows (n, or 1 at run.capture_position), as the pass
+ *                  had them, edits in: resid [layers + 1][R][H] the
+ *                  residual stream entering each layer, then leaving the
+ *                  last one (before the final norm); z [layers][R][heads
+ *                  D] each head's values before the output projection;
+ *                  attn_out [layers][R][H] after it and its bias; mlp_out
+ *                  [layers][R][H] the feed-forward's output, taken as the
+ *                  layer's output less its residual sum (so within a few
+ *                  float32 roundings of it)
+ *   last_rows:     [batch][H] each sequence's last position's final
+ *                  hidden state (after the final norm), what lm_head reads
  *   pooled:        [Lw][heads][pool_rows][pool_cols] each head's weights
  *                  in blocks (attention.h), no head's N x N held
  *   top_keys, top_weights: [Lw][heads][n][top_k] and top_count
@@ -298,7 +384,9 @@ struct xf_run {
  */
 struct xf_result {
     size_t layers, weight_layers, heads, n, keys, hidden, vocab, lens_k;
+    size_t batch, captured; /* sequences; rows of each activation kept */
     float *weights, *mean_weights, *hidden_states, *rollout, *logits, *flow;
+    float *resid, *z, *attn_out, *mlp_out, *last_rows;
     float *pooled;
     float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
@@ -311,8 +399,9 @@ struct xf_result {
 
 /* The kinds of attention call a pass makes: with or without the output,
  * the weights, the value-weighted norms, the measures of every layer,
- * the top keys of a returned one (transformer_units.h's XF_KIND_*). */
-enum { XF_ATTN_KINDS = 64 };
+ * the top keys of a returned one, hooked or not (transformer_units.h's
+ * XF_KIND_*). */
+enum { XF_ATTN_KINDS = 128 };
 
 /* The result's float arrays, in plan.result_count, then the lens's
  * entries (two floats' bytes each). */
@@ -326,6 +415,11 @@ enum {
     XF_RESULT_VALUE_WEIGHTED_SUM,
     XF_RESULT_FLOW,
     XF_RESULT_POOLED,
+    XF_RESULT_RESID,
+    XF_RESULT_Z,
+    XF_RESULT_ATTN_OUT,
+    XF_RESULT_MLP_OUT,
+    XF_RESULT_LAST_ROWS,
     XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
     XF_RESULT_ARRAYS
@@ -346,6 +440,10 @@ enum {
     XF_WS_FLOW_GRAPH, /* the flow's graph (attention_flow_bytes()) */
     XF_WS_EARLIER,    /* with head measures: the tokens' earlier copies and
                          their sorting's scratch, [3][n] sizes */
+    XF_WS_HOOK,       /* with interventions: the attention's output after
+                         its projection [rows][H] (its head values are in
+                         the core's result), and a sequence's head means
+                         [heads D] */
     XF_WS_PARTS
 };
 
@@ -366,6 +464,11 @@ struct xf_plan {
     unsigned team;
     size_t cache_len; /* the run's cache held this many; a pass
                          finding it holding another is refused */
+    size_t batch;     /* sequences, 1 or more */
+    size_t rows;      /* batch x n: the rows each phase goes over */
+    bool hooked;      /* interventions or activations: every layer's
+                         attention stops before its output projection,
+                         which the pass applies after the edits */
     size_t keys;      /* a weights row's entries (xf_result) */
     bool step;        /* one token after a non-empty cache */
     size_t result_count[XF_RESULT_ARRAYS]; /* by XF_RESULT_* */

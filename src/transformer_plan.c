@@ -8,6 +8,7 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
+#include "intervene.h"
 #include "pool.h"
 #include "transformer.h"
 #include "transformer_head.h"
@@ -206,6 +207,53 @@ attn_status xf_model_check(const struct xf_model *m, struct attn_error *err)
     return st;
 }
 
+/* A run's batch, its start and its activations; then its edits. */
+static attn_status check_resumed(const struct xf_model *m,
+                                 const struct xf_run *run,
+                                 struct attn_error *err)
+{
+    const size_t batch = run->batch ? run->batch : 1;
+    const unsigned resumable =
+        XF_WANT_LAST_ROWS | XF_WANT_LOGITS | XF_WANT_ACTIVATIONS;
+    if (batch > XF_MAX_BATCH)
+        return attn_fail(err, ATTN_E_TOO_BIG, "batch",
+                         "batch (%zu) is more than the %d sequences a run "
+                         "takes",
+                         batch, XF_MAX_BATCH);
+    if (batch > 1 && (!run->start || !(run->want & XF_WANT_LAST_ROWS) ||
+                      (run->want & ~(XF_WANT_LAST_ROWS | XF_WANT_LOGITS))))
+        return attn_fail(err, ATTN_E_INVALID, "batch",
+                         "a batch of sequences resumes from a start and "
+                         "returns their last rows, and their logits");
+    if (!run->start && run->first_layer)
+        return attn_fail(err, ATTN_E_INVALID, "first_layer",
+                         "a run starts above layer 0 only from a start");
+    if (run->start &&
+        (run->cache || run->first_layer >= m->layers || !run->want ||
+         (run->want & ~resumable) || run->layer != XF_ALL_LAYERS))
+        return attn_fail(err, ATTN_E_INVALID, "start",
+                         "a run from a start is not cached, starts below "
+                         "the model's %zu layers and returns last rows, "
+                         "logits or activations",
+                         m->layers);
+    if (run->want & XF_WANT_ACTIVATIONS) {
+        if (m->arch.norm_place != XF_NORM_BEFORE)
+            return attn_fail(err, ATTN_E_INVALID, "want",
+                             "activations are of a pre-norm model's "
+                             "residual stream");
+        if (run->cache && run->cache->len)
+            return attn_fail(err, ATTN_E_INVALID, "want",
+                             "activations are of a whole input, not a "
+                             "token after a cache");
+        if (run->capture_position != XF_ALL && run->capture_position >= run->n)
+            return attn_fail(err, ATTN_E_INVALID, "capture_position",
+                             "capture_position (%zu) is not below the "
+                             "input's %zu tokens",
+                             run->capture_position, run->n);
+    }
+    return intervene_check(m, run, batch, err);
+}
+
 static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              struct attn_error *err)
 {
@@ -217,7 +265,7 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
             return attn_fail(err, ATTN_E_INVALID, "cache",
                              "a cache needs a causal model");
         if (c->layers != m->layers || c->row != m->kv_heads * m->head_dim ||
-            !c->k || !c->v || c->capacity > m->max_positions ||
+            !c->k || !c->v || !c->z_mean || c->capacity > m->max_positions ||
             c->len > c->capacity)
             return attn_fail(err, ATTN_E_INVALID, "cache",
                              "the cache is not one of this model's");
@@ -309,7 +357,7 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
         return attn_fail(err, ATTN_E_INVALID, "layer",
                          "layer (%zu) must be below the model's %zu layers",
                          run->layer, m->layers);
-    return ATTN_OK;
+    return check_resumed(m, run, err);
 }
 
 /* ---------------------------------------------------------------- units */
@@ -344,8 +392,8 @@ size_t xf_row_units(size_t n)
 
 size_t xf_widest_phase(const struct xf_plan *p)
 {
-    const size_t rows = xf_row_units(p->run.n);
-    const size_t tiles = xf_tile_count(p->run.n, p->m->intermediate);
+    const size_t rows = xf_row_units(p->rows);
+    const size_t tiles = xf_tile_count(p->rows, p->m->intermediate);
     return tiles > rows ? tiles : rows;
 }
 
@@ -359,7 +407,8 @@ bool xf_returns_layer(const struct xf_plan *p, size_t l)
 bool xf_output_used(const struct xf_plan *p, size_t l)
 {
     return l + 1 < p->layers_run ||
-           (p->want & (XF_WANT_HIDDEN | XF_WANT_LOGITS | XF_WANT_LOGIT_LENS));
+           (p->want & (XF_WANT_HIDDEN | XF_WANT_LOGITS | XF_WANT_LOGIT_LENS |
+                       XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS));
 }
 
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
@@ -378,6 +427,8 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
         kind |= XF_KIND_POOLED;
     if ((p->want & XF_WANT_VALUE_WEIGHTED) && xf_returns_layer(p, l))
         kind |= XF_KIND_VALUE;
+    if (p->hooked)
+        kind |= XF_KIND_HOOKED;
     return kind;
 }
 
@@ -392,6 +443,7 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     const struct xf_model *m = p->m;
     memset(cfg, 0, sizeof *cfg);
     cfg->mode = ATTN_MODE_PROJECTED;
+    cfg->batch = p->batch;
     cfg->n_query = p->run.n;
     cfg->d_model = m->hidden;
     cfg->heads = m->heads;
@@ -400,6 +452,12 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     cfg->d_out = m->hidden;
     cfg->qkv_bias = m->arch.qkv_bias;
     cfg->out_bias = m->arch.out_bias;
+    // the heads' values are edited before the pass projects them
+    if (kind & XF_KIND_HOOKED) {
+        cfg->no_out_proj = true;
+        cfg->out_bias = false;
+        cfg->d_out = m->heads * m->head_dim;
+    }
     cfg->causal = m->arch.causal;
     if (m->arch.positions == XF_POS_ROTARY) {
         cfg->positional = ATTN_POS_ROPE;
@@ -477,16 +535,17 @@ static size_t ffn_floats_per_row(const struct xf_model *m)
 
 static bool plan_workspace(struct xf_plan *p)
 {
-    const size_t n = p->run.n;
+    const size_t n = p->run.n, rows = p->rows;
     bool ok = true;
     memset(p->ws_count, 0, sizeof p->ws_count);
     if (!(p->want & XF_WANT_HIDDEN))
-        ok = size_mul3(2, n, p->m->hidden, &p->ws_count[XF_WS_HIDDEN]);
+        ok = size_mul3(2, rows, p->m->hidden, &p->ws_count[XF_WS_HIDDEN]);
     if (p->want & XF_WANT_ROLLOUT) {
         ok = ok && size_mul(n, n, &p->ws_count[XF_WS_ROLL_A]);
         p->ws_count[XF_WS_ROLL_B] = p->ws_count[XF_WS_ROLL_A];
     }
-    ok = ok && size_mul(n, ffn_floats_per_row(p->m), &p->ws_count[XF_WS_FFN]);
+    ok =
+        ok && size_mul(rows, ffn_floats_per_row(p->m), &p->ws_count[XF_WS_FFN]);
     // before the first layer, two embedding rows are widened there
     if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
         p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
@@ -509,6 +568,11 @@ static bool plan_workspace(struct xf_plan *p)
     if (p->want & XF_WANT_HEAD_STATS)
         ok = ok && size_mul(p->run.n, 3 * sizeof(size_t) / sizeof(float),
                             &p->ws_count[XF_WS_EARLIER]);
+    // the projected attention, then a sequence's head means
+    if (p->hooked)
+        ok = ok && size_mul(rows, m->hidden, &p->ws_count[XF_WS_HOOK]) &&
+             size_add_to(&p->ws_count[XF_WS_HOOK],
+                         p->batch * m->heads * m->head_dim);
     if (p->step) {
         const size_t hd = m->heads * m->head_dim;
         const size_t gd = m->kv_heads * m->head_dim;
@@ -543,7 +607,7 @@ static bool plan_result(struct xf_plan *p)
         ok = ok && size_mul3(lw * m->heads, p->run.pool_rows, p->run.pool_cols,
                              &counts[XF_RESULT_POOLED]);
     if (p->want & XF_WANT_LOGITS)
-        counts[XF_RESULT_LOGITS] = m->vocab_size;
+        ok = ok && size_mul(p->batch, m->vocab_size, &counts[XF_RESULT_LOGITS]);
     if (p->want & XF_WANT_VALUE_WEIGHTED)
         ok = ok &&
              size_mul3(lw * m->heads, n, keys,
@@ -558,6 +622,17 @@ static bool plan_result(struct xf_plan *p)
         p->induction_count = m->layers * m->heads;
     if (p->want & XF_WANT_TOP_K)
         ok = ok && size_mul3(lw, m->heads, n, &p->top_count);
+    if (p->want & XF_WANT_ACTIVATIONS) {
+        const size_t r = p->run.capture_position == XF_ALL ? n : 1;
+        ok = ok &&
+             size_mul3(m->layers + 1, r, m->hidden, &counts[XF_RESULT_RESID]) &&
+             size_mul3(m->layers, r, m->heads * m->head_dim,
+                       &counts[XF_RESULT_Z]) &&
+             size_mul3(m->layers, r, m->hidden, &counts[XF_RESULT_ATTN_OUT]);
+        counts[XF_RESULT_MLP_OUT] = counts[XF_RESULT_ATTN_OUT];
+    }
+    if (p->want & XF_WANT_LAST_ROWS)
+        ok = ok && size_mul(p->batch, m->hidden, &counts[XF_RESULT_LAST_ROWS]);
     return ok;
 }
 
@@ -567,7 +642,7 @@ static attn_status plan_attention(struct xf_plan *p, struct attn_error *err)
 {
     memset(p->attn_used, 0, sizeof p->attn_used);
     p->attn_bytes = 0;
-    for (size_t l = 0; l < p->layers_run; l++) {
+    for (size_t l = p->run.first_layer; l < p->layers_run; l++) {
         const unsigned kind = xf_attn_kind(p, l);
         if (p->attn_used[kind])
             continue;
@@ -601,13 +676,20 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->m = m;
     out->run = *run;
     out->want = run->want ? run->want : XF_WANT_WEIGHTS;
+    out->batch = run->batch ? run->batch : 1;
+    // under XF_MAX_BATCH and max_positions, the rows fit in size_t
+    out->rows = out->batch * run->n;
+    out->hooked = run->n_edits || run->start ||
+                  (out->want & (XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS));
     out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
     // the layers above the one asked for cannot change its weights
     const bool needs_all =
         run->layer == XF_ALL_LAYERS ||
         (out->want &
          (XF_WANT_HIDDEN | XF_WANT_ROLLOUT | XF_WANT_FLOW | XF_WANT_LOGITS |
-          XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS | XF_WANT_INDUCTION));
+          XF_WANT_LOGIT_LENS | XF_WANT_HEAD_STATS | XF_WANT_INDUCTION |
+          XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS)) ||
+        run->n_edits;
     // a cache keeps every layer's keys and values
     out->layers_run = needs_all || run->cache ? m->layers : run->layer + 1;
     out->cache_len = run->cache ? run->cache->len : 0;
@@ -656,7 +738,7 @@ size_t xf_plan_bytes(const struct xf_plan *p)
 double xf_plan_flops(const struct xf_plan *p)
 {
     const struct xf_model *m = p->m;
-    const double n = (double)p->run.n, H = (double)m->hidden;
+    const double n = (double)p->rows, H = (double)m->hidden;
     const double hd = (double)(m->heads * m->head_dim);
     const double gd = (double)(m->kv_heads * m->head_dim);
     // every layer's attention costs the same, whatever it returns; a
@@ -668,12 +750,16 @@ double xf_plan_flops(const struct xf_plan *p)
             (2.0 * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * (double)p->keys * hd) *
             (double)p->layers_run;
     else
-        for (size_t l = 0; l < p->layers_run; l++)
+        for (size_t l = p->run.first_layer; l < p->layers_run; l++)
             total += attn_flops(&p->attn[xf_attn_kind(p, l)]);
+    // a hooked layer's output projection, which its attention leaves out
+    if (p->hooked && !p->step)
+        total +=
+            2.0 * n * hd * H * (double)(p->layers_run - p->run.first_layer);
     // the feed-forward of every layer whose output is read: up (and gate)
     // and down
     size_t ffn_layers = 0;
-    for (size_t l = 0; l < p->layers_run; l++)
+    for (size_t l = p->run.first_layer; l < p->layers_run; l++)
         ffn_layers += xf_output_used(p, l);
     const double products = m->arch.ffn == XF_FFN_GATED ? 3.0 : 2.0;
     total +=
@@ -685,7 +771,7 @@ double xf_plan_flops(const struct xf_plan *p)
     if (p->want & XF_WANT_FLOW)
         total += 16.0 * n * n * (double)m->layers * n * n;
     if (p->want & XF_WANT_LOGITS)
-        total += 2.0 * (double)m->vocab_size * H;
+        total += 2.0 * (double)m->vocab_size * H * (double)p->batch;
     // the lens: every layer's every row through the head, then a pass
     // over its logits for their largest and their sum
     if (p->want & XF_WANT_LOGIT_LENS)

@@ -5,6 +5,7 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
+#include "intervene.h"
 #include "transformer_step.h"
 #include "transformer_units.h"
 #include "widen.h"
@@ -19,7 +20,9 @@ size_t xf_cache_bytes(const struct xf_model *m, size_t capacity)
 {
     size_t floats;
     if (!size_mul3(m->layers, capacity, m->kv_heads * m->head_dim, &floats) ||
-        !size_mul(floats, 2 * sizeof(float), &floats))
+        !size_mul(floats, 2, &floats) ||
+        !size_add_to(&floats, m->layers * m->heads * m->head_dim) ||
+        !size_mul(floats, sizeof(float), &floats))
         return SIZE_MAX;
     return floats;
 }
@@ -37,9 +40,11 @@ attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
     if (bytes == SIZE_MAX)
         return attn_fail(err, ATTN_E_TOO_BIG, "capacity",
                          "a cache of %zu positions is too large", capacity);
-    out->k = malloc(bytes / 2);
-    out->v = malloc(bytes / 2);
-    if (!out->k || !out->v) {
+    const size_t kv = m->layers * capacity * m->kv_heads * m->head_dim;
+    out->k = malloc(kv * sizeof(float));
+    out->v = malloc(kv * sizeof(float));
+    out->z_mean = calloc(m->layers * m->heads * m->head_dim, sizeof(float));
+    if (!out->k || !out->v || !out->z_mean) {
         xf_cache_free(out);
         return attn_fail(err, ATTN_E_NOMEM, "capacity",
                          "out of memory for a cache of %zu positions",
@@ -57,6 +62,7 @@ void xf_cache_free(struct xf_cache *cache)
         return;
     free(cache->k);
     free(cache->v);
+    free(cache->z_mean);
     memset(cache, 0, sizeof *cache);
 }
 
@@ -208,6 +214,9 @@ const float *step_attention(const struct step_io *io, struct pool_team *team)
     if (io->mean_weights)
         for (size_t j = 0; j < keys; j++)
             io->mean_weights[j] /= (float)h;
+    // the run's ablations of this position, the means the prompt's
+    intervene_apply(&plan->run, l, XF_SITE_Z, heads, NULL, 1, hd, D, pos,
+                    c->z_mean + l * hd);
     pool_phase(team, out_unit, &s, xf_tile_count(1, m->hidden));
     return out;
 }

@@ -63,7 +63,9 @@ enum {
     XF_KIND_VALUE = 1u << 2,    /* the value-weighted norms */
     XF_KIND_MEASURES = 1u << 3, /* head_stats, induction */
     XF_KIND_TOP_K = 1u << 4,    /* each row's strongest keys */
-    XF_KIND_POOLED = 1u << 5    /* the weights in blocks */
+    XF_KIND_POOLED = 1u << 5,   /* the weights in blocks */
+    XF_KIND_HOOKED = 1u << 6    /* stops before the output projection,
+                                   which the pass applies after its edits */
 };
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l);
 

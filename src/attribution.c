@@ -1,0 +1,188 @@
+/*
+ * attribution.c - direct logit attribution (attribution.h).
+ */
+#include "attribution.h"
+#include "error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The frozen final norm as one linear map on a component c [H]:
+ * part(c) = (g . c - centre * mean(c) * sum(g)) / scale, with g = w * u. */
+struct frozen_norm {
+    double *g;    /* [H] */
+    double sum_g; /* sum of g, for LayerNorm's centring */
+    double scale; /* rms(r) or std(r) */
+    bool centre;  /* LayerNorm */
+};
+
+static double part_of(const struct frozen_norm *f, const float *c, size_t H)
+{
+    double dot = 0.0, sum = 0.0;
+    for (size_t k = 0; k < H; k++) {
+        dot += f->g[k] * c[k];
+        sum += c[k];
+    }
+    if (f->centre)
+        dot -= sum / (double)H * f->sum_g;
+    return dot / f->scale;
+}
+
+void xf_dla_free(struct xf_dla *dla)
+{
+    if (!dla)
+        return;
+    free(dla->heads_part);
+    free(dla->mlp);
+    free(dla->attn_bias);
+    memset(dla, 0, sizeof *dla);
+}
+
+/* u = lm_head[t0] - lm_head[t1], or lm_head[t0]; row: [H] scratch. */
+static void direction(const struct xf_model *m, const uint32_t *target,
+                      size_t n_target, float *row, double *u)
+{
+    const size_t H = m->hidden, sz = attn_dtype_size(m->lm_head.dtype);
+    const char *w = m->lm_head.data;
+    attn_widen(w + (size_t)target[0] * H * sz, m->lm_head.dtype, H, row);
+    for (size_t k = 0; k < H; k++)
+        u[k] = row[k];
+    if (n_target == 2) {
+        attn_widen(w + (size_t)target[1] * H * sz, m->lm_head.dtype, H, row);
+        for (size_t k = 0; k < H; k++)
+            u[k] -= row[k];
+    }
+}
+
+/* The final norm frozen at r, and the logit of r through it. */
+static double freeze(const struct xf_model *m, const float *r, const double *u,
+                     struct frozen_norm *f)
+{
+    const size_t H = m->hidden;
+    const bool layer_norm = m->arch.norm == XF_NORM_LAYER;
+    double mean = 0.0, sq = 0.0;
+    for (size_t k = 0; k < H; k++)
+        mean += r[k];
+    mean /= (double)H;
+    for (size_t k = 0; k < H; k++) {
+        const double d = layer_norm ? r[k] - mean : r[k];
+        sq += d * d;
+    }
+    f->centre = layer_norm;
+    f->scale = m->arch.final_norm ? sqrt(sq / (double)H + m->norm_eps) : 1.0;
+    f->sum_g = 0.0;
+    double logit = 0.0;
+    for (size_t k = 0; k < H; k++) {
+        const double w = m->arch.final_norm ? m->final_norm_w[k] : 1.0;
+        f->g[k] = w * u[k];
+        f->sum_g += f->g[k];
+        const double x = layer_norm ? r[k] - mean : r[k];
+        logit += x / f->scale * f->g[k];
+    }
+    return logit;
+}
+
+/* The norm's bias through u. */
+static double bias_part(const struct xf_model *m, const double *u)
+{
+    if (!m->arch.final_norm || !m->final_norm_b)
+        return 0.0;
+    double sum = 0.0;
+    for (size_t k = 0; k < m->hidden; k++)
+        sum += (double)m->final_norm_b[k] * u[k];
+    return sum;
+}
+
+/* Layer l's heads: W_O's slice of head a maps z_a to the stream, so its
+ * part is z_a . (W_O^T g)_a, less its mean's share under LayerNorm,
+ * z_a . (W_O^T 1)_a / H. t, t1: [heads D] scratch; row: [heads D]. */
+static void head_parts(const struct xf_model *m, const struct frozen_norm *f,
+                       size_t l, const float *z, double *t, double *t1,
+                       float *row, double *out)
+{
+    const size_t H = m->hidden, D = m->head_dim, hd = m->heads * D;
+    const struct xf_matrix o = m->layer[l].o_w;
+    const size_t sz = attn_dtype_size(o.dtype);
+    memset(t, 0, hd * sizeof *t);
+    memset(t1, 0, hd * sizeof *t1);
+    for (size_t k = 0; k < H; k++) {
+        attn_widen((const char *)o.data + k * hd * sz, o.dtype, hd, row);
+        for (size_t j = 0; j < hd; j++) {
+            t[j] += f->g[k] * row[j];
+            t1[j] += row[j];
+        }
+    }
+    for (size_t a = 0; a < m->heads; a++) {
+        double dot = 0.0, sum = 0.0;
+        for (size_t e = a * D; e < (a + 1) * D; e++) {
+            dot += t[e] * z[e];
+            sum += t1[e] * z[e];
+        }
+        if (f->centre)
+            dot -= sum / (double)H * f->sum_g;
+        out[a] = dot / f->scale;
+    }
+}
+
+attn_status xf_dla(const struct xf_model *m, const struct xf_result *acts,
+                   const uint32_t *target, size_t n_target, struct xf_dla *out,
+                   struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!m->lm_head.data || m->arch.norm_place != XF_NORM_BEFORE)
+        return attn_fail(err, ATTN_E_INVALID, "model",
+                         "direct logit attribution needs a pre-norm model "
+                         "with an output head");
+    if (!acts->resid || acts->captured != 1 || (n_target != 1 && n_target != 2))
+        return attn_fail(err, ATTN_E_INVALID, "acts",
+                         "attribution reads one position's activations and "
+                         "one or two targets");
+    for (size_t i = 0; i < n_target; i++)
+        if (target[i] >= m->vocab_size)
+            return attn_fail(err, ATTN_E_INVALID, "target",
+                             "target %u is not below vocab_size (%zu)",
+                             (unsigned)target[i], m->vocab_size);
+    const size_t L = m->layers, h = m->heads, H = m->hidden,
+                 hd = h * m->head_dim;
+    const size_t big = H > hd ? H : hd;
+    double *scratch = malloc((H + H + 2 * hd) * sizeof *scratch);
+    float *row = malloc(big * sizeof *row);
+    out->heads_part = malloc(L * h * sizeof *out->heads_part);
+    out->mlp = malloc(L * sizeof *out->mlp);
+    out->attn_bias =
+        m->arch.out_bias ? malloc(L * sizeof *out->attn_bias) : NULL;
+    if (!scratch || !row || !out->heads_part || !out->mlp ||
+        (m->arch.out_bias && !out->attn_bias)) {
+        free(scratch);
+        free(row);
+        xf_dla_free(out);
+        return attn_fail(err, ATTN_E_NOMEM, "target",
+                         "out of memory for the attribution");
+    }
+    double *u = scratch, *t = u + 2 * H, *t1 = t + hd;
+    struct frozen_norm f = {.g = u + H};
+    direction(m, target, n_target, row, u);
+    out->layers = L;
+    out->heads = h;
+    out->logit = freeze(m, acts->resid + L * H, u, &f) + bias_part(m, u);
+    out->bias = bias_part(m, u);
+    out->embed = part_of(&f, acts->resid, H);
+    double total = out->embed + out->bias;
+    for (size_t l = 0; l < L; l++) {
+        head_parts(m, &f, l, acts->z + l * hd, t, t1, row,
+                   out->heads_part + l * h);
+        for (size_t a = 0; a < h; a++)
+            total += out->heads_part[l * h + a];
+        if (out->attn_bias) {
+            out->attn_bias[l] = part_of(&f, m->layer[l].o_b, H);
+            total += out->attn_bias[l];
+        }
+        out->mlp[l] = part_of(&f, acts->mlp_out + l * H, H);
+        total += out->mlp[l];
+    }
+    out->total = total;
+    free(scratch);
+    free(row);
+    return ATTN_OK;
+}

@@ -1,0 +1,1007 @@
+#!/usr/bin/env python3
+"""Write the interventions goldens the C tests replay: head ablation,
+activation patching and direct logit attribution on the committed small
+checkpoints.
+
+    /usr/bin/python3 tests/models/generate_interventions.py tests/models   (make models-golden)
+
+For each variant below, DIR/golden/interventions/<variant>.json gets, from
+the first golden case's ids of DIR/golden/<variant>.json (the "clean"
+input): seven ablation cases (the last layer's attention weights, the
+hidden states and, for decoders, the last position's logits), a greedy
+continuation with two heads ablated, activation patching over heads,
+heads and positions, the residual stream and the attention / MLP outputs
+in both directions, and the direct logit attribution of the last two
+positions. The BERT encoder (f32) gets the ablation cases only.
+
+The weights are read here from the committed safetensors files (a reader
+written from the format's description; F16 and BF16 widened exactly to
+float64), the model's shape from its config.json, so the goldens replay
+what the C loader reads. The reference is float64 NumPy with hook points,
+written from transformers' modeling_gpt2.py, modeling_llama.py,
+modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py and
+modeling_bert.py term by term:
+
+  z           a layer's per-head attention-weighted values (value bias in),
+              before the output projection, [n][heads * head_dim], head a's
+              slice a*D..(a+1)*D (TransformerLens' hook_z); query head a
+              reads KV head a // (heads / kv_heads);
+  attn_out    z W_O^T + b_O (GPT-2's c_proj bias, BERT's attention.output
+              dense bias; the LLaMA family has none);
+  mlp_out     the MLP's output (down projection and its bias);
+  resid_pre   the residual stream entering a layer (the embedding output
+              for layer 0).
+
+Before anything is written: with no intervention the hooked reference must
+give what generate_decoders.py's / generate.py's forward functions give
+(within 1e-9) and, rounded, the numbers of the existing goldens; and every
+output (each ablation case, each greedy step, each patched run's metric,
+each attribution) is recomputed by an independent PyTorch float64
+implementation of the same interventions, working on the files' own
+tensor names and layouts (Conv1D through torch.addmm, rotate_half RoPE,
+repeat_interleave for the KV heads, torch.where for the ablations, the
+attribution as one stacked tensor through the frozen final norm). Any
+difference beyond 1e-9 aborts without writing a file. The script then
+checks that the conventions an implementation can get wrong matter
+(ablating after W_O with the bias, a head read as a KV head, the mean over
+heads instead of positions) and that patching the residual stream at the
+corrupted token gives effect 1 there and 0 elsewhere.
+
+Output is deterministic: the same script gives byte-identical files.
+"""
+
+import json
+import math
+import os
+import re
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+sys.path.insert(0, HERE)
+from common import TOL, CrossCheckFailed, compare, gelu, gelu_new, layer_norm, rounded, softmax  # noqa: E402
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover
+    torch = None
+
+MARGIN = 1e-3  # a wrong convention must move the goldens by more than this
+GREEDY_STEPS = 6
+GREEDY_MARGIN = 1e-3
+
+DECODERS = ["gpt2", "gpt2_prefixed", "llama2", "llama3", "mistral", "qwen2", "qwen3"]
+ENCODERS = ["f32"]
+
+
+# ---------------------------------------------------------- safetensors
+
+def read_safetensors(path):
+    """name -> float64 array for every F32 / F16 / BF16 tensor of the file
+    (the BOOL and I64 buffers are skipped): an 8-byte little-endian header
+    length, the JSON header, then the data at data_offsets."""
+    with open(path, "rb") as fp:
+        data = fp.read()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size].decode("utf-8"))
+    base = 8 + size
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        raw = data[base + a:base + b]
+        count = int(np.prod(t["shape"], dtype=np.int64))
+        if t["dtype"] == "F32":
+            x = np.frombuffer(raw, dtype="<f4")
+        elif t["dtype"] == "F16":
+            x = np.frombuffer(raw, dtype="<f2")
+        elif t["dtype"] == "BF16":
+            x = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+        else:
+            continue
+        assert x.size == count, name
+        out[name] = x.astype(np.float64).reshape(t["shape"])
+    return out
+
+
+def read_folder(d):
+    """Every tensor of the folder: model.safetensors, or the shards
+    model.safetensors.index.json names."""
+    index = os.path.join(d, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return read_safetensors(os.path.join(d, "model.safetensors"))
+    with open(index) as fp:
+        files = sorted(set(json.load(fp)["weight_map"].values()))
+    out = {}
+    for f in files:
+        out.update(read_safetensors(os.path.join(d, f)))
+    return out
+
+
+def plain_weights(family, raw):
+    """The tensors by the base model's names (GPT-2's transformer. prefix
+    dropped), without the buffers (attn.bias, attn.masked_bias,
+    rotary_emb.inv_freq) and without GPT-2's lm_head.weight copy of wte."""
+    w = {}
+    for name, a in raw.items():
+        if family == "gpt2":
+            if name.startswith("transformer."):
+                name = name[len("transformer."):]
+            if re.fullmatch(r"h\.\d+\.attn\.(?:bias|masked_bias)", name):
+                continue
+            if name == "lm_head.weight":
+                continue
+        if name.endswith("rotary_emb.inv_freq"):
+            continue
+        w[name] = a
+    if family == "gpt2" and "lm_head.weight" in raw:
+        assert np.array_equal(raw["lm_head.weight"], w["wte.weight"])
+    return w
+
+
+# ------------------------------------------------------------- the model
+
+class Model:
+    """A checkpoint as the hooked reference sees it: shapes from config.json,
+    weights in nn.Linear's [out][in] layout by generic names."""
+
+    def __init__(self, name, d, golden):
+        with open(os.path.join(d, "config.json")) as fp:
+            cfg = json.load(fp)
+        self.name, self.cfg, self.golden = name, cfg, golden
+        mt = cfg["model_type"]
+        self.family = {"gpt2": "gpt2", "bert": "bert"}.get(mt, "llama")
+        self.model_type = mt
+        self.w = plain_weights(self.family, read_folder(d))
+        w = self.w
+        if self.family == "gpt2":
+            self.L, self.H, self.h = cfg["n_layer"], cfg["n_embd"], cfg["n_head"]
+            self.g, self.D = self.h, self.H // self.h
+            self.eps = cfg["layer_norm_epsilon"]
+        elif self.family == "bert":
+            self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+            self.g, self.D = self.h, self.H // self.h
+            self.eps = cfg["layer_norm_eps"]
+        else:
+            self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+            self.g = cfg.get("num_key_value_heads") or self.h
+            self.D = cfg.get("head_dim") or self.H // self.h
+            self.eps = cfg["rms_norm_eps"]
+            self.window = cfg.get("sliding_window") if mt == "mistral" else None
+            if mt in ("qwen2", "qwen3") and cfg.get("use_sliding_window"):
+                raise CrossCheckFailed("%s: a sliding window on Qwen is not covered" % name)
+            self.freqs = self.rope_freqs()
+            facts = golden["config"]
+            assert facts["heads"] == self.h and facts["kv_heads"] == self.g and facts["head_dim"] == self.D
+            assert facts["sliding_window"] == self.window
+            if not np.allclose(self.freqs, facts["inv_freq"], rtol=1e-15, atol=0):
+                raise CrossCheckFailed("%s: the RoPE frequencies differ from the golden's" % name)
+        self.group = self.h // self.g
+        self.layers = [self.layer_weights(l) for l in range(self.L)]
+        if self.family == "gpt2":
+            self.W_U = w["wte.weight"]
+            self.norm_f = (w["ln_f.weight"], w["ln_f.bias"])
+        elif self.family == "llama":
+            tied = cfg.get("tie_word_embeddings", True)
+            self.W_U = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+            self.norm_f = (w["model.norm.weight"], None)
+        self.has_bo = self.layers[0]["bo"] is not None
+
+    def rope_freqs(self):
+        """1 / theta^(2i/d), then Llama 3's scaling by wavelength
+        (_compute_llama3_parameters)."""
+        cfg, d = self.cfg, self.D
+        theta = cfg.get("rope_theta", 10000.0)
+        f = 1.0 / theta ** (np.arange(0, d, 2, dtype=np.float64) / d)
+        sc = cfg.get("rope_scaling")
+        if not sc:
+            return f
+        assert sc["rope_type"] == "llama3"
+        factor, low, high = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+        old = sc["original_max_position_embeddings"]
+        out = []
+        for fi in f:
+            wl = 2 * math.pi / fi
+            if wl < old / high:
+                out.append(fi)
+            elif wl > old / low:
+                out.append(fi / factor)
+            else:
+                s = (old / wl - low) / (high - low)
+                out.append((1 - s) * fi / factor + s * fi)
+        return np.array(out)
+
+    def layer_weights(self, l):
+        w, H = self.w, self.H
+        if self.family == "gpt2":
+            p = "h.%d." % l
+            ca, cb = w[p + "attn.c_attn.weight"], w[p + "attn.c_attn.bias"]  # Conv1D [in][out]
+            return dict(ln1=(w[p + "ln_1.weight"], w[p + "ln_1.bias"]),
+                        Wq=ca[:, :H].T, bq=cb[:H], Wk=ca[:, H:2 * H].T, bk=cb[H:2 * H],
+                        Wv=ca[:, 2 * H:].T, bv=cb[2 * H:],
+                        Wo=w[p + "attn.c_proj.weight"].T, bo=w[p + "attn.c_proj.bias"],
+                        ln2=(w[p + "ln_2.weight"], w[p + "ln_2.bias"]),
+                        Wfc=w[p + "mlp.c_fc.weight"].T, bfc=w[p + "mlp.c_fc.bias"],
+                        Wproj=w[p + "mlp.c_proj.weight"].T, bproj=w[p + "mlp.c_proj.bias"])
+        if self.family == "bert":
+            p = "encoder.layer.%d." % l
+            return dict(Wq=w[p + "attention.self.query.weight"], bq=w[p + "attention.self.query.bias"],
+                        Wk=w[p + "attention.self.key.weight"], bk=w[p + "attention.self.key.bias"],
+                        Wv=w[p + "attention.self.value.weight"], bv=w[p + "attention.self.value.bias"],
+                        Wo=w[p + "attention.output.dense.weight"], bo=w[p + "attention.output.dense.bias"],
+                        ln_attn=(w[p + "attention.output.LayerNorm.weight"],
+                                 w[p + "attention.output.LayerNorm.bias"]),
+                        Wi=w[p + "intermediate.dense.weight"], bi=w[p + "intermediate.dense.bias"],
+                        Wout=w[p + "output.dense.weight"], bout=w[p + "output.dense.bias"],
+                        ln_out=(w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]))
+        p = "model.layers.%d." % l
+        s = p + "self_attn."
+        return dict(ln1=w[p + "input_layernorm.weight"],
+                    Wq=w[s + "q_proj.weight"], bq=w.get(s + "q_proj.bias"),
+                    Wk=w[s + "k_proj.weight"], bk=w.get(s + "k_proj.bias"),
+                    Wv=w[s + "v_proj.weight"], bv=w.get(s + "v_proj.bias"),
+                    qn=w.get(s + "q_norm.weight"), kn=w.get(s + "k_norm.weight"),
+                    Wo=w[s + "o_proj.weight"], bo=w.get(s + "o_proj.bias"),
+                    ln2=w[p + "post_attention_layernorm.weight"],
+                    Wg=w[p + "mlp.gate_proj.weight"], Wu=w[p + "mlp.up_proj.weight"],
+                    Wd=w[p + "mlp.down_proj.weight"])
+
+    def variant(self):
+        """generate_decoders.py's description of the variant, for its
+        forward function."""
+        import generate_decoders as gd
+        return next(v for v in gd.VARIANTS if v["name"] == self.name)
+
+
+# -------------------------------------------------- the hooked reference
+
+def rms(x, g, eps):
+    return g * (x / np.sqrt((x * x).mean(-1, keepdims=True) + eps))
+
+
+def rope_np(x, freqs):
+    """x: [n][heads][d]; dimension i (< d/2) pairs with i + d/2 at positions
+    0..n-1: (a, b) -> (a cos - b sin, b cos + a sin)."""
+    n, _, d = x.shape
+    ang = np.arange(n, dtype=np.float64)[:, None] * freqs[None, :]
+    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    a, b = x[..., :d // 2], x[..., d // 2:]
+    return np.concatenate([a * c - b * s, b * c + a * s], axis=-1)
+
+
+def item_heads(m, it, alt):
+    if "head" not in it:
+        return list(range(m.h))
+    if "gqa_as_kv" in alt:
+        return list(range(it["head"] * m.group, (it["head"] + 1) * m.group))
+    return [it["head"]]
+
+
+def ablate_np(m, z, items, mean_n, alt):
+    """Applies a layer's ablation items in list order to z [n][h*D]; the
+    means are over positions 0..mean_n-1 of z before any of them."""
+    n = z.shape[0]
+    z3 = z.reshape(n, m.h, m.D).copy()
+    before = z3.copy()
+    means = before[:mean_n].mean(0)  # [h][D]
+    for it in items:
+        pos = it.get("positions", list(range(n)))
+        for a in item_heads(m, it, alt):
+            for i in pos:
+                if it["mode"] == "zero":
+                    z3[i, a] = 0.0
+                elif "mean_over_heads" in alt:
+                    z3[i, a] = before[i].mean(0)
+                else:
+                    z3[i, a] = means[a]
+    return z3.reshape(n, m.h * m.D)
+
+
+def run_np(m, ids, types=None, ablate=(), mean_n=None, patch=None, alt=()):
+    """The hooked forward. ablate: items {layer, head?, mode, positions?};
+    mean_n: the positions the means run over (default all); patch: (kind,
+    layer, head, position or None, source cache) with kind z | resid_pre |
+    attn_out | mlp_out. Returns the cache: attentions [L][h][n][n],
+    hidden [L+1][n][H] (as output_hidden_states), resid_pre, z, attn_out,
+    mlp_out per layer, resid_final (before the final norm) and, for
+    decoders, logits [n][V]."""
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    w = m.w
+    if m.family == "gpt2":
+        x = w["wte.weight"][ids] + w["wpe.weight"][:n]
+    elif m.family == "llama":
+        x = w["model.embed_tokens.weight"][ids]
+    else:
+        e = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
+             + w["embeddings.token_type_embeddings.weight"][types])
+        x = layer_norm(e, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], m.eps)
+    c = {"attentions": [], "hidden": [x], "resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
+    i_ = np.arange(n)
+    allowed = i_[None, :] <= i_[:, None]
+    if m.family == "bert":
+        allowed = np.ones((n, n), dtype=bool)
+    elif m.family == "llama" and m.window is not None:
+        allowed &= i_[None, :] > i_[:, None] - m.window
+    kv_of = np.arange(m.h) // m.group
+
+    def patched(kind, l, t):
+        if patch is None or patch[0] != kind or patch[1] != l:
+            return t
+        _, _, a, pos, src = patch
+        t = t.copy()
+        sel = slice(None) if pos is None else pos
+        if kind == "z":
+            t[sel, a * m.D:(a + 1) * m.D] = src["z"][l][sel, a * m.D:(a + 1) * m.D]
+        else:
+            t[sel] = src[kind][l][sel]
+        return t
+
+    for l, lw in enumerate(m.layers):
+        x = patched("resid_pre", l, x)
+        c["resid_pre"].append(x)
+        if m.family == "gpt2":
+            a_in = layer_norm(x, lw["ln1"][0], lw["ln1"][1], m.eps)
+        elif m.family == "llama":
+            a_in = rms(x, lw["ln1"], m.eps)
+        else:
+            a_in = x
+        q, k, v = (a_in @ lw["W" + t].T + (lw["b" + t] if lw["b" + t] is not None else 0.0) for t in "qkv")
+        q, k, v = q.reshape(n, m.h, m.D), k.reshape(n, m.g, m.D), v.reshape(n, m.g, m.D)
+        if m.family == "llama":
+            if lw["qn"] is not None:
+                q, k = rms(q, lw["qn"], m.eps), rms(k, lw["kn"], m.eps)
+            q, k = rope_np(q, m.freqs), rope_np(k, m.freqs)
+        k, v = k[:, kv_of], v[:, kv_of]
+        scores = np.einsum("iad,jad->aij", q, k) / math.sqrt(m.D)
+        scores = np.where(allowed[None], scores, -np.inf)
+        probs = softmax(scores)
+        c["attentions"].append(probs)
+        z = np.einsum("aij,jad->iad", probs, v).reshape(n, m.h * m.D)
+        items = [it for it in ablate if it["layer"] == l]
+        if items:
+            z = ablate_np(m, z, items, mean_n, alt)
+        z = patched("z", l, z)
+        c["z"].append(z)
+        attn_out = z @ lw["Wo"].T
+        if lw["bo"] is not None:
+            attn_out = attn_out + lw["bo"]
+            if "after_wo" in alt:  # the zeroed heads' share of the bias goes too
+                attn_out = attn_out.copy()
+                for it in items:
+                    if it["mode"] == "zero":
+                        share = len(item_heads(m, it, alt)) / m.h
+                        for i in it.get("positions", list(range(n))):
+                            attn_out[i] -= share * lw["bo"]
+        attn_out = patched("attn_out", l, attn_out)
+        c["attn_out"].append(attn_out)
+        if m.family == "bert":
+            x1 = layer_norm(x + attn_out, lw["ln_attn"][0], lw["ln_attn"][1], m.eps)
+            act = gelu if m.cfg["hidden_act"] == "gelu" else gelu_new
+            mlp_out = act(x1 @ lw["Wi"].T + lw["bi"]) @ lw["Wout"].T + lw["bout"]
+            mlp_out = patched("mlp_out", l, mlp_out)
+            x = layer_norm(x1 + mlp_out, lw["ln_out"][0], lw["ln_out"][1], m.eps)
+        elif m.family == "gpt2":
+            x1 = x + attn_out
+            h2 = layer_norm(x1, lw["ln2"][0], lw["ln2"][1], m.eps)
+            mlp_out = gelu_new(h2 @ lw["Wfc"].T + lw["bfc"]) @ lw["Wproj"].T + lw["bproj"]
+            mlp_out = patched("mlp_out", l, mlp_out)
+            x = x1 + mlp_out
+        else:
+            x1 = x + attn_out
+            h2 = rms(x1, lw["ln2"], m.eps)
+            gate = h2 @ lw["Wg"].T
+            mlp_out = (gate / (1.0 + np.exp(-gate)) * (h2 @ lw["Wu"].T)) @ lw["Wd"].T
+            mlp_out = patched("mlp_out", l, mlp_out)
+            x = x1 + mlp_out
+        c["mlp_out"].append(mlp_out)
+        c["hidden"].append(x)
+    c["resid_final"] = x
+    if m.family != "bert":
+        g, b = m.norm_f
+        final = layer_norm(x, g, b, m.eps) if m.family == "gpt2" else rms(x, g, m.eps)
+        c["hidden"][-1] = final
+        c["logits"] = final @ m.W_U.T
+    c["attentions"] = np.stack(c["attentions"])
+    c["hidden"] = np.stack(c["hidden"])
+    return c
+
+
+# --------------------------------------------- the PyTorch implementation
+
+def T(a):
+    return torch.tensor(np.asarray(a, dtype=np.float64), dtype=torch.float64)
+
+
+def ablate_torch(h, D, group, z, items, mean_n, alt=()):
+    """The ablation items as masks: each one's [n][h] selection, its
+    replacement (zeros or the means before any item) put in by torch.where."""
+    n = z.shape[0]
+    z3 = z.view(n, h, D)
+    means = z3[:mean_n].mean(dim=0)
+    for it in items:
+        sel = torch.zeros(n, h, dtype=torch.bool)
+        rows = torch.arange(n) if "positions" not in it else torch.tensor(it["positions"])
+        if "head" not in it:
+            cols = torch.arange(h)
+        elif "gqa_as_kv" in alt:
+            cols = torch.arange(it["head"] * group, (it["head"] + 1) * group)
+        else:
+            cols = torch.tensor([it["head"]])
+        sel[rows[:, None], cols[None, :]] = True
+        repl = torch.zeros_like(z3) if it["mode"] == "zero" else means[None].expand(n, h, D)
+        z3 = torch.where(sel[:, :, None], repl, z3)
+    return z3.reshape(n, h * D)
+
+
+def torch_run(m, ids, types=None, ablate=(), mean_n=None, patch=None):
+    """The same hooked network in torch, on the files' own tensor names and
+    layouts. Returns a cache like run_np's (torch tensors)."""
+    w, cfg = m.w, m.cfg
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    h, D = m.h, m.D
+    tid = torch.tensor(ids)
+    c = {"attentions": [], "hidden": [], "resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
+
+    def patched(kind, l, t):
+        if patch is None or patch[0] != kind or patch[1] != l:
+            return t
+        _, _, a, pos, src = patch
+        rows = torch.arange(n) if pos is None else torch.tensor([pos])
+        mask = torch.zeros_like(t, dtype=torch.bool)
+        if kind == "z":
+            mask[rows, a * D:(a + 1) * D] = True
+        else:
+            mask[rows] = True
+        return torch.where(mask, T(src[kind][l]), t)
+
+    with torch.no_grad():
+        if m.family == "gpt2":
+            H = cfg["n_embd"]
+            x = F.embedding(tid, T(w["wte.weight"])) + T(w["wpe.weight"])[:n]
+            mask = torch.ones(n, n, dtype=torch.bool).tril()
+        elif m.family == "llama":
+            H = cfg["hidden_size"]
+            x = F.embedding(tid, T(w["model.embed_tokens.weight"]))
+            i = torch.arange(n)[:, None]
+            j = torch.arange(n)[None, :]
+            mask = j <= i
+            if m.window is not None:
+                mask = mask & (j > i - m.window)
+            theta = cfg.get("rope_theta", 10000.0)
+            f = 1.0 / theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
+            sc = cfg.get("rope_scaling")
+            if sc:
+                old = sc["original_max_position_embeddings"]
+                low, high, factor = sc["low_freq_factor"], sc["high_freq_factor"], sc["factor"]
+                wl = 2 * math.pi / f
+                scaled = torch.where(wl > old / low, f / factor, f)
+                smooth = (old / wl - low) / (high - low)
+                blended = (1 - smooth) * scaled / factor + smooth * scaled
+                medium = ~(wl < old / high) & ~(wl > old / low)
+                f = torch.where(medium, blended, scaled)
+            emb = torch.cat([torch.outer(torch.arange(n, dtype=torch.float64), f)] * 2, dim=-1)
+            cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
+
+            def rot(t):
+                return torch.cat((-t[..., D // 2:], t[..., :D // 2]), dim=-1)
+
+            def trms(t, g):
+                return g * (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + m.eps))
+        else:
+            H = cfg["hidden_size"]
+            x = (F.embedding(tid, T(w["embeddings.word_embeddings.weight"]))
+                 + F.embedding(torch.arange(n), T(w["embeddings.position_embeddings.weight"]))
+                 + F.embedding(torch.tensor(types), T(w["embeddings.token_type_embeddings.weight"])))
+            x = F.layer_norm(x, (H,), T(w["embeddings.LayerNorm.weight"]), T(w["embeddings.LayerNorm.bias"]),
+                             m.eps)
+            mask = torch.ones(n, n, dtype=torch.bool)
+        c["hidden"].append(x)
+        for l in range(m.L):
+            x = patched("resid_pre", l, x)
+            c["resid_pre"].append(x)
+            items = [it for it in ablate if it["layer"] == l]
+            if m.family == "gpt2":
+                p = "h.%d." % l
+                a_in = F.layer_norm(x, (H,), T(w[p + "ln_1.weight"]), T(w[p + "ln_1.bias"]), m.eps)
+                qkv = torch.addmm(T(w[p + "attn.c_attn.bias"]), a_in, T(w[p + "attn.c_attn.weight"]))
+                q, k, v = (t.view(n, h, D).transpose(0, 1) for t in qkv.split(H, dim=1))
+            elif m.family == "llama":
+                p = "model.layers.%d." % l
+                s = p + "self_attn."
+                a_in = trms(x, T(w[p + "input_layernorm.weight"]))
+
+                def proj(t):
+                    b = w.get(s + t + "_proj.bias")
+                    return F.linear(a_in, T(w[s + t + "_proj.weight"]), None if b is None else T(b))
+                q, k, v = proj("q").view(n, h, D), proj("k").view(n, m.g, D), proj("v").view(n, m.g, D)
+                if s + "q_norm.weight" in w:
+                    q, k = trms(q, T(w[s + "q_norm.weight"])), trms(k, T(w[s + "k_norm.weight"]))
+                q = q * cos + rot(q) * sin
+                k = k * cos + rot(k) * sin
+                k = k.repeat_interleave(m.group, dim=1)
+                v = v.repeat_interleave(m.group, dim=1)
+                q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+            else:
+                p = "encoder.layer.%d." % l
+
+                def proj(t):
+                    return F.linear(x, T(w[p + "attention.self.%s.weight" % t]),
+                                    T(w[p + "attention.self.%s.bias" % t])).view(n, h, D).transpose(0, 1)
+                q, k, v = proj("query"), proj("key"), proj("value")
+            scores = (q @ k.transpose(1, 2)) * D ** -0.5
+            probs = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+            c["attentions"].append(probs)
+            z = (probs @ v).transpose(0, 1).reshape(n, h * D)
+            if items:
+                z = ablate_torch(h, D, m.group, z, items, mean_n)
+            z = patched("z", l, z)
+            c["z"].append(z)
+            if m.family == "gpt2":
+                attn_out = torch.addmm(T(w[p + "attn.c_proj.bias"]), z, T(w[p + "attn.c_proj.weight"]))
+            elif m.family == "llama":
+                b = w.get(s + "o_proj.bias")
+                attn_out = F.linear(z, T(w[s + "o_proj.weight"]), None if b is None else T(b))
+            else:
+                attn_out = F.linear(z, T(w[p + "attention.output.dense.weight"]),
+                                    T(w[p + "attention.output.dense.bias"]))
+            attn_out = patched("attn_out", l, attn_out)
+            c["attn_out"].append(attn_out)
+            if m.family == "gpt2":
+                x1 = x + attn_out
+                h2 = F.layer_norm(x1, (H,), T(w[p + "ln_2.weight"]), T(w[p + "ln_2.bias"]), m.eps)
+                inner = F.gelu(torch.addmm(T(w[p + "mlp.c_fc.bias"]), h2, T(w[p + "mlp.c_fc.weight"])),
+                               approximate="tanh")
+                mlp_out = torch.addmm(T(w[p + "mlp.c_proj.bias"]), inner, T(w[p + "mlp.c_proj.weight"]))
+                mlp_out = patched("mlp_out", l, mlp_out)
+                x = x1 + mlp_out
+            elif m.family == "llama":
+                x1 = x + attn_out
+                h2 = trms(x1, T(w[p + "post_attention_layernorm.weight"]))
+                mlp_out = F.linear(F.silu(F.linear(h2, T(w[p + "mlp.gate_proj.weight"])))
+                                   * F.linear(h2, T(w[p + "mlp.up_proj.weight"])),
+                                   T(w[p + "mlp.down_proj.weight"]))
+                mlp_out = patched("mlp_out", l, mlp_out)
+                x = x1 + mlp_out
+            else:
+                x1 = F.layer_norm(x + attn_out, (H,), T(w[p + "attention.output.LayerNorm.weight"]),
+                                  T(w[p + "attention.output.LayerNorm.bias"]), m.eps)
+                inner = F.linear(x1, T(w[p + "intermediate.dense.weight"]), T(w[p + "intermediate.dense.bias"]))
+                inner = F.gelu(inner) if cfg["hidden_act"] == "gelu" else F.gelu(inner, approximate="tanh")
+                mlp_out = F.linear(inner, T(w[p + "output.dense.weight"]), T(w[p + "output.dense.bias"]))
+                mlp_out = patched("mlp_out", l, mlp_out)
+                x = F.layer_norm(x1 + mlp_out, (H,), T(w[p + "output.LayerNorm.weight"]),
+                                 T(w[p + "output.LayerNorm.bias"]), m.eps)
+            c["mlp_out"].append(mlp_out)
+            c["hidden"].append(x)
+        c["resid_final"] = x
+        if m.family == "gpt2":
+            final = F.layer_norm(x, (H,), T(w["ln_f.weight"]), T(w["ln_f.bias"]), m.eps)
+            c["logits"] = F.linear(final, T(w["wte.weight"]))
+            c["hidden"][-1] = final
+        elif m.family == "llama":
+            final = trms(x, T(w["model.norm.weight"]))
+            tied = cfg.get("tie_word_embeddings", True)
+            c["logits"] = F.linear(final, T(w["model.embed_tokens.weight" if tied else "lm_head.weight"]))
+            c["hidden"][-1] = final
+        c["attentions"] = torch.stack(c["attentions"])
+        c["hidden"] = torch.stack(c["hidden"])
+    return c
+
+
+def to_np(c):
+    out = {}
+    for k, v in c.items():
+        out[k] = [t.numpy() for t in v] if isinstance(v, list) else v.numpy()
+    return out
+
+
+# ------------------------------------------------------------ the cases
+
+def ablation_cases(n):
+    return [
+        ("zero_one", [{"layer": 0, "head": 1, "mode": "zero"}]),
+        ("mean_one", [{"layer": 1, "head": 2, "mode": "mean"}]),
+        ("zero_positions", [{"layer": 0, "head": 3, "mode": "zero", "positions": [0, 2]}]),
+        ("mean_positions", [{"layer": 0, "head": 0, "mode": "mean", "positions": [1, n - 1]}]),
+        ("several", [{"layer": 0, "head": 1, "mode": "zero"}, {"layer": 1, "head": 0, "mode": "mean"},
+                     {"layer": 1, "head": 3, "mode": "zero"}]),
+        ("zero_layer", [{"layer": 1, "mode": "zero"}]),
+        ("mean_layer", [{"layer": 0, "mode": "mean"}]),
+    ]
+
+
+GREEDY_ABLATE = [{"layer": 0, "head": 1, "mode": "mean"}, {"layer": 1, "head": 2, "mode": "zero"}]
+
+
+def wrong_conventions(m):
+    """(case, convention) pairs each of which must move that case."""
+    out = [("mean_one", "mean_over_heads")]
+    if m.name in ("gpt2", "f32") or (m.has_bo and m.family != "llama"):
+        out.append(("zero_layer", "after_wo"))
+    if 1 < m.g < m.h:
+        out.append(("zero_one", "gqa_as_kv"))
+    return out
+
+
+def relative(a, b):
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b)) / np.maximum(1.0, np.abs(b))))
+
+
+def moved(c2, c):
+    """How far a wrong convention moves a case: the last layer's attention
+    weights (absolute), the hidden states and the logits (relative)."""
+    d = max(float(np.max(np.abs(c2["attentions"][-1] - c["attentions"][-1]))), relative(c2["hidden"], c["hidden"]))
+    if "logits" in c:
+        d = max(d, relative(c2["logits"][-1], c["logits"][-1]))
+    return d
+
+
+def check_against_torch(label, c, t, keys=("attentions", "hidden", "logits")):
+    err = 0.0
+    for k in keys:
+        if k in c:
+            err = max(err, compare("%s: %s" % (label, k), c[k], t[k]))
+    return err
+
+
+def check_unintervened(m, ids, types):
+    """The hooked reference without interventions: against the existing
+    scripts' forward functions (1e-9) and, rounded, the existing golden."""
+    c = run_np(m, ids, types)
+    case = m.golden["cases"][0]
+    if m.family == "bert":
+        import generate as gb
+        attn, hidden = gb.bert_forward(m.w, m.cfg, ids, types)
+        theirs = {"attentions": attn, "hidden": hidden}
+    else:
+        import generate_decoders as gd
+        attn, hidden, logits = gd.forward(m.w, m.variant(), ids)
+        theirs = {"attentions": attn, "hidden": hidden, "logits": logits}
+    err = 0.0
+    for k in theirs:
+        ours = c[k][-1] if k == "logits" else c[k]
+        err = max(err, compare("%s: no intervention, %s against the existing forward" % (m.name, k),
+                               ours, theirs[k]))
+        gkey = {"attentions": "attentions", "hidden": "hidden_states", "logits": "logits"}[k]
+        if rounded(ours) != case[gkey]:
+            raise CrossCheckFailed("%s: no intervention, %s differ from the existing golden" % (m.name, k))
+    return c, err
+
+
+def greedy_ablated(m, prompt, ablate):
+    """generate(do_sample=False) with the ablation at every step: the whole
+    sequence recomputed, means over the prompt's positions; stops before a
+    step closer than GREEDY_MARGIN. Each step's logits checked in torch."""
+    ids, new, margins, err = list(prompt), [], [], 0.0
+    for _ in range(GREEDY_STEPS):
+        logits = run_np(m, ids, ablate=ablate, mean_n=len(prompt))["logits"][-1]
+        t = torch_run(m, ids, ablate=ablate, mean_n=len(prompt))["logits"][-1].numpy()
+        err = max(err, compare("%s: greedy_ablated step %d logits" % (m.name, len(new)), logits, t))
+        order = np.argsort(-logits, kind="stable")
+        margin = float((logits[order[0]] - logits[order[1]]) / max(1.0, np.max(np.abs(logits))))
+        if margin < GREEDY_MARGIN:
+            break
+        new.append(int(order[0]))
+        margins.append(margin)
+        ids.append(int(order[0]))
+    return {"ablate": ablate, "prompt": list(prompt), "new": new,
+            "margins": [float("%.3g" % g) for g in margins]}, err
+
+
+# ------------------------------------------------------------ patching
+
+def special_ids(d):
+    """The ids of the added / special tokens: tokenizer.json's added_tokens,
+    or GPT-2's <|endoftext|> for vocab.json + merges.txt."""
+    path = os.path.join(d, "tokenizer.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as fp:
+            return {a["id"] for a in json.load(fp)["added_tokens"]}
+    with open(os.path.join(d, "vocab.json"), encoding="utf-8") as fp:
+        return {json.load(fp)["<|endoftext|>"]}
+
+
+def corrupt(ids, size, specials):
+    """C with the token at p* = n // 2 replaced: (C[p*] + 7) mod size, then
+    +1 (mod size) while that is an added / special token or C[p*]."""
+    p = len(ids) // 2
+    t = (ids[p] + 7) % size
+    while t in specials or t == ids[p]:
+        t = (t + 1) % size
+    x = list(ids)
+    x[p] = t
+    return x, p
+
+
+def metric_value(kind, logits, c, i):
+    if kind == "logit_diff":
+        return float(logits[c] - logits[i])
+    mx = np.max(logits)
+    return float(logits[c] - (mx + np.log(np.sum(np.exp(logits - mx)))))
+
+
+def metric_torch(kind, logits, c, i):
+    if kind == "logit_diff":
+        return float(logits[c] - logits[i])
+    return float(torch.log_softmax(logits, dim=-1)[c])
+
+
+def patch_targets(m, over, n):
+    """(index in the effects array, (kind, layer, head, position)) in
+    row-major order."""
+    if over == "heads":
+        return [((l, a), ("z", l, a, None)) for l in range(m.L) for a in range(m.h)]
+    if over == "heads_positions":
+        return [((l, a, i), ("z", l, a, i)) for l in range(m.L) for a in range(m.h) for i in range(n)]
+    if over == "residual":
+        return [((l, i), ("resid_pre", l, None, i)) for l in range(m.L) for i in range(n)]
+    return [(("attn", l, i), ("attn_out", l, None, i)) for l in range(m.L) for i in range(n)] + \
+        [(("mlp", l, i), ("mlp_out", l, None, i)) for l in range(m.L) for i in range(n)]
+
+
+PATCH_CASES = [("heads", "denoise", "logit_diff"), ("heads", "noise", "logit_diff"),
+               ("heads_positions", "denoise", "logit_diff"), ("heads_positions", "noise", "logit_diff"),
+               ("residual", "denoise", "logit_diff"), ("residual", "noise", "logit_diff"),
+               ("layers", "denoise", "logit_diff"), ("layers", "noise", "logit_diff"),
+               ("heads", "denoise", "logprob")]
+
+
+def patching(m, clean_ids, specials):
+    size = m.golden["config"]["tokenizer_size"]
+    corrupted_ids, p = corrupt(clean_ids, size, specials)
+    assert max(corrupted_ids) < m.cfg["vocab_size"]
+    n = len(clean_ids)
+    runs = {"clean": run_np(m, clean_ids), "corrupted": run_np(m, corrupted_ids)}
+    truns = {k: torch_run(m, ids) for k, ids in (("clean", clean_ids), ("corrupted", corrupted_ids))}
+    err = 0.0
+    for k in runs:
+        err = max(err, check_against_torch("%s: %s run" % (m.name, k), runs[k], to_np(truns[k])))
+    lc, lx = runs["clean"]["logits"][-1], runs["corrupted"]["logits"][-1]
+    c = int(np.argmax(lc))
+    i = int(np.argmax(lx))
+    if i == c:
+        i = int(np.argsort(-lc, kind="stable")[1])
+    ids_of = {"clean": clean_ids, "corrupted": corrupted_ids}
+    cases = []
+    for over, direction, kind in PATCH_CASES:
+        base, source = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
+        m_clean = metric_value(kind, lc, c, i)
+        m_corr = metric_value(kind, lx, c, i)
+        t_clean = metric_torch(kind, truns["clean"]["logits"][-1], c, i)
+        t_corr = metric_torch(kind, truns["corrupted"]["logits"][-1], c, i)
+        err = max(err, compare("%s: %s metric" % (m.name, kind), [m_clean, m_corr], [t_clean, t_corr]))
+        denom, tdenom = m_clean - m_corr, t_clean - t_corr
+        targets = patch_targets(m, over, n)
+        effects, teffects = [], []
+        for _, (kind_, l, a, pos) in targets:
+            r = run_np(m, ids_of[base], patch=(kind_, l, a, pos, runs[source]))
+            tr = torch_run(m, ids_of[base], patch=(kind_, l, a, pos, runs[source]))
+            effects.append((metric_value(kind, r["logits"][-1], c, i) - m_corr) / denom)
+            teffects.append((metric_torch(kind, tr["logits"][-1], c, i) - t_corr) / tdenom)
+        err = max(err, compare("%s: patching %s %s %s" % (m.name, over, direction, kind), effects, teffects))
+        effects = np.array(effects)
+        if over == "residual" and direction == "denoise":
+            layer0 = effects[:n]
+            assert abs(layer0[p] - 1.0) < 1e-12, (m.name, layer0[p])
+            assert all(layer0[j] == 0.0 for j in range(n) if j != p), (m.name, layer0)
+        if over == "layers":
+            half = m.L * n
+            eff = {"attn": rounded(effects[:half]), "mlp": rounded(effects[half:])}
+        else:
+            eff = rounded(effects)
+        metric = {"kind": kind, "correct": c, "incorrect": i} if kind == "logit_diff" else \
+            {"kind": kind, "target": c}
+        cases.append({"over": over, "direction": direction, "metric": metric,
+                      "clean": float("%.8g" % m_clean), "corrupted": float("%.8g" % m_corr),
+                      "effects": eff})
+    out = {"clean_ids": list(clean_ids), "corrupted_ids": corrupted_ids, "position": p,
+           "correct": c, "incorrect": i, "cases": cases}
+    return out, runs["clean"], err
+
+
+# ------------------------------------------------------------------ DLA
+
+def dla_np(m, cache, p, target):
+    """Each component's contribution to u = W_U[c] - W_U[i] (or W_U[t])
+    through the final norm with its scale frozen at the residual r."""
+    u = m.W_U[target[0]] - m.W_U[target[1]] if len(target) == 2 else m.W_U[target[0]]
+    r = cache["resid_final"][p]
+    g, b = m.norm_f
+    if m.family == "gpt2":
+        scale = math.sqrt(float(np.var(r)) + m.eps)
+
+        def through(v):
+            return float(((v - v.mean()) / scale * g) @ u)
+        bias = float(b @ u)
+    else:
+        scale = math.sqrt(float(np.mean(r * r)) + m.eps)
+
+        def through(v):
+            return float((v / scale * g) @ u)
+        bias = 0.0
+    parts = [cache["resid_pre"][0][p]]
+    embed = through(cache["resid_pre"][0][p])
+    heads, mlp, attn_bias = [], [], []
+    for l, lw in enumerate(m.layers):
+        for a in range(m.h):
+            sl = slice(a * m.D, (a + 1) * m.D)
+            v = cache["z"][l][p, sl] @ lw["Wo"][:, sl].T
+            parts.append(v)
+            heads.append(through(v))
+        if lw["bo"] is not None:
+            parts.append(lw["bo"])
+            attn_bias.append(through(lw["bo"]))
+        parts.append(cache["mlp_out"][l][p])
+        mlp.append(through(cache["mlp_out"][l][p]))
+    if relative(np.sum(parts, axis=0), r) > 1e-12:
+        raise CrossCheckFailed("%s: the components do not sum to the residual" % m.name)
+    total = embed + sum(heads) + sum(mlp) + sum(attn_bias) + bias
+    lg = cache["logits"][p]
+    logit = float(lg[target[0]] - lg[target[1]]) if len(target) == 2 else float(lg[target[0]])
+    if not abs(total - logit) <= 1e-9 * max(1.0, abs(logit)):
+        raise CrossCheckFailed("%s: attribution total %.17g, logit %.17g" % (m.name, total, logit))
+    return {"position": p, "target": list(target), "embed": embed, "heads": heads, "mlp": mlp,
+            "attn_bias": attn_bias if m.has_bo else None, "bias": bias, "total": total, "logit": logit}
+
+
+def dla_torch(m, tc, p, target):
+    """The same attribution in torch: every component stacked [K][H] (embed,
+    the heads by einsum on W_O's head blocks, the biases, the MLPs), put
+    through the norm at r's scale in one go (apply_ln_to_stack)."""
+    w = m.w
+    with torch.no_grad():
+        if m.family == "gpt2":
+            WU, g, b = T(w["wte.weight"]), T(w["ln_f.weight"]), T(w["ln_f.bias"])
+        else:
+            tied = m.cfg.get("tie_word_embeddings", True)
+            WU = T(w["model.embed_tokens.weight" if tied else "lm_head.weight"])
+            g, b = T(w["model.norm.weight"]), None
+        u = WU[target[0]] - WU[target[1]] if len(target) == 2 else WU[target[0]]
+        rows, heads_at, mlp_at, bias_at = [tc["resid_pre"][0][p]], [], [], []
+        for l in range(m.L):
+            z = tc["z"][l][p].view(m.h, m.D)
+            if m.family == "gpt2":
+                Wo = T(w["h.%d.attn.c_proj.weight" % l]).view(m.h, m.D, m.H)  # [in][out]
+                per = torch.einsum("ad,adk->ak", z, Wo)
+            else:
+                Wo = T(w["model.layers.%d.self_attn.o_proj.weight" % l]).view(m.H, m.h, m.D)
+                per = torch.einsum("ad,kad->ak", z, Wo)
+            heads_at += list(range(len(rows), len(rows) + m.h))
+            rows += list(per)
+            if m.family == "gpt2":
+                bias_at.append(len(rows))
+                rows.append(T(w["h.%d.attn.c_proj.bias" % l]))
+            mlp_at.append(len(rows))
+            rows.append(tc["mlp_out"][l][p])
+        stack = torch.stack(rows)
+        r = tc["resid_final"][p]
+        if m.family == "gpt2":
+            scale = torch.sqrt(r.var(unbiased=False) + m.eps)
+            normed = (stack - stack.mean(-1, keepdim=True)) / scale * g
+            bias = float(b @ u)
+        else:
+            scale = torch.sqrt(r.pow(2).mean() + m.eps)
+            normed = stack / scale * g
+            bias = 0.0
+        contrib = normed @ u
+        vals = [float(x) for x in contrib]
+        return {"embed": vals[0], "heads": [vals[k] for k in heads_at], "mlp": [vals[k] for k in mlp_at],
+                "attn_bias": [vals[k] for k in bias_at] if bias_at else None, "bias": bias,
+                "total": float(contrib.sum()) + bias}
+
+
+def dla_golden(d):
+    return {"position": d["position"], "target": d["target"], "embed": float("%.8g" % d["embed"]),
+            "heads": rounded(d["heads"]), "mlp": rounded(d["mlp"]),
+            "attn_bias": None if d["attn_bias"] is None else rounded(d["attn_bias"]),
+            "bias": float("%.8g" % d["bias"]), "total": float("%.8g" % d["total"]),
+            "logit": float("%.8g" % d["logit"])}
+
+
+# ------------------------------------------------------------- a variant
+
+def build(name, models_dir):
+    with open(os.path.join(models_dir, "golden", name + ".json")) as fp:
+        golden = json.load(fp)
+    m = Model(name, os.path.join(models_dir, name), golden)
+    case0 = golden["cases"][0]
+    ids = case0["ids"]
+    types = case0.get("type_ids") if m.family == "bert" else None
+    n = len(ids)
+    assert m.L == 2 and m.h >= 4
+    clean, err = check_unintervened(m, ids, types)
+    err = max(err, check_against_torch("%s: no intervention" % name, clean, to_np(torch_run(m, ids, types))))
+    out = {"variant": name, "layers": m.L, "heads": m.h, "kv_heads": m.g, "head_dim": m.D, "hidden": m.H}
+    if m.family != "bert":
+        out["vocab_size"] = m.cfg["vocab_size"]
+    out["ids"] = list(ids)
+    if types is not None:
+        out["type_ids"] = list(types)
+    out["n"] = n
+    ablation, results = [], {}
+    for case, items in ablation_cases(n):
+        c = run_np(m, ids, types, ablate=items)
+        t = to_np(torch_run(m, ids, types, ablate=items))
+        err = max(err, check_against_torch("%s: ablation %s" % (name, case), c, t))
+        results[case] = (items, c)
+        entry = {"name": case, "ablate": items, "attentions_last": rounded(c["attentions"][-1]),
+                 "hidden_states": rounded(c["hidden"])}
+        if "logits" in c:
+            entry["logits"] = rounded(c["logits"][-1])
+        ablation.append(entry)
+    out["ablation"] = ablation
+    margins = {}
+    for case, alt in wrong_conventions(m):
+        items, c = results[case]
+        margins[(case, alt)] = moved(run_np(m, ids, types, ablate=items, alt=(alt,)), c)
+        if not margins[(case, alt)] > MARGIN:
+            raise CrossCheckFailed("%s: %s moves %s by only %.2e" % (name, alt, case, margins[(case, alt)]))
+    if m.family != "bert":
+        out["greedy_ablated"], e = greedy_ablated(m, ids, GREEDY_ABLATE)
+        err = max(err, e)
+        out["patching"], cache, e = patching(m, ids, special_ids(os.path.join(models_dir, name)))
+        err = max(err, e)
+        tcache = torch_run(m, ids)
+        dla = []
+        c_, i_ = out["patching"]["correct"], out["patching"]["incorrect"]
+        for p, target in ((n - 1, [c_, i_]), (n - 2, [c_])):
+            d = dla_np(m, cache, p, target)
+            td = dla_torch(m, tcache, p, target)
+            for k in ("embed", "heads", "mlp", "attn_bias", "bias", "total"):
+                if d[k] is not None or td[k] is not None:
+                    err = max(err, compare("%s: attribution %s at %d" % (name, k, p), d[k], td[k]))
+            dla.append(dla_golden(d))
+        out["dla"] = dla
+    return out, err, margins
+
+
+def write_json(path, obj):
+    with open(path, "w", encoding="utf-8", newline="\n") as fp:
+        json.dump(obj, fp, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+        fp.write("\n")
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit("usage: generate_interventions.py MODELS_DIR")
+    if torch is None:
+        sys.exit("generate_interventions.py: PyTorch is needed for the cross-checks "
+                 "(Debian: apt-get install python3-torch)")
+    torch.set_num_threads(1)
+    models_dir = argv[1]
+    built = [(name,) + build(name, models_dir) for name in DECODERS + ENCODERS]
+    # every check has passed: write
+    d = os.path.join(models_dir, "golden", "interventions")
+    os.makedirs(d, exist_ok=True)
+    for name, out, _, _ in built:
+        write_json(os.path.join(d, name + ".json"), out)
+    print("generate_interventions.py: ablation, patching and attribution goldens")
+    for name, out, err, margins in built:
+        size = os.path.getsize(os.path.join(d, name + ".json"))
+        extra = ""
+        if "patching" in out:
+            pt = out["patching"]
+            gaps = {c["metric"]["kind"]: c["clean"] - c["corrupted"] for c in pt["cases"]}
+            extra = ", p* %d, correct %d, incorrect %d, clean - corrupted %.3g (logit_diff) %.3g " \
+                "(logprob), greedy %d steps" % (pt["position"], pt["correct"], pt["incorrect"],
+                                               gaps["logit_diff"], gaps["logprob"],
+                                               len(out["greedy_ablated"]["new"]))
+        print("  %-14s %6.1f KB  cross-checks within %.1e%s" % (name, size / 1024, err, extra))
+        for (case, alt), dm in sorted(margins.items()):
+            print("      %-16s moves %-11s by %.3g" % (alt, case, dm))
+    print("generate_interventions.py: %d goldens; every cross-check within %.0e, every wrong "
+          "convention beyond %.0e" % (len(built), TOL, MARGIN))
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except CrossCheckFailed as e:
+        sys.exit("generate_interventions.py: check failed: %s" % e)
