@@ -188,12 +188,15 @@ static attn_status cached(const struct generation *gen, struct xf_cache *cache,
                           struct attn_error *err)
 {
     const struct xf_model *x = &gen->g.req.model.entry->model->xf;
+    const struct xf_run *asked = &gen->g.req.model.run;
     const struct xf_run run = {.ids = ids,
                                .n = n,
                                .want = XF_WANT_LOGITS,
                                .layer = XF_ALL_LAYERS,
                                .threads = 1,
-                               .cache = cache};
+                               .cache = cache,
+                               .edits = asked->edits,
+                               .n_edits = asked->n_edits};
     struct xf_plan plan;
     struct xf_result r;
     attn_status st = xf_plan(x, &run, &plan, err);
@@ -219,6 +222,8 @@ static void send_done(struct generation *gen, enum finish why)
     req->model.run.ids = req->model.enc.ids;
     req->model.run.n = req->model.enc.count;
     req->model.run.threads = 1;
+    // an ablation's means are the prompt's, as the tokens were made with
+    req->model.run.mean_over = gen->prompt;
     struct attn_error err;
     if (req->compute) {
         attn_status st = xf_plan(&req->model.entry->model->xf, &req->model.run,

@@ -637,9 +637,11 @@ static const float *hooked_attention(struct stack *s, struct pass *p, size_t l,
     float *means = s->hook + plan->rows * H;
     struct xf_cache *c = run->cache;
     const bool edited = intervene_any(run, l, XF_SITE_Z);
+    const size_t over =
+        run->mean_over && run->mean_over < n ? run->mean_over : n;
     if (edited || c)
         for (size_t b = 0; b < plan->batch; b++)
-            intervene_means(z + b * n * hd, n, hd, means + b * hd);
+            intervene_means(z + b * n * hd, over, hd, means + b * hd);
     if (c)
         memcpy(c->z_mean + l * hd, means, hd * sizeof *means);
     if (edited)

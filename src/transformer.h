@@ -307,6 +307,9 @@ struct xf_run {
      * holding anything, only they. */
     const struct xf_edit *edits;
     size_t n_edits;
+    /* MEAN edits average the first mean_over positions (0: all n): a
+     * generated sequence's means are its prompt's, as after a cache */
+    size_t mean_over;
     /* batch sequences (0 means 1) of the same n ids, each its own
      * sequence with its own edits (xf_edit.sequence); more than one only
      * with start, asking for XF_WANT_LAST_ROWS alone */

@@ -434,6 +434,55 @@ static bool add_head_stats(struct response_stream *s,
     return ok && buf_append_str(t, close) && buf_append_str(t, "}");
 }
 
+/* n numbers as a JSON array, rows of `row` numbers each when row < n. */
+static bool add_numbers(struct buf *t, const double *x, size_t n, size_t row,
+                        int precision)
+{
+    bool ok = buf_append_str(t, row < n ? "[[" : "[");
+    for (size_t i = 0; ok && i < n; i++) {
+        if (i && row < n && i % row == 0)
+            ok = buf_append_str(t, "],[");
+        else if (i)
+            ok = buf_append_str(t, ",");
+        ok = ok && add_measure(t, x[i], precision, false);
+    }
+    return ok && buf_append_str(t, row < n ? "]]" : "]");
+}
+
+/* Direct logit attribution: {"target", "position", "heads" [layers]
+ * [heads], "mlp" [layers], "attn_bias" [layers] (a model with output
+ * biases), "embed", "bias", "total", "logit"}. */
+static bool add_dla(struct response_stream *s)
+{
+    const struct request_interventions *iv = &s->req->model.iv;
+    const struct xf_dla *d = &iv->dla_result;
+    const int precision = (int)s->req->precision;
+    struct buf *t = &s->text;
+    bool ok = buf_append_member(t, "dla") &&
+              buf_printf(t, "{\"target\":[%u", (unsigned)iv->dla_target[0]) &&
+              (iv->n_dla_target < 2 ||
+               buf_printf(t, ",%u", (unsigned)iv->dla_target[1])) &&
+              buf_printf(t, "],\"position\":%zu,\"heads\":", iv->dla_position) &&
+              add_numbers(t, d->heads_part, d->layers * d->heads, d->heads,
+                          precision) &&
+              buf_append_str(t, ",\"mlp\":") &&
+              add_numbers(t, d->mlp, d->layers, d->layers, precision);
+    if (ok && d->attn_bias)
+        ok = buf_append_str(t, ",\"attn_bias\":") &&
+             add_numbers(t, d->attn_bias, d->layers, d->layers, precision);
+    const struct {
+        const char *name;
+        double value;
+    } scalars[] = {{"embed", d->embed},
+                   {"bias", d->bias},
+                   {"total", d->total},
+                   {"logit", d->logit}};
+    for (size_t i = 0; ok && i < 4; i++)
+        ok = buf_printf(t, ",\"%s\":", scalars[i].name) &&
+             add_measure(t, scalars[i].value, precision, false);
+    return ok && buf_append_str(t, "}");
+}
+
 /* A model's answer: its wordpieces and their types, the config, then
  * the arrays asked for. */
 static bool assemble_model(struct response_stream *s)
@@ -520,6 +569,8 @@ static bool assemble_model(struct response_stream *s)
     if (r->top_keys && !add_sparse(s, &sp))
         return false;
     if (r->lens && !add_lens(s, r))
+        return false;
+    if (req->model.iv.dla_result.heads_part && !add_dla(s))
         return false;
     return buf_append_str(t, "}\n") && flush_text(s, &mark);
 }
@@ -672,6 +723,10 @@ size_t response_stream_bytes_model(const struct request *req)
         text += response_lens_bytes(req);
     if (req->model.run.want & XF_WANT_INDUCTION)
         text += m->xf.layers * m->xf.heads * (JSONNUM_MAX + 1) + 128;
+    // the attribution and the ablation's echo
+    if (req->model.run.want & XF_WANT_ACTIVATIONS)
+        text += m->xf.layers * (m->xf.heads + 2) * (JSONNUM_MAX + 3) + 256;
+    text += req->model.iv.n_ablate * 80 + req->model.iv.n_edits * 12;
     // the measures, which their plan holds to the cap
     text += response_sparse_bytes(req) + response_stats_bytes(req);
     return stream_bytes(text);

@@ -15,8 +15,9 @@
 #include <string.h>
 
 /* The fields /attention's decoder reads for the prompt. */
-static const char *const shared[] = {"model", "return", "logit_lens_k",
-                                     "add_special_tokens", "precision"};
+static const char *const shared[] = {"model",        "return",
+                                     "logit_lens_k", "add_special_tokens",
+                                     "precision",    "ablate"};
 static const char *const own[] = {
     "prompt", "max_new_tokens", "temperature",    "top_k",
     "top_p",  "seed",           "top_candidates", "stop"};
@@ -166,8 +167,8 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
                              "unknown field \"%.60s\" (a generation takes "
                              "model, prompt, max_new_tokens, temperature, "
                              "top_k, top_p, seed, stop, top_candidates, "
-                             "return, logit_lens_k, add_special_tokens and "
-                             "precision)",
+                             "return, logit_lens_k, add_special_tokens, "
+                             "precision and ablate)",
                              key->string);
         }
     const cJSON *model =
@@ -182,6 +183,16 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
         ok = problem_set(pb, 422, "/prompt",
                          "prompt is %s; expected the text to continue",
                          prompt ? jsonin_kind(prompt) : "missing");
+    // attribution is of one input's position, which /attention takes
+    const cJSON *ret = ok ? cJSON_GetObjectItemCaseSensitive(root, "return")
+                          : NULL;
+    const cJSON *name;
+    if (cJSON_IsArray(ret))
+        cJSON_ArrayForEach(name, ret) if (ok && cJSON_IsString(name) &&
+                                          !strcmp(name->valuestring, "dla"))
+            ok = problem_set(pb, 422, "/return",
+                             "dla (in return) is /attention's: attribute a "
+                             "finished sequence there, with dla_target");
     // the prompt on the model, through /attention's own decoder
     if (ok) {
         char *text = prompt_body(root, prompt);

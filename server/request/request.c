@@ -49,6 +49,7 @@ void request_free(struct request *req)
     tok_encoding_free(&req->model.enc);
     free(req->model.plan);
     free(req->model.pool_at);
+    request_interventions_free(&req->model.iv);
     if (req->params_lease.n_held || req->params_lease.n_own)
         drawn_lease_end(&req->params_lease); /* the drawn parameters */
     else

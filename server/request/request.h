@@ -19,6 +19,7 @@
 #include "budget.h"
 #include "heatmap.h"
 #include "problem.h"
+#include "request_intervene.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -119,6 +120,7 @@ struct request_model {
                                    block as a query and as a key, when a
                                    pooled image's blocks are taken by the
                                    pass (run.pool_row, run.pool_col) */
+    struct request_interventions iv; /* owned: ablation and attribution */
 };
 
 /* Extra arrays a client can ask for beyond the core's own. */

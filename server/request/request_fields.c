@@ -206,6 +206,38 @@ static bool echo_pair(struct buf *out, const struct request *req,
     return echo_bool(out, f->name, req->model.pair);
 }
 
+/* What was ablated, as applied; nothing when nothing was. */
+static bool echo_ablate(struct buf *out, const struct request *req,
+                        const struct request_field *f)
+{
+    if (!req->model.iv.n_ablate)
+        return true;
+    return buf_printf(out, ",\"%s\":", f->name) &&
+           request_echo_ablate(out, req);
+}
+
+/* The attributed token ids, and the position; nothing without "dla". */
+static bool echo_dla_target(struct buf *out, const struct request *req,
+                            const struct request_field *f)
+{
+    const struct request_interventions *iv = &req->model.iv;
+    if (!iv->n_dla_target)
+        return true;
+    if (iv->n_dla_target == 1)
+        return buf_printf(out, ",\"%s\":%u", f->name,
+                          (unsigned)iv->dla_target[0]);
+    return buf_printf(out, ",\"%s\":[%u,%u]", f->name,
+                      (unsigned)iv->dla_target[0], (unsigned)iv->dla_target[1]);
+}
+
+static bool echo_dla_position(struct buf *out, const struct request *req,
+                              const struct request_field *f)
+{
+    if (!req->model.iv.n_dla_target)
+        return true;
+    return buf_printf(out, ",\"%s\":%zu", f->name, req->model.iv.dla_position);
+}
+
 static bool echo_layer(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
@@ -369,6 +401,7 @@ const struct request_return request_returns[] = {
     {"rollout", 0, 0, XF_WANT_ROLLOUT},
     {"flow", 0, 0, XF_WANT_FLOW},
     {"logit_lens", 0, 0, XF_WANT_LOGIT_LENS},
+    {"dla", 0, 0, XF_WANT_ACTIVATIONS},
 };
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];
@@ -408,6 +441,16 @@ const struct request_field request_fields[] = {
      .echo = echo_scalar},
     {.name = "probe_seed", .pointer = "/probe_seed", .kind = FIELD_SEED, .where = BOTH,
      .offset = AT(probe_seed), .default_json = "0", .models = MODELS_REQUIRED, .echo = echo_scalar},
+    /* heads whose values are zeroed or averaged before W_O, in every
+     * layer's pass (request_intervene.c) */
+    {.name = "ablate", .pointer = "/ablate", .kind = FIELD_INTERVENE, .where = BODY, .type = "array",
+     .models = MODELS_REQUIRED, .echo = echo_ablate},
+    /* direct logit attribution ("dla" in return): the token, or the pair
+     * whose logit difference, and the position */
+    {.name = "dla_target", .pointer = "/dla_target", .kind = FIELD_INTERVENE, .where = BODY,
+     .models = MODELS_REQUIRED, .echo = echo_dla_target},
+    {.name = "dla_position", .pointer = "/dla_position", .kind = FIELD_INTERVENE, .where = BODY,
+     .type = "integer", .models = MODELS_REQUIRED, .echo = echo_dla_position},
     /* the logit lens's tokens a layer and position */
     {.name = "logit_lens_k", .pointer = "/logit_lens_k", .kind = FIELD_SIZE, .where = BOTH,
      .type = "integer", .offset = AT(logit_lens_k), .min = 1, .max = XF_MAX_LENS_K, .limit = LIMIT_FIXED,

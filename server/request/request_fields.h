@@ -34,7 +34,9 @@ enum request_field_kind {
     FIELD_PARAMS, /* request_params.c */
     FIELD_PNG,   /* a query parameter that shapes the image (request_query.c) */
     FIELD_MODEL, /* model, sentence_b (request_model.c) */
-    FIELD_LAYER  /* "all" or a layer number (request_model.c) */
+    FIELD_LAYER, /* "all" or a layer number (request_model.c) */
+    FIELD_INTERVENE /* ablate, dla_target, dla_position
+                       (request_intervene.c) */
 };
 
 /* Whether a field may be sent with "model" (a loaded checkpoint), which

@@ -10,6 +10,7 @@
 #include "models.h"
 #include "family.h"
 #include "request_fields.h"
+#include "request_intervene.h"
 #include "request_steps.h"
 
 #include "heatmap.h"
@@ -67,7 +68,7 @@ static bool take_return(struct request *req, const struct request_return *r,
                            "%s (\"%s\") is not returned for a model; a "
                            "model returns weights, mean_weights, "
                            "head_stats, value_weighted, sparse_weights, "
-                           "hidden_states, rollout, flow and logit_lens",
+                           "hidden_states, rollout, flow, logit_lens and dla",
                            at->name, r->name);
     const struct model *m = req->model.entry->model;
     if ((r->model_want & XF_WANT_LOGIT_LENS) && !m->xf.lm_head.data)
@@ -75,6 +76,15 @@ static bool take_return(struct request *req, const struct request_return *r,
                            "%s (\"%s\") reads each layer through the model's "
                            "output head; the model \"%s\" (%s) has none",
                            at->name, r->name, m->name, m->family->network);
+    if ((r->model_want & XF_WANT_ACTIVATIONS) &&
+        (!m->xf.lm_head.data || m->xf.arch.norm_place != XF_NORM_BEFORE))
+        return problem_set(pb, 422, at->pointer,
+                           "%s (\"%s\") attributes a logit to what writes "
+                           "into a pre-norm residual stream; the model \"%s\" "
+                           "(%s) has %s",
+                           at->name, r->name, m->name, m->family->network,
+                           m->xf.lm_head.data ? "its norms after each sublayer"
+                                              : "no output head");
     req->model.run.want |= r->model_want;
     return true;
 }
@@ -409,6 +419,9 @@ size_t request_model_output(const struct request *req)
     // the lens: a token id and a probability for each entry
     if (run->want & XF_WANT_LOGIT_LENS)
         floats += 2.0 * (double)b->layers * n * (double)req->logit_lens_k;
+    // the attribution: a number a head, two a layer, and four more
+    if (run->want & XF_WANT_ACTIVATIONS)
+        floats += (double)b->layers * ((double)b->heads + 2) + 4;
     return floats < 1e18 ? (size_t)floats : SIZE_MAX;
 }
 
@@ -496,6 +509,7 @@ bool request_decode_model(struct request *req, const cJSON *root,
            read_layer(req, cJSON_GetObjectItemCaseSensitive(root, "layer"), m,
                       pb) &&
            encode(req, root, lim, m, pb) &&
+           request_read_interventions(req, root, m, pb) &&
            (!req->png.wanted || resolve_png(req, m, pb)) && plan(req, m, pb) &&
            check_budgets(req, lim, pb);
 }
