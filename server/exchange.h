@@ -109,6 +109,10 @@ static inline double seconds_since(const struct timespec *t0)
            (double)(now.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+/* POST /patch (patch_route.c). */
+enum MHD_Result handle_patch_post(struct exchange *ex,
+                                  struct MHD_Connection *conn);
+
 /* POST /generate (generate_route.c). */
 enum MHD_Result handle_generate_post(struct exchange *ex,
                                      struct MHD_Connection *conn);

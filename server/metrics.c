@@ -45,8 +45,8 @@ static size_t reason_count(void)
 const char *metrics_route_name(enum metrics_route r)
 {
     static const char *const names[N_ROUTES] = {
-        "/attention", "/generate", "/healthz", "/metrics", "/openapi.json",
-        "/config",    "/models",   "static",   "other"};
+        "/attention", "/generate", "/patch",  "/healthz", "/metrics",
+        "/openapi.json", "/config", "/models", "static",  "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 

@@ -14,6 +14,7 @@
 enum metrics_route {
     ROUTE_ATTENTION,
     ROUTE_GENERATE,
+    ROUTE_PATCH,
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
     ROUTE_OPENAPI,

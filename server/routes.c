@@ -115,6 +115,7 @@ static const struct route routes[] = {
     {"POST", "/attention", handle_attention_post, ROUTE_ATTENTION, true, true},
     {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true, false},
     {"POST", "/generate", handle_generate_post, ROUTE_GENERATE, true, true},
+    {"POST", "/patch", handle_patch_post, ROUTE_PATCH, true, true},
     {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false, false},
     {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false, false},
     {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false, false},

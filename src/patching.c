@@ -4,6 +4,7 @@
 #include "checked.h"
 #include "error.h"
 #include "patching.h"
+#include "widen.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,27 +51,82 @@ static double logprob_of(const float *logits, size_t V, uint32_t id)
     return (double)logits[id] - top - log(sum);
 }
 
-/* The metric with a scratch row of its own. */
-static double metric_with(const struct xf_model *m, const struct xf_metric *mt,
-                          const float *row, const float *logits, float *scratch)
+/* What measuring a run's last rows takes: a row of lm_head widened for a
+ * logit difference; for a log-probability every row's logits, made from
+ * two rows or more (a pad row beside a single one), so that each run's
+ * go the same way through the product (widen.h) and an unchanged run
+ * measures the same as its base. */
+struct measure {
+    float *row;    /* [H] */
+    float *pad;    /* [2][H] */
+    float *logits; /* [max(batch, 2)][vocab] */
+    float *panel;  /* WIDEN_PANEL_FLOATS */
+};
+
+static void measure_free(struct measure *ms)
 {
-    if (mt->kind == XF_METRIC_LOGPROB)
-        return logprob_of(logits, m->vocab_size, mt->correct);
-    return logit_of(m, row, mt->correct, scratch) -
-           logit_of(m, row, mt->incorrect, scratch);
+    free(ms->row);
+    free(ms->pad);
+    free(ms->logits);
+    free(ms->panel);
 }
 
-double xf_metric_of(const struct xf_model *m, const struct xf_metric *metric,
-                    const float *row, const float *logits)
+/* The floats a measure holds for batches of batch rows. */
+static size_t measure_floats(const struct xf_model *m,
+                             const struct xf_patch *p, size_t batch)
 {
-    float *scratch = metric->kind == XF_METRIC_LOGIT_DIFF
-                         ? malloc(m->hidden * sizeof *scratch)
-                         : NULL;
-    if (metric->kind == XF_METRIC_LOGIT_DIFF && !scratch)
-        return NAN;
-    const double v = metric_with(m, metric, row, logits, scratch);
-    free(scratch);
-    return v;
+    size_t floats = 3 * m->hidden;
+    if (p->metric.kind == XF_METRIC_LOGPROB)
+        floats += (batch < 2 ? 2 : batch) * m->vocab_size + WIDEN_PANEL_FLOATS;
+    return floats;
+}
+
+static bool measure_init(struct measure *ms, const struct xf_model *m,
+                         const struct xf_patch *p, size_t batch)
+{
+    memset(ms, 0, sizeof *ms);
+    ms->row = malloc(m->hidden * sizeof *ms->row);
+    ms->pad = malloc(2 * m->hidden * sizeof *ms->pad);
+    if (p->metric.kind == XF_METRIC_LOGPROB) {
+        ms->logits = malloc((batch < 2 ? 2 : batch) * m->vocab_size *
+                            sizeof *ms->logits);
+        ms->panel = malloc(WIDEN_PANEL_FLOATS * sizeof *ms->panel);
+    }
+    return ms->row && ms->pad &&
+           (p->metric.kind != XF_METRIC_LOGPROB || (ms->logits && ms->panel));
+}
+
+/* The metric of each of count rows [count][H] into out [count]. */
+static void measure_rows(struct measure *ms, const struct xf_model *m,
+                         const struct xf_metric *mt, const float *rows,
+                         size_t count, double *out)
+{
+    const size_t H = m->hidden;
+    if (mt->kind == XF_METRIC_LOGPROB) {
+        const float *x = rows;
+        if (count < 2) {
+            memcpy(ms->pad, rows, H * sizeof *ms->pad);
+            memcpy(ms->pad + H, rows, H * sizeof *ms->pad);
+            x = ms->pad;
+        }
+        const struct widen_product pr = {.x = x,
+                                         .ldx = H,
+                                         .rows = count < 2 ? 2 : count,
+                                         .in = H,
+                                         .w = m->lm_head.data,
+                                         .dtype = m->lm_head.dtype,
+                                         .ldw = H,
+                                         .out = m->vocab_size,
+                                         .y = ms->logits,
+                                         .ldy = m->vocab_size};
+        widen_product(&pr, 0.0f, ms->panel);
+    }
+    for (size_t b = 0; b < count; b++)
+        out[b] = mt->kind == XF_METRIC_LOGPROB
+                     ? logprob_of(ms->logits + b * m->vocab_size,
+                                  m->vocab_size, mt->correct)
+                     : logit_of(m, rows + b * H, mt->correct, ms->row) -
+                           logit_of(m, rows + b * H, mt->incorrect, ms->row);
 }
 
 /* ------------------------------------------------------------------ runs */
@@ -158,8 +214,7 @@ static struct xf_run whole_run(const struct xf_patch *p, const uint32_t *ids)
     return (struct xf_run){
         .ids = ids,
         .n = p->n,
-        .want = XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS |
-                (p->metric.kind == XF_METRIC_LOGPROB ? XF_WANT_LOGITS : 0),
+        .want = XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS,
         .layer = XF_ALL_LAYERS,
         .threads = p->threads,
         .capture_position = XF_ALL};
@@ -174,8 +229,7 @@ static struct xf_run batch_run(const struct xf_model *m,
     return (struct xf_run){
         .ids = ids,
         .n = p->n,
-        .want = XF_WANT_LAST_ROWS |
-                (p->metric.kind == XF_METRIC_LOGPROB ? XF_WANT_LOGITS : 0),
+        .want = XF_WANT_LAST_ROWS,
         .layer = XF_ALL_LAYERS,
         .threads = p->threads,
         .edits = edits,
@@ -256,6 +310,7 @@ attn_status xf_patch_cost(const struct xf_model *m, const struct xf_patch *p,
     }
     if (!size_add_to(&total, batch_bytes) ||
         !size_add_to(&total, most * sizeof(struct xf_edit)) ||
+        !size_add_to(&total, measure_floats(m, p, most) * sizeof(float)) ||
         !size_add_to(&total, xf_patch_runs(m, p) * sizeof(double)))
         return attn_fail(err, ATTN_E_TOO_BIG, "over",
                          "the patch's memory is too large");
@@ -268,7 +323,7 @@ attn_status xf_patch_cost(const struct xf_model *m, const struct xf_patch *p,
 
 static attn_status keep_run(const struct xf_model *m, const struct xf_patch *p,
                             const uint32_t *ids, const atomic_bool *cancel,
-                            struct kept *out, float *scratch,
+                            struct kept *out, struct measure *ms,
                             struct attn_error *err)
 {
     struct xf_plan plan;
@@ -277,8 +332,7 @@ static attn_status keep_run(const struct xf_model *m, const struct xf_patch *p,
     if (!st)
         st = xf_forward(&plan, cancel, &out->r, err);
     if (!st)
-        out->metric = metric_with(m, &p->metric, out->r.last_rows,
-                                  out->r.logits, scratch);
+        measure_rows(ms, m, &p->metric, out->r.last_rows, 1, &out->metric);
     return st;
 }
 
@@ -294,8 +348,9 @@ void xf_patch_result_free(struct xf_patch_result *r)
 static attn_status
 patch_layer(const struct xf_model *m, const struct xf_patch *p,
             const struct kept *base, const struct kept *src, size_t l,
-            const atomic_bool *cancel, struct xf_edit *edits, float *scratch,
-            struct xf_patch_result *out, size_t *done, struct attn_error *err)
+            const atomic_bool *cancel, struct xf_edit *edits,
+            struct measure *ms, double *metrics, struct xf_patch_result *out,
+            size_t *done, struct attn_error *err)
 {
     const size_t per_layer = xf_patch_layer_runs(m, p);
     const size_t batch = xf_patch_batch(p);
@@ -312,10 +367,9 @@ patch_layer(const struct xf_model *m, const struct xf_patch *p,
             st = xf_forward(&plan, cancel, &r, err);
         if (st)
             return st;
+        measure_rows(ms, m, &p->metric, r.last_rows, b_count, metrics);
         for (size_t b = 0; b < b_count; b++)
-            out->patched[run_index(m, p, l, j0 + b)] = metric_with(
-                m, &p->metric, r.last_rows + b * m->hidden,
-                r.logits ? r.logits + b * m->vocab_size : NULL, scratch);
+            out->patched[run_index(m, p, l, j0 + b)] = metrics[b];
         xf_result_free(&r);
         *done += b_count;
         if (p->progress)
@@ -336,27 +390,30 @@ attn_status xf_patch_run(const struct xf_model *m, const struct xf_patch *p,
     const size_t batch = xf_patch_batch(p);
     out->patched = malloc(out->runs * sizeof *out->patched);
     struct xf_edit *edits = malloc(batch * sizeof *edits);
-    float *scratch = malloc(m->hidden * sizeof *scratch);
+    double *metrics = malloc(batch * sizeof *metrics);
+    struct measure ms;
+    const bool measuring = measure_init(&ms, m, p, batch);
     struct kept clean = {0}, corrupted = {0};
-    if (!out->patched || !edits || !scratch)
+    if (!out->patched || !edits || !metrics || !measuring)
         st = attn_fail(err, ATTN_E_NOMEM, "over",
                        "out of memory for %zu patched runs", out->runs);
     if (!st)
-        st = keep_run(m, p, p->clean, cancel, &clean, scratch, err);
+        st = keep_run(m, p, p->clean, cancel, &clean, &ms, err);
     if (!st)
-        st = keep_run(m, p, p->corrupted, cancel, &corrupted, scratch, err);
+        st = keep_run(m, p, p->corrupted, cancel, &corrupted, &ms, err);
     const struct kept *base = p->noise ? &clean : &corrupted;
     const struct kept *src = p->noise ? &corrupted : &clean;
     size_t done = 0;
     for (size_t l = 0; l < m->layers && !st; l++)
-        st = patch_layer(m, p, base, src, l, cancel, edits, scratch, out, &done,
-                         err);
+        st = patch_layer(m, p, base, src, l, cancel, edits, &ms, metrics, out,
+                         &done, err);
     out->clean = clean.metric;
     out->corrupted = corrupted.metric;
     xf_result_free(&clean.r);
     xf_result_free(&corrupted.r);
     free(edits);
-    free(scratch);
+    free(metrics);
+    measure_free(&ms);
     if (st)
         xf_patch_result_free(out);
     return st;

@@ -41,20 +41,13 @@ typedef enum xf_metric_kind {
     XF_METRIC_LOGPROB         /* log softmax(logits)[correct] */
 } xf_metric_kind;
 
-/* A measure of a run's next-token scores at its last position. */
+/* A measure of a run's next-token scores at its last position: a logit
+ * difference in double from the final hidden state and two rows of
+ * lm_head; a log-probability from the logits, the sum in double. */
 struct xf_metric {
     xf_metric_kind kind;
     uint32_t correct, incorrect; /* token ids, below vocab_size */
 };
-
-/*
- * The metric of a final hidden state row [H] (after the final norm):
- * a logit difference is taken in double from the two rows of lm_head;
- * a log-probability reads logits [vocab] of that row, which the caller
- * computed (NULL for a logit difference).
- */
-double xf_metric_of(const struct xf_model *m, const struct xf_metric *metric,
-                    const float *row, const float *logits);
 
 struct xf_patch {
     const uint32_t *clean, *corrupted; /* [n] ids each */
