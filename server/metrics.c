@@ -28,6 +28,7 @@ static atomic_uint_fast64_t latency_micros[N_ROUTES];
 static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_uint_fast64_t tokens_generated, token_micros, abandoned;
+static atomic_uint_fast64_t patched_runs, patches_abandoned;
 static atomic_int in_flight;
 static atomic_int computing;
 static atomic_uint_fast64_t queue_waits, queue_wait_micros;
@@ -45,8 +46,8 @@ static size_t reason_count(void)
 const char *metrics_route_name(enum metrics_route r)
 {
     static const char *const names[N_ROUTES] = {
-        "/attention", "/generate", "/patch",  "/healthz", "/metrics",
-        "/openapi.json", "/config", "/models", "static",  "other"};
+        "/attention",    "/generate", "/patch",  "/healthz", "/metrics",
+        "/openapi.json", "/config",   "/models", "static",   "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 
@@ -85,6 +86,16 @@ void metrics_generated_token(double seconds)
 void metrics_generation_abandoned(void)
 {
     atomic_fetch_add(&abandoned, 1);
+}
+
+void metrics_patched_runs(size_t count)
+{
+    atomic_fetch_add(&patched_runs, count);
+}
+
+void metrics_patch_abandoned(void)
+{
+    atomic_fetch_add(&patches_abandoned, 1);
 }
 
 void metrics_queue_wait(double seconds)
@@ -200,6 +211,13 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             "because their client went away.\n"
             "# TYPE attnd_generations_abandoned_total counter\n"
             "attnd_generations_abandoned_total %llu\n"
+            "# HELP attnd_patched_runs_total Patched runs made by /patch.\n"
+            "# TYPE attnd_patched_runs_total counter\n"
+            "attnd_patched_runs_total %llu\n"
+            "# HELP attnd_patches_abandoned_total Patches stopped because "
+            "their client went away.\n"
+            "# TYPE attnd_patches_abandoned_total counter\n"
+            "attnd_patches_abandoned_total %llu\n"
             "# HELP attnd_requests_in_flight Requests being handled now.\n"
             "# TYPE attnd_requests_in_flight gauge\n"
             "attnd_requests_in_flight %d\n"
@@ -243,6 +261,8 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             (double)atomic_load(&token_micros) * 1e-6,
             (unsigned long long)atomic_load(&tokens_generated),
             (unsigned long long)atomic_load(&abandoned),
+            (unsigned long long)atomic_load(&patched_runs),
+            (unsigned long long)atomic_load(&patches_abandoned),
             atomic_load(&in_flight), atomic_load(&computing), now->waiting,
             (double)atomic_load(&queue_wait_micros) * 1e-6,
             (unsigned long long)atomic_load(&queue_waits), now->memory_reserved,

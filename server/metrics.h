@@ -37,6 +37,11 @@ void metrics_add_flops(double flops);
 void metrics_generated_token(double seconds);
 void metrics_generation_abandoned(void);
 
+/* A patch made count more patched runs; or stopped because its client
+ * went away. */
+void metrics_patched_runs(size_t count);
+void metrics_patch_abandoned(void);
+
 /* A computation waited this long for its compute slot. */
 void metrics_queue_wait(double seconds);
 

@@ -33,10 +33,11 @@ struct patch_job {
     struct job job;
     struct http_server *srv;
     struct patch_request p;
-    struct exchange *ex;          /* the waiting exchange, or NULL (stream) */
-    struct event_stream *events;  /* the stream, or NULL */
-    struct budget_hold hold;      /* a stream's, taken over from ex */
-    atomic_bool stop;             /* the client left, or the server stops */
+    struct exchange *ex;         /* the waiting exchange, or NULL (stream) */
+    struct event_stream *events; /* the stream, or NULL */
+    struct budget_hold hold;     /* a stream's, taken over from ex */
+    atomic_bool stop;            /* the client left, or the server stops */
+    size_t done;                 /* patched runs made */
     struct MHD_Connection *conn;
 };
 
@@ -56,8 +57,8 @@ static void patch_job_free(void *arg)
 
 /* ------------------------------------------------------------- events */
 
-static bool send_event(struct patch_job *pj, const char *kind,
-                       const char *data, size_t len)
+static bool send_event(struct patch_job *pj, const char *kind, const char *data,
+                       size_t len)
 {
     struct buf e;
     buf_init(&e, len + 64);
@@ -83,6 +84,8 @@ static void send_error(struct patch_job *pj, int status, const char *detail)
 static void on_progress(void *ctx, size_t done, size_t of)
 {
     struct patch_job *pj = ctx;
+    metrics_patched_runs(done - pj->done);
+    pj->done = done;
     if (atomic_load(&pj->srv->cancel))
         atomic_store(&pj->stop, true);
     if (!pj->events)
@@ -127,10 +130,10 @@ static void run_patch(struct job *job, double waited)
     pj->p.patch.progress_ctx = pj;
     struct xf_patch_result r = {0};
     struct attn_error err = {0};
-    const attn_status st = atomic_load(&pj->srv->cancel)
-                               ? ATTN_E_CANCELLED
-                               : xf_patch_run(&m->xf, &pj->p.patch, &pj->stop,
-                                              &r, &err);
+    const attn_status st =
+        atomic_load(&pj->srv->cancel)
+            ? ATTN_E_CANCELLED
+            : xf_patch_run(&m->xf, &pj->p.patch, &pj->stop, &r, &err);
     metrics_computation_done();
     if (st == ATTN_OK) {
         metrics_add_flops(pj->p.flops);
@@ -150,13 +153,13 @@ static void run_patch(struct job *job, double waited)
     xf_patch_result_free(&r);
     if (pj->events) {
         if (gone) {
+            metrics_patch_abandoned();
             event_stream_finish(pj->events, NULL, 0, "", patch_job_free, pj);
         } else if (!ok) {
             send_error(pj, pb.status, pb.detail);
         } else {
-            send_event(pj, "result", body, len && body[len - 1] == '\n'
-                                               ? len - 1
-                                               : len);
+            send_event(pj, "result", body,
+                       len && body[len - 1] == '\n' ? len - 1 : len);
             event_stream_finish(pj->events, NULL, 0, "", patch_job_free, pj);
         }
         free(body);
@@ -280,14 +283,13 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
     pj->job.refuse = refuse_patch;
     size_t answer = 0;
     char err[256] = "";
-    bool ok = patch_parse(&pj->p, ex->body.data ? ex->body.data : "",
-                          ex->body.len, q.at, q.n,
-                          accepts(conn, "image/png"),
-                          accepts(conn, "image/svg+xml"), &s->limits,
-                          &ex->hold, &pb);
+    bool ok =
+        patch_parse(&pj->p, ex->body.data ? ex->body.data : "", ex->body.len,
+                    q.at, q.n, accepts(conn, "image/png"),
+                    accepts(conn, "image/svg+xml"), &s->limits, &ex->hold, &pb);
     if (ok && pj->p.format != PATCH_JSON) {
-        const draw_status st = patch_answer_measure(&pj->p, &answer, err,
-                                                    sizeof err);
+        const draw_status st =
+            patch_answer_measure(&pj->p, &answer, err, sizeof err);
         ok = st == DRAW_OK || problem_from_draw(&pb, st, err);
     } else if (ok) {
         answer = 2 * patch_answer_bytes(&pj->p) + EVENT_BYTES;

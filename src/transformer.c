@@ -709,8 +709,10 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
         attn_status st = core_attention(s, l, x, attn, err);
         if (st)
             return st;
-        p.attn_out = plan->hooked ? hooked_attention(s, &p, l, attn->output)
-                                  : attn->output;
+        // a layer whose output nothing reads has none to edit
+        p.attn_out = plan->hooked && attn->output
+                         ? hooked_attention(s, &p, l, attn->output)
+                         : attn->output;
     }
     if (!(xf_attn_kind(plan, l) & XF_KIND_OUTPUT))
         return ATTN_OK;
