@@ -187,6 +187,19 @@ static void check_ablation(const struct model *m, const char *variant,
             expect_close(what, r.logits, lg, k, HIDDEN_ATOL, HIDDEN_RTOL);
             free(lg);
         }
+        // the weights alone: the last layer's output, which nothing then
+        // reads, is not computed, edits or not
+        struct xf_run alone = run;
+        alone.want = XF_WANT_WEIGHTS;
+        alone.layer = XF_ALL_LAYERS;
+        struct xf_result only;
+        if (xf_plan(x, &alone, &plan, &err) ||
+            xf_forward(&plan, NULL, &only, &err))
+            fail_msg("%s %s, weights alone: %s", variant, name, err.message);
+        const size_t per_layer = x->heads * n * n;
+        assert_memory_equal(only.weights + (x->layers - 1) * per_layer,
+                            r.weights, per_layer * sizeof(float));
+        xf_result_free(&only);
         xf_result_free(&r);
         free(edits);
     }
