@@ -1,7 +1,9 @@
 /*
  * colormap.h - the heatmap colour scales as 256-entry RGB tables: viridis
- * and magma (matplotlib's published data, CC0) and a plain gray ramp.
- * Entry 0 is the low end, entry 255 the high end.
+ * and magma (matplotlib's published data, CC0), a plain gray ramp, and a
+ * blue-white-red diverging map from ColorBrewer's RdBu anchors. Entry 0 is
+ * the low end, entry 255 the high end; in the diverging map entries 127
+ * and 128 are both its middle white.
  *
  * The tables are constant: every function here is thread-safe.
  */

@@ -39,11 +39,11 @@ static draw_status heatmap_check_inputs(const struct heatmap_matrix *mats,
                                                             : DRAW_E_INVALID,
                            "heatmap: %zu matrices, expected 1 to %u",
                            mats ? n : 0, HEATMAP_MAX_MATRICES);
-    if ((unsigned)opts->colormap > HEATMAP_GRAY)
+    if ((unsigned)opts->colormap > HEATMAP_DIVERGING)
         return errbuf_fail(err, err_len, DRAW_E_INVALID,
                            "heatmap: unknown colormap %u",
                            (unsigned)opts->colormap);
-    if ((unsigned)opts->scale > HEATMAP_SCALE_TILE)
+    if ((unsigned)opts->scale > HEATMAP_SCALE_SYMMETRIC)
         return errbuf_fail(err, err_len, DRAW_E_INVALID,
                            "heatmap: unknown scale %u", (unsigned)opts->scale);
     if (opts->cell > HEATMAP_MAX_CELL)
@@ -79,15 +79,18 @@ static draw_status heatmap_check_inputs(const struct heatmap_matrix *mats,
 
 /*
  * The top of each matrix's colour scale, into tops[n]: its own largest
- * value with HEATMAP_SCALE_TILE, else the largest over all matrices; 1
- * where that is 0. Missing, negative or non-finite values are refused:
- * the scale starts at 0 and has no colour for them.
+ * value with HEATMAP_SCALE_TILE, else the largest over all matrices (of
+ * |value| with HEATMAP_SCALE_SYMMETRIC, whose scale runs from -top to
+ * top); 1 where that is 0. Missing or non-finite values are refused, and
+ * negative ones but with HEATMAP_SCALE_SYMMETRIC: the other scales start
+ * at 0 and have no colour for them.
  */
 static draw_status heatmap_scan_tops(const struct heatmap_matrix *mats,
                                      size_t n, enum heatmap_scale scale,
                                      float *tops, char *err, size_t err_len)
 {
     const size_t rows = mats[0].rows, cols = mats[0].cols;
+    const bool signed_values = scale == HEATMAP_SCALE_SYMMETRIC;
     float all = 0.0f;
     for (size_t m = 0; m < n; m++) {
         const float *v = mats[m].values;
@@ -96,19 +99,25 @@ static draw_status heatmap_scan_tops(const struct heatmap_matrix *mats,
                                "heatmap: matrix %zu has no values", m);
         float top = 0.0f;
         for (size_t i = 0; i < rows * cols; i++) {
-            if (!(v[i] >= 0.0f) || !isfinite(v[i]))
+            if (signed_values && !isfinite(v[i]))
+                return errbuf_fail(err, err_len, DRAW_E_INVALID,
+                                   "heatmap: matrix %zu [%zu][%zu] is %g; "
+                                   "values must be finite",
+                                   m, i / cols, i % cols, (double)v[i]);
+            if (!signed_values && (!(v[i] >= 0.0f) || !isfinite(v[i])))
                 return errbuf_fail(err, err_len, DRAW_E_INVALID,
                                    "heatmap: matrix %zu [%zu][%zu] is %g; "
                                    "weights must be finite and >= 0",
                                    m, i / cols, i % cols, (double)v[i]);
-            if (v[i] > top)
-                top = v[i];
+            const float mag = fabsf(v[i]);
+            if (mag > top)
+                top = mag;
         }
         tops[m] = top > 0.0f ? top : 1.0f;
         if (top > all)
             all = top;
     }
-    for (size_t m = 0; scale == HEATMAP_SCALE_SHARED && m < n; m++)
+    for (size_t m = 0; scale != HEATMAP_SCALE_TILE && m < n; m++)
         tops[m] = all > 0.0f ? all : 1.0f;
     return DRAW_OK;
 }

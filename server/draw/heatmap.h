@@ -13,9 +13,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum heatmap_colormap { HEATMAP_VIRIDIS = 0, HEATMAP_MAGMA, HEATMAP_GRAY };
+/*
+ * The colour maps. viridis, magma and gray are sequential: dark for low,
+ * light for high. diverging runs from dark blue through near white
+ * (#f7f7f7, its two middle entries) to dark red, as ColorBrewer's RdBu
+ * reversed: meant for HEATMAP_SCALE_SYMMETRIC, where the white is 0,
+ * negative values are blue and positive ones red.
+ */
+enum heatmap_colormap {
+    HEATMAP_VIRIDIS = 0,
+    HEATMAP_MAGMA,
+    HEATMAP_GRAY,
+    HEATMAP_DIVERGING
+};
 
-/* Parse "viridis", "magma" or "gray"; false if unknown. */
+/* Parse "viridis", "magma", "gray" or "diverging"; false if unknown. */
 bool heatmap_colormap_parse(const char *name, enum heatmap_colormap *out);
 const char *heatmap_colormap_name(enum heatmap_colormap map);
 
@@ -28,10 +40,17 @@ enum heatmap_scale {
      * BertViz's model view: a matrix of small values still spans the
      * colour map; the colorbar's ticks are percentages of that largest
      * value */
-    HEATMAP_SCALE_TILE
+    HEATMAP_SCALE_TILE,
+    /* signed values, as effects of a patching: one scale for every
+     * matrix, from -M to M, M the largest |value| of any (1 when all are
+     * 0), so that 0 is always the middle of the colour map (the white of
+     * HEATMAP_DIVERGING); the colorbar's ticks are values from -M to M,
+     * 0 among them. The other scales refuse negative values. */
+    HEATMAP_SCALE_SYMMETRIC
 };
 
-/* One matrix of weights. values: [rows][cols], row-major. */
+/* One matrix of weights (of values with HEATMAP_SCALE_SYMMETRIC).
+ * values: [rows][cols], row-major. */
 struct heatmap_matrix {
     const float *values;
     size_t rows, cols;
@@ -53,7 +72,8 @@ struct heatmap_options {
      * may not see the key (a causal model's future, keys outside a
      * sliding window). Such a cell is drawn hatched in grey, apart from
      * every colour of the map, so that "not allowed" never reads as a
-     * weight of 0; its value must still be a finite weight >= 0. */
+     * weight of 0; its value must still be finite, and >= 0 but with
+     * HEATMAP_SCALE_SYMMETRIC. */
     const unsigned char *not_allowed;
     /* NULL, or a line drawn under the title (with labels): what the image
      * is beyond its title, e.g. that its cells are pooled blocks */
@@ -74,12 +94,16 @@ struct heatmap_text {
  * single heatmap, n > 1 a grid (about square, row-major in the given order)
  * with one colorbar. The colour scale runs from 0 to the largest value
  * over all matrices (1 when all are 0), or with HEATMAP_SCALE_TILE each
- * matrix's from 0 to its own largest value.
+ * matrix's from 0 to its own largest value, or with
+ * HEATMAP_SCALE_SYMMETRIC from -M to M (M the largest |value| over all
+ * matrices, 1 when all are 0): a value v takes the entry
+ * round(127.5 + 127.5 * v / M) of the 256 of its colour map.
  *
  * The image's size follows from the arguments alone, never from the
  * values: heatmap_measure() gives it before there are any. (The colorbar's
  * tick values are the one thing drawn that depends on them; they get the
- * room of the widest text a tick can have.)
+ * room of the widest text a tick can have, with its minus sign under
+ * HEATMAP_SCALE_SYMMETRIC.)
  *
  * Layout with labels: the title on top, query tokens down the left, key
  * tokens along the top (turned 45 degrees when longer than a cell), a
@@ -97,8 +121,10 @@ struct heatmap_text {
  *                   256 px, a side over 32768 px, more than 64 Mi px, more
  *                   than 1024 matrices, a text over 1 MiB;
  *   DRAW_E_INVALID  no options or matrices, an empty matrix or one of
- *                   another shape, no values, values negative or not
- *                   finite, an unknown colormap or scale, bad texts;
+ *                   another shape, no values, values not finite (NaN
+ *                   included) under any scale, negative values but under
+ *                   HEATMAP_SCALE_SYMMETRIC, an unknown colormap or
+ *                   scale, bad texts;
  *   DRAW_E_FONT     labels asked for but no font loaded, or FreeType failed;
  *   DRAW_E_NOMEM    out of memory;
  *   DRAW_E_PNG      libpng failed.

@@ -75,26 +75,36 @@ static void heatmap_panel_origin(const struct heatmap_layout *l, size_t i,
     *my = l->y0 + (int)(i / l->grid_cols) * l->pitch_y;
 }
 
+/* Where value v falls on a scale of 0 .. 1: v / top, or with a
+ * symmetric scale (-top .. top) 0.5 + 0.5 * v / top, which keeps 0 at
+ * exactly 0.5 and cannot overflow as (v + top) / (2 * top) could. */
+static float heatmap_scale_t(float v, float top, bool symmetric)
+{
+    return symmetric ? 0.5f + 0.5f * (v / top) : v / top;
+}
+
 /* The colour-table entry of cell e of matrix v, or -1 where a query may
  * not attend. */
 static int heatmap_cell_entry(const float *v, const unsigned char *not_allowed,
-                              size_t e, float vmax)
+                              size_t e, float vmax, bool symmetric)
 {
     if (not_allowed && not_allowed[e])
         return -1;
-    return (int)colormap_index(v[e] / vmax);
+    return (int)colormap_index(heatmap_scale_t(v[e], vmax, symmetric));
 }
 
-/* Cells as solid squares, coloured by value / the top of its matrix's
+/* Cells as solid squares, coloured by their place on their matrix's
  * scale, hatched where a query may not attend; a run of equal cells in a
  * row is one rectangle (the same pixels, fewer shapes in an SVG). */
 static void heatmap_draw_cells(const struct heatmap_painter *p,
                                const struct heatmap_layout *l,
                                const struct heatmap_matrix *mats, size_t n,
-                               enum heatmap_colormap map,
-                               const unsigned char *not_allowed,
+                               const struct heatmap_options *opts,
                                const float *tops)
 {
+    const enum heatmap_colormap map = opts->colormap;
+    const unsigned char *not_allowed = opts->not_allowed;
+    const bool symmetric = opts->scale == HEATMAP_SCALE_SYMMETRIC;
     const size_t rows = l->rows, cols = l->cols;
     const int cell = l->cell;
     const unsigned char(*table)[3] = colormap_table(map);
@@ -107,12 +117,12 @@ static void heatmap_draw_cells(const struct heatmap_painter *p,
             const int y = my + (int)r * cell;
             size_t k = 0;
             while (k < cols) {
-                const int entry =
-                    heatmap_cell_entry(v, not_allowed, r * cols + k, vmax);
+                const int entry = heatmap_cell_entry(
+                    v, not_allowed, r * cols + k, vmax, symmetric);
                 size_t end = k + 1;
                 while (end < cols &&
-                       heatmap_cell_entry(v, not_allowed, r * cols + end,
-                                          vmax) == entry)
+                       heatmap_cell_entry(v, not_allowed, r * cols + end, vmax,
+                                          symmetric) == entry)
                     end++;
                 const int x = mx + (int)k * cell, w = (int)(end - k) * cell;
                 if (entry < 0)
@@ -184,8 +194,8 @@ static void heatmap_draw_centred(const struct heatmap_painter *p,
     p->text(p->ctx, f, x, baseline, s, max_w, FONT_HORIZONTAL, heatmap_ink);
 }
 
-/* The colorbar, and its ticks: values up to vmax, or percentages of each
- * matrix's own top. */
+/* The colorbar, and its ticks: values up to vmax, or from -vmax to vmax
+ * on a symmetric scale, or percentages of each matrix's own top. */
 static void heatmap_draw_colorbar(const struct heatmap_painter *p,
                                   const struct heatmap_layout *l,
                                   struct font *f,
@@ -194,11 +204,16 @@ static void heatmap_draw_colorbar(const struct heatmap_painter *p,
 {
     const enum heatmap_colormap map = opts->colormap;
     const bool percent = opts->scale == HEATMAP_SCALE_TILE;
+    const bool symmetric = opts->scale == HEATMAP_SCALE_SYMMETRIC;
     const double top = percent ? 1.0 : (double)vmax;
     struct heatmap_ticks ticks;
-    heatmap_ticks_make(top, l->tick_fit, percent, &ticks);
+    if (symmetric)
+        heatmap_ticks_symmetric(top, l->tick_fit, &ticks);
+    else
+        heatmap_ticks_make(top, l->tick_fit, percent, &ticks);
     const int x = l->bar_x, y = l->bar_y, h = l->bar_h;
-    /* top row is vmax, bottom row 0; rows of one table entry together */
+    /* top row is the top of the scale, bottom row its bottom (0, or -vmax
+     * on a symmetric scale); rows of one table entry together */
     const unsigned char(*table)[3] = colormap_table(map);
     for (int yy = 0; yy < h;) {
         const unsigned entry =
@@ -218,9 +233,9 @@ static void heatmap_draw_colorbar(const struct heatmap_painter *p,
     font_set_size(f, l->px);
     const int cap = font_cap_height(f);
     for (size_t i = 0; i < ticks.n; i++) {
-        double t = ticks.value[i] / top;
-        if (t > 1.0)
-            t = 1.0;
+        double t = symmetric ? 0.5 + 0.5 * (ticks.value[i] / top)
+                             : ticks.value[i] / top;
+        t = t > 1.0 ? 1.0 : t < 0.0 ? 0.0 : t;
         const int ty = y + h - 1 - (int)lround(t * (double)(h - 1));
         p->fill(p->ctx, x + HEATMAP_BAR_W + 1, ty, HEATMAP_TICK_LEN, 1,
                 heatmap_axis);
@@ -279,8 +294,7 @@ void heatmap_draw_image(const struct heatmap_painter *p,
 {
     p->fill(p->ctx, 0, 0, l->width, l->height, heatmap_white);
     if (cells)
-        heatmap_draw_cells(p, l, mats, n, opts->colormap, opts->not_allowed,
-                           tops);
+        heatmap_draw_cells(p, l, mats, n, opts, tops);
     if (f)
         heatmap_draw_labels(p, l, f, mats, n, opts, tops[0]);
 }

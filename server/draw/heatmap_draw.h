@@ -36,9 +36,11 @@ extern const unsigned char heatmap_hatch_light[3], heatmap_hatch_dark[3];
 
 /*
  * Paint the whole image (l->width by l->height): a white background, the
- * cells of matrix i coloured by value / tops[i] (tops: [n], each > 0; all
- * the same with a shared scale; consecutive cells of a row with the same
- * colour as one rectangle), and when f is not NULL (a labelled layout)
+ * cells of matrix i coloured by value / tops[i], or with
+ * HEATMAP_SCALE_SYMMETRIC by 0.5 + 0.5 * value / tops[i] (tops: [n], each
+ * > 0; all the same but with a scale per tile; consecutive cells of a row
+ * with the same colour as one rectangle), and when f is not NULL (a
+ * labelled layout)
  * the labels, titles and colorbar. With cells false the cells are left
  * out (mats' values are not read): what an SVG's size bound counts apart.
  */

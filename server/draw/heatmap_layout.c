@@ -104,6 +104,29 @@ found:
     }
 }
 
+void heatmap_ticks_symmetric(double top, size_t max_n, struct heatmap_ticks *t)
+{
+    struct heatmap_ticks half;
+    heatmap_ticks_make(top, (max_n + 1) / 2, false, &half);
+    /* half.n >= 1 and 2 * half.n - 1 <= max_n <= HEATMAP_MAX_TICKS */
+    const size_t k = half.n, len = sizeof t->text[0];
+    t->n = 2 * k - 1;
+    for (size_t i = 0; i < k; i++) {
+        t->value[k - 1 + i] = half.value[i];
+        memcpy(t->text[k - 1 + i], half.text[i], len);
+        if (i == 0)
+            continue;
+        /* below 0: "-" and the positive tick's text, which is far
+         * shorter than the buffer */
+        t->value[k - 1 - i] = -half.value[i];
+        char *s = t->text[k - 1 - i];
+        const size_t n = strnlen(half.text[i], len - 2);
+        s[0] = '-';
+        memcpy(s + 1, half.text[i], n);
+        s[n + 1] = '\0';
+    }
+}
+
 const char *heatmap_label(const char *const *labels, size_t i, char *buf,
                           size_t len)
 {
@@ -212,8 +235,9 @@ static int heatmap_layout_keys(struct heatmap_layout *l, struct font *f,
  * The room a tick's text gets, at the font's current size: for
  * percentages the widest of the texts themselves (they do not depend on
  * the values); for values the widest of the forms heatmap_ticks_make()
- * writes, with its widest digit in every place. So the image's width does
- * not depend on the values; the drawing still cuts a text at this width.
+ * writes, with its widest digit in every place, after a '-' on a
+ * symmetric scale. So the image's width does not depend on the values;
+ * the drawing still cuts a text at this width.
  */
 static int heatmap_tick_room(struct font *f, enum heatmap_scale scale,
                              size_t fit)
@@ -238,10 +262,13 @@ static int heatmap_tick_room(struct font *f, enum heatmap_scale scale,
         }
     }
     static const char *const forms[] = {"0.0000", "00000", "0.0e-00", "0.0e00"};
+    const bool minus = scale == HEATMAP_SCALE_SYMMETRIC;
     int room = 0;
     for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
         char text[16];
         size_t i = 0;
+        if (minus)
+            text[i++] = '-';
         for (const char *c = forms[k]; *c && i + 1 < sizeof text; c++)
             text[i++] = *c == '0' ? digit : *c;
         text[i] = '\0';

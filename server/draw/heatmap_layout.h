@@ -58,7 +58,7 @@
 /* The values written next to the colorbar. */
 struct heatmap_ticks {
     size_t n;
-    double value[HEATMAP_MAX_TICKS]; /* on the scale of the colour map's top */
+    double value[HEATMAP_MAX_TICKS]; /* ascending, in the top's units */
     char text[HEATMAP_MAX_TICKS][32];
 };
 
@@ -138,5 +138,14 @@ draw_status heatmap_layout_labels(struct heatmap_layout *l,
  */
 void heatmap_ticks_make(double top, size_t max_n, bool percent,
                         struct heatmap_ticks *t);
+
+/*
+ * The ticks of a symmetric scale from -top to top, at most max_n (>= 1):
+ * heatmap_ticks_make()'s ticks from 0 to top, at most (max_n + 1) / 2 of
+ * them, and their negatives below 0, written with a leading '-'. So 0 is
+ * always a tick, the middle one, and every text is one of
+ * heatmap_ticks_make()'s forms or that form after a '-'.
+ */
+void heatmap_ticks_symmetric(double top, size_t max_n, struct heatmap_ticks *t);
 
 #endif

@@ -141,6 +141,27 @@ static void test_invalid(void **state)
                      DRAW_E_INVALID);
     expect_text(err, "[1][1]");
 
+    /* signed values: refused on the scales from 0, with the message they
+     * always had; the symmetric scale takes them, but not NaN */
+    const float signed_values[4] = {0.1f, -0.2f, 0.3f, 0.4f};
+    struct heatmap_matrix with_negative = {signed_values, 2, 2, NULL};
+    o = (struct heatmap_options){.cell = 2, .scale = HEATMAP_SCALE_TILE};
+    assert_int_equal(
+        try_render(&with_negative, 1, &o, NULL, 0, err, sizeof err),
+        DRAW_E_INVALID);
+    expect_text(err, "[0][1] is -0.2; weights must be finite and >= 0");
+    o.scale = HEATMAP_SCALE_SYMMETRIC;
+    assert_int_equal(
+        try_render(&with_negative, 1, &o, NULL, 0, err, sizeof err), DRAW_OK);
+    assert_int_equal(try_render(&with_nan, 1, &o, NULL, 0, err, sizeof err),
+                     DRAW_E_INVALID);
+    expect_text(err, "[1][1] is nan; values must be finite");
+    o.scale = (enum heatmap_scale)(HEATMAP_SCALE_SYMMETRIC + 1);
+    assert_int_equal(try_render(&m, 1, &o, NULL, 0, err, sizeof err),
+                     DRAW_E_INVALID);
+    expect_text(err, "unknown scale 3");
+    o = (struct heatmap_options){.cell = 2};
+
     /* a message buffer is optional: the status alone still says it */
     assert_int_equal(try_render(&with_nan, 1, &o, NULL, 0, NULL, 0),
                      DRAW_E_INVALID);

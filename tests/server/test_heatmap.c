@@ -1,7 +1,9 @@
 /*
  * test_heatmap.c - heatmap PNGs decoded back with libpng and checked:
  * sizes, colours against matplotlib's published colormap values, text
- * chunks, label margins, grid layout, determinism, caps and bad input.
+ * chunks, label margins, grid layout, determinism, caps and bad input;
+ * the diverging map and the symmetric scale of signed values, in the PNG
+ * and in the SVG drawn from the same arguments.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -213,8 +215,8 @@ static void test_colormap_tables(void **state)
     assert_int_equal(colormap_index(NAN), 0);
 
     enum heatmap_colormap map;
-    const char *names[] = {"viridis", "magma", "gray"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"viridis", "magma", "gray", "diverging"};
+    for (int i = 0; i < 4; i++) {
         assert_true(heatmap_colormap_parse(names[i], &map));
         assert_int_equal(map, i);
         assert_string_equal(heatmap_colormap_name(map), names[i]);
@@ -410,9 +412,9 @@ static void test_measure_is_the_drawn_size(void **state)
     /* values whose ticks are as different as they come: 0 .. 1, tiny,
      * huge, all zero */
     static const float tops[] = {1.0f, 3.7e-7f, 8.5e6f, 0.0f, 0.031f};
-    const enum heatmap_scale scales[] = {HEATMAP_SCALE_SHARED,
-                                         HEATMAP_SCALE_TILE};
-    for (size_t sc = 0; sc < 2; sc++) {
+    const enum heatmap_scale scales[] = {
+        HEATMAP_SCALE_SHARED, HEATMAP_SCALE_TILE, HEATMAP_SCALE_SYMMETRIC};
+    for (size_t sc = 0; sc < 3; sc++) {
         for (size_t grid = 1; grid <= 4; grid += 3) {
             struct heatmap_matrix m[4], shapes[4];
             const struct heatmap_options o = {.colormap = HEATMAP_MAGMA,
@@ -431,8 +433,11 @@ static void test_measure_is_the_drawn_size(void **state)
                                              &mh, err, sizeof err),
                              DRAW_OK);
             for (size_t v = 0; v < sizeof tops / sizeof tops[0]; v++) {
+                /* signed on the symmetric scale: ticks with a minus */
+                const bool sym = scales[sc] == HEATMAP_SCALE_SYMMETRIC;
                 for (size_t i = 0; i < 64; i++)
-                    w[i] = tops[v] * (float)((i * 5) % 9) / 8.0f;
+                    w[i] = tops[v] * (float)((i * 5) % 9) / 8.0f *
+                           (sym && i % 2 ? -1.0f : 1.0f);
                 struct image img;
                 render(m, grid, &o, texts, 1, &img);
                 if ((int)img.w != mw || (int)img.h != mh)
@@ -1044,6 +1049,454 @@ static void test_png_writer(void **state)
     assert_null(out);
 }
 
+/* ------------------------------------------- diverging map, signed scale */
+
+/* ColorBrewer's RdBu, 11 classes, from its blue end to its red end. */
+static const unsigned char rdbu_r[11][3] = {
+    {0x05, 0x30, 0x61}, {0x21, 0x66, 0xac}, {0x43, 0x93, 0xc3},
+    {0x92, 0xc5, 0xde}, {0xd1, 0xe5, 0xf0}, {0xf7, 0xf7, 0xf7},
+    {0xfd, 0xdb, 0xc7}, {0xf4, 0xa5, 0x82}, {0xd6, 0x60, 0x4d},
+    {0xb2, 0x18, 0x2b}, {0x67, 0x00, 0x1f}};
+
+static const unsigned char diverging_white[3] = {0xf7, 0xf7, 0xf7};
+
+/* CIE L* of an sRGB colour, 0 (black) to 100 (white). */
+static double lightness(const unsigned char *c)
+{
+    double y = 0.0;
+    static const double weight[3] = {0.2126, 0.7152, 0.0722};
+    for (int k = 0; k < 3; k++) {
+        const double v = c[k] / 255.0;
+        y += weight[k] *
+             (v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4));
+    }
+    return y > 216.0 / 24389.0 ? 116.0 * cbrt(y) - 16.0 : y * 24389.0 / 27.0;
+}
+
+static bool is_red(const unsigned char *c)
+{
+    return c[0] > c[2] + 40 && c[0] > c[1] + 40;
+}
+
+static bool is_blue(const unsigned char *c)
+{
+    return c[2] > c[0] + 40;
+}
+
+/* The diverging table against its anchors: a reference interpolation
+ * written here, lightness rising to the white middle and falling after,
+ * and the map's name. */
+static void test_diverging_table(void **state)
+{
+    (void)state;
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_DIVERGING);
+    for (unsigned i = 0; i < COLORMAP_SIZE; i++) {
+        /* each half: 6 anchors evenly over its 128 entries */
+        const unsigned base = i < 128 ? 0 : 5, k = i < 128 ? i : i - 128;
+        const double x = 5.0 * k / 127.0;
+        const unsigned j = x >= 5.0 ? 4 : (unsigned)x;
+        for (int c = 0; c < 3; c++) {
+            const double a = rdbu_r[base + j][c], b = rdbu_r[base + j + 1][c];
+            const long want = lround(a + (b - a) * (x - j));
+            if (t[i][c] != want)
+                fail_msg("entry %u channel %d is %u, want %ld", i, c, t[i][c],
+                         want);
+        }
+        if (i > 0 && i < 128)
+            assert_true(lightness(t[i]) > lightness(t[i - 1]) - 0.3);
+        if (i > 128)
+            assert_true(lightness(t[i]) < lightness(t[i - 1]) + 0.3);
+    }
+    assert_memory_equal(t[0], rdbu_r[0], 3);
+    assert_memory_equal(t[127], diverging_white, 3);
+    assert_memory_equal(t[128], diverging_white, 3);
+    assert_memory_equal(t[255], rdbu_r[10], 3);
+    /* the two ends about as dark as each other */
+    assert_true(fabs(lightness(t[0]) - lightness(t[255])) < 2.0);
+
+    enum heatmap_colormap map;
+    assert_true(heatmap_colormap_parse("diverging", &map));
+    assert_int_equal(map, HEATMAP_DIVERGING);
+    assert_string_equal(heatmap_colormap_name(HEATMAP_DIVERGING), "diverging");
+}
+
+/* The entry a value v takes on a scale from -top to top. */
+static unsigned symmetric_entry(float v, float top)
+{
+    return (unsigned)lround(127.5 + 127.5 * (double)v / (double)top);
+}
+
+/* Signed values: 0 is the white middle, the largest |value| the ends,
+ * blue below and red above; one scale over every matrix of a grid. */
+static void test_symmetric_colours(void **state)
+{
+    (void)state;
+    float w[6] = {-1.5f, 0.0f, 3.0f, -3.0f, 1.5f, 0.75f};
+    struct heatmap_matrix m = {w, 2, 3, NULL};
+    struct heatmap_options o = {.colormap = HEATMAP_DIVERGING,
+                                .cell = 5,
+                                .scale = HEATMAP_SCALE_SYMMETRIC};
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_DIVERGING);
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_int_equal(img.w, 15);
+    assert_int_equal(img.h, 10);
+    for (unsigned y = 0; y < img.h; y++) {
+        for (unsigned x = 0; x < img.w; x++) {
+            const unsigned want = symmetric_entry(w[(y / 5) * 3 + x / 5], 3.0f);
+            assert_memory_equal(px(&img, x, y), t[want], 3);
+        }
+    }
+    assert_memory_equal(px(&img, 7, 2), diverging_white, 3); /* 0 */
+    assert_memory_equal(px(&img, 12, 2), t[255], 3);         /* 3, the max */
+    assert_memory_equal(px(&img, 2, 7), t[0], 3);            /* -3, the min */
+    assert_true(is_red(px(&img, 12, 2)));
+    assert_true(is_blue(px(&img, 2, 7)));
+    assert_true(is_blue(px(&img, 2, 2))); /* -1.5 */
+    assert_true(is_red(px(&img, 7, 7)));  /* 1.5 */
+    image_free(&img);
+
+    /* the scale is the largest |value| even when that is negative, and
+     * it is shared: the second matrix's 0.5 is pale beside the first's -4 */
+    float a[4] = {-4.0f, 0.0f, 1.0f, 2.0f}, b[4] = {0.5f, 0.0f, 0.0f, 0.0f};
+    const struct heatmap_matrix two[2] = {{a, 2, 2, NULL}, {b, 2, 2, NULL}};
+    o.cell = 3;
+    o.grid_cols = 2;
+    render(two, 2, &o, NULL, 0, &img);
+    assert_memory_equal(px(&img, 1, 1), t[0], 3);
+    assert_memory_equal(px(&img, 4, 1), diverging_white, 3);
+    assert_memory_equal(px(&img, 1, 4), t[symmetric_entry(1.0f, 4.0f)], 3);
+    assert_memory_equal(px(&img, 4, 4), t[symmetric_entry(2.0f, 4.0f)], 3);
+    assert_memory_equal(px(&img, 9 + 1, 1), t[symmetric_entry(0.5f, 4.0f)], 3);
+    image_free(&img);
+
+    /* a sequential map on the symmetric scale: 0 at its middle entry */
+    o = (struct heatmap_options){.colormap = HEATMAP_VIRIDIS,
+                                 .cell = 5,
+                                 .scale = HEATMAP_SCALE_SYMMETRIC};
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_memory_equal(px(&img, 7, 2), colormap_table(HEATMAP_VIRIDIS)[128],
+                        3);
+    image_free(&img);
+}
+
+/* All zero on the symmetric scale: the scale is -1 .. 1 and every cell
+ * the middle, bare or labelled; the sizes are the measured ones. */
+static void test_symmetric_all_zero(void **state)
+{
+    (void)state;
+    float z[81] = {0};
+    struct heatmap_matrix m = {z, 9, 9, "no effect"};
+    struct heatmap_options o = {.colormap = HEATMAP_DIVERGING,
+                                .cell = 4,
+                                .scale = HEATMAP_SCALE_SYMMETRIC};
+    struct image img;
+    render(&m, 1, &o, NULL, 0, &img);
+    for (unsigned y = 0; y < img.h; y++)
+        for (unsigned x = 0; x < img.w; x++)
+            assert_memory_equal(px(&img, x, y), diverging_white, 3);
+    image_free(&img);
+
+    o.cell = 0;
+    o.labels = true;
+    o.row_labels = o.col_labels = sentence;
+    const struct heatmap_matrix shape = {NULL, 9, 9, "no effect"};
+    int mw = 0, mh = 0;
+    char err[256];
+    assert_int_equal(
+        heatmap_measure(&shape, 1, &o, NULL, 0, &mw, &mh, err, sizeof err),
+        DRAW_OK);
+    render(&m, 1, &o, NULL, 0, &img);
+    assert_int_equal((int)img.w, mw);
+    assert_int_equal((int)img.h, mh);
+    image_free(&img);
+}
+
+/* Negative values stay refused on the scales that start at 0, with the
+ * message they had; the symmetric scale takes them but still refuses
+ * NaN and infinities. */
+static void test_signed_refusals(void **state)
+{
+    (void)state;
+    float neg[6] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, 0.6f};
+    struct heatmap_matrix m = {neg, 2, 3, NULL};
+    unsigned char *png = NULL;
+    size_t len = 0;
+    char err[256];
+    const enum heatmap_scale unsigned_scales[] = {HEATMAP_SCALE_SHARED,
+                                                  HEATMAP_SCALE_TILE};
+    for (size_t i = 0; i < 2; i++) {
+        const struct heatmap_options o = {.colormap = HEATMAP_DIVERGING,
+                                          .scale = unsigned_scales[i]};
+        assert_int_equal(
+            heatmap_render_png(&m, 1, &o, NULL, 0, &png, &len, err, sizeof err),
+            DRAW_E_INVALID);
+        assert_null(png);
+        assert_string_equal(err, "heatmap: matrix 0 [0][2] is -0.3; weights "
+                                 "must be finite and >= 0");
+        char *svg = NULL;
+        assert_int_equal(heatmap_render_svg(&m, 1, &o, NULL, 0,
+                                            HEATMAP_SVG_MAX_BYTES, &svg, &len,
+                                            err, sizeof err),
+                         DRAW_E_INVALID);
+        assert_null(svg);
+        assert_non_null(strstr(err, ">= 0"));
+    }
+    const struct heatmap_options sym = {.colormap = HEATMAP_DIVERGING,
+                                        .scale = HEATMAP_SCALE_SYMMETRIC};
+    assert_int_equal(
+        heatmap_render_png(&m, 1, &sym, NULL, 0, &png, &len, err, sizeof err),
+        DRAW_OK);
+    free(png);
+    const float bad[] = {NAN, -INFINITY, INFINITY};
+    for (size_t i = 0; i < 3; i++) {
+        float v[6] = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f};
+        v[4] = bad[i];
+        const struct heatmap_matrix b = {v, 2, 3, NULL};
+        png = NULL;
+        assert_int_equal(heatmap_render_png(&b, 1, &sym, NULL, 0, &png, &len,
+                                            err, sizeof err),
+                         DRAW_E_INVALID);
+        assert_null(png);
+        assert_non_null(strstr(err, "[1][1]"));
+        assert_non_null(strstr(err, "must be finite"));
+    }
+}
+
+/* Symmetric ticks: 0 in the middle, the negatives mirrored, every text
+ * one of the plain forms after a '-'; over every scale a float can top. */
+static void test_symmetric_ticks(void **state)
+{
+    (void)state;
+    struct heatmap_ticks t;
+    heatmap_ticks_symmetric(2.0, HEATMAP_MAX_TICKS, &t);
+    assert_int_equal(t.n, 5);
+    const char *want[] = {"-2", "-1", "0", "1", "2"};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(t.text[i], want[i]);
+        assert_true(t.value[i] == (double)i - 2.0);
+    }
+    heatmap_ticks_symmetric(1.0, HEATMAP_MAX_TICKS, &t);
+    assert_string_equal(t.text[0], "-1");
+    assert_string_equal(t.text[1], "-0.5");
+    assert_string_equal(t.text[2], "0");
+    heatmap_ticks_symmetric(1.0, 1, &t);
+    assert_int_equal(t.n, 1);
+    assert_string_equal(t.text[0], "0");
+
+    for (double top = 1.5e-45; top < 3.4e38; top *= 1.37) {
+        for (size_t fit = 1; fit <= HEATMAP_MAX_TICKS; fit++) {
+            heatmap_ticks_symmetric(top, fit, &t);
+            assert_true(t.n % 2 == 1 && t.n <= fit);
+            assert_true(fit < 3 || t.n >= 3);
+            const size_t mid = t.n / 2;
+            assert_string_equal(t.text[mid], "0");
+            assert_true(t.value[mid] == 0.0);
+            for (size_t i = 0; i < t.n; i++) {
+                assert_true(fabs(t.value[i]) <= top * (1.0 + 1e-9));
+                assert_true(i == 0 || t.value[i] > t.value[i - 1]);
+                if (i >= mid)
+                    continue;
+                /* "-" and the text of its mirror */
+                const char *pos = t.text[t.n - 1 - i];
+                if (t.text[i][0] != '-' || strcmp(t.text[i] + 1, pos) != 0)
+                    fail_msg("top %g: tick \"%s\" mirrors \"%s\"", top,
+                             t.text[i], pos);
+                assert_true(t.value[i] == -t.value[t.n - 1 - i]);
+            }
+        }
+    }
+}
+
+/* The rectangles of an SVG outside its <defs>, painted in order onto
+ * rgb ([h][w][3], white first); returns how many there were. A rectangle
+ * filled with a pattern (hatched cells) is skipped. With check, every
+ * solid rectangle's centre pixel must already have its fill in png: the
+ * PNG's colour at the SVG's position. */
+static size_t svg_rects(const char *svg, const struct image *png,
+                        bool check_centres, unsigned char *rgb)
+{
+    const char *p = strstr(svg, "</defs>");
+    assert_non_null(p);
+    size_t n = 0;
+    while ((p = strstr(p, "<rect "))) {
+        int x, y, w, h;
+        unsigned r, g, b;
+        const int got = sscanf(p,
+                               "<rect x=\"%d\" y=\"%d\" width=\"%d\" "
+                               "height=\"%d\" fill=\"#%2x%2x%2x\"/>",
+                               &x, &y, &w, &h, &r, &g, &b);
+        p++;
+        if (got != 7)
+            continue;
+        n++;
+        assert_true(x >= 0 && y >= 0 && w > 0 && h > 0);
+        assert_true((unsigned)(x + w) <= png->w && (unsigned)(y + h) <= png->h);
+        const unsigned char fill[3] = {(unsigned char)r, (unsigned char)g,
+                                       (unsigned char)b};
+        if (check_centres && n > 1 &&
+            memcmp(px(png, (unsigned)(x + w / 2), (unsigned)(y + h / 2)), fill,
+                   3) != 0)
+            fail_msg("SVG rect at %d,%d (%dx%d) is #%02x%02x%02x, the PNG "
+                     "differs there",
+                     x, y, w, h, r, g, b);
+        for (int yy = y; rgb && yy < y + h; yy++)
+            for (int xx = x; xx < x + w; xx++)
+                memcpy(rgb + ((size_t)yy * png->w + (size_t)xx) * 3, fill, 3);
+    }
+    return n;
+}
+
+/* Render an SVG within the measured bound, which must be DRAW_OK; its
+ * measured size must be the PNG's. */
+static char *render_svg_measured(const struct heatmap_matrix *m, size_t n,
+                                 const struct heatmap_options *o,
+                                 const struct image *png)
+{
+    struct heatmap_matrix shapes[4];
+    assert_true(n <= 4);
+    for (size_t i = 0; i < n; i++)
+        shapes[i] =
+            (struct heatmap_matrix){NULL, m[i].rows, m[i].cols, m[i].title};
+    int w = 0, h = 0;
+    size_t bound = 0, len = 0;
+    char err[256];
+    if (heatmap_measure_svg(shapes, n, o, NULL, 0, &w, &h, &bound, err,
+                            sizeof err) != DRAW_OK)
+        fail_msg("measure_svg: %s", err);
+    assert_int_equal(w, (int)png->w);
+    assert_int_equal(h, (int)png->h);
+    char *svg = NULL;
+    if (heatmap_render_svg(m, n, o, NULL, 0, bound, &svg, &len, err,
+                           sizeof err) != DRAW_OK)
+        fail_msg("render_svg within %zu bytes: %s", bound, err);
+    assert_true(len <= bound && strlen(svg) == len);
+    char head[128];
+    snprintf(head, sizeof head, "width=\"%u\" height=\"%u\"", png->w, png->h);
+    assert_non_null(strstr(svg, head));
+    return svg;
+}
+
+/* The SVG of signed values draws the PNG's colours at the PNG's
+ * positions: bare, pixel for pixel; labelled, every solid rectangle
+ * (cells, colorbar, ticks) at its centre, the colorbar red at its top,
+ * white at 0 and blue at its bottom, and the ticks from -M to M whole. */
+static void test_symmetric_svg_matches_png(void **state)
+{
+    (void)state;
+    float w[2][81];
+    for (size_t i = 0; i < 81; i++) {
+        w[0][i] = (float)((int)((i * 7) % 13) - 5) / 4.0f; /* -1.25 .. 1.75 */
+        w[1][i] = (float)((int)((i * 5) % 11) - 8) / 4.0f; /* -2 .. 0.5 */
+    }
+    w[1][40] = 0.0f;
+    const struct heatmap_matrix m[2] = {{w[0], 9, 9, "layer 0"},
+                                        {w[1], 9, 9, "layer 1"}};
+    struct heatmap_options o = {.colormap = HEATMAP_DIVERGING,
+                                .cell = 6,
+                                .grid_cols = 2,
+                                .scale = HEATMAP_SCALE_SYMMETRIC};
+    struct image img;
+    render(m, 2, &o, NULL, 0, &img);
+    char *svg = render_svg_measured(m, 2, &o, &img);
+    unsigned char *painted = malloc((size_t)img.w * img.h * 3);
+    assert_non_null(painted);
+    memset(painted, 0, (size_t)img.w * img.h * 3);
+    assert_true(svg_rects(svg, &img, true, painted) > 2);
+    for (unsigned y = 0; y < img.h; y++)
+        for (unsigned x = 0; x < img.w; x++)
+            if (memcmp(painted + ((size_t)y * img.w + x) * 3, px(&img, x, y),
+                       3) != 0)
+                fail_msg("pixel %u,%u differs between SVG and PNG", x, y);
+    free(painted);
+    free(svg);
+    image_free(&img);
+
+    /* labelled, with token labels so that no label reads as a tick */
+    static const char *const heads[9] = {"h0", "h1", "h2", "h3", "h4",
+                                         "h5", "h6", "h7", "h8"};
+    o.cell = 24;
+    o.labels = true;
+    o.title = "patching effect";
+    o.row_labels = sentence;
+    o.col_labels = heads;
+    render(m, 2, &o, NULL, 0, &img);
+    svg = render_svg_measured(m, 2, &o, &img);
+    assert_true(svg_rects(svg, &img, true, NULL) > 20);
+    /* M = 2: the ticks are -2 .. 2, none cut short */
+    const char *ticks[] = {">-2</text>", ">-1</text>", ">0</text>", ">1</text>",
+                           ">2</text>"};
+    for (size_t i = 0; i < 5; i++)
+        if (!strstr(svg, ticks[i]))
+            fail_msg("no tick %s in the SVG", ticks[i]);
+    assert_null(strstr(svg, "\xE2\x80\xA6"));
+    /* the colorbar: its rectangles are HEATMAP_BAR_W wide, top to bottom */
+    int top_y = -1, bottom_y = -1, bar_x = -1;
+    for (const char *p = svg; (p = strstr(p, "<rect ")); p++) {
+        int x, y, bw, bh;
+        if (sscanf(p, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", &x,
+                   &y, &bw, &bh) == 4 &&
+            bw == HEATMAP_BAR_W) {
+            if (top_y < 0)
+                top_y = y;
+            bottom_y = y + bh - 1;
+            bar_x = x;
+        }
+    }
+    assert_true(top_y > 0 && bottom_y > top_y + 80);
+    const unsigned bx = (unsigned)bar_x + HEATMAP_BAR_W / 2;
+    const unsigned char(*t)[3] = colormap_table(HEATMAP_DIVERGING);
+    assert_memory_equal(px(&img, bx, (unsigned)top_y), t[255], 3);
+    assert_memory_equal(px(&img, bx, (unsigned)bottom_y), t[0], 3);
+    assert_memory_equal(px(&img, bx, (unsigned)(top_y + bottom_y) / 2),
+                        diverging_white, 3);
+    /* tick marks right of the bar, drawn from -2 up: -2 at the bottom
+     * row, 0 at the middle (a white row), 2 at the top row */
+    int marks[8], n_marks = 0;
+    for (const char *p = svg; (p = strstr(p, "<rect ")); p++) {
+        int x, y, mw, mh;
+        if (sscanf(p, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"", &x,
+                   &y, &mw, &mh) == 4 &&
+            x == bar_x + HEATMAP_BAR_W + 1 && mw == HEATMAP_TICK_LEN &&
+            mh == 1 && n_marks < 8)
+            marks[n_marks++] = y;
+    }
+    assert_int_equal(n_marks, 5);
+    assert_int_equal(marks[0], bottom_y);
+    assert_true(abs(2 * marks[2] - (top_y + bottom_y)) <= 1);
+    assert_memory_equal(px(&img, bx, (unsigned)marks[2]), diverging_white, 3);
+    assert_int_equal(marks[4], top_y);
+    free(svg);
+    image_free(&img);
+}
+
+/* The SVG bound holds for the longest ticks a signed scale writes. */
+static void test_symmetric_svg_bound(void **state)
+{
+    (void)state;
+    /* the largest |value| of each image; among them ones whose ticks
+     * are as wide as a tick can be: "-2.5e-11", "-0.0025", "-25000" */
+    static const float tops[] = {1.0f, -3.7e-7f, 8.5e6f, -0.031f,
+                                 0.0f, -7e-11f,  7e-3f,  -70000.0f};
+    float w[64];
+    const struct heatmap_matrix m = {w, 8, 8, "x"};
+    const struct heatmap_options o = {.colormap = HEATMAP_DIVERGING,
+                                      .labels = true,
+                                      .row_labels = sentence,
+                                      .col_labels = sentence,
+                                      .scale = HEATMAP_SCALE_SYMMETRIC};
+    for (size_t v = 0; v < sizeof tops / sizeof tops[0]; v++) {
+        for (size_t i = 0; i < 64; i++) /* every cell its own colour */
+            w[i] = tops[v] * ((float)i - 31.5f) / 31.5f;
+        struct image img;
+        render(&m, 1, &o, NULL, 0, &img);
+        char *svg = render_svg_measured(&m, 1, &o, &img);
+        assert_null(strstr(svg, "\xE2\x80\xA6")); /* no tick cut short */
+        free(svg);
+        image_free(&img);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1065,6 +1518,13 @@ int main(void)
         cmocka_unit_test(test_awkward_tokens),
         cmocka_unit_test(test_many_tokens),
         cmocka_unit_test(test_png_writer),
+        cmocka_unit_test(test_diverging_table),
+        cmocka_unit_test(test_symmetric_colours),
+        cmocka_unit_test(test_symmetric_all_zero),
+        cmocka_unit_test(test_signed_refusals),
+        cmocka_unit_test(test_symmetric_ticks),
+        cmocka_unit_test(test_symmetric_svg_matches_png),
+        cmocka_unit_test(test_symmetric_svg_bound),
     };
     return cmocka_run_group_tests_name("heatmap", tests, setup, teardown);
 }
