@@ -172,7 +172,10 @@ static bool read_png_option(struct request_png *png,
         return true;
     }
     if (!strcmp(k, "colormap")) {
-        if (!heatmap_colormap_parse(v, &png->colormap))
+        // weights are never negative: the diverging map is for signed
+        // effects (/patch), whose middle colour is 0
+        if (!heatmap_colormap_parse(v, &png->colormap) ||
+            png->colormap == HEATMAP_DIVERGING)
             return problem_set(pb, 422, f->pointer,
                                "colormap (\"%.40s\") must be \"viridis\", "
                                "\"magma\" or \"gray\"",

@@ -631,6 +631,14 @@ static void test_refusals(void **state)
     refused("/generate",
             "{\"model\":\"llama3\",\"prompt\":\"hi\",\"return\":[\"dla\"]}",
             422, "/return", "/attention's");
+    // the diverging map is /patch's: weights are never negative
+    struct reply r;
+    assert_true(http_call(&srv, "GET",
+                          "/attention?sentence=hi&format=png&colormap=diverging",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"pointer\":\"/colormap\""));
+    reply_free(&r);
 }
 
 /* Past --max-flops a patch is refused before any work, naming over and
