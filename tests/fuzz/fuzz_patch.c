@@ -68,34 +68,12 @@ static void answer(struct patch_request *p)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char *body = (const char *)data;
-    size_t body_len = size;
-    char *query = NULL;
+    char *query, *copy;
     struct request_param params[FUZZ_MAX_PARAMS];
-    size_t n_params = 0;
-    if (size > 0 && data[0] == '?') {
-        const uint8_t *nl = memchr(data, '\n', size);
-        const size_t qlen = nl ? (size_t)(nl - data) - 1 : size - 1;
-        query = malloc(qlen + 1);
-        if (!query)
-            return 0;
-        memcpy(query, data + 1, qlen);
-        bool overflow;
-        n_params = fuzz_split_query(query, qlen, params, &overflow);
-        if (overflow) {
-            free(query);
-            return 0;
-        }
-        body = nl ? (const char *)nl + 1 : body + size;
-        body_len = size - (size_t)(body - (const char *)data);
-    }
-    // the body in a buffer of exactly its size: parsing is by length
-    char *copy = malloc(body_len ? body_len : 1);
-    if (!copy) {
-        free(query);
+    size_t n_params, body_len;
+    if (!fuzz_split_input(data, size, &query, params, &n_params, &copy,
+                          &body_len))
         return 0;
-    }
-    memcpy(copy, body, body_len);
     struct patch_param pp[FUZZ_MAX_PARAMS];
     for (size_t i = 0; i < n_params; i++)
         pp[i] = (struct patch_param){params[i].key, params[i].value};

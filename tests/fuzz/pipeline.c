@@ -105,6 +105,39 @@ void fuzz_check_problem(const struct problem *pb)
     free(body);
 }
 
+bool fuzz_split_input(const uint8_t *data, size_t size, char **query,
+                      struct request_param *params, size_t *n_params,
+                      char **body, size_t *body_len)
+{
+    const char *at = (const char *)data;
+    *query = NULL;
+    *n_params = 0;
+    *body_len = size;
+    if (size > 0 && data[0] == '?') {
+        const uint8_t *nl = memchr(data, '\n', size);
+        const size_t qlen = nl ? (size_t)(nl - data) - 1 : size - 1;
+        *query = malloc(qlen + 1);
+        if (!*query)
+            return false;
+        memcpy(*query, data + 1, qlen);
+        bool overflow;
+        *n_params = fuzz_split_query(*query, qlen, params, &overflow);
+        if (overflow) {
+            free(*query);
+            return false;
+        }
+        at = nl ? (const char *)nl + 1 : at + size;
+        *body_len = size - (size_t)(at - (const char *)data);
+    }
+    *body = malloc(*body_len ? *body_len : 1);
+    if (!*body) {
+        free(*query);
+        return false;
+    }
+    memcpy(*body, at, *body_len);
+    return true;
+}
+
 size_t fuzz_split_query(char *text, size_t len, struct request_param *p,
                         bool *overflow)
 {
@@ -190,11 +223,11 @@ void fuzz_pipeline_run(struct request *req)
                                                  '\r', '\n', 0x1a, '\n'};
             // an SVG: XML text within the bound measured before drawing
             static const char xml[] = "<?xml";
-            if (req->png.svg ? len < sizeof xml - 1 ||
-                                   memcmp(png, xml, sizeof xml - 1) ||
-                                   len > req->png.svg_bytes ||
-                                   !utf8_valid(png, len)
-                             : len < 8 || memcmp(png, sig, 8))
+            if (req->png.svg
+                    ? len < sizeof xml - 1 ||
+                          memcmp(png, xml, sizeof xml - 1) ||
+                          len > req->png.svg_bytes || !utf8_valid(png, len)
+                    : len < 8 || memcmp(png, sig, 8))
                 abort();
             free(png);
         } else {

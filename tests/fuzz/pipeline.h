@@ -10,6 +10,7 @@
 #include "request.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The limits every fuzz target parses with: small enough that one input
  * stays well under a second, large enough to reach every code path. */
@@ -42,6 +43,18 @@ void fuzz_pipeline_run(struct request *req);
  */
 size_t fuzz_split_query(char *text, size_t len, struct request_param *p,
                         bool *overflow);
+
+/*
+ * A target's input split as the server gets it: when its first line
+ * starts with '?', that line's URL parameters (into params, *n_params of
+ * them, their text in *query, which the caller frees), then the body,
+ * copied into *body (the caller frees it) of exactly *body_len bytes, so
+ * that ASan sees any read past the length a parser was given. false when
+ * the parameters overflow or memory runs out: nothing to run.
+ */
+bool fuzz_split_input(const uint8_t *data, size_t size, char **query,
+                      struct request_param *params, size_t *n_params,
+                      char **body, size_t *body_len);
 
 /* Check a refusal the way a client sees it: a 4xx/5xx status, a detail,
  * and a problem+json body that parses. Aborts otherwise. */
