@@ -8,7 +8,12 @@ import { drawHeatmap } from './heatmap.js';
 // exact. readout: the element that shows the cell read; label: what the
 // matrix is, for its description; blocked: the cells no query may attend
 // ([n * m] of 0 or 1, or null), hatched and read as "not allowed".
-export function drawMatrix({ box, readout, label, blocked = null }, sh, w, cell, colormap) {
+// Optional: paint(canvas, w) draws the cells in place of the colour map
+// (signed values, patching.js), describe(i, j) gives the readout of a cell
+// in place of "query → key: weight", and pick(i, j) is called when a cell
+// is clicked, or Enter or Space pressed on the cell in hand.
+export function drawMatrix({ box, readout, label, blocked = null, paint = null, describe = null, pick = null },
+  sh, w, cell, colormap) {
   box.style.setProperty('--cell', `${cell}px`);
   box.style.setProperty('--rows', sh.n);
   box.style.setProperty('--cols', sh.m);
@@ -30,13 +35,16 @@ export function drawMatrix({ box, readout, label, blocked = null }, sh, w, cell,
   frame.className = 'cells';
   frame.tabIndex = 0;
   frame.setAttribute('role', 'grid');
-  frame.setAttribute('aria-label', 'weights: use the arrow keys to read each cell');
+  frame.setAttribute('aria-label', describe
+    ? `${label}: use the arrow keys to read each cell${pick ? ', Enter to open it' : ''}`
+    : 'weights: use the arrow keys to read each cell');
   const canvas = document.createElement('canvas');
-  drawHeatmap(canvas, w, colormap, blocked);
+  if (paint) paint(canvas, w);
+  else drawHeatmap(canvas, w, colormap, blocked);
   canvas.style.width = `${sh.m * cell}px`;
   canvas.style.height = `${sh.n * cell}px`;
   canvas.setAttribute('role', 'img');
-  canvas.setAttribute('aria-label', `${label}, one square per weight`);
+  canvas.setAttribute('aria-label', `${label}, one square per ${describe ? 'value' : 'weight'}`);
   const mark = document.createElement('div');
   mark.className = 'mark';
   mark.hidden = true;
@@ -49,7 +57,7 @@ export function drawMatrix({ box, readout, label, blocked = null }, sh, w, cell,
   const show = (i, j, x, y) => {
     at = [i, j];
     const value = blocked && blocked[i * sh.m + j] ? 'not allowed (the query cannot see this key)' : w[i][j];
-    const text = `${sh.rows[i]} → ${sh.cols[j]}: ${value}`;
+    const text = describe ? describe(i, j) : `${sh.rows[i]} → ${sh.cols[j]}: ${value}`;
     readout.textContent = text;
     mark.hidden = false;
     mark.style.transform = `translate(${j * cell}px, ${i * cell}px)`;
@@ -70,7 +78,20 @@ export function drawMatrix({ box, readout, label, blocked = null }, sh, w, cell,
   });
   frame.addEventListener('mouseleave', hide);
   frame.addEventListener('blur', hide);
+  if (pick) {
+    frame.addEventListener('click', (e) => {
+      const r = canvas.getBoundingClientRect();
+      const j = Math.floor((e.clientX - r.left) / (r.width / sh.m));
+      const i = Math.floor((e.clientY - r.top) / (r.height / sh.n));
+      if (i >= 0 && j >= 0 && i < sh.n && j < sh.m) pick(i, j);
+    });
+  }
   frame.addEventListener('keydown', (e) => {
+    if (pick && (e.key === 'Enter' || e.key === ' ')) {
+      e.preventDefault();
+      if (at) pick(at[0], at[1]);
+      return;
+    }
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (!moves[e.key]) return;
     e.preventDefault();

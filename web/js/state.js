@@ -2,6 +2,7 @@
 import { $, form } from './dom.js';
 import { fields } from './fields.js';
 import { isDecoder } from './models.js';
+import { showPatching } from './patching.js';
 
 // The server's defaults inside the page's own: what is asked and what is
 // shown. model '' is no model: random weights, the page's first mode.
@@ -78,6 +79,8 @@ export function showMode(model) {
   else showKind(form.querySelector('input[name=kind]:checked').value);
   // a decoder continues the text
   $('generate-view').hidden = !(model && isDecoder(model));
+  // a decoder's patching and attribution; an encoder's panel says why not
+  showPatching(model);
 }
 
 // The page's query: every value that differs from its default.
