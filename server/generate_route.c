@@ -461,17 +461,8 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!reply_json_body(conn, &pb))
+    if (!reply_small_json(ex, conn, GENERATE_BODY_BYTES, "a generation's", &pb))
         return reply_problem(ex, conn, &pb);
-    if (atomic_load(&s->draining))
-        return reply_problem(ex, conn, &s->stopping);
-    if (ex->body.len > GENERATE_BODY_BYTES) {
-        problem_set(&pb, 413, "",
-                    "the body has %zu bytes; a generation's has at most %zu "
-                    "(1 MiB)",
-                    ex->body.len, GENERATE_BODY_BYTES);
-        return reply_problem(ex, conn, &pb);
-    }
     struct generation *gen = calloc(1, sizeof *gen);
     if (!gen) {
         problem_set(&pb, 503, "", "out of memory");

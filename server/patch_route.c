@@ -255,17 +255,8 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!reply_json_body(conn, &pb))
+    if (!reply_small_json(ex, conn, PATCH_BODY_BYTES, "a patch's", &pb))
         return reply_problem(ex, conn, &pb);
-    if (atomic_load(&s->draining))
-        return reply_problem(ex, conn, &s->stopping);
-    if (ex->body.len > PATCH_BODY_BYTES) {
-        problem_set(&pb, 413, "",
-                    "the body has %zu bytes; a patch's has at most %zu "
-                    "(1 MiB)",
-                    ex->body.len, PATCH_BODY_BYTES);
-        return reply_problem(ex, conn, &pb);
-    }
     struct params q = {0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect, &q);
     if (q.overflow) {

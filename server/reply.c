@@ -137,6 +137,23 @@ enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn)
     return reply_problem(ex, conn, &pb);
 }
 
+bool reply_small_json(const struct exchange *ex, struct MHD_Connection *conn,
+                      size_t cap, const char *whose, struct problem *pb)
+{
+    if (!reply_json_body(conn, pb))
+        return false;
+    if (atomic_load(&ex->srv->draining)) {
+        *pb = ex->srv->stopping;
+        return false;
+    }
+    if (ex->body.len > cap)
+        return problem_set(pb, 413, "",
+                           "the body has %zu bytes; %s has at most %zu "
+                           "(%.3g MiB)",
+                           ex->body.len, whose, cap, (double)cap / (1 << 20));
+    return true;
+}
+
 bool reply_json_body(struct MHD_Connection *conn, struct problem *pb)
 {
     const char *type = reply_header(conn, "Content-Type");
