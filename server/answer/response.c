@@ -434,19 +434,20 @@ static bool add_head_stats(struct response_stream *s,
     return ok && buf_append_str(t, close) && buf_append_str(t, "}");
 }
 
-/* n numbers as a JSON array, rows of `row` numbers each when row < n. */
+/* n numbers as a JSON array, or as rows of `row` numbers each (an array
+ * of arrays, however many rows) when nested. */
 static bool add_numbers(struct buf *t, const double *x, size_t n, size_t row,
-                        int precision)
+                        bool nested, int precision)
 {
-    bool ok = buf_append_str(t, row < n ? "[[" : "[");
+    bool ok = buf_append_str(t, nested ? "[[" : "[");
     for (size_t i = 0; ok && i < n; i++) {
-        if (i && row < n && i % row == 0)
+        if (i && nested && i % row == 0)
             ok = buf_append_str(t, "],[");
         else if (i)
             ok = buf_append_str(t, ",");
         ok = ok && add_measure(t, x[i], precision, false);
     }
-    return ok && buf_append_str(t, row < n ? "]]" : "]");
+    return ok && buf_append_str(t, nested ? "]]" : "]");
 }
 
 /* Direct logit attribution: {"target", "position", "heads" [layers]
@@ -464,12 +465,13 @@ static bool add_dla(struct response_stream *s)
                buf_printf(t, ",%u", (unsigned)iv->dla_target[1])) &&
               buf_printf(t, "],\"position\":%zu,\"heads\":", iv->dla_position) &&
               add_numbers(t, d->heads_part, d->layers * d->heads, d->heads,
-                          precision) &&
+                          true, precision) &&
               buf_append_str(t, ",\"mlp\":") &&
-              add_numbers(t, d->mlp, d->layers, d->layers, precision);
+              add_numbers(t, d->mlp, d->layers, d->layers, false, precision);
     if (ok && d->attn_bias)
         ok = buf_append_str(t, ",\"attn_bias\":") &&
-             add_numbers(t, d->attn_bias, d->layers, d->layers, precision);
+             add_numbers(t, d->attn_bias, d->layers, d->layers, false,
+                         precision);
     const struct {
         const char *name;
         double value;
