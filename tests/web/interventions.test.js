@@ -185,6 +185,7 @@ test('cancelling stops the patch, in the page and on the server', async () => {
   const long = `${CLEAN} mat and the lazy dog sat on the cat and the quick brown fox sat on the`;
   const page = await openPanel('big', { clean: long, corrupted: long.replace('quick brown fox', 'lazy brown dog'),
     kind: 'logprob', target: ' mat', over: 'heads_positions' });
+  const abandoned = await metric(base, 'attnd_patches_abandoned_total');
   await page.click('#patch-run');
   // a first batch counted, out of 32 × 32 heads at every position
   await page.waitForFunction(() => document.querySelector('#patch-progress').value > 0,
@@ -196,16 +197,17 @@ test('cancelling stops the patch, in the page and on the server', async () => {
   assert.match(await page.textContent('#patch-status'), /^Cancelled/);
   assert.equal(await page.isHidden('#patch-progress'), true);
   assert.equal(await page.isHidden('#patch-cancel'), true);
-  // the server stops: nothing but this /metrics request in flight, long
-  // before the whole patch could have ended
+  // the server stops: the patch counted as abandoned and nothing but this
+  // /metrics request in flight, long before the whole patch could have ended
   const start = Date.now();
   for (;;) {
-    if (await metric(base, 'attnd_requests_in_flight') <= 1) break;
+    if (await metric(base, 'attnd_requests_in_flight') <= 1
+      && await metric(base, 'attnd_patches_abandoned_total') === abandoned + 1) break;
     assert.ok(Date.now() - start < DEADLINE, 'the server went on patching');
     await new Promise((r) => setTimeout(r, 100));
   }
-  const done = await page.$eval('#patch-progress', (b) => b.value);
-  assert.ok(done < of, `stopped at ${done} of ${of}`);
+  const runs = await metric(base, 'attnd_patched_runs_total');
+  assert.ok(runs < of, `stopped at ${runs} patched runs of ${of}`);
   assert.equal(await page.isHidden('#patch-result'), true);
   assert.deepEqual(page.errors, []);
   await page.close();
