@@ -450,7 +450,7 @@ static bool add_numbers(struct buf *t, const double *x, size_t n, size_t row,
     return ok && buf_append_str(t, nested ? "]]" : "]");
 }
 
-/* Direct logit attribution: {"target", "position", "heads" [layers]
+/* Direct logit attribution: {"target", "target_text", "position", "heads" [layers]
  * [heads], "mlp" [layers], "attn_bias" [layers] (a model with output
  * biases), "embed", "bias", "total", "logit"}. */
 static bool add_dla(struct response_stream *s)
@@ -463,7 +463,16 @@ static bool add_dla(struct response_stream *s)
               buf_printf(t, "{\"target\":[%u", (unsigned)iv->dla_target[0]) &&
               (iv->n_dla_target < 2 ||
                buf_printf(t, ",%u", (unsigned)iv->dla_target[1])) &&
-              buf_printf(t, "],\"position\":%zu,\"heads\":", iv->dla_position) &&
+              buf_append_str(t, "],\"target_text\":[");
+    const struct model *m = s->req->model.entry->model;
+    for (size_t i = 0; ok && i < iv->n_dla_target; i++) {
+        const char *text = tok_token_text(&m->tokenizer, iv->dla_target[i]);
+        ok = (!i || buf_append_str(t, ",")) &&
+             (text ? buf_append_json_string(t, text)
+                   : buf_append_str(t, "null"));
+    }
+    ok = ok &&
+         buf_printf(t, "],\"position\":%zu,\"heads\":", iv->dla_position) &&
               add_numbers(t, d->heads_part, d->layers * d->heads, d->heads,
                           true, precision) &&
               buf_append_str(t, ",\"mlp\":") &&
@@ -728,7 +737,8 @@ size_t response_stream_bytes_model(const struct request *req)
     // the attribution and the ablation's echo
     if (req->model.run.want & XF_WANT_ACTIVATIONS)
         text += m->xf.layers * (m->xf.heads + 2) * (JSONNUM_MAX + 3) + 256;
-    text += req->model.iv.n_ablate * 80 + req->model.iv.n_edits * 12;
+    text += req->model.iv.n_ablate * 80 + req->model.iv.n_edits * 12 +
+            2 * (6 * m->longest_text + 8);
     // the measures, which their plan holds to the cap
     text += response_sparse_bytes(req) + response_stats_bytes(req);
     return stream_bytes(text);
