@@ -6,9 +6,10 @@
 #   make bench      the attention benchmark (writes build/bench.json), the
 #                   BERT encoder and the LLaMA decoder against PyTorch (the
 #                   latter on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
-#                   written into build/ once), then small requests' latency
-#                   beside the largest computations, and attnd's HTTP rate
-#                   against nginx's (wrk)
+#                   written into build/ once), activation patching over heads
+#                   on them against TransformerLens's loop in PyTorch, then
+#                   small requests' latency beside the largest computations,
+#                   and attnd's HTTP rate against nginx's (wrk)
 #   make load       a mixed load on a real server (LOAD_SECONDS=120,
 #                   LOAD_CLIENTS=64): errors and resident memory
 #   make fuzz       build the libFuzzer targets (clang) and run each for
@@ -100,6 +101,7 @@ BENCH_BIN := $(BUILD)/bench_attention
 BENCH_SERVICE := $(BUILD)/bench_service
 BENCH_BERT := $(BUILD)/bench_bert
 BENCH_DECODER := $(BUILD)/bench_decoder
+BENCH_PATCH := $(BUILD)/bench_patch
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
 # random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
@@ -339,6 +341,17 @@ $(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o $(
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS) $(call pc_libs,libcurl)
 
+# Activation patching over heads against TransformerLens's loop in PyTorch
+# (tests/bench/patch_torch.py), on the same checkpoints.
+$(BUILD)/bench/bench_patch.o: tests/bench/bench_patch.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+
+$(BENCH_PATCH): $(BUILD)/bench/bench_patch.o $(BUILD)/bench/bench_torch.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
 $(BERT_BASE)/model.safetensors: tests/models/generate.py
 	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
 
@@ -346,11 +359,12 @@ $(LLAMA_1B)-%/model.safetensors: tests/models/generate_decoders.py
 	$(PYTHON) tests/models/generate_decoders.py --llama-1b $(@D) --dtype $*
 
 bench: deps-bench
-	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(ATTND) \
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) $(ATTND) \
 	    $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors $(LLAMA_1B)-bf16/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
+	$(BENCH_PATCH) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_patch.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
 	ATTND_BIN=$(ATTND) tests/bench/http.sh
 
@@ -470,7 +484,7 @@ clean:
 
 # Every binary: defined last, so that each list it names is complete.
 build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE) \
-           $(BENCH_BERT) $(BENCH_DECODER)
+           $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
