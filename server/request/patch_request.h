@@ -15,9 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Rows of a batch of patched runs: a few hundred keep each product's
- * rows in cache while every weight is read once for all of them. */
-#define PATCH_BATCH_ROWS 512
+/* Rows of a batch of patched runs. The streamed product reads each
+ * weight once per 64 rows, so past a few sequences a larger batch saves
+ * no reads: 256, 512 and 1024 rows patch equally fast on a 1B model
+ * (docs/benchmarks.md), and 256 hold half the memory of 512. */
+#define PATCH_BATCH_ROWS 256
 
 /* What the answer is: JSON, or the effects drawn. */
 enum patch_format { PATCH_JSON, PATCH_PNG, PATCH_SVG };
