@@ -633,9 +633,9 @@ static void test_refusals(void **state)
             422, "/return", "/attention's");
     // the diverging map is /patch's: weights are never negative
     struct reply r;
-    assert_true(http_call(&srv, "GET",
-                          "/attention?sentence=hi&format=png&colormap=diverging",
-                          NULL, 0, NULL, &r));
+    assert_true(http_call(
+        &srv, "GET", "/attention?sentence=hi&format=png&colormap=diverging",
+        NULL, 0, NULL, &r));
     assert_int_equal(r.status, 422);
     assert_non_null(strstr(r.body, "\"pointer\":\"/colormap\""));
     reply_free(&r);
@@ -679,6 +679,56 @@ static void test_limits(void **state)
     reply_free(&r);
 }
 
+/* The largest ablation the limits allow, 4096 items naming 65536 head
+ * positions, is answered; one position more is refused before any of
+ * it is allocated. */
+static void test_largest_ablation(void **state)
+{
+    (void)state;
+    // more than 16 tokens of llama3's tokenizer: 16 positions an item
+    // (0 to 15) make 65536
+    const char *words =
+        "the cat sat on the mat the cat sat on the mat the cat sat on it";
+    size_t cap = 4096 * 96 + 512, len = 0;
+    char *body = malloc(cap);
+    len += (size_t)snprintf(body + len, cap - len,
+                            "{\"model\":\"llama3\",\"sentence\":\"%s\","
+                            "\"return\":[\"mean_weights\"],\"layer\":1,"
+                            "\"ablate\":[",
+                            words);
+    for (int k = 0; k < 4096; k++) {
+        len += (size_t)snprintf(body + len, cap - len,
+                                "%s{\"layer\":%d,\"head\":%d,\"mode\":\"%s\","
+                                "\"positions\":[",
+                                k ? "," : "", k % 2, k % 4,
+                                k % 3 ? "zero" : "mean");
+        for (int i = 0; i < 16; i++)
+            len += (size_t)snprintf(body + len, cap - len, "%s%d", i ? "," : "",
+                                    i);
+        len += (size_t)snprintf(body + len, cap - len, "]}");
+    }
+    snprintf(body + len, cap - len, "]}");
+    struct reply r;
+    assert_true(post_json(&srv, "/attention", body, &r));
+    if (r.status != 200)
+        fail_msg("%ld %s", r.status, r.body);
+    cJSON *a = cJSON_Parse(r.body);
+    assert_int_equal(cJSON_GetArraySize(get(get(a, "config"), "ablate")), 4096);
+    cJSON_Delete(a);
+    reply_free(&r);
+    // the last item's positions one longer: 65537
+    body[len - 2] = '\0';
+    char *more = malloc(len + 16);
+    snprintf(more, len + 16, "%s,16]}]}", body);
+    assert_true(post_json(&srv, "/attention", more, &r));
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "65537"));
+    assert_non_null(strstr(r.body, "\"pointer\":\"/ablate\""));
+    reply_free(&r);
+    free(more);
+    free(body);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -694,6 +744,7 @@ int main(void)
         cmocka_unit_test(test_patch_image),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_largest_ablation),
     };
     const int failed = cmocka_run_group_tests(tests, setup, teardown);
     curl_global_cleanup();
