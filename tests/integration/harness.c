@@ -442,3 +442,62 @@ char *sentence_body(size_t words, const char *options)
     snprintf(body + n, cap - n, "\",%s}", options);
     return body;
 }
+
+/* ------------------------------------------------------------- streams */
+
+/* Complete Server-Sent Events in s->data: blocks ending in a blank line. */
+static size_t events_in(const struct stream *s)
+{
+    size_t n = 0;
+    for (const char *p = s->data; p && (p = strstr(p, "\n\n")); p += 2)
+        n++;
+    return n;
+}
+
+static size_t take_stream(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct stream *s = arg;
+    const size_t n = size * nmemb;
+    char *grown = realloc(s->data, s->len + n + 1);
+    if (!grown)
+        return 0;
+    s->data = grown;
+    memcpy(s->data + s->len, ptr, n);
+    s->len += n;
+    s->data[s->len] = '\0';
+    if (s->stop_after && events_in(s) >= s->stop_after)
+        return 0; /* hang up */
+    return n;
+}
+
+long post_stream(const struct server *s, const char *path, const char *body,
+                 const char *accept, struct stream *out, char *type,
+                 size_t type_len)
+{
+    CURL *c = curl_easy_init();
+    char url[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u%s", s->port, path);
+    struct curl_slist *h =
+        curl_slist_append(NULL, "Content-Type: application/json");
+    if (accept) {
+        char line[128];
+        snprintf(line, sizeof line, "Accept: %s", accept);
+        h = curl_slist_append(h, line);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take_stream);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    const char *ct = NULL;
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    if (type)
+        snprintf(type, type_len, "%s", ct ? ct : "");
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
+}

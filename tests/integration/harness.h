@@ -105,6 +105,22 @@ bool metric_read(const struct server *s, const char *from, const char *name,
 /* Bytes of a /proc/PID/status field of pid such as "VmHWM:", or 0. */
 size_t status_bytes(pid_t pid, const char *field);
 
+/* A streamed answer as a client reads it: the bytes so far; with
+ * stop_after, the client hangs up once that many events (blocks ending
+ * in a blank line, Server-Sent Events) have come. */
+struct stream {
+    char *data; /* NUL-terminated, owned */
+    size_t len;
+    size_t stop_after; /* events; 0: read to the end */
+};
+
+/* POST a JSON body to path on s with Accept: accept (NULL: none), the
+ * answer read into out as it comes (within 120 s); the status, and the
+ * content type into type (type_len bytes; NULL: not wanted). */
+long post_stream(const struct server *s, const char *path, const char *body,
+                 const char *accept, struct stream *out, char *type,
+                 size_t type_len);
+
 /* A JSON body of a sentence of `words` words ("a a a ...") and options,
  * members written as in a body ("\"heads\":8"); the caller frees it. */
 char *sentence_body(size_t words, const char *options);

@@ -119,68 +119,13 @@ static int teardown(void **state)
 
 /* ------------------------------------------------------ a client */
 
-struct stream {
-    char *data;
-    size_t len;
-    size_t stop_after; /* events; 0: read to the end */
-};
-
-/* Complete events in s->data: blank-line separated blocks (SSE), or
- * lines (NDJSON). */
-static size_t events_in(const struct stream *s, bool ndjson)
-{
-    size_t n = 0;
-    const char *sep = ndjson ? "\n" : "\n\n";
-    for (const char *p = s->data; p && (p = strstr(p, sep)); p += strlen(sep))
-        n++;
-    return n;
-}
-
-static size_t take(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    struct stream *s = arg;
-    const size_t n = size * nmemb;
-    s->data = realloc(s->data, s->len + n + 1);
-    memcpy(s->data + s->len, ptr, n);
-    s->len += n;
-    s->data[s->len] = '\0';
-    if (s->stop_after && events_in(s, false) >= s->stop_after)
-        return 0; /* hang up */
-    return n;
-}
-
 /* POST body to /generate on server on; the status, the content type and
  * the body. */
 static long generate_on(const struct server *on, const char *body,
                         const char *accept, struct stream *s, char *type,
                         size_t type_len)
 {
-    CURL *c = curl_easy_init();
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/generate", on->port);
-    struct curl_slist *h =
-        curl_slist_append(NULL, "Content-Type: application/json");
-    if (accept) {
-        char line[128];
-        snprintf(line, sizeof line, "Accept: %s", accept);
-        h = curl_slist_append(h, line);
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    const char *ct = NULL;
-    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-    if (type)
-        snprintf(type, type_len, "%s", ct ? ct : "");
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return status;
+    return post_stream(on, "/generate", body, accept, s, type, type_len);
 }
 
 static long generate(const char *body, const char *accept, struct stream *s,

@@ -378,46 +378,9 @@ static void test_patch_without_a_difference(void **state)
     cJSON_Delete(a);
 }
 
-struct stream {
-    char *data;
-    size_t len;
-    size_t stop_after; /* events; 0: read to the end */
-};
-
-static size_t take(char *ptr, size_t size, size_t nmemb, void *arg)
+static long patch_stream(const char *body, struct stream *s)
 {
-    struct stream *s = arg;
-    const size_t n = size * nmemb;
-    s->data = realloc(s->data, s->len + n + 1);
-    memcpy(s->data + s->len, ptr, n);
-    s->len += n;
-    s->data[s->len] = '\0';
-    size_t events = 0;
-    for (const char *p = s->data; (p = strstr(p, "\n\n")); p += 2)
-        events++;
-    return s->stop_after && events >= s->stop_after ? 0 : n;
-}
-
-static long post_stream(const char *body, struct stream *s)
-{
-    CURL *c = curl_easy_init();
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/patch", srv.port);
-    struct curl_slist *h =
-        curl_slist_append(NULL, "Content-Type: application/json");
-    h = curl_slist_append(h, "Accept: text/event-stream");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return status;
+    return post_stream(&srv, "/patch", body, "text/event-stream", s, NULL, 0);
 }
 
 /* With Accept: text/event-stream: progress events counting up to every
@@ -428,7 +391,7 @@ static void test_patch_streams_progress(void **state)
     char body[512];
     patch_body("llama3", "heads_positions", "denoise", body, sizeof body);
     struct stream s = {0};
-    assert_int_equal(post_stream(body, &s), 200);
+    assert_int_equal(patch_stream(body, &s), 200);
     long last = 0, of = 0;
     int progress = 0;
     char *result = NULL;
@@ -495,7 +458,7 @@ static void test_disconnect_stops_the_patch(void **state)
         len += snprintf(body + len, 8192 - len, "the dog ");
     snprintf(body + len, 8192 - len, "\"}");
     struct stream s = {.stop_after = 1};
-    post_stream(body, &s);
+    patch_stream(body, &s);
     const char *of = strstr(s.data, "\"of\":");
     assert_non_null(of);
     const double runs = strtod(of + 5, NULL);
