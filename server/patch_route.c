@@ -19,9 +19,11 @@
 #include "patch_request.h"
 #include "reply.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
 /* A patch's body is decoded on the HTTP thread: two texts and a metric
@@ -38,6 +40,8 @@ struct patch_job {
     struct budget_hold hold;     /* a stream's, taken over from ex */
     atomic_bool stop;            /* the client left, or the server stops */
     size_t done;                 /* patched runs made */
+    int fd;    /* the waiting exchange's socket, -1: none to watch */
+    bool left; /* its client went away, and the work stopped */
     struct MHD_Connection *conn;
 };
 
@@ -80,6 +84,23 @@ static void send_error(struct patch_job *pj, int status, const char *detail)
     event_stream_finish(pj->events, NULL, 0, "", patch_job_free, pj);
 }
 
+/* Has the client of a waiting exchange closed its side? Its socket reads
+ * an end of file (a byte already sent is no sign either way). MHD does
+ * not read a suspended connection, so looking here takes nothing from
+ * it. */
+static bool client_left(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    if (p.revents & (POLLHUP | POLLERR))
+        return true;
+    char byte;
+    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK) == 0;
+}
+
 /* After each batch: the progress to a stream, and whether to go on. */
 static void on_progress(void *ctx, size_t done, size_t of)
 {
@@ -88,8 +109,11 @@ static void on_progress(void *ctx, size_t done, size_t of)
     pj->done = done;
     if (atomic_load(&pj->srv->cancel))
         atomic_store(&pj->stop, true);
-    if (!pj->events)
+    if (!pj->events) {
+        if (client_left(pj->fd) && !atomic_exchange(&pj->stop, true))
+            pj->left = true;
         return;
+    }
     char data[96];
     const int len =
         snprintf(data, sizeof data, "{\"done\":%zu,\"of\":%zu}", done, of);
@@ -130,8 +154,10 @@ static void run_patch(struct job *job, double waited)
     pj->p.patch.progress_ctx = pj;
     struct xf_patch_result r = {0};
     struct attn_error err = {0};
+    // a stream whose client left while it waited is not started
+    const bool waited_away = pj->events && event_stream_gone(pj->events);
     const attn_status st =
-        atomic_load(&pj->srv->cancel)
+        atomic_load(&pj->srv->cancel) || waited_away
             ? ATTN_E_CANCELLED
             : xf_patch_run(&m->xf, &pj->p.patch, &pj->stop, &r, &err);
     metrics_computation_done();
@@ -168,6 +194,8 @@ static void run_patch(struct job *job, double waited)
     // a waiting exchange: its answer prepared, then the connection back
     struct exchange *ex = pj->ex;
     struct MHD_Connection *conn = pj->conn;
+    if (pj->left)
+        metrics_patch_abandoned();
     if (ok) {
         struct MHD_Response *resp = reply_from_heap(body, len, type);
         if (resp)
@@ -269,6 +297,7 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
         return reply_problem(ex, conn, &pb);
     }
     pj->srv = s;
+    pj->fd = -1;
     atomic_init(&pj->stop, false);
     pj->job.run = run_patch;
     pj->job.refuse = refuse_patch;
@@ -294,9 +323,13 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
     if (pj->p.format == PATCH_JSON && accept &&
         strstr(accept, "text/event-stream"))
         return stream(ex, conn, pj);
-    // the whole answer: the connection waits, suspended, for the pool
+    // the whole answer: the connection waits, suspended, for the pool,
+    // its socket watched for a client that leaves
     pj->ex = ex;
     pj->conn = conn;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    pj->fd = info ? info->connect_fd : -1;
     ex->conn = conn;
     ex->handed_over = true;
     MHD_suspend_connection(conn);

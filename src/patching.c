@@ -72,8 +72,8 @@ static void measure_free(struct measure *ms)
 }
 
 /* The floats a measure holds for batches of batch rows. */
-static size_t measure_floats(const struct xf_model *m,
-                             const struct xf_patch *p, size_t batch)
+static size_t measure_floats(const struct xf_model *m, const struct xf_patch *p,
+                             size_t batch)
 {
     size_t floats = 3 * m->hidden;
     if (p->metric.kind == XF_METRIC_LOGPROB)
@@ -123,8 +123,8 @@ static void measure_rows(struct measure *ms, const struct xf_model *m,
     }
     for (size_t b = 0; b < count; b++)
         out[b] = mt->kind == XF_METRIC_LOGPROB
-                     ? logprob_of(ms->logits + b * m->vocab_size,
-                                  m->vocab_size, mt->correct)
+                     ? logprob_of(ms->logits + b * m->vocab_size, m->vocab_size,
+                                  mt->correct)
                      : logit_of(m, rows + b * H, mt->correct, ms->row) -
                            logit_of(m, rows + b * H, mt->incorrect, ms->row);
 }
@@ -211,13 +211,12 @@ static struct xf_edit edit_of(const struct xf_model *m,
 /* The unpatched run of ids, its activations kept. */
 static struct xf_run whole_run(const struct xf_patch *p, const uint32_t *ids)
 {
-    return (struct xf_run){
-        .ids = ids,
-        .n = p->n,
-        .want = XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS,
-        .layer = XF_ALL_LAYERS,
-        .threads = p->threads,
-        .capture_position = XF_ALL};
+    return (struct xf_run){.ids = ids,
+                           .n = p->n,
+                           .want = XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS,
+                           .layer = XF_ALL_LAYERS,
+                           .threads = p->threads,
+                           .capture_position = XF_ALL};
 }
 
 /* A batch of `batch` patched runs of layer l from the base run. */
@@ -226,18 +225,18 @@ static struct xf_run batch_run(const struct xf_model *m,
                                const struct kept *base, size_t l, size_t batch,
                                const struct xf_edit *edits)
 {
-    return (struct xf_run){
-        .ids = ids,
-        .n = p->n,
-        .want = XF_WANT_LAST_ROWS,
-        .layer = XF_ALL_LAYERS,
-        .threads = p->threads,
-        .edits = edits,
-        .n_edits = batch,
-        .batch = batch,
-        .start = base ? base->r.resid + l * p->n * m->hidden : NULL,
-        .first_layer = l,
-        .capture_position = XF_ALL};
+    return (struct xf_run){.ids = ids,
+                           .n = p->n,
+                           .want = XF_WANT_LAST_ROWS,
+                           .layer = XF_ALL_LAYERS,
+                           .threads = p->threads,
+                           .edits = edits,
+                           .n_edits = batch,
+                           .batch = batch,
+                           .start = base ? base->r.resid + l * p->n * m->hidden
+                                         : NULL,
+                           .first_layer = l,
+                           .capture_position = XF_ALL};
 }
 
 /* ----------------------------------------------------------------- cost */
@@ -345,12 +344,13 @@ void xf_patch_result_free(struct xf_patch_result *r)
 }
 
 /* The batches of layer l: every patched run of it, batch at a time. */
-static attn_status
-patch_layer(const struct xf_model *m, const struct xf_patch *p,
-            const struct kept *base, const struct kept *src, size_t l,
-            const atomic_bool *cancel, struct xf_edit *edits,
-            struct measure *ms, double *metrics, struct xf_patch_result *out,
-            size_t *done, struct attn_error *err)
+static attn_status patch_layer(const struct xf_model *m,
+                               const struct xf_patch *p,
+                               const struct kept *base, const struct kept *src,
+                               size_t l, const atomic_bool *cancel,
+                               struct xf_edit *edits, struct measure *ms,
+                               double *metrics, struct xf_patch_result *out,
+                               size_t *done, struct attn_error *err)
 {
     const size_t per_layer = xf_patch_layer_runs(m, p);
     const size_t batch = xf_patch_batch(p);
@@ -404,7 +404,16 @@ attn_status xf_patch_run(const struct xf_model *m, const struct xf_patch *p,
     const struct kept *base = p->noise ? &clean : &corrupted;
     const struct kept *src = p->noise ? &corrupted : &clean;
     size_t done = 0;
-    for (size_t l = 0; l < m->layers && !st; l++)
+    // the same ids: every activation is the base run's own, and so is
+    // every patched run
+    const bool same = !memcmp(p->clean, p->corrupted, p->n * sizeof *p->clean);
+    if (!st && same) {
+        for (size_t i = 0; i < out->runs; i++)
+            out->patched[i] = base->metric;
+        if (p->progress)
+            p->progress(p->progress_ctx, out->runs, out->runs);
+    }
+    for (size_t l = 0; l < m->layers && !st && !same; l++)
         st = patch_layer(m, p, base, src, l, cancel, edits, &ms, metrics, out,
                          &done, err);
     out->clean = clean.metric;

@@ -24,6 +24,7 @@ static const char *direction_name(const struct patch_request *p)
 static bool add_number(struct buf *t, double x, int precision)
 {
     char v[JSONNUM_MAX];
+    x += 0.0; /* -0, an effect of nothing, as 0 */
     const size_t len = jsonnum_format((float)x, precision, v);
     return buf_append(t, v, len);
 }
@@ -54,13 +55,15 @@ static bool add_metric(struct buf *t, const struct patch_request *p,
     const struct xf_metric *mt = &p->patch.metric;
     bool ok;
     if (mt->kind == XF_METRIC_LOGPROB)
-        ok = buf_printf(t, "{\"kind\":\"logprob\",\"target\":%u,"
-                           "\"target_text\":",
+        ok = buf_printf(t,
+                        "{\"kind\":\"logprob\",\"target\":%u,"
+                        "\"target_text\":",
                         (unsigned)mt->correct) &&
              add_token(t, m, mt->correct);
     else
-        ok = buf_printf(t, "{\"kind\":\"logit_diff\",\"correct\":%u,"
-                           "\"correct_text\":",
+        ok = buf_printf(t,
+                        "{\"kind\":\"logit_diff\",\"correct\":%u,"
+                        "\"correct_text\":",
                         (unsigned)mt->correct) &&
              add_token(t, m, mt->correct) &&
              buf_printf(t, ",\"incorrect\":%u,\"incorrect_text\":",
@@ -121,19 +124,17 @@ char *patch_answer_json(const struct patch_request *p,
     const size_t L = m->xf.layers, h = m->xf.heads, n = p->patch.n;
     struct buf t;
     buf_init(&t, patch_answer_bytes(p));
-    bool ok = buf_append_str(&t, "{\"model\":") &&
-              buf_append_json_string(&t, m->name) &&
-              buf_printf(&t,
-                         ",\"over\":\"%s\",\"direction\":\"%s\",\"runs\":%zu,"
-                         "\"metric\":",
-                         xf_patch_over_name((int)p->patch.over),
-                         direction_name(p), r->runs) &&
-              add_metric(&t, p, r, precision) &&
-              buf_append_str(&t, ",\"clean\":") &&
-              add_input(&t, m, &p->clean) &&
-              buf_append_str(&t, ",\"corrupted\":") &&
-              add_input(&t, m, &p->corrupted) &&
-              buf_append_str(&t, ",\"effects\":");
+    bool ok =
+        buf_append_str(&t, "{\"model\":") &&
+        buf_append_json_string(&t, m->name) &&
+        buf_printf(&t,
+                   ",\"over\":\"%s\",\"direction\":\"%s\",\"runs\":%zu,"
+                   "\"metric\":",
+                   xf_patch_over_name((int)p->patch.over), direction_name(p),
+                   r->runs) &&
+        add_metric(&t, p, r, precision) && buf_append_str(&t, ",\"clean\":") &&
+        add_input(&t, m, &p->clean) && buf_append_str(&t, ",\"corrupted\":") &&
+        add_input(&t, m, &p->corrupted) && buf_append_str(&t, ",\"effects\":");
     const bool some = measurable(r);
     if (ok && !some) {
         ok = buf_append_str(&t, "null");
@@ -178,8 +179,8 @@ size_t patch_answer_bytes(const struct patch_request *p)
     // an effect is a number and a comma; each token's text escaped and
     // its id; the rest a few hundred bytes
     const size_t per_token = 6 * m->longest_text + 16;
-    return p->runs * (JSONNUM_MAX + 4) +
-           2 * p->patch.n * per_token + 3 * per_token + 4096;
+    return p->runs * (JSONNUM_MAX + 4) + 2 * p->patch.n * per_token +
+           3 * per_token + 4096;
 }
 
 /* ------------------------------------------------------------ the image */
@@ -295,17 +296,17 @@ static bool picture_make(struct patch_picture *pic,
         snprintf(pic->note, sizeof pic->note,
                  "clean and corrupted give the same metric: no effect can be "
                  "measured");
-    pic->opts = (struct heatmap_options){
-        .colormap = HEATMAP_DIVERGING,
-        .scale = HEATMAP_SCALE_SYMMETRIC,
-        .cell = p->cell,
-        .labels = p->labels,
-        .title = pic->title,
-        .row_labels = (const char *const *)pic->rows,
-        .col_labels = (const char *const *)pic->cols,
-        .max_pixels = RENDER_MAX_PIXELS,
-        .grid_cols = pic->count,
-        .note = pic->note[0] ? pic->note : NULL};
+    pic->opts =
+        (struct heatmap_options){.colormap = HEATMAP_DIVERGING,
+                                 .scale = HEATMAP_SCALE_SYMMETRIC,
+                                 .cell = p->cell,
+                                 .labels = p->labels,
+                                 .title = pic->title,
+                                 .row_labels = (const char *const *)pic->rows,
+                                 .col_labels = (const char *const *)pic->cols,
+                                 .max_pixels = RENDER_MAX_PIXELS,
+                                 .grid_cols = pic->count,
+                                 .note = pic->note[0] ? pic->note : NULL};
     // a single matrix's title is the image's
     if (pic->count == 1)
         pic->mats[0].title = pic->title;

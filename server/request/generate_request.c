@@ -143,17 +143,9 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
     memset(g, 0, sizeof *g);
     request_init(&g->req);
     g->req.hold = hold;
-    const char *end;
-    bool nomem;
-    cJSON *root = jsonin_parse(body, len, &end, &nomem);
+    cJSON *root = jsonin_parse_body(body, len, pb);
     if (!root)
-        return nomem ? problem_set(pb, 503, "",
-                                   "out of memory reading the "
-                                   "body")
-                     : problem_set(pb, 400, "",
-                                   "the body is not valid JSON (error at byte "
-                                   "%zu of %zu)",
-                                   end ? (size_t)(end - body) : 0, len);
+        return false;
     bool ok = cJSON_IsObject(root) ||
               problem_set(pb, 422, "", "the body is %s; expected an object",
                           jsonin_kind(root));
@@ -184,8 +176,8 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
                          "prompt is %s; expected the text to continue",
                          prompt ? jsonin_kind(prompt) : "missing");
     // attribution is of one input's position, which /attention takes
-    const cJSON *ret = ok ? cJSON_GetObjectItemCaseSensitive(root, "return")
-                          : NULL;
+    const cJSON *ret =
+        ok ? cJSON_GetObjectItemCaseSensitive(root, "return") : NULL;
     const cJSON *name;
     if (cJSON_IsArray(ret))
         cJSON_ArrayForEach(name, ret) if (ok && cJSON_IsString(name) &&

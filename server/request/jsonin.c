@@ -154,7 +154,9 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
     if (d != floor(d))
         return problem_set(pb, 422, at->pointer,
                            "%s (%.17g) must be an integer", at->name, d);
-    if (d < (double)lo || d > (double)hi)
+    // (double)hi may round up past hi (SIZE_MAX - 1 to 2^64): a size is
+    // below 2^64 first, then compared as an integer
+    if (d < (double)lo || !(d < 0x1p64) || (size_t)d > hi)
         return problem_set(pb, 422, at->pointer,
                            "%s (%.17g) must be between %zu and %zu", at->name,
                            d, lo, hi);
@@ -504,4 +506,78 @@ void jsonin_pointer_at(const struct jpath *at, const size_t *dims, int rank,
     *out = *at;
     for (int k = 0; k < rank; k++)
         jpath_index(out, out, index[k]);
+}
+
+/* A copy of body with every \u0000 escape made \u0001, or NULL when there
+ * is none (or no memory, with *nomem set). cJSON's strings end at their
+ * first NUL, so U+0000 would cut the text short; the tokenizer drops
+ * U+0000 and U+0001 alike (both are control characters). One pass: a
+ * backslash escapes the byte after it, so "\\u0000" is no escape. */
+static char *without_nul_escapes(const char *body, size_t len, bool *nomem)
+{
+    *nomem = false;
+    char *copy = NULL;
+    for (size_t at = 0; at < len; at++) {
+        if (body[at] != '\\')
+            continue;
+        if (len - at >= 6 && !memcmp(body + at + 1, "u0000", 5)) {
+            if (!copy) {
+                if (!(copy = malloc(len))) {
+                    *nomem = true;
+                    return NULL;
+                }
+                memcpy(copy, body, len);
+            }
+            copy[at + 5] = '1';
+        }
+        at++; /* the escaped byte */
+    }
+    return copy;
+}
+
+/* The document of a body, by length: as jsonin_parse(), then nothing
+ * but space after the first value, which JSON allows only one of. */
+static cJSON *parse_document(const char *body, size_t len, struct problem *pb)
+{
+    const char *end;
+    bool nomem;
+    cJSON *root = jsonin_parse(body, len, &end, &nomem);
+    if (nomem) {
+        problem_set(pb, 503, "",
+                    "out of memory reading the body (%zu bytes); try again "
+                    "later",
+                    len);
+        pb->retry_after = 1;
+        return NULL;
+    }
+    if (!root) {
+        const size_t offset = end ? (size_t)(end - body) : 0;
+        problem_set(pb, 400, "",
+                    "the body is not valid JSON (error at byte %zu of %zu)",
+                    offset, len);
+        return NULL;
+    }
+    for (const char *p = end; p && p < body + len; p++)
+        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
+            cJSON_Delete(root);
+            problem_set(pb, 400, "",
+                        "the body is not valid JSON (unexpected data at byte "
+                        "%zu of %zu)",
+                        (size_t)(p - body), len);
+            return NULL;
+        }
+    return root;
+}
+
+cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb)
+{
+    bool nomem;
+    char *rewritten = without_nul_escapes(body, len, &nomem);
+    if (nomem) {
+        problem_set(pb, 503, "", "out of memory reading the body");
+        return NULL;
+    }
+    cJSON *root = parse_document(rewritten ? rewritten : body, len, pb);
+    free(rewritten);
+    return root;
 }

@@ -21,6 +21,15 @@
 cJSON *jsonin_parse(const char *text, size_t len, const char **end,
                     bool *nomem);
 
+/*
+ * A request's body as one JSON document: every \u0000 escape read as
+ * \u0001 (cJSON's strings end at a NUL, which would cut a text short; the
+ * tokenizers drop both control characters), nothing but space after the
+ * value. NULL with pb set: 400 naming the byte, or 503 out of memory.
+ * The caller frees the result with cJSON_Delete().
+ */
+cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb);
+
 /* A JSON pointer (RFC 6901) under construction, and its dotted name for
  * messages: "/embeddings/3/5" and "embeddings[3][5]". */
 struct jpath {

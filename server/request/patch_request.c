@@ -13,8 +13,8 @@
 #include <string.h>
 
 static const char *const fields[] = {
-    "model",     "clean",     "corrupted",          "metric",
-    "over",      "direction", "add_special_tokens", "precision"};
+    "model", "clean",     "corrupted",          "metric",
+    "over",  "direction", "add_special_tokens", "precision"};
 
 static bool check_keys(const cJSON *root, struct problem *pb)
 {
@@ -45,8 +45,7 @@ static bool read_model(struct patch_request *p, const cJSON *v,
                            "model is %s; expected the name of a loaded decoder "
                            "(GET /models)",
                            v ? jsonin_kind(v) : "missing");
-    p->entry =
-        models_find(lim->models, v->valuestring, strlen(v->valuestring));
+    p->entry = models_find(lim->models, v->valuestring, strlen(v->valuestring));
     if (!p->entry) {
         char loaded[256];
         models_names(lim->models, loaded, sizeof loaded);
@@ -86,8 +85,8 @@ static bool encode_text(const cJSON *root, const char *name,
                            : lim->max_tokens;
     const struct tok_options opts = {.max_tokens = cap, .no_special = !special};
     struct attn_error err;
-    const attn_status st =
-        tok_encode(&m->tokenizer, v->valuestring, len, NULL, 0, &opts, enc, &err);
+    const attn_status st = tok_encode(&m->tokenizer, v->valuestring, len, NULL,
+                                      0, &opts, enc, &err);
     if (st == ATTN_E_TOO_BIG)
         return problem_set(pb, 422, pointer,
                            "%s is more than %zu tokens of the model \"%s\" "
@@ -134,11 +133,11 @@ static bool read_metric(struct patch_request *p, const cJSON *v,
                         (keys[kind][1] && !strcmp(k->string, keys[kind][1]));
         if (!ok) {
             jpath_key(&sub, &at, k->string);
-            return problem_set(pb, 422, sub.pointer,
-                               "%s is not a key of a %s metric (it takes %s%s%s)",
-                               sub.name, kinds[kind], keys[kind][0],
-                               keys[kind][1] ? " and " : "",
-                               keys[kind][1] ? keys[kind][1] : "");
+            return problem_set(
+                pb, 422, sub.pointer,
+                "%s is not a key of a %s metric (it takes %s%s%s)", sub.name,
+                kinds[kind], keys[kind][0], keys[kind][1] ? " and " : "",
+                keys[kind][1] ? keys[kind][1] : "");
         }
     }
     p->patch.metric.kind = kind ? XF_METRIC_LOGPROB : XF_METRIC_LOGIT_DIFF;
@@ -232,8 +231,7 @@ static bool cost(struct patch_request *p, const struct request_limits *lim,
                     "(--max-flops): patch fewer places (heads rather than "
                     "heads_positions) or shorter texts",
                     xf_patch_over_name((int)p->patch.over), m->name, p->runs,
-                    p->patch.n, p->flops * 1e-9,
-                    (double)lim->max_flops * 1e-9);
+                    p->patch.n, p->flops * 1e-9, (double)lim->max_flops * 1e-9);
         pb->reason = "compute_budget";
         return false;
     }
@@ -254,21 +252,15 @@ bool patch_parse(struct patch_request *p, const char *body, size_t len,
     memset(p, 0, sizeof *p);
     if (!read_params(p, params, n_params, accept_png, accept_svg, pb))
         return false;
-    const char *end;
-    bool nomem;
-    cJSON *root = jsonin_parse(body, len, &end, &nomem);
+    cJSON *root = jsonin_parse_body(body, len, pb);
     if (!root)
-        return nomem ? problem_set(pb, 503, "", "out of memory reading the body")
-                     : problem_set(pb, 400, "",
-                                   "the body is not valid JSON (error at byte "
-                                   "%zu of %zu)",
-                                   end ? (size_t)(end - body) : 0, len);
+        return false;
     bool ok = cJSON_IsObject(root) ||
               problem_set(pb, 422, "", "the body is %s; expected an object",
                           jsonin_kind(root));
-    ok = ok && check_keys(root, pb) &&
-         read_model(p, cJSON_GetObjectItemCaseSensitive(root, "model"), lim,
-                    pb);
+    ok =
+        ok && check_keys(root, pb) &&
+        read_model(p, cJSON_GetObjectItemCaseSensitive(root, "model"), lim, pb);
     const struct model *m = ok ? p->entry->model : NULL;
     p->add_special_tokens = true;
     const cJSON *special =
@@ -301,8 +293,9 @@ bool patch_parse(struct patch_request *p, const char *body, size_t len,
                                         "layers"};
     static const char *const directions[] = {"denoise", "noise"};
     int over = 0, direction = 0;
-    ok = ok && read_metric(p, cJSON_GetObjectItemCaseSensitive(root, "metric"),
-                           m, pb) &&
+    ok = ok &&
+         read_metric(p, cJSON_GetObjectItemCaseSensitive(root, "metric"), m,
+                     pb) &&
          read_choice(root, "over", overs, 4, &over, pb) &&
          read_choice(root, "direction", directions, 2, &direction, pb);
     if (ok) {

@@ -244,79 +244,12 @@ bool request_decode(struct request *req, const cJSON *root,
     return check_extra_size(req, lim, pb) && check_png(req, pb);
 }
 
-/* A copy of body with every \u0000 escape made \u0001, or NULL when there
- * is none (or no memory, with *nomem set). cJSON's strings end at their
- * first NUL, so U+0000 would cut the text short; the tokenizer drops
- * U+0000 and U+0001 alike (both are control characters). One pass: a
- * backslash escapes the byte after it, so "\\u0000" is no escape. */
-static char *without_nul_escapes(const char *body, size_t len, bool *nomem)
-{
-    *nomem = false;
-    char *copy = NULL;
-    for (size_t at = 0; at < len; at++) {
-        if (body[at] != '\\')
-            continue;
-        if (len - at >= 6 && !memcmp(body + at + 1, "u0000", 5)) {
-            if (!copy) {
-                if (!(copy = malloc(len))) {
-                    *nomem = true;
-                    return NULL;
-                }
-                memcpy(copy, body, len);
-            }
-            copy[at + 5] = '1';
-        }
-        at++; /* the escaped byte */
-    }
-    return copy;
-}
-
-static bool parse_body(struct request *req, const char *body, size_t len,
-                       const struct request_limits *lim, struct problem *pb);
-
 bool request_parse_json(struct request *req, const char *body, size_t len,
                         const struct request_limits *lim, struct problem *pb)
 {
-    bool nomem;
-    char *rewritten = without_nul_escapes(body, len, &nomem);
-    if (nomem)
-        return problem_set(pb, 503, "", "out of memory reading the body");
-    const bool ok = parse_body(req, rewritten ? rewritten : body, len, lim, pb);
-    free(rewritten);
-    return ok;
-}
-
-static bool parse_body(struct request *req, const char *body, size_t len,
-                       const struct request_limits *lim, struct problem *pb)
-{
-    const char *end;
-    bool nomem;
-    cJSON *root = jsonin_parse(body, len, &end, &nomem);
-    if (nomem) {
-        problem_set(pb, 503, "",
-                    "out of memory reading the body (%zu bytes); try again "
-                    "later",
-                    len);
-        pb->retry_after = 1;
+    cJSON *root = jsonin_parse_body(body, len, pb);
+    if (!root)
         return false;
-    }
-    if (!root) {
-        const size_t offset = end ? (size_t)(end - body) : 0;
-        return problem_set(pb, 400, "",
-                           "the body is not valid JSON (error at byte %zu of "
-                           "%zu)",
-                           offset, len);
-    }
-    /* cJSON stops after the first value; anything but space after it is
-     * a second document, which JSON does not allow. */
-    for (const char *p = end; p && p < body + len; p++)
-        if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t') {
-            cJSON_Delete(root);
-            return problem_set(pb, 400, "",
-                               "the body is not valid JSON (unexpected data "
-                               "at byte %zu of %zu)",
-                               (size_t)(p - body), len);
-        }
     const bool ok = request_decode(req, root, lim, pb);
     cJSON_Delete(root);
     return ok;

@@ -477,6 +477,62 @@ static void test_disconnect_stops_the_patch(void **state)
     cJSON_Delete(a);
 }
 
+/* The same without a stream: the server sees the client close its side
+ * of the waiting connection after a batch, stops, and counts it. */
+static void test_disconnect_stops_a_waiting_patch(void **state)
+{
+    (void)state;
+    char body[8192];
+    int len = snprintf(body, sizeof body,
+                       "{\"model\":\"wide\",\"over\":\"heads_positions\","
+                       "\"metric\":{\"kind\":\"logprob\",\"target\":5},"
+                       "\"clean\":\"");
+    for (int i = 0; i < 9; i++)
+        len += snprintf(body + len, sizeof body - len, "the cat ");
+    len += snprintf(body + len, sizeof body - len, "\",\"corrupted\":\"");
+    for (int i = 0; i < 9; i++)
+        len += snprintf(body + len, sizeof body - len, "the dog ");
+    snprintf(body + len, sizeof body - len, "\"}");
+    // its runs, from a stream's first event
+    struct stream first = {.stop_after = 1};
+    patch_stream(body, &first);
+    const char *of = strstr(first.data, "\"of\":");
+    assert_non_null(of);
+    const double runs = strtod(of + 5, NULL);
+    free(first.data);
+    double abandoned = metric("attnd_patches_abandoned_total");
+    for (int i = 0; i < 400; i++) { /* the stream's counted first */
+        pause_ms(25);
+        const double now = metric("attnd_patches_abandoned_total");
+        if (now > abandoned) {
+            abandoned = now;
+            break;
+        }
+    }
+    const double runs0 = metric("attnd_patched_runs_total");
+    // a client that gives up a moment after sending it
+    CURL *c = curl_easy_init();
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/patch", srv.port);
+    struct curl_slist *h =
+        curl_slist_append(NULL, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 300L);
+    assert_int_equal(curl_easy_perform(c), CURLE_OPERATION_TIMEDOUT);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    double now = abandoned;
+    for (int i = 0; i < 400 && now == abandoned; i++) {
+        pause_ms(25);
+        now = metric("attnd_patches_abandoned_total");
+    }
+    assert_true(now == abandoned + 1);
+    const double made = metric("attnd_patched_runs_total") - runs0;
+    assert_true(made < runs);
+}
+
 /* format=png: the effects drawn, a real PNG in the diverging map (red
  * for positive effects, blue for negative ones); svg the same as text. */
 static void test_patch_image(void **state)
@@ -594,6 +650,29 @@ static void test_refusals(void **state)
     refused("/generate",
             "{\"model\":\"llama3\",\"prompt\":\"hi\",\"return\":[\"dla\"]}",
             422, "/return", "/attention's");
+    // a size past 2^64 (which rounds to it as a double) is out of range,
+    // not 0
+    refused("/attention",
+            "{\"model\":\"llama3\",\"sentence\":\"" CLEAN "\",\"ablate\":"
+            "[{\"layer\":18446744073709551616}]}",
+            422, "/ablate/0/layer", "");
+    refused("/attention",
+            "{\"model\":\"llama3\",\"sentence\":\"" CLEAN "\",\"layer\":"
+            "18446744073709551615}",
+            422, "/layer", "");
+    // one document, its texts whole
+    struct reply t;
+    char trailing[512];
+    snprintf(trailing, sizeof trailing, "%s{}",
+             patch_body("llama3", "heads", "denoise", (char[512]){0}, 512));
+    assert_true(post_json(&srv, "/patch", trailing, &t));
+    assert_int_equal(t.status, 400);
+    assert_non_null(strstr(t.body, "unexpected data"));
+    reply_free(&t);
+    refused("/patch",
+            "{\"model\":\"llama3\\u0000x\",\"clean\":\"a\",\"corrupted\":"
+            "\"b\",\"metric\":{\"kind\":\"logprob\",\"target\":5}}",
+            422, "/model", "not loaded");
     // the diverging map is /patch's: weights are never negative
     struct reply r;
     assert_true(http_call(
@@ -704,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_patch_without_a_difference),
         cmocka_unit_test(test_patch_streams_progress),
         cmocka_unit_test(test_disconnect_stops_the_patch),
+        cmocka_unit_test(test_disconnect_stops_a_waiting_patch),
         cmocka_unit_test(test_patch_image),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_limits),
