@@ -437,6 +437,14 @@ static double metric(const char *name)
     return v;
 }
 
+/* A long patch: 32 layers of 32 heads at every position of some 30
+ * tokens, tens of thousands of runs. */
+#define LONG_PATCH                                                             \
+    "{\"model\":\"wide\",\"over\":\"heads_positions\",\"metric\":{\"kind\":"   \
+    "\"logprob\",\"target\":5},\"clean\":\"the cat the cat the cat the cat "   \
+    "the cat the cat the cat the cat the cat \",\"corrupted\":\"the dog the "  \
+    "dog the dog the dog the dog the dog the dog the dog the dog \"}"
+
 /* A client that hangs up after the first progress event stops the work:
  * /metrics counts the patch abandoned, with fewer runs made than it
  * had; the server goes on. */
@@ -445,18 +453,7 @@ static void test_disconnect_stops_the_patch(void **state)
     (void)state;
     const double before = metric("attnd_patches_abandoned_total");
     const double runs0 = metric("attnd_patched_runs_total");
-    // 32 layers of 32 heads at every position of some 30 tokens
-    char *body = malloc(8192);
-    int len = snprintf(body, 8192,
-                       "{\"model\":\"wide\",\"over\":\"heads_positions\","
-                       "\"metric\":{\"kind\":\"logprob\",\"target\":5},"
-                       "\"clean\":\"");
-    for (int i = 0; i < 9; i++)
-        len += snprintf(body + len, 8192 - len, "the cat ");
-    len += snprintf(body + len, 8192 - len, "\",\"corrupted\":\"");
-    for (int i = 0; i < 9; i++)
-        len += snprintf(body + len, 8192 - len, "the dog ");
-    snprintf(body + len, 8192 - len, "\"}");
+    const char *body = LONG_PATCH;
     struct stream s = {.stop_after = 1};
     patch_stream(body, &s);
     const char *of = strstr(s.data, "\"of\":");
@@ -471,7 +468,6 @@ static void test_disconnect_stops_the_patch(void **state)
     assert_true(abandoned == before + 1);
     const double made = metric("attnd_patched_runs_total") - runs0;
     assert_true(made >= 1 && made < runs);
-    free(body);
     cJSON *a = post_ok("/patch", patch_body("llama3", "heads", "denoise",
                                             (char[512]){0}, 512));
     cJSON_Delete(a);
@@ -482,17 +478,7 @@ static void test_disconnect_stops_the_patch(void **state)
 static void test_disconnect_stops_a_waiting_patch(void **state)
 {
     (void)state;
-    char body[8192];
-    int len = snprintf(body, sizeof body,
-                       "{\"model\":\"wide\",\"over\":\"heads_positions\","
-                       "\"metric\":{\"kind\":\"logprob\",\"target\":5},"
-                       "\"clean\":\"");
-    for (int i = 0; i < 9; i++)
-        len += snprintf(body + len, sizeof body - len, "the cat ");
-    len += snprintf(body + len, sizeof body - len, "\",\"corrupted\":\"");
-    for (int i = 0; i < 9; i++)
-        len += snprintf(body + len, sizeof body - len, "the dog ");
-    snprintf(body + len, sizeof body - len, "\"}");
+    const char *body = LONG_PATCH;
     // its runs, from a stream's first event
     struct stream first = {.stop_after = 1};
     patch_stream(body, &first);
