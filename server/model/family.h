@@ -44,24 +44,35 @@ void model_tie_head(struct model *m);
 void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
                         size_t outs);
 
-/* Fill t: the tensor fmt names, of rows x cols (cols 0: a vector) in
- * config.json's words what, and the slot it fills. */
+/*
+ * The tensors a family names, in the order it names them. The loader
+ * asks twice: first with `at` NULL, which only counts them, then with
+ * room for that count; so how many there are is said in one place, the
+ * naming itself, and a list never takes more than its room.
+ */
+struct model_tensors {
+    struct model_tensor *at; /* NULL: counting */
+    size_t count, room;
+    struct model_tensor spare; /* where a counted tensor is written */
+};
+
+/* The next tensor of list: the one fmt names, of rows x cols (cols 0: a
+ * vector) in config.json's words what, and the slot it fills. */
 #if defined(__GNUC__)
 __attribute__((format(printf, 7, 8)))
 #endif
-void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
-                      const float **vector, size_t rows, size_t cols,
-                      const char *what, const char *fmt, ...);
+void model_tensors_put(struct model_tensors *list, struct xf_matrix *matrix,
+                       const float **vector, size_t rows, size_t cols,
+                       const char *what, const char *fmt, ...);
 
-/* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
-void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
-                        size_t outs);
+/* The tensor put last, to slice or mark. */
+struct model_tensor *model_tensors_last(struct model_tensors *list);
 
-/* out[(*n)++] = that, the slot a struct xf_matrix * or a const float **. */
-#define MODEL_TENSOR(out, n, slot, rows, cols, what, ...)                      \
-    model_tensor_put(                                                          \
-        &(out)[(n)++], _Generic((slot), struct xf_matrix *: (slot),           \
-                               default: NULL),                                 \
+/* The next tensor of list, the slot a struct xf_matrix * or a const
+ * float **. */
+#define MODEL_TENSOR(list, slot, rows, cols, what, ...)                        \
+    model_tensors_put(                                                         \
+        (list), _Generic((slot), struct xf_matrix *: (slot), default: NULL),  \
         _Generic((slot), const float **: (slot), default: NULL), rows, cols,   \
         what, __VA_ARGS__)
 
@@ -73,11 +84,10 @@ struct family {
      * value. */
     bool (*read_config)(const cJSON *config, struct model *m, char *err,
                         size_t err_len);
-    /* How many tensors name_tensors() lists for the model's config. */
-    size_t (*tensor_count)(const struct model *m);
-    /* Every tensor the model needs, into out[tensor_count()]; the slots
-     * point into m->xf and m->layers. */
-    void (*name_tensors)(struct model *m, struct model_tensor *out);
+    /* Every tensor the model needs, put into list (MODEL_TENSOR); the
+     * slots point into m->xf and m->layers. The same config names the
+     * same tensors every time. */
+    void (*name_tensors)(struct model *m, struct model_tensors *list);
     /* NULL, or what follows from the tensors once they are in (a tied
      * output head is the embeddings). */
     void (*after_tensors)(struct model *m);

@@ -132,18 +132,12 @@ static bool read_tokenizer_config(const char *text, size_t len,
 
 /* ---------------------------------------------------------- the tensors */
 
-static size_t tensor_count(const struct model *m)
-{
-    return 5 + 16 * m->xf.layers;
-}
-
-static void name_tensors(struct model *m, struct model_tensor *w)
+static void name_tensors(struct model *m, struct model_tensors *w)
 {
     struct xf_model *b = &m->xf;
     const size_t H = b->hidden, J = b->intermediate;
-    size_t n = 0;
 #define WANT(slot, rows, cols, what, ...)                                      \
-    MODEL_TENSOR(w, n, slot, rows, cols, what, __VA_ARGS__)
+    MODEL_TENSOR(w, slot, rows, cols, what, __VA_ARGS__)
     WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
          "embeddings.word_embeddings.weight");
     WANT(&b->pos_emb, b->max_positions, H,
@@ -254,7 +248,6 @@ const struct family family_bert = {
     .model_type = "bert",
     .network = "BERT encoder",
     .read_config = read_config,
-    .tensor_count = tensor_count,
     .name_tensors = name_tensors,
     .prefix = prefix,
     .in_network = in_network,

@@ -97,21 +97,17 @@ static bool read_config(const cJSON *doc, struct model *m, char *err,
 
 /* ---------------------------------------------------------- the tensors */
 
-static size_t tensor_count(const struct model *m)
-{
-    return 4 + !m->extra.tied + 16 * m->xf.layers;
-}
-
-static void name_tensors(struct model *m, struct model_tensor *w)
+static void name_tensors(struct model *m, struct model_tensors *w)
 {
     struct xf_model *b = &m->xf;
     const size_t H = b->hidden, IW = b->intermediate;
-    size_t n = 0;
 #define WANT(slot, rows, cols, what, ...)                                      \
-    MODEL_TENSOR(w, n, slot, rows, cols, what, __VA_ARGS__)
+    MODEL_TENSOR(w, slot, rows, cols, what, __VA_ARGS__)
 /* the last named takes outputs [o0, o0 + count) of a Conv1D's */
-#define CONV1D(o0, count) model_tensor_slice(&w[n - 1], true, o0, count)
-#define SLICE(o0, count) model_tensor_slice(&w[n - 1], false, o0, count)
+#define CONV1D(o0, count)                                                      \
+    model_tensor_slice(model_tensors_last(w), true, o0, count)
+#define SLICE(o0, count)                                                       \
+    model_tensor_slice(model_tensors_last(w), false, o0, count)
     WANT(&b->word_emb, b->vocab_size, H, "vocab_size x n_embd", "wte.weight");
     WANT(&b->pos_emb, b->max_positions, H, "n_positions x n_embd",
          "wpe.weight");
@@ -120,7 +116,7 @@ static void name_tensors(struct model *m, struct model_tensor *w)
     if (!m->extra.tied) {
         WANT(&b->lm_head, b->vocab_size, H, "vocab_size x n_embd",
              "lm_head.weight");
-        w[n - 1].bare = true;
+        model_tensors_last(w)->bare = true;
     }
     const char *fused = "n_embd x 3 n_embd";
     for (size_t l = 0; l < b->layers; l++) {
@@ -175,7 +171,6 @@ const struct family family_gpt2 = {
     .model_type = "gpt2",
     .network = "GPT-2 decoder",
     .read_config = read_config,
-    .tensor_count = tensor_count,
     .name_tensors = name_tensors,
     .after_tensors = model_tie_head,
     .prefix = prefix,

@@ -224,31 +224,21 @@ static bool read_all(const cJSON *doc, struct model *m, char *err,
 
 /* ---------------------------------------------------------- the tensors */
 
-static size_t tensor_count(const struct model *m)
-{
-    const bool qk = m->xf.arch.qk_norm;
-    const bool qkv_b = m->xf.arch.qkv_bias, o_b = m->xf.arch.out_bias,
-               ffn_b = m->xf.arch.ffn_bias;
-    const size_t per_layer = 9 + 2 * qk + 3 * qkv_b + o_b + 3 * ffn_b;
-    return 2 + !m->extra.tied + m->xf.layers * per_layer;
-}
-
-static void name_tensors(struct model *m, struct model_tensor *w)
+static void name_tensors(struct model *m, struct model_tensors *w)
 {
     struct xf_model *b = &m->xf;
     const size_t H = b->hidden, IW = b->intermediate;
     const size_t hd = b->heads * b->head_dim, gd = b->kv_heads * b->head_dim;
     const size_t D = b->head_dim;
-    size_t n = 0;
 #define WANT(slot, rows, cols, what, ...)                                      \
-    MODEL_TENSOR(w, n, slot, rows, cols, what, __VA_ARGS__)
+    MODEL_TENSOR(w, slot, rows, cols, what, __VA_ARGS__)
     WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
          "embed_tokens.weight");
     WANT(&b->final_norm_w, H, 0, "hidden_size", "norm.weight");
     if (!m->extra.tied) {
         WANT(&b->lm_head, b->vocab_size, H, "vocab_size x hidden_size",
              "lm_head.weight");
-        w[n - 1].bare = true;
+        model_tensors_last(w)->bare = true;
     }
     for (size_t l = 0; l < b->layers; l++) {
         struct xf_layer *y = &m->layers[l];
@@ -316,9 +306,9 @@ static bool in_network(const char *rest)
 #define ROW(type, name)                                                        \
     {                                                                          \
         .model_type = type, .network = name, .read_config = read_all,          \
-        .tensor_count = tensor_count, .name_tensors = name_tensors,            \
-        .after_tensors = model_tie_head, .prefix = prefix,                     \
-        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
+        .name_tensors = name_tensors, .after_tensors = model_tie_head,         \
+        .prefix = prefix, .in_network = in_network,                            \
+        .open_tokenizer = tokenizer_json_open,                                 \
     }
 
 const struct family family_llama = ROW("llama", "LLaMA decoder");

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -20,10 +21,14 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
                "safetensors data is little-endian, used in place");
 
-void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
-                      const float **vector, size_t rows, size_t cols,
-                      const char *what, const char *fmt, ...)
+void model_tensors_put(struct model_tensors *list, struct xf_matrix *matrix,
+                       const float **vector, size_t rows, size_t cols,
+                       const char *what, const char *fmt, ...)
 {
+    struct model_tensor *t = list->at && list->count < list->room
+                                 ? &list->at[list->count]
+                                 : &list->spare;
+    list->count++;
     memset(t, 0, sizeof *t);
     va_list ap;
     va_start(ap, fmt);
@@ -34,6 +39,13 @@ void model_tensor_put(struct model_tensor *t, struct xf_matrix *matrix,
     t->what = what;
     t->matrix = matrix;
     t->vector = vector;
+}
+
+struct model_tensor *model_tensors_last(struct model_tensors *list)
+{
+    return list->at && list->count && list->count <= list->room
+               ? &list->at[list->count - 1]
+               : &list->spare;
 }
 
 void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
@@ -231,7 +243,7 @@ static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
             const unsigned char *e = src + (i * w->cols + w->out0 + o) * es;
             if (widen)
                 attn_widen(e, dtype, 1,
-                         (float *)(void *)(d + (o * in + i) * out_es));
+                           (float *)(void *)(d + (o * in + i) * out_es));
             else
                 memcpy(d + (o * in + i) * out_es, e, es);
         }
@@ -282,8 +294,9 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
         const size_t bad = first_nonfinite(held, count);
         if (bad < count) {
             float v;
-            attn_widen((const char *)held.data + bad * attn_dtype_size(held.dtype),
-                     held.dtype, 1, &v);
+            attn_widen((const char *)held.data +
+                           bad * attn_dtype_size(held.dtype),
+                       held.dtype, 1, &v);
             return fail_tensor(tk, f[i].shard, t->name, "element %zu is %s",
                                bad, isnan(v) ? "NaN" : "Inf");
         }
@@ -320,8 +333,11 @@ bool tensors_take(struct model *m, const struct shards *s,
 {
     const struct taker tk = {.m = m, .s = s, .files = files};
     const char *prefix = m->family->prefix(s);
-    const size_t n = m->family->tensor_count(m);
-    struct model_tensor *w = calloc(n, sizeof *w);
+    // counted, then named into room for as many
+    struct model_tensors list = {0};
+    m->family->name_tensors(m, &list);
+    const size_t n = list.count;
+    struct model_tensor *w = calloc(n ? n : 1, sizeof *w);
     struct found *f = calloc(n, sizeof *f);
     bool **used = calloc(s->count, sizeof *used);
     bool ok = w && f && used;
@@ -334,7 +350,9 @@ bool tensors_take(struct model *m, const struct shards *s,
         model_fail(files->err, files->err_len, "model '%s': out of memory",
                    m->name);
     if (ok) {
-        m->family->name_tensors(m, w);
+        list = (struct model_tensors){.at = w, .room = n};
+        m->family->name_tensors(m, &list);
+        assert(list.count == n); /* the same config, the same names */
         for (size_t i = 0; i < n && ok; i++) {
             ok = find_tensor(&tk, prefix, &w[i], &f[i]);
             if (ok)

@@ -1441,10 +1441,40 @@ static void test_header_reader(void **state)
     assert_int_equal(st_dtype_size(ST_I64), 8);
 }
 
+/* A family's list of tensors takes no more than its room: a naming that
+ * puts more than it counted (a family bug) goes to the spare, not past
+ * the array, and the count says how many were put. Counting first needs
+ * no array at all. */
+static void test_tensor_list_room(void **state)
+{
+    (void)state;
+    struct xf_matrix a, b, c;
+    struct model_tensors count = {0};
+    MODEL_TENSOR(&count, &a, 2, 3, "two x three", "a.%d", 0);
+    MODEL_TENSOR(&count, &b, 4, 0, "four", "b");
+    assert_int_equal(count.count, 2);
+    struct model_tensor *room = malloc(2 * sizeof *room);
+    assert_non_null(room);
+    struct model_tensors list = {.at = room, .room = 2};
+    MODEL_TENSOR(&list, &a, 2, 3, "two x three", "a.%d", 0);
+    MODEL_TENSOR(&list, &b, 4, 0, "four", "b");
+    model_tensors_last(&list)->bare = true;
+    MODEL_TENSOR(&list, &c, 5, 0, "five", "c");
+    model_tensors_last(&list)->bare = true;
+    assert_int_equal(list.count, 3);
+    assert_string_equal(room[0].name, "a.0");
+    assert_true(room[0].matrix == &a && room[0].rows == 2 && room[0].cols == 3);
+    assert_string_equal(room[1].name, "b");
+    assert_true(room[1].bare);
+    assert_string_equal(list.spare.name, "c");
+    free(room);
+}
+
 int main(void)
 {
     attn_blas_single_thread();
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tensor_list_room),
         cmocka_unit_test(test_variants_load_and_match),
         cmocka_unit_test(test_unaligned_f32),
         cmocka_unit_test(test_half_conversions),
