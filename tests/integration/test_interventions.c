@@ -100,6 +100,18 @@ static void refused(const char *path, const char *body, long status,
     reply_free(&r);
 }
 
+/* A variant's goldens: the model's (its sentences) in *g, the
+ * interventions' in *gi. */
+static void goldens_of(const char *variant, cJSON **g, cJSON **gi)
+{
+    char path[128];
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
+    *g = golden(path);
+    snprintf(path, sizeof path, "tests/models/golden/interventions/%s.json",
+             variant);
+    *gi = golden(path);
+}
+
 /* ------------------------------------------------------------- ablation */
 
 /* /generate with a golden's ablation makes the reference's greedy tokens
@@ -110,12 +122,8 @@ static void test_generate_ablated(void **state)
     (void)state;
     static const char *const variants[] = {"llama3", "gpt2", "qwen3"};
     for (size_t v = 0; v < 3; v++) {
-        char path[128];
-        snprintf(path, sizeof path, "tests/models/golden/%s.json", variants[v]);
-        cJSON *g = golden(path);
-        snprintf(path, sizeof path, "tests/models/golden/interventions/%s.json",
-                 variants[v]);
-        cJSON *gi = golden(path);
+        cJSON *g, *gi;
+        goldens_of(variants[v], &g, &gi);
         const cJSON *greedy = get(gi, "greedy_ablated");
         const cJSON *want = get(greedy, "new");
         cJSON *body = cJSON_CreateObject();
@@ -207,12 +215,8 @@ static void test_dla_matches_the_reference(void **state)
     (void)state;
     static const char *const variants[] = {"llama3", "gpt2"};
     for (size_t v = 0; v < 2; v++) {
-        char path[128];
-        snprintf(path, sizeof path, "tests/models/golden/%s.json", variants[v]);
-        cJSON *g = golden(path);
-        snprintf(path, sizeof path, "tests/models/golden/interventions/%s.json",
-                 variants[v]);
-        cJSON *gi = golden(path);
+        cJSON *g, *gi;
+        goldens_of(variants[v], &g, &gi);
         const cJSON *want = cJSON_GetArrayItem(get(gi, "dla"), 0);
         const cJSON *target = get(want, "target");
         char body[1024];
