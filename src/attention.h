@@ -254,6 +254,27 @@ typedef enum attn_rope_pairing {
                       are laid out for */
 } attn_rope_pairing;
 
+/*
+ * How rotary positions turn a head: one description for the core's
+ * configs, a model's layers and the positional code. A zeroed struct is
+ * RoPE's defaults: base 10000, interleaved pairs, every value of the head
+ * turned, cos and sin as they are.
+ */
+struct attn_rotary {
+    double base; /* 0 means 10000: pair i turns base^(-2i / dims) radians
+                    a position */
+    attn_rope_pairing pairing;
+    size_t dims; /* 0 means the whole head; else the head's first dims
+                    values turn (even, at most d_k) and the rest pass
+                    (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor) */
+    const double *inv_freq; /* NULL, or [dims / 2]: pair i turns
+                               inv_freq[i] radians a position instead (a
+                               scaled rope: LLaMA 3's, a linear one); each
+                               finite and above 0 */
+    double factor; /* 0 means 1: cos and sin multiplied by it (longrope's
+                      attention factor) */
+};
+
 typedef enum attn_residual {
     ATTN_RESIDUAL_NONE = 0,
     ATTN_RESIDUAL_VALUE, /* output += V heads concatenated (ViT style) */
@@ -345,13 +366,10 @@ struct attn_config {
 
     attn_residual residual;
     attn_positional positional;
-    float rope_base; /* 0 means 10000 */
-    attn_rope_pairing rope_pairing;
-    /* NULL, or [d_k / 2]: pair i of the rotary positions turns by
-     * position * rope_inv_freq[i] radians, in place of
-     * rope_base^(-2i / d_k) (a model's scaled frequencies, LLaMA 3's);
-     * each finite and above 0 */
-    const double *rope_inv_freq;
+    struct attn_rotary rope; /* with positional 'rope' */
+    /* 0, or scores (scaled) become softcap * tanh(score / softcap) before
+     * any mask (Gemma 2's attn_logit_softcapping) */
+    float softcap;
     /* each head of q and of k RMS-normalised with params->q_norm and
      * k_norm (weights [d_k]) and this epsilon after its projection and
      * before the rotation (Qwen3's q_norm and k_norm); explicit params

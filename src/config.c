@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <math.h>
 
-#define DEFAULT_ROPE_BASE 10000.0f
+#define DEFAULT_ROPE_BASE 10000.0
 
 const char *attn_mode_name(int mode)
 {
@@ -166,27 +166,50 @@ static attn_status resolve_basic(struct attn_config *cfg,
     return ATTN_OK;
 }
 
-/* The rotary options: a known pairing, and frequencies (when given)
- * finite and above 0, only with rotary positions. */
-static attn_status check_rotary(const struct attn_config *cfg,
-                                struct attn_error *err)
+/* The rotary options, defaults filled in: a known pairing, an even count
+ * of dims within the head, a base above 1 and a finite factor above 0,
+ * and frequencies (when given) finite and above 0. */
+static attn_status resolve_rotary(struct attn_config *cfg,
+                                  struct attn_error *err)
 {
-    if (cfg->rope_pairing != ATTN_ROPE_INTERLEAVED &&
-        cfg->rope_pairing != ATTN_ROPE_HALF)
+    struct attn_rotary *r = &cfg->rope;
+    if (r->pairing != ATTN_ROPE_INTERLEAVED && r->pairing != ATTN_ROPE_HALF)
         return attn_fail(err, ATTN_E_INVALID, "rope_pairing",
-                         "rope_pairing (%d) is unknown",
-                         (int)cfg->rope_pairing);
-    if (!cfg->rope_inv_freq)
+                         "rope_pairing (%d) is unknown", (int)r->pairing);
+    if (cfg->positional != ATTN_POS_ROPE) {
+        if (r->inv_freq || r->dims)
+            return attn_fail(err, ATTN_E_INVALID,
+                             r->inv_freq ? "rope_inv_freq" : "rope_dims",
+                             "%s is for positional 'rope'",
+                             r->inv_freq ? "rope_inv_freq" : "rope_dims");
         return ATTN_OK;
-    if (cfg->positional != ATTN_POS_ROPE)
-        return attn_fail(err, ATTN_E_INVALID, "rope_inv_freq",
-                         "rope_inv_freq is for positional 'rope'");
-    for (size_t i = 0; i < cfg->d_k / 2; i++)
-        if (!(isfinite(cfg->rope_inv_freq[i]) && cfg->rope_inv_freq[i] > 0.0))
+    }
+    if (r->dims == 0)
+        r->dims = cfg->d_k;
+    if (r->dims > cfg->d_k || r->dims % 2)
+        return attn_fail(err, ATTN_E_INVALID, "rope_dims",
+                         "rope_dims (%zu) must be even and at most d_k (%zu)",
+                         r->dims, cfg->d_k);
+    if (r->base == 0.0)
+        r->base = DEFAULT_ROPE_BASE;
+    if (!(isfinite(r->base) && r->base > 1.0))
+        return attn_fail(err, ATTN_E_INVALID, "rope_base",
+                         "rope_base (%g) must be a finite number above 1",
+                         r->base);
+    if (r->factor == 0.0)
+        r->factor = 1.0;
+    if (!(isfinite(r->factor) && r->factor > 0.0))
+        return attn_fail(err, ATTN_E_INVALID, "rope_factor",
+                         "rope_factor (%g) must be finite and above 0",
+                         r->factor);
+    if (!r->inv_freq)
+        return ATTN_OK;
+    for (size_t i = 0; i < r->dims / 2; i++)
+        if (!(isfinite(r->inv_freq[i]) && r->inv_freq[i] > 0.0))
             return attn_fail_at(err, ATTN_E_INVALID, "rope_inv_freq", 1, &i,
                                 "rope_inv_freq[%zu] (%g) must be finite and "
                                 "above 0",
-                                i, cfg->rope_inv_freq[i]);
+                                i, r->inv_freq[i]);
     return ATTN_OK;
 }
 
@@ -213,7 +236,7 @@ static attn_status resolve_projected(struct attn_config *cfg,
                          "positional 'rope' rotates pairs, so d_k (%zu) must "
                          "be even",
                          cfg->d_k);
-    st = check_rotary(cfg, err);
+    st = resolve_rotary(cfg, err);
     if (st)
         return st;
     if (cfg->window && !cfg->causal)
@@ -262,12 +285,10 @@ static attn_status check_options(struct attn_config *cfg,
         return attn_fail(err, ATTN_E_INVALID, "dropout",
                          "dropout (%g) must be at least 0 and below 1",
                          (double)cfg->dropout);
-    if (cfg->rope_base == 0.0f)
-        cfg->rope_base = DEFAULT_ROPE_BASE;
-    if (!(isfinite(cfg->rope_base) && cfg->rope_base > 1.0f))
-        return attn_fail(err, ATTN_E_INVALID, "rope_base",
-                         "rope_base (%g) must be a finite number above 1",
-                         (double)cfg->rope_base);
+    if (!(isfinite(cfg->softcap) && cfg->softcap >= 0.0f))
+        return attn_fail(err, ATTN_E_INVALID, "softcap",
+                         "softcap (%g) must be finite and not below 0",
+                         (double)cfg->softcap);
     if (cfg->residual == ATTN_RESIDUAL_INPUT && cfg->d_out != cfg->d_model)
         return attn_fail(err, ATTN_E_INVALID, "d_out",
                          "residual 'input' needs d_out (%zu) to equal d_model "

@@ -145,14 +145,8 @@ void attn_place_heads(const struct attn_config *c, float *x, size_t rows,
 {
     if (c->qk_norm)
         norm_rms(x, rows * heads, c->d_k, norm, c->qk_norm_eps, x);
-    if (c->positional == ATTN_POS_ROPE) {
-        const struct posenc_rope rope = {.d_head = c->d_k,
-                                         .half =
-                                             c->rope_pairing == ATTN_ROPE_HALF,
-                                         .base = c->rope_base,
-                                         .inv_freq = c->rope_inv_freq};
-        posenc_apply_rope(x, rows, heads * c->d_k, heads, &rope, r0);
-    }
+    if (c->positional == ATTN_POS_ROPE)
+        posenc_apply_rope(x, rows, heads * c->d_k, heads, c->d_k, &c->rope, r0);
 }
 
 /* Q of rows [r0, r0 + rows) of a sequence, from x (those rows, positions
@@ -407,6 +401,9 @@ static void head_full(struct forward *f, const struct block *bk,
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)m,
                 (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, bk->k + g * dk,
                 (int)bk->ldk, 0.0f, s, (int)m);
+    if (c->softcap > 0.0f)
+        for (size_t r = 0; r < bk->rows; r++)
+            softmax_softcap(s + r * m, m, c->softcap);
     if (s != w)
         memcpy(w, s, bk->rows * m * sizeof *w);
     // short rows go through the softmax together (softmax_rows())
@@ -470,6 +467,8 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = tile + r * ldt;
         const size_t i = bk->r0 + r;
+        if (c->softcap > 0.0f)
+            softmax_softcap(row, nj, c->softcap);
         mask_row(&mv, i, j0, row, nj);
         float rescale;
         if (softmax_online_block(&online[r], row, nj, &rescale) ==

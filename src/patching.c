@@ -4,6 +4,8 @@
 #include "checked.h"
 #include "error.h"
 #include "patching.h"
+#include "softmax.h"
+#include "transformer_head.h"
 #include "widen.h"
 
 #include <math.h>
@@ -120,13 +122,20 @@ static void measure_rows(struct measure *ms, const struct xf_model *m,
                                          .y = ms->logits,
                                          .ldy = m->vocab_size};
         widen_product(&pr, 0.0f, ms->panel);
+        if (m->final_softcap > 0.0f)
+            for (size_t b = 0; b < count; b++)
+                softmax_softcap(ms->logits + b * m->vocab_size, m->vocab_size,
+                                m->final_softcap);
     }
+    // the logits as the model gives them: capped, when it caps them
     for (size_t b = 0; b < count; b++)
         out[b] = mt->kind == XF_METRIC_LOGPROB
                      ? logprob_of(ms->logits + b * m->vocab_size, m->vocab_size,
                                   mt->correct)
-                     : logit_of(m, rows + b * H, mt->correct, ms->row) -
-                           logit_of(m, rows + b * H, mt->incorrect, ms->row);
+                     : head_capped(
+                           m, logit_of(m, rows + b * H, mt->correct, ms->row)) -
+                           head_capped(m, logit_of(m, rows + b * H,
+                                                   mt->incorrect, ms->row));
 }
 
 /* ------------------------------------------------------------------ runs */
@@ -248,9 +257,10 @@ static attn_status check_patch(const struct xf_model *m,
         return attn_fail(err, ATTN_E_INVALID, "model",
                          "patching measures next-token scores: the model "
                          "has no output head");
-    if (m->arch.norm_place != XF_NORM_BEFORE)
+    if (m->arch.norm_place == XF_NORM_AFTER)
         return attn_fail(err, ATTN_E_INVALID, "model",
-                         "patching needs a pre-norm model's residual stream");
+                         "patching needs a residual stream that no norm "
+                         "rewrites (a post-norm model has none)");
     if (!xf_patch_over_name((int)p->over))
         return attn_fail(err, ATTN_E_INVALID, "over", "over (%d) is unknown",
                          (int)p->over);

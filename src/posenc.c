@@ -23,12 +23,13 @@ void posenc_add_sinusoidal(float *x, size_t n, size_t d, size_t pos0)
 }
 
 void posenc_apply_rope(float *x, size_t n, size_t ld, size_t heads,
-                       const struct posenc_rope *rope, size_t pos0)
+                       size_t d_head, const struct attn_rotary *rope,
+                       size_t pos0)
 {
-    const size_t d_head = rope->d_head, pairs = d_head / 2;
+    const size_t dims = rope->dims, pairs = dims / 2;
+    const bool half = rope->pairing == ATTN_ROPE_HALF;
     // where pair i's two values sit in a head
-    const size_t first_step = rope->half ? 1 : 2,
-                 second = rope->half ? pairs : 1;
+    const size_t first_step = half ? 1 : 2, second = half ? pairs : 1;
     for (size_t r = 0; r < n; r++) {
         const double pos = (double)(pos0 + r);
         float *row = x + r * ld;
@@ -36,9 +37,10 @@ void posenc_apply_rope(float *x, size_t n, size_t ld, size_t heads,
             const double freq =
                 rope->inv_freq
                     ? rope->inv_freq[i]
-                    : pow(rope->base, -(double)(2 * i) / (double)d_head);
+                    : pow(rope->base, -(double)(2 * i) / (double)dims);
             const double angle = pos * freq;
-            const double c = cos(angle), s = sin(angle);
+            const double c = cos(angle) * rope->factor,
+                         s = sin(angle) * rope->factor;
             for (size_t a = 0; a < heads; a++) {
                 float *p = row + a * d_head + i * first_step;
                 const double p0 = p[0], p1 = p[second];

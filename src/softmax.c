@@ -362,3 +362,9 @@ enum softmax_status softmax_online_block(struct softmax_online *st, float *s,
     st->sum += block_sum;
     return SOFTMAX_OK;
 }
+
+void softmax_softcap(float *s, size_t m, float cap)
+{
+    for (size_t j = 0; j < m; j++)
+        s[j] = tanhf(s[j] / cap) * cap;
+}

@@ -19,6 +19,12 @@ enum softmax_status {
 };
 
 /*
+ * s[j] <- cap * tanh(s[j] / cap) for j < m: scores capped before their
+ * mask and softmax (Gemma 2's soft-capping); NaN stays NaN.  s: [m]
+ */
+void softmax_softcap(float *s, size_t m, float cap);
+
+/*
  * s[j] <- exp(s[j] - max) / sum over the row. Masked entries (-INFINITY)
  * become exactly 0.  s: [m]
  */

@@ -62,15 +62,16 @@ void xf_norm_rows(const struct xf_model *m, const float *x, size_t rows,
 struct pass {
     const struct xf_model *m;
     const struct xf_layer *y;
-    size_t n; /* rows: each sequence's positions, one sequence after
-                 another */
-    const float *attn_out; /* [n][H] the layer's attention output */
-    const float *h_in;     /* [n][H] the layer's input */
-    float *h_out;          /* [n][H] the layer's output */
-    float *x1;             /* [n][H] the residual sum after the attention */
-    float *inter;          /* [n][I] */
-    float *normed;         /* [n][H] a sublayer's normed input (norm before) */
-    float *gate;           /* [n][I] (gated) */
+    size_t n;             /* rows: each sequence's positions, one sequence after
+                             another */
+    float *attn_out;      /* [n][H] the layer's attention output */
+    bool attn_out_normed; /* its out norm taken already (a hooked layer's) */
+    const float *h_in;    /* [n][H] the layer's input */
+    float *h_out;         /* [n][H] the layer's output */
+    float *x1;            /* [n][H] the residual sum after the attention */
+    float *inter;         /* [n][I] */
+    float *normed;        /* [n][H] a sublayer's normed input (norm before) */
+    float *gate;          /* [n][I] (gated) */
     const float *final_w, *final_b; /* the final norm, for final_rows */
     /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
     void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
@@ -101,26 +102,45 @@ static void input_norm_rows(struct pass *p, size_t r0, size_t rows)
                  p->y->attn_norm_b, p->normed + r0 * H);
 }
 
-/* x1 = attention + input, then norm_a(x1) (norm after) or
- * normed = norm_f(x1) (norm before). */
+/* Whether the arch norms each sublayer's output (sandwich, output). */
+static bool out_norms(const struct xf_model *m)
+{
+    return m->arch.norm_place == XF_NORM_SANDWICH ||
+           m->arch.norm_place == XF_NORM_OUTPUT;
+}
+
+/* Whether it norms each sublayer's input (before, sandwich). */
+static bool in_norms(const struct xf_model *m)
+{
+    return m->arch.norm_place == XF_NORM_BEFORE ||
+           m->arch.norm_place == XF_NORM_SANDWICH;
+}
+
+/* x1 = attention (normed, with out norms) + input, then norm_a(x1) (norm
+ * after) or normed = norm_f(x1) (norms on the inputs). */
 static void residual_rows(struct pass *p, size_t r0, size_t rows)
 {
     const size_t H = p->m->hidden;
-    float *x1 = p->x1 + r0 * H;
+    float *x1 = p->x1 + r0 * H, *a = p->attn_out + r0 * H;
+    if (out_norms(p->m) && !p->attn_out_normed)
+        xf_norm_rows(p->m, a, rows, p->y->attn_out_norm_w,
+                     p->y->attn_out_norm_b, a);
     for (size_t e = 0; e < rows * H; e++)
-        x1[e] = p->attn_out[r0 * H + e] + p->h_in[r0 * H + e];
+        x1[e] = a[e] + p->h_in[r0 * H + e];
     if (p->m->arch.norm_place == XF_NORM_AFTER) {
         xf_norm_rows(p->m, x1, rows, p->y->attn_norm_w, p->y->attn_norm_b, x1);
         return;
     }
-    xf_norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
-                 p->normed + r0 * H);
+    if (in_norms(p->m))
+        xf_norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
+                     p->normed + r0 * H);
 }
 
-/* The feed-forward's input rows: x1 after, normed before. */
+/* The feed-forward's input rows: normed with norms on the inputs, else
+ * x1. */
 static const float *ffn_input(const struct pass *p)
 {
-    return p->m->arch.norm_place == XF_NORM_AFTER ? p->x1 : p->normed;
+    return in_norms(p->m) ? p->normed : p->x1;
 }
 
 /* out = in W^T + b over a tile, out's rows IW apart, with the product in
@@ -174,7 +194,8 @@ static void gated_tile(void *arg, size_t u, unsigned member)
             inter[r * IW + c] *= gate[r * IW + c];
 }
 
-/* h_out = inter W_down^T + b_down + x1, a tile of it. */
+/* h_out = inter W_down^T + b_down + x1, a tile of it; with out norms,
+ * x1 is added after the norm (ffn_out_rows). */
 static void output_tile(void *arg, size_t u, unsigned member)
 {
     struct pass *p = arg;
@@ -183,10 +204,15 @@ static void output_tile(void *arg, size_t u, unsigned member)
     const float *b = p->b;
     float *out = p->h_out + t.r0 * H + t.c0;
     const float *x1 = p->x1 + t.r0 * H + t.c0;
+    const bool later = out_norms(p->m);
     for (size_t r = 0; r < t.rows; r++) {
-        if (b)
+        if (b && later)
+            memcpy(out + r * H, b + t.c0, t.width * sizeof *out);
+        else if (b)
             for (size_t c = 0; c < t.width; c++)
                 out[r * H + c] = b[t.c0 + c] + x1[r * H + c];
+        else if (later)
+            memset(out + r * H, 0, t.width * sizeof *out);
         else
             memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
     }
@@ -226,6 +252,28 @@ static void projection_tile(void *arg, size_t u, unsigned member)
                                      .y = out,
                                      .ldy = H};
     widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
+}
+
+/* attn_out = norm_ao(attn_out) (out norms). */
+static void attn_out_norm_rows(struct pass *p, size_t r0, size_t rows)
+{
+    const size_t H = p->m->hidden;
+    float *a = p->attn_out + r0 * H;
+    xf_norm_rows(p->m, a, rows, p->y->attn_out_norm_w, p->y->attn_out_norm_b,
+                 a);
+}
+
+/* h_out = norm_fo(h_out) + x1: the feed-forward's output normed, then
+ * its residual sum (out norms). */
+static void ffn_out_rows(struct pass *p, size_t r0, size_t rows)
+{
+    const size_t H = p->m->hidden;
+    float *out = p->h_out + r0 * H;
+    const float *x1 = p->x1 + r0 * H;
+    xf_norm_rows(p->m, out, rows, p->y->ffn_out_norm_w, p->y->ffn_out_norm_b,
+                 out);
+    for (size_t e = 0; e < rows * H; e++)
+        out[e] += x1[e];
 }
 
 /* A look for values float32 could not hold. */
@@ -273,6 +321,9 @@ static void embed(const struct xf_model *m, const struct xf_run *run,
     for (size_t i = 0; i < run->n; i++) {
         float *hi = h + i * H;
         embedding_row(m->word_emb, run->ids[i], H, hi);
+        if (m->embed_scale > 0.0f)
+            for (size_t c = 0; c < H; c++)
+                hi[c] *= m->embed_scale;
         if (m->arch.positions == XF_POS_ROTARY)
             continue; /* positions enter at q and k */
         embedding_row(m->pos_emb, pos0 + i, H, p);
@@ -507,7 +558,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
         .stored_wv = stored_matrix(y->v_w),
         .stored_wo = stored_matrix(y->o_w),
     };
-    struct attn_config cfg = plan->attn[xf_attn_kind(plan, l)];
+    struct attn_config cfg = *xf_layer_attn(plan, l);
     cfg.params = &params;
     cfg.earlier = s->earlier;
     cfg.pool = s->team.pool;
@@ -569,7 +620,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
 
 /* Layer l's attention of the one token after the cache, on x: its rows
  * of weights and mean weights into the result; its output returned. */
-static const float *cached_attention(struct stack *s, size_t l, const float *x)
+static float *cached_attention(struct stack *s, size_t l, const float *x)
 {
     const struct xf_plan *plan = s->plan;
     const size_t keys = plan->keys, h = plan->m->heads;
@@ -588,7 +639,7 @@ static const float *cached_attention(struct stack *s, size_t l, const float *x)
                             : NULL};
     if (s->team.pool)
         pool_acquire(s->team.pool);
-    const float *out = step_attention(&io, &s->team);
+    float *out = step_attention(&io, &s->team);
     if (s->team.pool)
         pool_release(s->team.pool);
     return out;
@@ -625,10 +676,11 @@ static void keep_difference(const struct stack *s, float *dst, size_t l,
 
 /* A hooked layer l's attention after the core: its head values z
  * [rows][heads D] edited (the means taken first, and kept in a cache
- * being started), then projected through W_O and its bias, and that
- * edited in turn. Returns the projected rows, in the workspace. */
-static const float *hooked_attention(struct stack *s, struct pass *p, size_t l,
-                                     float *z)
+ * being started), then projected through W_O and its bias (and normed,
+ * with out norms), and that edited in turn. Returns the projected rows,
+ * in the workspace. */
+static float *hooked_attention(struct stack *s, struct pass *p, size_t l,
+                               float *z)
 {
     const struct xf_plan *plan = s->plan;
     const struct xf_run *run = &plan->run;
@@ -652,6 +704,12 @@ static const float *hooked_attention(struct stack *s, struct pass *p, size_t l,
     if (s->team.pool)
         pool_acquire(s->team.pool);
     ffn_product(s, p, projection_tile, m->layer[l].o_w, m->layer[l].o_b, H);
+    if (out_norms(m)) {
+        // what the layer adds to the stream is the normed output
+        p->attn_out = s->hook;
+        run_rows(s, p, attn_out_norm_rows);
+        p->attn_out_normed = true;
+    }
     if (s->team.pool)
         pool_release(s->team.pool);
     intervene_apply(run, l, XF_SITE_ATTN_OUT, s->hook, NULL, n, H, D, 0, NULL);
@@ -675,7 +733,7 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                         m->head_dim, 0, NULL);
         keep_rows(s, s->out->resid, l, h_in, H);
     }
-    const bool before = m->arch.norm_place == XF_NORM_BEFORE;
+    const bool before = in_norms(m);
     const bool gated = m->arch.ffn == XF_FFN_GATED;
     struct pass p = {.m = m,
                      .y = y,
@@ -728,6 +786,8 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
         ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW);
     }
     ffn_product(s, &p, output_tile, y->down_w, y->down_b, H);
+    if (out_norms(m))
+        run_rows(s, &p, ffn_out_rows);
     if (plan->hooked && !plan->step) {
         // the feed-forward's output is what it adds to x1
         intervene_apply(run, l, XF_SITE_MLP_OUT, h_out, p.x1, run->n, H,

@@ -34,7 +34,11 @@ typedef enum xf_norm {
 
 typedef enum xf_norm_place {
     XF_NORM_AFTER = 0, /* post-norm (BERT): h = norm(h + sublayer(h)) */
-    XF_NORM_BEFORE     /* pre-norm (GPT-2, LLaMA): h = h + sublayer(norm(h)) */
+    XF_NORM_BEFORE,    /* pre-norm (GPT-2, LLaMA): h = h + sublayer(norm(h)) */
+    XF_NORM_SANDWICH,  /* both sides (Gemma 2 and 3):
+                          h = h + norm_out(sublayer(norm(h))) */
+    XF_NORM_OUTPUT     /* on the sublayer's output (OLMo 2):
+                          h = h + norm_out(sublayer(h)) */
 } xf_norm_place;
 
 typedef enum xf_ffn {
@@ -119,7 +123,23 @@ struct xf_layer {
     struct xf_matrix up_w, gate_w, down_w; /* [I][H], [I][H], [H][I] */
     const float *up_b, *gate_b, *down_b;   /* [I], [I], [H] */
     const float *q_norm_w, *k_norm_w;      /* [D], [D]: arch.qk_norm */
+    /* the norms of the sublayers' outputs, before their residual sums
+     * (XF_NORM_SANDWICH and XF_NORM_OUTPUT); [H] each, biases as above */
+    const float *attn_out_norm_w, *attn_out_norm_b;
+    const float *ffn_out_norm_w, *ffn_out_norm_b;
 };
+
+/* What may differ from one layer's attention to another's: Gemma 2 and 3
+ * alternate sliding-window layers with global ones, each kind turning
+ * its rotary positions its own way. */
+struct xf_layer_kind {
+    size_t window;           /* 0, or token i sees tokens j > i - window
+                                only (a sliding window, Mistral's) */
+    struct attn_rotary rope; /* with XF_POS_ROTARY (attention.h) */
+};
+
+/* The most kinds of layer a model has. */
+#define XF_MAX_LAYER_KINDS 4
 
 /* A model's blocks and embeddings; the caller owns every tensor. */
 struct xf_model {
@@ -129,16 +149,21 @@ struct xf_model {
     size_t max_positions;   /* the longest input */
     size_t type_vocab_size; /* token types; with arch.token_types only */
     float norm_eps;         /* every norm's, q and k norms' included */
-    float rope_theta; /* rotary positions' base; with XF_POS_ROTARY only */
-    attn_rope_pairing rope_pairing; /* which values rotate together */
-    const double *rope_inv_freq;    /* NULL, or [head_dim / 2]: pair i's
-                                       frequency, in place of rope_theta's
-                                       (a scaled rope, LLaMA 3's) */
-    size_t window; /* 0, or token i sees tokens j > i - window only (a
-                      sliding window, Mistral's) */
-    struct xf_matrix word_emb;                /* [vocab_size][H] */
-    struct xf_matrix pos_emb;                 /* [max_positions][H]: learned */
-    struct xf_matrix type_emb;                /* [type_vocab_size][H] */
+    /* the kinds of layer (0 means 1), and each layer's: NULL, every one
+     * kind 0, or [layers] each below kinds */
+    size_t kinds;
+    struct xf_layer_kind kind[XF_MAX_LAYER_KINDS];
+    const uint8_t *layer_kind;
+    float attn_scale;          /* 0, or the scores' factor in place of
+                                  head_dim^-1/2 (Gemma's query_pre_attn_scalar) */
+    float attn_softcap;        /* 0, or each score capped before its mask
+                                  (attention.h's softcap) */
+    float final_softcap;       /* 0, or the logits become c tanh(logit / c) */
+    float embed_scale;         /* 0, or the embeddings are multiplied by it
+                                  (Gemma's sqrt(hidden)) */
+    struct xf_matrix word_emb; /* [vocab_size][H] */
+    struct xf_matrix pos_emb;  /* [max_positions][H]: learned */
+    struct xf_matrix type_emb; /* [type_vocab_size][H] */
     const float *embed_norm_w, *embed_norm_b; /* [H], [H]: arch.embed_norm */
     const float *final_norm_w, *final_norm_b; /* [H], [H]: arch.final_norm */
     const struct xf_layer *layer;             /* [layers] */
@@ -400,11 +425,11 @@ struct xf_result {
 
 /* ----------------------------------------------------------------- plan */
 
-/* The kinds of attention call a pass makes: with or without the output,
- * the weights, the value-weighted norms, the measures of every layer,
- * the top keys of a returned one, hooked or not (transformer_units.h's
- * XF_KIND_*). */
-enum { XF_ATTN_KINDS = 128 };
+/* The most attention configs one plan resolves: the kinds of call one
+ * pass makes (transformer_units.h's XF_KIND_*: whether a layer's weights
+ * are returned and whether its output is read, the rest the same for
+ * every layer) for each kind of layer. */
+enum { XF_PLAN_ATTN = 4 * XF_MAX_LAYER_KINDS };
 
 /* The result's float arrays, in plan.result_count, then the lens's
  * entries (two floats' bytes each). */
@@ -480,8 +505,9 @@ struct xf_plan {
     size_t top_count; /* rows of top keys: Lw x heads x n */
     size_t ws_count[XF_WS_PARTS], ws_offset[XF_WS_PARTS], ws_bytes;
     size_t attn_bytes; /* the most one layer's attn_forward() holds */
-    struct attn_config attn[XF_ATTN_KINDS]; /* resolved where attn_used */
-    bool attn_used[XF_ATTN_KINDS];
+    struct attn_config attn[XF_PLAN_ATTN]; /* resolved, attn_count of them */
+    size_t attn_count;
+    uint8_t attn_of[XF_MAX_LAYERS]; /* each layer's config */
 };
 
 /*

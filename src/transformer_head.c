@@ -3,10 +3,12 @@
  * lens (transformer_head.h).
  */
 #include "sampling.h"
+#include "softmax.h"
 #include "transformer_head.h"
 #include "transformer_units.h"
 #include "widen.h"
 
+#include <math.h>
 #include <string.h>
 
 /* What the units of one product through the head share. */
@@ -38,6 +40,16 @@ static void logit_unit(void *arg, size_t u, unsigned member)
                                      .y = hp->y + c0,
                                      .ldy = V};
     widen_product(&pr, 0.0f, widen_panel(hp->panels, member));
+    if (m->final_softcap > 0.0f)
+        for (size_t r = 0; r < hp->rows; r++)
+            softmax_softcap(hp->y + r * V + c0, width, m->final_softcap);
+}
+
+double head_capped(const struct xf_model *m, double logit)
+{
+    if (m->final_softcap <= 0.0f)
+        return logit;
+    return tanh(logit / m->final_softcap) * m->final_softcap;
 }
 
 void head_logits(struct pool_team *team, const struct xf_model *m,

@@ -16,10 +16,15 @@
 enum { HEAD_LENS_ROWS = 16 };
 
 /* y [rows][vocab] = x [rows][H] lm_head^T, by tiles of the vocabulary on
- * team (the team's pool held by the caller); panels: one per member, or
- * NULL when lm_head is float32. */
+ * team (the team's pool held by the caller), each soft-capped when the
+ * model caps its logits (final_softcap); panels: one per member, or NULL
+ * when lm_head is float32. */
 void head_logits(struct pool_team *team, const struct xf_model *m,
                  const float *x, size_t rows, float *y, float *panels);
+
+/* A logit as the model gives it: c tanh(logit / c) with its final_softcap
+ * c, or as it is without one. */
+double head_capped(const struct xf_model *m, double logit);
 
 /* Floats of the lens's scratch for n tokens. */
 size_t head_lens_floats(const struct xf_model *m, size_t n);

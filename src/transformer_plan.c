@@ -32,7 +32,8 @@ const char *xf_norm_name(int norm)
 
 const char *xf_norm_place_name(int place)
 {
-    static const char *const names[] = {"after", "before"};
+    static const char *const names[] = {"after", "before", "sandwich",
+                                        "output"};
     return NAME_OF(names, place);
 }
 
@@ -90,6 +91,48 @@ static attn_status check_arch(const struct xf_arch *a, struct attn_error *err)
     return ATTN_OK;
 }
 
+/* The kinds of layer, each layer's among them, and the model-wide
+ * factors; each kind's rotary is checked as the core resolves it. */
+static attn_status check_kinds(const struct xf_model *m, struct attn_error *err)
+{
+    const size_t kinds = m->kinds ? m->kinds : 1;
+    if (kinds > XF_MAX_LAYER_KINDS)
+        return attn_fail(err, ATTN_E_INVALID, "kinds",
+                         "kinds (%zu) must be at most %d", kinds,
+                         XF_MAX_LAYER_KINDS);
+    for (size_t l = 0; m->layer_kind && l < m->layers; l++)
+        if (m->layer_kind[l] >= kinds)
+            return attn_fail_at(err, ATTN_E_INVALID, "layer_kind", 1, &l,
+                                "layer_kind[%zu] (%u) is not below kinds "
+                                "(%zu)",
+                                l, (unsigned)m->layer_kind[l], kinds);
+    for (size_t k = 0; k < kinds; k++) {
+        const struct xf_layer_kind *lk = &m->kind[k];
+        if (lk->window && !m->arch.causal)
+            return attn_fail_at(err, ATTN_E_INVALID, "window", 1, &k,
+                                "kind %zu's window needs a causal model", k);
+        if (m->arch.positions != XF_POS_ROTARY &&
+            (lk->rope.inv_freq || lk->rope.dims || lk->rope.base != 0.0))
+            return attn_fail_at(err, ATTN_E_INVALID, "rope", 1, &k,
+                                "kind %zu has a rotary, which is for rotary "
+                                "positions",
+                                k);
+    }
+    const struct {
+        float v;
+        const char *name;
+    } factors[] = {{m->attn_scale, "attn_scale"},
+                   {m->attn_softcap, "attn_softcap"},
+                   {m->final_softcap, "final_softcap"},
+                   {m->embed_scale, "embed_scale"}};
+    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++)
+        if (!(isfinite(factors[i].v) && factors[i].v >= 0.0f))
+            return attn_fail(err, ATTN_E_INVALID, factors[i].name,
+                             "%s (%g) must be finite and not below 0",
+                             factors[i].name, (double)factors[i].v);
+    return ATTN_OK;
+}
+
 static attn_status check_sizes(const struct xf_model *m, struct attn_error *err)
 {
     attn_status st = check_size(m->layers, XF_MAX_LAYERS, "layers", err);
@@ -120,15 +163,7 @@ static attn_status check_sizes(const struct xf_model *m, struct attn_error *err)
         return attn_fail(err, ATTN_E_INVALID, "norm_eps",
                          "norm_eps (%g) must be finite and above 0",
                          (double)m->norm_eps);
-    if (m->arch.positions != XF_POS_ROTARY && m->rope_inv_freq)
-        return attn_fail(err, ATTN_E_INVALID, "rope_inv_freq",
-                         "rope_inv_freq is for rotary positions");
-    if (m->arch.positions == XF_POS_ROTARY &&
-        (!isfinite(m->rope_theta) || m->rope_theta <= 0.0f))
-        return attn_fail(err, ATTN_E_INVALID, "rope_theta",
-                         "rope_theta (%g) must be finite and above 0",
-                         (double)m->rope_theta);
-    return ATTN_OK;
+    return check_kinds(m, err);
 }
 
 /* A tensor is there exactly when the arch has it. */
@@ -170,19 +205,27 @@ static attn_status check_tensors(const struct xf_model *m,
         return attn_fail(err, ATTN_E_INVALID, "layer",
                          "the layers are missing");
     const bool gated = a->ffn == XF_FFN_GATED;
+    const bool in_norms = a->norm_place != XF_NORM_OUTPUT;
+    const bool out_norms =
+        a->norm_place == XF_NORM_SANDWICH || a->norm_place == XF_NORM_OUTPUT;
     for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
         const bool ok =
             matrix_as(y->q_w, true) && matrix_as(y->k_w, true) &&
             matrix_as(y->v_w, true) && matrix_as(y->o_w, true) &&
-            y->attn_norm_w && y->ffn_norm_w && matrix_as(y->up_w, true) &&
+            present_as(y->attn_norm_w, in_norms) &&
+            present_as(y->ffn_norm_w, in_norms) && matrix_as(y->up_w, true) &&
             matrix_as(y->down_w, true) && matrix_as(y->gate_w, gated) &&
             present_as(y->q_b, a->qkv_bias) &&
             present_as(y->k_b, a->qkv_bias) &&
             present_as(y->v_b, a->qkv_bias) &&
             present_as(y->o_b, a->out_bias) &&
-            present_as(y->attn_norm_b, layer_norm) &&
-            present_as(y->ffn_norm_b, layer_norm) &&
+            present_as(y->attn_norm_b, in_norms && layer_norm) &&
+            present_as(y->ffn_norm_b, in_norms && layer_norm) &&
+            present_as(y->attn_out_norm_w, out_norms) &&
+            present_as(y->ffn_out_norm_w, out_norms) &&
+            present_as(y->attn_out_norm_b, out_norms && layer_norm) &&
+            present_as(y->ffn_out_norm_b, out_norms && layer_norm) &&
             present_as(y->up_b, a->ffn_bias) &&
             present_as(y->gate_b, gated && a->ffn_bias) &&
             present_as(y->down_b, a->ffn_bias) &&
@@ -237,10 +280,10 @@ static attn_status check_resumed(const struct xf_model *m,
                          "logits or activations",
                          m->layers);
     if (run->want & XF_WANT_ACTIVATIONS) {
-        if (m->arch.norm_place != XF_NORM_BEFORE)
+        if (m->arch.norm_place == XF_NORM_AFTER)
             return attn_fail(err, ATTN_E_INVALID, "want",
-                             "activations are of a pre-norm model's "
-                             "residual stream");
+                             "activations are of a residual stream that no "
+                             "norm rewrites (a post-norm model has none)");
         if (run->cache && run->cache->len)
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "activations are of a whole input, not a "
@@ -437,6 +480,7 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
  * and the weights have the same bits whether or not the output is also
  * asked for. */
 static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
+                                  const struct xf_layer_kind *lk,
                                   struct attn_config *cfg,
                                   struct attn_error *err)
 {
@@ -461,11 +505,14 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     cfg->causal = m->arch.causal;
     if (m->arch.positions == XF_POS_ROTARY) {
         cfg->positional = ATTN_POS_ROPE;
-        cfg->rope_base = m->rope_theta;
-        cfg->rope_pairing = m->rope_pairing;
-        cfg->rope_inv_freq = m->rope_inv_freq;
+        cfg->rope = lk->rope;
     }
-    cfg->window = m->window;
+    cfg->window = lk->window;
+    cfg->softcap = m->attn_softcap;
+    if (m->attn_scale > 0.0f) {
+        cfg->has_scale = true;
+        cfg->scale = m->attn_scale;
+    }
     cfg->qk_norm = m->arch.qk_norm;
     cfg->qk_norm_eps = m->norm_eps;
     // the mean weights also keep a call that measures nothing on the
@@ -526,7 +573,8 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
 static size_t ffn_floats_per_row(const struct xf_model *m)
 {
     size_t per_row = m->hidden + m->intermediate;
-    if (m->arch.norm_place == XF_NORM_BEFORE)
+    if (m->arch.norm_place == XF_NORM_BEFORE ||
+        m->arch.norm_place == XF_NORM_SANDWICH)
         per_row += m->hidden;
     if (m->arch.ffn == XF_FFN_GATED)
         per_row += m->intermediate;
@@ -636,28 +684,46 @@ static bool plan_result(struct xf_plan *p)
     return ok;
 }
 
-/* Each kind of attention the layers use, resolved once, and the most
- * bytes one of its calls holds. */
+/* Each config the layers use, resolved once (a kind of call on a kind of
+ * layer), and the most bytes one of its calls holds. */
 static attn_status plan_attention(struct xf_plan *p, struct attn_error *err)
 {
-    memset(p->attn_used, 0, sizeof p->attn_used);
+    unsigned kind_of[XF_PLAN_ATTN];
+    size_t layer_kind_of[XF_PLAN_ATTN];
+    p->attn_count = 0;
     p->attn_bytes = 0;
     for (size_t l = p->run.first_layer; l < p->layers_run; l++) {
         const unsigned kind = xf_attn_kind(p, l);
-        if (p->attn_used[kind])
+        const size_t lk = p->m->layer_kind ? p->m->layer_kind[l] : 0;
+        size_t a = 0;
+        while (a < p->attn_count &&
+               (kind_of[a] != kind || layer_kind_of[a] != lk))
+            a++;
+        p->attn_of[l] = (uint8_t)a;
+        if (a < p->attn_count)
             continue;
-        attn_status st = attn_config_of(p, kind, &p->attn[kind], err);
+        // a pass's calls differ only in what is returned of one layer and
+        // whether the last one's output is read: four kinds a layer kind
+        if (a == XF_PLAN_ATTN)
+            return attn_fail(err, ATTN_E_INVALID, "layer",
+                             "the pass asks for more than %d kinds of "
+                             "attention",
+                             XF_PLAN_ATTN);
+        attn_status st =
+            attn_config_of(p, kind, &p->m->kind[lk], &p->attn[a], err);
         if (st)
             return st;
-        p->attn_used[kind] = true;
-        size_t bytes = attn_forward_bytes(&p->attn[kind]);
+        kind_of[a] = kind;
+        layer_kind_of[a] = lk;
+        p->attn_count++;
+        size_t bytes = attn_forward_bytes(&p->attn[a]);
         if (bytes == SIZE_MAX)
             return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                              "the attention of %zu tokens is too large",
                              p->run.n);
         // on the pass's own pool when it needs one, which is free whenever
         // a layer's attention runs
-        if (attn_forward_needs_pool(&p->attn[kind]))
+        if (attn_forward_needs_pool(&p->attn[a]))
             bytes -= pool_bytes();
         p->attn_bytes = bytes > p->attn_bytes ? bytes : p->attn_bytes;
     }
@@ -751,7 +817,7 @@ double xf_plan_flops(const struct xf_plan *p)
             (double)p->layers_run;
     else
         for (size_t l = p->run.first_layer; l < p->layers_run; l++)
-            total += attn_flops(&p->attn[xf_attn_kind(p, l)]);
+            total += attn_flops(xf_layer_attn(p, l));
     // a hooked layer's output projection, which its attention leaves out
     if (p->hooked && !p->step)
         total +=

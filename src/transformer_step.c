@@ -6,6 +6,7 @@
 #include "error.h"
 #include "forward_plan.h"
 #include "intervene.h"
+#include "softmax.h"
 #include "transformer_step.h"
 #include "transformer_units.h"
 #include "widen.h"
@@ -128,11 +129,12 @@ static void out_unit(void *arg, size_t u, unsigned member)
 }
 
 /* Head a of the token at position pos against keys lo..pos of its KV
- * head: softmax(q k^T * scale) into w[0 .. pos] (0 before lo), and the
+ * head: softmax(q k^T * scale), soft-capped, into w[0 .. pos] (0 before
+ * lo), and the
  * weighted values into out [D]. */
 static void step_head(const struct xf_cache *c, size_t l, size_t g,
                       const float *q, size_t D, size_t lo, size_t pos,
-                      float scale, float *w, float *out)
+                      float scale, float softcap, float *w, float *out)
 {
     const float *k = c->k + l * c->capacity * c->row + g * D;
     const float *v = c->v + l * c->capacity * c->row + g * D;
@@ -142,8 +144,11 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
         for (size_t e = 0; e < D; e++)
             dot += q[e] * k[j * c->row + e];
         w[j] = dot * scale;
-        top = w[j] > top ? w[j] : top;
     }
+    if (softcap > 0.0f)
+        softmax_softcap(w + lo, pos + 1 - lo, softcap);
+    for (size_t j = lo; j <= pos; j++)
+        top = w[j] > top ? w[j] : top;
     double sum = 0.0;
     for (size_t j = lo; j <= pos; j++) {
         w[j] = expf(w[j] - top);
@@ -167,7 +172,7 @@ static bool all_finite(const float *x, size_t n)
     return true;
 }
 
-const float *step_attention(const struct step_io *io, struct pool_team *team)
+float *step_attention(const struct step_io *io, struct pool_team *team)
 {
     const struct xf_plan *plan = io->plan;
     const struct xf_model *m = plan->m;
@@ -189,7 +194,7 @@ const float *step_attention(const struct step_io *io, struct pool_team *team)
     pool_phase(team, qkv_unit, &s,
                xf_tile_count(1, hd) + 2 * xf_tile_count(1, gd));
     // as attn_forward() places q and k: the same config, one row
-    const struct attn_config *cfg = &plan->attn[xf_attn_kind(plan, l)];
+    const struct attn_config *cfg = xf_layer_attn(plan, l);
     attn_place_heads(cfg, q, 1, h, s.y->q_norm_w, pos);
     attn_place_heads(cfg, k, 1, m->kv_heads, s.y->k_norm_w, pos);
     // nothing that float32 cannot hold goes into the cache
@@ -199,14 +204,15 @@ const float *step_attention(const struct step_io *io, struct pool_team *team)
     memcpy(c->v + (l * c->capacity + pos) * c->row, v, gd * sizeof *v);
 
     const size_t keys = pos + 1, group = h / m->kv_heads;
-    const size_t lo = m->window && keys > m->window ? keys - m->window : 0;
+    const size_t window = cfg->window;
+    const size_t lo = window && keys > window ? keys - window : 0;
     const float scale = attn_config_scale(cfg);
     if (io->mean_weights)
         memset(io->mean_weights, 0, keys * sizeof(float));
     for (size_t a = 0; a < h; a++) {
         float *w = io->weights ? io->weights + a * keys : row;
-        step_head(c, l, a / group, q + a * D, D, lo, pos, scale, w,
-                  heads + a * D);
+        step_head(c, l, a / group, q + a * D, D, lo, pos, scale, cfg->softcap,
+                  w, heads + a * D);
         if (io->mean_weights)
             for (size_t j = 0; j < keys; j++)
                 io->mean_weights[j] += w[j];

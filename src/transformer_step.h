@@ -31,6 +31,6 @@ struct step_io {
  * go by tiles on team. Returns the output, in io->scratch; NULL, with the
  * cache as it was, when q, k or v overflow float32.
  */
-const float *step_attention(const struct step_io *io, struct pool_team *team);
+float *step_attention(const struct step_io *io, struct pool_team *team);
 
 #endif

@@ -55,8 +55,8 @@ size_t xf_row_units(size_t n);
 /* Units of the plan's widest phase, which bounds its team. */
 size_t xf_widest_phase(const struct xf_plan *p);
 
-/* The kind of a layer's attention (an index of xf_plan.attn): whether its
- * output feeds anything, and whether its weights are returned. */
+/* The kind of a layer's attention call: whether its output feeds
+ * anything, whether its weights are returned, and what else it gives. */
 enum {
     XF_KIND_OUTPUT = 1u << 0,
     XF_KIND_WEIGHTS = 1u << 1,
@@ -68,6 +68,20 @@ enum {
                                    which the pass applies after its edits */
 };
 unsigned xf_attn_kind(const struct xf_plan *p, size_t l);
+
+/* Layer l's attention config, as the plan resolved it. */
+static inline const struct attn_config *xf_layer_attn(const struct xf_plan *p,
+                                                      size_t l)
+{
+    return &p->attn[p->attn_of[l]];
+}
+
+/* The kind of layer l (transformer.h's xf_layer_kind). */
+static inline const struct xf_layer_kind *xf_kind_of(const struct xf_model *m,
+                                                     size_t l)
+{
+    return &m->kind[m->layer_kind ? m->layer_kind[l] : 0];
+}
 
 /* Does layer l hand its weights (or mean weights) to the result? */
 bool xf_returns_layer(const struct xf_plan *p, size_t l);

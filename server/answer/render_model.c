@@ -135,7 +135,9 @@ static bool picture_not_allowed(struct picture *p, const struct request *req,
     if (!m->xf.arch.causal)
         return true;
     const size_t n = p->n;
-    const size_t window = req->png.view == VIEW_ROLLOUT ? 0 : m->xf.window;
+    const size_t window = req->png.view == VIEW_ROLLOUT
+                              ? 0
+                              : model_window(m, req->model.run.layer);
     p->not_allowed = malloc(n ? n * n : 1);
     if (!p->not_allowed)
         return false;

@@ -130,6 +130,42 @@ void models_names(const struct models *set, char *out, size_t out_len)
     }
 }
 
+/* "name", or null. */
+static bool json_name_or_null(struct buf *b, const char *name)
+{
+    return name ? buf_printf(b, "\"%s\"", name) : buf_append_str(b, "null");
+}
+
+/* A float32 factor, or null for 0 (none). */
+static bool number_or_null(struct buf *b, float v)
+{
+    return v > 0.0f ? buf_printf(b, "%.9g", (double)v)
+                    : buf_append_str(b, "null");
+}
+
+/* Each layer's attention: sliding (with its window) or global, and its
+ * rotary base and scaling. */
+static bool layers_part(struct buf *b, const struct model *m)
+{
+    const struct xf_model *x = &m->xf;
+    bool ok = buf_append_str(b, ",\"layer_attention\":[");
+    for (size_t l = 0; ok && l < x->layers; l++) {
+        const size_t k = x->layer_kind ? x->layer_kind[l] : 0;
+        const struct xf_layer_kind *lk = &x->kind[k];
+        ok = buf_printf(b, "%s{\"type\":\"%s\",\"window\":", l ? "," : "",
+                        lk->window ? "sliding" : "global");
+        ok = ok && (lk->window ? buf_printf(b, "%zu", lk->window)
+                               : buf_append_str(b, "null"));
+        if (ok && x->arch.positions == XF_POS_ROTARY) {
+            ok = buf_printf(
+                b, ",\"rope_theta\":%.17g,\"rope_scaling\":", lk->rope.base);
+            ok = ok && json_name_or_null(b, m->extra.rope_scaling[k]);
+        }
+        ok = ok && buf_append_str(b, "}");
+    }
+    return ok && buf_append_str(b, "]");
+}
+
 /* What /models shows of a decoder: its family, attention layout, rotary
  * positions, window, head, the width its matrices are held at and its
  * tokenizer. An encoder's entry stays as it was. */
@@ -143,16 +179,21 @@ static bool decoder_part(struct buf *b, const struct model *m)
                          "\"head_dim\":%zu,\"positions\":\"%s\"",
                          m->family->model_type, x->kv_heads, x->head_dim,
                          xf_positions_name(x->arch.positions));
+    const struct xf_layer_kind *first = &x->kind[0];
     if (ok && x->arch.positions == XF_POS_ROTARY) {
         ok = buf_printf(
-            b, ",\"rope_theta\":%.17g,\"rope_scaling\":", m->extra.rope_theta);
-        ok = ok && (m->extra.rope_scaling
-                        ? buf_printf(b, "\"%s\"", m->extra.rope_scaling)
-                        : buf_append_str(b, "null"));
+            b, ",\"rope_theta\":%.17g,\"rope_scaling\":", first->rope.base);
+        ok = ok && json_name_or_null(b, m->extra.rope_scaling[0]);
     }
+    const size_t window = model_widest_window(m);
     ok = ok && buf_printf(b, ",\"sliding_window\":");
-    ok = ok && (x->window ? buf_printf(b, "%zu", x->window)
-                          : buf_append_str(b, "null"));
+    ok = ok &&
+         (window ? buf_printf(b, "%zu", window) : buf_append_str(b, "null"));
+    ok = ok && layers_part(b, m);
+    ok = ok && buf_append_str(b, ",\"attn_logit_softcapping\":") &&
+         number_or_null(b, x->attn_softcap);
+    ok = ok && buf_append_str(b, ",\"final_logit_softcapping\":") &&
+         number_or_null(b, x->final_softcap);
     ok = ok && buf_append_str(b, ",\"eos_token_ids\":[");
     for (size_t i = 0; ok && i < m->extra.n_eos; i++)
         ok = buf_printf(b, "%s%u", i ? "," : "", m->extra.eos[i]);

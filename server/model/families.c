@@ -1,16 +1,27 @@
 /*
  * families.c - the table of checkpoint families (family.h): one row per
- * config.json model_type, each defined in its own file.
+ * config.json model_type, each defined in its own file. A family is its
+ * file and its row here; nothing else names it.
  */
 #include "family.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const struct family *const families[] = {
-    &family_bert,    &family_gpt2,  &family_llama,
-    &family_mistral, &family_qwen2, &family_qwen3,
-};
+/* Each row: the family's definition, and its place in the table. */
+#define FAMILIES(X)                                                            \
+    X(family_bert)                                                             \
+    X(family_gpt2) X(family_llama) X(family_mistral) X(family_qwen2)           \
+        X(family_qwen3) X(family_gemma) X(family_gemma2) X(family_gemma3_text) \
+            X(family_gemma3)
+
+#define DECLARE(row) extern const struct family row;
+FAMILIES(DECLARE)
+#undef DECLARE
+
+#define POINT(row) &row,
+static const struct family *const families[] = {FAMILIES(POINT)};
+#undef POINT
 
 enum { N_FAMILIES = sizeof families / sizeof families[0] };
 

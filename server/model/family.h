@@ -34,6 +34,8 @@ struct model_tensor {
     size_t out0, outs; /* the outputs the slot takes; outs 0: all */
     bool bare;         /* its name carries no prefix (a causal LM's
                           lm_head, beside the base model's names) */
+    float add;         /* a vector's values are held as float32 plus this
+                          (Gemma's norms scale by 1 + w) */
 };
 
 /* An after_tensors for a causal LM: a tied output head (m->extra.tied)
@@ -107,14 +109,6 @@ struct family {
      * m->do_lower_case). Fails through model_files_fail(). */
     bool (*open_tokenizer)(struct model *m, const struct model_files *files);
 };
-
-/* The rows, each defined in its family's file. */
-extern const struct family family_bert;
-extern const struct family family_gpt2;
-extern const struct family family_llama;
-extern const struct family family_mistral;
-extern const struct family family_qwen2;
-extern const struct family family_qwen3;
 
 /* The row of model_type[0..len), or NULL. */
 const struct family *family_find(const char *model_type, size_t len);

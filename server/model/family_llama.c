@@ -57,8 +57,15 @@ static const struct variant *variant_of(const cJSON *doc)
 
 /* ------------------------------------------------------------- config */
 
+/* LLaMA 3's rope_scaling: how the frequencies are scaled, read with the
+ * rest of config.json and used once to make them. */
+struct llama3_scaling {
+    bool on;
+    double theta, factor, low, high, original;
+};
+
 /* rope_scaling: null, "default", or "llama3" with its four numbers. */
-static bool read_rope_scaling(const cJSON *doc, struct model_extra *x,
+static bool read_rope_scaling(const cJSON *doc, struct llama3_scaling *x,
                               char *err, size_t err_len)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "rope_scaling");
@@ -79,30 +86,29 @@ static bool read_rope_scaling(const cJSON *doc, struct model_extra *x,
                           "llama3)",
                           type);
     double original;
-    if (!config_positive(r, "factor", 0, &x->rope_factor, err, err_len) ||
-        !config_positive(r, "low_freq_factor", 0, &x->rope_low, err, err_len) ||
-        !config_positive(r, "high_freq_factor", 0, &x->rope_high, err,
-                         err_len) ||
+    if (!config_positive(r, "factor", 0, &x->factor, err, err_len) ||
+        !config_positive(r, "low_freq_factor", 0, &x->low, err, err_len) ||
+        !config_positive(r, "high_freq_factor", 0, &x->high, err, err_len) ||
         !config_positive(r, "original_max_position_embeddings", 0, &original,
                          err, err_len))
         return false;
-    if (x->rope_factor == 0 || x->rope_low == 0 || x->rope_high == 0 ||
-        original == 0)
+    if (x->factor == 0 || x->low == 0 || x->high == 0 || original == 0)
         return model_fail(err, err_len,
                           "rope_scaling of type llama3 needs factor, "
                           "low_freq_factor, high_freq_factor and "
                           "original_max_position_embeddings");
-    if (!(x->rope_high > x->rope_low))
+    if (!(x->high > x->low))
         return model_fail(err, err_len,
                           "rope_scaling's high_freq_factor (%g) must be above "
                           "its low_freq_factor (%g)",
-                          x->rope_high, x->rope_low);
-    x->rope_original = original;
-    x->rope_scaling = "llama3";
+                          x->high, x->low);
+    x->original = original;
+    x->on = true;
     return true;
 }
 
-static bool read_config(const cJSON *doc, struct model *m, char *err,
+static bool read_config(const cJSON *doc, struct model *m,
+                        struct llama3_scaling *scaling, char *err,
                         size_t err_len)
 {
     const struct variant *v = variant_of(doc);
@@ -126,7 +132,7 @@ static bool read_config(const cJSON *doc, struct model *m, char *err,
         !config_eps(doc, "rms_norm_eps", 1e-6f, &c->norm_eps, err, err_len) ||
         !config_bool(doc, "tie_word_embeddings", false, &m->extra.tied, err,
                      err_len) ||
-        !read_rope_scaling(doc, &m->extra, err, err_len))
+        !read_rope_scaling(doc, scaling, err, err_len))
         return false;
     if (strcmp(act, "silu"))
         return model_fail(err, err_len,
@@ -151,18 +157,17 @@ static bool read_config(const cJSON *doc, struct model *m, char *err,
         return model_fail(err, err_len,
                           "head_dim (%zu) is odd; rotary positions turn pairs",
                           c->head_dim);
-    double theta;
-    if (!config_positive(doc, "rope_theta", 10000.0, &theta, err, err_len))
+    if (!config_positive(doc, "rope_theta", 10000.0, &scaling->theta, err,
+                         err_len))
         return false;
-    c->rope_theta = (float)theta;
-    m->extra.rope_theta = theta;
+    m->extra.rope_scaling[0] = scaling->on ? "llama3" : NULL;
     bool attention_bias, mlp_bias;
     if (!config_bool(doc, "attention_bias", false, &attention_bias, err,
                      err_len) ||
         !config_bool(doc, "mlp_bias", false, &mlp_bias, err, err_len))
         return false;
     if (v->window && !config_size(doc, "sliding_window", XF_MAX_POSITIONS,
-                                  false, 0, &c->window, err, err_len))
+                                  false, 0, &c->kind[0].window, err, err_len))
         return false;
     if (v->qwen_window &&
         !config_flag_off(doc, "use_sliding_window",
@@ -180,7 +185,6 @@ static bool read_config(const cJSON *doc, struct model *m, char *err,
                                .qkv_bias = attention_bias || v->qkv_bias_always,
                                .out_bias = attention_bias,
                                .ffn_bias = mlp_bias};
-    c->rope_pairing = ATTN_ROPE_HALF;
     return true;
 }
 
@@ -188,38 +192,40 @@ static bool read_config(const cJSON *doc, struct model *m, char *err,
  * rope_scaling says (LLaMA 3's _compute_llama3_parameters): a wavelength
  * shorter than original / high_freq_factor is kept, one longer than
  * original / low_freq_factor divided by factor, and one between blended. */
-static bool make_frequencies(struct model *m, char *err, size_t err_len)
+static bool make_frequencies(struct model *m, const struct llama3_scaling *x,
+                             char *err, size_t err_len)
 {
-    const struct model_extra *x = &m->extra;
     const size_t pairs = m->xf.head_dim / 2;
     m->rope_freq = malloc(pairs * sizeof *m->rope_freq);
     if (!m->rope_freq)
         return model_fail(err, err_len, "out of memory");
-    const double low_wavelen = x->rope_original / x->rope_low;
-    const double high_wavelen = x->rope_original / x->rope_high;
+    const double low_wavelen = x->original / x->low;
+    const double high_wavelen = x->original / x->high;
     for (size_t i = 0; i < pairs; i++) {
         const double f =
-            pow(x->rope_theta, -(double)(2 * i) / (double)m->xf.head_dim);
+            pow(x->theta, -(double)(2 * i) / (double)m->xf.head_dim);
         const double wavelen = 2.0 * 3.14159265358979323846 / f;
         double scaled = f;
-        if (x->rope_scaling && wavelen > low_wavelen) {
-            scaled = f / x->rope_factor;
-        } else if (x->rope_scaling && wavelen >= high_wavelen) {
-            const double s = (x->rope_original / wavelen - x->rope_low) /
-                             (x->rope_high - x->rope_low);
-            scaled = (1.0 - s) * f / x->rope_factor + s * f;
+        if (x->on && wavelen > low_wavelen) {
+            scaled = f / x->factor;
+        } else if (x->on && wavelen >= high_wavelen) {
+            const double s =
+                (x->original / wavelen - x->low) / (x->high - x->low);
+            scaled = (1.0 - s) * f / x->factor + s * f;
         }
         m->rope_freq[i] = scaled;
     }
-    m->xf.rope_inv_freq = m->rope_freq;
+    m->xf.kind[0].rope = (struct attn_rotary){
+        .base = x->theta, .pairing = ATTN_ROPE_HALF, .inv_freq = m->rope_freq};
     return true;
 }
 
 static bool read_all(const cJSON *doc, struct model *m, char *err,
                      size_t err_len)
 {
-    return read_config(doc, m, err, err_len) &&
-           make_frequencies(m, err, err_len);
+    struct llama3_scaling scaling = {0};
+    return read_config(doc, m, &scaling, err, err_len) &&
+           make_frequencies(m, &scaling, err, err_len);
 }
 
 /* ---------------------------------------------------------- the tensors */

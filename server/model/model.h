@@ -26,20 +26,20 @@
 
 struct family;
 
-/* What config.json says beside the core's model: for GET /models, and to
- * make the rotary frequencies. */
 /* The most end-of-sequence ids a model may list. */
 #define MODEL_MAX_EOS 8
 
+/* What config.json says beside the core's model, for GET /models and
+ * generation. */
 struct model_extra {
     bool tied; /* the output head is the embeddings */
     /* the ids that end a generation: generation_config.json's
      * eos_token_id when it has one, else config.json's (one, or a list) */
     unsigned eos[MODEL_MAX_EOS];
     size_t n_eos;
-    const char *rope_scaling; /* "llama3", or NULL: none */
-    double rope_theta;        /* the rotary base, as config.json gives it */
-    double rope_factor, rope_low, rope_high, rope_original; /* llama3's */
+    /* each kind of layer's rope scaling as config.json names it
+     * ("llama3", "linear", ...), or NULL: none */
+    const char *rope_scaling[XF_MAX_LAYER_KINDS];
 };
 
 struct model {
@@ -48,7 +48,9 @@ struct model {
     struct xf_model xf;          /* its tensors point into map or converted */
     struct xf_layer *layers;     /* [xf.layers], xf.layer */
     struct model_extra extra;
-    double *rope_freq; /* [head_dim / 2], xf.rope_inv_freq, or NULL */
+    double *rope_freq;   /* NULL, or the rotary frequencies the kinds of
+                            layer point at (xf.kind[k].rope.inv_freq) */
+    uint8_t *layer_kind; /* NULL, or [layers]: xf.layer_kind */
     struct tokenizer tokenizer;
     bool do_lower_case;   /* the tokenizer lowercases (BERT's
                              tokenizer_config.json; true when absent, as
@@ -63,6 +65,13 @@ struct model {
                             what an answer naming tokens it chose (the
                             logit lens) is sized by */
 };
+
+/* The sliding window of layer (0: none), or with XF_ALL_LAYERS the one
+ * every layer shares (0 when they differ or have none). */
+size_t model_window(const struct model *m, size_t layer);
+
+/* The widest window any layer has (config.json's sliding_window), or 0. */
+size_t model_widest_window(const struct model *m);
 
 /*
  * Load the checkpoint in dir under name (1 to MODEL_NAME_MAX characters

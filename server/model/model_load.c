@@ -61,6 +61,7 @@ void model_free(struct model *m)
     free(m->converted);
     free(m->layers);
     free(m->rope_freq);
+    free(m->layer_kind);
     tok_free(&m->tokenizer);
     free(m);
 }
@@ -183,4 +184,24 @@ bool model_load(const char *name, const char *dir, struct model **out,
     }
     *out = m;
     return true;
+}
+
+size_t model_window(const struct model *m, size_t layer)
+{
+    const struct xf_model *x = &m->xf;
+    const size_t at = layer == XF_ALL_LAYERS ? 0 : layer;
+    const size_t window = x->kind[x->layer_kind ? x->layer_kind[at] : 0].window;
+    for (size_t l = 0; layer == XF_ALL_LAYERS && l < x->layers; l++)
+        if (x->kind[x->layer_kind ? x->layer_kind[l] : 0].window != window)
+            return 0;
+    return window;
+}
+
+size_t model_widest_window(const struct model *m)
+{
+    const struct xf_model *x = &m->xf;
+    size_t window = 0;
+    for (size_t k = 0; k < (x->kinds ? x->kinds : 1); k++)
+        window = x->kind[k].window > window ? x->kind[k].window : window;
+    return window;
 }

@@ -165,7 +165,7 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
     // so; a vector, small, as float32
     const size_t width = t->dtype == ST_F32 ? 4 : 2;
     f->in_place = (t->dtype == ST_F32 || w->matrix) && !w->in_out &&
-                  t->offset % width == 0;
+                  t->offset % width == 0 && w->add == 0.0f;
     return true;
 }
 
@@ -287,6 +287,10 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
             copy_slot(&w[i], t, src, widen || held.dtype == ATTN_F32, next);
             if (widen)
                 held.dtype = ATTN_F32;
+            // in float32, as (1 + w.float()) makes it
+            if (!w[i].matrix && w[i].add != 0.0f)
+                for (size_t e = 0; e < count; e++)
+                    ((float *)(void *)next)[e] += w[i].add;
             held.data = next;
             next += (count * attn_dtype_size(held.dtype) + 3) & ~(size_t)3;
         }

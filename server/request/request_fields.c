@@ -196,8 +196,9 @@ static bool echo_model(struct buf *out, const struct request *req,
                     ",\"family\":\"%s\",\"causal\":true,\"kv_heads\":%zu,"
                     "\"head_dim\":%zu,\"sliding_window\":",
                     m->family->model_type, b->kv_heads, b->head_dim);
-    return ok && (b->window ? buf_printf(out, "%zu", b->window)
-                            : buf_append_str(out, "null"));
+    const size_t window = model_widest_window(m);
+    return ok && (window ? buf_printf(out, "%zu", window)
+                         : buf_append_str(out, "null"));
 }
 
 static bool echo_pair(struct buf *out, const struct request *req,

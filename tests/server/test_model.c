@@ -516,7 +516,8 @@ static void check_decoder(const struct model *m, const char *variant)
     assert_int_equal(x->vocab_size, golden_number(cfg, "vocab_size"));
     assert_true(fabs(x->norm_eps - golden_number(cfg, "norm_eps")) <= 1e-12);
     const double window = golden_number(cfg, "sliding_window");
-    assert_int_equal(x->window, isnan(window) ? 0 : (size_t)window);
+    assert_int_equal(model_widest_window(m),
+                     isnan(window) ? 0 : (size_t)window);
     assert_int_equal(m->extra.tied,
                      cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
     assert_true(x->lm_head.data != NULL);
@@ -533,11 +534,12 @@ static void check_decoder(const struct model *m, const char *variant)
     const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
     if (cJSON_IsArray(freq)) { /* rotary, as rotate_half pairs them */
         assert_int_equal(x->arch.positions, XF_POS_ROTARY);
-        assert_int_equal(x->rope_pairing, ATTN_ROPE_HALF);
+        const struct attn_rotary *rope = &x->kind[0].rope;
+        assert_int_equal(rope->pairing, ATTN_ROPE_HALF);
         assert_int_equal((size_t)cJSON_GetArraySize(freq), x->head_dim / 2);
         for (size_t i = 0; i < x->head_dim / 2; i++) {
             const double want = cJSON_GetArrayItem(freq, (int)i)->valuedouble;
-            assert_true(fabs(x->rope_inv_freq[i] - want) <= 1e-12 * want);
+            assert_true(fabs(rope->inv_freq[i] - want) <= 1e-12 * want);
         }
     } else {
         assert_int_equal(x->arch.positions, XF_POS_LEARNED);
@@ -592,7 +594,8 @@ static void check_decoder(const struct model *m, const char *variant)
         // outside the window
         for (size_t e = 0; e < n; e++) {
             const size_t i = e / N % N, j = e % N;
-            if (j > i || (x->window && j + x->window <= i))
+            const size_t w_l = model_window(m, e / (r.heads * N * N));
+            if (j > i || (w_l && j + w_l <= i))
                 assert_true(r.weights[e] == 0.0f);
         }
         free(w);

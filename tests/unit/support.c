@@ -69,28 +69,31 @@ static void ref_sinusoidal(double *x, size_t n, size_t d)
         }
 }
 
-/* Rotary positions: pair i is (2i, 2i + 1), or (i, i + dh/2) as
- * transformers' rotate_half pairs them, turned by pos times base^(-2i/dh)
- * or the config's own frequency of pair i. */
+/* Rotary positions: pair i of each head's first dims values is (2i,
+ * 2i + 1), or (i, i + dims/2) as transformers' rotate_half pairs them,
+ * turned by pos times base^(-2i/dims) or the config's own frequency of
+ * pair i, cos and sin times the factor. */
 static void ref_rope(const struct attn_config *c, double *x, size_t n,
                      size_t heads)
 {
-    const size_t dh = c->d_k;
-    const bool half = c->rope_pairing == ATTN_ROPE_HALF;
+    const size_t dh = c->d_k, dims = c->rope.dims ? c->rope.dims : dh;
+    const bool half = c->rope.pairing == ATTN_ROPE_HALF;
+    const double base = c->rope.base ? c->rope.base : 10000.0;
+    const double f = c->rope.factor ? c->rope.factor : 1.0;
     for (size_t pos = 0; pos < n; pos++)
         for (size_t a = 0; a < heads; a++)
-            for (size_t i = 0; i < dh / 2; i++) {
+            for (size_t i = 0; i < dims / 2; i++) {
                 double *head = x + pos * heads * dh + a * dh;
                 double *p0 = half ? head + i : head + 2 * i;
-                double *p1 = half ? head + i + dh / 2 : head + 2 * i + 1;
+                double *p1 = half ? head + i + dims / 2 : head + 2 * i + 1;
                 const double freq =
-                    c->rope_inv_freq
-                        ? c->rope_inv_freq[i]
-                        : pow(c->rope_base, -2.0 * (double)i / (double)dh);
+                    c->rope.inv_freq
+                        ? c->rope.inv_freq[i]
+                        : pow(base, -2.0 * (double)i / (double)dims);
                 const double t = (double)pos * freq;
                 const double a0 = *p0, a1 = *p1;
-                *p0 = a0 * cos(t) - a1 * sin(t);
-                *p1 = a0 * sin(t) + a1 * cos(t);
+                *p0 = f * (a0 * cos(t) - a1 * sin(t));
+                *p1 = f * (a0 * sin(t) + a1 * cos(t));
             }
 }
 
@@ -203,6 +206,8 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                         s += q[i * H * dk + a * dk + e] *
                              k[j * G * dk + g * dk + e];
                     s *= scale;
+                    if (c->softcap > 0.0f)
+                        s = c->softcap * tanh(s / c->softcap);
                     out->scores[((b * H + a) * N + i) * MK + j] = s;
                     if (c->mask_bias && j < M)
                         s += c->mask_bias[mask_index(c, b, a, i, j)];

@@ -170,7 +170,7 @@ static void test_bytes_hold_prenorm_gated(void **state)
                               .final_norm = true,
                               .causal = true};
     m.kv_heads = 2;
-    m.rope_theta = 10000.0f;
+    m.kind[0].rope.base = 10000.0;
     m.final_norm_w = m.embed_norm_w;
     m.pos_emb = m.type_emb = (struct xf_matrix){0};
     m.embed_norm_w = m.embed_norm_b = NULL;

@@ -489,7 +489,7 @@ static void test_decoder_options(void **state)
           .d_model = 16,
           .heads = 2,
           .positional = ATTN_POS_ROPE,
-          .rope_pairing = ATTN_ROPE_HALF,
+          .rope = {.pairing = ATTN_ROPE_HALF},
           .causal = true},
          NO_MASK,
          false},
@@ -499,8 +499,7 @@ static void test_decoder_options(void **state)
           .heads = 2,
           .d_k = 8,
           .positional = ATTN_POS_ROPE,
-          .rope_pairing = ATTN_ROPE_HALF,
-          .rope_inv_freq = inv_freq},
+          .rope = {.pairing = ATTN_ROPE_HALF, .inv_freq = inv_freq}},
          NO_MASK,
          false},
         {"window",
@@ -518,7 +517,47 @@ static void test_decoder_options(void **state)
           .causal = true,
           .window = 100,
           .positional = ATTN_POS_ROPE,
-          .rope_pairing = ATTN_ROPE_HALF},
+          .rope = {.pairing = ATTN_ROPE_HALF}},
+         NO_MASK,
+         false},
+        {"softcap before the mask",
+         {.n_query = 24,
+          .d_model = 16,
+          .heads = 2,
+          .has_scale = true,
+          .scale = 3.0f,
+          .softcap = 1.5f,
+          .causal = true,
+          .window = 9},
+         NO_MASK,
+         false},
+        {"softcap, key-outer",
+         {.n_query = 600,
+          .d_model = 8,
+          .heads = 2,
+          .causal = true,
+          .softcap = 0.7f},
+         NO_MASK,
+         false},
+        {"partial rotary with a factor",
+         {.n_query = 21,
+          .d_model = 16,
+          .heads = 2,
+          .d_k = 12,
+          .positional = ATTN_POS_ROPE,
+          .rope = {.pairing = ATTN_ROPE_HALF,
+                   .dims = 4,
+                   .base = 50.0,
+                   .factor = 1.25},
+          .causal = true},
+         NO_MASK,
+         false},
+        {"partial rotary, interleaved",
+         {.n_query = 21,
+          .d_model = 16,
+          .heads = 2,
+          .positional = ATTN_POS_ROPE,
+          .rope = {.dims = 6, .base = 50.0}},
          NO_MASK,
          false},
         {"qk norm, grouped heads",
@@ -530,7 +569,7 @@ static void test_decoder_options(void **state)
           .d_v = 6,
           .qkv_bias = true,
           .positional = ATTN_POS_ROPE,
-          .rope_pairing = ATTN_ROPE_HALF,
+          .rope = {.pairing = ATTN_ROPE_HALF},
           .qk_norm = true,
           .qk_norm_eps = 1e-6f,
           .causal = true},
@@ -559,11 +598,11 @@ static void test_decoder_options(void **state)
     attn_result_free(&res);
     // the two pairings differ once positions are past 0
     cfg.positional = ATTN_POS_ROPE;
-    cfg.rope_pairing = ATTN_ROPE_INTERLEAVED;
+    cfg.rope.pairing = ATTN_ROPE_INTERLEAVED;
     cfg.resolved = false;
     struct attn_result inter, half;
     assert_int_equal(attn_forward(&cfg, f.x, NULL, &inter, &err), ATTN_OK);
-    cfg.rope_pairing = ATTN_ROPE_HALF;
+    cfg.rope.pairing = ATTN_ROPE_HALF;
     assert_int_equal(attn_forward(&cfg, f.x, NULL, &half, &err), ATTN_OK);
     double most = 0;
     for (size_t e = 0; e < 2 * 30 * 30; e++)
@@ -579,18 +618,33 @@ static void test_decoder_option_errors(void **state)
     (void)state;
     struct attn_error err;
     struct attn_config cfg = {.n_query = 4, .d_model = 8, .heads = 2};
-    cfg.rope_pairing = (attn_rope_pairing)3;
+    cfg.rope.pairing = (attn_rope_pairing)3;
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "rope_pairing");
     static const double freq[2] = {1.0, -0.5};
     cfg = (struct attn_config){
-        .n_query = 4, .d_model = 8, .heads = 2, .rope_inv_freq = freq};
+        .n_query = 4, .d_model = 8, .heads = 2, .rope = {.inv_freq = freq}};
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "rope_inv_freq"); /* without rope */
     cfg.positional = ATTN_POS_ROPE;
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "rope_inv_freq");
     assert_non_null(strstr(err.message, "rope_inv_freq[1] (-0.5)"));
+    // a rotary's dims are even and within the head; its factor above 0
+    cfg = (struct attn_config){.n_query = 4,
+                               .d_model = 8,
+                               .heads = 2,
+                               .positional = ATTN_POS_ROPE,
+                               .rope = {.dims = 6}};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_dims");
+    cfg.rope = (struct attn_rotary){.dims = 2, .factor = -1.0};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_factor");
+    cfg.rope = (struct attn_rotary){0};
+    cfg.softcap = NAN;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "softcap");
     cfg = (struct attn_config){
         .n_query = 4, .d_model = 8, .heads = 2, .qk_norm = true};
     assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);

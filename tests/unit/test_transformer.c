@@ -133,9 +133,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
                            .max_positions = positions,
                            .type_vocab_size = a->token_types ? types : 0,
                            .norm_eps = 1e-6f,
-                           .rope_theta = 500.0f,
-                           .rope_pairing = ATTN_ROPE_HALF,
                            .layer = o->layers};
+    if (a->positions == XF_POS_ROTARY)
+        m->kind[0].rope =
+            (struct attn_rotary){.base = 500.0, .pairing = ATTN_ROPE_HALF};
     m->word_emb = test_f32(take(o, vocab * H, 1.0f, 0.0f));
     if (a->positions == XF_POS_LEARNED)
         m->pos_emb = test_f32(take(o, positions * H, 0.5f, 0.0f));
@@ -164,15 +165,28 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
         }
         if (a->out_bias)
             y->o_b = take(o, H, 0.1f, 0.0f);
-        y->attn_norm_w = take(o, H, 0.1f, 1.0f);
-        y->ffn_norm_w = take(o, H, 0.1f, 1.0f);
+        const bool in_norms = a->norm_place != XF_NORM_OUTPUT;
+        const bool out_norms = a->norm_place == XF_NORM_SANDWICH ||
+                               a->norm_place == XF_NORM_OUTPUT;
+        if (in_norms) {
+            y->attn_norm_w = take(o, H, 0.1f, 1.0f);
+            y->ffn_norm_w = take(o, H, 0.1f, 1.0f);
+        }
+        if (out_norms) {
+            y->attn_out_norm_w = take(o, H, 0.3f, 1.0f);
+            y->ffn_out_norm_w = take(o, H, 0.3f, 1.0f);
+        }
         if (a->qk_norm) {
             y->q_norm_w = take(o, D, 0.3f, 1.0f);
             y->k_norm_w = take(o, D, 0.3f, 1.0f);
         }
-        if (ln) {
+        if (ln && in_norms) {
             y->attn_norm_b = take(o, H, 0.1f, 0.0f);
             y->ffn_norm_b = take(o, H, 0.1f, 0.0f);
+        }
+        if (ln && out_norms) {
+            y->attn_out_norm_b = take(o, H, 0.1f, 0.0f);
+            y->ffn_out_norm_b = take(o, H, 0.1f, 0.0f);
         }
         y->up_w = test_f32(take(o, J * H, sh, 0.0f));
         y->down_w = test_f32(take(o, H * J, 1.0f / sqrtf((float)J), 0.0f));
@@ -239,28 +253,30 @@ static double ref_act(xf_act act, double x)
     }
 }
 
-/* Rotary positions: pairs (2i, 2i + 1) of each head, or (i, i + D/2) as
- * rotate_half pairs them, turned by pos * theta^(-2i / D) or by the
- * model's own frequencies. x: [n][heads * D] */
-static void ref_rope(const struct xf_model *m, double *x, size_t n,
-                     size_t heads)
+/* Rotary positions as rope says: pairs (2i, 2i + 1) of each head's
+ * first dims values, or (i, i + dims/2) as rotate_half pairs them, turned
+ * by pos * base^(-2i / dims) or by the given frequencies, cos and sin
+ * times the factor. x: [n][heads * D] */
+static void ref_rope(const struct xf_model *m, const struct attn_rotary *rope,
+                     double *x, size_t n, size_t heads)
 {
-    const size_t D = m->head_dim;
-    const bool half = m->rope_pairing == ATTN_ROPE_HALF;
+    const size_t D = m->head_dim, dims = rope->dims ? rope->dims : D;
+    const bool half = rope->pairing == ATTN_ROPE_HALF;
+    const double base = rope->base ? rope->base : 10000.0;
+    const double f = rope->factor ? rope->factor : 1.0;
     for (size_t r = 0; r < n; r++)
         for (size_t a = 0; a < heads; a++)
-            for (size_t i = 0; i < D / 2; i++) {
+            for (size_t i = 0; i < dims / 2; i++) {
                 const double freq =
-                    m->rope_inv_freq
-                        ? m->rope_inv_freq[i]
-                        : pow(m->rope_theta, -(double)(2 * i) / (double)D);
+                    rope->inv_freq ? rope->inv_freq[i]
+                                   : pow(base, -(double)(2 * i) / (double)dims);
                 const double angle = (double)r * freq;
                 double *h = x + r * heads * D + a * D;
                 double *p0 = half ? h + i : h + 2 * i;
-                double *p1 = half ? h + i + D / 2 : h + 2 * i + 1;
+                double *p1 = half ? h + i + dims / 2 : h + 2 * i + 1;
                 const double a0 = *p0, a1 = *p1;
-                *p0 = a0 * cos(angle) - a1 * sin(angle);
-                *p1 = a0 * sin(angle) + a1 * cos(angle);
+                *p0 = f * (a0 * cos(angle) - a1 * sin(angle));
+                *p1 = f * (a0 * sin(angle) + a1 * cos(angle));
             }
 }
 
@@ -279,10 +295,14 @@ static void ref_head_norm(const struct xf_model *m, double *x, size_t n,
     }
 }
 
-/* attention of one layer on in: weights [h][n][n] into w, output [n][H] */
-static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
-                          const double *in, size_t n, double *w, double *out)
+/* attention of layer l on in: weights [h][n][n] into w, output [n][H] */
+static void ref_attention(const struct xf_model *m, size_t l, const double *in,
+                          size_t n, double *w, double *out)
 {
+    const struct xf_layer *y = &m->layer[l];
+    const struct xf_layer_kind *lk =
+        &m->kind[m->layer_kind ? m->layer_kind[l] : 0];
+    const size_t window = lk->window;
     const size_t H = m->hidden, h = m->heads, g = m->kv_heads, D = m->head_dim;
     double *q = calloc(n * h * D, 8), *k = calloc(n * g * D, 8),
            *v = calloc(n * g * D, 8), *ctx = calloc(n * h * D, 8);
@@ -294,8 +314,8 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
         ref_head_norm(m, k, n, g, y->k_norm_w);
     }
     if (m->arch.positions == XF_POS_ROTARY) {
-        ref_rope(m, q, n, h);
-        ref_rope(m, k, n, g);
+        ref_rope(m, &lk->rope, q, n, h);
+        ref_rope(m, &lk->rope, k, n, g);
     }
     for (size_t a = 0; a < h; a++) {
         const size_t kv = a / (h / g); /* the group of head a */
@@ -305,9 +325,12 @@ static void ref_attention(const struct xf_model *m, const struct xf_layer *y,
                 double s = 0;
                 for (size_t c = 0; c < D; c++)
                     s += q[i * h * D + a * D + c] * k[j * g * D + kv * D + c];
-                row[j] = s / sqrt((double)D);
-                if ((m->arch.causal && j > i) ||
-                    (m->window && j + m->window <= i))
+                row[j] =
+                    m->attn_scale ? s * m->attn_scale : s / sqrt((double)D);
+                // soft-capped before the mask
+                if (m->attn_softcap)
+                    row[j] = m->attn_softcap * tanh(row[j] / m->attn_softcap);
+                if ((m->arch.causal && j > i) || (window && j + window <= i))
                     row[j] = -INFINITY;
                 most = row[j] > most ? row[j] : most;
             }
@@ -335,7 +358,9 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
                       double *hidden)
 {
     const size_t H = m->hidden, J = m->intermediate;
-    const bool before = m->arch.norm_place == XF_NORM_BEFORE;
+    const xf_norm_place place = m->arch.norm_place;
+    const bool before = place == XF_NORM_BEFORE || place == XF_NORM_SANDWICH;
+    const bool outs = place == XF_NORM_SANDWICH || place == XF_NORM_OUTPUT;
     double *normed = calloc(n * H, 8), *a = calloc(n * H, 8),
            *x1 = calloc(n * H, 8), *up = calloc(n * J, 8),
            *gate = calloc(n * J, 8);
@@ -346,7 +371,7 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
                 e += test_values(m->pos_emb)[i * H + c];
             if (m->type_emb.data)
                 e += test_values(m->type_emb)[(types ? types[i] : 0) * H + c];
-            hidden[i * H + c] = e;
+            hidden[i * H + c] = m->embed_scale ? e * m->embed_scale : e;
         }
     if (m->arch.embed_norm)
         ref_norm(m, hidden, n, m->embed_norm_w, m->embed_norm_b);
@@ -357,10 +382,12 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
         memcpy(normed, h_in, n * H * 8);
         if (before)
             ref_norm(m, normed, n, y->attn_norm_w, y->attn_norm_b);
-        ref_attention(m, y, normed, n, weights + l * m->heads * n * n, a);
+        ref_attention(m, l, normed, n, weights + l * m->heads * n * n, a);
+        if (outs)
+            ref_norm(m, a, n, y->attn_out_norm_w, y->attn_out_norm_b);
         for (size_t e = 0; e < n * H; e++)
             x1[e] = a[e] + h_in[e];
-        if (!before)
+        if (place == XF_NORM_AFTER)
             ref_norm(m, x1, n, y->attn_norm_w, y->attn_norm_b);
         memcpy(normed, x1, n * H * 8);
         if (before)
@@ -375,9 +402,11 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
                 up[e] = ref_act(m->arch.act, up[e]);
         }
         ref_lin(up, n, J, test_values(y->down_w), y->down_b, H, h_out);
+        if (outs)
+            ref_norm(m, h_out, n, y->ffn_out_norm_w, y->ffn_out_norm_b);
         for (size_t e = 0; e < n * H; e++)
             h_out[e] += x1[e];
-        if (!before)
+        if (place == XF_NORM_AFTER)
             ref_norm(m, h_out, n, y->ffn_norm_w, y->ffn_norm_b);
     }
     if (m->arch.final_norm)
@@ -417,10 +446,14 @@ static struct xf_arch llama_arch(void)
                             .causal = true};
 }
 
-/* What check_arch() gives the model besides its arch. */
-static bool interleaved;
+/* What check_arch() gives the model besides its arch: kind 0's rotary
+ * pairing, frequencies and window, and with alternate, a second kind of
+ * layer (every odd one) with its own window and rotary base. */
+static bool interleaved, alternate;
 static const double *inv_freq;
-static size_t window;
+static size_t window, rope_dims;
+static double rope_factor;
+static float attn_scale, attn_softcap, embed_scale;
 
 /* The stack against the reference, every array, on n tokens. */
 static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
@@ -428,9 +461,26 @@ static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
 {
     struct owned o;
     model_make(&o, a, 3, heads, kv_heads, head_dim, 24, 40, 17 + n);
-    o.m.rope_pairing = interleaved ? ATTN_ROPE_INTERLEAVED : ATTN_ROPE_HALF;
-    o.m.rope_inv_freq = inv_freq;
-    o.m.window = window;
+    static const uint8_t odd_layers[3] = {0, 1, 0};
+    if (a->positions == XF_POS_ROTARY)
+        o.m.kind[0].rope = (struct attn_rotary){
+            .base = 500.0,
+            .pairing = interleaved ? ATTN_ROPE_INTERLEAVED : ATTN_ROPE_HALF,
+            .dims = rope_dims,
+            .inv_freq = inv_freq,
+            .factor = rope_factor};
+    o.m.kind[0].window = window;
+    if (alternate) {
+        o.m.kinds = 2;
+        o.m.kind[1] = o.m.kind[0];
+        o.m.kind[1].window = 0;
+        o.m.kind[1].rope.base = 20.0;
+        o.m.kind[1].rope.inv_freq = NULL;
+        o.m.layer_kind = odd_layers;
+    }
+    o.m.attn_scale = attn_scale;
+    o.m.attn_softcap = attn_softcap;
+    o.m.embed_scale = embed_scale;
     const struct xf_model *m = &o.m;
     uint32_t ids[80];
     uint8_t types[80];
@@ -462,7 +512,9 @@ static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
     // causal: nothing above the diagonal; nothing outside the window
     for (size_t e = 0; e < L * h * n * n; e++) {
         const size_t i = e / n % n, j = e % n;
-        if ((a->causal && j > i) || (window && j + window <= i))
+        const size_t l = e / (h * n * n);
+        const size_t w_l = m->kind[m->layer_kind ? m->layer_kind[l] : 0].window;
+        if ((a->causal && j > i) || (w_l && j + w_l <= i))
             assert_true(r.weights[e] == 0.0f);
     }
     xf_result_free(&r);
@@ -526,6 +578,40 @@ static void test_qk_norm(void **state)
     check_arch(&a, 4, 2, 16, 15, 1);
     a.qkv_bias = true; /* Qwen2's biases, which come before the norm */
     check_arch(&a, 4, 2, 16, 15, 2);
+}
+
+/* Gemma 2's block: norms on both sides of each sublayer, scores scaled
+ * by a factor of their own and soft-capped, embeddings scaled, and layers
+ * of two kinds (a sliding window and one rotary base, then global with
+ * another), GeGLU; then OLMo 2's norms on the outputs alone, and a
+ * partial rotary with a factor (GPT-NeoX's, longrope's). */
+static void test_layer_kinds_and_sandwich(void **state)
+{
+    (void)state;
+    struct xf_arch a = llama_arch();
+    a.norm_place = XF_NORM_SANDWICH;
+    a.act = XF_ACT_GELU_TANH;
+    alternate = true;
+    window = 4;
+    attn_scale = 0.4f;
+    attn_softcap = 1.2f;
+    embed_scale = 4.9f;
+    check_arch(&a, 4, 1, 8, 13, 1);
+    check_arch(&a, 4, 2, 8, 70, 2);
+    alternate = false;
+    window = 0;
+    attn_scale = attn_softcap = embed_scale = 0.0f;
+    a.norm_place = XF_NORM_OUTPUT;
+    check_arch(&a, 4, 2, 8, 14, 1);
+    a.norm_place = XF_NORM_BEFORE;
+    rope_dims = 4;
+    rope_factor = 1.3;
+    check_arch(&a, 4, 2, 8, 15, 2);
+    interleaved = true;
+    check_arch(&a, 4, 2, 8, 15, 1);
+    interleaved = false;
+    rope_dims = 0;
+    rope_factor = 0.0;
 }
 
 /* Each choice apart from the others, on a BERT-like base. */
@@ -626,9 +712,26 @@ static void test_arch_refusals(void **state)
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "heads");
     bad = o.m;
-    bad.rope_theta = 0.0f;
+    bad.kind[0].rope.base = 0.5;
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
-    assert_string_equal(err.field, "rope_theta");
+    assert_string_equal(err.field, "rope_base");
+    bad = o.m;
+    bad.kind[0].rope.dims = 3; /* odd */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_dims");
+    static const uint8_t beyond[2] = {0, 1};
+    bad = o.m;
+    bad.layer_kind = beyond; /* kind 1 of 1 */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "layer_kind");
+    bad = o.m;
+    bad.attn_softcap = -1.0f;
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "attn_softcap");
+    bad = o.m;
+    bad.arch.norm_place = XF_NORM_SANDWICH; /* without the out norms */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "layer");
     bad = o.m;
     bad.arch.positions = (xf_positions)5;
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
@@ -859,7 +962,7 @@ static void test_cache_continues_a_pass(void **state)
         a.qk_norm = k == 1;
         struct owned o;
         model_make(&o, &a, L, HEADS, k == 0 ? 2 : 4, D, H, 40, 31 + k);
-        o.m.window = k == 1 ? 3 : 0;
+        o.m.kind[0].window = k == 1 ? 3 : 0;
         o.m.lm_head = o.m.word_emb;
         uint16_t *store = NULL;
         struct xf_layer *half = NULL;
@@ -923,7 +1026,7 @@ static void test_cache_continues_a_pass(void **state)
                     fail_msg("case %d, token %zu, layer x head %zu: %.3g", k, t,
                              lh, max_diff(row, want, t + 1));
                 for (size_t j = 0; j < t + 1; j++)
-                    if (o.m.window && j + o.m.window <= t)
+                    if (o.m.kind[0].window && j + o.m.kind[0].window <= t)
                         assert_true(row[j] == 0.0f);
             }
             // the last hidden state (after the final norm), and the logits
@@ -1082,7 +1185,7 @@ static void test_head_stats_of_a_pass(void **state)
     struct xf_arch a = llama_arch();
     struct owned o;
     model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 17);
-    o.m.window = 4;
+    o.m.kind[0].window = 4;
     const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2, 6, 1};
     struct xf_run run = {.ids = ids,
                          .n = N,
@@ -1237,6 +1340,7 @@ int main(void)
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_each_choice),
+        cmocka_unit_test(test_layer_kinds_and_sandwich),
         cmocka_unit_test(test_conventions_have_teeth),
         cmocka_unit_test(test_arch_refusals),
         cmocka_unit_test(test_names),
