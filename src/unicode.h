@@ -90,4 +90,25 @@ size_t unicode_decompose(uint32_t cp, uint32_t out[static UNICODE_DECOMP_MAX]);
 /* The primary composite of a followed by b (Hangul included), or 0. */
 uint32_t unicode_compose(uint32_t a, uint32_t b);
 
+/*
+ * The general category of a letter or a mark, which o200k's pre-tokenizer
+ * regex (GPT-4o) asks for: its classes [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+ * and [\p{Ll}\p{Lm}\p{Lo}\p{M}] are unions of these. The five letter
+ * categories are exactly UNICODE_BPE_LETTER (the generator checks).
+ */
+enum unicode_letter_mark {
+    UNICODE_LM_NONE = 0, /* neither a letter nor a mark */
+    UNICODE_LM_LU,       /* uppercase letter */
+    UNICODE_LM_LL,       /* lowercase letter */
+    UNICODE_LM_LT,       /* titlecase letter (Dž) */
+    UNICODE_LM_LM,       /* modifier letter (ʰ) */
+    UNICODE_LM_LO,       /* other letter: CJK, kana, Arabic, Hebrew ... */
+    UNICODE_LM_MN,       /* nonspacing mark */
+    UNICODE_LM_MC,       /* spacing combining mark */
+    UNICODE_LM_ME        /* enclosing mark */
+};
+
+/* The category of cp; code points above 0x10FFFF are UNICODE_LM_NONE. */
+enum unicode_letter_mark unicode_letter_mark(uint32_t cp);
+
 #endif

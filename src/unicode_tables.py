@@ -10,7 +10,8 @@ states them; after them come what the BPE tokenizers need (src/bpe.c,
 docs/tokenizers.md): the classes \p{L}, \p{N} and White_Space of their
 pre-tokenizer regexes, and NFC's data (combining classes, canonical
 decompositions, primary composites), checked here against unicodedata's
-own NFC. Each is written once below as a Python predicate; the C side
+own NFC; and the general categories of letters and marks, for o200k's
+regex. Each is written once below as a Python predicate; the C side
 only looks the answers up. Before printing anything the script checks every
 assumption the C tokenizer makes about the data, and stops if one fails, so
 that a new Unicode version cannot silently break it.
@@ -205,6 +206,26 @@ def bpe_classify(cp):
     if cat.startswith("N"):
         return B_NUMBER
     return B_OTHER
+
+
+# o200k's pre-tokenizer regex (GPT-4o) names letters by case and marks:
+# [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}]. The
+# general category of each letter and mark; every other code point NONE.
+LETTER_MARKS = ["NONE", "LU", "LL", "LT", "LM", "LO", "MN", "MC", "ME"]
+
+
+def letter_mark_classify(cp):
+    cat = ud.category(chr(cp))
+    name = cat.upper()
+    return LETTER_MARKS.index(name) if name in LETTER_MARKS else 0
+
+
+def build_letter_marks(bpe_classes):
+    marks = [letter_mark_classify(cp) for cp in range(MAX_CP + 1)]
+    for cp in range(MAX_CP + 1):
+        check((marks[cp] in (1, 2, 3, 4, 5)) == (bpe_classes[cp] == B_LETTER),
+              "the letters by case are \\p{L} (U+%04X)" % cp)
+    return marks
 
 
 def build_bpe():
@@ -694,6 +715,45 @@ def emit_bpe(bpe):
     return "\n".join(out) + "\n"
 
 
+C_LETTER_MARK_FUNCTIONS = r"""
+enum unicode_letter_mark unicode_letter_mark(uint32_t cp)
+{
+    if (cp < 0x80)
+        return (enum unicode_letter_mark)ascii_letter_mark[cp];
+    if (cp > 0x10FFFF)
+        return UNICODE_LM_NONE;
+    size_t i = last_at_most(letter_mark_ranges, COUNT(letter_mark_ranges),
+                            cp << 8 | 0xFF);
+    return (enum unicode_letter_mark)(letter_mark_ranges[i] & 0xFF);
+}
+"""
+
+
+def emit_letter_marks(marks):
+    ranges = class_ranges(marks)
+    out = []
+    w = out.append
+    w("")
+    w("/* ---------------------------------------------- letters and marks */")
+    w("")
+    w("/* (first code point << 8 | category) as class_ranges: Lu, Ll, Lt, Lm,")
+    w(" * Lo, Mn, Mc and Me, the rest NONE. */")
+    w("#define R(first, cat) ((uint32_t)(first) << 8 | UNICODE_LM_##cat)")
+    w("static const uint32_t letter_mark_ranges[%d] = {" % len(ranges))
+    out.extend(wrap(["R(0x%04X, %s)" % (cp, LETTER_MARKS[c])
+                     for cp, c in ranges]))
+    w("};")
+    w("#undef R")
+    w("")
+    w("#define A(cat) UNICODE_LM_##cat")
+    w("static const uint8_t ascii_letter_mark[128] = {")
+    out.extend(wrap(["A(%s)" % LETTER_MARKS[marks[cp]] for cp in range(128)]))
+    w("};")
+    w("#undef A")
+    out.append(C_LETTER_MARK_FUNCTIONS.rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
 def wrap(cells, width=79, indent="    "):
     lines, line = [], indent
     for i, cell in enumerate(cells):
@@ -709,8 +769,10 @@ def wrap(cells, width=79, indent="    "):
 def main():
     classes, folds, ccc = build()
     bpe = build_bpe()
+    marks = build_letter_marks(bpe[0])
     sys.stdout.write(emit(classes, folds, ccc))
     sys.stdout.write(emit_bpe(bpe))
+    sys.stdout.write(emit_letter_marks(marks))
 
 
 if __name__ == "__main__":
