@@ -68,9 +68,15 @@ struct bpe_tokenizer {
                                     normalizing */
     int32_t unit_id[256];        /* byte-level: the id of each byte, or -1 */
     int32_t fallback[256];       /* the id of <0xNN>, or -1 */
+    uint8_t *special;            /* [n_ids / 8 + 1] a bit per added id
+                                    and per gap */
     bool byte_level, byte_fallback, ignore_merges, fuse_unk;
-    enum bpe_normalizer normalizer;
-    enum bpe_pattern pattern;
+    bool meta_space; /* U+2581 reads as a space */
+    struct bpe_norm_step steps[BPE_MAX_NORM_STEPS];
+    size_t n_steps;
+    struct bpe_split splits[BPE_MAX_SPLITS];
+    size_t n_splits;
+    char *step_text; /* the steps' and splits' strings, copied */
     int64_t unk_id, bos_id;
 };
 
@@ -343,6 +349,91 @@ static attn_status check_string(const struct bpe_string *s, const char *field,
     return ATTN_OK;
 }
 
+/* The normalizer: the shorthand or steps, within the caps. */
+static attn_status check_steps(const struct bpe_spec *spec,
+                               struct attn_error *err)
+{
+    if (spec->n_norm_steps && spec->normalizer != BPE_NORM_NONE)
+        return attn_fail(err, ATTN_E_INVALID, "norm_steps",
+                         "both a normalizer shorthand and %zu steps",
+                         spec->n_norm_steps);
+    if (spec->n_norm_steps > BPE_MAX_NORM_STEPS)
+        return attn_fail(err, ATTN_E_TOO_BIG, "norm_steps",
+                         "%zu normalizer steps; at most %d are allowed",
+                         spec->n_norm_steps, BPE_MAX_NORM_STEPS);
+    for (size_t i = 0; i < spec->n_norm_steps; i++) {
+        const struct bpe_norm_step *step = &spec->norm_steps[i];
+        attn_status st;
+        if (step->kind != BPE_NORM_STEP_NFC &&
+            step->kind != BPE_NORM_STEP_PREPEND &&
+            step->kind != BPE_NORM_STEP_REPLACE)
+            return attn_fail_at(err, ATTN_E_INVALID, "norm_steps", 1, &i,
+                                "norm_steps[%zu] has no known kind", i);
+        // a content may be empty (a Replace that deletes); a pattern not
+        if (step->kind != BPE_NORM_STEP_NFC && step->content.len &&
+            (st = check_string(&step->content, "norm_steps", i, err)))
+            return st;
+        if (step->kind == BPE_NORM_STEP_REPLACE &&
+            (st = check_string(&step->pattern, "norm_steps", i, err)))
+            return st;
+    }
+    // the text a byte may become, so that every buffer has a bound
+    size_t growth = 1;
+    for (size_t i = 0; i < spec->n_norm_steps; i++) {
+        const struct bpe_norm_step *step = &spec->norm_steps[i];
+        if (step->kind == BPE_NORM_STEP_NFC)
+            growth *= 3;
+        else if (step->kind == BPE_NORM_STEP_REPLACE &&
+                 step->content.len > step->pattern.len)
+            growth *=
+                (step->content.len + step->pattern.len - 1) / step->pattern.len;
+        if (growth > BPE_MAX_NORM_GROWTH)
+            return attn_fail(err, ATTN_E_TOO_BIG, "norm_steps",
+                             "the normalizer may make more than %d bytes of "
+                             "one",
+                             BPE_MAX_NORM_GROWTH);
+    }
+    return ATTN_OK;
+}
+
+/* The pre-tokenizer: the pattern or splits. */
+static attn_status check_splits(const struct bpe_spec *spec,
+                                struct attn_error *err)
+{
+    if (spec->n_splits && spec->pattern != BPE_PATTERN_NONE)
+        return attn_fail(err, ATTN_E_INVALID, "splits",
+                         "both a pattern and %zu splits", spec->n_splits);
+    if (spec->n_splits > BPE_MAX_SPLITS)
+        return attn_fail(err, ATTN_E_TOO_BIG, "splits",
+                         "%zu splits; at most %d are allowed", spec->n_splits,
+                         BPE_MAX_SPLITS);
+    if (spec->pattern > BPE_PATTERN_O200K)
+        return attn_fail(err, ATTN_E_INVALID, "pattern",
+                         "pattern %d is not a known one", (int)spec->pattern);
+    for (size_t i = 0; i < spec->n_splits; i++) {
+        const struct bpe_split *sp = &spec->splits[i];
+        if (sp->pattern > BPE_PATTERN_O200K ||
+            sp->behavior > BPE_SPLIT_CONTIGUOUS)
+            return attn_fail_at(err, ATTN_E_INVALID, "splits", 1, &i,
+                                "splits[%zu] has no known pattern or "
+                                "behavior",
+                                i);
+        if (sp->pattern == BPE_PATTERN_NONE) {
+            if (sp->literal.len > BPE_MAX_TOKEN_BYTES)
+                return attn_fail_at(err, ATTN_E_TOO_BIG, "splits", 1, &i,
+                                    "splits[%zu] has %zu bytes; at most %zu "
+                                    "are allowed",
+                                    i, sp->literal.len, BPE_MAX_TOKEN_BYTES);
+            if (sp->literal.len &&
+                bpe_utf8_valid(sp->literal.text, sp->literal.len) !=
+                    sp->literal.len)
+                return attn_fail_at(err, ATTN_E_INVALID, "splits", 1, &i,
+                                    "splits[%zu] is not valid UTF-8", i);
+        }
+    }
+    return ATTN_OK;
+}
+
 static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
                               struct attn_error *err)
 {
@@ -360,7 +451,8 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
                          spec->n_added, BPE_MAX_ADDED);
     attn_status st;
     for (size_t i = 0; i < spec->n_vocab; i++)
-        if ((st = check_string(&spec->vocab[i], "vocab", i, err)))
+        if (spec->vocab[i].text && // NULL: a gap
+            (st = check_string(&spec->vocab[i], "vocab", i, err)))
             return st;
     size_t top = spec->n_vocab;
     for (size_t i = 0; i < spec->n_added; i++) {
@@ -376,7 +468,7 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
                                 "added token %zu ('%.64s') is single_word, "
                                 "which is not supported",
                                 i, a->content.text);
-        if (a->id < spec->n_vocab &&
+        if (a->id < spec->n_vocab && spec->vocab[a->id].text &&
             (spec->vocab[a->id].len != a->content.len ||
              memcmp(spec->vocab[a->id].text, a->content.text, a->content.len)))
             return attn_fail_at(
@@ -406,11 +498,59 @@ static attn_status check_spec(const struct bpe_spec *spec, size_t *n_ids,
             err, ATTN_E_INVALID, "bos_id",
             "bos_id %lld is not an id of the vocabulary (0 to %zu)",
             (long long)spec->bos_id, top - 1);
-    if (spec->pattern != BPE_PATTERN_NONE && !spec->byte_level)
-        return attn_fail(err, ATTN_E_INVALID, "pattern",
-                         "a pre-tokenizer pattern needs a byte-level "
-                         "vocabulary");
+    if ((st = check_steps(spec, err)) || (st = check_splits(spec, err)))
+        return st;
     *n_ids = top;
+    return ATTN_OK;
+}
+
+/* The normalizer's steps and the splits, their strings copied into one
+ * block; whether U+2581 reads as a space. */
+static attn_status build_pipeline(struct bpe_tokenizer *t,
+                                  const struct bpe_spec *spec,
+                                  struct attn_error *err)
+{
+    static const char meta[] = "\xe2\x96\x81";
+    t->n_steps = spec->n_norm_steps;
+    if (t->n_steps)
+        memcpy(t->steps, spec->norm_steps, t->n_steps * sizeof *t->steps);
+    else
+        t->n_steps = bpe_norm_shorthand(spec->normalizer, t->steps);
+    t->n_splits = spec->n_splits;
+    if (t->n_splits)
+        memcpy(t->splits, spec->splits, t->n_splits * sizeof *t->splits);
+    else if (spec->pattern != BPE_PATTERN_NONE)
+        t->splits[t->n_splits++] = (struct bpe_split){.pattern = spec->pattern};
+    size_t total = 1;
+    for (size_t i = 0; i < t->n_steps; i++)
+        total += t->steps[i].pattern.len + t->steps[i].content.len;
+    for (size_t i = 0; i < t->n_splits; i++)
+        total += t->splits[i].literal.len;
+    t->step_text = malloc(total);
+    if (!t->step_text)
+        return attn_fail(err, ATTN_E_NOMEM, "norm_steps", "out of memory");
+    char *at = t->step_text;
+    struct bpe_string *strings[2 * BPE_MAX_NORM_STEPS + BPE_MAX_SPLITS];
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_steps; i++) {
+        strings[n++] = &t->steps[i].pattern;
+        strings[n++] = &t->steps[i].content;
+    }
+    for (size_t i = 0; i < t->n_splits; i++)
+        strings[n++] = &t->splits[i].literal;
+    for (size_t i = 0; i < n; i++) {
+        if (strings[i]->len)
+            memcpy(at, strings[i]->text, strings[i]->len);
+        strings[i]->text = at;
+        at += strings[i]->len;
+    }
+    // SentencePiece's space: a vocabulary not byte-level, or a normalizer
+    // that writes it
+    t->meta_space = !t->byte_level;
+    for (size_t i = 0; i < t->n_steps; i++)
+        if (t->steps[i].content.len == 3 &&
+            memcmp(t->steps[i].content.text, meta, 3) == 0)
+            t->meta_space = true;
     return ATTN_OK;
 }
 
@@ -423,15 +563,16 @@ static attn_status build_strings(struct bpe_tokenizer *t,
     const struct bpe_string **by_id = calloc(n, sizeof *by_id);
     t->keys.off = malloc((n + 1) * sizeof(size_t));
     t->texts.off = malloc((n + 1) * sizeof(size_t));
-    if (!by_id || !t->keys.off || !t->texts.off) {
+    t->special = calloc(n / 8 + 1, 1);
+    if (!by_id || !t->keys.off || !t->texts.off || !t->special) {
         free(by_id);
         return attn_fail(err, ATTN_E_NOMEM, "vocab", "out of memory");
     }
     for (size_t i = 0; i < spec->n_vocab; i++)
-        by_id[i] = &spec->vocab[i];
+        by_id[i] = spec->vocab[i].text ? &spec->vocab[i] : NULL;
     for (size_t i = 0; i < spec->n_added; i++) {
         const uint32_t id = spec->added[i].id;
-        if (id >= spec->n_vocab && by_id[id]) {
+        if ((id >= spec->n_vocab || !spec->vocab[id].text) && by_id[id]) {
             free(by_id);
             return attn_fail_at(err, ATTN_E_INVALID, "added_tokens", 1, &i,
                                 "added token %zu has id %u, as an earlier "
@@ -442,17 +583,11 @@ static attn_status build_strings(struct bpe_tokenizer *t,
     }
     size_t key_total = 0, text_total = 0;
     for (size_t id = 0; id < n; id++) {
-        if (!by_id[id]) {
-            free(by_id);
-            return attn_fail(err, ATTN_E_INVALID, "added_tokens",
-                             "no token has id %zu, below the largest added "
-                             "token's id %zu",
-                             id, n - 1);
-        }
         // keys are never longer than the file's strings; readable texts
-        // at most 6 bytes per byte (<0xNN>), and a NUL
-        key_total += by_id[id]->len;
-        text_total += 6 * by_id[id]->len + 1;
+        // at most 6 bytes per byte (<0xNN>), and a NUL; a gap has none
+        const size_t len = by_id[id] ? by_id[id]->len : 0;
+        key_total += len;
+        text_total += 6 * len + 1;
     }
     t->keys.bytes = malloc(key_total ? key_total : 1);
     t->texts.bytes = malloc(text_total);
@@ -468,7 +603,13 @@ static attn_status build_strings(struct bpe_tokenizer *t,
         const struct bpe_string *s = by_id[id];
         t->keys.off[id] = k;
         t->texts.off[id] = x;
-        const bool model = id < spec->n_vocab;
+        if (!s) {
+            // a gap: no key, an empty text, special
+            t->special[id / 8] |= (uint8_t)(1u << (id % 8));
+            t->texts.bytes[x++] = 0;
+            continue;
+        }
+        const bool model = id < spec->n_vocab && spec->vocab[id].text;
         size_t klen = s->len;
         if (model && t->byte_level)
             klen = byte_decode(inverse, s->text, s->len, t->keys.bytes + k);
@@ -489,11 +630,11 @@ static attn_status build_strings(struct bpe_tokenizer *t,
             const char b = (char)fallback_byte(spec, s);
             tlen = readable(&b, 1, false, t->texts.bytes + x);
         } else {
-            tlen = readable(t->keys.bytes + k, klen,
-                            t->normalizer == BPE_NORM_SENTENCEPIECE ||
-                                !t->byte_level,
+            tlen = readable(t->keys.bytes + k, klen, t->meta_space,
                             t->texts.bytes + x);
         }
+        if (added)
+            t->special[id / 8] |= (uint8_t)(1u << (id % 8));
         t->texts.bytes[x + tlen] = 0;
         k += klen;
         x += tlen + 1;
@@ -517,9 +658,11 @@ static attn_status build_indexes(struct bpe_tokenizer *t,
         return attn_fail(err, ATTN_E_NOMEM, "vocab", "out of memory");
     char buf[BPE_MAX_TOKEN_BYTES];
     for (size_t id = 0; id < t->n_vocab; id++) {
-        if (t->byte_level && byte_decode(inverse, spec->vocab[id].text,
-                                         spec->vocab[id].len, buf) == SIZE_MAX)
-            continue;
+        if (!spec->vocab[id].text ||
+            (t->byte_level &&
+             byte_decode(inverse, spec->vocab[id].text, spec->vocab[id].len,
+                         buf) == SIZE_MAX))
+            continue; // a gap, or a token no text can spell
         if (!index_add(&t->by_key, &t->keys, (uint32_t)id)) {
             size_t len;
             const char *s = str_at(&t->keys, (uint32_t)id, &len);
@@ -539,7 +682,8 @@ static attn_status build_indexes(struct bpe_tokenizer *t,
     for (int bytes = 0; bytes < 2; bytes++)
         for (size_t id = 0; id < t->n_ids; id++)
             if ((id < spec->n_vocab &&
-                 fallback_byte(spec, &spec->vocab[id]) >= 0) == bytes)
+                 fallback_byte(spec, &spec->vocab[id]) >= 0) == bytes &&
+                t->texts.off[id + 1] - t->texts.off[id] > 1) // not a gap
                 index_add(&t->by_text, &t->texts, (uint32_t)id);
     return ATTN_OK;
 }
@@ -599,29 +743,29 @@ static attn_status build_merges(struct bpe_tokenizer *t,
     return ATTN_OK;
 }
 
-/* The normalized form of an added token's content, for the trie of those
- * matched after normalizing, into out (bpe_normalized_bound() bytes). */
-static size_t normalize_content(const struct bpe_tokenizer *t,
-                                const struct bpe_string *s, char *out)
-{
-    uint32_t scratch[3 * BPE_MAX_TOKEN_BYTES];
-    return bpe_normalize(t->normalizer, s->text, s->len, scratch, out);
-}
-
 static attn_status build_added(struct bpe_tokenizer *t,
                                const struct bpe_spec *spec,
                                struct attn_error *err)
 {
+    // room to normalize the longest content (the caps keep it small)
+    const size_t most =
+        bpe_norm_bound(t->steps, t->n_steps, BPE_MAX_TOKEN_BYTES);
+    const size_t scratch_n =
+        bpe_norm_scratch(t->steps, t->n_steps, BPE_MAX_TOKEN_BYTES);
     size_t nodes = 1;
     for (size_t i = 0; i < spec->n_added; i++)
         nodes +=
-            bpe_normalized_bound(t->normalizer, spec->added[i].content.len);
+            bpe_norm_bound(t->steps, t->n_steps, spec->added[i].content.len);
     t->n_added = spec->n_added;
     t->added = calloc(spec->n_added ? spec->n_added : 1, sizeof *t->added);
-    if (!t->added || !trie_init(&t->raw, nodes) ||
-        !trie_init(&t->normalized, nodes))
+    char *buf = malloc(2 * most);
+    uint32_t *scratch = malloc((scratch_n ? scratch_n : 1) * sizeof *scratch);
+    if (!t->added || !buf || !scratch || !trie_init(&t->raw, nodes) ||
+        !trie_init(&t->normalized, nodes)) {
+        free(buf);
+        free(scratch);
         return attn_fail(err, ATTN_E_NOMEM, "added_tokens", "out of memory");
-    char buf[3 * BPE_MAX_TOKEN_BYTES + 3];
+    }
     // the special ones first, as the library's automaton lists them
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < spec->n_added; i++) {
@@ -633,11 +777,15 @@ static attn_status build_added(struct bpe_tokenizer *t,
                 trie_add(&t->raw, a->content.text, a->content.len, (int32_t)i);
                 continue;
             }
-            const size_t len = normalize_content(t, &a->content, buf);
+            const size_t len =
+                bpe_norm_apply(t->steps, t->n_steps, a->content.text,
+                               a->content.len, scratch, buf, buf + most);
             if (len)
                 trie_add(&t->normalized, buf, len, (int32_t)i);
         }
     }
+    free(buf);
+    free(scratch);
     return ATTN_OK;
 }
 
@@ -674,15 +822,17 @@ static void put(struct sink *s, uint32_t id, bool added)
 }
 
 /* The workspace of one encode: the symbols of a pre-token, the
- * normalizer's code points and the normalized text. */
+ * normalizer's code points, the normalized text and the normalizer's
+ * second buffer. */
 struct work {
     struct bpe_word word;
     uint32_t *scratch;
-    char *norm;
+    char *norm, *norm_tmp;
 };
 
 /* The room encode() needs for len bytes: symbols, scratch code points,
- * normalized bytes and output tokens; false on overflow. */
+ * normalized bytes (each of two buffers) and output tokens; false on
+ * overflow. */
 static bool plan(const struct bpe_tokenizer *t, size_t len, size_t *symbols,
                  size_t *scratch, size_t *norm, size_t *tokens)
 {
@@ -690,13 +840,15 @@ static bool plan(const struct bpe_tokenizer *t, size_t len, size_t *symbols,
     // fallback splits a character into its bytes; byte-level, the bytes
     // of a byte's character, up to 2); a token per symbol, per added
     // token (a byte of the text at least) and the BOS
-    *norm = bpe_normalized_bound(t->normalizer, len);
-    *scratch = bpe_normalize_scratch(t->normalizer, len);
+    *norm = bpe_norm_bound(t->steps, t->n_steps, len);
+    *scratch = bpe_norm_scratch(t->steps, t->n_steps, len);
+    if (*norm == SIZE_MAX || *scratch == SIZE_MAX)
+        return false;
     *symbols = *norm;
     if (t->byte_level && t->byte_fallback && !size_mul(*norm, 2, symbols))
         return false;
     *tokens = *symbols;
-    return *norm != SIZE_MAX && size_add_to(tokens, len + 1);
+    return size_add_to(tokens, len + 1);
 }
 
 static size_t work_bytes(size_t symbols, size_t scratch, size_t norm)
@@ -704,7 +856,8 @@ static size_t work_bytes(size_t symbols, size_t scratch, size_t norm)
     size_t total = 0, part;
     if (!size_mul(symbols, BPE_WORD_BYTES, &total) ||
         !size_mul(scratch, sizeof(uint32_t), &part) ||
-        !size_add_to(&total, part) || !size_add_to(&total, norm))
+        !size_add_to(&total, part) || !size_mul(norm, 2, &part) ||
+        !size_add_to(&total, part))
         return SIZE_MAX;
     return total;
 }
@@ -792,15 +945,28 @@ static void encode_pretoken(const struct bpe_tokenizer *t, const char *p,
         put(s, w->id[i], false);
 }
 
+/* The pieces of p[0..len) that splits level and after make, each merged
+ * as a pre-token (p itself when no split is left). */
+static void encode_split(const struct bpe_tokenizer *t, size_t level,
+                         const char *p, size_t len, struct work *w,
+                         struct sink *s)
+{
+    if (level == t->n_splits) {
+        if (len)
+            encode_pretoken(t, p, len, &w->word, s);
+        return;
+    }
+    size_t at = 0, start, end;
+    while (!s->over &&
+           bpe_split_next(&t->splits[level], p, len, &at, &start, &end))
+        encode_split(t, level + 1, p + start, end - start, w, s);
+}
+
 /* A normalized piece: its pre-tokens, each merged. */
 static void encode_normalized(const struct bpe_tokenizer *t, const char *p,
                               size_t len, struct work *w, struct sink *s)
 {
-    for (size_t at = 0; at < len && !s->over;) {
-        const size_t end = bpe_pretok_end(t->pattern, p, len, at);
-        encode_pretoken(t, p + at, end - at, &w->word, s);
-        at = end;
-    }
+    encode_split(t, 0, p, len, w, s);
 }
 
 /* The text's pieces between the added tokens of trie, each to piece()
@@ -858,8 +1024,9 @@ static void encode_raw_piece(const struct bpe_tokenizer *t, const char *p,
 {
     const char *norm = p;
     size_t nlen = len;
-    if (t->normalizer != BPE_NORM_NONE) {
-        nlen = bpe_normalize(t->normalizer, p, len, w->scratch, w->norm);
+    if (t->n_steps) {
+        nlen = bpe_norm_apply(t->steps, t->n_steps, p, len, w->scratch, w->norm,
+                              w->norm_tmp);
         norm = w->norm;
     }
     split_added(t, &t->normalized, norm, nlen, w, s, encode_normalized);
@@ -909,6 +1076,7 @@ static attn_status tokenizer_encode(const void *impl, const char *a,
     bpe_word_carve(&w.word, mem, symbols);
     w.scratch = (uint32_t *)((char *)mem + symbols * BPE_WORD_BYTES);
     w.norm = (char *)(w.scratch + scratch);
+    w.norm_tmp = w.norm + norm;
     uint8_t *type_ids = (uint8_t *)(block + tokens);
     struct sink s = {.ids = block, .added = type_ids + tokens, .cap = tokens};
     if (bos_id >= 0)
@@ -1002,14 +1170,12 @@ static int64_t tokenizer_token_id(const void *impl, const char *text,
     return index_find(&t->by_text, &t->texts, text, len);
 }
 
-/* An added token (tokenizer.json's added_tokens, specials or not). */
+/* An added token (tokenizer.json's added_tokens, specials or not), or a
+ * gap in the ids. */
 static bool tokenizer_token_special(const void *impl, uint32_t id)
 {
     const struct bpe_tokenizer *t = impl;
-    for (size_t i = 0; i < t->n_added; i++)
-        if (t->added[i].id == id)
-            return true;
-    return false;
+    return id < t->n_ids && (t->special[id / 8] >> (id % 8) & 1);
 }
 
 static void tokenizer_free(void *impl)
@@ -1027,6 +1193,8 @@ static void tokenizer_free(void *impl)
     free(t->added);
     free(t->raw.nodes);
     free(t->normalized.nodes);
+    free(t->special);
+    free(t->step_text);
     free(t);
 }
 
@@ -1070,13 +1238,12 @@ attn_status bpe_tokenizer_new(const struct bpe_spec *spec,
     t->byte_fallback = spec->byte_fallback;
     t->ignore_merges = spec->ignore_merges;
     t->fuse_unk = spec->fuse_unk;
-    t->normalizer = spec->normalizer;
-    t->pattern = spec->pattern;
     t->unk_id = spec->unk_id;
     t->bos_id = spec->bos_id;
     int16_t inverse[0x144];
     byte_inverse(inverse);
-    if (!(st = build_strings(t, spec, inverse, err)) &&
+    if (!(st = build_pipeline(t, spec, err)) &&
+        !(st = build_strings(t, spec, inverse, err)) &&
         !(st = build_indexes(t, spec, inverse, err)) &&
         !(st = build_merges(t, spec, inverse, err)) &&
         !(st = build_added(t, spec, err)))

@@ -1,8 +1,9 @@
 /*
  * bpe.h - byte-pair encoding as the tokenizers library applies it to the
- * decoder models' tokenizer.json files: GPT-2, Llama 3 and Qwen2/Qwen3
- * (byte-level) and Llama 2 and Mistral (SentencePiece-style, with byte
- * fallback). The second kind behind the tokenizer interface (tokenizer.h).
+ * decoder models' tokenizer.json files: GPT-2, Llama 3, Qwen2/Qwen3,
+ * cl100k (OLMo-2) and o200k (byte-level) and Llama 2, Mistral, Phi-3 and
+ * Gemma (SentencePiece-style, with byte fallback). The second kind behind the
+ * tokenizer interface (tokenizer.h).
  *
  * The core knows no file format: a loader (server/model/tokenizer_json.c)
  * reads the files into a struct bpe_spec of plain strings and options,
@@ -56,7 +57,12 @@ struct bpe_added_token {
     bool normalized;  /* matched in the normalized text, not the raw one */
 };
 
-/* How the text between added tokens is normalized. */
+#define BPE_MAX_NORM_STEPS 8   /* steps of a normalizer */
+#define BPE_MAX_NORM_GROWTH 64 /* bytes a normalizer makes of one byte */
+#define BPE_MAX_SPLITS 8       /* pre-tokenizers applied one after another */
+
+/* How the text between added tokens is normalized: a shorthand for the
+ * common normalizers, or NONE with the steps of struct bpe_spec. */
 enum bpe_normalizer {
     BPE_NORM_NONE = 0,
     BPE_NORM_NFC,           /* Unicode NFC (Qwen2) */
@@ -64,14 +70,48 @@ enum bpe_normalizer {
                                replace each " " with U+2581 (Llama 2) */
 };
 
-/* How a normalized piece is split into pre-tokens: the known regexes of
- * the library's Split / ByteLevel pre-tokenizers, each a hand-written
- * scanner (bpe_pretok.c). NONE: the piece is one pre-token. */
+/* One step of a normalizer, as tokenizer.json's normalizers of those
+ * names do it. */
+enum bpe_norm_kind {
+    BPE_NORM_STEP_NFC = 0, /* Unicode NFC */
+    BPE_NORM_STEP_PREPEND, /* content before a nonempty piece */
+    BPE_NORM_STEP_REPLACE, /* every pattern, leftmost first and not
+                              overlapping, becomes content */
+};
+
+struct bpe_norm_step {
+    enum bpe_norm_kind kind;
+    struct bpe_string pattern; /* REPLACE: the text replaced, nonempty */
+    struct bpe_string content; /* PREPEND, REPLACE: what is put in */
+};
+
+/* The known regexes of the library's Split / ByteLevel pre-tokenizers,
+ * each a hand-written scanner (bpe_text.c). Every character matches one
+ * of their alternatives, so the matches cover the text. */
 enum bpe_pattern {
     BPE_PATTERN_NONE = 0,
     BPE_PATTERN_GPT2,   /* ByteLevel's own, use_regex true */
-    BPE_PATTERN_LLAMA3, /* Llama 3's Split: digits in threes */
-    BPE_PATTERN_QWEN2,  /* Qwen2's Split: one digit per token */
+    BPE_PATTERN_LLAMA3, /* Llama 3's and cl100k's: digits in threes */
+    BPE_PATTERN_QWEN2,  /* Qwen2's: one digit per token */
+    BPE_PATTERN_O200K,  /* o200k's (GPT-4o): words by case, marks kept */
+};
+
+/* What a split does with the matches of its pattern and the text between
+ * them (the gaps), as the library's SplitDelimiterBehavior. */
+enum bpe_split_behavior {
+    BPE_SPLIT_ISOLATED = 0,         /* each match and each gap a piece */
+    BPE_SPLIT_REMOVED,              /* the gaps are the pieces */
+    BPE_SPLIT_MERGED_WITH_PREVIOUS, /* a match ends the gap before it */
+    BPE_SPLIT_MERGED_WITH_NEXT,     /* a match starts the gap after it */
+    BPE_SPLIT_CONTIGUOUS,           /* runs of matches, and gaps, merged */
+};
+
+/* One Split pre-tokenizer: a known regex, or a literal text. */
+struct bpe_split {
+    enum bpe_pattern pattern; /* NONE: the literal */
+    struct bpe_string literal;
+    enum bpe_split_behavior behavior;
+    bool invert; /* matches and gaps swap roles first */
 };
 
 struct bpe_spec {
@@ -81,12 +121,23 @@ struct bpe_spec {
     size_t n_vocab;
     const struct bpe_merge *merges; /* [n_merges] by rank, first is best */
     size_t n_merges;
-    /* Ids at or past n_vocab must each be an added token, with no gaps. */
+    /* Ids at or past n_vocab are added tokens; an id below the largest
+     * that none has is a gap (cl100k leaves 15), which stands for no
+     * text: it reads "", is special, and no text encodes to it. */
     const struct bpe_added_token *added;
     size_t n_added;
     bool byte_level; /* GPT-2's bytes_to_unicode alphabet */
+    /* The normalizer: the shorthand, or its steps in order (then the
+     * shorthand is NONE). */
     enum bpe_normalizer normalizer;
+    const struct bpe_norm_step *norm_steps;
+    size_t n_norm_steps;
+    /* The pre-tokenizer: pattern, one Isolated split by a known regex,
+     * or the splits, each applied to the pieces of the one before (then
+     * pattern is NONE). None: the normalized piece is one pre-token. */
     enum bpe_pattern pattern;
+    const struct bpe_split *splits;
+    size_t n_splits;
     bool byte_fallback; /* an unknown character becomes its <0xNN> tokens */
     bool ignore_merges; /* a pre-token in the vocabulary is one token */
     bool fuse_unk;      /* consecutive unknown characters give one unk */
@@ -98,8 +149,8 @@ struct bpe_spec {
 /*
  * The tokenizer interface over a BPE tokenizer built from spec, whose
  * strings are copied. Fails with ATTN_E_INVALID naming the field ("vocab",
- * "merges", "added_tokens", "unk_id", "bos_id", ...) and the value at
- * fault, ATTN_E_TOO_BIG past a cap, ATTN_E_NOMEM.
+ * "merges", "added_tokens", "unk_id", "bos_id", "norm_steps", "splits",
+ * ...) and the value at fault, ATTN_E_TOO_BIG past a cap, ATTN_E_NOMEM.
  *
  * Encoding (tok_encode): the ids of a, with the BOS first (marked added)
  * when spec->bos_id is set; every type id is 0. A second text is refused

@@ -1,9 +1,9 @@
 /*
  * bpe_internal.h - the pieces of the BPE tokenizer (bpe.h) shared between
- * its files; internal to the core. bpe_text.c: UTF-8, the normalizers and
- * the pre-tokenizer scanners; bpe_merge.c: the merge rules and merging
- * one pre-token; bpe.c: the vocabulary, the added tokens, encoding and the
- * interface.
+ * its files; internal to the core. bpe_text.c: UTF-8, the normalizers,
+ * the pre-tokenizer scanners and splits; bpe_merge.c: the merge rules and
+ * merging one pre-token; bpe.c: the vocabulary, the added tokens, encoding and
+ * the interface.
  */
 #ifndef ATTN_BPE_INTERNAL_H
 #define ATTN_BPE_INTERNAL_H
@@ -22,24 +22,39 @@ size_t bpe_utf8_valid(const char *s, size_t n);
 /* The code point at s[at] (valid UTF-8, at < n) into *cp; its length. */
 size_t bpe_utf8_next(const char *s, size_t n, size_t at, uint32_t *cp);
 
-/* At most the bytes normalizing len bytes gives (NFC: 3x, its UTF-8
- * expansion limit, which src/unicode_tables.py checks for every code
- * point; SentencePiece: a space of 1 byte becomes U+2581 of 3, plus the
- * one prepended), or SIZE_MAX on overflow. */
-size_t bpe_normalized_bound(enum bpe_normalizer norm, size_t len);
+/* The steps of a shorthand normalizer into steps (BPE_MAX_NORM_STEPS);
+ * their count. */
+size_t bpe_norm_shorthand(enum bpe_normalizer norm,
+                          struct bpe_norm_step *steps);
 
-/* The code points of scratch bpe_normalize() needs for len bytes. */
-size_t bpe_normalize_scratch(enum bpe_normalizer norm, size_t len);
+/* At most the bytes that normalizing len bytes by steps[0..n) gives,
+ * after any of the steps (NFC: 3x, its UTF-8 expansion limit, which
+ * src/unicode_tables.py checks for every code point; PREPEND: its
+ * content more; REPLACE: each pattern's bytes become the content's), or
+ * SIZE_MAX on overflow. */
+size_t bpe_norm_bound(const struct bpe_norm_step *steps, size_t n, size_t len);
 
-/* Normalize valid UTF-8 in[0..len) into out (bpe_normalized_bound(len)
- * bytes), with scratch[bpe_normalize_scratch(len)]; returns the length. */
-size_t bpe_normalize(enum bpe_normalizer norm, const char *in, size_t len,
-                     uint32_t *scratch, char *out);
+/* The code points of scratch bpe_norm_apply() needs for len bytes. */
+size_t bpe_norm_scratch(const struct bpe_norm_step *steps, size_t n,
+                        size_t len);
 
-/* Where the pre-token that starts at s[at] ends (> at), for valid UTF-8
- * s[0..n) and at < n; NONE: at n. */
+/* Normalize valid UTF-8 in[0..len) by steps[0..n) into out, through tmp
+ * (each bpe_norm_bound(len) bytes, neither overlapping in), with
+ * scratch[bpe_norm_scratch(len)]; returns the length. */
+size_t bpe_norm_apply(const struct bpe_norm_step *steps, size_t n,
+                      const char *in, size_t len, uint32_t *scratch, char *out,
+                      char *tmp);
+
+/* Where the match of pattern (not NONE) that starts at s[at] ends (> at),
+ * for valid UTF-8 s[0..n) and at < n. */
 size_t bpe_pretok_end(enum bpe_pattern pattern, const char *s, size_t n,
                       size_t at);
+
+/* The next piece split sp makes of valid UTF-8 s[0..n) from *at on:
+ * [*start, *end), nonempty, and *at past it; false when none is left.
+ * Pieces come in order and never overlap; REMOVED leaves bytes out. */
+bool bpe_split_next(const struct bpe_split *sp, const char *s, size_t n,
+                    size_t *at, size_t *start, size_t *end);
 
 /* ----------------------------------------------------------- bpe_merge.c */
 

@@ -1,6 +1,7 @@
 /*
- * bpe_text.c - text before merging: UTF-8, the two normalizers (NFC, and
- * SentencePiece's prepend-and-replace) and the pre-tokenizer scanners.
+ * bpe_text.c - text before merging: UTF-8, the normalizer steps (NFC,
+ * Prepend, Replace), the pre-tokenizer scanners and the splits that use
+ * them or a literal text.
  *
  * The scanners stand in for the regexes of tokenizer.json's pre-tokenizers,
  * which the library runs in Oniguruma: each tries the regex's alternatives
@@ -102,23 +103,70 @@ static size_t utf8_put(char *out, uint32_t cp)
 
 /* ------------------------------------------------------------ normalizers */
 
-size_t bpe_normalized_bound(enum bpe_normalizer norm, size_t len)
+size_t bpe_norm_shorthand(enum bpe_normalizer norm, struct bpe_norm_step *steps)
+{
+    static const char meta[] = "\xe2\x96\x81"; // U+2581, SentencePiece's space
+    switch (norm) {
+    case BPE_NORM_NONE: return 0;
+    case BPE_NORM_NFC:
+        steps[0] = (struct bpe_norm_step){BPE_NORM_STEP_NFC};
+        return 1;
+    case BPE_NORM_SENTENCEPIECE:
+        steps[0] = (struct bpe_norm_step){.kind = BPE_NORM_STEP_PREPEND,
+                                          .content = {meta, 3}};
+        steps[1] = (struct bpe_norm_step){.kind = BPE_NORM_STEP_REPLACE,
+                                          .pattern = {" ", 1},
+                                          .content = {meta, 3}};
+        return 2;
+    }
+    return 0;
+}
+
+/* At most the bytes one step makes of len bytes, or SIZE_MAX. */
+static size_t step_bound(const struct bpe_norm_step *step, size_t len)
 {
     size_t out = 0;
-    switch (norm) {
-    case BPE_NORM_NONE: return len;
-    case BPE_NORM_NFC: return size_mul(len, 3, &out) ? out : SIZE_MAX;
-    case BPE_NORM_SENTENCEPIECE:
-        return size_mul(len, 3, &out) && size_add_to(&out, 3) ? out : SIZE_MAX;
+    switch (step->kind) {
+    case BPE_NORM_STEP_NFC: return size_mul(len, 3, &out) ? out : SIZE_MAX;
+    case BPE_NORM_STEP_PREPEND:
+        out = len;
+        return size_add_to(&out, step->content.len) ? out : SIZE_MAX;
+    case BPE_NORM_STEP_REPLACE: {
+        // each whole pattern may become the content; the rest stays
+        const size_t p = step->pattern.len, c = step->content.len;
+        if (c <= p)
+            return len;
+        return size_mul(len / p, c, &out) && size_add_to(&out, len % p)
+                   ? out
+                   : SIZE_MAX;
+    }
     }
     return SIZE_MAX;
 }
 
-size_t bpe_normalize_scratch(enum bpe_normalizer norm, size_t len)
+size_t bpe_norm_bound(const struct bpe_norm_step *steps, size_t n, size_t len)
+{
+    size_t cur = len, most = len;
+    for (size_t i = 0; i < n && cur != SIZE_MAX; i++) {
+        cur = step_bound(&steps[i], cur);
+        most = cur > most ? cur : most;
+    }
+    return cur == SIZE_MAX ? SIZE_MAX : most;
+}
+
+size_t bpe_norm_scratch(const struct bpe_norm_step *steps, size_t n, size_t len)
 {
     // NFC decomposes first: at most one code point per byte of the
-    // decomposition, itself at most 3x the input (the generator checks)
-    return norm == BPE_NORM_NFC ? bpe_normalized_bound(norm, len) : 0;
+    // decomposition, itself at most 3x its input (the generator checks)
+    size_t cur = len, most = 0;
+    for (size_t i = 0; i < n && cur != SIZE_MAX; i++) {
+        if (steps[i].kind == BPE_NORM_STEP_NFC) {
+            const size_t need = step_bound(&steps[i], cur);
+            most = need > most ? need : most;
+        }
+        cur = step_bound(&steps[i], cur);
+    }
+    return cur == SIZE_MAX ? SIZE_MAX : most;
 }
 
 /* The run of non-starters cps[from..to) in canonical order: a stable
@@ -193,13 +241,45 @@ static size_t nfc(const char *in, size_t len, uint32_t *cps, char *out)
     return o;
 }
 
-size_t bpe_normalize(enum bpe_normalizer norm, const char *in, size_t len,
-                     uint32_t *scratch, char *out)
+/* Every pattern in in[0..len), leftmost first and not overlapping, as
+ * content, into out; returns the length. */
+static size_t replace(const struct bpe_norm_step *step, const char *in,
+                      size_t len, char *out)
 {
-    static const char meta[] = "\xe2\x96\x81"; // U+2581, SentencePiece's space
-    switch (norm) {
-    case BPE_NORM_NONE: memcpy(out, in, len); return len;
-    case BPE_NORM_NFC: {
+    const char *pat = step->pattern.text;
+    const size_t plen = step->pattern.len, clen = step->content.len;
+    size_t o = 0, at = 0;
+    while (at < len) {
+        const char *hit = len - at >= plen
+                              ? memchr(in + at, pat[0], len - at - plen + 1)
+                              : NULL;
+        // a candidate only where the whole pattern still fits
+        if (hit && memcmp(hit, pat, plen) != 0) {
+            const size_t skip = (size_t)(hit - (in + at)) + 1;
+            memcpy(out + o, in + at, skip);
+            o += skip;
+            at += skip;
+            continue;
+        }
+        const size_t keep = hit ? (size_t)(hit - (in + at)) : len - at;
+        memcpy(out + o, in + at, keep);
+        o += keep;
+        at += keep;
+        if (hit) {
+            memcpy(out + o, step->content.text, clen);
+            o += clen;
+            at += plen;
+        }
+    }
+    return o;
+}
+
+/* One step of in[0..len) into out; its length. */
+static size_t apply_step(const struct bpe_norm_step *step, const char *in,
+                         size_t len, uint32_t *scratch, char *out)
+{
+    switch (step->kind) {
+    case BPE_NORM_STEP_NFC: {
         // ASCII is its own NFC
         size_t i = 0;
         while (i < len && (unsigned char)in[i] < 0x80)
@@ -210,23 +290,33 @@ size_t bpe_normalize(enum bpe_normalizer norm, const char *in, size_t len,
         }
         return nfc(in, len, scratch, out);
     }
-    case BPE_NORM_SENTENCEPIECE: {
+    case BPE_NORM_STEP_PREPEND:
         if (len == 0)
             return 0; // Prepend leaves an empty piece empty
-        memcpy(out, meta, 3);
-        size_t o = 3;
-        for (size_t i = 0; i < len; i++) {
-            if (in[i] == ' ') {
-                memcpy(out + o, meta, 3);
-                o += 3;
-            } else {
-                out[o++] = in[i];
-            }
-        }
-        return o;
-    }
+        memcpy(out, step->content.text, step->content.len);
+        memcpy(out + step->content.len, in, len);
+        return step->content.len + len;
+    case BPE_NORM_STEP_REPLACE: return replace(step, in, len, out);
     }
     return 0;
+}
+
+size_t bpe_norm_apply(const struct bpe_norm_step *steps, size_t n,
+                      const char *in, size_t len, uint32_t *scratch, char *out,
+                      char *tmp)
+{
+    if (n == 0) {
+        memcpy(out, in, len);
+        return len;
+    }
+    // the buffers take turns so that the last step writes to out
+    const char *src = in;
+    for (size_t i = 0; i < n; i++) {
+        char *dst = (n - 1 - i) % 2 == 0 ? out : tmp;
+        len = apply_step(&steps[i], src, len, scratch, dst);
+        src = dst;
+    }
+    return len;
 }
 
 /* ------------------------------------------------------- pre-tokenizers */
@@ -306,6 +396,18 @@ static size_t space_run(const char *s, size_t n, size_t at)
     return end - last;
 }
 
+/* Llama 3's, Qwen2's and o200k's last alternatives, at a space:
+ * \s*[\r\n]+ (through the last \r or \n of the run), else as
+ * space_run(). */
+static size_t spaces_end(const char *s, size_t n, size_t at)
+{
+    const size_t end = run_end(s, n, at, UNICODE_BPE_SPACE, 0, NULL, NULL);
+    for (size_t k = end; k > at; k--)
+        if (is_cr_lf(s[k - 1]))
+            return k;
+    return space_run(s, n, at);
+}
+
 /* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+
  *        |\s+(?!\S)|\s+ */
 static size_t gpt2_end(const char *s, size_t n, size_t at)
@@ -367,12 +469,113 @@ static size_t llama3_end(const char *s, size_t n, size_t at, size_t digits)
             end++;
         return end;
     }
-    // c is a space. "\s*[\r\n]+": through the last \r or \n of the run
-    const size_t end = run_end(s, n, at, UNICODE_BPE_SPACE, 0, NULL, NULL);
-    for (size_t k = end; k > at; k--)
-        if (is_cr_lf(s[k - 1]))
-            return k;
-    return space_run(s, n, at);
+    return spaces_end(s, n, at);
+}
+
+/* o200k's sets of letters by case: [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+ * (upper) and [\p{Ll}\p{Lm}\p{Lo}\p{M}] (lower); modifier and other
+ * letters and the marks are in both. */
+static bool in_case_set(uint32_t cp, bool upper)
+{
+    const enum unicode_letter_mark lm = unicode_letter_mark(cp);
+    if (lm == UNICODE_LM_NONE)
+        return false;
+    return upper ? lm != UNICODE_LM_LL
+                 : lm != UNICODE_LM_LU && lm != UNICODE_LM_LT;
+}
+
+/* The end of the run of characters of one case set that starts at at. */
+static size_t case_run(const char *s, size_t n, size_t at, bool upper)
+{
+    while (at < n) {
+        uint32_t cp;
+        const size_t l = bpe_utf8_next(s, n, at, &cp);
+        if (!in_case_set(cp, upper))
+            break;
+        at += l;
+    }
+    return at;
+}
+
+/* The start of the character that ends just before s[at] (at > 0). */
+static size_t char_before(const char *s, size_t at)
+{
+    do
+        at--;
+    while (at > 0 && ((unsigned char)s[at] & 0xC0) == 0x80);
+    return at;
+}
+
+/*
+ * o200k's two word alternatives at s[at], with P [^\r\n\p{L}\p{N}], U
+ * and L its case sets and C the contraction (?i:'s|'t|'re|'ve|'m|'ll|'d):
+ *   P?U*L+C?  |  P?U+L*C?
+ * tried as Oniguruma backtracks: each with the optional P taken first,
+ * then without it; U* greedy, giving back a character at a time until L+
+ * can start. The end of the match, or at when neither matches.
+ */
+static size_t o200k_word(const char *s, size_t n, size_t at)
+{
+    uint32_t cp;
+    const size_t first = bpe_utf8_next(s, n, at, &cp);
+    const enum unicode_bpe_class c = unicode_bpe_class(cp);
+    const bool lead = cp != '\r' && cp != '\n' && c != UNICODE_BPE_LETTER &&
+                      c != UNICODE_BPE_NUMBER;
+    for (int alt = 0; alt < 2; alt++) {
+        for (int with_lead = lead; with_lead >= 0; with_lead--) {
+            const size_t from = with_lead ? at + first : at;
+            const size_t upper_end = case_run(s, n, from, true);
+            size_t lower_from = upper_end;
+            if (alt == 0) {
+                // the last place in [from, upper_end] that L+ can start
+                bool found = false;
+                for (;;) {
+                    if (lower_from < n) {
+                        bpe_utf8_next(s, n, lower_from, &cp);
+                        found = in_case_set(cp, false);
+                    }
+                    if (found || lower_from == from)
+                        break;
+                    lower_from = char_before(s, lower_from);
+                }
+                if (!found)
+                    continue;
+            } else if (upper_end == from) {
+                continue;
+            }
+            size_t end = case_run(s, n, lower_from, false);
+            if (end < n && s[end] == '\'')
+                end += contraction(s, n, end, true);
+            return end;
+        }
+    }
+    return at;
+}
+
+/* o200k (GPT-4o): the two word alternatives above, then
+ *   \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t o200k_end(const char *s, size_t n, size_t at)
+{
+    const size_t word = o200k_word(s, n, at);
+    if (word > at)
+        return word;
+    size_t len;
+    const enum unicode_bpe_class c = class_at(s, n, at, &len, NULL);
+    if (c == UNICODE_BPE_NUMBER)
+        return run_end(s, n, at, UNICODE_BPE_NUMBER, 3, NULL, NULL);
+    size_t from = SIZE_MAX, l1;
+    if (c == UNICODE_BPE_OTHER)
+        from = at;
+    else if (s[at] == ' ' && at + 1 < n &&
+             class_at(s, n, at + 1, &l1, NULL) == UNICODE_BPE_OTHER)
+        from = at + 1;
+    if (from != SIZE_MAX) {
+        size_t end = run_end(s, n, from, UNICODE_BPE_OTHER, 0, NULL, NULL);
+        while (end < n && (is_cr_lf(s[end]) || s[end] == '/'))
+            end++;
+        return end;
+    }
+    return spaces_end(s, n, at);
 }
 
 size_t bpe_pretok_end(enum bpe_pattern pattern, const char *s, size_t n,
@@ -383,6 +586,104 @@ size_t bpe_pretok_end(enum bpe_pattern pattern, const char *s, size_t n,
     case BPE_PATTERN_GPT2: return gpt2_end(s, n, at);
     case BPE_PATTERN_LLAMA3: return llama3_end(s, n, at, 3);
     case BPE_PATTERN_QWEN2: return llama3_end(s, n, at, 1);
+    case BPE_PATTERN_O200K: return o200k_end(s, n, at);
     }
     return n;
+}
+
+/* ------------------------------------------------------------- splits */
+
+/* Where the next place that literal starts is, at or after from; n if
+ * nowhere. */
+static size_t find_literal(const struct bpe_string *lit, const char *s,
+                           size_t n, size_t from)
+{
+    while (from < n && n - from >= lit->len) {
+        const char *hit =
+            memchr(s + from, lit->text[0], n - from - lit->len + 1);
+        if (!hit)
+            break;
+        if (memcmp(hit, lit->text, lit->len) == 0)
+            return (size_t)(hit - s);
+        from = (size_t)(hit - s) + 1;
+    }
+    return n;
+}
+
+/* The segment of s[0..n) that starts at at (< n): a match of sp's pattern,
+ * or the gap before the next one (the library's find_matches); its end,
+ * and in *match which, after sp->invert. */
+static size_t segment(const struct bpe_split *sp, const char *s, size_t n,
+                      size_t at, bool *match)
+{
+    size_t end;
+    if (sp->pattern != BPE_PATTERN_NONE) {
+        // a scanner's matches cover the text
+        end = bpe_pretok_end(sp->pattern, s, n, at);
+        *match = true;
+    } else if (sp->literal.len == 0) {
+        end = n; // an empty literal matches nowhere, as in the library
+        *match = false;
+    } else if (n - at >= sp->literal.len &&
+               memcmp(s + at, sp->literal.text, sp->literal.len) == 0) {
+        end = at + sp->literal.len;
+        *match = true;
+    } else {
+        end = find_literal(&sp->literal, s, n, at + 1);
+        *match = false;
+    }
+    if (sp->invert)
+        *match = !*match;
+    return end;
+}
+
+/*
+ * The library folds the segments into pieces: MergedWithPrevious
+ * appends a match to the piece before it when that piece did not end with
+ * a match; MergedWithNext, the same from the end (a match takes the gap
+ * after it); Contiguous merges segments of one kind. Each needs to see
+ * only the segment after the current one.
+ */
+bool bpe_split_next(const struct bpe_split *sp, const char *s, size_t n,
+                    size_t *at, size_t *start, size_t *end)
+{
+    while (*at < n) {
+        bool match, next_match;
+        const size_t from = *at;
+        size_t to = segment(sp, s, n, from, &match), next;
+        switch (sp->behavior) {
+        case BPE_SPLIT_ISOLATED: break;
+        case BPE_SPLIT_REMOVED:
+            if (match) {
+                *at = to;
+                continue;
+            }
+            break;
+        case BPE_SPLIT_MERGED_WITH_PREVIOUS:
+            if (!match && to < n) {
+                next = segment(sp, s, n, to, &next_match);
+                to = next_match ? next : to;
+            }
+            break;
+        case BPE_SPLIT_MERGED_WITH_NEXT:
+            if (match && to < n) {
+                next = segment(sp, s, n, to, &next_match);
+                to = next_match ? to : next;
+            }
+            break;
+        case BPE_SPLIT_CONTIGUOUS:
+            while (to < n) {
+                next = segment(sp, s, n, to, &next_match);
+                if (next_match != match)
+                    break;
+                to = next;
+            }
+            break;
+        }
+        *at = to;
+        *start = from;
+        *end = to;
+        return true;
+    }
+    return false;
 }

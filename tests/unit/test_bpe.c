@@ -212,6 +212,98 @@ static void test_llama3_pattern(void **state)
     expect_split(BPE_PATTERN_QWEN2, "2024 x", "2|0|2|4| x");
 }
 
+/* o200k's words by case; each expectation is the library's split. */
+static void test_o200k_pattern(void **state)
+{
+    (void)state;
+    const enum bpe_pattern p = BPE_PATTERN_O200K;
+    // an uppercase run may start a word, and a contraction ends one
+    expect_split(p, "Hello World's CamelCase iPhone",
+                 "Hello| World's| Camel|Case| i|Phone");
+    expect_split(p, "HELLO'S don't DON'T", "HELLO'S| don't| DON'T");
+    expect_split(p, "'s 'LL x'Re", "'s| '|LL| x'Re");
+    // titlecase (Dž), modifier (ʰ) and other letters (中文)
+    expect_split(p,
+                 "\xc7\x85ungla \xca\xb0"
+                 "a \xe4\xb8\xad\xe6\x96\x87"
+                 "abc",
+                 "\xc7\x85ungla| \xca\xb0"
+                 "a| \xe4\xb8\xad\xe6\x96\x87"
+                 "abc");
+    // marks belong to words, also after a space
+    expect_split(p, "cafe\xcc\x81 \xcc\x81x", "cafe\xcc\x81| \xcc\x81x");
+    expect_split(p,
+                 "\xc3\xa9\xcc\x81"
+                 "A\xcc\x81"
+                 "b",
+                 "\xc3\xa9\xcc\x81|A\xcc\x81"
+                 "b");
+    // punctuation takes the newlines and slashes after it
+    expect_split(p, "path/to\n/x !!/\n\n", "path|/to|\n|/x| !!/\n\n");
+    expect_split(p, "12345 \xc2\xbd\xc2\xb2", "123|45| |\xc2\xbd\xc2\xb2");
+    expect_split(p, "a  b\n\n c", "a| | b|\n\n| c");
+    expect_split(p, "x \t\n y", "x| \t\n| y");
+}
+
+/* The pieces a split makes of text, joined with '|'. */
+static void expect_pieces(const struct bpe_split *sp, const char *text,
+                          const char *want)
+{
+    char got[256];
+    size_t o = 0, at = 0, start, end;
+    const size_t n = strlen(text);
+    while (bpe_split_next(sp, text, n, &at, &start, &end)) {
+        assert_true(end > start && start >= o / 2);
+        const int k = snprintf(got + o, sizeof got - o, "%s%.*s", o ? "|" : "",
+                               (int)(end - start), text + start);
+        assert_true(k > 0 && (size_t)k < sizeof got - o);
+        o += (size_t)k;
+    }
+    got[o] = 0;
+    if (strcmp(got, want) != 0)
+        fail_msg("behavior %d, invert %d, on '%s':\n  got  '%s'\n  want '%s'",
+                 (int)sp->behavior, (int)sp->invert, text, got, want);
+}
+
+/* Split's behaviors on a literal, inverted and not: the library's pieces
+ * of its documentation's example. */
+static void test_split_behaviors(void **state)
+{
+    (void)state;
+    const char *text = "the-final--countdown-";
+    const struct {
+        enum bpe_split_behavior behavior;
+        const char *plain, *inverted;
+    } cases[] = {
+        {BPE_SPLIT_REMOVED, "the|final|countdown", "-|-|-|-"},
+        {BPE_SPLIT_ISOLATED, "the|-|final|-|-|countdown|-",
+         "the|-|final|-|-|countdown|-"},
+        {BPE_SPLIT_MERGED_WITH_PREVIOUS, "the-|final-|-|countdown-",
+         "the|-final|-|-countdown|-"},
+        {BPE_SPLIT_MERGED_WITH_NEXT, "the|-final|-|-countdown|-",
+         "the-|final-|-|countdown-"},
+        {BPE_SPLIT_CONTIGUOUS, "the|-|final|--|countdown|-",
+         "the|-|final|--|countdown|-"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct bpe_split sp = {.literal = {"-", 1},
+                               .behavior = cases[i].behavior};
+        expect_pieces(&sp, text, cases[i].plain);
+        sp.invert = true;
+        expect_pieces(&sp, text, cases[i].inverted);
+    }
+    // an empty literal matches nowhere; a regex's matches cover the text
+    struct bpe_split none = {.literal = {"", 0}};
+    expect_pieces(&none, "a b", "a b");
+    struct bpe_split words = {.pattern = BPE_PATTERN_GPT2,
+                              .behavior = BPE_SPLIT_CONTIGUOUS};
+    expect_pieces(&words, "a b", "a b");
+    words.behavior = BPE_SPLIT_REMOVED;
+    expect_pieces(&words, "a b", "");
+    words.invert = true;
+    expect_pieces(&words, "a b", "a| b");
+}
+
 /* ----------------------------------------------------------- merging */
 
 static void test_merge_order(void **state)
@@ -354,13 +446,15 @@ static void test_added_tokens(void **state)
                                            false,      false,    false};
     m->n_added = 2;
     struct bpe_spec spec = spec_of(m);
-    // ids from the vocabulary's end to 299 would be holes: refused
+    // ids from the vocabulary's end to 299 are gaps: no text, special
     spec.byte_level = true;
     spec.pattern = BPE_PATTERN_GPT2;
     struct tokenizer t;
-    struct attn_error err;
-    assert_int_equal(bpe_tokenizer_new(&spec, &t, &err), ATTN_E_INVALID);
-    assert_string_equal(err.field, "added_tokens");
+    build(&spec, &t);
+    assert_int_equal(tok_vocab_size(&t), mask + 2);
+    assert_string_equal(tok_token_text(&t, mask - 1), "");
+    assert_true(tok_token_special(&t, mask - 1));
+    tok_free(&t);
     m->added[0].id = (uint32_t)m->n_vocab;
     m->added[1].id = (uint32_t)m->n_vocab + 1;
     build(&spec, &t);
@@ -411,9 +505,12 @@ static void test_readable_texts(void **state)
 
 static void expect_nfc(const char *in, const char *want)
 {
-    char out[64];
+    char out[64], tmp[64];
     uint32_t scratch[64];
-    const size_t n = bpe_normalize(BPE_NORM_NFC, in, strlen(in), scratch, out);
+    struct bpe_norm_step nfc[BPE_MAX_NORM_STEPS];
+    const size_t steps = bpe_norm_shorthand(BPE_NORM_NFC, nfc);
+    const size_t n =
+        bpe_norm_apply(nfc, steps, in, strlen(in), scratch, out, tmp);
     out[n] = 0;
     if (strcmp(out, want) != 0)
         fail_msg("NFC of '%s' is '%s', not '%s'", in, out, want);
@@ -440,6 +537,133 @@ static void test_nfc(void **state)
     assert_int_equal(unicode_bpe_class(0x0660), UNICODE_BPE_NUMBER);
     assert_int_equal(unicode_bpe_class(0x00AA), UNICODE_BPE_LETTER);
     assert_int_equal(unicode_bpe_class(0x200B), UNICODE_BPE_OTHER);
+}
+
+/* ------------------------------------------------ normalizer steps */
+
+static void expect_norm(const struct bpe_norm_step *steps, size_t n,
+                        const char *in, const char *want)
+{
+    char out[256], tmp[256];
+    uint32_t scratch[256];
+    const size_t len = strlen(in);
+    assert_true(bpe_norm_bound(steps, n, len) < sizeof out);
+    assert_true(bpe_norm_scratch(steps, n, len) <= 256);
+    const size_t k = bpe_norm_apply(steps, n, in, len, scratch, out, tmp);
+    assert_true(k <= bpe_norm_bound(steps, n, len));
+    out[k] = 0;
+    if (strcmp(out, want) != 0)
+        fail_msg("normalizing '%s' gives '%s', not '%s'", in, out, want);
+}
+
+static void test_norm_steps(void **state)
+{
+    (void)state;
+    const struct bpe_norm_step meta = {.kind = BPE_NORM_STEP_REPLACE,
+                                       .pattern = {" ", 1},
+                                       .content = {"\xe2\x96\x81", 3}};
+    // Gemma's: spaces become U+2581, nothing is prepended
+    expect_norm(&meta, 1, "Hello  world ",
+                "Hello\xe2\x96\x81\xe2\x96\x81world"
+                "\xe2\x96\x81");
+    expect_norm(&meta, 1, "", "");
+    // leftmost first, not overlapping; a longer pattern, and deleting
+    const struct bpe_norm_step aa = {.kind = BPE_NORM_STEP_REPLACE,
+                                     .pattern = {"aa", 2},
+                                     .content = {"b", 1}};
+    expect_norm(&aa, 1, "aaaaa a", "bba a");
+    const struct bpe_norm_step drop = {.kind = BPE_NORM_STEP_REPLACE,
+                                       .pattern = {"\xe2\x80\x8b", 3},
+                                       .content = {"", 0}};
+    expect_norm(&drop, 1,
+                "a\xe2\x80\x8b"
+                "b",
+                "ab");
+    // a sequence: NFC, then prepend, then replace, in that order
+    const struct bpe_norm_step seq[] = {
+        {.kind = BPE_NORM_STEP_NFC},
+        {.kind = BPE_NORM_STEP_PREPEND, .content = {"\xe2\x96\x81", 3}},
+        meta};
+    expect_norm(seq, 3, "cafe\xcc\x81 x",
+                "\xe2\x96\x81"
+                "caf\xc3\xa9\xe2\x96\x81x");
+    expect_norm(seq, 3, "", "");
+    // the shorthand is the same steps
+    struct bpe_norm_step sp[BPE_MAX_NORM_STEPS];
+    const size_t n = bpe_norm_shorthand(BPE_NORM_SENTENCEPIECE, sp);
+    expect_norm(sp, n, "a b",
+                "\xe2\x96\x81"
+                "a\xe2\x96\x81"
+                "b");
+}
+
+/* Gemma's pipeline on a small vocabulary: spaces replaced by U+2581 and
+ * nothing prepended, split on " " (which no longer occurs), byte
+ * fallback; and the ids that no token has, as cl100k leaves. */
+static void test_steps_and_gaps(void **state)
+{
+    (void)state;
+    struct made *m = calloc(1, sizeof *m);
+    sentencepiece_vocab(m, true);
+    struct bpe_spec spec = spec_of(m);
+    const struct bpe_norm_step steps[] = {{.kind = BPE_NORM_STEP_REPLACE,
+                                           .pattern = {" ", 1},
+                                           .content = {"\xe2\x96\x81", 3}}};
+    const struct bpe_split split = {.literal = {" ", 1},
+                                    .behavior = BPE_SPLIT_MERGED_WITH_PREVIOUS};
+    spec.norm_steps = steps;
+    spec.n_norm_steps = 1;
+    spec.splits = &split;
+    spec.n_splits = 1;
+    spec.byte_fallback = true;
+    spec.unk_id = 0;
+    struct tokenizer t;
+    build(&spec, &t);
+    // no U+2581 before the first word, one before the second; one
+    // pre-token, since the split's " " is gone once normalized
+    expect_texts(&t, "hello hello", "h|ell|o| hello");
+    expect_texts(&t, "hi\x02", "h|i|\x02"); // <0x02> reads as its byte
+    tok_free(&t);
+    // a gap in the vocabulary and one before an added token
+    m->vocab[5] = (struct bpe_string){NULL, 0};
+    const size_t top = m->n_vocab + 3;
+    struct bpe_added_token end = {
+        {"<end>", 5}, (uint32_t)top - 1, true, false, false, false, false};
+    spec.added = &end;
+    spec.n_added = 1;
+    build(&spec, &t);
+    assert_int_equal(tok_vocab_size(&t), top);
+    for (size_t id = 0; id < top; id++) {
+        const bool gap = id == 5 || (id >= m->n_vocab && id + 1 < top);
+        if (gap) {
+            assert_string_equal(tok_token_text(&t, (uint32_t)id), "");
+            assert_true(tok_token_special(&t, (uint32_t)id));
+            assert_int_equal(tok_token_bytes(&t, (uint32_t)id, NULL, 0), 0);
+        }
+    }
+    assert_int_equal(tok_token_id(&t, "", 0), -1);
+    assert_true(tok_token_special(&t, (uint32_t)top - 1));
+    expect_texts(&t, "hello<end>", "h|ell|o|<end>");
+    expect_texts(&t, "hi\x02", "h|i|<unk>"); // <0x02> is now a gap
+    tok_free(&t);
+    // both a shorthand and steps, or a normalizer that grows too much
+    struct attn_error err;
+    spec.normalizer = BPE_NORM_NFC;
+    assert_int_equal(bpe_tokenizer_new(&spec, &t, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "norm_steps");
+    spec.normalizer = BPE_NORM_NONE;
+    static const char wide[100] = {0};
+    const struct bpe_norm_step grow = {.kind = BPE_NORM_STEP_REPLACE,
+                                       .pattern = {"a", 1},
+                                       .content = {wide, sizeof wide}};
+    spec.norm_steps = &grow;
+    assert_int_equal(bpe_tokenizer_new(&spec, &t, &err), ATTN_E_TOO_BIG);
+    assert_string_equal(err.field, "norm_steps");
+    spec.norm_steps = steps;
+    spec.pattern = BPE_PATTERN_GPT2;
+    assert_int_equal(bpe_tokenizer_new(&spec, &t, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "splits");
+    free(m);
 }
 
 /* ------------------------------------------------------------ refusals */
@@ -558,6 +782,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt2_pattern),
         cmocka_unit_test(test_llama3_pattern),
+        cmocka_unit_test(test_o200k_pattern),
+        cmocka_unit_test(test_split_behaviors),
+        cmocka_unit_test(test_norm_steps),
+        cmocka_unit_test(test_steps_and_gaps),
         cmocka_unit_test(test_merge_order),
         cmocka_unit_test(test_sentencepiece),
         cmocka_unit_test(test_added_tokens),
