@@ -31,11 +31,22 @@ static const struct {
     {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!"
      "\\S)|\\s+",
      BPE_PATTERN_GPT2},
+    {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}"
+     "\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]"
+     "?"
+     "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'"
+     "s|"
+     "'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+     "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r"
+     "\\n]+|\\s+(?!\\S)|\\s+",
+     BPE_PATTERN_O200K},
 };
 
 /* What the files give, before the core builds from it. */
 struct reading {
     struct bpe_spec spec;
+    struct bpe_norm_step steps[BPE_MAX_NORM_STEPS];
+    struct bpe_split splits[BPE_MAX_SPLITS];
     struct bpe_string *vocab;
     struct bpe_merge *merges;
     struct bpe_added_token *added;
@@ -90,33 +101,39 @@ static int64_t find_id(const struct reading *r, const char *s)
             memcmp(r->added[i].content.text, s, len) == 0)
             return r->added[i].id;
     for (size_t i = 0; i < r->spec.n_vocab; i++)
-        if (r->vocab[i].len == len && memcmp(r->vocab[i].text, s, len) == 0)
+        if (r->vocab[i].text && r->vocab[i].len == len &&
+            memcmp(r->vocab[i].text, s, len) == 0)
             return (int64_t)i;
     return -1;
 }
 
 /* ------------------------------------------------------------ the model */
 
-/* vocab: {token: id}, the ids 0 to n-1 each once. */
+/* vocab: {token: id}, each id once; an id below the largest that no token
+ * has is a gap (cl100k's vocabulary has 15). */
 static bool read_vocab(const cJSON *vocab, const char *where, struct reading *r)
 {
     if (!cJSON_IsObject(vocab))
         return model_fail(r->err, r->err_len, "%s is not an object", where);
-    const size_t n = (size_t)cJSON_GetArraySize(vocab);
-    if (n == 0 || n > BPE_MAX_VOCAB)
+    const size_t count = (size_t)cJSON_GetArraySize(vocab);
+    if (count == 0 || count > BPE_MAX_VOCAB)
         return model_fail(r->err, r->err_len,
-                          "%s has %zu tokens; 1 to %zu are allowed", where, n,
-                          BPE_MAX_VOCAB);
+                          "%s has %zu tokens; 1 to %zu are allowed", where,
+                          count, BPE_MAX_VOCAB);
+    size_t n = 0;
+    for (const cJSON *e = vocab->child; e; e = e->next) {
+        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
+        if (!(d >= 0 && d < (double)BPE_MAX_VOCAB) || (double)(size_t)d != d)
+            return model_fail(r->err, r->err_len,
+                              "%s['%.64s'] is not an id from 0 to %zu", where,
+                              e->string, BPE_MAX_VOCAB - 1);
+        n = (size_t)d + 1 > n ? (size_t)d + 1 : n;
+    }
     r->vocab = calloc(n, sizeof *r->vocab);
     if (!r->vocab)
         return model_fail(r->err, r->err_len, "out of memory for %s", where);
     for (const cJSON *e = vocab->child; e; e = e->next) {
-        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (!(d >= 0 && d < (double)n) || (double)(size_t)d != d)
-            return model_fail(r->err, r->err_len,
-                              "%s['%.64s'] is not an id from 0 to %zu", where,
-                              e->string, n - 1);
-        const size_t id = (size_t)d;
+        const size_t id = (size_t)e->valuedouble;
         if (r->vocab[id].text)
             return model_fail(r->err, r->err_len,
                               "%s gives id %zu to '%.64s' and to '%.64s'",
@@ -224,7 +241,8 @@ static bool read_model(cJSON *doc, struct reading *r)
                               "model.unk_token is not a string");
         // the model's own vocabulary, as the library looks it up
         for (size_t i = 0; i < r->spec.n_vocab; i++)
-            if (strcmp(r->vocab[i].text, unk->valuestring) == 0)
+            if (r->vocab[i].text &&
+                strcmp(r->vocab[i].text, unk->valuestring) == 0)
                 r->spec.unk_id = (int64_t)i;
         if (r->spec.unk_id < 0)
             return model_fail(r->err, r->err_len,
@@ -237,64 +255,154 @@ static bool read_model(cJSON *doc, struct reading *r)
 
 /* ------------------------------------------------- the pipeline's parts */
 
-static bool is_prepend_meta(const cJSON *n)
+/* A string key, into *out. */
+static bool string_key(const cJSON *obj, const char *name, const char *where,
+                       struct bpe_string *out, struct reading *r)
 {
-    const cJSON *p = key(n, "prepend");
-    return strcmp(type_of(n), "Prepend") == 0 && cJSON_IsString(p) &&
-           strcmp(p->valuestring, "\xe2\x96\x81") == 0;
+    const cJSON *v = key(obj, name);
+    if (!cJSON_IsString(v))
+        return model_fail(r->err, r->err_len, "%s.%s is not a string", where,
+                          name);
+    *out = str(v->valuestring);
+    return true;
 }
 
-static bool is_replace_space(const cJSON *n)
+/* One normalizer, appended to the steps; a Sequence's in order. */
+static bool read_norm_step(const cJSON *n, const char *where, int depth,
+                           struct reading *r)
 {
-    const cJSON *pattern = key(n, "pattern");
-    const cJSON *s = key(pattern, "String");
-    const cJSON *c = key(n, "content");
-    return strcmp(type_of(n), "Replace") == 0 && cJSON_IsString(s) &&
-           strcmp(s->valuestring, " ") == 0 && cJSON_IsString(c) &&
-           strcmp(c->valuestring, "\xe2\x96\x81") == 0;
+    const char *type = type_of(n);
+    struct bpe_norm_step step = {0};
+    if (strcmp(type, "Sequence") == 0 && depth < 4) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, key(n, "normalizers"))
+        {
+            if (!read_norm_step(e, "normalizer.normalizers", depth + 1, r))
+                return false;
+        }
+        return true;
+    }
+    if (strcmp(type, "NFC") == 0) {
+        step.kind = BPE_NORM_STEP_NFC;
+    } else if (strcmp(type, "Prepend") == 0) {
+        step.kind = BPE_NORM_STEP_PREPEND;
+        if (!string_key(n, "prepend", where, &step.content, r))
+            return false;
+    } else if (strcmp(type, "Replace") == 0) {
+        step.kind = BPE_NORM_STEP_REPLACE;
+        const cJSON *pattern = key(n, "pattern");
+        if (!cJSON_IsString(key(pattern, "String")))
+            return model_fail(r->err, r->err_len,
+                              "%s: Replace's pattern is not a String (a Regex "
+                              "is not supported)",
+                              where);
+        if (!string_key(pattern, "String", where, &step.pattern, r) ||
+            !string_key(n, "content", where, &step.content, r))
+            return false;
+        if (step.pattern.len == 0)
+            return model_fail(r->err, r->err_len,
+                              "%s: Replace's pattern is empty", where);
+    } else {
+        return model_fail(r->err, r->err_len,
+                          "%s.type '%.64s' is not supported (NFC, Prepend, "
+                          "Replace of a String, or a Sequence of those)",
+                          where, type[0] ? type : "(none)");
+    }
+    if (r->spec.n_norm_steps == BPE_MAX_NORM_STEPS)
+        return model_fail(r->err, r->err_len,
+                          "normalizer has more than %d steps",
+                          BPE_MAX_NORM_STEPS);
+    r->steps[r->spec.n_norm_steps++] = step;
+    return true;
 }
 
-/* normalizer: null, NFC, or Sequence[Prepend("▁"), Replace(" ", "▁")]
- * (or a Sequence of NFC alone). */
+/* normalizer: null, or NFC, Prepend, Replace (a String) and Sequences of
+ * those, as steps. */
 static bool read_normalizer(const cJSON *n, struct reading *r)
 {
     r->spec.normalizer = BPE_NORM_NONE;
-    if (is_null(n))
-        return true;
-    const char *type = type_of(n);
-    if (strcmp(type, "NFC") == 0) {
-        r->spec.normalizer = BPE_NORM_NFC;
-        return true;
-    }
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = key(n, "normalizers");
-        const int count = cJSON_GetArraySize(list);
-        if (count == 2 && is_prepend_meta(cJSON_GetArrayItem(list, 0)) &&
-            is_replace_space(cJSON_GetArrayItem(list, 1))) {
-            r->spec.normalizer = BPE_NORM_SENTENCEPIECE;
-            return true;
-        }
-        if (count == 1 &&
-            strcmp(type_of(cJSON_GetArrayItem(list, 0)), "NFC") == 0) {
-            r->spec.normalizer = BPE_NORM_NFC;
-            return true;
-        }
-        if (count == 0)
-            return true;
-        return model_fail(r->err, r->err_len,
-                          "normalizer: this Sequence is not supported (only "
-                          "[Prepend \"\xe2\x96\x81\", Replace \" \" with "
-                          "\"\xe2\x96\x81\"] or [NFC])");
-    }
-    return model_fail(r->err, r->err_len,
-                      "normalizer.type '%.64s' is not supported (null, NFC, "
-                      "or SentencePiece's Prepend and Replace)",
-                      type[0] ? type : "(none)");
+    r->spec.norm_steps = r->steps;
+    r->spec.n_norm_steps = 0;
+    return is_null(n) || read_norm_step(n, "normalizer", 0, r);
 }
 
-/* ByteLevel as a pre-tokenizer: no prefix space; use_regex as wanted. */
-static bool read_byte_level(const cJSON *p, const char *where, bool want_regex,
-                            struct reading *r)
+/* Split's behaviors, as tokenizer.json names them. */
+static const struct {
+    const char *name;
+    enum bpe_split_behavior behavior;
+} behaviors[] = {
+    {"Isolated", BPE_SPLIT_ISOLATED},
+    {"Removed", BPE_SPLIT_REMOVED},
+    {"MergedWithPrevious", BPE_SPLIT_MERGED_WITH_PREVIOUS},
+    {"MergedWithNext", BPE_SPLIT_MERGED_WITH_NEXT},
+    {"Contiguous", BPE_SPLIT_CONTIGUOUS},
+};
+
+/* Room for one more split, or a refusal. */
+static struct bpe_split *new_split(struct reading *r)
+{
+    if (r->spec.n_splits == BPE_MAX_SPLITS) {
+        model_fail(r->err, r->err_len, "pre_tokenizer has more than %d splits",
+                   BPE_MAX_SPLITS);
+        return NULL;
+    }
+    struct bpe_split *sp = &r->splits[r->spec.n_splits++];
+    memset(sp, 0, sizeof *sp);
+    return sp;
+}
+
+/* Split: one of the known regexes or a String, any behavior, inverted or
+ * not. */
+static bool read_split(const cJSON *p, const char *where, struct reading *r)
+{
+    const cJSON *pattern = key(p, "pattern");
+    const cJSON *re = key(pattern, "Regex");
+    const cJSON *literal = key(pattern, "String");
+    const cJSON *behavior = key(p, "behavior");
+    bool invert;
+    if (!flag(p, "invert", false, where, &invert, r))
+        return false;
+    struct bpe_split *sp = new_split(r);
+    if (!sp)
+        return false;
+    sp->invert = invert;
+    size_t b = 0;
+    const size_t n_behaviors = sizeof behaviors / sizeof behaviors[0];
+    while (b < n_behaviors &&
+           !(cJSON_IsString(behavior) &&
+             strcmp(behavior->valuestring, behaviors[b].name) == 0))
+        b++;
+    if (b == n_behaviors)
+        return model_fail(
+            r->err, r->err_len,
+            "%s.behavior '%.32s' is not supported (Isolated, "
+            "Removed, MergedWithPrevious, MergedWithNext, "
+            "Contiguous)",
+            where, cJSON_IsString(behavior) ? behavior->valuestring : "?");
+    sp->behavior = behaviors[b].behavior;
+    if (cJSON_IsString(literal)) {
+        sp->literal = str(literal->valuestring);
+        return true;
+    }
+    if (!cJSON_IsString(re))
+        return model_fail(r->err, r->err_len,
+                          "%s.pattern is neither a Regex nor a String", where);
+    for (size_t i = 0; i < sizeof known_regexes / sizeof known_regexes[0]; i++)
+        if (strcmp(re->valuestring, known_regexes[i].regex) == 0) {
+            sp->pattern = known_regexes[i].pattern;
+            return true;
+        }
+    return model_fail(r->err, r->err_len,
+                      "%s.pattern '%.120s' is not one of the known patterns "
+                      "(GPT-2's, Llama 3's and cl100k's, Qwen2's, o200k's)",
+                      where, re->valuestring);
+}
+
+/* ByteLevel as a pre-tokenizer, last of all: no prefix space (which
+ * would add text); its regex, when use_regex, a split of GPT-2's pattern
+ * after the splits before it. */
+static bool read_byte_level_last(const cJSON *p, const char *where,
+                                 struct reading *r)
 {
     bool prefix, regex;
     if (!flag(p, "add_prefix_space", true, where, &prefix, r) ||
@@ -305,77 +413,56 @@ static bool read_byte_level(const cJSON *p, const char *where, bool want_regex,
                           "%s.add_prefix_space is true, which is not "
                           "supported",
                           where);
-    if (regex != want_regex)
-        return model_fail(r->err, r->err_len,
-                          "%s.use_regex is %s, which is not supported here",
-                          where, regex ? "true" : "false");
     r->spec.byte_level = true;
-    return true;
+    if (!regex)
+        return true;
+    struct bpe_split *sp = new_split(r);
+    if (sp)
+        sp->pattern = BPE_PATTERN_GPT2;
+    return sp != NULL;
 }
 
-/* Split with one of the known regexes, Isolated, not inverted. */
-static bool read_split(const cJSON *p, struct reading *r)
-{
-    const cJSON *pattern = key(p, "pattern");
-    const cJSON *re = key(pattern, "Regex");
-    const cJSON *behavior = key(p, "behavior");
-    bool invert;
-    if (!flag(p, "invert", false, "pre_tokenizer.Split", &invert, r))
-        return false;
-    if (!cJSON_IsString(re))
-        return model_fail(r->err, r->err_len,
-                          "pre_tokenizer.Split.pattern is not a Regex");
-    if (!cJSON_IsString(behavior) ||
-        strcmp(behavior->valuestring, "Isolated") != 0 || invert)
-        return model_fail(r->err, r->err_len,
-                          "pre_tokenizer.Split.behavior '%.32s' (invert %s) "
-                          "is not supported (only Isolated, not inverted)",
-                          cJSON_IsString(behavior) ? behavior->valuestring
-                                                   : "?",
-                          invert ? "true" : "false");
-    for (size_t i = 0; i < sizeof known_regexes / sizeof known_regexes[0]; i++)
-        if (strcmp(re->valuestring, known_regexes[i].regex) == 0) {
-            r->spec.pattern = known_regexes[i].pattern;
-            return true;
-        }
-    return model_fail(r->err, r->err_len,
-                      "pre_tokenizer.Split.pattern '%.120s' is not one of the "
-                      "known patterns (GPT-2's, Llama 3's, Qwen2's)",
-                      re->valuestring);
-}
-
-/* pre_tokenizer: null, ByteLevel (GPT-2's regex), or
- * Sequence[Split(regex), ByteLevel(use_regex false)]. */
+/* pre_tokenizer: null, ByteLevel, Split, or a Sequence of Splits that may
+ * end with a ByteLevel. */
 static bool read_pre_tokenizer(const cJSON *p, struct reading *r)
 {
     r->spec.pattern = BPE_PATTERN_NONE;
+    r->spec.splits = r->splits;
+    r->spec.n_splits = 0;
     if (is_null(p))
         return true;
     const char *type = type_of(p);
-    if (strcmp(type, "ByteLevel") == 0) {
-        bool regex;
-        if (!flag(p, "use_regex", true, "pre_tokenizer", &regex, r) ||
-            !read_byte_level(p, "pre_tokenizer", regex, r))
-            return false;
-        r->spec.pattern = regex ? BPE_PATTERN_GPT2 : BPE_PATTERN_NONE;
-        return true;
-    }
+    if (strcmp(type, "ByteLevel") == 0)
+        return read_byte_level_last(p, "pre_tokenizer", r);
+    if (strcmp(type, "Split") == 0)
+        return read_split(p, "pre_tokenizer", r);
     if (strcmp(type, "Sequence") == 0) {
         const cJSON *list = key(p, "pretokenizers");
-        const cJSON *first = cJSON_GetArrayItem(list, 0);
-        const cJSON *second = cJSON_GetArrayItem(list, 1);
-        if (cJSON_GetArraySize(list) == 2 &&
-            strcmp(type_of(first), "Split") == 0 &&
-            strcmp(type_of(second), "ByteLevel") == 0)
-            return read_split(first, r) &&
-                   read_byte_level(second, "pre_tokenizer.ByteLevel", false, r);
-        return model_fail(r->err, r->err_len,
-                          "pre_tokenizer: this Sequence is not supported (only "
-                          "[Split, ByteLevel])");
+        const int count = cJSON_GetArraySize(list);
+        for (int i = 0; i < count; i++) {
+            const cJSON *e = cJSON_GetArrayItem(list, i);
+            const char *t = type_of(e);
+            char where[64];
+            snprintf(where, sizeof where, "pre_tokenizer.pretokenizers[%d]", i);
+            bool ok;
+            if (strcmp(t, "Split") == 0)
+                ok = read_split(e, where, r);
+            else if (strcmp(t, "ByteLevel") == 0 && i == count - 1)
+                ok = read_byte_level_last(e, where, r);
+            else
+                ok =
+                    model_fail(r->err, r->err_len,
+                               "%s.type '%.64s' is not supported here (Splits, "
+                               "then a ByteLevel last)",
+                               where, t[0] ? t : "(none)");
+            if (!ok)
+                return false;
+        }
+        return true;
     }
     return model_fail(r->err, r->err_len,
                       "pre_tokenizer.type '%.64s' is not supported (null, "
-                      "ByteLevel, or Sequence [Split, ByteLevel])",
+                      "ByteLevel, Split, or a Sequence of those)",
                       type[0] ? type : "(none)");
 }
 
@@ -620,9 +707,10 @@ static bool read_gpt2_files(cJSON *vocab, char *merges, size_t merges_len,
 
 /*
  * Whose BOS: transformers' LlamaTokenizerFast (tokenizer_class
- * "LlamaTokenizer" or "LlamaTokenizerFast", and CodeLlama's) rebuilds
+ * "LlamaTokenizer" or "LlamaTokenizerFast", and CodeLlama's) and
+ * GemmaTokenizerFast ("GemmaTokenizer" or "GemmaTokenizerFast") rebuild
  * the post-processor from tokenizer_config.json's add_bos_token (default
- * true) and add_eos_token (default false) when it loads, whatever
+ * true) and add_eos_token (default false) when they load, whatever
  * tokenizer.json says; every other class keeps tokenizer.json's. attnd
  * follows transformers, since the model's attention is computed on what
  * transformers feeds it. An EOS after the text is refused: the interface
@@ -638,7 +726,9 @@ static bool apply_config(const cJSON *config, struct reading *r)
                        strcmp(name, "LlamaTokenizerFast") == 0 ||
                        strcmp(name, "CodeLlamaTokenizer") == 0 ||
                        strcmp(name, "CodeLlamaTokenizerFast") == 0;
-    if (!llama)
+    const bool gemma = strcmp(name, "GemmaTokenizer") == 0 ||
+                       strcmp(name, "GemmaTokenizerFast") == 0;
+    if (!llama && !gemma)
         return true;
     bool bos, eos;
     if (!flag(config, "add_bos_token", true, "tokenizer_config", &bos, r) ||
@@ -648,7 +738,7 @@ static bool apply_config(const cJSON *config, struct reading *r)
         return model_fail(r->err, r->err_len,
                           "add_eos_token is true, which is not supported "
                           "(an EOS after the text)");
-    if (!is_null(key(config, "add_prefix_space")))
+    if (llama && !is_null(key(config, "add_prefix_space")))
         return model_fail(r->err, r->err_len,
                           "add_prefix_space is set: %s then rebuilds the "
                           "tokenizer from the SentencePiece model, which "
@@ -657,7 +747,8 @@ static bool apply_config(const cJSON *config, struct reading *r)
     r->spec.bos_id = -1;
     if (!bos)
         return true;
-    const char *token = config_token(config, "bos_token", "<s>");
+    const char *token =
+        config_token(config, "bos_token", gemma ? "<bos>" : "<s>");
     const int64_t id = token ? find_id(r, token) : -1;
     if (id < 0)
         return model_fail(r->err, r->err_len,

