@@ -17,12 +17,16 @@ struct frozen_norm {
     bool centre;  /* LayerNorm */
 };
 
-static double part_of(const struct frozen_norm *f, const float *c, size_t H)
+/* With post (NULL: none), the component is c[k] * post[k]: a layer's
+ * frozen norm on its attention's output (below). */
+static double part_of(const struct frozen_norm *f, const float *c,
+                      const double *post, size_t H)
 {
     double dot = 0.0, sum = 0.0;
     for (size_t k = 0; k < H; k++) {
-        dot += f->g[k] * c[k];
-        sum += c[k];
+        const double ck = post ? c[k] * post[k] : c[k];
+        dot += f->g[k] * ck;
+        sum += ck;
     }
     if (f->centre)
         dot -= sum / (double)H * f->sum_g;
@@ -96,10 +100,11 @@ static double bias_part(const struct xf_model *m, const double *u)
 
 /* Layer l's heads: W_O's slice of head a maps z_a to the stream, so its
  * part is z_a . (W_O^T g)_a, less its mean's share under LayerNorm,
- * z_a . (W_O^T 1)_a / H. t, t1: [heads D] scratch; row: [heads D]. */
+ * z_a . (W_O^T 1)_a / H; with post, W_O's row k is scaled by post[k]
+ * first. t, t1: [heads D] scratch; row: [heads D]. */
 static void head_parts(const struct xf_model *m, const struct frozen_norm *f,
-                       size_t l, const float *z, double *t, double *t1,
-                       float *row, double *out)
+                       size_t l, const float *z, const double *post, double *t,
+                       double *t1, float *row, double *out)
 {
     const size_t H = m->hidden, D = m->head_dim, hd = m->heads * D;
     const struct xf_matrix o = m->layer[l].o_w;
@@ -108,9 +113,10 @@ static void head_parts(const struct xf_model *m, const struct frozen_norm *f,
     memset(t1, 0, hd * sizeof *t1);
     for (size_t k = 0; k < H; k++) {
         attn_widen((const char *)o.data + k * hd * sz, o.dtype, hd, row);
+        const double p = post ? post[k] : 1.0;
         for (size_t j = 0; j < hd; j++) {
-            t[j] += f->g[k] * row[j];
-            t1[j] += row[j];
+            t[j] += f->g[k] * p * row[j];
+            t1[j] += p * row[j];
         }
     }
     for (size_t a = 0; a < m->heads; a++) {
@@ -125,15 +131,45 @@ static void head_parts(const struct xf_model *m, const struct frozen_norm *f,
     }
 }
 
+/* A norm on layer l's attention output (Gemma 2 and 3, OLMo 2), frozen
+ * at the output the pass had, a = z W_O^T + b_O: the stream receives
+ * a[k] * post[k], post[k] = w[k] / rms(a), linear in each head's share
+ * of a. post, a: [H]; row: [heads D] scratch. */
+static void freeze_output_norm(const struct xf_model *m, size_t l,
+                               const float *z, double *a, float *row,
+                               double *post)
+{
+    const size_t H = m->hidden, hd = m->heads * m->head_dim;
+    const struct xf_layer *y = &m->layer[l];
+    const size_t sz = attn_dtype_size(y->o_w.dtype);
+    double sq = 0.0;
+    for (size_t k = 0; k < H; k++) {
+        attn_widen((const char *)y->o_w.data + k * hd * sz, y->o_w.dtype, hd,
+                   row);
+        double v = y->o_b ? y->o_b[k] : 0.0;
+        for (size_t j = 0; j < hd; j++)
+            v += (double)row[j] * z[j];
+        a[k] = v;
+        sq += v * v;
+    }
+    const double rms = sqrt(sq / (double)H + m->norm_eps);
+    for (size_t k = 0; k < H; k++)
+        post[k] = y->attn_out_norm_w[k] / rms;
+}
+
 attn_status xf_dla(const struct xf_model *m, const struct xf_result *acts,
                    const uint32_t *target, size_t n_target, struct xf_dla *out,
                    struct attn_error *err)
 {
     memset(out, 0, sizeof *out);
-    if (!m->lm_head.data || m->arch.norm_place != XF_NORM_BEFORE)
+    const bool out_norms = m->arch.norm_place == XF_NORM_SANDWICH ||
+                           m->arch.norm_place == XF_NORM_OUTPUT;
+    if (!m->lm_head.data || m->arch.norm_place == XF_NORM_AFTER ||
+        (out_norms && m->arch.norm != XF_NORM_RMS))
         return attn_fail(err, ATTN_E_INVALID, "model",
-                         "direct logit attribution needs a pre-norm model "
-                         "with an output head");
+                         "direct logit attribution needs a model with an "
+                         "output head whose residual stream no norm "
+                         "rewrites (and RMS norms on sublayer outputs)");
     if (!acts->resid || acts->captured != 1 || (n_target != 1 && n_target != 2))
         return attn_fail(err, ATTN_E_INVALID, "acts",
                          "attribution reads one position's activations and "
@@ -146,7 +182,7 @@ attn_status xf_dla(const struct xf_model *m, const struct xf_result *acts,
     const size_t L = m->layers, h = m->heads, H = m->hidden,
                  hd = h * m->head_dim;
     const size_t big = H > hd ? H : hd;
-    double *scratch = malloc((H + H + 2 * hd) * sizeof *scratch);
+    double *scratch = malloc((4 * H + 2 * hd) * sizeof *scratch);
     float *row = malloc(big * sizeof *row);
     out->heads_part = malloc(L * h * sizeof *out->heads_part);
     out->mlp = malloc(L * sizeof *out->mlp);
@@ -161,24 +197,27 @@ attn_status xf_dla(const struct xf_model *m, const struct xf_result *acts,
                          "out of memory for the attribution");
     }
     double *u = scratch, *t = u + 2 * H, *t1 = t + hd;
+    double *post = out_norms ? t1 + hd : NULL, *projected = t1 + hd + H;
     struct frozen_norm f = {.g = u + H};
     direction(m, target, n_target, row, u);
     out->layers = L;
     out->heads = h;
     out->logit = freeze(m, acts->resid + L * H, u, &f) + bias_part(m, u);
     out->bias = bias_part(m, u);
-    out->embed = part_of(&f, acts->resid, H);
+    out->embed = part_of(&f, acts->resid, NULL, H);
     double total = out->embed + out->bias;
     for (size_t l = 0; l < L; l++) {
-        head_parts(m, &f, l, acts->z + l * hd, t, t1, row,
+        if (post)
+            freeze_output_norm(m, l, acts->z + l * hd, projected, row, post);
+        head_parts(m, &f, l, acts->z + l * hd, post, t, t1, row,
                    out->heads_part + l * h);
         for (size_t a = 0; a < h; a++)
             total += out->heads_part[l * h + a];
         if (out->attn_bias) {
-            out->attn_bias[l] = part_of(&f, m->layer[l].o_b, H);
+            out->attn_bias[l] = part_of(&f, m->layer[l].o_b, post, H);
             total += out->attn_bias[l];
         }
-        out->mlp[l] = part_of(&f, acts->mlp_out + l * H, H);
+        out->mlp[l] = part_of(&f, acts->mlp_out + l * H, NULL, H);
         total += out->mlp[l];
     }
     out->total = total;

@@ -13,9 +13,17 @@
  * norm's bias goes apart, into `bias`. Since the norm is linear once its
  * scale is frozen, the parts add up to the model's logit (difference).
  *
- * The model must be pre-norm with an output head; the activations are a
- * pass's with XF_WANT_ACTIVATIONS at the position (transformer.h). All
- * sums in double. Errors follow attention.h.
+ * Where a model norms its attention's output before the residual sum
+ * (Gemma 2 and 3, OLMo 2: RMSNorms), that norm's scale is frozen too, at
+ * the layer's output, so each head's share still adds up to what the
+ * layer wrote. The logits are taken before any final soft-cap (Gemma 2's
+ * final_logit_softcapping), where the parts add up; the cap is not
+ * linear.
+ *
+ * The model must have an output head and a residual stream that no norm
+ * rewrites (not post-norm); the activations are a pass's with
+ * XF_WANT_ACTIVATIONS at the position (transformer.h). All sums in
+ * double. Errors follow attention.h.
  */
 #ifndef ATTN_ATTRIBUTION_H
 #define ATTN_ATTRIBUTION_H

@@ -450,9 +450,9 @@ static bool add_numbers(struct buf *t, const double *x, size_t n, size_t row,
     return ok && buf_append_str(t, nested ? "]]" : "]");
 }
 
-/* Direct logit attribution: {"target", "target_text", "position", "heads" [layers]
- * [heads], "mlp" [layers], "attn_bias" [layers] (a model with output
- * biases), "embed", "bias", "total", "logit"}. */
+/* Direct logit attribution: {"target", "target_text", "position", "heads"
+ * [layers] [heads], "mlp" [layers], "attn_bias" [layers] (a model with output
+ * biases), "embed", "bias", "total", "logit", "before_softcap"}. */
 static bool add_dla(struct response_stream *s)
 {
     const struct request_interventions *iv = &s->req->model.iv;
@@ -473,10 +473,10 @@ static bool add_dla(struct response_stream *s)
     }
     ok = ok &&
          buf_printf(t, "],\"position\":%zu,\"heads\":", iv->dla_position) &&
-              add_numbers(t, d->heads_part, d->layers * d->heads, d->heads,
-                          true, precision) &&
-              buf_append_str(t, ",\"mlp\":") &&
-              add_numbers(t, d->mlp, d->layers, d->layers, false, precision);
+         add_numbers(t, d->heads_part, d->layers * d->heads, d->heads, true,
+                     precision) &&
+         buf_append_str(t, ",\"mlp\":") &&
+         add_numbers(t, d->mlp, d->layers, d->layers, false, precision);
     if (ok && d->attn_bias)
         ok = buf_append_str(t, ",\"attn_bias\":") &&
              add_numbers(t, d->attn_bias, d->layers, d->layers, false,
@@ -491,6 +491,12 @@ static bool add_dla(struct response_stream *s)
     for (size_t i = 0; ok && i < 4; i++)
         ok = buf_printf(t, ",\"%s\":", scalars[i].name) &&
              add_measure(t, scalars[i].value, precision, false);
+    // the parts are of the logits before a final soft-cap, which is not
+    // linear: say which cap they come before
+    const float cap = m->xf.final_softcap;
+    ok = ok && buf_append_str(t, ",\"before_softcap\":") &&
+         (cap > 0.0f ? buf_printf(t, "%.9g", (double)cap)
+                     : buf_append_str(t, "null"));
     return ok && buf_append_str(t, "}");
 }
 
