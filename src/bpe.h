@@ -1,9 +1,9 @@
 /*
  * bpe.h - byte-pair encoding as the tokenizers library applies it to the
  * decoder models' tokenizer.json files: GPT-2, Llama 3, Qwen2/Qwen3,
- * cl100k (OLMo-2) and o200k (byte-level) and Llama 2, Mistral, Phi-3 and
- * Gemma (SentencePiece-style, with byte fallback). The second kind behind the
- * tokenizer interface (tokenizer.h).
+ * cl100k (which OLMo-2's derives from) and o200k (byte-level), and Llama 2,
+ * Mistral, Phi-3 and Gemma (SentencePiece-style, with byte fallback). The
+ * second kind behind the tokenizer interface (tokenizer.h).
  *
  * The core knows no file format: a loader (server/model/tokenizer_json.c)
  * reads the files into a struct bpe_spec of plain strings and options,
@@ -13,8 +13,8 @@
  *
  * Encoding a text runs as the library does: the added tokens are found in
  * the raw text first (leftmost, longest); every piece between them is
- * normalized, split into pre-tokens by the model's pattern and merged by
- * rank within each pre-token; the post-processor's BOS goes first.
+ * normalized, split into pre-tokens by the splits and merged by rank
+ * within each pre-token; the post-processor's BOS goes first.
  */
 #ifndef ATTN_BPE_H
 #define ATTN_BPE_H

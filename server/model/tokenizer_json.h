@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Caps on the files (the largest real tokenizer.json, Qwen3's, is 11 MB). */
+/* Caps on the files (the largest real tokenizer.json, Gemma 3's, is 33 MB). */
 #define TOKENIZER_JSON_MAX_BYTES ((size_t)64 << 20)
 #define TOKENIZER_CONFIG_MAX_BYTES ((size_t)4 << 20)
 
