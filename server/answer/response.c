@@ -5,6 +5,7 @@
  */
 #include "response.h"
 #include "buf.h"
+#include "family.h"
 #include "jsonnum.h"
 #include "models.h"
 #include "request_fields.h"
@@ -734,7 +735,7 @@ size_t response_stream_bytes_model(const struct request *req)
                          : 4) +
                 per_token;
     text += 2 * MODEL_NAME_MAX + 6 * sizeof m->name;
-    if (m->xf.arch.causal)
+    if (m->family->decoder)
         text += 160;
     if (req->model.run.want & XF_WANT_LOGIT_LENS)
         text += response_lens_bytes(req);

@@ -172,7 +172,7 @@ static bool layers_part(struct buf *b, const struct model *m)
 static bool decoder_part(struct buf *b, const struct model *m)
 {
     const struct xf_model *x = &m->xf;
-    if (!x->arch.causal)
+    if (!m->family->decoder)
         return true;
     bool ok = buf_printf(b,
                          ",\"family\":\"%s\",\"kv_heads\":%zu,"

@@ -11,8 +11,9 @@
 /* Each row: the family's definition, and its place in the table. */
 #define FAMILIES(X)                                                            \
     X(family_bert)                                                             \
-    X(family_gpt2) X(family_llama) X(family_mistral) X(family_qwen2)           \
-        X(family_qwen3) X(family_gemma) X(family_gemma2) X(family_gemma3_text) \
+    X(family_gpt2)                                                             \
+    X(family_llama) X(family_mistral) X(family_qwen2) X(family_qwen3)          \
+        X(family_gemma) X(family_gemma2) X(family_gemma3_text)                 \
             X(family_gemma3)
 
 #define DECLARE(row) extern const struct family row;
@@ -32,6 +33,11 @@ const struct family *family_find(const char *model_type, size_t len)
             memcmp(families[i]->model_type, model_type, len) == 0)
             return families[i];
     return NULL;
+}
+
+const struct family *family_at(size_t i)
+{
+    return i < N_FAMILIES ? families[i] : NULL;
 }
 
 void family_names(char *out, size_t out_len)

@@ -81,6 +81,8 @@ struct model_tensor *model_tensors_last(struct model_tensors *list);
 struct family {
     const char *model_type; /* config.json's, e.g. "bert" */
     const char *network;    /* what messages call it, "BERT encoder" */
+    bool decoder;           /* a causal LM: GET /models and the answer's
+                               config describe it as one */
     /* config.json's keys into m->xf: the arch and the sizes (the tensors
      * come later). False with one line in err naming the key and its
      * value. */
@@ -112,6 +114,9 @@ struct family {
 
 /* The row of model_type[0..len), or NULL. */
 const struct family *family_find(const char *model_type, size_t len);
+
+/* Row i of the table, or NULL past its end. */
+const struct family *family_at(size_t i);
 
 /* The model_types of the table, quoted and comma-separated, for a
  * message. */

@@ -414,7 +414,8 @@ static bool in_network(const char *rest)
 
 #define ROW(type, name)                                                        \
     {                                                                          \
-        .model_type = type, .network = name, .read_config = read_config,       \
+        .model_type = type, .network = name, .decoder = true,                  \
+        .read_config = read_config,                                            \
         .name_tensors = name_tensors, .after_tensors = model_tie_head,         \
         .prefix = prefix, .in_network = in_network,                            \
         .open_tokenizer = tokenizer_json_open,                                 \

@@ -169,6 +169,7 @@ static bool in_network(const char *rest)
 
 const struct family family_gpt2 = {
     .model_type = "gpt2",
+    .decoder = true,
     .network = "GPT-2 decoder",
     .read_config = read_config,
     .name_tensors = name_tensors,

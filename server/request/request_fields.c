@@ -190,7 +190,7 @@ static bool echo_model(struct buf *out, const struct request *req,
                    f->name, m->name, b->layers, b->heads, b->hidden,
                    b->intermediate, b->max_positions, xf_act_name(b->arch.act),
                    m->do_lower_case ? "true" : "false");
-    if (!ok || !b->arch.causal)
+    if (!ok || !m->family->decoder)
         return ok;
     ok = buf_printf(out,
                     ",\"family\":\"%s\",\"causal\":true,\"kv_heads\":%zu,"

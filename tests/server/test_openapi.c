@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "family.h"
 #include "models.h"
 #include "options.h"
 #include "request_fields.h"
@@ -217,6 +218,35 @@ static void test_config_route_is_documented(void **state)
 
 /* GET /models: every key a loaded model is described by is documented,
  * and nothing else. */
+/* GET /models's list of decoder families is the table's: a row added
+ * without its name there, or a name left after its row, fails here. */
+static void test_families_are_documented(void **state)
+{
+    (void)state;
+    const cJSON *names =
+        at(at(at(at(at(at(schema("ModelsDocument"), "properties"), "models"),
+                    "items"),
+                 "properties"),
+              "family"),
+           "enum");
+    size_t decoders = 0;
+    for (size_t i = 0; family_at(i); i++) {
+        const struct family *f = family_at(i);
+        if (!f->decoder)
+            continue;
+        decoders++;
+        bool listed = false;
+        const cJSON *name;
+        cJSON_ArrayForEach(name, names) listed |=
+            !strcmp(name->valuestring, f->model_type);
+        if (!listed)
+            fail_msg("openapi.json's families lack '%s'", f->model_type);
+    }
+    if ((size_t)cJSON_GetArraySize(names) != decoders)
+        fail_msg("openapi.json lists %d families, the table has %zu decoders",
+                 cJSON_GetArraySize(names), decoders);
+}
+
 static void test_models_route_is_documented(void **state)
 {
     (void)state;
@@ -241,8 +271,8 @@ static void test_models_route_is_documented(void **state)
     {
         bool seen = false;
         const cJSON *model;
-        cJSON_ArrayForEach(model, cJSON_GetObjectItem(answer, "models"))
-            seen |= cJSON_GetObjectItem(model, prop->string) != NULL;
+        cJSON_ArrayForEach(model, cJSON_GetObjectItem(answer, "models")) seen |=
+            cJSON_GetObjectItem(model, prop->string) != NULL;
         if (!seen)
             fail_msg("/models never gives the documented %s", prop->string);
     }
@@ -261,6 +291,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_models_route_is_documented),
+        cmocka_unit_test(test_families_are_documented),
         cmocka_unit_test(test_fields_are_documented),
         cmocka_unit_test(test_config_echo_is_documented),
         cmocka_unit_test(test_config_route_is_documented),
