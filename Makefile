@@ -472,6 +472,7 @@ models-golden-files: $(TOKENIZE_MODULES)
 	$(PYTHON) tests/models/generate.py tests/models
 	$(PYTHON) tests/models/generate_decoders.py tests/models
 	$(PYTHON) tests/models/generate_neox_phi3_olmo2.py tests/models
+	$(PYTHON) tests/models/generate_gemma.py tests/models
 	$(PYTHON) tests/models/generate_interventions.py tests/models
 
 # Every C file written by hand (the generated tables keep their generator's form).
