@@ -705,16 +705,37 @@ static bool read_gpt2_files(cJSON *vocab, char *merges, size_t merges_len,
 
 /* ---------------------------------------------------------------- BOS */
 
+/* The classes whose fast tokenizer rebuilds the post-processor when it
+ * loads (transformers' update_post_processor()); a config naming the slow
+ * class gets the fast one. */
+static const struct {
+    const char *name;
+    bool bos_default;     /* add_bos_token when the config has none */
+    const char *bos_name; /* bos_token when the config has none */
+    bool from_slow;       /* add_prefix_space set: rebuilt from the
+                             SentencePiece model */
+} rebuilt_classes[] = {
+    {"LlamaTokenizer", true, "<s>", true},
+    {"LlamaTokenizerFast", true, "<s>", true},
+    {"CodeLlamaTokenizer", true, "<s>", true},
+    {"CodeLlamaTokenizerFast", true, "<s>", true},
+    {"GemmaTokenizer", true, "<bos>", false},
+    {"GemmaTokenizerFast", true, "<bos>", false},
+    {"GPTNeoXTokenizer", false, "<|endoftext|>", false},
+    {"GPTNeoXTokenizerFast", false, "<|endoftext|>", false},
+};
+
 /*
- * Whose BOS: transformers' LlamaTokenizerFast (tokenizer_class
- * "LlamaTokenizer" or "LlamaTokenizerFast", and CodeLlama's) and
- * GemmaTokenizerFast ("GemmaTokenizer" or "GemmaTokenizerFast") rebuild
- * the post-processor from tokenizer_config.json's add_bos_token (default
- * true) and add_eos_token (default false) when they load, whatever
+ * Whose BOS: transformers' LlamaTokenizerFast, GemmaTokenizerFast and
+ * GPTNeoXTokenizerFast rebuild the post-processor from
+ * tokenizer_config.json's add_bos_token (default true, or false for
+ * GPT-NeoX) and add_eos_token (default false) when they load, whatever
  * tokenizer.json says; every other class keeps tokenizer.json's. attnd
  * follows transformers, since the model's attention is computed on what
  * transformers feeds it. An EOS after the text is refused: the interface
- * marks one added token, first.
+ * marks one added token, first. Every fast class also sets a ByteLevel
+ * pre-tokenizer's add_prefix_space from the config's (default false),
+ * which must then be false.
  */
 static bool apply_config(const cJSON *config, struct reading *r)
 {
@@ -722,23 +743,31 @@ static bool apply_config(const cJSON *config, struct reading *r)
         return true;
     const cJSON *cls = key(config, "tokenizer_class");
     const char *name = cJSON_IsString(cls) ? cls->valuestring : "";
-    const bool llama = strcmp(name, "LlamaTokenizer") == 0 ||
-                       strcmp(name, "LlamaTokenizerFast") == 0 ||
-                       strcmp(name, "CodeLlamaTokenizer") == 0 ||
-                       strcmp(name, "CodeLlamaTokenizerFast") == 0;
-    const bool gemma = strcmp(name, "GemmaTokenizer") == 0 ||
-                       strcmp(name, "GemmaTokenizerFast") == 0;
-    if (!llama && !gemma)
+    size_t k = 0;
+    const size_t n_classes = sizeof rebuilt_classes / sizeof rebuilt_classes[0];
+    while (k < n_classes && strcmp(name, rebuilt_classes[k].name) != 0)
+        k++;
+    const bool from_slow = k < n_classes && rebuilt_classes[k].from_slow;
+    bool prefix = false;
+    if (!from_slow && !flag(config, "add_prefix_space", false,
+                            "tokenizer_config", &prefix, r))
+        return false;
+    if (prefix && r->spec.byte_level)
+        return model_fail(r->err, r->err_len,
+                          "add_prefix_space is true, which is not supported "
+                          "(a space put before the text)");
+    if (k == n_classes)
         return true;
     bool bos, eos;
-    if (!flag(config, "add_bos_token", true, "tokenizer_config", &bos, r) ||
+    if (!flag(config, "add_bos_token", rebuilt_classes[k].bos_default,
+              "tokenizer_config", &bos, r) ||
         !flag(config, "add_eos_token", false, "tokenizer_config", &eos, r))
         return false;
     if (eos)
         return model_fail(r->err, r->err_len,
                           "add_eos_token is true, which is not supported "
                           "(an EOS after the text)");
-    if (llama && !is_null(key(config, "add_prefix_space")))
+    if (from_slow && !is_null(key(config, "add_prefix_space")))
         return model_fail(r->err, r->err_len,
                           "add_prefix_space is set: %s then rebuilds the "
                           "tokenizer from the SentencePiece model, which "
@@ -748,7 +777,7 @@ static bool apply_config(const cJSON *config, struct reading *r)
     if (!bos)
         return true;
     const char *token =
-        config_token(config, "bos_token", gemma ? "<bos>" : "<s>");
+        config_token(config, "bos_token", rebuilt_classes[k].bos_name);
     const int64_t id = token ? find_id(r, token) : -1;
     if (id < 0)
         return model_fail(r->err, r->err_len,

@@ -386,6 +386,57 @@ static void test_gemma_bos(void **state)
     free(json);
 }
 
+/* GPTNeoXTokenizerFast rebuilds the post-processor too, with no BOS by
+ * default and <|endoftext|> as its BOS; any fast class gives a ByteLevel
+ * pre-tokenizer the config's add_prefix_space. On cl100k's file, whose
+ * own template adds nothing. */
+static void test_neox_config(void **state)
+{
+    (void)state;
+    size_t len;
+    char *json = test_read_file(MODULES "node_modules/@lenml/"
+                                        "tokenizer-gpt35turbo/models/"
+                                        "tokenizer.json",
+                                &len);
+    const char *configs[] = {
+        "{\"tokenizer_class\": \"GPTNeoXTokenizer\"}",
+        "{\"tokenizer_class\": \"GPTNeoXTokenizer\", \"add_bos_token\": true}",
+        "{\"tokenizer_class\": \"GPTNeoXTokenizerFast\", \"add_bos_token\": "
+        "true, \"bos_token\": \"<|fim_prefix|>\"}",
+        "{\"tokenizer_class\": \"GPT2Tokenizer\", \"add_bos_token\": true}",
+    };
+    const int64_t bos[] = {-1, 100257, 100258, -1};
+    for (size_t i = 0; i < 4; i++) {
+        const struct tokenizer_texts in = {.tokenizer_json = json,
+                                           .tokenizer_json_len = len,
+                                           .config = configs[i],
+                                           .config_len = strlen(configs[i])};
+        struct tokenizer t;
+        const char *bad;
+        char err[400];
+        if (!tokenizer_json_build(&in, &t, &bad, err, sizeof err))
+            fail_msg("%s: %s", bad, err);
+        struct tok_encoding enc;
+        assert_int_equal(
+            tok_encode(&t, "Hello world", 11, NULL, 0, NULL, &enc, NULL),
+            ATTN_OK);
+        assert_int_equal(enc.count, bos[i] < 0 ? 2 : 3);
+        if (bos[i] >= 0)
+            assert_true(enc.ids[0] == (uint32_t)bos[i] && enc.added[0]);
+        tok_encoding_free(&enc);
+        tok_free(&t);
+    }
+    expect_refused(json, len,
+                   "{\"tokenizer_class\": \"GPT2Tokenizer\", "
+                   "\"add_prefix_space\": true}",
+                   "tokenizer_config.json", "add_prefix_space is true");
+    expect_refused(json, len,
+                   "{\"tokenizer_class\": \"GPTNeoXTokenizer\", "
+                   "\"add_eos_token\": true}",
+                   "tokenizer_config.json", "add_eos_token");
+    free(json);
+}
+
 /* A pair, invalid UTF-8 and the cap, through the interface. */
 static void test_encode_refusals(void **state)
 {
@@ -427,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_bos_from_config),
         cmocka_unit_test(test_gemma_bos),
+        cmocka_unit_test(test_neox_config),
         cmocka_unit_test(test_encode_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
