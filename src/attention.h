@@ -141,7 +141,8 @@ struct attn_params {
     const float *bias_k;  /* [kv_heads * d_k]: a key row appended to K */
     const float *bias_v;  /* [kv_heads * d_v]: a value row appended to V */
     const float *wo, *bo; /* [d_out][heads * d_v],    [d_out]          */
-    /* [d_k] each: with cfg->qk_norm only; not in the state_dict layout
+    /* [d_k] each with cfg->qk_norm; [heads * d_k] and [kv_heads * d_k]
+     * with cfg->qk_norm_whole; else unused. Not in the state_dict layout
      * below, which is nn.MultiheadAttention's */
     const float *q_norm, *k_norm;
     /* Instead of any of wq, wk, wv and wo (then NULL): the same matrix
@@ -375,6 +376,12 @@ struct attn_config {
      * before the rotation (Qwen3's q_norm and k_norm); explicit params
      * only */
     bool qk_norm;
+    /* q and k each RMS-normalised over its whole projection instead, all
+     * heads at once, with params->q_norm [heads * d_k] and k_norm
+     * [kv_heads * d_k], after the projection and before the rotation
+     * (OLMo 2's q_norm and k_norm); explicit params only, not with
+     * qk_norm. qk_norm_eps is its epsilon too. */
+    bool qk_norm_whole;
     float qk_norm_eps;
 
     float dropout; /* 0 <= p < 1, inverted dropout on the weights */

@@ -244,7 +244,12 @@ static attn_status resolve_projected(struct attn_config *cfg,
                          "a sliding window (%zu) slides over causal "
                          "attention: it needs causal",
                          cfg->window);
-    if (cfg->qk_norm &&
+    if (cfg->qk_norm && cfg->qk_norm_whole)
+        return attn_fail(err, ATTN_E_INVALID, "qk_norm_whole",
+                         "qk_norm norms each head of q and k and "
+                         "qk_norm_whole each projection whole: one or the "
+                         "other");
+    if ((cfg->qk_norm || cfg->qk_norm_whole) &&
         !(isfinite(cfg->qk_norm_eps) && cfg->qk_norm_eps > 0.0f))
         return attn_fail(err, ATTN_E_INVALID, "qk_norm_eps",
                          "qk_norm_eps (%g) must be finite and above 0",

@@ -138,13 +138,15 @@ static void linear(const float *x, size_t rows, size_t in, struct held w,
 }
 
 /* What a projected q or k of heads heads gets before its scores: the
- * per-head norm (qk_norm), then the rotation (rope), at positions r0 on.
- * x: [rows][heads * d_k] */
+ * norm of each head (qk_norm) or of the whole row (qk_norm_whole), then
+ * the rotation (rope), at positions r0 on. x: [rows][heads * d_k] */
 void attn_place_heads(const struct attn_config *c, float *x, size_t rows,
                       size_t heads, const float *norm, size_t r0)
 {
     if (c->qk_norm)
         norm_rms(x, rows * heads, c->d_k, norm, c->qk_norm_eps, x);
+    else if (c->qk_norm_whole)
+        norm_rms(x, rows, heads * c->d_k, norm, c->qk_norm_eps, x);
     if (c->positional == ATTN_POS_ROPE)
         posenc_apply_rope(x, rows, heads * c->d_k, heads, c->d_k, &c->rope, r0);
 }
@@ -962,11 +964,11 @@ attn_status attn_forward(const struct attn_config *cfg_in, const float *x,
 
     struct attn_params drawn = {0};
     struct forward f = {.cfg = &cfg, .res = out, .x = x, .context = context};
-    if (cfg.qk_norm &&
+    if ((cfg.qk_norm || cfg.qk_norm_whole) &&
         !(cfg.params && cfg.params->q_norm && cfg.params->k_norm))
         return attn_fail(err, ATTN_E_INVALID, "params",
-                         "qk_norm needs explicit params with q_norm and "
-                         "k_norm");
+                         "%s needs explicit params with q_norm and k_norm",
+                         cfg.qk_norm ? "qk_norm" : "qk_norm_whole");
     if (cfg.params && holds_stored(cfg.params) &&
         !(cfg.stored_matrices && cfg.params_checked))
         return attn_fail(err, ATTN_E_INVALID, "params",

@@ -106,8 +106,9 @@ void forward_result_parts(const struct attn_config *c, struct attn_result *res,
                           struct result_part parts[N_RESULT_PARTS]);
 
 /* What a projected q or k of heads heads gets before its scores, at
- * positions r0 on: the per-head norm (c->qk_norm, with norm [d_k]), then
- * the rotation (ATTN_POS_ROPE). x: [rows][heads * d_k]. The one statement
+ * positions r0 on: the norm of each head (c->qk_norm, with norm [d_k]) or
+ * of the whole row (c->qk_norm_whole, with norm [heads * d_k]), then the
+ * rotation (ATTN_POS_ROPE). x: [rows][heads * d_k]. The one statement
  * of it, which the transformer's token-by-token pass shares. */
 void attn_place_heads(const struct attn_config *c, float *x, size_t rows,
                       size_t heads, const float *norm, size_t r0);

@@ -154,12 +154,17 @@ attn_status attn_params_check(const struct attn_config *cfg,
                                 isnan(values[i]) ? "NaN" : "Inf", i);
         }
     }
+    // a norm of each head, or of the whole projection
+    const bool whole = cfg->qk_norm_whole;
     const struct {
         const char *name;
         const float *values;
-    } norms[] = {{"q_norm", p->q_norm}, {"k_norm", p->k_norm}};
-    for (size_t t = 0; cfg->qk_norm && t < 2; t++)
-        for (size_t i = 0; i < cfg->d_k; i++)
+        size_t count;
+    } norms[] = {
+        {"q_norm", p->q_norm, whole ? cfg->heads * cfg->d_k : cfg->d_k},
+        {"k_norm", p->k_norm, whole ? cfg->kv_heads * cfg->d_k : cfg->d_k}};
+    for (size_t t = 0; (cfg->qk_norm || whole) && t < 2; t++)
+        for (size_t i = 0; i < norms[t].count; i++)
             if (!isfinite(norms[t].values[i]))
                 return attn_fail_at(err, ATTN_E_INPUT, norms[t].name, 1, &i,
                                     "params %s has %s at %zu", norms[t].name,

@@ -79,6 +79,10 @@ struct xf_arch {
     bool qkv_bias;    /* q, k and v projections carry biases */
     bool out_bias;    /* the attention's output projection does */
     bool ffn_bias;    /* the feed-forward's projections do */
+    /* q and k each RMS-normed over its whole projection, every head at
+     * once, before the rotation (OLMo 2's q_norm and k_norm); not with
+     * qk_norm */
+    bool qk_norm_whole;
 };
 
 /* Short stable names of the enums, e.g. "rms", "before", "gated", "silu",
@@ -122,7 +126,8 @@ struct xf_layer {
     const float *ffn_norm_w, *ffn_norm_b;  /* the feed-forward's, likewise */
     struct xf_matrix up_w, gate_w, down_w; /* [I][H], [I][H], [H][I] */
     const float *up_b, *gate_b, *down_b;   /* [I], [I], [H] */
-    const float *q_norm_w, *k_norm_w;      /* [D], [D]: arch.qk_norm */
+    /* [D], [D] with arch.qk_norm; [h D], [g D] with arch.qk_norm_whole */
+    const float *q_norm_w, *k_norm_w;
     /* the norms of the sublayers' outputs, before their residual sums
      * (XF_NORM_SANDWICH and XF_NORM_OUTPUT); [H] each, biases as above */
     const float *attn_out_norm_w, *attn_out_norm_b;

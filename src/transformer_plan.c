@@ -88,6 +88,10 @@ static attn_status check_arch(const struct xf_arch *a, struct attn_error *err)
     if (a->token_types && a->positions != XF_POS_LEARNED)
         return attn_fail(err, ATTN_E_INVALID, "token_types",
                          "token types go with learned positions only");
+    if (a->qk_norm && a->qk_norm_whole)
+        return attn_fail(err, ATTN_E_INVALID, "qk_norm_whole",
+                         "q and k are normed by head (qk_norm) or whole "
+                         "(qk_norm_whole), not both");
     return ATTN_OK;
 }
 
@@ -229,8 +233,8 @@ static attn_status check_tensors(const struct xf_model *m,
             present_as(y->up_b, a->ffn_bias) &&
             present_as(y->gate_b, gated && a->ffn_bias) &&
             present_as(y->down_b, a->ffn_bias) &&
-            present_as(y->q_norm_w, a->qk_norm) &&
-            present_as(y->k_norm_w, a->qk_norm);
+            present_as(y->q_norm_w, a->qk_norm || a->qk_norm_whole) &&
+            present_as(y->k_norm_w, a->qk_norm || a->qk_norm_whole);
         if (!ok)
             return attn_fail_at(err, ATTN_E_INVALID, "layer", 1, &l,
                                 "layer %zu is missing a tensor, or has one "
@@ -514,6 +518,7 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
         cfg->scale = m->attn_scale;
     }
     cfg->qk_norm = m->arch.qk_norm;
+    cfg->qk_norm_whole = m->arch.qk_norm_whole;
     cfg->qk_norm_eps = m->norm_eps;
     // the mean weights also keep a call that measures nothing on the
     // full path; one that measures rows is on it already, and holds no

@@ -13,8 +13,8 @@
     X(family_bert)                                                             \
     X(family_gpt2)                                                             \
     X(family_llama) X(family_mistral) X(family_qwen2) X(family_qwen3)          \
-        X(family_gemma) X(family_gemma2) X(family_gemma3_text)                 \
-            X(family_gemma3)
+        X(family_olmo2) X(family_gemma) X(family_gemma2)                       \
+            X(family_gemma3_text) X(family_gemma3)
 
 #define DECLARE(row) extern const struct family row;
 FAMILIES(DECLARE)

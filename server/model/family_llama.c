@@ -1,22 +1,27 @@
 /*
  * family_llama.c - LLaMA's block and its close relatives, as
- * transformers' modeling_llama.py, modeling_mistral.py, modeling_qwen2.py
- * and modeling_qwen3.py compute them: four rows of the family table
- * (model_type "llama", "mistral", "qwen2", "qwen3") over one file, what
- * differs between them a row of the table below.
+ * transformers' modeling_llama.py, modeling_mistral.py, modeling_qwen2.py,
+ * modeling_qwen3.py and modeling_olmo2.py compute them: five rows of the
+ * family table (model_type "llama", "mistral", "qwen2", "qwen3", "olmo2")
+ * over one file, what differs between them a row of the table below.
  *
  * The block (transformer.h): RMSNorm before each sublayer, a SwiGLU
  * feed-forward down(silu(gate x) * up x), rotary positions paired as
  * rotate_half pairs them (i with i + head_dim/2), causal attention over
  * grouped KV heads, a final norm. Qwen2's q, k and v carry biases; Qwen3
  * norms each head of q and k before the rotation; Mistral may slide a
- * window. rope_scaling of type llama3 scales the frequencies (LLaMA 3.1
- * and 3.2); any other scaling is refused.
+ * window. OLMo 2 norms the sublayers' outputs instead of their inputs
+ * (h + norm(attn(h)), then h + norm(mlp(h))) and q and k each over its
+ * whole projection, every head at once, before the rotation.
+ * rope_scaling of type llama3 scales the frequencies (LLaMA 3.1 and 3.2);
+ * any other scaling is refused.
  *
  * Tensors: model.embed_tokens, model.layers.N.{input_layernorm,
  * self_attn.{q,k,v,o}_proj, post_attention_layernorm,
  * mlp.{gate,up,down}_proj}, model.norm, and lm_head unless the embeddings
- * are tied (a base model saved alone has no "model." prefix).
+ * are tied (a base model saved alone has no "model." prefix). OLMo 2's
+ * layers have no input_layernorm; their post_attention_layernorm norms
+ * the attention's output and post_feedforward_layernorm the MLP's.
  */
 #include "config_keys.h"
 #include "family.h"
@@ -32,17 +37,23 @@
 struct variant {
     const char *model_type;
     bool qkv_bias_always; /* Qwen2: q, k and v biased, o not */
-    bool qk_norm;         /* Qwen3: q_norm and k_norm */
+    bool qk_norm;         /* Qwen3: q_norm and k_norm, each head */
     bool window;          /* Mistral: sliding_window */
     bool qwen_window;     /* Qwen2/3: a window only with use_sliding_window,
                              and then per layer, which attnd refuses */
+    bool olmo2;           /* OLMo 2: norms on the sublayers' outputs, and
+                             q_norm and k_norm over the whole projections */
+    bool mlp_bias;        /* config.json's mlp_bias gives the MLP biases
+                             (OLMo 2's MLP has none) */
+    float eps;            /* rms_norm_eps when absent */
 };
 
 static const struct variant variants[] = {
-    {"llama", false, false, false, false},
-    {"mistral", false, false, true, false},
-    {"qwen2", true, false, false, true},
-    {"qwen3", false, true, false, true},
+    {"llama", false, false, false, false, false, true, 1e-6f},
+    {"mistral", false, false, true, false, false, true, 1e-6f},
+    {"qwen2", true, false, false, true, false, true, 1e-6f},
+    {"qwen3", false, true, false, true, false, true, 1e-6f},
+    {"olmo2", false, false, false, false, true, false, 1e-5f},
 };
 
 static const struct variant *variant_of(const cJSON *doc)
@@ -129,7 +140,7 @@ static bool read_config(const cJSON *doc, struct model *m,
         !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
                      2048, &c->max_positions, err, err_len) ||
         !config_string(doc, "hidden_act", "silu", &act, err, err_len) ||
-        !config_eps(doc, "rms_norm_eps", 1e-6f, &c->norm_eps, err, err_len) ||
+        !config_eps(doc, "rms_norm_eps", v->eps, &c->norm_eps, err, err_len) ||
         !config_bool(doc, "tie_word_embeddings", false, &m->extra.tied, err,
                      err_len) ||
         !read_rope_scaling(doc, scaling, err, err_len))
@@ -161,10 +172,11 @@ static bool read_config(const cJSON *doc, struct model *m,
                          err_len))
         return false;
     m->extra.rope_scaling[0] = scaling->on ? "llama3" : NULL;
-    bool attention_bias, mlp_bias;
+    bool attention_bias, mlp_bias = false;
     if (!config_bool(doc, "attention_bias", false, &attention_bias, err,
                      err_len) ||
-        !config_bool(doc, "mlp_bias", false, &mlp_bias, err, err_len))
+        (v->mlp_bias &&
+         !config_bool(doc, "mlp_bias", false, &mlp_bias, err, err_len)))
         return false;
     if (v->window && !config_size(doc, "sliding_window", XF_MAX_POSITIONS,
                                   false, 0, &c->kind[0].window, err, err_len))
@@ -175,13 +187,15 @@ static bool read_config(const cJSON *doc, struct model *m,
                          err_len))
         return false;
     c->arch = (struct xf_arch){.norm = XF_NORM_RMS,
-                               .norm_place = XF_NORM_BEFORE,
+                               .norm_place =
+                                   v->olmo2 ? XF_NORM_OUTPUT : XF_NORM_BEFORE,
                                .ffn = XF_FFN_GATED,
                                .act = XF_ACT_SILU,
                                .positions = XF_POS_ROTARY,
                                .final_norm = true,
                                .causal = true,
                                .qk_norm = v->qk_norm,
+                               .qk_norm_whole = v->olmo2,
                                .qkv_bias = attention_bias || v->qkv_bias_always,
                                .out_bias = attention_bias,
                                .ffn_bias = mlp_bias};
@@ -249,9 +263,17 @@ static void name_tensors(struct model *m, struct model_tensors *w)
     for (size_t l = 0; l < b->layers; l++) {
         struct xf_layer *y = &m->layers[l];
 #define L(sub) "layers.%zu." sub, l
-        WANT(&y->attn_norm_w, H, 0, "hidden_size", L("input_layernorm.weight"));
-        WANT(&y->ffn_norm_w, H, 0, "hidden_size",
-             L("post_attention_layernorm.weight"));
+        if (b->arch.norm_place == XF_NORM_OUTPUT) { /* OLMo 2 */
+            WANT(&y->attn_out_norm_w, H, 0, "hidden_size",
+                 L("post_attention_layernorm.weight"));
+            WANT(&y->ffn_out_norm_w, H, 0, "hidden_size",
+                 L("post_feedforward_layernorm.weight"));
+        } else {
+            WANT(&y->attn_norm_w, H, 0, "hidden_size",
+                 L("input_layernorm.weight"));
+            WANT(&y->ffn_norm_w, H, 0, "hidden_size",
+                 L("post_attention_layernorm.weight"));
+        }
         WANT(&y->q_w, hd, H, "heads x head_dim x hidden_size",
              L("self_attn.q_proj.weight"));
         WANT(&y->k_w, gd, H, "kv_heads x head_dim x hidden_size",
@@ -273,6 +295,12 @@ static void name_tensors(struct model *m, struct model_tensors *w)
         if (b->arch.qk_norm) {
             WANT(&y->q_norm_w, D, 0, "head_dim", L("self_attn.q_norm.weight"));
             WANT(&y->k_norm_w, D, 0, "head_dim", L("self_attn.k_norm.weight"));
+        }
+        if (b->arch.qk_norm_whole) {
+            WANT(&y->q_norm_w, hd, 0, "heads x head_dim",
+                 L("self_attn.q_norm.weight"));
+            WANT(&y->k_norm_w, gd, 0, "kv_heads x head_dim",
+                 L("self_attn.k_norm.weight"));
         }
         WANT(&y->gate_w, IW, H, "intermediate_size x hidden_size",
              L("mlp.gate_proj.weight"));
@@ -312,13 +340,13 @@ static bool in_network(const char *rest)
 #define ROW(type, name)                                                        \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
-        .read_config = read_all,                                               \
-        .name_tensors = name_tensors, .after_tensors = model_tie_head,         \
-        .prefix = prefix, .in_network = in_network,                            \
-        .open_tokenizer = tokenizer_json_open,                                 \
+        .read_config = read_all, .name_tensors = name_tensors,                 \
+        .after_tensors = model_tie_head, .prefix = prefix,                     \
+        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
     }
 
 const struct family family_llama = ROW("llama", "LLaMA decoder");
 const struct family family_mistral = ROW("mistral", "Mistral decoder");
 const struct family family_qwen2 = ROW("qwen2", "Qwen2 decoder");
 const struct family family_qwen3 = ROW("qwen3", "Qwen3 decoder");
+const struct family family_olmo2 = ROW("olmo2", "OLMo 2 decoder");

@@ -490,6 +490,27 @@ static void check_greedy(const struct model *m, const char *variant,
     free(prompt);
 }
 
+/* What a golden's config records of the block beside the sizes, each
+ * key checked where the golden has one (generate_neox_phi3_olmo2.py's
+ * goldens do): where the norms sit, and what q and k are normed over. */
+static void check_block_keys(const struct xf_model *x, const cJSON *cfg)
+{
+    const cJSON *place = cJSON_GetObjectItem(cfg, "norm_placement");
+    if (cJSON_IsString(place)) /* "pre", or "post: x + norm(attn(x)) ..." */
+        assert_int_equal(x->arch.norm_place,
+                         strncmp(place->valuestring, "post", 4)
+                             ? XF_NORM_BEFORE
+                             : XF_NORM_OUTPUT);
+    const cJSON *over = cJSON_GetObjectItem(cfg, "qk_norm_over");
+    if (over) { /* "projection", "head", or null: none */
+        const bool whole =
+            cJSON_IsString(over) && !strcmp(over->valuestring, "projection");
+        assert_int_equal(x->arch.qk_norm_whole, whole);
+        assert_int_equal(x->arch.qk_norm || whole,
+                         cJSON_IsTrue(cJSON_GetObjectItem(cfg, "qk_norm")));
+    }
+}
+
 /* A decoder's loaded config against what its golden records, then each
  * sentence through its tokenizer (ids, added, texts) and its network
  * (weights, causal and windowed; hidden states; rollout; logits), then its
@@ -522,6 +543,7 @@ static void check_decoder(const struct model *m, const char *variant)
                      cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
     assert_true(x->lm_head.data != NULL);
     assert_int_equal(x->lm_head.data == x->word_emb.data, m->extra.tied);
+    check_block_keys(x, cfg);
     // the id that ends a generation: config.json's eos_token_id
     snprintf(path, sizeof path, "tests/models/%s/config.json", variant);
     text = test_read_file(path, &len);
@@ -644,7 +666,7 @@ static void test_decoders_load_and_match(void **state)
         {"gpt2", ATTN_F32, 1},    {"gpt2_prefixed", ATTN_F16, 1},
         {"llama2", ATTN_BF16, 1}, {"llama3", ATTN_F32, 2},
         {"mistral", ATTN_F16, 1}, {"qwen2", ATTN_BF16, 1},
-        {"qwen3", ATTN_F32, 1},
+        {"qwen3", ATTN_F32, 1},   {"olmo2", ATTN_BF16, 1},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         char dir[256];
@@ -656,6 +678,101 @@ static void test_decoders_load_and_match(void **state)
         check_decoder(m, variants[i].name);
         model_free(m);
     }
+}
+
+/* The files of a decoder's folder. */
+static const char *const decoder_files[] = {"config.json", "model.safetensors",
+                                            "tokenizer.json",
+                                            "tokenizer_config.json"};
+
+/* A fresh temporary copy of the decoder tests/models/<variant>; release
+ * it with decoder_dir_remove(). */
+static char *decoder_dir(const char *variant)
+{
+    char tmpl[] = "/tmp/attnd-decoder-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    dir = strdup(dir);
+    for (size_t i = 0; i < 4; i++) {
+        char from[1024], to[1024];
+        snprintf(from, sizeof from, "tests/models/%s/%s", variant,
+                 decoder_files[i]);
+        path_of(to, dir, decoder_files[i]);
+        size_t len;
+        char *bytes = test_read_file(from, &len);
+        spit(to, bytes, len);
+        free(bytes);
+    }
+    return dir;
+}
+
+static void decoder_dir_remove(char *dir)
+{
+    for (size_t i = 0; i < 4; i++) {
+        char p[1024];
+        path_of(p, dir, decoder_files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+/* config.json of tests/models/<variant> into dir, with key set to raw
+ * JSON (NULL: removed). */
+static void decoder_config_with(const char *dir, const char *variant,
+                                const char *key, const char *raw)
+{
+    char from[1024];
+    snprintf(from, sizeof from, "tests/models/%s/config.json", variant);
+    size_t len;
+    char *text = test_read_file(from, &len);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    free(text);
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, key);
+    if (raw)
+        cJSON_AddItemToObject(doc, key, cJSON_Parse(raw));
+    char *out = cJSON_Print(doc);
+    char p[1024];
+    path_of(p, dir, "config.json");
+    spit(p, out, strlen(out));
+    free(out);
+    cJSON_Delete(doc);
+}
+
+/* What the families of generate_neox_phi3_olmo2.py refuse in config.json,
+ * each with one line naming the key and its value; and the defaults
+ * transformers gives an absent key. */
+static void test_new_family_refusals(void **state)
+{
+    (void)state;
+    const struct {
+        const char *variant, *key, *raw, *fragment;
+    } cases[] = {
+        {"olmo2", "hidden_act", "\"gelu\"", "hidden_act 'gelu'"},
+        {"olmo2", "num_key_value_heads", "3",
+         "num_key_value_heads (3) does not divide"},
+        {"olmo2", "rope_scaling", "{\"rope_type\": \"yarn\"}",
+         "rope_scaling's type 'yarn'"},
+        {"olmo2", "rms_norm_eps", "0", "rms_norm_eps"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *dir = decoder_dir(cases[i].variant);
+        decoder_config_with(dir, cases[i].variant, cases[i].key, cases[i].raw);
+        expect_failure(dir, cases[i].fragment, NULL);
+        decoder_dir_remove(dir);
+    }
+    // OLMo 2: rms_norm_eps 1e-5 when absent (Olmo2Config's), and its MLP
+    // has no biases whatever mlp_bias says
+    char *dir = decoder_dir("olmo2");
+    decoder_config_with(dir, "olmo2", "rms_norm_eps", NULL);
+    struct model *m = load_ok(dir);
+    assert_true(m->xf.norm_eps == 1e-5f);
+    model_free(m);
+    decoder_config_with(dir, "olmo2", "mlp_bias", "true");
+    m = load_ok(dir);
+    assert_false(m->xf.arch.ffn_bias);
+    model_free(m);
+    decoder_dir_remove(dir);
 }
 
 static void test_unaligned_f32(void **state)
@@ -1493,6 +1610,7 @@ int main(void)
         cmocka_unit_test(test_header_reader),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_decoders_load_and_match),
+        cmocka_unit_test(test_new_family_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

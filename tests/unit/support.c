@@ -182,6 +182,10 @@ void ref_forward(const struct attn_config *c, const struct attn_params *p,
                 ref_head_norm(q, N, H, dk, p->q_norm, c->qk_norm_eps);
                 ref_head_norm(k, M, G, dk, p->k_norm, c->qk_norm_eps);
             }
+            if (c->qk_norm_whole) { /* one row of every head at once */
+                ref_head_norm(q, N, 1, H * dk, p->q_norm, c->qk_norm_eps);
+                ref_head_norm(k, M, 1, G * dk, p->k_norm, c->qk_norm_eps);
+            }
             if (c->positional == ATTN_POS_ROPE) {
                 ref_rope(c, q, N, H);
                 ref_rope(c, k, M, G);

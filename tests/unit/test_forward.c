@@ -41,7 +41,8 @@ enum mask_kind {
 struct fixture {
     struct attn_config cfg; /* resolved */
     struct attn_params params;
-    float *qk_norms; /* [2][d_k], with qk_norm */
+    float *qk_norms; /* [2][d_k] with qk_norm; [(heads + kv_heads) d_k]
+                        with qk_norm_whole */
     float *x, *context, *mask_bias;
     uint8_t *mask, *key_padding;
 };
@@ -107,13 +108,16 @@ static void fixture_init(struct fixture *f, const struct attn_config *cfg,
         assert_int_equal(attn_params_draw(c, &f->params, &err), ATTN_OK);
         f->cfg.params = &f->params;
     }
-    if (c->qk_norm) { /* weights near 1, as trained norms have them */
-        f->qk_norms = malloc(2 * c->d_k * sizeof *f->qk_norms);
-        fill_normal(f->qk_norms, 2 * c->d_k, data_seed + 9, 0.3f);
-        for (size_t i = 0; i < 2 * c->d_k; i++)
+    if (c->qk_norm || c->qk_norm_whole) {
+        // weights near 1, as trained norms have them
+        const size_t nq = c->qk_norm_whole ? c->heads * c->d_k : c->d_k;
+        const size_t nk = c->qk_norm_whole ? c->kv_heads * c->d_k : c->d_k;
+        f->qk_norms = malloc((nq + nk) * sizeof *f->qk_norms);
+        fill_normal(f->qk_norms, nq + nk, data_seed + 9, 0.3f);
+        for (size_t i = 0; i < nq + nk; i++)
             f->qk_norms[i] += 1.0f;
         f->params.q_norm = f->qk_norms;
-        f->params.k_norm = f->qk_norms + c->d_k;
+        f->params.k_norm = f->qk_norms + nq;
     }
 }
 
@@ -575,6 +579,29 @@ static void test_decoder_options(void **state)
           .causal = true},
          NO_MASK,
          false},
+        {"qk norm over the whole projection, grouped heads",
+         {.n_query = 20,
+          .d_model = 16,
+          .heads = 4,
+          .kv_heads = 2,
+          .d_k = 6,
+          .d_v = 6,
+          .positional = ATTN_POS_ROPE,
+          .rope = {.pairing = ATTN_ROPE_HALF},
+          .qk_norm_whole = true,
+          .qk_norm_eps = 1e-6f,
+          .causal = true},
+         NO_MASK,
+         false},
+        {"qk norm over the whole projection, key-outer",
+         {.n_query = 600,
+          .d_model = 8,
+          .heads = 2,
+          .qk_norm_whole = true,
+          .qk_norm_eps = 1e-5f,
+          .causal = true},
+         NO_MASK,
+         false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_case(cases[i].name, &cases[i].cfg, cases[i].mask,
@@ -655,6 +682,17 @@ static void test_decoder_option_errors(void **state)
     struct attn_result res;
     assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INVALID);
     assert_non_null(strstr(err.message, "q_norm"));
+    // a norm of each head or of the whole projection, not both
+    cfg.qk_norm_whole = true;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "qk_norm_whole");
+    cfg = (struct attn_config){
+        .n_query = 4, .d_model = 8, .heads = 2, .qk_norm_whole = true};
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "qk_norm_eps");
+    cfg.qk_norm_eps = 1e-6f;
+    assert_int_equal(attn_forward(&cfg, x, NULL, &res, &err), ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "qk_norm_whole needs"));
     // a sliding window narrows causal attention; no family has it alone
     cfg = (struct attn_config){
         .n_query = 4, .d_model = 8, .heads = 2, .window = 2};

@@ -113,10 +113,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
     const size_t H = hidden, J = inter, D = head_dim;
     const size_t vocab = 40, positions = 80, types = 2;
     memset(o, 0, sizeof *o);
-    o->size =
-        (vocab + positions + types + 4) * H +
-        layers * (2 * heads * D * H + 2 * kv_heads * D * H + 2 * heads * D +
-                  2 * kv_heads * D + 6 * H + 3 * J * H + 2 * J + H + 2 * D);
+    o->size = (vocab + positions + types + 4) * H +
+              layers * (2 * heads * D * H + 2 * kv_heads * D * H +
+                        2 * heads * D + 2 * kv_heads * D + 6 * H + 3 * J * H +
+                        2 * J + H + (heads + kv_heads) * D);
     o->block = malloc(o->size * sizeof(float));
     o->layers = calloc(layers, sizeof *o->layers);
     fill_normal(o->block, o->size, seed, 1.0f);
@@ -179,6 +179,10 @@ static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
         if (a->qk_norm) {
             y->q_norm_w = take(o, D, 0.3f, 1.0f);
             y->k_norm_w = take(o, D, 0.3f, 1.0f);
+        }
+        if (a->qk_norm_whole) {
+            y->q_norm_w = take(o, heads * D, 0.3f, 1.0f);
+            y->k_norm_w = take(o, kv_heads * D, 0.3f, 1.0f);
         }
         if (ln && in_norms) {
             y->attn_norm_b = take(o, H, 0.1f, 0.0f);
@@ -280,11 +284,14 @@ static void ref_rope(const struct xf_model *m, const struct attn_rotary *rope,
             }
 }
 
-/* Each head of x RMS-normed with w. x: [n][heads * D] */
+/* Each head of x RMS-normed with w, or with whole each row of x, every
+ * head at once. x: [n][heads * D] */
 static void ref_head_norm(const struct xf_model *m, double *x, size_t n,
-                          size_t heads, const float *w)
+                          size_t heads, const float *w, bool whole)
 {
-    const size_t D = m->head_dim;
+    const size_t D = whole ? heads * m->head_dim : m->head_dim;
+    if (whole)
+        heads = 1;
     for (size_t r = 0; r < n * heads; r++) {
         double *h = x + r * D, sq = 0;
         for (size_t c = 0; c < D; c++)
@@ -309,9 +316,9 @@ static void ref_attention(const struct xf_model *m, size_t l, const double *in,
     ref_lin(in, n, H, test_values(y->q_w), y->q_b, h * D, q);
     ref_lin(in, n, H, test_values(y->k_w), y->k_b, g * D, k);
     ref_lin(in, n, H, test_values(y->v_w), y->v_b, g * D, v);
-    if (m->arch.qk_norm) {
-        ref_head_norm(m, q, n, h, y->q_norm_w);
-        ref_head_norm(m, k, n, g, y->k_norm_w);
+    if (m->arch.qk_norm || m->arch.qk_norm_whole) {
+        ref_head_norm(m, q, n, h, y->q_norm_w, m->arch.qk_norm_whole);
+        ref_head_norm(m, k, n, g, y->k_norm_w, m->arch.qk_norm_whole);
     }
     if (m->arch.positions == XF_POS_ROTARY) {
         ref_rope(m, &lk->rope, q, n, h);
@@ -580,6 +587,22 @@ static void test_qk_norm(void **state)
     check_arch(&a, 4, 2, 16, 15, 2);
 }
 
+/* OLMo 2's q and k norms, each over the whole projection (every head at
+ * once), before the rotation, under its norms on the sublayers' outputs
+ * alone; then beside biases. */
+static void test_qk_norm_whole(void **state)
+{
+    (void)state;
+    struct xf_arch a = llama_arch();
+    a.qk_norm_whole = true;
+    a.norm_place = XF_NORM_OUTPUT;
+    check_arch(&a, 4, 2, 8, 15, 1);
+    check_arch(&a, 4, 2, 8, 70, 2);
+    a.qkv_bias = true;
+    a.norm_place = XF_NORM_BEFORE;
+    check_arch(&a, 6, 3, 4, 17, 2);
+}
+
 /* Gemma 2's block: norms on both sides of each sublayer, scores scaled
  * by a factor of their own and soft-capped, embeddings scaled, and layers
  * of two kinds (a sliding window and one rotary base, then global with
@@ -707,6 +730,13 @@ static void test_arch_refusals(void **state)
     bad.arch.qk_norm = true; /* without q_norm and k_norm */
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "layer");
+    bad.arch.qk_norm = false;
+    bad.arch.qk_norm_whole = true; /* likewise */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "layer");
+    bad.arch.qk_norm = true; /* by head and whole */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "qk_norm_whole");
     bad = o.m;
     bad.kv_heads = 3;
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
@@ -952,16 +982,22 @@ static double max_diff(const float *a, const float *b, size_t n)
  * the whole sequence gives: each token's rows of weights (every layer
  * and head, over every position so far, a window's zeros included), its
  * hidden states and its logits. LLaMA with grouped KV heads, with a
- * window and q/k norms, stored as bfloat16; GPT-2's learned positions. */
+ * window and q/k norms, stored as bfloat16; GPT-2's learned positions;
+ * OLMo 2's q/k norms over the whole projections and norms on the
+ * sublayers' outputs. */
 static void test_cache_continues_a_pass(void **state)
 {
     (void)state;
     enum { T = 9, P = 5, L = 2, HEADS = 4, D = 6, H = 24 };
-    for (int k = 0; k < 4; k++) {
-        struct xf_arch a = k < 3 ? llama_arch() : gpt2_arch();
+    for (int k = 0; k < 5; k++) {
+        struct xf_arch a = k == 3 ? gpt2_arch() : llama_arch();
         a.qk_norm = k == 1;
+        a.qk_norm_whole = k == 4;
+        if (k == 4)
+            a.norm_place = XF_NORM_OUTPUT;
         struct owned o;
-        model_make(&o, &a, L, HEADS, k == 0 ? 2 : 4, D, H, 40, 31 + k);
+        model_make(&o, &a, L, HEADS, k == 0 || k == 4 ? 2 : 4, D, H, 40,
+                   31 + k);
         o.m.kind[0].window = k == 1 ? 3 : 0;
         o.m.lm_head = o.m.word_emb;
         uint16_t *store = NULL;
@@ -1339,6 +1375,7 @@ int main(void)
         cmocka_unit_test(test_llama_arch),
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_qk_norm),
+        cmocka_unit_test(test_qk_norm_whole),
         cmocka_unit_test(test_each_choice),
         cmocka_unit_test(test_layer_kinds_and_sandwich),
         cmocka_unit_test(test_conventions_have_teeth),
