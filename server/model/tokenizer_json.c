@@ -42,6 +42,12 @@ static const struct {
      BPE_PATTERN_O200K},
 };
 
+/* Some bytes of a JSON text: one value. */
+struct span {
+    const char *text;
+    size_t len;
+};
+
 /* What the files give, before the core builds from it. */
 struct reading {
     struct bpe_spec spec;
@@ -50,6 +56,8 @@ struct reading {
     struct bpe_string *vocab;
     struct bpe_merge *merges;
     struct bpe_added_token *added;
+    char *vocab_text, *merges_text;      /* their strings, unescaped */
+    struct span vocab_span, merges_span; /* in tokenizer.json, when found */
     char *err;
     size_t err_len;
 };
@@ -109,36 +117,317 @@ static int64_t find_id(const struct reading *r, const char *s)
 
 /* ------------------------------------------------------------ the model */
 
-/* vocab: {token: id}, each id once; an id below the largest that no token
- * has is a gap (cl100k's vocabulary has 15). */
-static bool read_vocab(const cJSON *vocab, const char *where, struct reading *r)
+/*
+ * The vocabulary and the merges are nearly all of a tokenizer.json (31 of
+ * Gemma 3's 33 MB), and a cJSON tree of them would take six times that:
+ * so they are read from their text here, their strings unescaped into one
+ * block each, and cJSON parses only the rest of the file.
+ */
+
+/* Where reading a JSON text stands. */
+struct lex {
+    const char *s;
+    size_t n, at;
+};
+
+static void lex_space(struct lex *x)
 {
-    if (!cJSON_IsObject(vocab))
-        return model_fail(r->err, r->err_len, "%s is not an object", where);
-    const size_t count = (size_t)cJSON_GetArraySize(vocab);
-    if (count == 0 || count > BPE_MAX_VOCAB)
-        return model_fail(r->err, r->err_len,
-                          "%s has %zu tokens; 1 to %zu are allowed", where,
-                          count, BPE_MAX_VOCAB);
-    size_t n = 0;
-    for (const cJSON *e = vocab->child; e; e = e->next) {
-        const double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-        if (!(d >= 0 && d < (double)BPE_MAX_VOCAB) || (double)(size_t)d != d)
-            return model_fail(r->err, r->err_len,
-                              "%s['%.64s'] is not an id from 0 to %zu", where,
-                              e->string, BPE_MAX_VOCAB - 1);
-        n = (size_t)d + 1 > n ? (size_t)d + 1 : n;
+    while (x->at < x->n && (x->s[x->at] == ' ' || x->s[x->at] == '\t' ||
+                            x->s[x->at] == '\n' || x->s[x->at] == '\r'))
+        x->at++;
+}
+
+/* Past c, after any space; false, not moving past it, if c is not next. */
+static bool lex_take(struct lex *x, char c)
+{
+    lex_space(x);
+    if (x->at < x->n && x->s[x->at] == c) {
+        x->at++;
+        return true;
     }
+    return false;
+}
+
+static bool lex_hex4(struct lex *x, uint32_t *v)
+{
+    if (x->n - x->at < 4)
+        return false;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        const char c = x->s[x->at++];
+        const int d = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+        if (d < 0)
+            return false;
+        *v = *v << 4 | (uint32_t)d;
+    }
+    return true;
+}
+
+static size_t put_utf8(char *out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* A string, unescaped into out (NULL: only checked), NUL-terminated; its
+ * length into *len. Never longer than its JSON text, quotes included, so
+ * the text's length in all is room for every string in it. A \u0000 is
+ * refused when read: the strings are C strings from here on. */
+static bool lex_string(struct lex *x, char *out, size_t *len)
+{
+    if (!lex_take(x, '"'))
+        return false;
+    size_t o = 0;
+    while (x->at < x->n) {
+        const unsigned char c = (unsigned char)x->s[x->at++];
+        if (c == '"') {
+            if (out)
+                out[o] = 0;
+            *len = o;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c != '\\') {
+            if (out)
+                out[o] = (char)c;
+            o++;
+            continue;
+        }
+        if (x->at == x->n)
+            return false;
+        const char e = x->s[x->at++];
+        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+        const char *k = e ? strchr(from, e) : NULL;
+        if (k) {
+            if (out)
+                out[o] = to[k - from];
+            o++;
+            continue;
+        }
+        uint32_t cp, low;
+        if (e != 'u' || !lex_hex4(x, &cp) || (cp == 0 && out) ||
+            (cp >= 0xDC00 && cp <= 0xDFFF))
+            return false;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            // a high surrogate, then its low one
+            if (x->n - x->at < 2 || x->s[x->at] != '\\' ||
+                x->s[x->at + 1] != 'u')
+                return false;
+            x->at += 2;
+            if (!lex_hex4(x, &low) || low < 0xDC00 || low > 0xDFFF)
+                return false;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+        }
+        char buf[4];
+        const size_t k8 = put_utf8(buf, cp);
+        if (out)
+            memcpy(out + o, buf, k8);
+        o += k8;
+    }
+    return false;
+}
+
+/* Past one value of any kind. Only as strict as finding the members of
+ * the objects around the vocabulary and merges needs: cJSON checks all
+ * but those two, which their readers check. */
+static bool lex_skip(struct lex *x)
+{
+    lex_space(x);
+    if (x->at == x->n)
+        return false;
+    size_t len;
+    const char c = x->s[x->at];
+    if (c == '"')
+        return lex_string(x, NULL, &len);
+    if (c != '{' && c != '[') {
+        const size_t from = x->at;
+        while (x->at < x->n && !strchr(",:]} \t\n\r\"{[", x->s[x->at]))
+            x->at++;
+        return x->at > from;
+    }
+    size_t depth = 0;
+    while (x->at < x->n) {
+        const char d = x->s[x->at];
+        if (d == '"') {
+            if (!lex_string(x, NULL, &len))
+                return false;
+            continue;
+        }
+        x->at++;
+        if (d == '{' || d == '[')
+            depth++;
+        else if ((d == '}' || d == ']') && --depth == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A member's key as it is written (escapes left alone), and past it. */
+static bool lex_raw_key(struct lex *x, struct span *key)
+{
+    lex_space(x);
+    const size_t from = x->at;
+    size_t len;
+    if (!lex_string(x, NULL, &len))
+        return false;
+    *key = (struct span){x->s + from + 1, x->at - from - 2};
+    return true;
+}
+
+static bool span_is(struct span s, const char *name)
+{
+    return s.len == strlen(name) && memcmp(s.text, name, s.len) == 0;
+}
+
+/* A number (as strtod reads it) into *v. */
+static bool lex_number(struct lex *x, double *v)
+{
+    lex_space(x);
+    char buf[32];
+    size_t k = 0;
+    while (x->at < x->n && x->s[x->at] &&
+           strchr("0123456789+-.eE", x->s[x->at])) {
+        if (k == sizeof buf - 1)
+            return false;
+        buf[k++] = x->s[x->at++];
+    }
+    buf[k] = 0;
+    char *end;
+    *v = strtod(buf, &end);
+    return k > 0 && *end == 0;
+}
+
+/*
+ * Where model.vocab and model.merges are in tokenizer.json's text: each
+ * value's span (the first of each name, as cJSON's lookups find them),
+ * left empty when not found. False when the text is not an object of
+ * members as far as this reads it; cJSON then says what is wrong.
+ */
+static bool find_model_parts(const char *s, size_t n, struct span *vocab,
+                             struct span *merges)
+{
+    struct lex x = {s, n, 0};
+    bool in_model = false, model_seen = false;
+    if (!lex_take(&x, '{'))
+        return false;
+    if (lex_take(&x, '}'))
+        return true;
+    for (;;) {
+        struct span key;
+        if (!lex_raw_key(&x, &key) || !lex_take(&x, ':'))
+            return false;
+        lex_space(&x);
+        const bool opens = x.at < n && s[x.at] == '{';
+        if (!in_model && !model_seen && opens && span_is(key, "model")) {
+            // into the model's members
+            x.at++;
+            in_model = model_seen = true;
+            lex_space(&x);
+            if (!(x.at < n && s[x.at] == '}'))
+                continue;
+        } else {
+            struct span *want = NULL;
+            if (in_model && span_is(key, "vocab") && !vocab->text)
+                want = vocab;
+            else if (in_model && span_is(key, "merges") && !merges->text)
+                want = merges;
+            const size_t from = x.at;
+            if (!lex_skip(&x))
+                return false;
+            if (want)
+                *want = (struct span){s + from, x.at - from};
+        }
+        // after a value: another member, or the end of the objects around
+        for (;;) {
+            if (lex_take(&x, ','))
+                break;
+            if (!lex_take(&x, '}'))
+                return false;
+            if (!in_model)
+                return true;
+            in_model = false;
+        }
+    }
+}
+
+/* vocab: {token: id, ...} from its text; each id once, and an id below
+ * the largest that no token has is a gap (cl100k's vocabulary has 15).
+ * The ids first, for the array's size; then the tokens. */
+static bool read_vocab(struct span text, const char *where, struct reading *r)
+{
+    struct lex x = {text.text, text.len, 0};
+    size_t count = 0, n = 0, len;
+    double d;
+    if (!lex_take(&x, '{'))
+        return model_fail(r->err, r->err_len, "%s is not an object", where);
+    for (bool more = !lex_take(&x, '}'); more; count++) {
+        struct span key;
+        if (!lex_raw_key(&x, &key) || !lex_take(&x, ':'))
+            return model_fail(r->err, r->err_len, "%s is not valid JSON",
+                              where);
+        if (!lex_number(&x, &d) || !(d >= 0 && d < (double)BPE_MAX_VOCAB) ||
+            (double)(size_t)d != d)
+            return model_fail(r->err, r->err_len,
+                              "%s['%.*s'] is not an id from 0 to %zu", where,
+                              (int)(key.len < 64 ? key.len : 64), key.text,
+                              BPE_MAX_VOCAB - 1);
+        n = (size_t)d + 1 > n ? (size_t)d + 1 : n;
+        if (lex_take(&x, '}'))
+            more = false;
+        else if (!lex_take(&x, ','))
+            return model_fail(r->err, r->err_len, "%s is not valid JSON",
+                              where);
+    }
+    lex_space(&x);
+    if (count == 0 || count > BPE_MAX_VOCAB || x.at != x.n)
+        return model_fail(r->err, r->err_len,
+                          x.at != x.n ? "%s is not valid JSON"
+                                      : "%s has %zu tokens; 1 to %zu are "
+                                        "allowed",
+                          where, count, BPE_MAX_VOCAB);
     r->vocab = calloc(n, sizeof *r->vocab);
-    if (!r->vocab)
+    r->vocab_text = malloc(text.len);
+    if (!r->vocab || !r->vocab_text)
         return model_fail(r->err, r->err_len, "out of memory for %s", where);
-    for (const cJSON *e = vocab->child; e; e = e->next) {
-        const size_t id = (size_t)e->valuedouble;
+    x.at = 0;
+    lex_take(&x, '{');
+    for (size_t i = 0, o = 0; i < count; i++) {
+        char *token = r->vocab_text + o;
+        if (!lex_string(&x, token, &len))
+            return model_fail(r->err, r->err_len,
+                              "%s: a token is not a string without NUL", where);
+        lex_take(&x, ':');
+        lex_number(&x, &d);
+        lex_take(&x, ',');
+        const size_t id = (size_t)d;
         if (r->vocab[id].text)
             return model_fail(r->err, r->err_len,
                               "%s gives id %zu to '%.64s' and to '%.64s'",
-                              where, id, r->vocab[id].text, e->string);
-        r->vocab[id] = str(e->string);
+                              where, id, r->vocab[id].text, token);
+        r->vocab[id] = (struct bpe_string){token, len};
+        o += len + 1;
     }
     r->spec.vocab = r->vocab;
     r->spec.n_vocab = n;
@@ -157,44 +446,106 @@ static bool split_merge(char *line, struct bpe_merge *m)
     return true;
 }
 
-/* merges: ["a b", ...] or [["a", "b"], ...]. */
-static bool read_merges(cJSON *merges, struct reading *r)
+/* One merge of model.merges at x: "a b", or ["a", "b"] with each string
+ * into out (NULL: only checked), past its text. */
+static bool lex_merge(struct lex *x, char *out, struct bpe_merge *m,
+                      size_t *used)
 {
-    if (!cJSON_IsArray(merges))
+    size_t la, lb;
+    lex_space(x);
+    if (x->at < x->n && x->s[x->at] == '"') {
+        if (!lex_string(x, out, &la))
+            return false;
+        *used = la + 1;
+        return !out || split_merge(out, m);
+    }
+    if (!lex_take(x, '[') || !lex_string(x, out, &la) || !lex_take(x, ',') ||
+        !lex_string(x, out ? out + la + 1 : NULL, &lb) || !lex_take(x, ']'))
+        return false;
+    *used = la + lb + 2;
+    if (out) {
+        m->a = (struct bpe_string){out, la};
+        m->b = (struct bpe_string){out + la + 1, lb};
+    }
+    return true;
+}
+
+/* merges: ["a b", ...] or [["a", "b"], ...], from their text. */
+static bool read_merges(struct span text, struct reading *r)
+{
+    struct lex x = {text.text, text.len, 0};
+    size_t n = 0, used;
+    struct bpe_merge m;
+    if (!lex_take(&x, '['))
         return model_fail(r->err, r->err_len, "model.merges is not an array");
-    const size_t n = (size_t)cJSON_GetArraySize(merges);
-    if (n > BPE_MAX_MERGES)
-        return model_fail(r->err, r->err_len,
-                          "model.merges has %zu merges; at most %zu are "
-                          "allowed",
-                          n, BPE_MAX_MERGES);
-    r->merges = calloc(n ? n : 1, sizeof *r->merges);
-    if (!r->merges)
-        return model_fail(r->err, r->err_len, "out of memory for the merges");
-    size_t i = 0;
-    for (cJSON *e = merges->child; e; e = e->next, i++) {
-        const cJSON *a = cJSON_IsArray(e) ? cJSON_GetArrayItem(e, 0) : NULL;
-        const cJSON *b = cJSON_IsArray(e) ? cJSON_GetArrayItem(e, 1) : NULL;
-        if (cJSON_IsString(e)) {
-            if (!split_merge(e->valuestring, &r->merges[i]))
-                return model_fail(r->err, r->err_len,
-                                  "model.merges[%zu] ('%.64s') is not two "
-                                  "tokens and one space",
-                                  i, e->valuestring);
-        } else if (cJSON_GetArraySize(e) == 2 && cJSON_IsString(a) &&
-                   cJSON_IsString(b)) {
-            r->merges[i].a = str(a->valuestring);
-            r->merges[i].b = str(b->valuestring);
-        } else {
+    for (bool more = !lex_take(&x, ']'); more; n++) {
+        if (!lex_merge(&x, NULL, &m, &used))
             return model_fail(r->err, r->err_len,
                               "model.merges[%zu] is neither \"a b\" nor "
                               "[\"a\", \"b\"]",
-                              i);
-        }
+                              n);
+        if (lex_take(&x, ']'))
+            more = false;
+        else if (!lex_take(&x, ','))
+            return model_fail(r->err, r->err_len,
+                              "model.merges is not valid JSON");
+        if (n >= BPE_MAX_MERGES)
+            return model_fail(r->err, r->err_len,
+                              "model.merges has more than %zu merges",
+                              BPE_MAX_MERGES);
+    }
+    lex_space(&x);
+    if (x.at != x.n)
+        return model_fail(r->err, r->err_len, "model.merges is not valid JSON");
+    r->merges = calloc(n ? n : 1, sizeof *r->merges);
+    r->merges_text = malloc(text.len);
+    if (!r->merges || !r->merges_text)
+        return model_fail(r->err, r->err_len, "out of memory for the merges");
+    x.at = 0;
+    lex_take(&x, '[');
+    for (size_t i = 0, o = 0; i < n; i++) {
+        char *at = r->merges_text + o;
+        if (!lex_merge(&x, at, &r->merges[i], &used))
+            return model_fail(r->err, r->err_len,
+                              "model.merges[%zu] ('%.64s') is not two tokens "
+                              "and one space",
+                              i, at);
+        lex_take(&x, ',');
+        o += used;
     }
     r->spec.merges = r->merges;
     r->spec.n_merges = n;
     return true;
+}
+
+/* tokenizer.json's text with model.vocab and model.merges cut out (each
+ * value null), for cJSON; NULL when out of memory. */
+static char *without_parts(const char *s, size_t n, struct span a,
+                           struct span b, size_t *len)
+{
+    if (!a.text || (b.text && b.text < a.text)) {
+        const struct span t = a;
+        a = b;
+        b = t;
+    }
+    char *out = malloc(n + 8); // "null" may be longer than "{}" or "[]"
+    if (!out)
+        return NULL;
+    size_t o = 0, at = 0;
+    const struct span cut[2] = {a, b};
+    for (size_t i = 0; i < 2; i++) {
+        if (!cut[i].text)
+            continue;
+        const size_t from = (size_t)(cut[i].text - s);
+        memcpy(out + o, s + at, from - at);
+        o += from - at;
+        memcpy(out + o, "null", 4);
+        o += 4;
+        at = from + cut[i].len;
+    }
+    memcpy(out + o, s + at, n - at);
+    *len = o + n - at;
+    return out;
 }
 
 /* A string setting that must be null or empty. */
@@ -206,6 +557,27 @@ static bool unset(const cJSON *model, const char *name, struct reading *r)
     return model_fail(r->err, r->err_len,
                       "model.%s '%.64s' is not supported (only null or \"\")",
                       name, cJSON_IsString(v) ? v->valuestring : "?");
+}
+
+/* model.vocab or model.merges: from the span cut out of the text, or, when
+ * the text was parsed whole, from cJSON's tree printed again. */
+static bool read_model_part(const cJSON *model, const char *name,
+                            struct span cut, struct reading *r)
+{
+    char *printed = NULL;
+    if (!cut.text) {
+        const cJSON *v = key(model, name);
+        printed = v ? cJSON_PrintUnformatted(v) : NULL;
+        if (v && !printed)
+            return model_fail(r->err, r->err_len, "out of memory");
+        cut = (struct span){printed ? printed : "",
+                            printed ? strlen(printed) : 0};
+    }
+    const bool ok = strcmp(name, "vocab") == 0
+                        ? read_vocab(cut, "model.vocab", r)
+                        : read_merges(cut, r);
+    free(printed);
+    return ok;
 }
 
 static bool read_model(cJSON *doc, struct reading *r)
@@ -230,8 +602,8 @@ static bool read_model(cJSON *doc, struct reading *r)
               r) ||
         !flag(model, "ignore_merges", false, "model", &r->spec.ignore_merges,
               r) ||
-        !read_vocab(key(model, "vocab"), "model.vocab", r) ||
-        !read_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), r))
+        !read_model_part(model, "vocab", r->vocab_span, r) ||
+        !read_model_part(model, "merges", r->merges_span, r))
         return false;
     const cJSON *unk = key(model, "unk_token");
     r->spec.unk_id = -1;
@@ -666,7 +1038,7 @@ static const char *config_token(const cJSON *config, const char *name,
  * byte-level BPE with GPT-2's regex, no normalizer and no BOS; the
  * config's special tokens (each "<|endoftext|>" by default) are added
  * tokens when the vocabulary has them. */
-static bool read_gpt2_files(cJSON *vocab, char *merges, size_t merges_len,
+static bool read_gpt2_files(struct span vocab, char *merges, size_t merges_len,
                             const cJSON *config, const char **file,
                             struct reading *r)
 {
@@ -801,6 +1173,29 @@ static cJSON *parse(const char *text, size_t len, const char *file,
     return doc;
 }
 
+/* tokenizer.json: model.vocab and model.merges found in the text and cut
+ * out (their spans into r), the rest parsed by cJSON; the whole text when
+ * they are not found. */
+static cJSON *parse_tokenizer_json(const char *text, size_t len,
+                                   const char **bad, struct reading *r)
+{
+    struct span vocab = {0}, merges = {0};
+    if (!find_model_parts(text, len, &vocab, &merges) ||
+        (!vocab.text && !merges.text))
+        return parse(text, len, "tokenizer.json", bad, r);
+    size_t rest_len;
+    char *rest = without_parts(text, len, vocab, merges, &rest_len);
+    if (!rest) {
+        model_fail(r->err, r->err_len, "out of memory");
+        return NULL;
+    }
+    cJSON *doc = parse(rest, rest_len, "tokenizer.json", bad, r);
+    free(rest);
+    r->vocab_span = vocab;
+    r->merges_span = merges;
+    return doc;
+}
+
 bool tokenizer_json_build(const struct tokenizer_texts *in,
                           struct tokenizer *out, const char **file, char *err,
                           size_t err_len)
@@ -819,22 +1214,20 @@ bool tokenizer_json_build(const struct tokenizer_texts *in,
     }
     if (ok && in->tokenizer_json) {
         *file = "tokenizer.json";
-        doc =
-            parse(in->tokenizer_json, in->tokenizer_json_len, *file, file, &r);
+        doc = parse_tokenizer_json(in->tokenizer_json, in->tokenizer_json_len,
+                                   file, &r);
         ok = doc && read_tokenizer_json(doc, &r);
     } else if (ok && in->vocab_json && in->merges_txt) {
         *file = "vocab.json";
-        doc = parse(in->vocab_json, in->vocab_json_len, *file, file, &r);
         merges = malloc(in->merges_txt_len + 1);
-        if (doc && !merges)
+        if (!merges) {
             ok = model_fail(err, err_len, "out of memory");
-        else if (doc) {
+        } else {
             memcpy(merges, in->merges_txt, in->merges_txt_len);
             merges[in->merges_txt_len] = 0;
-            ok = read_gpt2_files(doc, merges, in->merges_txt_len, config, file,
-                                 &r);
-        } else {
-            ok = false;
+            ok = read_gpt2_files(
+                (struct span){in->vocab_json, in->vocab_json_len}, merges,
+                in->merges_txt_len, config, file, &r);
         }
     } else if (ok) {
         *file = "tokenizer.json";
@@ -860,6 +1253,8 @@ bool tokenizer_json_build(const struct tokenizer_texts *in,
     free(r.vocab);
     free(r.merges);
     free(r.added);
+    free(r.vocab_text);
+    free(r.merges_text);
     return ok;
 }
 

@@ -437,6 +437,93 @@ static void test_neox_config(void **state)
     free(json);
 }
 
+/* A small byte-level tokenizer.json, with escapes in its strings. */
+static const char small_json[] =
+    "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,\n"
+    " \"added_tokens\": [{\"id\": 5, \"content\": \"<s>\", \"special\": "
+    "true}],\n"
+    " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+    "\"add_prefix_space\": false, \"use_regex\": true},\n"
+    " \"post_processor\": null, \"decoder\": null,\n"
+    " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"vocab\": {\"a\": 0, "
+    "\"b\": 1, \"ab\": 2, \"\\u0120\": 3, \"\\u0120ab\": 4, \"<s>\": 5, "
+    "\"\\ud83d\\ude00\": 6.0, \"\\\"\\/\": 7}, \"merges\": [\"a b\", "
+    "[\"\\u0120\", \"ab\"]]}}";
+
+/* The ids of "ab ab<s>" through the tokenizer of json, or a refusal: a
+ * count of 0. */
+static size_t small_ids(const char *json, size_t len, uint32_t ids[4])
+{
+    const struct tokenizer_texts in = {.tokenizer_json = json,
+                                       .tokenizer_json_len = len};
+    struct tokenizer t;
+    const char *bad = NULL;
+    char err[400];
+    if (!tokenizer_json_build(&in, &t, &bad, err, sizeof err)) {
+        assert_non_null(bad);
+        assert_true(err[0] && !strchr(err, '\n'));
+        return 0;
+    }
+    struct tok_encoding enc;
+    assert_int_equal(tok_encode(&t, "ab ab<s>", 8, NULL, 0, NULL, &enc, NULL),
+                     ATTN_OK);
+    const size_t n = enc.count < 4 ? enc.count : 4;
+    memcpy(ids, enc.ids, n * sizeof *ids);
+    tok_encoding_free(&enc);
+    tok_free(&t);
+    return n ? n : 1;
+}
+
+/* model.vocab and model.merges are read from the text, the rest by cJSON:
+ * escapes and both forms of merges; keys written with escapes (which the
+ * text reader leaves to cJSON); and every truncation of the file, and
+ * each byte of it replaced by one that breaks JSON, refused in one line
+ * or read, never past the text (run under ASan by make asan). */
+static void test_json_text(void **state)
+{
+    (void)state;
+    uint32_t ids[4];
+    const size_t len = strlen(small_json);
+    assert_int_equal(small_ids(small_json, len, ids), 3);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 4);
+    assert_int_equal(ids[2], 5);
+    size_t n;
+    char *a = edited(small_json, "\"vocab\"", "\"vo\\u0063ab\"", &n);
+    char *b = edited(a, "\"merges\"", "\"m\\u0065rges\"", &n);
+    assert_int_equal(small_ids(b, n, ids), 3);
+    assert_int_equal(ids[1], 4);
+    free(a);
+    free(b);
+    a = edited(small_json, "\"b\": 1", "\"b\": 1.5", &n);
+    expect_refused(a, n, NULL, "tokenizer.json",
+                   "model.vocab['b'] is not an id");
+    free(a);
+    a = edited(small_json, "\"ab\": 2", "\"a\\u0000b\": 2", &n);
+    expect_refused(a, n, NULL, "tokenizer.json", "without NUL");
+    free(a);
+    a = edited(small_json, "\"a b\", ", "\"a b\" ", &n);
+    expect_refused(a, n, NULL, "tokenizer.json", "model.merges is not valid");
+    free(a);
+    a = edited(small_json, "\"a b\"", "[\"a\", 1]", &n);
+    expect_refused(a, n, NULL, "tokenizer.json", "model.merges[0] is neither");
+    free(a);
+    char *copy = malloc(len + 1);
+    assert_non_null(copy);
+    size_t read = 0;
+    for (size_t cut = 0; cut < len; cut++)
+        read += small_ids(small_json, cut, ids) > 0;
+    assert_int_equal(read, 0);
+    static const char breakers[] = "\"\\{}[],:u0 \x01\xff";
+    for (size_t at = 0; at < len; at++)
+        for (size_t k = 0; k < sizeof breakers - 1; k++) {
+            memcpy(copy, small_json, len + 1);
+            copy[at] = breakers[k];
+            small_ids(copy, len, ids);
+        }
+    free(copy);
+}
+
 /* A pair, invalid UTF-8 and the cap, through the interface. */
 static void test_encode_refusals(void **state)
 {
@@ -479,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_bos_from_config),
         cmocka_unit_test(test_gemma_bos),
         cmocka_unit_test(test_neox_config),
+        cmocka_unit_test(test_json_text),
         cmocka_unit_test(test_encode_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
