@@ -851,12 +851,16 @@ static bool plan(const struct bpe_tokenizer *t, size_t len, size_t *symbols,
     return size_add_to(tokens, len + 1);
 }
 
-static size_t work_bytes(size_t symbols, size_t scratch, size_t norm)
+/* The bytes of the workspace; the normalizer's second buffer only when
+ * its steps take turns between two. */
+static size_t work_bytes(const struct bpe_tokenizer *t, size_t symbols,
+                         size_t scratch, size_t norm)
 {
     size_t total = 0, part;
     if (!size_mul(symbols, BPE_WORD_BYTES, &total) ||
         !size_mul(scratch, sizeof(uint32_t), &part) ||
-        !size_add_to(&total, part) || !size_mul(norm, 2, &part) ||
+        !size_add_to(&total, part) ||
+        !size_mul(norm, t->n_steps > 1 ? 2 : 1, &part) ||
         !size_add_to(&total, part))
         return SIZE_MAX;
     return total;
@@ -1063,7 +1067,7 @@ static attn_status tokenizer_encode(const void *impl, const char *a,
                          "sentence is too long");
     if (max_tokens && tokens > max_tokens + 1)
         tokens = max_tokens + 1; // one past the cap tells it is passed
-    const size_t wbytes = work_bytes(symbols, scratch, norm);
+    const size_t wbytes = work_bytes(t, symbols, scratch, norm);
     void *mem = malloc(wbytes ? wbytes : 1);
     uint32_t *block = malloc(tokens * (sizeof(uint32_t) + 2));
     if (!mem || !block) {
@@ -1076,7 +1080,7 @@ static attn_status tokenizer_encode(const void *impl, const char *a,
     bpe_word_carve(&w.word, mem, symbols);
     w.scratch = (uint32_t *)((char *)mem + symbols * BPE_WORD_BYTES);
     w.norm = (char *)(w.scratch + scratch);
-    w.norm_tmp = w.norm + norm;
+    w.norm_tmp = t->n_steps > 1 ? w.norm + norm : NULL;
     uint8_t *type_ids = (uint8_t *)(block + tokens);
     struct sink s = {.ids = block, .added = type_ids + tokens, .cap = tokens};
     if (bos_id >= 0)
@@ -1107,7 +1111,7 @@ static size_t tokenizer_encode_bytes(const void *impl, size_t a_len,
         !plan(t, a_len, &symbols, &scratch, &norm, &tokens) ||
         !size_mul(tokens, sizeof(uint32_t) + 2, &out))
         return SIZE_MAX;
-    const size_t work = work_bytes(symbols, scratch, norm);
+    const size_t work = work_bytes(t, symbols, scratch, norm);
     if (work == SIZE_MAX || !size_add_to(&out, work ? work : 1))
         return SIZE_MAX;
     return out;
