@@ -22,8 +22,10 @@
  * slot of the model it fills: a weight matrix, kept at the width it is
  * stored in, or a vector (a bias, a norm), widened to float32 at load.
  * A slot may take a slice of the tensor's outputs (q, k and v of GPT-2's
- * fused c_attn), and a matrix may be stored [in][out] (GPT-2's Conv1D),
- * which the loader turns into the core's [out][in] once, at its width. */
+ * fused c_attn), or blocks of them at a stride (GPT-NeoX's
+ * query_key_value, each head's q, k and v in turn), and a matrix may be
+ * stored [in][out] (GPT-2's Conv1D), which the loader turns into the
+ * core's [out][in] once, at its width. */
 struct model_tensor {
     char name[96];
     size_t rows, cols;        /* as stored; cols 0: a vector of rows */
@@ -32,6 +34,9 @@ struct model_tensor {
     const float **vector;
     bool in_out;       /* stored [in][out]: outputs are its columns */
     size_t out0, outs; /* the outputs the slot takes; outs 0: all */
+    /* 0, or those outputs come in blocks of block, one block every
+     * stride outputs from out0 (model_tensor_strided()) */
+    size_t block, stride;
     bool bare;         /* its name carries no prefix (a causal LM's
                           lm_head, beside the base model's names) */
     float add;         /* a vector's values are held as float32 plus this
@@ -45,6 +50,16 @@ void model_tie_head(struct model *m);
 /* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
 void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
                         size_t outs);
+
+/* Take outs outputs of t, stored [out][in] (a matrix's rows, a vector's
+ * values), in blocks of block outputs, one block every stride outputs
+ * from out0: GPT-NeoX's fused query_key_value holds each head's q, k and
+ * v in turn, so q is blocks of head_dim every 3 head_dim from 0, k from
+ * head_dim, v from 2 head_dim. outs is a multiple of block, and the last
+ * block ends within the tensor. The slot is copied once, at load: a
+ * matrix at the width it is stored in, a vector as float32. */
+void model_tensor_strided(struct model_tensor *t, size_t out0, size_t block,
+                          size_t stride, size_t outs);
 
 /*
  * The tensors a family names, in the order it names them. The loader
@@ -112,14 +127,19 @@ struct family {
     bool (*open_tokenizer)(struct model *m, const struct model_files *files);
 };
 
-/* The row of model_type[0..len), or NULL. */
-const struct family *family_find(const char *model_type, size_t len);
+/* A table of families: attnd's (families.c), or one a test makes with a
+ * family of its own. */
+struct family_table {
+    const struct family *const *row;
+    size_t count;
+};
+extern const struct family_table family_table;
 
-/* Row i of the table, or NULL past its end. */
-const struct family *family_at(size_t i);
+/* The row of model_type[0..len) in t, or NULL. */
+const struct family *family_find(const struct family_table *t,
+                                 const char *model_type, size_t len);
 
-/* The model_types of the table, quoted and comma-separated, for a
- * message. */
-void family_names(char *out, size_t out_len);
+/* The model_types of t, quoted and comma-separated, for a message. */
+void family_names(const struct family_table *t, char *out, size_t out_len);
 
 #endif

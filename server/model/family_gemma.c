@@ -50,13 +50,14 @@ struct variant {
     size_t pattern;  /* without layer_types, layer i slides unless
                         (i + 1) % pattern is 0 */
     bool nested;     /* Gemma 3 with a vision tower: text_config */
+    double theta;    /* rope_theta when config.json has none */
 };
 
 static const struct variant variants[] = {
-    {"gemma", false, false, false, false, 0, false},
-    {"gemma2", true, true, false, false, 2, false},
-    {"gemma3_text", true, false, true, true, 6, false},
-    {"gemma3", true, false, true, true, 6, true},
+    {"gemma", false, false, false, false, 0, false, 10000.0},
+    {"gemma2", true, true, false, false, 2, false, 10000.0},
+    {"gemma3_text", true, false, true, true, 6, false, 1000000.0},
+    {"gemma3", true, false, true, true, 6, true, 1000000.0},
 };
 
 static const struct variant *variant_of(const cJSON *doc)
@@ -74,14 +75,16 @@ enum { KIND_GLOBAL = 0, KIND_SLIDING = 1 };
 
 /* ------------------------------------------------------------- config */
 
-/* hidden_activation (Gemma's MLP reads it; older files have only
- * hidden_act, and then the MLP uses the tanh GELU all the same). */
+/* hidden_activation, which Gemma's files give beside an older hidden_act
+ * ("gelu") that the MLP did not read; else hidden_act; else the tanh
+ * GELU, as the MLP falls back to. */
 static bool read_activation(const cJSON *doc, xf_act *act, char *err,
                             size_t err_len)
 {
-    const char *name;
-    if (!config_string(doc, "hidden_activation", "gelu_pytorch_tanh", &name,
-                       err, err_len))
+    const char *name, *act_name;
+    if (!config_string(doc, "hidden_act", "gelu_pytorch_tanh", &act_name, err,
+                       err_len) ||
+        !config_string(doc, "hidden_activation", act_name, &name, err, err_len))
         return false;
     static const struct {
         const char *name;
@@ -198,7 +201,7 @@ static bool make_rotary(const cJSON *doc, const struct variant *v,
     struct xf_model *x = &m->xf;
     double theta, local, factor;
     const char *scaling;
-    if (!config_positive(doc, "rope_theta", 10000.0, &theta, err, err_len) ||
+    if (!config_positive(doc, "rope_theta", v->theta, &theta, err, err_len) ||
         !read_rope_scaling(doc, &factor, &scaling, err, err_len))
         return false;
     if (!v->local_rope && scaling)
@@ -415,10 +418,9 @@ static bool in_network(const char *rest)
 #define ROW(type, name)                                                        \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
-        .read_config = read_config,                                            \
-        .name_tensors = name_tensors, .after_tensors = model_tie_head,         \
-        .prefix = prefix, .in_network = in_network,                            \
-        .open_tokenizer = tokenizer_json_open,                                 \
+        .read_config = read_config, .name_tensors = name_tensors,              \
+        .after_tensors = model_tie_head, .prefix = prefix,                     \
+        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
     }
 
 const struct family family_gemma = ROW("gemma", "Gemma decoder");

@@ -82,6 +82,12 @@ size_t model_widest_window(const struct model *m);
  */
 bool model_load(const char *name, const char *dir, struct model **out,
                 char *err, size_t err_len);
+
+/* The same, the family found in families rather than attnd's table. */
+struct family_table;
+bool model_load_in(const struct family_table *families, const char *name,
+                   const char *dir, struct model **out, char *err,
+                   size_t err_len);
 void model_free(struct model *m);
 
 #endif

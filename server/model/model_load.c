@@ -99,7 +99,8 @@ static bool read_generation_config(struct model *m,
     return true;
 }
 
-static bool read_config(struct model *m, const struct model_files *files)
+static bool read_config(struct model *m, const struct family_table *table,
+                        const struct model_files *files)
 {
     char *text;
     size_t len;
@@ -125,10 +126,10 @@ static bool read_config(struct model *m, const struct model_files *files)
             name = type->valuestring;
     }
     if (ok) {
-        m->family = family_find(name, strlen(name));
+        m->family = family_find(table, name, strlen(name));
         if (!m->family) {
             char known[200];
-            family_names(known, sizeof known);
+            family_names(table, known, sizeof known);
             ok = model_fail(why, sizeof why,
                             "model_type '%.64s' is not supported (%s)", name,
                             known);
@@ -153,6 +154,13 @@ static bool read_config(struct model *m, const struct model_files *files)
 bool model_load(const char *name, const char *dir, struct model **out,
                 char *err, size_t err_len)
 {
+    return model_load_in(&family_table, name, dir, out, err, err_len);
+}
+
+bool model_load_in(const struct family_table *families, const char *name,
+                   const char *dir, struct model **out, char *err,
+                   size_t err_len)
+{
     *out = NULL;
     if (!name_ok(name, err, err_len))
         return false;
@@ -162,7 +170,8 @@ bool model_load(const char *name, const char *dir, struct model **out,
     snprintf(m->name, sizeof m->name, "%s", name);
     const struct model_files files = {
         .name = name, .dir = dir, .err = err, .err_len = err_len};
-    bool ok = read_config(m, &files) && m->family->open_tokenizer(m, &files) &&
+    bool ok = read_config(m, families, &files) &&
+              m->family->open_tokenizer(m, &files) &&
               shards_open(&m->shards, &files) &&
               tensors_take(m, &m->shards, &files);
     if (ok && m->family->after_tensors)

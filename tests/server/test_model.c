@@ -549,9 +549,17 @@ static void check_decoder(const struct model *m, const char *variant)
     text = test_read_file(path, &len);
     cJSON *config = cJSON_ParseWithLength(text, len);
     free(text);
-    assert_int_equal(m->extra.n_eos, 1);
-    assert_int_equal(m->extra.eos[0],
-                     cJSON_GetObjectItem(config, "eos_token_id")->valueint);
+    // (one id, or a list: Gemma 3's <eos> and <end_of_turn>)
+    const cJSON *eos = cJSON_GetObjectItem(config, "eos_token_id");
+    if (cJSON_IsArray(eos)) {
+        assert_int_equal(m->extra.n_eos, (size_t)cJSON_GetArraySize(eos));
+        for (size_t i = 0; i < m->extra.n_eos; i++)
+            assert_int_equal(m->extra.eos[i],
+                             cJSON_GetArrayItem(eos, (int)i)->valueint);
+    } else {
+        assert_int_equal(m->extra.n_eos, 1);
+        assert_int_equal(m->extra.eos[0], eos->valueint);
+    }
     cJSON_Delete(config);
     const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
     if (cJSON_IsArray(freq)) { /* rotary, as rotate_half pairs them */
@@ -651,6 +659,96 @@ static void check_decoder(const struct model *m, const char *variant)
     assert_true(n_cases >= 3);
     check_greedy(m, variant, cJSON_GetObjectItem(golden, "greedy"));
     cJSON_Delete(golden);
+}
+
+/* Each layer's kind as the golden's config records it: sliding or global,
+ * its window, its rotary base and frequencies; and the model's factors. */
+static void check_layer_kinds(const struct model *m, const char *variant)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", variant);
+    size_t len;
+    char *text = test_read_file(path, &len);
+    cJSON *golden = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *cfg = cJSON_GetObjectItem(golden, "config");
+    const struct xf_model *x = &m->xf;
+    const cJSON *types = cJSON_GetObjectItem(cfg, "layer_types");
+    for (size_t l = 0; l < x->layers; l++) {
+        const struct xf_layer_kind *k =
+            &x->kind[x->layer_kind ? x->layer_kind[l] : 0];
+        const char *type =
+            types ? cJSON_GetArrayItem(types, (int)l)->valuestring : "global";
+        if (!strcmp(type, "sliding") != (k->window != 0))
+            fail_msg("%s: layer %zu is %s in the golden", variant, l, type);
+        const cJSON *windows = cJSON_GetObjectItem(cfg, "layer_windows");
+        if (windows)
+            assert_int_equal(k->window,
+                             cJSON_GetArrayItem(windows, (int)l)->valueint);
+        const cJSON *theta = cJSON_GetObjectItem(cfg, "layer_rope_theta");
+        if (theta)
+            assert_true(k->rope.base ==
+                        cJSON_GetArrayItem(theta, (int)l)->valuedouble);
+        const cJSON *freqs = cJSON_GetObjectItem(cfg, "layer_inv_freq");
+        for (size_t i = 0; freqs && i < x->head_dim / 2; i++) {
+            const double want =
+                cJSON_GetArrayItem(cJSON_GetArrayItem(freqs, (int)l), (int)i)
+                    ->valuedouble;
+            const double got =
+                k->rope.inv_freq
+                    ? k->rope.inv_freq[i]
+                    : pow(k->rope.base, -(double)(2 * i) / (double)x->head_dim);
+            if (!(fabs(got - want) <= 1e-12 * want))
+                fail_msg("%s: layer %zu's frequency %zu is %g, want %g",
+                         variant, l, i, got, want);
+        }
+    }
+    const struct {
+        const char *key;
+        float got;
+    } caps[] = {{"attn_logit_softcapping", x->attn_softcap},
+                {"final_logit_softcapping", x->final_softcap}};
+    for (size_t i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItem(cfg, caps[i].key);
+        assert_true(cJSON_IsNumber(v) ? caps[i].got == (float)v->valuedouble
+                                      : caps[i].got == 0.0f);
+    }
+    const cJSON *scale = cJSON_GetObjectItem(cfg, "attention_scale");
+    const float want_scale = (float)scale->valuedouble;
+    const float got_scale =
+        x->attn_scale ? x->attn_scale : 1.0f / sqrtf((float)x->head_dim);
+    assert_true(fabsf(got_scale - want_scale) <= 1e-7f * want_scale);
+    assert_true(x->embed_scale ==
+                (float)cJSON_GetObjectItem(cfg, "embed_scale")->valuedouble);
+    cJSON_Delete(golden);
+}
+
+/* Gemma, Gemma 2 and Gemma 3 (text, and within a checkpoint with a vision
+ * tower, whose tensors are left alone): each layer's kind and the model's
+ * factors as the golden records them, every array against its goldens,
+ * the matrices at their stored width. */
+static void test_gemma_load_and_match(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        attn_dtype dtype;
+        size_t shards;
+    } variants[] = {{"gemma", ATTN_BF16, 1},
+                    {"gemma2", ATTN_F32, 1},
+                    {"gemma3", ATTN_F16, 1},
+                    {"gemma3_mm", ATTN_BF16, 2}};
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "tests/models/%s", variants[i].name);
+        struct model *m = load_ok(dir);
+        assert_int_equal(m->shards.count, variants[i].shards);
+        assert_int_equal(m->xf.word_emb.dtype, variants[i].dtype);
+        assert_int_equal(m->layers[0].down_w.dtype, variants[i].dtype);
+        check_layer_kinds(m, variants[i].name);
+        check_decoder(m, variants[i].name);
+        model_free(m);
+    }
 }
 
 /* Every decoder variant loads, reads its config as its golden records it,
@@ -1610,6 +1708,7 @@ int main(void)
         cmocka_unit_test(test_header_reader),
         cmocka_unit_test(test_sharded),
         cmocka_unit_test(test_decoders_load_and_match),
+        cmocka_unit_test(test_gemma_load_and_match),
         cmocka_unit_test(test_new_family_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

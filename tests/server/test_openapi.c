@@ -230,8 +230,8 @@ static void test_families_are_documented(void **state)
               "family"),
            "enum");
     size_t decoders = 0;
-    for (size_t i = 0; family_at(i); i++) {
-        const struct family *f = family_at(i);
+    for (size_t i = 0; i < family_table.count; i++) {
+        const struct family *f = family_table.row[i];
         if (!f->decoder)
             continue;
         decoders++;
