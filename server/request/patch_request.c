@@ -54,10 +54,11 @@ static bool read_model(struct patch_request *p, const cJSON *v,
                            v->valuestring, loaded);
     }
     const struct model *m = p->entry->model;
-    if (!m->xf.lm_head.data || m->xf.arch.norm_place != XF_NORM_BEFORE)
+    if (!m->xf.lm_head.data || m->xf.arch.norm_place == XF_NORM_AFTER)
         return problem_set(pb, 422, "/model",
                            "the model \"%s\" (%s) has %s: patching measures "
-                           "its next-token scores, a pre-norm decoder's",
+                           "the next-token scores of a decoder whose "
+                           "residual stream no norm rewrites",
                            m->name, m->family->network,
                            m->xf.lm_head.data ? "its norms after each sublayer"
                                               : "no output head");

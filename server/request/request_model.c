@@ -77,11 +77,11 @@ static bool take_return(struct request *req, const struct request_return *r,
                            "output head; the model \"%s\" (%s) has none",
                            at->name, r->name, m->name, m->family->network);
     if ((r->model_want & XF_WANT_ACTIVATIONS) &&
-        (!m->xf.lm_head.data || m->xf.arch.norm_place != XF_NORM_BEFORE))
+        (!m->xf.lm_head.data || m->xf.arch.norm_place == XF_NORM_AFTER))
         return problem_set(pb, 422, at->pointer,
                            "%s (\"%s\") attributes a logit to what writes "
-                           "into a pre-norm residual stream; the model \"%s\" "
-                           "(%s) has %s",
+                           "into a residual stream that no norm rewrites; "
+                           "the model \"%s\" (%s) has %s",
                            at->name, r->name, m->name, m->family->network,
                            m->xf.lm_head.data ? "its norms after each sublayer"
                                               : "no output head");

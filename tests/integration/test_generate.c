@@ -90,6 +90,8 @@ static int setup(void **state)
                                 "--model", "mistral=tests/models/mistral",
                                 "--model", "qwen3=tests/models/qwen3",
                                 "--model", "gpt2=tests/models/gpt2",
+                                "--model", "gemma2=tests/models/gemma2",
+                                "--model", "gemma3=tests/models/gemma3",
                                 "--model", "wide=tests/models/llama_16x32",
                                 "--model", "bert=tests/models/f32",
                                 "--model", eos_model,
@@ -218,8 +220,11 @@ enum { MAX_EVENTS = 64 };
 static void test_greedy_streams_the_reference(void **state)
 {
     (void)state;
-    const char *variants[] = {"llama3", "mistral", "qwen3", "gpt2"};
-    for (size_t v = 0; v < 4; v++) {
+    // Gemma 2's logits soft-capped, Gemma 3's layers of two kinds, each
+    // through the cache
+    const char *variants[] = {"llama3", "mistral", "qwen3",
+                              "gpt2",   "gemma2",  "gemma3"};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
         cJSON *g = golden(variants[v]);
         const cJSON *want = get(get(g, "greedy"), "new");
         const cJSON *prompt = get(get(g, "greedy"), "prompt");

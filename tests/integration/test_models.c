@@ -540,10 +540,16 @@ static void check_decoder_golden(const struct server *s, const char *variant,
         double *att = numbers_of(get(c, "attentions"), &count);
         const size_t dims4[4] = {L, Hd, n, n};
         check_array(j, "weights", att, count, dims4, 4, false);
-        // the future, and keys outside the window, are exactly 0
+        // the future, and keys outside the layer's window, are exactly 0
         const cJSON *layer, *head, *row, *cell;
+        const cJSON *windows = cJSON_GetObjectItem(gc, "layer_windows");
+        int at = 0;
         cJSON_ArrayForEach(layer, get(j, "weights"))
         {
+            const size_t window_l =
+                windows ? (size_t)cJSON_GetArrayItem(windows, at)->valuedouble
+                        : window;
+            at++;
             cJSON_ArrayForEach(head, layer)
             {
                 size_t i = 0;
@@ -552,7 +558,7 @@ static void check_decoder_golden(const struct server *s, const char *variant,
                     size_t jj = 0;
                     cJSON_ArrayForEach(cell, row)
                     {
-                        if (jj > i || (window && jj + window <= i))
+                        if (jj > i || (window_l && jj + window_l <= i))
                             assert_true(cell->valuedouble == 0.0);
                         jj++;
                     }
@@ -578,6 +584,90 @@ static void check_decoder_golden(const struct server *s, const char *variant,
     }
     assert_true(cases >= 3);
     cJSON_Delete(g);
+}
+
+/* Gemma's four rows served: /models gives each layer's kind, window and
+ * rotary base and the caps as the goldens record them, every golden comes
+ * back through HTTP, and DLA on Gemma 2 says which cap its logits come
+ * before and adds up. */
+static void test_gemma_served(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--model", "gemma=tests/models/gemma",
+                                "--model", "gemma2=tests/models/gemma2",
+                                "--model", "gemma3=tests/models/gemma3",
+                                "--model", "gemma3_mm=tests/models/gemma3_mm",
+                                NULL};
+    const char *variants[] = {"gemma", "gemma2", "gemma3", "gemma3_mm"};
+    struct server s;
+    assert_true(server_start(&s, args));
+    struct reply r;
+    assert_true(http_call(&s, "GET", "/models", NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *list = cJSON_Parse(r.body);
+    reply_free(&r);
+    for (int i = 0; i < 4; i++) {
+        const cJSON *m = cJSON_GetArrayItem(get(list, "models"), i);
+        cJSON *g = load_golden(variants[i]);
+        const cJSON *gc = get(g, "config");
+        assert_string_equal(get(m, "family")->valuestring,
+                            get(gc, "model_type")->valuestring);
+        const cJSON *layers = get(m, "layer_attention");
+        const cJSON *types = cJSON_GetObjectItem(gc, "layer_types");
+        const cJSON *theta = cJSON_GetObjectItem(gc, "layer_rope_theta");
+        assert_int_equal(cJSON_GetArraySize(layers),
+                         get(gc, "layers")->valueint);
+        for (int l = 0; l < cJSON_GetArraySize(layers); l++) {
+            const cJSON *la = cJSON_GetArrayItem(layers, l);
+            assert_string_equal(
+                get(la, "type")->valuestring,
+                types ? cJSON_GetArrayItem(types, l)->valuestring : "global");
+            if (theta)
+                assert_true(get(la, "rope_theta")->valuedouble ==
+                            cJSON_GetArrayItem(theta, l)->valuedouble);
+        }
+        const char *caps[] = {"attn_logit_softcapping",
+                              "final_logit_softcapping"};
+        for (int c = 0; c < 2; c++) {
+            const cJSON *want = get(gc, caps[c]), *got = get(m, caps[c]);
+            assert_true(cJSON_IsNull(want)
+                            ? cJSON_IsNull(got)
+                            : got->valuedouble == want->valuedouble);
+        }
+        cJSON_Delete(g);
+        check_decoder_golden(&s, variants[i], variants[i]);
+    }
+    cJSON_Delete(list);
+    cJSON *j = post_expect(&s,
+                           "{\"model\":\"gemma2\",\"sentence\":\"The cat "
+                           "sat\",\"return\":[\"dla\"],\"dla_target\":[5]}",
+                           200);
+    const cJSON *dla = get(j, "dla");
+    assert_true(get(dla, "before_softcap")->valuedouble == 5.0);
+    assert_true(
+        fabs(get(dla, "total")->valuedouble - get(dla, "logit")->valuedouble) <=
+        1e-4 * fmax(1.0, fabs(get(dla, "logit")->valuedouble)));
+    cJSON_Delete(j);
+    // patching and ablation on layers of two kinds, the logits capped
+    assert_true(post_json(&s, "/patch",
+                          "{\"model\":\"gemma2\",\"clean\":\"the cat sat on "
+                          "the mat\",\"corrupted\":\"the dog sat on the "
+                          "mat\",\"over\":\"heads\",\"metric\":{\"kind\":"
+                          "\"logprob\",\"target\":5}}",
+                          &r));
+    if (r.status != 200)
+        fail_msg("/patch on gemma2: %ld %s", r.status, r.body);
+    j = cJSON_Parse(r.body);
+    reply_free(&r);
+    assert_int_equal(cJSON_GetArraySize(get(j, "effects")), 4);
+    cJSON_Delete(j);
+    j = post_expect(&s,
+                    "{\"model\":\"gemma3\",\"sentence\":\"The cat sat\","
+                    "\"ablate\":[{\"layer\":5,\"head\":1}],"
+                    "\"return\":[\"mean_weights\"]}",
+                    200);
+    cJSON_Delete(j);
+    assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
 /* A server with every decoder family: /models says what each is, every
@@ -2016,6 +2106,7 @@ int main(void)
         cmocka_unit_test(test_models_from_environment),
         cmocka_unit_test(test_bert_base_size),
         cmocka_unit_test(test_decoders),
+        cmocka_unit_test(test_gemma_served),
         cmocka_unit_test(test_logit_lens),
         cmocka_unit_test(test_head_stats),
         cmocka_unit_test(test_value_weighted),
