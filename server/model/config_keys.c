@@ -156,3 +156,24 @@ bool config_ids(const cJSON *doc, const char *name, size_t below, size_t max,
     }
     return true;
 }
+
+bool config_rope_scaling(const cJSON *doc, const cJSON **scaling,
+                         const char **type, char *err, size_t err_len)
+{
+    *scaling = NULL;
+    *type = NULL;
+    const cJSON *r = key(doc, "rope_scaling");
+    if (!r)
+        return true;
+    if (!cJSON_IsObject(r))
+        return model_fail(err, err_len, "rope_scaling is not an object");
+    const char *t;
+    if (!config_string(r, "rope_type", NULL, &t, err, err_len) ||
+        (!t && !config_string(r, "type", NULL, &t, err, err_len)))
+        return false;
+    if (t && strcmp(t, "default")) {
+        *scaling = r;
+        *type = t;
+    }
+    return true;
+}

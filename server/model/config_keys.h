@@ -42,6 +42,12 @@ bool config_eps(const cJSON *doc, const char *name, float fallback, float *out,
 bool config_ids(const cJSON *doc, const char *name, size_t below, size_t max,
                 unsigned *ids, size_t *count, char *err, size_t err_len);
 
+/* rope_scaling: *scaling the object and *type its rope_type (newer
+ * files) or type (older ones), both NULL when it is absent, null, or of
+ * type "default"; false when it is not an object. */
+bool config_rope_scaling(const cJSON *doc, const cJSON **scaling,
+                         const char **type, char *err, size_t err_len);
+
 /* A finite number above 0 into *out; fallback when absent or null. */
 bool config_positive(const cJSON *doc, const char *name, double fallback,
                      double *out, char *err, size_t err_len);

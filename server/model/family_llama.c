@@ -79,17 +79,11 @@ struct llama3_scaling {
 static bool read_rope_scaling(const cJSON *doc, struct llama3_scaling *x,
                               char *err, size_t err_len)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(doc, "rope_scaling");
-    if (!r || cJSON_IsNull(r))
-        return true;
-    if (!cJSON_IsObject(r))
-        return model_fail(err, err_len, "rope_scaling is not an object");
+    const cJSON *r;
     const char *type;
-    // newer files name it rope_type, older ones type
-    if (!config_string(r, "rope_type", NULL, &type, err, err_len) ||
-        (!type && !config_string(r, "type", NULL, &type, err, err_len)))
+    if (!config_rope_scaling(doc, &r, &type, err, err_len))
         return false;
-    if (!type || !strcmp(type, "default"))
+    if (!type)
         return true;
     if (strcmp(type, "llama3"))
         return model_fail(err, err_len,
