@@ -17,6 +17,11 @@
  *   out = norm_f(out)         rows    (a look for overflow)     rows
  *
  * A gated feed-forward makes inter = act(gate x) * up x in the same tiles.
+ * A parallel residual (GPT-NeoX) norms the layer's input for the
+ * feed-forward too, normed = norm_f(h), so that out = h + a + ffn(h):
+ * x1 is still what the attention leaves in the stream, and out - x1 what
+ * the feed-forward adds. Norms on the sublayers' outputs (sandwich,
+ * output) norm a and the feed-forward's output before their sums.
  * The last layer's feed-forward is skipped when no hidden state is
  * returned: nothing else reads it. With a final norm, the last hidden
  * state is the normed one, as transformers returns it.
@@ -117,7 +122,8 @@ static bool in_norms(const struct xf_model *m)
 }
 
 /* x1 = attention (normed, with out norms) + input, then norm_a(x1) (norm
- * after) or normed = norm_f(x1) (norms on the inputs). */
+ * after) or normed = norm_f(x1) (norms on the inputs; norm_f(input) with
+ * a parallel residual). */
 static void residual_rows(struct pass *p, size_t r0, size_t rows)
 {
     const size_t H = p->m->hidden;
@@ -131,8 +137,11 @@ static void residual_rows(struct pass *p, size_t r0, size_t rows)
         xf_norm_rows(p->m, x1, rows, p->y->attn_norm_w, p->y->attn_norm_b, x1);
         return;
     }
+    // a parallel residual's feed-forward reads the layer's input, as its
+    // attention did
+    const float *ffn_in = p->m->arch.parallel ? p->h_in + r0 * H : x1;
     if (in_norms(p->m))
-        xf_norm_rows(p->m, x1, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
+        xf_norm_rows(p->m, ffn_in, rows, p->y->ffn_norm_w, p->y->ffn_norm_b,
                      p->normed + r0 * H);
 }
 

@@ -83,6 +83,11 @@ struct xf_arch {
      * once, before the rotation (OLMo 2's q_norm and k_norm); not with
      * qk_norm */
     bool qk_norm_whole;
+    /* the attention and the feed-forward both read the layer's input,
+     * h + attn(norm_a(h)) + ffn(norm_f(h)), rather than the feed-forward
+     * the attention's sum (GPT-NeoX's use_parallel_residual, GPT-J's);
+     * norms before each sublayer only */
+    bool parallel;
 };
 
 /* Short stable names of the enums, e.g. "rms", "before", "gated", "silu",

@@ -92,6 +92,11 @@ static attn_status check_arch(const struct xf_arch *a, struct attn_error *err)
         return attn_fail(err, ATTN_E_INVALID, "qk_norm_whole",
                          "q and k are normed by head (qk_norm) or whole "
                          "(qk_norm_whole), not both");
+    if (a->parallel && a->norm_place != XF_NORM_BEFORE)
+        return attn_fail(err, ATTN_E_INVALID, "parallel",
+                         "a parallel residual norms each sublayer's input "
+                         "(norm_place before), not %s",
+                         xf_norm_place_name((int)a->norm_place));
     return ATTN_OK;
 }
 

@@ -184,7 +184,13 @@ static bool decoder_part(struct buf *b, const struct model *m)
         ok = buf_printf(
             b, ",\"rope_theta\":%.17g,\"rope_scaling\":", first->rope.base);
         ok = ok && json_name_or_null(b, m->extra.rope_scaling[0]);
+        // the values of each head it turns: all, or a partial rotary's
+        ok =
+            ok && buf_printf(b, ",\"rotary_dims\":%zu",
+                             first->rope.dims ? first->rope.dims : x->head_dim);
     }
+    ok = ok && buf_printf(b, ",\"parallel_residual\":%s",
+                          x->arch.parallel ? "true" : "false");
     const size_t window = model_widest_window(m);
     ok = ok && buf_printf(b, ",\"sliding_window\":");
     ok = ok &&

@@ -91,12 +91,14 @@ bool config_eps(const cJSON *doc, const char *name, float fallback, float *out,
     *out = fallback;
     if (!v)
         return true;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-        !((float)v->valuedouble > 0.0f) || v->valuedouble > 1.0)
+    if (!cJSON_IsNumber(v))
+        return model_fail(err, err_len, "%s is not a number", name);
+    if (!isfinite(v->valuedouble) || !((float)v->valuedouble > 0.0f) ||
+        v->valuedouble > 1.0)
         return model_fail(err, err_len,
-                          "%s must be a number above 0 (as float32) and at "
-                          "most 1",
-                          name);
+                          "%s (%g) must be a number above 0 (as float32) and "
+                          "at most 1",
+                          name, v->valuedouble);
     *out = (float)v->valuedouble;
     return true;
 }
@@ -108,10 +110,12 @@ bool config_positive(const cJSON *doc, const char *name, double fallback,
     *out = fallback;
     if (!v)
         return true;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
-        !(v->valuedouble > 0.0))
-        return model_fail(err, err_len, "%s must be a finite number above 0",
-                          name);
+    if (!cJSON_IsNumber(v))
+        return model_fail(err, err_len, "%s is not a number", name);
+    if (!isfinite(v->valuedouble) || !(v->valuedouble > 0.0))
+        return model_fail(err, err_len,
+                          "%s (%g) must be a finite number above 0", name,
+                          v->valuedouble);
     *out = v->valuedouble;
     return true;
 }

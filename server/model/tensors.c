@@ -54,6 +54,20 @@ void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,
     t->in_out = in_out;
     t->out0 = out0;
     t->outs = outs;
+    t->block = t->stride = 0;
+}
+
+void model_tensor_strided(struct model_tensor *t, size_t out0, size_t block,
+                          size_t stride, size_t outs)
+{
+    // the family's arithmetic, from sizes config.json gave: blocks that
+    // fit in the tensor's outputs, which find_tensor() then checks
+    assert(block > 0 && stride >= block && outs % block == 0 && outs > 0);
+    t->in_out = false;
+    t->out0 = out0;
+    t->outs = outs;
+    t->block = block;
+    t->stride = stride;
 }
 
 void model_tie_head(struct model *m)
@@ -161,11 +175,19 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
                            "shape %s, but config.json gives [%zu] (%s)", got,
                            w->rows, w->what);
     }
+    // the outputs a slot takes lie within the tensor's (the family's
+    // arithmetic, on sizes the shape check above has held it to)
+    if (w->stride)
+        assert(w->out0 + (w->outs / w->block - 1) * w->stride + w->block <=
+               outputs_of(w));
+    else
+        assert(w->out0 + slot_outputs(w) <= outputs_of(w));
     // a matrix is read at its own width, as stored when the core reads it
-    // so; a vector, small, as float32
+    // so; a vector, small, as float32; blocks at a stride are copied
+    // together
     const size_t width = t->dtype == ST_F32 ? 4 : 2;
     f->in_place = (t->dtype == ST_F32 || w->matrix) && !w->in_out &&
-                  t->offset % width == 0 && w->add == 0.0f;
+                  !w->stride && t->offset % width == 0 && w->add == 0.0f;
     return true;
 }
 
@@ -220,7 +242,8 @@ static size_t first_nonfinite(struct xf_matrix held, size_t count)
 }
 
 /* Copy the slot's part of a stored tensor into dst, as the core reads it:
- * [out][in] at the stored width, or widened to float32 (widen). */
+ * [out][in] at the stored width, or widened to float32 (widen); blocks at
+ * a stride one after another. */
 static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
                       const unsigned char *src, bool widen, void *dst)
 {
@@ -229,6 +252,19 @@ static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
     const size_t in = w->cols ? (w->in_out ? w->rows : w->cols) : 1;
     const size_t out_es = widen ? sizeof(float) : es;
     unsigned char *d = dst;
+    if (w->stride) { /* blocks of block rows, stride rows apart */
+        const size_t rows = w->block * in, blocks = outs / w->block;
+        for (size_t b = 0; b < blocks; b++) {
+            const unsigned char *from =
+                src + (w->out0 + b * w->stride) * in * es;
+            if (widen)
+                attn_widen(from, dtype, rows,
+                           (float *)(void *)(d + b * rows * out_es));
+            else
+                memcpy(d + b * rows * out_es, from, rows * es);
+        }
+        return;
+    }
     if (!w->in_out) { /* rows [out0, out0 + outs), contiguous */
         const unsigned char *from = src + w->out0 * in * es;
         if (widen)

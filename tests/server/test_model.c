@@ -492,9 +492,22 @@ static void check_greedy(const struct model *m, const char *variant,
 
 /* What a golden's config records of the block beside the sizes, each
  * key checked where the golden has one (generate_neox_phi3_olmo2.py's
- * goldens do): where the norms sit, and what q and k are normed over. */
+ * goldens do): where the norms sit, what q and k are normed over, a
+ * parallel residual, the values of a head the rotary turns, and the
+ * factor on its cos and sin. */
 static void check_block_keys(const struct xf_model *x, const cJSON *cfg)
 {
+    const cJSON *parallel = cJSON_GetObjectItem(cfg, "parallel_residual");
+    if (parallel)
+        assert_int_equal(x->arch.parallel, cJSON_IsTrue(parallel));
+    const struct attn_rotary *rope = &x->kind[0].rope;
+    const double dims = golden_number(cfg, "rotary_dims");
+    if (!isnan(dims))
+        assert_int_equal(rope->dims ? rope->dims : x->head_dim, (size_t)dims);
+    const double factor = golden_number(cfg, "attention_factor");
+    if (!isnan(factor))
+        assert_true(fabs((rope->factor ? rope->factor : 1.0) - factor) <=
+                    1e-12 * factor);
     const cJSON *place = cJSON_GetObjectItem(cfg, "norm_placement");
     if (cJSON_IsString(place)) /* "pre", or "post: x + norm(attn(x)) ..." */
         assert_int_equal(x->arch.norm_place,
@@ -566,8 +579,10 @@ static void check_decoder(const struct model *m, const char *variant)
         assert_int_equal(x->arch.positions, XF_POS_ROTARY);
         const struct attn_rotary *rope = &x->kind[0].rope;
         assert_int_equal(rope->pairing, ATTN_ROPE_HALF);
-        assert_int_equal((size_t)cJSON_GetArraySize(freq), x->head_dim / 2);
-        for (size_t i = 0; i < x->head_dim / 2; i++) {
+        // the pairs of the values turned: every one, or a partial rotary's
+        const size_t pairs = (rope->dims ? rope->dims : x->head_dim) / 2;
+        assert_int_equal((size_t)cJSON_GetArraySize(freq), pairs);
+        for (size_t i = 0; i < pairs; i++) {
             const double want = cJSON_GetArrayItem(freq, (int)i)->valuedouble;
             assert_true(fabs(rope->inv_freq[i] - want) <= 1e-12 * want);
         }
@@ -765,6 +780,7 @@ static void test_decoders_load_and_match(void **state)
         {"llama2", ATTN_BF16, 1}, {"llama3", ATTN_F32, 2},
         {"mistral", ATTN_F16, 1}, {"qwen2", ATTN_BF16, 1},
         {"qwen3", ATTN_F32, 1},   {"olmo2", ATTN_BF16, 1},
+        {"neox", ATTN_F16, 1},    {"neox_seq", ATTN_F32, 1},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         char dir[256];
@@ -851,7 +867,20 @@ static void test_new_family_refusals(void **state)
          "num_key_value_heads (3) does not divide"},
         {"olmo2", "rope_scaling", "{\"rope_type\": \"yarn\"}",
          "rope_scaling's type 'yarn'"},
-        {"olmo2", "rms_norm_eps", "0", "rms_norm_eps"},
+        {"olmo2", "rms_norm_eps", "0", "rms_norm_eps (0)"},
+        {"neox", "rotary_pct", "0.1", "rotary_pct (0.1) turns 1 of"},
+        {"neox", "rotary_pct", "1.5", "rotary_pct (1.5) is more than 1"},
+        {"neox", "rotary_pct", "0", "rotary_pct (0)"},
+        {"neox", "rotary_emb_base", "\"big\"", "rotary_emb_base is not"},
+        {"neox", "rope_theta", "500", "rope_theta (500) is not"},
+        {"neox", "partial_rotary_factor", "0.5",
+         "partial_rotary_factor (0.5) is not rotary_pct (0.25)"},
+        {"neox", "hidden_act", "\"relu\"", "hidden_act 'relu'"},
+        {"neox", "rope_scaling", "{\"type\": \"linear\", \"factor\": 2}",
+         "rope_scaling's type 'linear'"},
+        {"neox", "num_attention_heads", "5", "(5) does not divide"},
+        {"neox", "use_parallel_residual", "1",
+         "use_parallel_residual is not true or false"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *dir = decoder_dir(cases[i].variant);
@@ -871,6 +900,64 @@ static void test_new_family_refusals(void **state)
     assert_false(m->xf.arch.ffn_bias);
     model_free(m);
     decoder_dir_remove(dir);
+    // GPT-NeoX: a parallel residual when use_parallel_residual is absent,
+    // and keys a newer config copies from older ones that agree
+    dir = decoder_dir("neox_seq");
+    decoder_config_with(dir, "neox_seq", "use_parallel_residual", NULL);
+    m = load_ok(dir);
+    assert_true(m->xf.arch.parallel);
+    model_free(m);
+    decoder_config_with(dir, "neox_seq", "rope_theta", "1000");
+    m = load_ok(dir);
+    assert_true(m->xf.kind[0].rope.base == 1000.0);
+    assert_int_equal(m->xf.kind[0].rope.dims, 6);
+    model_free(m);
+    decoder_dir_remove(dir);
+}
+
+/* GPT-NeoX's fused query_key_value, [heads][3][head_dim] in its rows: q,
+ * k and v each copied once at load, in blocks at a stride, at the width
+ * the file stores them in (F16 here), as are the biases (as float32);
+ * the mapping's pages read only through copies given back; the matrices
+ * read in place are the file's own bytes. */
+static void test_strided_slices(void **state)
+{
+    (void)state;
+    struct model *m = load_ok("tests/models/neox");
+    const struct xf_model *x = &m->xf;
+    const size_t H = x->hidden, D = x->head_dim;
+    const char *map = m->shards.shard[0].map;
+    const char *copies = m->converted;
+    for (size_t l = 0; l < x->layers; l++) {
+        const struct xf_layer *y = &m->layers[l];
+        const struct xf_matrix qkv[3] = {y->q_w, y->k_w, y->v_w};
+        const float *bias[3] = {y->q_b, y->k_b, y->v_b};
+        for (size_t i = 0; i < 3; i++) {
+            assert_int_equal(qkv[i].dtype, ATTN_F16);
+            const char *at = qkv[i].data;
+            assert_true(at >= copies && at < copies + m->converted_bytes);
+            assert_true(bias[i] != NULL);
+        }
+        assert_true((const char *)y->o_w.data > map &&
+                    (const char *)y->o_w.data < map + m->shards.shard[0].bytes);
+        // row r of q is row 3 D (r / D) + r % D of the fused tensor, the
+        // file's bits; k's from D on, v's from 2 D
+        char name[96];
+        snprintf(name, sizeof name,
+                 "gpt_neox.layers.%zu.attention.query_key_value.weight", l);
+        size_t shard;
+        const struct st_tensor *t = shards_find(&m->shards, name, &shard);
+        assert_non_null(t);
+        const uint16_t *fused =
+            (const uint16_t *)(const void *)(map + t->offset);
+        for (size_t i = 0; i < 3; i++)
+            for (size_t r = 0; r < H; r++) {
+                const size_t from = 3 * D * (r / D) + i * D + r % D;
+                const uint16_t *row = (const uint16_t *)qkv[i].data + r * H;
+                assert_memory_equal(row, fused + from * H, H * sizeof *row);
+            }
+    }
+    model_free(m);
 }
 
 static void test_unaligned_f32(void **state)
@@ -1710,6 +1797,7 @@ int main(void)
         cmocka_unit_test(test_decoders_load_and_match),
         cmocka_unit_test(test_gemma_load_and_match),
         cmocka_unit_test(test_new_family_refusals),
+        cmocka_unit_test(test_strided_slices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

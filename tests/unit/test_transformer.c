@@ -358,6 +358,10 @@ static void ref_attention(const struct xf_model *m, size_t l, const double *in,
     free(ctx);
 }
 
+/* NULL, or where ref_stack() keeps what each layer's attention and
+ * feed-forward add to the stream, [L][n][H] each */
+static double *ref_attn_out, *ref_mlp_out;
+
 /* weights [L][h][n][n], hidden [L+1][n][H] in transformers' order (with a
  * final norm, the last entry is after it) */
 static void ref_stack(const struct xf_model *m, const uint32_t *ids,
@@ -392,11 +396,14 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
         ref_attention(m, l, normed, n, weights + l * m->heads * n * n, a);
         if (outs)
             ref_norm(m, a, n, y->attn_out_norm_w, y->attn_out_norm_b);
+        if (ref_attn_out)
+            memcpy(ref_attn_out + l * n * H, a, n * H * 8);
         for (size_t e = 0; e < n * H; e++)
             x1[e] = a[e] + h_in[e];
         if (place == XF_NORM_AFTER)
             ref_norm(m, x1, n, y->attn_norm_w, y->attn_norm_b);
-        memcpy(normed, x1, n * H * 8);
+        // a parallel residual's feed-forward reads the layer's input
+        memcpy(normed, m->arch.parallel ? h_in : x1, n * H * 8);
         if (before)
             ref_norm(m, normed, n, y->ffn_norm_w, y->ffn_norm_b);
         ref_lin(normed, n, H, test_values(y->up_w), y->up_b, J, up);
@@ -411,6 +418,8 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
         ref_lin(up, n, J, test_values(y->down_w), y->down_b, H, h_out);
         if (outs)
             ref_norm(m, h_out, n, y->ffn_out_norm_w, y->ffn_out_norm_b);
+        if (ref_mlp_out)
+            memcpy(ref_mlp_out + l * n * H, h_out, n * H * 8);
         for (size_t e = 0; e < n * H; e++)
             h_out[e] += x1[e];
         if (place == XF_NORM_AFTER)
@@ -637,6 +646,116 @@ static void test_layer_kinds_and_sandwich(void **state)
     rope_factor = 0.0;
 }
 
+static struct xf_arch neox_arch(void)
+{
+    return (struct xf_arch){.norm = XF_NORM_LAYER,
+                            .norm_place = XF_NORM_BEFORE,
+                            .ffn = XF_FFN_PLAIN,
+                            .act = XF_ACT_GELU,
+                            .positions = XF_POS_ROTARY,
+                            .final_norm = true,
+                            .causal = true,
+                            .qkv_bias = true,
+                            .out_bias = true,
+                            .ffn_bias = true,
+                            .parallel = true};
+}
+
+/* GPT-NeoX's block: LayerNorm, exact GELU, a partial rotary, every bias,
+ * and the parallel residual h + attn(ln1(h)) + mlp(ln2(h)); then the same
+ * sequential, and a gated RMSNorm block in parallel. */
+static void test_parallel_residual(void **state)
+{
+    (void)state;
+    struct xf_arch a = neox_arch();
+    rope_dims = 2;
+    check_arch(&a, 4, 4, 6, 13, 1);
+    check_arch(&a, 3, 3, 8, 66, 2);
+    a.parallel = false;
+    check_arch(&a, 3, 3, 8, 14, 2);
+    rope_dims = 0;
+    a = llama_arch();
+    a.parallel = true;
+    check_arch(&a, 4, 2, 8, 12, 1);
+}
+
+/* A parallel residual's activations: the stream entering each layer, what
+ * the attention adds and what the feed-forward adds, each the float64
+ * stack's, and the three summing to the next layer's stream; an ablation
+ * of layer 0's heads leaves its feed-forward's output as it was (it reads
+ * the layer's input, not the attention's sum), where a sequential block's
+ * moves. */
+static void test_parallel_activations(void **state)
+{
+    (void)state;
+    enum { L = 3, N = 9, H = 24 };
+    for (int parallel = 1; parallel >= 0; parallel--) {
+        struct xf_arch a = neox_arch();
+        a.parallel = parallel;
+        struct owned o;
+        model_make(&o, &a, L, 4, 4, 6, H, 40, 61);
+        o.m.kind[0].rope = (struct attn_rotary){
+            .base = 500.0, .pairing = ATTN_ROPE_HALF, .dims = 2};
+        const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5};
+        double *w = calloc(L * 4 * N * N, 8), *hs = calloc((L + 1) * N * H, 8);
+        ref_attn_out = calloc(L * N * H, 8);
+        ref_mlp_out = calloc(L * N * H, 8);
+        ref_stack(&o.m, ids, NULL, N, w, hs);
+        struct xf_run run = {.ids = ids,
+                             .n = N,
+                             .want = XF_WANT_ACTIVATIONS | XF_WANT_HIDDEN,
+                             .layer = XF_ALL_LAYERS,
+                             .threads = 2,
+                             .capture_position = XF_ALL};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+        // the stream entering each layer is the hidden state before it
+        assert_true(max_tol_ratio(r.resid, hs, L * N * H, HIDDEN_ATOL,
+                                  HIDDEN_RTOL) <= 1.0);
+        assert_true(max_tol_ratio(r.attn_out, ref_attn_out, L * N * H,
+                                  HIDDEN_ATOL, HIDDEN_RTOL) <= 1.0);
+        assert_true(max_tol_ratio(r.mlp_out, ref_mlp_out, L * N * H,
+                                  HIDDEN_ATOL, HIDDEN_RTOL) <= 1.0);
+        for (size_t l = 0; l < L; l++)
+            for (size_t e = 0; e < N * H; e++) {
+                const float sum = r.resid[l * N * H + e] +
+                                  r.attn_out[l * N * H + e] +
+                                  r.mlp_out[l * N * H + e];
+                assert_true(fabsf(sum - r.resid[(l + 1) * N * H + e]) <
+                            1e-4f * (1.0f + fabsf(sum)));
+            }
+        // layer 0's heads ablated
+        const struct xf_edit zero = {.site = XF_SITE_Z,
+                                     .op = XF_EDIT_ZERO,
+                                     .layer = 0,
+                                     .head = XF_ALL,
+                                     .position = XF_ALL};
+        run.edits = &zero;
+        run.n_edits = 1;
+        struct xf_result e;
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &e, NULL), ATTN_OK);
+        double moved = 0.0, attn_moved = 0.0;
+        for (size_t i = 0; i < N * H; i++) {
+            moved = fmax(moved, fabs(e.mlp_out[i] - r.mlp_out[i]));
+            attn_moved = fmax(attn_moved, fabs(e.attn_out[i] - r.attn_out[i]));
+        }
+        // (out - x1 rounds as float32 does: the same to 1e-5, not bits)
+        assert_true(attn_moved > 0.1);
+        if (parallel)
+            assert_true(moved < 1e-5);
+        else
+            assert_true(moved > 0.01);
+        xf_result_free(&e);
+        xf_result_free(&r);
+        free(ref_attn_out);
+        free(ref_mlp_out);
+        ref_attn_out = ref_mlp_out = NULL;
+        free(w);
+        free(hs);
+        model_free(&o);
+    }
+}
+
 /* Each choice apart from the others, on a BERT-like base. */
 static void test_each_choice(void **state)
 {
@@ -754,6 +873,11 @@ static void test_arch_refusals(void **state)
     bad.layer_kind = beyond; /* kind 1 of 1 */
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "layer_kind");
+    bad = o.m;
+    bad.arch.parallel = true;
+    bad.arch.norm_place = XF_NORM_OUTPUT; /* in parallel: norms before */
+    assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "parallel");
     bad = o.m;
     bad.attn_softcap = -1.0f;
     assert_int_equal(xf_plan(&bad, &run, &plan, &err), ATTN_E_INVALID);
@@ -1376,6 +1500,8 @@ int main(void)
         cmocka_unit_test(test_window),
         cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_qk_norm_whole),
+        cmocka_unit_test(test_parallel_residual),
+        cmocka_unit_test(test_parallel_activations),
         cmocka_unit_test(test_each_choice),
         cmocka_unit_test(test_layer_kinds_and_sandwich),
         cmocka_unit_test(test_conventions_have_teeth),
