@@ -182,7 +182,8 @@ static bool is_eos(const struct model *m, uint32_t id)
     return false;
 }
 
-/* One run through the cache; the logits into out. */
+/* One run through the cache; the logits into out. An ablation's means
+ * are the prompt's, also when the whole sequence runs again. */
 static attn_status cached(const struct generation *gen, struct xf_cache *cache,
                           const uint32_t *ids, size_t n, float *out,
                           struct attn_error *err)
@@ -196,7 +197,8 @@ static attn_status cached(const struct generation *gen, struct xf_cache *cache,
                                .threads = 1,
                                .cache = cache,
                                .edits = asked->edits,
-                               .n_edits = asked->n_edits};
+                               .n_edits = asked->n_edits,
+                               .mean_over = gen->prompt};
     struct xf_plan plan;
     struct xf_result r;
     attn_status st = xf_plan(x, &run, &plan, err);
@@ -293,6 +295,15 @@ static void run_generation(struct job *job, double waited)
         if (event_stream_gone(gen->events)) {
             gone = true;
             break;
+        }
+        // a longrope model turns every position by its long factors once
+        // the sequence outgrows its original length: the cache's keys,
+        // turned by the short ones, are dropped and the whole sequence
+        // runs again, as transformers' Phi-3 drops its cache there
+        if (xf_cache_outgrown(x, &cache, n)) {
+            cache.len = 0;
+            next = enc->ids;
+            n = enc->count;
         }
         st = cached(gen, &cache, next, n, logits, &err);
         if (st != ATTN_OK)
@@ -393,8 +404,21 @@ static bool plan_generation(struct generation *gen,
         st = xf_plan(x, &run, &whole, &err);
     if (st != ATTN_OK)
         return problem_from_core(pb, st, &err, "");
-    const double whole_flops = req->compute ? xf_plan_flops(&whole) : 0;
-    const double whole_bytes = req->compute ? (double)xf_plan_bytes(&whole) : 0;
+    double whole_flops = req->compute ? xf_plan_flops(&whole) : 0;
+    double whole_bytes = req->compute ? (double)xf_plan_bytes(&whole) : 0;
+    // a longrope model's sequence that outgrows its cache runs again
+    // whole (run_generation()): that pass, held beside the cache
+    const size_t again = xf_cache_rerun_length(x, gen->prompt, T);
+    if (again) {
+        struct xf_run rerun = run;
+        rerun.n = again;
+        rerun.want = XF_WANT_LOGITS;
+        struct xf_plan p;
+        if ((st = xf_plan(x, &rerun, &p, &err)) != ATTN_OK)
+            return problem_from_core(pb, st, &err, "");
+        whole_flops += xf_plan_flops(&p);
+        whole_bytes += (double)xf_plan_bytes(&p);
+    }
     // a token: every weight once, its scores over every position, the head
     double weights = 0;
     for (size_t l = 0; l < x->layers; l++)

@@ -146,6 +146,14 @@ struct xf_layer_kind {
     size_t window;           /* 0, or token i sees tokens j > i - window
                                 only (a sliding window, Mistral's) */
     struct attn_rotary rope; /* with XF_POS_ROTARY (attention.h) */
+    /* 0, or a run over more than long_after positions in all (those a
+     * cache held and its own tokens) turns every position, the first
+     * included, by long_rope instead of rope: Phi-3's longrope, short
+     * factors up to original_max_position_embeddings and long ones past
+     * it, chosen by the sequence's length as transformers chooses them.
+     * A cache started short is then outgrown (xf_cache_outgrown()). */
+    size_t long_after;
+    struct attn_rotary long_rope;
 };
 
 /* The most kinds of layer a model has. */
@@ -289,6 +297,24 @@ struct xf_cache {
 /* Bytes of a cache of capacity positions for m, its means included;
  * SIZE_MAX on overflow. */
 size_t xf_cache_bytes(const struct xf_model *m, size_t capacity);
+
+/*
+ * Whether n more tokens after what cache holds take the sequence past a
+ * kind's long_after while the cache's keys were turned by its short
+ * rotary (the cache holds 1 to long_after positions): the keys are then
+ * of another rotary than the run's, and xf_plan() refuses the run
+ * ("cache"). transformers' Phi-3 drops its cache there and runs the whole
+ * sequence again, every position turned by the long rotary from then
+ * on; a caller does the same: empty the cache (len = 0) and run every
+ * token of the sequence into it.
+ */
+bool xf_cache_outgrown(const struct xf_model *m, const struct xf_cache *cache,
+                       size_t n);
+
+/* 0, or the longest sequence that a generation from `from` tokens to `to`
+ * in all runs again whole after outgrowing its cache: long_after + 1 of
+ * the kind whose long_after is the largest in [from, to). */
+size_t xf_cache_rerun_length(const struct xf_model *m, size_t from, size_t to);
 
 /* An empty cache of capacity positions (at most m->max_positions); release
  * it with xf_cache_free(). Fails naming "capacity". */

@@ -100,6 +100,33 @@ static attn_status check_arch(const struct xf_arch *a, struct attn_error *err)
     return ATTN_OK;
 }
 
+/* Kind k's long rotary, when it has one, as the core would resolve it
+ * (its short one is resolved for every run that uses it): a run that
+ * grows past long_after must not be the first to find it wrong. */
+static attn_status check_long_rope(const struct xf_model *m, size_t k,
+                                   struct attn_error *err)
+{
+    const struct xf_layer_kind *lk = &m->kind[k];
+    const struct attn_rotary *r = &lk->long_rope;
+    if (!lk->long_after) {
+        if (r->inv_freq || r->dims || r->base != 0.0 || r->factor != 0.0)
+            return attn_fail_at(err, ATTN_E_INVALID, "long_rope", 1, &k,
+                                "kind %zu has a long rotary but no "
+                                "long_after",
+                                k);
+        return ATTN_OK;
+    }
+    struct attn_config probe = {.n_query = 1,
+                                .d_model = m->hidden,
+                                .heads = m->heads,
+                                .kv_heads = m->kv_heads,
+                                .d_k = m->head_dim,
+                                .d_v = m->head_dim,
+                                .positional = ATTN_POS_ROPE,
+                                .rope = *r};
+    return attn_config_resolve(&probe, err);
+}
+
 /* The kinds of layer, each layer's among them, and the model-wide
  * factors; each kind's rotary is checked as the core resolves it. */
 static attn_status check_kinds(const struct xf_model *m, struct attn_error *err)
@@ -121,11 +148,15 @@ static attn_status check_kinds(const struct xf_model *m, struct attn_error *err)
             return attn_fail_at(err, ATTN_E_INVALID, "window", 1, &k,
                                 "kind %zu's window needs a causal model", k);
         if (m->arch.positions != XF_POS_ROTARY &&
-            (lk->rope.inv_freq || lk->rope.dims || lk->rope.base != 0.0))
+            (lk->rope.inv_freq || lk->rope.dims || lk->rope.base != 0.0 ||
+             lk->long_after))
             return attn_fail_at(err, ATTN_E_INVALID, "rope", 1, &k,
                                 "kind %zu has a rotary, which is for rotary "
                                 "positions",
                                 k);
+        attn_status st = check_long_rope(m, k, err);
+        if (st)
+            return st;
     }
     const struct {
         float v;
@@ -322,6 +353,14 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
             return attn_fail(err, ATTN_E_INVALID, "cache",
                              "the cache is not one of this model's");
     }
+    if (c && xf_cache_outgrown(m, c, run->n))
+        return attn_fail(err, ATTN_E_INVALID, "cache",
+                         "the cache's %zu positions were turned by the "
+                         "short rotary, and %zu more tokens take the "
+                         "sequence past the length after which every "
+                         "position turns by the long one: empty the cache "
+                         "and run the whole sequence again",
+                         c->len, run->n);
     const size_t before = c ? c->len : 0;
     if (run->n > m->max_positions - before)
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
@@ -514,7 +553,8 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     cfg->causal = m->arch.causal;
     if (m->arch.positions == XF_POS_ROTARY) {
         cfg->positional = ATTN_POS_ROPE;
-        cfg->rope = lk->rope;
+        // the run's length in all decides a longrope kind's
+        cfg->rope = *xf_kind_rope(lk, p->keys);
     }
     cfg->window = lk->window;
     cfg->softcap = m->attn_softcap;

@@ -57,6 +57,31 @@ attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
     return ATTN_OK;
 }
 
+bool xf_cache_outgrown(const struct xf_model *m, const struct xf_cache *cache,
+                       size_t n)
+{
+    const size_t kinds = m->kinds ? m->kinds : 1;
+    for (size_t k = 0; k < kinds && k < XF_MAX_LAYER_KINDS; k++) {
+        const size_t after = m->kind[k].long_after;
+        if (after && cache->len && cache->len <= after &&
+            n > after - cache->len)
+            return true;
+    }
+    return false;
+}
+
+size_t xf_cache_rerun_length(const struct xf_model *m, size_t from, size_t to)
+{
+    const size_t kinds = m->kinds ? m->kinds : 1;
+    size_t longest = 0;
+    for (size_t k = 0; k < kinds && k < XF_MAX_LAYER_KINDS; k++) {
+        const size_t after = m->kind[k].long_after;
+        if (after && from <= after && after < to && after + 1 > longest)
+            longest = after + 1;
+    }
+    return longest;
+}
+
 void xf_cache_free(struct xf_cache *cache)
 {
     if (!cache)

@@ -83,6 +83,15 @@ static inline const struct xf_layer_kind *xf_kind_of(const struct xf_model *m,
     return &m->kind[m->layer_kind ? m->layer_kind[l] : 0];
 }
 
+/* The rotary of kind lk for a run over length positions in all (a
+ * cache's and its own): its long one past long_after. */
+static inline const struct attn_rotary *
+xf_kind_rope(const struct xf_layer_kind *lk, size_t length)
+{
+    return lk->long_after && length > lk->long_after ? &lk->long_rope
+                                                     : &lk->rope;
+}
+
 /* Does layer l hand its weights (or mean weights) to the result? */
 bool xf_returns_layer(const struct xf_plan *p, size_t l);
 

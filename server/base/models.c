@@ -188,6 +188,10 @@ static bool decoder_part(struct buf *b, const struct model *m)
         ok =
             ok && buf_printf(b, ",\"rotary_dims\":%zu",
                              first->rope.dims ? first->rope.dims : x->head_dim);
+        // longrope's switch to its long factors
+        ok = ok && buf_append_str(b, ",\"longrope_after\":");
+        ok = ok && (first->long_after ? buf_printf(b, "%zu", first->long_after)
+                                      : buf_append_str(b, "null"));
     }
     ok = ok && buf_printf(b, ",\"parallel_residual\":%s",
                           x->arch.parallel ? "true" : "false");

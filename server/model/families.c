@@ -19,6 +19,7 @@
     X(family_qwen3)                                                            \
     X(family_olmo2)                                                            \
     X(family_gpt_neox)                                                         \
+    X(family_phi3)                                                             \
     X(family_gemma)                                                            \
     X(family_gemma2)                                                           \
     X(family_gemma3_text)                                                      \

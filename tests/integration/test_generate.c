@@ -95,6 +95,7 @@ static int setup(void **state)
                                 "--model", "wide=tests/models/llama_16x32",
                                 "--model", "bert=tests/models/f32",
                                 "--model", eos_model,
+                                "--model", "phi35=tests/models/phi3_longrope",
                                 NULL};
     return server_start(&srv, args) ? 0 : -1;
 }
@@ -284,6 +285,69 @@ static void test_greedy_streams_the_reference(void **state)
         free(body);
         cJSON_Delete(g);
     }
+}
+
+/* Phi-3.5's longrope across its boundary: a prompt of exactly
+ * original_max_position_embeddings (12) tokens gives the float64
+ * reference's next token with the short factors; the sequence then
+ * outgrows the cache, runs again whole with the long factors (as
+ * transformers' Phi-3 recomputes it) and goes on through the cache, to
+ * the end asked for, with the whole sequence's weights at the end. */
+static void test_longrope_outgrows_the_cache(void **state)
+{
+    (void)state;
+    cJSON *g = golden("phi3_longrope");
+    const cJSON *c1 = cJSON_GetArrayItem(get(g, "cases"), 1);
+    const cJSON *ids = get(c1, "ids"), *logits = get(c1, "logits");
+    assert_int_equal(cJSON_GetArraySize(ids), 12);
+    int best = 0;
+    for (int i = 1; i < cJSON_GetArraySize(logits); i++)
+        if (cJSON_GetArrayItem(logits, i)->valuedouble >
+            cJSON_GetArrayItem(logits, best)->valuedouble)
+            best = i;
+    char *sentence = cJSON_PrintUnformatted(get(c1, "sentence"));
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"model\":\"phi35\",\"prompt\":%s,\"max_new_tokens\":4}",
+             sentence);
+    free(sentence);
+    struct stream s = {0};
+    char type[128];
+    assert_int_equal(generate(body, NULL, &s, type, sizeof type), 200);
+    struct event e[MAX_EVENTS];
+    const size_t n = parse_sse(s.data, e, MAX_EVENTS);
+    assert_int_equal(n, 5);
+    for (size_t t = 0; t < 4; t++)
+        assert_string_equal(e[t].kind, "token");
+    assert_int_equal(get(e[0].data, "token_id")->valueint, best);
+    const cJSON *done = e[4].data;
+    assert_string_equal(e[4].kind, "done");
+    assert_int_equal(get(done, "prompt_tokens")->valueint, 12);
+    assert_string_equal(get(done, "finish_reason")->valuestring, "length");
+    assert_int_equal(cJSON_GetArraySize(get(done, "token_ids")), 16);
+    free_events(e, n);
+    free(s.data);
+    cJSON_Delete(g);
+    // GET /models says where the switch is
+    struct reply r;
+    assert_true(http_call(&srv, "GET", "/models", NULL, 0, NULL, &r));
+    cJSON *doc = cJSON_Parse(r.body);
+    const cJSON *m;
+    bool seen = false;
+    cJSON_ArrayForEach(m, get(doc, "models"))
+    {
+        if (strcmp(get(m, "name")->valuestring, "phi35"))
+            continue;
+        seen = true;
+        assert_string_equal(get(m, "family")->valuestring, "phi3");
+        assert_string_equal(get(m, "rope_scaling")->valuestring, "longrope");
+        assert_int_equal(get(m, "longrope_after")->valueint, 12);
+        assert_int_equal(get(m, "rotary_dims")->valueint, 12);
+        assert_false(cJSON_IsTrue(get(m, "parallel_residual")));
+    }
+    assert_true(seen);
+    cJSON_Delete(doc);
+    reply_free(&r);
 }
 
 /* The same objects one per line, each naming its kind. */
@@ -572,6 +636,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_streams_the_reference),
         cmocka_unit_test(test_ndjson),
+        cmocka_unit_test(test_longrope_outgrows_the_cache),
         cmocka_unit_test(test_seeded_sampling),
         cmocka_unit_test(test_stop_and_eos),
         cmocka_unit_test(test_refusals),

@@ -490,6 +490,34 @@ static void check_greedy(const struct model *m, const char *variant,
     free(prompt);
 }
 
+/* Phi-3's longrope as its golden records it (null: none): the short
+ * rotary is the kind's, the long one its long rotary, switched past
+ * original_max_position_embeddings, both with the attention factor. */
+static void check_longrope(const struct xf_layer_kind *k, const cJSON *lr)
+{
+    if (cJSON_IsNull(lr)) {
+        assert_int_equal(k->long_after, 0);
+        return;
+    }
+    assert_int_equal(k->long_after,
+                     golden_number(lr, "original_max_position_embeddings"));
+    const double att = golden_number(lr, "attention_factor");
+    assert_true(fabs(k->rope.factor - att) <= 1e-12 * att);
+    assert_true(fabs(k->long_rope.factor - att) <= 1e-12 * att);
+    assert_int_equal(k->long_rope.dims, k->rope.dims);
+    assert_int_equal(k->long_rope.pairing, ATTN_ROPE_HALF);
+    const char *keys[2] = {"inv_freq_short", "inv_freq_long"};
+    const double *have[2] = {k->rope.inv_freq, k->long_rope.inv_freq};
+    for (size_t t = 0; t < 2; t++) {
+        const cJSON *f = cJSON_GetObjectItem(lr, keys[t]);
+        assert_int_equal((size_t)cJSON_GetArraySize(f), k->rope.dims / 2);
+        for (size_t i = 0; i < k->rope.dims / 2; i++) {
+            const double want = cJSON_GetArrayItem(f, (int)i)->valuedouble;
+            assert_true(fabs(have[t][i] - want) <= 1e-12 * want);
+        }
+    }
+}
+
 /* What a golden's config records of the block beside the sizes, each
  * key checked where the golden has one (generate_neox_phi3_olmo2.py's
  * goldens do): where the norms sit, what q and k are normed over, a
@@ -508,6 +536,9 @@ static void check_block_keys(const struct xf_model *x, const cJSON *cfg)
     if (!isnan(factor))
         assert_true(fabs((rope->factor ? rope->factor : 1.0) - factor) <=
                     1e-12 * factor);
+    const cJSON *longrope = cJSON_GetObjectItem(cfg, "longrope");
+    if (longrope)
+        check_longrope(&x->kind[0], longrope);
     const cJSON *place = cJSON_GetObjectItem(cfg, "norm_placement");
     if (cJSON_IsString(place)) /* "pre", or "post: x + norm(attn(x)) ..." */
         assert_int_equal(x->arch.norm_place,
@@ -781,6 +812,7 @@ static void test_decoders_load_and_match(void **state)
         {"mistral", ATTN_F16, 1}, {"qwen2", ATTN_BF16, 1},
         {"qwen3", ATTN_F32, 1},   {"olmo2", ATTN_BF16, 1},
         {"neox", ATTN_F16, 1},    {"neox_seq", ATTN_F32, 1},
+        {"phi3", ATTN_BF16, 1},   {"phi3_longrope", ATTN_F16, 1},
     };
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++) {
         char dir[256];
@@ -881,6 +913,26 @@ static void test_new_family_refusals(void **state)
         {"neox", "num_attention_heads", "5", "(5) does not divide"},
         {"neox", "use_parallel_residual", "1",
          "use_parallel_residual is not true or false"},
+        {"phi3", "hidden_act", "\"gelu\"", "hidden_act 'gelu'"},
+        {"phi3", "partial_rotary_factor", "0.1",
+         "partial_rotary_factor (0.1) turns 1 of head_dim's 12"},
+        {"phi3", "partial_rotary_factor", "2",
+         "partial_rotary_factor (2) is more than 1"},
+        {"phi3", "sliding_window", "-3", "sliding_window (-3)"},
+        {"phi3", "rope_scaling", "{\"type\": \"dynamic\", \"factor\": 2}",
+         "rope_scaling's type 'dynamic'"},
+        {"phi3_longrope", "rope_scaling",
+         "{\"type\": \"longrope\", \"short_factor\": [1, 1, 1], "
+         "\"long_factor\": [1, 1, 1, 1, 1, 1]}",
+         "rope_scaling's short_factor is not a list of 6 numbers"},
+        {"phi3_longrope", "rope_scaling",
+         "{\"type\": \"longrope\", \"short_factor\": [1, 1, 1, 1, 1, 1], "
+         "\"long_factor\": [1, 1, 1, 0, 1, 1]}",
+         "rope_scaling's long_factor[3] (0)"},
+        {"phi3_longrope", "rope_scaling", "[1]",
+         "rope_scaling is not an object"},
+        {"phi3_longrope", "original_max_position_embeddings", "0",
+         "original_max_position_embeddings (0)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *dir = decoder_dir(cases[i].variant);
@@ -911,6 +963,20 @@ static void test_new_family_refusals(void **state)
     m = load_ok(dir);
     assert_true(m->xf.kind[0].rope.base == 1000.0);
     assert_int_equal(m->xf.kind[0].rope.dims, 6);
+    model_free(m);
+    decoder_dir_remove(dir);
+    // Phi-3: longrope by its older name, su; a window of null is none
+    dir = decoder_dir("phi3_longrope");
+    decoder_config_with(dir, "phi3_longrope", "rope_scaling",
+                        "{\"type\": \"su\", \"short_factor\": [1, 1, 1, 1, "
+                        "1, 1], \"long_factor\": [2, 2, 2, 2, 2, 2]}");
+    m = load_ok(dir);
+    assert_int_equal(m->xf.kind[0].long_after, 12);
+    assert_true(m->xf.kind[0].long_rope.inv_freq[0] == 0.5);
+    model_free(m);
+    decoder_config_with(dir, "phi3_longrope", "sliding_window", "null");
+    m = load_ok(dir);
+    assert_int_equal(model_widest_window(m), 0);
     model_free(m);
     decoder_dir_remove(dir);
 }
@@ -957,6 +1023,123 @@ static void test_strided_slices(void **state)
                 assert_memory_equal(row, fused + from * H, H * sizeof *row);
             }
     }
+    model_free(m);
+}
+
+/* The ids, the weights' last rows and the logits of a golden's case,
+ * against a run that gave r over those ids: its last query row, over
+ * keys positions, of each layer and head. */
+static void check_case_end(const cJSON *c, const struct xf_result *r,
+                           size_t keys, const char *what)
+{
+    size_t n;
+    double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+    assert_int_equal(n, r->layers * r->heads * keys * keys);
+    for (size_t lh = 0; lh < r->layers * r->heads; lh++) {
+        const float *got = r->weights + (lh * r->n + r->n - 1) * keys;
+        const double *want = w + (lh * keys + keys - 1) * keys;
+        if (!max_abs_diff_ok(got, want, keys, WEIGHT_TOL))
+            fail_msg("%s: the last row of layer x head %zu differs", what, lh);
+    }
+    free(w);
+    double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+    assert_int_equal(n, r->vocab);
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(r->logits[i] - lg[i]) <=
+              HIDDEN_ATOL + HIDDEN_RTOL * fabs(lg[i])))
+            fail_msg("%s: logit %zu is %g, want %g", what, i,
+                     (double)r->logits[i], lg[i]);
+    free(lg);
+}
+
+/* Phi-3.5's longrope across its boundary in a generation, against the
+ * goldens: a prompt of original_max_position_embeddings (12) tokens
+ * starts the cache with the short factors (the golden's second case);
+ * the 13th token outgrows it, and a run of it after the cache is refused,
+ * naming the cache; emptied, the cache takes the whole 13 with the long
+ * factors, as transformers' Phi-3 recomputes them (the third case); a
+ * 14th token then follows through the cache, as one pass over the 14
+ * gives it. */
+static void test_longrope_boundary(void **state)
+{
+    (void)state;
+    struct model *m = load_ok("tests/models/phi3_longrope");
+    const struct xf_model *x = &m->xf;
+    size_t len;
+    char *text = test_read_file("tests/models/golden/phi3_longrope.json", &len);
+    cJSON *golden = cJSON_ParseWithLength(text, len);
+    free(text);
+    const cJSON *cases = cJSON_GetObjectItem(golden, "cases");
+    const cJSON *at12 = cJSON_GetArrayItem(cases, 1);
+    const cJSON *at13 = cJSON_GetArrayItem(cases, 2);
+    size_t n12, n13;
+    double *ids12 = doubles(cJSON_GetObjectItem(at12, "ids"), &n12);
+    double *ids13 = doubles(cJSON_GetObjectItem(at13, "ids"), &n13);
+    const size_t after = x->kind[0].long_after;
+    assert_int_equal(after, 12);
+    assert_int_equal(n12, after);
+    assert_int_equal(n13, after + 1);
+    uint32_t ids[14];
+    for (size_t i = 0; i < n13; i++) {
+        ids[i] = (uint32_t)ids13[i];
+        if (i < n12)
+            assert_true(ids12[i] == ids13[i]); /* the same text, one more */
+    }
+    struct xf_cache cache;
+    assert_int_equal(xf_cache_init(x, 14, &cache, NULL), ATTN_OK);
+    struct xf_run run = {.ids = ids,
+                         .n = n12,
+                         .want = XF_WANT_WEIGHTS | XF_WANT_LOGITS,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 2,
+                         .cache = &cache};
+    struct xf_plan plan;
+    struct xf_result r;
+    struct attn_error err = {0};
+    if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
+        fail_msg("12 tokens: %s", err.message);
+    check_case_end(at12, &r, n12, "12 tokens, short");
+    xf_result_free(&r);
+    // the 13th outgrows the cache
+    run.ids = ids + n12;
+    run.n = 1;
+    assert_true(xf_cache_outgrown(x, &cache, 1));
+    assert_int_equal(xf_plan(x, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "cache");
+    cache.len = 0;
+    run.ids = ids;
+    run.n = n13;
+    if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
+        fail_msg("13 tokens again: %s", err.message);
+    check_case_end(at13, &r, n13, "13 tokens, long");
+    // then the cache goes on, long
+    const struct xf_sampling greedy = {.temperature = 0, .top_p = 1};
+    struct xf_candidate *scratch = malloc(x->vocab_size * sizeof *scratch);
+    ids[n13] = xf_sample(r.logits, x->vocab_size, &greedy, 0, scratch);
+    xf_result_free(&r);
+    run.ids = ids + n13;
+    run.n = 1;
+    assert_false(xf_cache_outgrown(x, &cache, 1));
+    if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
+        fail_msg("the 14th token: %s", err.message);
+    const struct xf_run whole = {.ids = ids,
+                                 .n = n13 + 1,
+                                 .want = XF_WANT_WEIGHTS | XF_WANT_LOGITS,
+                                 .layer = XF_ALL_LAYERS,
+                                 .threads = 1};
+    struct xf_result w;
+    if (xf_plan(x, &whole, &plan, &err) || xf_forward(&plan, NULL, &w, &err))
+        fail_msg("14 tokens: %s", err.message);
+    for (size_t v = 0; v < x->vocab_size; v++)
+        assert_true(fabs(r.logits[v] - w.logits[v]) <=
+                    1e-4 * (1 + fabs(w.logits[v])));
+    xf_result_free(&w);
+    xf_result_free(&r);
+    free(scratch);
+    xf_cache_free(&cache);
+    free(ids12);
+    free(ids13);
+    cJSON_Delete(golden);
     model_free(m);
 }
 
@@ -1798,6 +1981,7 @@ int main(void)
         cmocka_unit_test(test_gemma_load_and_match),
         cmocka_unit_test(test_new_family_refusals),
         cmocka_unit_test(test_strided_slices),
+        cmocka_unit_test(test_longrope_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

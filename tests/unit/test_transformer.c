@@ -321,8 +321,11 @@ static void ref_attention(const struct xf_model *m, size_t l, const double *in,
         ref_head_norm(m, k, n, g, y->k_norm_w, m->arch.qk_norm_whole);
     }
     if (m->arch.positions == XF_POS_ROTARY) {
-        ref_rope(m, &lk->rope, q, n, h);
-        ref_rope(m, &lk->rope, k, n, g);
+        // past long_after, the long rotary turns every position
+        const struct attn_rotary *rope =
+            lk->long_after && n > lk->long_after ? &lk->long_rope : &lk->rope;
+        ref_rope(m, rope, q, n, h);
+        ref_rope(m, rope, k, n, g);
     }
     for (size_t a = 0; a < h; a++) {
         const size_t kv = a / (h / g); /* the group of head a */
@@ -464,11 +467,12 @@ static struct xf_arch llama_arch(void)
 
 /* What check_arch() gives the model besides its arch: kind 0's rotary
  * pairing, frequencies and window, and with alternate, a second kind of
- * layer (every odd one) with its own window and rotary base. */
+ * layer (every odd one) with its own window and rotary base; with
+ * long_after, kind 0's long rotary (long_freq, long_factor). */
 static bool interleaved, alternate;
-static const double *inv_freq;
-static size_t window, rope_dims;
-static double rope_factor;
+static const double *inv_freq, *long_freq;
+static size_t window, rope_dims, long_after;
+static double rope_factor, long_factor;
 static float attn_scale, attn_softcap, embed_scale;
 
 /* The stack against the reference, every array, on n tokens. */
@@ -486,6 +490,12 @@ static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
             .inv_freq = inv_freq,
             .factor = rope_factor};
     o.m.kind[0].window = window;
+    if (long_after) {
+        o.m.kind[0].long_after = long_after;
+        o.m.kind[0].long_rope = o.m.kind[0].rope;
+        o.m.kind[0].long_rope.inv_freq = long_freq;
+        o.m.kind[0].long_rope.factor = long_factor;
+    }
     if (alternate) {
         o.m.kinds = 2;
         o.m.kind[1] = o.m.kind[0];
@@ -754,6 +764,73 @@ static void test_parallel_activations(void **state)
         free(hs);
         model_free(&o);
     }
+}
+
+/* Phi-3's longrope: a partial rotary whose frequencies and factor are
+ * the short ones up to long_after positions and the long ones past it,
+ * every position of a longer run turned by the long ones; with grouped
+ * heads and a window, as Phi-3.5 has. The two rotaries give other
+ * numbers, so the reference would catch the wrong one. */
+static const double short_freq[2] = {1.0, 0.05}, long_freqs[2] = {0.6, 0.01};
+
+static void test_longrope(void **state)
+{
+    (void)state;
+    const struct xf_arch a = llama_arch();
+    rope_dims = 4;
+    inv_freq = short_freq;
+    rope_factor = 1.2;
+    long_freq = long_freqs;
+    long_factor = 1.2;
+    long_after = 9;
+    window = 7;
+    check_arch(&a, 4, 2, 8, 9, 1);  /* short, at the boundary */
+    check_arch(&a, 4, 2, 8, 10, 2); /* long, one past it */
+    check_arch(&a, 4, 2, 8, 66, 2);
+    window = 0;
+    // the same model and input under its two rotaries
+    struct owned o;
+    model_make(&o, &a, 2, 4, 2, 8, 24, 40, 8);
+    o.m.kind[0].rope = (struct attn_rotary){.base = 500.0,
+                                            .pairing = ATTN_ROPE_HALF,
+                                            .dims = 4,
+                                            .inv_freq = short_freq,
+                                            .factor = 1.2};
+    o.m.kind[0].long_rope = o.m.kind[0].rope;
+    o.m.kind[0].long_rope.inv_freq = long_freqs;
+    const uint32_t ids[10] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3};
+    const struct xf_run run = {.ids = ids,
+                               .n = 10,
+                               .want = XF_WANT_WEIGHTS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = 1};
+    struct xf_result s, l;
+    o.m.kind[0].long_after = 10; /* ten positions are short */
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &s, NULL), ATTN_OK);
+    o.m.kind[0].long_after = 9; /* ten are long */
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &l, NULL), ATTN_OK);
+    double most = 0.0;
+    for (size_t e = 0; e < 2 * 4 * 10 * 10; e++)
+        most = fmax(most, fabs(s.weights[e] - l.weights[e]));
+    assert_true(most > 1e-3);
+    xf_result_free(&s);
+    xf_result_free(&l);
+    // a long rotary the core cannot resolve is refused with the model,
+    // not by the first run that grows past long_after
+    struct xf_plan plan;
+    struct attn_error err;
+    o.m.kind[0].long_rope.dims = 3;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "rope_dims");
+    o.m.kind[0].long_rope.dims = 4;
+    o.m.kind[0].long_after = 0; /* a long rotary without its length */
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "long_rope");
+    model_free(&o);
+    rope_dims = 0;
+    inv_freq = long_freq = NULL;
+    rope_factor = long_factor = 0.0;
+    long_after = 0;
 }
 
 /* Each choice apart from the others, on a BERT-like base. */
@@ -1470,6 +1547,87 @@ static void test_cache_refusals(void **state)
     model_free(&o);
 }
 
+/* A longrope model's generation through a cache: a prompt of up to
+ * long_after tokens starts it with the short rotary, and tokens follow
+ * one at a time up to long_after; the next one outgrows it (the run is
+ * refused, naming the cache), and, as transformers' Phi-3 does, the
+ * emptied cache takes the whole sequence again with the long rotary,
+ * after which tokens follow one at a time. Each token's weights and
+ * logits are those of one pass over the sequence so far. */
+static void test_longrope_cache(void **state)
+{
+    (void)state;
+    enum { T = 11, P = 4, AFTER = 6, L = 2, HEADS = 4, H = 24 };
+    const struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, HEADS, 2, 8, H, 40, 12);
+    o.m.lm_head = o.m.word_emb;
+    o.m.kind[0].rope = (struct attn_rotary){.base = 500.0,
+                                            .pairing = ATTN_ROPE_HALF,
+                                            .dims = 4,
+                                            .inv_freq = short_freq,
+                                            .factor = 1.3};
+    o.m.kind[0].long_rope = o.m.kind[0].rope;
+    o.m.kind[0].long_rope.inv_freq = long_freqs;
+    o.m.kind[0].long_after = AFTER;
+    assert_int_equal(xf_cache_rerun_length(&o.m, P, T), AFTER + 1);
+    assert_int_equal(xf_cache_rerun_length(&o.m, AFTER + 1, T), 0);
+    assert_int_equal(xf_cache_rerun_length(&o.m, P, AFTER), 0);
+    const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
+    struct xf_cache cache;
+    assert_int_equal(xf_cache_init(&o.m, T, &cache, NULL), ATTN_OK);
+    struct xf_run run = {.ids = ids,
+                         .n = P,
+                         .want = XF_WANT_WEIGHTS | XF_WANT_LOGITS,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 2,
+                         .cache = &cache};
+    size_t reruns = 0;
+    for (size_t t = P; t <= T; t++) {
+        // the sequence so far in one pass, without a cache
+        const struct xf_run whole = {.ids = ids,
+                                     .n = t,
+                                     .want = XF_WANT_WEIGHTS | XF_WANT_LOGITS,
+                                     .layer = XF_ALL_LAYERS,
+                                     .threads = 1};
+        struct xf_result w, r;
+        assert_int_equal(test_xf_forward(&o.m, &whole, NULL, &w, NULL),
+                         ATTN_OK);
+        struct xf_plan plan;
+        struct attn_error err;
+        if (xf_cache_outgrown(&o.m, &cache, run.n)) {
+            assert_int_equal(t, AFTER + 1);
+            assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+            assert_string_equal(err.field, "cache");
+            cache.len = 0;
+            run.ids = ids;
+            run.n = t;
+            reruns++;
+        }
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+        assert_int_equal(cache.len, t);
+        // the last row of each layer and head, over every position
+        const size_t rows = r.n;
+        for (size_t lh = 0; lh < L * HEADS; lh++) {
+            const float *got = r.weights + (lh * rows + rows - 1) * t;
+            const float *want = w.weights + (lh * t + t - 1) * t;
+            if (max_diff(got, want, t) > 1e-5)
+                fail_msg("token %zu, layer x head %zu: %.3g", t, lh,
+                         max_diff(got, want, t));
+        }
+        assert_true(max_diff(r.logits, w.logits, 40) < 1e-4);
+        xf_result_free(&r);
+        xf_result_free(&w);
+        if (t == T)
+            break;
+        run.ids = ids + t;
+        run.n = 1;
+    }
+    assert_int_equal(reruns, 1);
+    xf_cache_free(&cache);
+    model_free(&o);
+}
+
 /* The enums' names, as /models and the config echo print them. */
 static void test_names(void **state)
 {
@@ -1502,6 +1660,8 @@ int main(void)
         cmocka_unit_test(test_qk_norm_whole),
         cmocka_unit_test(test_parallel_residual),
         cmocka_unit_test(test_parallel_activations),
+        cmocka_unit_test(test_longrope),
+        cmocka_unit_test(test_longrope_cache),
         cmocka_unit_test(test_each_choice),
         cmocka_unit_test(test_layer_kinds_and_sandwich),
         cmocka_unit_test(test_conventions_have_teeth),

@@ -1,0 +1,326 @@
+/*
+ * family_phi3.c - Phi-3 checkpoints (model_type "phi3": Phi-3 and 3.5
+ * mini and medium, Phi-4-mini), as transformers' modeling_phi3.py and
+ * modeling_rope_utils.py compute Phi3ForCausalLM.
+ *
+ * The block (transformer.h) is LLaMA's: RMSNorm before each sublayer, a
+ * gated feed-forward up * silu(gate), rotary positions paired as
+ * rotate_half pairs them, causal attention over grouped KV heads, a final
+ * norm, no biases. Three things are Phi's own:
+ *
+ * - q, k and v are one projection, qkv_proj, whose output rows are q's
+ *   (heads x head_dim), then k's, then v's (kv_heads x head_dim each);
+ *   gate and up are one too, gate_up_proj, gate's rows first. Each slot
+ *   reads its rows in place (model_tensor_slice()).
+ * - partial_rotary_factor turns the first int(head_dim x factor) values
+ *   of each head only (Phi-4-mini's 0.75); the rest pass through.
+ * - rope_scaling of type longrope (Phi-3.5, Phi-4-mini, the 128k models;
+ *   "su" and "yarn" are its older names) divides frequency i by
+ *   short_factor[i] or long_factor[i] and multiplies cos and sin by an
+ *   attention factor, attention_factor when rope_scaling gives one, else
+ *   sqrt(1 + ln(s) / ln(original_max_position_embeddings)) with s =
+ *   max_position_embeddings / original_max_position_embeddings (1 when s
+ *   <= 1). Which factors turn a run is decided by its length N, as
+ *   transformers' longrope_frequency_update decides it: the long ones
+ *   when N > original_max_position_embeddings, every position of the run
+ *   included, else the short ones. The core holds the two as one kind of
+ *   layer's rotary and long rotary, switched past long_after
+ *   (transformer.h); a generation whose cache the switch outgrows runs
+ *   the whole sequence again, as Phi3ForCausalLM's
+ *   prepare_inputs_for_generation drops its cache there.
+ *
+ * sliding_window (null: none) slides over every layer: token i sees
+ * tokens j with i - window < j <= i.
+ *
+ * Tensors: model.embed_tokens, model.layers.N.{input_layernorm,
+ * self_attn.qkv_proj, self_attn.o_proj, post_attention_layernorm,
+ * mlp.gate_up_proj, mlp.down_proj}, model.norm, and lm_head unless the
+ * embeddings are tied (a base model saved alone has no "model." prefix).
+ */
+#include "config_keys.h"
+#include "family.h"
+#include "fail.h"
+#include "tokenizer_json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- config */
+
+static bool read_sizes(const cJSON *doc, struct xf_model *c, char *err,
+                       size_t err_len)
+{
+    const char *act;
+    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
+                     &c->layers, err, err_len) ||
+        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
+                     err_len) ||
+        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
+                     err, err_len) ||
+        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
+                     &c->kv_heads, err, err_len) ||
+        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
+                     &c->intermediate, err, err_len) ||
+        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
+                     err, err_len) ||
+        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
+                     4096, &c->max_positions, err, err_len) ||
+        !config_size(doc, "sliding_window", XF_MAX_POSITIONS, false, 0,
+                     &c->kind[0].window, err, err_len) ||
+        !config_string(doc, "hidden_act", "silu", &act, err, err_len) ||
+        !config_eps(doc, "rms_norm_eps", 1e-5f, &c->norm_eps, err, err_len))
+        return false;
+    if (strcmp(act, "silu"))
+        return model_fail(err, err_len,
+                          "hidden_act '%.64s' is not supported (only silu)",
+                          act);
+    if (c->heads % c->kv_heads)
+        return model_fail(err, err_len,
+                          "num_key_value_heads (%zu) does not divide "
+                          "num_attention_heads (%zu)",
+                          c->kv_heads, c->heads);
+    // head_dim: config.json's, else hidden / heads (which then must divide)
+    if (!cJSON_GetObjectItemCaseSensitive(doc, "head_dim") &&
+        c->hidden % c->heads)
+        return model_fail(err, err_len,
+                          "num_attention_heads (%zu) does not divide "
+                          "hidden_size (%zu) and there is no head_dim",
+                          c->heads, c->hidden);
+    return config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false,
+                       c->hidden / c->heads, &c->head_dim, err, err_len);
+}
+
+/* rope_scaling's longrope, as read: each factor list has pairs entries. */
+struct longrope {
+    bool on;
+    double original;         /* original_max_position_embeddings */
+    double attention_factor; /* 0: from the lengths */
+    const cJSON *short_factor, *long_factor;
+};
+
+/* One of longrope's factor lists: pairs numbers, each finite and above
+ * 0. */
+static bool read_factors(const cJSON *scaling, const char *key, size_t pairs,
+                         const cJSON **out, char *err, size_t err_len)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(scaling, key);
+    if (!cJSON_IsArray(v) || (size_t)cJSON_GetArraySize(v) != pairs)
+        return model_fail(err, err_len,
+                          "rope_scaling's %s is not a list of %zu numbers "
+                          "(half the %zu rotary dims of a head)",
+                          key, pairs, 2 * pairs);
+    size_t i = 0;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, v)
+    {
+        if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) ||
+            !(f->valuedouble > 0.0))
+            return model_fail(err, err_len,
+                              "rope_scaling's %s[%zu] (%g) must be a finite "
+                              "number above 0",
+                              key, i, cJSON_IsNumber(f) ? f->valuedouble : NAN);
+        i++;
+    }
+    *out = v;
+    return true;
+}
+
+/* rope_scaling: none, or longrope (su and yarn are its older names,
+ * which Phi3Config renames) with its two lists of pairs factors. */
+static bool read_rope_scaling(const cJSON *doc, size_t pairs,
+                              struct longrope *lr, char *err, size_t err_len)
+{
+    const cJSON *r;
+    const char *type;
+    if (!config_rope_scaling(doc, &r, &type, err, err_len))
+        return false;
+    if (!type)
+        return true;
+    if (strcmp(type, "longrope") && strcmp(type, "su") && strcmp(type, "yarn"))
+        return model_fail(err, err_len,
+                          "rope_scaling's type '%.64s' is not supported (only "
+                          "longrope)",
+                          type);
+    size_t original;
+    if (!read_factors(r, "short_factor", pairs, &lr->short_factor, err,
+                      err_len) ||
+        !read_factors(r, "long_factor", pairs, &lr->long_factor, err,
+                      err_len) ||
+        !config_positive(r, "attention_factor", 0.0, &lr->attention_factor, err,
+                         err_len) ||
+        !config_size(doc, "original_max_position_embeddings", XF_MAX_POSITIONS,
+                     false, 4096, &original, err, err_len))
+        return false;
+    lr->original = (double)original;
+    lr->on = true;
+    return true;
+}
+
+/* The rotary (and with longrope its long twin) of the one kind of layer:
+ * frequencies 1 / (ext_i theta^(2i / dims)), ext the short or long
+ * factors (1 without longrope), cos and sin times the attention factor;
+ * made once, into m->rope_freq. */
+static bool make_rotary(const cJSON *doc, struct model *m, char *err,
+                        size_t err_len)
+{
+    struct xf_model *c = &m->xf;
+    double theta, partial;
+    if (!config_positive(doc, "rope_theta", 10000.0, &theta, err, err_len) ||
+        !config_positive(doc, "partial_rotary_factor", 1.0, &partial, err,
+                         err_len))
+        return false;
+    if (partial > 1.0)
+        return model_fail(err, err_len,
+                          "partial_rotary_factor (%g) is more than 1: more "
+                          "than a head to turn",
+                          partial);
+    if (!(theta > 1.0))
+        return model_fail(err, err_len, "rope_theta (%g) must be above 1",
+                          theta);
+    // int(head_dim * partial_rotary_factor), as the rotary sizes itself
+    const size_t dims = (size_t)((double)c->head_dim * partial);
+    if (dims == 0 || dims % 2)
+        return model_fail(err, err_len,
+                          "partial_rotary_factor (%g) turns %zu of "
+                          "head_dim's %zu values; rotary positions turn pairs",
+                          partial, dims, c->head_dim);
+    const size_t pairs = dims / 2;
+    struct longrope lr = {0};
+    if (!read_rope_scaling(doc, pairs, &lr, err, err_len))
+        return false;
+    m->rope_freq = malloc(2 * pairs * sizeof *m->rope_freq);
+    if (!m->rope_freq)
+        return model_fail(err, err_len, "out of memory");
+    double *short_freq = m->rope_freq, *long_freq = m->rope_freq + pairs;
+    for (size_t i = 0; i < pairs; i++) {
+        const double f = 1.0 / pow(theta, (double)(2 * i) / (double)dims);
+        short_freq[i] =
+            lr.on ? f / cJSON_GetArrayItem(lr.short_factor, (int)i)->valuedouble
+                  : f;
+        long_freq[i] =
+            lr.on ? f / cJSON_GetArrayItem(lr.long_factor, (int)i)->valuedouble
+                  : f;
+    }
+    struct xf_layer_kind *k = &c->kind[0];
+    k->rope = (struct attn_rotary){.base = theta,
+                                   .pairing = ATTN_ROPE_HALF,
+                                   .dims = dims,
+                                   .inv_freq = short_freq};
+    if (!lr.on)
+        return true;
+    // the attention factor: rope_scaling's, else from the lengths
+    const double scale = (double)c->max_positions / lr.original;
+    double att = lr.attention_factor;
+    if (att == 0.0 && scale > 1.0 && lr.original < 2.0)
+        return model_fail(err, err_len,
+                          "original_max_position_embeddings (%g) leaves "
+                          "longrope's attention factor undefined (a log of "
+                          "1 to divide by)",
+                          lr.original);
+    if (att == 0.0)
+        att = scale <= 1.0 ? 1.0 : sqrt(1.0 + log(scale) / log(lr.original));
+    k->rope.factor = att;
+    k->long_rope = k->rope;
+    k->long_rope.inv_freq = long_freq;
+    k->long_after = (size_t)lr.original;
+    m->extra.rope_scaling[0] = "longrope";
+    return true;
+}
+
+static bool read_config(const cJSON *doc, struct model *m, char *err,
+                        size_t err_len)
+{
+    struct xf_model *c = &m->xf;
+    if (!read_sizes(doc, c, err, err_len) ||
+        !config_bool(doc, "tie_word_embeddings", false, &m->extra.tied, err,
+                     err_len))
+        return false;
+    c->arch = (struct xf_arch){.norm = XF_NORM_RMS,
+                               .norm_place = XF_NORM_BEFORE,
+                               .ffn = XF_FFN_GATED,
+                               .act = XF_ACT_SILU,
+                               .positions = XF_POS_ROTARY,
+                               .final_norm = true,
+                               .causal = true};
+    return make_rotary(doc, m, err, err_len);
+}
+
+/* ---------------------------------------------------------- the tensors */
+
+static void name_tensors(struct model *m, struct model_tensors *w)
+{
+    struct xf_model *b = &m->xf;
+    const size_t H = b->hidden, IW = b->intermediate;
+    const size_t hd = b->heads * b->head_dim, gd = b->kv_heads * b->head_dim;
+#define WANT(slot, rows, cols, what, ...)                                      \
+    MODEL_TENSOR(w, slot, rows, cols, what, __VA_ARGS__)
+/* the last named takes rows [r0, r0 + count) of its tensor, in place */
+#define ROWS(r0, count)                                                        \
+    model_tensor_slice(model_tensors_last(w), false, r0, count)
+    WANT(&b->word_emb, b->vocab_size, H, "vocab_size x hidden_size",
+         "embed_tokens.weight");
+    WANT(&b->final_norm_w, H, 0, "hidden_size", "norm.weight");
+    if (!m->extra.tied) {
+        WANT(&b->lm_head, b->vocab_size, H, "vocab_size x hidden_size",
+             "lm_head.weight");
+        model_tensors_last(w)->bare = true;
+    }
+    const char *qkv = "(heads + 2 kv_heads) x head_dim x hidden_size";
+    const char *gate_up = "2 intermediate_size x hidden_size";
+    for (size_t l = 0; l < b->layers; l++) {
+        struct xf_layer *y = &m->layers[l];
+#define L(sub) "layers.%zu." sub, l
+        WANT(&y->attn_norm_w, H, 0, "hidden_size", L("input_layernorm.weight"));
+        WANT(&y->ffn_norm_w, H, 0, "hidden_size",
+             L("post_attention_layernorm.weight"));
+        // [q; k; v] rows
+        WANT(&y->q_w, hd + 2 * gd, H, qkv, L("self_attn.qkv_proj.weight"));
+        ROWS(0, hd);
+        WANT(&y->k_w, hd + 2 * gd, H, qkv, L("self_attn.qkv_proj.weight"));
+        ROWS(hd, gd);
+        WANT(&y->v_w, hd + 2 * gd, H, qkv, L("self_attn.qkv_proj.weight"));
+        ROWS(hd + gd, gd);
+        WANT(&y->o_w, H, hd, "hidden_size x heads x head_dim",
+             L("self_attn.o_proj.weight"));
+        // [gate; up] rows
+        WANT(&y->gate_w, 2 * IW, H, gate_up, L("mlp.gate_up_proj.weight"));
+        ROWS(0, IW);
+        WANT(&y->up_w, 2 * IW, H, gate_up, L("mlp.gate_up_proj.weight"));
+        ROWS(IW, IW);
+        WANT(&y->down_w, H, IW, "hidden_size x intermediate_size",
+             L("mlp.down_proj.weight"));
+#undef L
+    }
+#undef ROWS
+#undef WANT
+}
+
+static const char *prefix(const struct shards *s)
+{
+    size_t in;
+    return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
+}
+
+/* The base model's namespace, but for the rotary buffer older files
+ * saved. */
+static bool in_network(const char *rest)
+{
+    const char *buf = strstr(rest, ".self_attn.rotary_emb.");
+    if (buf && !strncmp(rest, "layers.", 7))
+        return false;
+    return !strncmp(rest, "embed_tokens.", 13) ||
+           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
+}
+
+const struct family family_phi3 = {
+    .model_type = "phi3",
+    .network = "Phi-3 decoder",
+    .decoder = true,
+    .read_config = read_config,
+    .name_tensors = name_tensors,
+    .after_tensors = model_tie_head,
+    .prefix = prefix,
+    .in_network = in_network,
+    .open_tokenizer = tokenizer_json_open,
+};
