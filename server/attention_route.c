@@ -62,22 +62,13 @@ static bool collect_query(struct MHD_Connection *conn, struct query_collect *q,
     return true;
 }
 
-/* Whether the Accept header asks for the image type (image/png or
- * image/svg+xml) and not JSON; with both images, PNG. */
-static bool accepts_image(struct MHD_Connection *conn, const char *type)
-{
-    const char *accept = reply_header(conn, "Accept");
-    return accept && strstr(accept, type) &&
-           !strstr(accept, "application/json");
-}
-
-/* The URL's image options, and the image Accept asks for. */
+/* The URL's image options, and the format the Accept header asks for. */
 static bool parse_image(struct request *req, struct MHD_Connection *conn,
                         const struct query_collect *q, struct problem *pb)
 {
-    return request_parse_image(req, q->params, q->n,
-                               accepts_image(conn, "image/png"),
-                               accepts_image(conn, "image/svg+xml"), pb);
+    return request_parse_image(
+        req, q->params, q->n,
+        image_format_accepted(reply_header(conn, "Accept")), pb);
 }
 
 /* A stable tag for a GET: FNV-1a over the version, the sorted query,
@@ -100,9 +91,8 @@ static bool query_etag(const struct query_collect *q, const struct exchange *ex,
     bool ok = buf_append_str(&text, "attnd " ATTND_VERSION);
     for (size_t i = 0; ok && i < q->n; i++)
         ok = buf_printf(&text, "%s=%s&", order[i]->key, order[i]->value);
-    ok = ok && buf_append_str(&text, !ex->req.png.wanted ? "j"
-                                     : ex->req.png.svg   ? "s"
-                                                         : "p");
+    // the format by its name's first letter: "j", "p" or "s"
+    ok = ok && buf_append(&text, image_writers[ex->req.png.format].name, 1);
     ok = ok && ex->ops->tag(&ex->req, &text);
     if (ok)
         snprintf(out, 24, "\"%016llx\"",
@@ -195,17 +185,17 @@ static const char *cache_control(const struct http_server *s)
                              : "public, max-age=86400";
 }
 
-static struct MHD_Response *png_answer(struct exchange *ex, double compute_s,
-                                       size_t *bytes, struct problem *pb)
+static struct MHD_Response *image_answer(struct exchange *ex, double compute_s,
+                                         size_t *bytes, struct problem *pb)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    unsigned char *png = NULL;
-    if (!ex->ops->draw_png(&ex->req, &ex->result, RENDER_MAX_PIXELS, &png,
+    unsigned char *image = NULL;
+    if (!ex->ops->draw_png(&ex->req, &ex->result, RENDER_MAX_PIXELS, &image,
                            bytes, pb))
         return NULL;
     struct MHD_Response *r = reply_from_heap(
-        (char *)png, *bytes, ex->req.png.svg ? "image/svg+xml" : "image/png");
+        (char *)image, *bytes, image_writers[ex->req.png.format].content_type);
     if (r)
         add_timing(r, ex->parse_seconds, compute_s, seconds_since(&t0));
     return r;
@@ -227,7 +217,8 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
             response_stream_free(stream);
             stream = NULL;
             *bytes = n;
-            r = reply_from_heap(head, n, "application/json");
+            r = reply_from_heap(head, n,
+                                image_writers[IMAGE_JSON].content_type);
         } else {
             struct streamed *st = malloc(sizeof *st);
             if (st) {
@@ -238,8 +229,9 @@ static struct MHD_Response *json_answer(struct exchange *ex, double compute_s,
                 if (!r)
                     free_stream(st);
                 else
-                    MHD_add_response_header(r, "Content-Type",
-                                            "application/json");
+                    MHD_add_response_header(
+                        r, "Content-Type",
+                        image_writers[IMAGE_JSON].content_type);
             } else {
                 response_stream_free(stream);
                 free(head);
@@ -270,7 +262,7 @@ static bool plan_answer(struct exchange *ex, struct problem *pb)
 static bool reserve_answer(struct exchange *ex, struct problem *pb)
 {
     const size_t answer_bytes =
-        ex->req.png.wanted
+        ex->req.png.format != IMAGE_JSON
             ? ex->plan.answer_bytes
             : ex->plan.answer_bytes + WHOLE_ANSWER_BYTES; /* the head */
     return budget_reserve(&ex->hold, ex->plan.run_bytes, "the computation",
@@ -295,8 +287,8 @@ static void compute_answer(struct exchange *ex)
      * answer is formatted as it is read, a bounded buffer at a time. */
     size_t bytes = 0;
     struct MHD_Response *r = NULL;
-    if (ok && ex->req.png.wanted)
-        r = png_answer(ex, compute_s, &bytes, &pb);
+    if (ok && ex->req.png.format != IMAGE_JSON)
+        r = image_answer(ex, compute_s, &bytes, &pb);
     else if (ok)
         r = json_answer(ex, compute_s, &bytes, &pb);
     metrics_computation_done();
@@ -370,7 +362,7 @@ static bool answer_inline(const struct exchange *ex)
 {
     if (ex->plan.flops >= INLINE_FLOPS)
         return false;
-    if (!ex->req.png.wanted)
+    if (ex->req.png.format == IMAGE_JSON)
         return true;
     return ex->plan.answer_bytes <= INLINE_PNG_BYTES;
 }

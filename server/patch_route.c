@@ -128,9 +128,9 @@ static bool answer_of(struct patch_job *pj, const struct xf_patch_result *r,
                       char **body, size_t *len, const char **type,
                       struct problem *pb)
 {
-    if (pj->p.format == PATCH_JSON) {
+    *type = image_writers[pj->p.format].content_type;
+    if (pj->p.format == IMAGE_JSON) {
         *body = patch_answer_json(&pj->p, r, len);
-        *type = "application/json";
         return *body || problem_set(pb, 503, "", "out of memory");
     }
     char err[256] = "";
@@ -140,7 +140,6 @@ static bool answer_of(struct patch_job *pj, const struct xf_patch_result *r,
     if (st != DRAW_OK)
         return problem_from_draw(pb, st, err);
     *body = (char *)image;
-    *type = pj->p.format == PATCH_SVG ? "image/svg+xml" : "image/png";
     return true;
 }
 
@@ -243,13 +242,6 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind,
     return MHD_YES;
 }
 
-static bool accepts(struct MHD_Connection *conn, const char *type)
-{
-    const char *accept = reply_header(conn, "Accept");
-    return accept && strstr(accept, type) &&
-           !strstr(accept, "application/json");
-}
-
 /* A stream of progress events, then the result: the patch takes over the
  * exchange's reservation, past the exchange if the client leaves. */
 static enum MHD_Result stream(struct exchange *ex, struct MHD_Connection *conn,
@@ -303,11 +295,11 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
     pj->job.refuse = refuse_patch;
     size_t answer = 0;
     char err[256] = "";
-    bool ok =
-        patch_parse(&pj->p, ex->body.data ? ex->body.data : "", ex->body.len,
-                    q.at, q.n, accepts(conn, "image/png"),
-                    accepts(conn, "image/svg+xml"), &s->limits, &ex->hold, &pb);
-    if (ok && pj->p.format != PATCH_JSON) {
+    bool ok = patch_parse(&pj->p, ex->body.data ? ex->body.data : "",
+                          ex->body.len, q.at, q.n,
+                          image_format_accepted(reply_header(conn, "Accept")),
+                          &s->limits, &ex->hold, &pb);
+    if (ok && pj->p.format != IMAGE_JSON) {
         const draw_status st =
             patch_answer_measure(&pj->p, &answer, err, sizeof err);
         ok = st == DRAW_OK || problem_from_draw(&pb, st, err);
@@ -320,7 +312,7 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
         return reply_problem(ex, conn, &pb);
     }
     const char *accept = reply_header(conn, "Accept");
-    if (pj->p.format == PATCH_JSON && accept &&
+    if (pj->p.format == IMAGE_JSON && accept &&
         strstr(accept, "text/event-stream"))
         return stream(ex, conn, pj);
     // the whole answer: the connection waits, suspended, for the pool,

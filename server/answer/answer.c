@@ -19,14 +19,15 @@
 static bool plan_random(struct request *req, struct answer_plan *plan,
                         struct problem *pb)
 {
-    if (req->png.wanted && !render_png_measure(req, pb))
+    const bool image = req->png.format != IMAGE_JSON;
+    if (image && !render_png_measure(req, pb))
         return false;
-    if (!req->png.wanted && !response_measures_fit(req, pb))
+    if (!image && !response_measures_fit(req, pb))
         return false;
     plan->flops = req->compute ? attn_flops(&req->cfg) : 0;
     plan->run_bytes = req->compute ? attn_forward_bytes(&req->cfg) : 0;
     plan->answer_bytes =
-        req->png.wanted ? render_png_bytes(req) : response_stream_bytes(req);
+        image ? render_png_bytes(req) : response_stream_bytes(req);
     return true;
 }
 
@@ -76,10 +77,11 @@ static void count_random(const struct request *req, double flops)
 static bool plan_model(struct request *req, struct answer_plan *plan,
                        struct problem *pb)
 {
-    if (req->png.wanted && !render_model_png_measure(req, pb))
+    const bool image = req->png.format != IMAGE_JSON;
+    if (image && !render_model_png_measure(req, pb))
         return false;
     // the lens is text, which an answer holds whole
-    if (!req->png.wanted && (req->model.run.want & XF_WANT_LOGIT_LENS) &&
+    if (!image && (req->model.run.want & XF_WANT_LOGIT_LENS) &&
         response_lens_bytes(req) == SIZE_MAX)
         return problem_set(pb, 422, "/logit_lens_k",
                            "the logit lens of %zu layers x %zu tokens x %zu "
@@ -87,13 +89,13 @@ static bool plan_model(struct request *req, struct answer_plan *plan,
                            "input or a smaller logit_lens_k",
                            req->model.entry->model->xf.layers, req->model.run.n,
                            req->logit_lens_k, response_text_cap() >> 20);
-    if (!req->png.wanted && !response_measures_fit(req, pb))
+    if (!image && !response_measures_fit(req, pb))
         return false;
     // the pass itself was planned while decoding, for its budget
     plan->flops = req->compute ? xf_plan_flops(req->model.plan) : 0;
     plan->run_bytes = req->compute ? xf_plan_bytes(req->model.plan) : 0;
-    plan->answer_bytes = req->png.wanted ? render_model_png_bytes(req)
-                                         : response_stream_bytes_model(req);
+    plan->answer_bytes =
+        image ? render_model_png_bytes(req) : response_stream_bytes_model(req);
     return true;
 }
 

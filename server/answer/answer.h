@@ -69,8 +69,9 @@ struct answer_ops {
      * (response.h); NULL when memory runs out. */
     struct response_stream *(*encode_json)(const struct request *req,
                                            const struct answer_result *res);
-    /* The PNG of req and res under max_pixels; on success *png
-     * (malloc'd, free()) holds *len bytes (render.h). */
+    /* The image of req and res under max_pixels, in req->png.format
+     * (PNG or SVG); on success *png (malloc'd, free()) holds *len bytes
+     * (render.h). */
     bool (*draw_png)(const struct request *req, const struct answer_result *res,
                      size_t max_pixels, unsigned char **png, size_t *len,
                      struct problem *pb);

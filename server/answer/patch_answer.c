@@ -323,20 +323,17 @@ draw_status patch_answer_measure(const struct patch_request *p, size_t *bytes,
         return DRAW_E_NOMEM;
     }
     int width = 0, height = 0;
-    size_t svg = 0;
+    size_t bound = 0;
     // the note a result may add: room for it, whatever it says
     pic.opts.note = "clean and corrupted give the same metric: no effect can "
                     "be measured";
+    const struct image_writer *w = &image_writers[p->format];
+    const struct image_picture image = {pic.mats, pic.count, &pic.opts, NULL,
+                                        0};
     const draw_status st =
-        p->format == PATCH_SVG
-            ? heatmap_measure_svg(pic.mats, pic.count, &pic.opts, NULL, 0,
-                                  &width, &height, &svg, err, err_len)
-            : heatmap_measure(pic.mats, pic.count, &pic.opts, NULL, 0, &width,
-                              &height, err, err_len);
-    const size_t pixels = (size_t)width * (size_t)height;
-    *bytes = (p->format == PATCH_SVG ? render_svg_held(svg)
-                                     : pixels * 3 + pixels * 9 / 2) +
-             (pic.n_rows + pic.n_cols) * 200 + ((size_t)1 << 20);
+        w->measure(&image, 0, &width, &height, &bound, err, err_len);
+    *bytes = w->held(width, height, bound) + (pic.n_rows + pic.n_cols) * 200 +
+             ((size_t)1 << 20);
     picture_free(&pic);
     return st;
 }
@@ -353,19 +350,16 @@ draw_status patch_answer_image(const struct patch_request *p,
         snprintf(err, err_len, "out of memory for the image");
         return DRAW_E_NOMEM;
     }
-    draw_status st;
-    if (p->format == PATCH_SVG) {
-        int width, height;
-        size_t bound = 0;
-        st = heatmap_measure_svg(pic.mats, pic.count, &pic.opts, NULL, 0,
-                                 &width, &height, &bound, err, err_len);
-        if (st == DRAW_OK)
-            st = heatmap_render_svg(pic.mats, pic.count, &pic.opts, NULL, 0,
-                                    bound, (char **)out, len, err, err_len);
-    } else {
-        st = heatmap_render_png(pic.mats, pic.count, &pic.opts, NULL, 0, out,
-                                len, err, err_len);
-    }
+    // measured again with the note this result has, for the bound
+    const struct image_writer *w = &image_writers[p->format];
+    const struct image_picture image = {pic.mats, pic.count, &pic.opts, NULL,
+                                        0};
+    int width, height;
+    size_t bound = 0;
+    draw_status st =
+        w->measure(&image, 0, &width, &height, &bound, err, err_len);
+    if (st == DRAW_OK)
+        st = w->encode(&image, bound, out, len, err, err_len);
     picture_free(&pic);
     return st;
 }

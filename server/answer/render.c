@@ -1,7 +1,9 @@
 /*
  * render.c - from an attention result to heatmap matrices, titles, labels
  * and text chunks; the drawing library (draw/heatmap.h) does the drawing,
- * and problem_from_draw() says what its failures mean to the client.
+ * in the request's format through the writers of base/image_format.h
+ * (render_image_*(), which render_model.c shares), and
+ * problem_from_draw() says what its failures mean to the client.
  */
 #include "render.h"
 #include "buf.h"
@@ -218,26 +220,21 @@ static bool picture_fill(struct picture *p, const struct request *req,
     return true;
 }
 
+/* The picture as the image writers take it. */
+static struct image_picture picture_image(const struct picture *p)
+{
+    return (struct image_picture){p->mats, p->count, &p->opts, p->texts,
+                                  TEXT_COUNT};
+}
+
 bool render_png_measure(struct request *req, struct problem *pb)
 {
     struct picture p;
     bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
     if (ok) {
-        char err[256] = "";
-        draw_status st;
-        if (req->png.svg) {
-            st = heatmap_measure_svg(
-                p.mats, p.count, &p.opts, p.texts, TEXT_COUNT, &req->png.width,
-                &req->png.height, &req->png.svg_bytes, err, sizeof err);
-            /* attnd:min and attnd:max, empty until the values are known */
-            req->png.svg_bytes += 2 * JSONNUM_MAX;
-        } else {
-            st = heatmap_measure(p.mats, p.count, &p.opts, p.texts, TEXT_COUNT,
-                                 &req->png.width, &req->png.height, err,
-                                 sizeof err);
-        }
-        if (st != DRAW_OK)
-            ok = render_refusal(pb, st, err, req->png.svg);
+        const struct image_picture image = picture_image(&p);
+        /* attnd:min and attnd:max, empty until the values are known */
+        ok = render_image_measure(req, &image, 2 * JSONNUM_MAX, pb);
     }
     picture_free(&p);
     return ok;
@@ -253,16 +250,8 @@ bool render_png(const struct request *req, const struct attn_result *res,
         ok = problem_from_draw(pb, DRAW_E_NOMEM,
                                "out of memory for the pooled weights");
     if (ok) {
-        char err[256] = "";
-        const draw_status st =
-            req->png.svg
-                ? heatmap_render_svg(p.mats, p.count, &p.opts, p.texts,
-                                     TEXT_COUNT, req->png.svg_bytes,
-                                     (char **)png, len, err, sizeof err)
-                : heatmap_render_png(p.mats, p.count, &p.opts, p.texts,
-                                     TEXT_COUNT, png, len, err, sizeof err);
-        if (st != DRAW_OK)
-            ok = problem_from_draw(pb, st, err);
+        const struct image_picture image = picture_image(&p);
+        ok = render_image_encode(req, &image, png, len, pb);
     }
     picture_free(&p);
     return ok;
@@ -271,12 +260,8 @@ bool render_png(const struct request *req, const struct attn_result *res,
 size_t render_png_bytes(const struct request *req)
 {
     const size_t matrices = req->png.head_kind == HEAD_ALL ? req->cfg.heads : 1;
-    /* the canvas (RGB) and the encoder's room for the PNG (half again),
-     * or the SVG's text; labels and text chunks are copies of the tokens;
-     * the pooled blocks and their labels */
-    const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
-    const size_t image = req->png.svg ? render_svg_held(req->png.svg_bytes)
-                                      : pixels * 3 + pixels * 9 / 2;
+    /* the image as its format holds it; labels and text chunks are copies
+     * of the tokens; the pooled blocks and their labels */
     size_t tokens = 0;
     const struct request_input *ins[2] = {&req->input, &req->context};
     for (size_t k = 0; k < 2; k++)
@@ -284,24 +269,44 @@ size_t render_png_bytes(const struct request *req)
             tokens += 8 * strlen(ins[k]->tokens.text[i]) + 64;
     struct render_pool pool;
     render_pool_plan(&pool, &req->png, req->cfg.n_query, req->cfg.n_keys);
-    return image + render_pool_bytes(&pool, matrices) + matrices * 64 + tokens +
-           ((size_t)1 << 20);
+    return render_image_held(req) + render_pool_bytes(&pool, matrices) +
+           matrices * 64 + tokens + ((size_t)1 << 20);
 }
 
-size_t render_svg_held(size_t svg_bytes)
-{
-    /* the buffer doubles as it grows: the old and the new at once */
-    return svg_bytes + svg_bytes / 2 + 4096;
-}
+/* ------------------------------------------------------- the format */
 
-bool render_refusal(struct problem *pb, draw_status st, const char *message,
-                    bool svg)
+bool render_image_measure(struct request *req, const struct image_picture *p,
+                          size_t grow, struct problem *pb)
 {
+    const struct image_writer *w = &image_writers[req->png.format];
+    char err[256] = "";
+    const draw_status st =
+        w->measure(p, grow, &req->png.width, &req->png.height, &req->png.bytes,
+                   err, sizeof err);
+    if (st == DRAW_OK)
+        return true;
     /* an SVG's bytes are what the format costs: point at it */
-    if (svg && st == DRAW_E_TOO_BIG && strstr(message, "SVG"))
+    if (req->png.format == IMAGE_SVG && st == DRAW_E_TOO_BIG &&
+        strstr(err, "SVG"))
         return problem_set(pb, 422, "/format",
                            "%s: ask a larger pool_size, pool=max, or "
                            "format=png",
-                           message);
-    return problem_from_draw(pb, st, message);
+                           err);
+    return problem_from_draw(pb, st, err);
+}
+
+bool render_image_encode(const struct request *req,
+                         const struct image_picture *p, unsigned char **out,
+                         size_t *len, struct problem *pb)
+{
+    char err[256] = "";
+    const draw_status st = image_writers[req->png.format].encode(
+        p, req->png.bytes, out, len, err, sizeof err);
+    return st == DRAW_OK || problem_from_draw(pb, st, err);
+}
+
+size_t render_image_held(const struct request *req)
+{
+    return image_writers[req->png.format].held(req->png.width, req->png.height,
+                                               req->png.bytes);
 }

@@ -1,6 +1,7 @@
 /*
- * render.h - the PNG answer of /attention: the weights a request asked to
- * see, with the request's tokens as labels.
+ * render.h - the image answer of /attention (PNG or SVG, as the request's
+ * format says): the weights a request asked to see, with the request's
+ * tokens as labels.
  */
 #ifndef ATTND_RENDER_H
 #define ATTND_RENDER_H
@@ -60,12 +61,21 @@ bool render_model_png(const struct request *req, const struct xf_result *res,
 /* At most the bytes render_model_png() holds for the measured req. */
 size_t render_model_png_bytes(const struct request *req);
 
-/* The memory an SVG of at most svg_bytes takes while it is written. */
-size_t render_svg_held(size_t svg_bytes);
-
-/* A drawing refusal as the client's problem: problem_from_draw(), but an
- * SVG over its size cap at "/format". */
-bool render_refusal(struct problem *pb, draw_status st, const char *message,
-                    bool svg);
+/*
+ * The one place a request's picture meets its format (req->png.format,
+ * through image_format.h's table), for render.c and render_model.c alike.
+ * render_image_measure() measures p into req->png (width, height, and
+ * bytes, counting grow bytes the texts may gain once the values are
+ * known), a refusal as the client's problem: problem_from_draw()'s, but
+ * an SVG over its size cap at "/format". render_image_encode() encodes
+ * the filled p within that measure; ownership as render_png().
+ * render_image_held() is at most the memory the encoding holds.
+ */
+bool render_image_measure(struct request *req, const struct image_picture *p,
+                          size_t grow, struct problem *pb);
+bool render_image_encode(const struct request *req,
+                         const struct image_picture *p, unsigned char **out,
+                         size_t *len, struct problem *pb);
+size_t render_image_held(const struct request *req);
 
 #endif

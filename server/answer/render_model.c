@@ -1,5 +1,5 @@
 /*
- * render_model.c - the PNG answer of a request on a loaded model: one
+ * render_model.c - the image answer of a request on a loaded model: one
  * layer's heads (one, their mean, or all as a grid), the model view
  * (every layer x head as small tiles, a row per layer, as BertViz's model
  * view), or the attention rollout; the wordpieces label the axes, with or
@@ -7,7 +7,8 @@
  *
  * The picture (panels, titles, labels, options, text chunks) is made from
  * the request alone, so that it is measured when the answer is planned
- * and drawn, the same, once the encoder has run.
+ * and drawn, the same, once the encoder has run; render.c measures and
+ * encodes it in the request's format.
  */
 #include "buf.h"
 #include "heatmap.h"
@@ -357,27 +358,23 @@ static bool picture_fill(struct picture *p, const struct request *req,
     return ok;
 }
 
+/* The picture as the image writers take it. */
+static struct image_picture picture_image(const struct picture *p)
+{
+    return (struct image_picture){p->mats, p->count, &p->opts, p->texts,
+                                  p->n_texts};
+}
+
 bool render_model_png_measure(struct request *req, struct problem *pb)
 {
     struct picture p;
     bool ok = picture_make(&p, req, RENDER_MAX_PIXELS, pb);
     if (ok) {
-        char err[256] = "";
-        draw_status st;
-        if (req->png.svg) {
-            st = heatmap_measure_svg(
-                p.mats, p.count, &p.opts, p.texts, p.n_texts, &req->png.width,
-                &req->png.height, &req->png.svg_bytes, err, sizeof err);
-            /* attnd:min, attnd:max and attnd:tile_max, empty until the
-             * values are known */
-            req->png.svg_bytes += (2 + p.count) * (JSONNUM_MAX + 1) + 2;
-        } else {
-            st = heatmap_measure(p.mats, p.count, &p.opts, p.texts, p.n_texts,
-                                 &req->png.width, &req->png.height, err,
-                                 sizeof err);
-        }
-        if (st != DRAW_OK)
-            ok = render_refusal(pb, st, err, req->png.svg);
+        const struct image_picture image = picture_image(&p);
+        /* attnd:min, attnd:max and attnd:tile_max, empty until the values
+         * are known */
+        ok = render_image_measure(req, &image,
+                                  (2 + p.count) * (JSONNUM_MAX + 1) + 2, pb);
     }
     picture_free(&p);
     return ok;
@@ -393,16 +390,8 @@ bool render_model_png(const struct request *req, const struct xf_result *res,
         ok = problem_from_draw(pb, DRAW_E_NOMEM,
                                "out of memory for the shown weights");
     if (ok) {
-        char err[256] = "";
-        const draw_status st =
-            req->png.svg
-                ? heatmap_render_svg(p.mats, p.count, &p.opts, p.texts,
-                                     p.n_texts, req->png.svg_bytes,
-                                     (char **)png, len, err, sizeof err)
-                : heatmap_render_png(p.mats, p.count, &p.opts, p.texts,
-                                     p.n_texts, png, len, err, sizeof err);
-        if (st != DRAW_OK)
-            ok = problem_from_draw(pb, st, err);
+        const struct image_picture image = picture_image(&p);
+        ok = render_image_encode(req, &image, png, len, pb);
     }
     picture_free(&p);
     return ok;
@@ -412,12 +401,9 @@ size_t render_model_png_bytes(const struct request *req)
 {
     const size_t panels = panel_count(req);
     const size_t n = req->model.enc.count;
-    /* the canvas (RGB) and the encoder's room for the PNG (half again), or
-     * the SVG's text; the shown weights when some are left out (or their
-     * blocks when pooled), labels, titles and the text chunks */
-    const size_t pixels = (size_t)req->png.width * (size_t)req->png.height;
-    const size_t image = req->png.svg ? render_svg_held(req->png.svg_bytes)
-                                      : pixels * 3 + pixels * 9 / 2;
+    /* the image as its format holds it; the shown weights when some are
+     * left out (or their blocks when pooled), labels, titles and the text
+     * chunks */
     struct render_pool pool;
     render_pool_plan(&pool, &req->png, n, n);
     const size_t cut =
@@ -430,6 +416,6 @@ size_t render_model_png_bytes(const struct request *req)
         tokens +=
             8 * strlen(tok_token_text(&m->tokenizer, req->model.enc.ids[i])) +
             64;
-    return image + cut + render_pool_bytes(&pool, panels) + mask +
-           panels * 128 + tokens + ((size_t)1 << 20);
+    return render_image_held(req) + cut + render_pool_bytes(&pool, panels) +
+           mask + panels * 128 + tokens + ((size_t)1 << 20);
 }

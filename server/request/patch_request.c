@@ -170,25 +170,16 @@ static bool read_choice(const cJSON *root, const char *name,
 
 /* The image's query parameters, and the Accept header's wish. */
 static bool read_params(struct patch_request *p, const struct patch_param *q,
-                        size_t n, bool accept_png, bool accept_svg,
+                        size_t n, enum image_format accepted,
                         struct problem *pb)
 {
-    p->format = accept_png ? PATCH_PNG : accept_svg ? PATCH_SVG : PATCH_JSON;
+    p->format = accepted;
     p->labels = true;
     for (size_t i = 0; i < n; i++) {
         const char *k = q[i].key, *v = q[i].value ? q[i].value : "";
         if (!strcmp(k, "format")) {
-            if (!strcmp(v, "json"))
-                p->format = PATCH_JSON;
-            else if (!strcmp(v, "png"))
-                p->format = PATCH_PNG;
-            else if (!strcmp(v, "svg"))
-                p->format = PATCH_SVG;
-            else
-                return problem_set(pb, 422, "/format",
-                                   "format (\"%.40s\") must be json, png or "
-                                   "svg",
-                                   v);
+            if (!image_format_parse(v, "", &p->format, pb)) /* names bare */
+                return false;
         } else if (!strcmp(k, "cell")) {
             char *end;
             const long c = strtol(v, &end, 10);
@@ -246,12 +237,11 @@ static bool cost(struct patch_request *p, const struct request_limits *lim,
 
 bool patch_parse(struct patch_request *p, const char *body, size_t len,
                  const struct patch_param *params, size_t n_params,
-                 bool accept_png, bool accept_svg,
-                 const struct request_limits *lim, struct budget_hold *hold,
-                 struct problem *pb)
+                 enum image_format accepted, const struct request_limits *lim,
+                 struct budget_hold *hold, struct problem *pb)
 {
     memset(p, 0, sizeof *p);
-    if (!read_params(p, params, n_params, accept_png, accept_svg, pb))
+    if (!read_params(p, params, n_params, accepted, pb))
         return false;
     cJSON *root = jsonin_parse_body(body, len, pb);
     if (!root)

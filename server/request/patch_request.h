@@ -21,16 +21,13 @@
  * (docs/benchmarks.md), and 256 hold half the memory of 512. */
 #define PATCH_BATCH_ROWS 256
 
-/* What the answer is: JSON, or the effects drawn. */
-enum patch_format { PATCH_JSON, PATCH_PNG, PATCH_SVG };
-
 struct patch_request {
     struct models_entry *entry;       /* borrowed from the server */
     struct tok_encoding clean, corrupted; /* owned: the model's tokens */
     struct xf_patch patch;            /* its ids point into the two */
     bool add_special_tokens;
     size_t precision; /* significant digits; 0: shortest round-trip */
-    enum patch_format format;
+    enum image_format format; /* JSON, or the effects drawn */
     unsigned cell;    /* an image's pixels a cell; 0: automatic */
     bool labels;
     size_t runs;      /* patched runs */
@@ -46,17 +43,17 @@ struct patch_param {
 /*
  * Decode a JSON body of len bytes: {"model", "clean", "corrupted",
  * "metric", "over", "direction", "add_special_tokens", "precision"}, and
- * the image's query parameters; accept_png and accept_svg: what the
- * Accept header asked for (format= decides over it). Both texts are
- * encoded and held to lim; the work is held to lim->max_flops; what the
- * request holds is reserved in hold. On failure fills pb (naming the
- * field) and returns false; patch_request_free() releases it either way.
+ * the image's query parameters; accepted: the format the Accept header
+ * asked for (image_format_accepted()), which format= decides over. Both
+ * texts are encoded and held to lim; the work is held to lim->max_flops;
+ * what the request holds is reserved in hold. On failure fills pb (naming
+ * the field) and returns false; patch_request_free() releases it either
+ * way.
  */
 bool patch_parse(struct patch_request *p, const char *body, size_t len,
                  const struct patch_param *params, size_t n_params,
-                 bool accept_png, bool accept_svg,
-                 const struct request_limits *lim, struct budget_hold *hold,
-                 struct problem *pb);
+                 enum image_format accepted, const struct request_limits *lim,
+                 struct budget_hold *hold, struct problem *pb);
 void patch_request_free(struct patch_request *p);
 
 #endif

@@ -134,7 +134,7 @@ static bool resolve(struct request *req, const struct request_limits *lim,
                     struct problem *pb)
 {
     struct attn_config *c = &req->cfg;
-    if (req->png.wanted) {
+    if (req->png.format != IMAGE_JSON) {
         c->want = req->png.head_kind == HEAD_MEAN ? ATTN_WANT_MEAN_WEIGHTS
                                                   : ATTN_WANT_WEIGHTS;
         req->compute = true;
@@ -192,7 +192,7 @@ static bool check_png(const struct request *req, struct problem *pb)
 {
     const struct request_png *png = &req->png;
     const struct attn_config *c = &req->cfg;
-    if (!png->wanted)
+    if (png->format == IMAGE_JSON)
         return true;
     if (png->head_kind == HEAD_ONE && png->head >= c->heads)
         return problem_set(pb, 422, "/head",

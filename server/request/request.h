@@ -7,7 +7,7 @@
  * and how the config echo shows it. The steps that read the fields are in
  * request.c (order and resolution), request_input.c (sentence, tokens,
  * embeddings, context), request_mask.c, request_params.c and
- * request_query.c (GET parameters and the PNG options).
+ * request_query.c (GET parameters and the image options).
  */
 #ifndef ATTND_REQUEST_H
 #define ATTND_REQUEST_H
@@ -18,6 +18,7 @@
 #include "drawn_cache.h"
 #include "budget.h"
 #include "heatmap.h"
+#include "image_format.h"
 #include "problem.h"
 #include "request_intervene.h"
 
@@ -79,8 +80,7 @@ enum request_color_scale { SCALE_AUTO, SCALE_SHARED, SCALE_TILE };
 enum request_pool { POOL_AUTO, POOL_NONE, POOL_MAX, POOL_MEAN };
 
 struct request_png {
-    bool wanted;
-    bool svg; /* the image as SVG rather than PNG */
+    enum image_format format; /* IMAGE_JSON: no image, the JSON answer */
     enum request_head_kind head_kind;
     size_t head;  /* for HEAD_ONE */
     size_t batch; /* which sequence */
@@ -92,8 +92,9 @@ struct request_png {
     enum request_color_scale color_scale;
     enum request_pool pool;
     size_t pool_size; /* tokens a block side; 0: automatic */
-    /* the most bytes the SVG can have, measured with the size */
-    size_t svg_bytes;
+    /* the most bytes the image's encoding can have, measured with the
+     * size when its format bounds it (image_format.h); 0 otherwise */
+    size_t bytes;
     /* the image's size in pixels, measured when the answer is planned
      * (answer.h), before anything is computed */
     int width, height;
@@ -199,8 +200,8 @@ void request_init(struct request *req);
 void request_free(struct request *req);
 
 /*
- * Decode and validate a JSON body of len bytes, with the PNG options the
- * URL gave (request_parse_png() first). On failure fills *pb (the problem
+ * Decode and validate a JSON body of len bytes, with the image options the
+ * URL gave (request_parse_image() first). On failure fills *pb (the problem
  * to answer with) and returns false; the request may hold partial state
  * and must still be freed.
  */
@@ -225,20 +226,16 @@ bool request_parse_query(struct request *req, const struct request_param *p,
 bool request_is_png_param(const char *key);
 
 /*
- * PNG options (format, head, view, batch, colormap, cell, labels, special,
- * color_scale) from query
- * parameters; other keys are ignored here. accept_png: the Accept header
- * asked for image/png. Called before the body or the other parameters are
- * decoded, so that the config is resolved once, for what the answer
- * shows; the head and batch are checked against it then.
+ * Image options (format, head, view, batch, colormap, cell, labels,
+ * special, color_scale, pool, pool_size) from query parameters; other
+ * keys are ignored here. accepted: the format the Accept header asked for
+ * (image_format_accepted()), which format= in the URL decides over.
+ * Called before the body or the other parameters are decoded, so that the
+ * config is resolved once, for what the answer shows; the head and batch
+ * are checked against it then.
  */
-bool request_parse_png(struct request *req, const struct request_param *p,
-                       size_t n, bool accept_png, struct problem *pb);
-
-/* The same, when the Accept header asked for image/svg+xml (accept_svg)
- * or image/png: format= in the URL decides over either. */
 bool request_parse_image(struct request *req, const struct request_param *p,
-                         size_t n, bool accept_png, bool accept_svg,
+                         size_t n, enum image_format accepted,
                          struct problem *pb);
 
 /* The numbers a model request's answer returns (request_model.c). */

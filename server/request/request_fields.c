@@ -29,12 +29,6 @@ static_assert(sizeof(attn_mode) == sizeof(int) &&
 
 /* ------------------------------------------------------ the enum names */
 
-static const char *format_name(int i)
-{
-    static const char *const names[] = {"json", "png", "svg"};
-    return i >= 0 && i < 3 ? names[i] : NULL;
-}
-
 static const char *colormap_name(int i)
 {
     static const enum heatmap_colormap maps[] = {HEATMAP_VIRIDIS, HEATMAP_MAGMA,
@@ -524,7 +518,7 @@ const struct request_field request_fields[] = {
      .offset = AT(precision), .min = 1, .max = 9, .models = MODELS_ALLOWED, .echo = echo_precision},
     /* the image, in the URL of a GET or a POST */
     {.name = "format", .pointer = "/format", .kind = FIELD_PNG, .where = QUERY, .type = "string",
-     .value_name = format_name, .default_json = "\"json\"", .models = MODELS_ALLOWED},
+     .value_name = image_format_name, .default_json = "\"json\"", .models = MODELS_ALLOWED},
     {.name = "head", .pointer = "/head", .kind = FIELD_PNG, .where = QUERY,
      .default_json = "\"all\"", .models = MODELS_ALLOWED},
     /* a model's image: one layer's heads, every layer x head, or the

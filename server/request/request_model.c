@@ -473,7 +473,8 @@ static bool check_budgets(const struct request *req,
         pb->reason = "compute_budget";
         return false;
     }
-    if (!req->png.wanted && request_model_output(req) > lim->max_output)
+    if (req->png.format == IMAGE_JSON &&
+        request_model_output(req) > lim->max_output)
         return problem_set(pb, 422, "/return",
                            "the requested arrays hold %zu numbers, more than "
                            "%zu (--max-output): one layer, fewer arrays or a "
@@ -510,6 +511,6 @@ bool request_decode_model(struct request *req, const cJSON *root,
                       pb) &&
            encode(req, root, lim, m, pb) &&
            request_read_interventions(req, root, m, pb) &&
-           (!req->png.wanted || resolve_png(req, m, pb)) && plan(req, m, pb) &&
-           check_budgets(req, lim, pb);
+           (req->png.format == IMAGE_JSON || resolve_png(req, m, pb)) &&
+           plan(req, m, pb) && check_budgets(req, lim, pb);
 }

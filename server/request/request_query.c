@@ -92,17 +92,8 @@ static bool read_png_option(struct request_png *png,
                             struct problem *pb)
 {
     const char *k = f->name;
-    if (!strcmp(k, "format")) {
-        if (!strcmp(v, "png") || !strcmp(v, "json") || !strcmp(v, "svg")) {
-            png->wanted = v[0] != 'j';
-            png->svg = v[0] == 's';
-            return true;
-        }
-        return problem_set(pb, 422, f->pointer,
-                           "format (\"%.40s\") must be \"json\", \"png\" or "
-                           "\"svg\"",
-                           v);
-    }
+    if (!strcmp(k, "format")) /* its names quoted, as the others here */
+        return image_format_parse(v, "\"", &png->format, pb);
     if (!strcmp(k, "pool")) {
         static const enum request_pool pools[] = {POOL_AUTO, POOL_NONE,
                                                   POOL_MAX, POOL_MEAN};
@@ -198,18 +189,11 @@ static bool read_png_option(struct request_png *png,
     return true;
 }
 
-bool request_parse_png(struct request *req, const struct request_param *p,
-                       size_t n, bool accept_png, struct problem *pb)
-{
-    return request_parse_image(req, p, n, accept_png, false, pb);
-}
-
 bool request_parse_image(struct request *req, const struct request_param *p,
-                         size_t n, bool accept_png, bool accept_svg,
+                         size_t n, enum image_format accepted,
                          struct problem *pb)
 {
-    req->png.wanted = accept_png || accept_svg;
-    req->png.svg = accept_svg && !accept_png;
+    req->png.format = accepted;
     for (size_t i = 0; i < n; i++) {
         const struct request_field *f = request_field_find(p[i].key);
         if (!f || f->kind != FIELD_PNG)

@@ -39,7 +39,7 @@ static void answer(struct patch_request *p)
     struct attn_error err;
     if (xf_patch_run(&m->xf, &p->patch, NULL, &r, &err) != ATTN_OK)
         return; /* an overflow of float32, named by the core */
-    if (p->format == PATCH_JSON) {
+    if (p->format == IMAGE_JSON) {
         size_t len = 0;
         char *json = patch_answer_json(p, &r, &len);
         cJSON *doc = json ? cJSON_ParseWithLength(json, len) : NULL;
@@ -56,7 +56,7 @@ static void answer(struct patch_request *p)
         char msg[256];
         if (patch_answer_image(p, &r, &image, &len, msg, sizeof msg) ==
                 DRAW_OK &&
-            p->format == PATCH_PNG &&
+            p->format == IMAGE_PNG &&
             (len < 8 || memcmp(image, "\x89PNG", 4))) {
             fprintf(stderr, "fuzz: /patch image is not a PNG\n");
             abort();
@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct patch_request p;
     struct problem pb;
     memset(&pb, 0, sizeof pb);
-    if (patch_parse(&p, copy, body_len, pp, n_params, false, false, &lim, NULL,
+    if (patch_parse(&p, copy, body_len, pp, n_params, IMAGE_JSON, &lim, NULL,
                     &pb))
         answer(&p);
     else

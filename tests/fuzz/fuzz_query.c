@@ -1,7 +1,7 @@
 /*
  * fuzz_query.c - libFuzzer target for GET /attention: the input is a
  * decoded query string, split into key=value pairs on '&' and '=', read
- * by request_parse_png() and request_parse_query(), then computed and
+ * by request_parse_image() and request_parse_query(), then computed and
  * encoded as JSON or PNG.
  *
  * A leading '!' stands for "Accept: image/png" (a PNG without format=png).
@@ -43,7 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&pb, 0, sizeof pb);
         request_init(&req);
         fuzz_answer(&req,
-                    request_parse_png(&req, params, n, accept_png, &pb) &&
+                    request_parse_image(&req, params, n,
+                                        accept_png ? IMAGE_PNG : IMAGE_JSON,
+                                        &pb) &&
                         request_parse_query(&req, params, n, &fuzz_limits, &pb),
                     &pb);
     }

@@ -4,7 +4,7 @@
  *
  * Input: the body, optionally preceded by one line starting with '?' that
  * holds the URL's PNG options (format=png&head=mean...), which the server
- * reads with request_parse_png() before the body. So the corpus stays
+ * reads with request_parse_image() before the body. So the corpus stays
  * readable JSON and PNG answers are reached too.
  */
 #include "pipeline.h"
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&pb, 0, sizeof pb);
     request_init(&req);
     fuzz_answer(&req,
-                request_parse_png(&req, params, n_params, false, &pb) &&
+                request_parse_image(&req, params, n_params, IMAGE_JSON, &pb) &&
                     request_parse_json(&req, copy, body_len, &fuzz_limits, &pb),
                 &pb);
     free(copy);

@@ -215,7 +215,7 @@ void fuzz_pipeline_run(struct request *req)
         request_free(req);
         return;
     }
-    if (req->png.wanted) {
+    if (req->png.format != IMAGE_JSON) {
         unsigned char *png = NULL;
         size_t len = 0;
         if (ops->draw_png(req, &res, RENDER_MAX_PIXELS, &png, &len, &pb)) {
@@ -223,10 +223,10 @@ void fuzz_pipeline_run(struct request *req)
                                                  '\r', '\n', 0x1a, '\n'};
             // an SVG: XML text within the bound measured before drawing
             static const char xml[] = "<?xml";
-            if (req->png.svg
+            if (req->png.format == IMAGE_SVG
                     ? len < sizeof xml - 1 ||
                           memcmp(png, xml, sizeof xml - 1) ||
-                          len > req->png.svg_bytes || !utf8_valid(png, len)
+                          len > req->png.bytes || !utf8_valid(png, len)
                     : len < 8 || memcmp(png, sig, 8))
                 abort();
             free(png);

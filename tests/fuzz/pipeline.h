@@ -24,8 +24,8 @@ void fuzz_init(void);
 /*
  * Answer a parsed request as attention_route.c does, through its kind's
  * operations (answer.h): plan (the image measured), run with one thread,
- * then the PNG when req->png.wanted, else the JSON stream read to its
- * end. Takes ownership of req (it is freed here).
+ * then the image when req->png.format asks for one, else the JSON stream
+ * read to its end. Takes ownership of req (it is freed here).
  * Aborts when an answer is malformed: a JSON body that does not parse, a
  * PNG without its signature, a problem without a status or detail.
  */

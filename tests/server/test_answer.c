@@ -27,7 +27,7 @@ static void decode(struct request *req, const char *body, const char *format)
     const struct request_param png[] = {{"format", format}};
     struct problem pb;
     request_init(req);
-    if (!request_parse_png(req, png, 1, false, &pb) ||
+    if (!request_parse_image(req, png, 1, IMAGE_JSON, &pb) ||
         !request_parse_json(req, body, strlen(body), &fixture_limits, &pb))
         fail_msg("%s refused: %d %s", body, pb.status, pb.detail);
 }
@@ -85,11 +85,11 @@ static void answer_through_ops(const char *body, const char *format,
     assert_true(plan.flops > 0);
     assert_true(plan.run_bytes > 0);
     assert_true(plan.answer_bytes > 0);
-    if (req.png.wanted)
+    if (req.png.format != IMAGE_JSON)
         assert_true(req.png.width > 0 && req.png.height > 0);
     assert_true(ops->run(&req, 1, NULL, NULL, &res, &pb));
     assert_int_equal(res.kind, kind);
-    if (req.png.wanted) {
+    if (req.png.format != IMAGE_JSON) {
         unsigned char *png = NULL;
         size_t len = 0;
         assert_true(

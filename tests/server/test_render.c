@@ -67,7 +67,7 @@ static bool render_with(const char *labels, size_t max_pixels,
     request_init(&req);
     memset(pb, 0, sizeof *pb);
     memset(&res, 0, sizeof res);
-    if (!request_parse_png(&req, p, n, false, pb) ||
+    if (!request_parse_image(&req, p, n, IMAGE_JSON, pb) ||
         !request_parse_query(&req, p, n, &limits, pb) ||
         !answer_ops(req.kind)->plan(&req, &plan, pb)) {
         request_free(&req);

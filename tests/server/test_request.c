@@ -52,7 +52,7 @@ static bool decode_query(struct request *req, const char *query,
     request_init(req);
     memset(pb, 0, sizeof *pb);
     struct answer_plan plan;
-    return request_parse_png(req, p, n, false, pb) &&
+    return request_parse_image(req, p, n, IMAGE_JSON, pb) &&
            request_parse_query(req, p, n, &fixture_limits, pb) &&
            answer_ops(req->kind)->plan(req, &plan, pb);
 }
@@ -756,7 +756,7 @@ static void test_png_options(void **state)
     struct problem pb;
     assert_true(decode_query(
         &req, "sentence=a b&format=png&head=mean&colormap=gray&cell=3", &pb));
-    assert_true(req.png.wanted);
+    assert_int_equal(req.png.format, IMAGE_PNG);
     assert_int_equal(req.png.head_kind, HEAD_MEAN);
     assert_int_equal(req.cfg.want, ATTN_WANT_MEAN_WEIGHTS);
     assert_int_equal(req.png.cell, 3);
