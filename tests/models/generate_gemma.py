@@ -464,13 +464,24 @@ def layer_window(v, kind, alt=()):
     return w
 
 
-def forward(w, v, ids, alt=(), extra=None):
+def forward(w, v, ids, alt=(), extra=None, hook=None):
     """GemmaModel / Gemma2Model / Gemma3TextModel with output_attentions and
     output_hidden_states, then the tied head on the last position and the
     final soft cap. Returns the attention weights [layers][heads][n][n],
     the hidden states [layers + 1][n][hidden] (the scaled embeddings first,
     the last after the final norm), the logits after the soft cap and
-    before it."""
+    before it.
+
+    hook (generate_interventions.py's): None, or hook(name, layer, value)
+    returning the value the pass goes on with, at TransformerLens' hook
+    points: "resid_pre" (the stream entering a layer), "z" (each head's
+    attention-weighted values before o_proj, [n][heads * head_dim]),
+    "attn_out" and "mlp_out" (what the sublayer adds to the stream: after
+    Gemma 2's and 3's post_attention_layernorm / post_feedforward_layernorm)
+    and "resid_final" (the stream before model.norm; layer None)."""
+    if hook is None:
+        def hook(name, layer, value):
+            return value
     n, H, eps = len(ids), v["hidden"], v["eps"]
     heads, kv, d = v["heads"], v["kv_heads"], v["head_dim"]
     fam = v["family"]
@@ -488,6 +499,7 @@ def forward(w, v, ids, alt=(), extra=None):
     sandwich = fam != "gemma" and "no_sandwich_norms" not in alt
     for l in range(v["layers"]):
         p = "model.layers.%d." % l
+        x = hook("resid_pre", l, x)
         freqs = layer_rope(v, kinds[l], alt)[2]
         h = gemma_norm(x, w[p + "input_layernorm.weight"], eps, off)
         q, k, val = (h @ w[p + "self_attn.%s_proj.weight" % m].T for m in "qkv")
@@ -500,6 +512,7 @@ def forward(w, v, ids, alt=(), extra=None):
         probs, ctx = gemma_attend(q, k, val, kv_of, allowed, scale, cap,
                                   "softcap_after_mask" in alt)
         attentions.append(probs)
+        ctx = hook("z", l, ctx)
         o = w[p + "self_attn.o_proj.weight"]
         if extra is not None:
             vw = value_weighted(probs, val, kv_of, lambda hh: o[:, hh * d:(hh + 1) * d].T)
@@ -508,19 +521,23 @@ def forward(w, v, ids, alt=(), extra=None):
         a = ctx @ o.T
         if fam == "gemma":
             # Gemma's post_attention_layernorm is the norm before the MLP
+            a = hook("attn_out", l, a)
             x = x + a
             h = gemma_norm(x, w[p + "post_attention_layernorm.weight"], eps, off)
         else:
             if sandwich:
                 a = gemma_norm(a, w[p + "post_attention_layernorm.weight"], eps, off)
+            a = hook("attn_out", l, a)
             x = x + a
             h = gemma_norm(x, w[p + "pre_feedforward_layernorm.weight"], eps, off)
         m = act(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
         m = m @ w[p + "mlp.down_proj.weight"].T
         if sandwich:
             m = gemma_norm(m, w[p + "post_feedforward_layernorm.weight"], eps, off)
+        m = hook("mlp_out", l, m)
         x = x + m
         hidden.append(x)
+    x = hook("resid_final", None, x)
     hidden[-1] = gemma_norm(x, w["model.norm.weight"], eps, off)
     raw = w["model.embed_tokens.weight"] @ hidden[-1][-1]
     fc = v.get("final_cap")

@@ -20,21 +20,32 @@ float64), the model's shape from its config.json, so the goldens replay
 what the C loader reads. The reference is float64 NumPy with hook points,
 written from transformers' modeling_gpt2.py, modeling_llama.py,
 modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py and
-modeling_bert.py term by term:
+modeling_bert.py term by term; on Gemma, Gemma 2 and Gemma 3 it is
+generate_gemma.py's forward itself, run with its hook points:
 
   z           a layer's per-head attention-weighted values (value bias in),
               before the output projection, [n][heads * head_dim], head a's
               slice a*D..(a+1)*D (TransformerLens' hook_z); query head a
               reads KV head a // (heads / kv_heads);
   attn_out    z W_O^T + b_O (GPT-2's c_proj bias, BERT's attention.output
-              dense bias; the LLaMA family has none);
-  mlp_out     the MLP's output (down projection and its bias);
+              dense bias; the LLaMA family has none); what the sublayer
+              adds to the stream: on Gemma 2 and 3 after
+              post_attention_layernorm (TransformerLens' hook_attn_out);
+  mlp_out     the MLP's output (down projection and its bias; on Gemma 2
+              and 3 after post_feedforward_layernorm);
   resid_pre   the residual stream entering a layer (the embedding output
               for layer 0).
 
+Gemma 2's final soft cap is on every logit the model gives (the ablated
+greedy steps, the patching metrics); the attribution is of the logit
+before it, each head read through its layer's post_attention_layernorm
+frozen at the layer's output, as the final norm is frozen at the final
+residual, so that the parts add up.
+
 Before anything is written: with no intervention the hooked reference must
 give what generate_decoders.py's / generate.py's forward functions give
-(within 1e-9) and, rounded, the numbers of the existing goldens; and every
+(within 1e-9; on Gemma the plain pass of the same forward, to the bit)
+and, rounded, the numbers of the existing goldens; and every
 output (each ablation case, each greedy step, each patched run's metric,
 each attribution) is recomputed by an independent PyTorch float64
 implementation of the same interventions, working on the files' own
@@ -44,8 +55,12 @@ attribution as one stacked tensor through the frozen final norm). Any
 difference beyond 1e-9 aborts without writing a file. The script then
 checks that the conventions an implementation can get wrong matter
 (ablating after W_O with the bias, a head read as a KV head, the mean over
-heads instead of positions) and that patching the residual stream at the
-corrupted token gives effect 1 there and 0 elsewhere.
+heads instead of positions; on Gemma 2 and 3 an ablation on the normed
+output, the attention's output patched from before its norm, the heads'
+attribution without the post-attention norm, the metrics or the
+attribution on the other side of the final soft cap) and that patching the
+residual stream at the corrupted token gives effect 1 there and 0
+elsewhere.
 
 Output is deterministic: the same script gives byte-identical files.
 """
@@ -74,7 +89,8 @@ MARGIN = 1e-3  # a wrong convention must move the goldens by more than this
 GREEDY_STEPS = 6
 GREEDY_MARGIN = 1e-3
 
-DECODERS = ["gpt2", "gpt2_prefixed", "llama2", "llama3", "mistral", "qwen2", "qwen3"]
+DECODERS = ["gpt2", "gpt2_prefixed", "llama2", "llama3", "mistral", "qwen2", "qwen3",
+            "gemma", "gemma2", "gemma3"]
 ENCODERS = ["f32"]
 
 
@@ -155,7 +171,8 @@ class Model:
             cfg = json.load(fp)
         self.name, self.cfg, self.golden = name, cfg, golden
         mt = cfg["model_type"]
-        self.family = {"gpt2": "gpt2", "bert": "bert"}.get(mt, "llama")
+        self.family = {"gpt2": "gpt2", "bert": "bert", "gemma": "gemma", "gemma2": "gemma",
+                       "gemma3_text": "gemma"}.get(mt, "llama")
         self.model_type = mt
         self.w = plain_weights(self.family, read_folder(d))
         w = self.w
@@ -167,6 +184,13 @@ class Model:
             self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
             self.g, self.D = self.h, self.H // self.h
             self.eps = cfg["layer_norm_eps"]
+        elif self.family == "gemma":
+            self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+            self.g, self.D = cfg["num_key_value_heads"], cfg["head_dim"]
+            self.eps = cfg["rms_norm_eps"]
+            self.sandwich = mt != "gemma"  # Gemma 2 and 3 norm each sublayer's output
+            self.final_cap = cfg.get("final_logit_softcapping")
+            self.gv = self.gemma_variant()
         else:
             self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
             self.g = cfg.get("num_key_value_heads") or self.h
@@ -190,7 +214,36 @@ class Model:
             tied = cfg.get("tie_word_embeddings", True)
             self.W_U = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
             self.norm_f = (w["model.norm.weight"], None)
+        elif self.family == "gemma":
+            assert "lm_head.weight" not in w  # tied
+            self.W_U = w["model.embed_tokens.weight"]
+            self.norm_f = (1.0 + w["model.norm.weight"], None)
         self.has_bo = self.layers[0]["bo"] is not None
+
+    def gemma_variant(self):
+        """generate_gemma.py's description of the variant, for its forward
+        function, after checking that it says what config.json says and
+        what the golden derived from it (each layer's kind, window and
+        frequencies, the caps, the scales)."""
+        import generate_gemma as gg
+        v = next(v for v in gg.VARIANTS if v["name"] == self.name)
+        cfg, facts = self.cfg, self.golden["config"]
+        assert (v["layers"], v["hidden"], v["heads"], v["kv_heads"], v["head_dim"], v["inter"]) == \
+            (self.L, self.H, self.h, self.g, self.D, cfg["intermediate_size"])
+        assert v["eps"] == self.eps and v["theta"] == cfg.get("rope_theta", v["theta"])
+        assert v.get("attn_cap") == cfg.get("attn_logit_softcapping")
+        assert v.get("final_cap") == self.final_cap
+        assert v.get("qpas") == cfg.get("query_pre_attn_scalar")
+        assert v.get("window") == cfg.get("sliding_window")
+        kinds = gg.layer_types(v)
+        assert kinds == facts["layer_types"]
+        assert [v["window"] if k == "sliding" else 0 for k in kinds] == facts["layer_windows"]
+        for k, f in zip(kinds, facts["layer_inv_freq"]):
+            if not np.allclose(gg.layer_rope(v, k)[2], f, rtol=1e-15, atol=0):
+                raise CrossCheckFailed("%s: the RoPE frequencies differ from the golden's" % self.name)
+        assert gg.attention_scale(v) == facts["attention_scale"]
+        assert facts["final_logit_softcapping"] == self.final_cap
+        return v
 
     def rope_freqs(self):
         """1 / theta^(2i/d), then Llama 3's scaling by wavelength
@@ -241,6 +294,11 @@ class Model:
                         ln_out=(w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]))
         p = "model.layers.%d." % l
         s = p + "self_attn."
+        if self.family == "gemma":
+            # the norms multiply by 1 + w; Gemma 2's and 3's
+            # post_attention_layernorm is on the attention's output
+            return dict(Wo=w[s + "o_proj.weight"], bo=None,
+                        post=1.0 + w[p + "post_attention_layernorm.weight"] if self.sandwich else None)
         return dict(ln1=w[p + "input_layernorm.weight"],
                     Wq=w[s + "q_proj.weight"], bq=w.get(s + "q_proj.bias"),
                     Wk=w[s + "k_proj.weight"], bk=w.get(s + "k_proj.bias"),
@@ -302,14 +360,79 @@ def ablate_np(m, z, items, mean_n, alt):
     return z3.reshape(n, m.h * m.D)
 
 
+def patch_np(m, patch, kind, l, t):
+    """t with the patch's activation put in, when the patch is of this
+    kind and layer: a head's slice of z, or a row of the others, from the
+    source run's cache."""
+    if patch is None or patch[0] != kind or patch[1] != l:
+        return t
+    a, pos, src = patch[2:5]
+    t = t.copy()
+    sel = slice(None) if pos is None else pos
+    if kind == "z":
+        t[sel, a * m.D:(a + 1) * m.D] = src["z"][l][sel, a * m.D:(a + 1) * m.D]
+    elif kind == "attn_out" and "pre_norm_attn_out" in patch_alt(patch):
+        # wrong: the source's output as it was before post_attention_layernorm
+        t[sel] = (src["z"][l] @ m.layers[l]["Wo"].T)[sel]
+    else:
+        t[sel] = src[kind][l][sel]
+    return t
+
+
+def patch_alt(patch):
+    return patch[5] if len(patch) > 5 else ()
+
+
+def run_gemma(m, ids, ablate=(), mean_n=None, patch=None, alt=()):
+    """The hooked forward on Gemma, Gemma 2 and 3: generate_gemma.py's
+    forward itself, its hook points doing the edits and filling the cache.
+    hook_attn_out and hook_mlp_out are what each sublayer adds to the
+    stream (after Gemma 2's and 3's post_attention_layernorm and
+    post_feedforward_layernorm, as TransformerLens hooks them). The cache
+    also has the logits before the final soft cap (logits_uncapped)."""
+    import generate_gemma as gg
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    c = {"resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
+    unablated = {}
+
+    def hook(name, l, t):
+        if name == "resid_final":
+            c["resid_final"] = t
+            return t
+        items = [it for it in ablate if it["layer"] == l]
+        if name == "z":
+            unablated[l] = t
+            if items:
+                t = ablate_np(m, t, items, mean_n, alt)
+        if name == "attn_out" and items and "post_norm_frozen" in alt:
+            # wrong: the edit made on the normed output, the norm's scale
+            # kept at the unablated pass's (each head's normed share)
+            wo, post = m.layers[l]["Wo"], m.layers[l]["post"]
+            a0 = unablated[l] @ wo.T
+            t = (c["z"][l] @ wo.T) * post / np.sqrt((a0 * a0).mean(-1, keepdims=True) + m.eps)
+        t = patch_np(m, patch, name, l, t)
+        c[name].append(t)
+        return t
+
+    attn, hidden, _, _ = gg.forward(m.w, m.gv, list(ids), hook=hook)
+    raw = hidden[-1] @ m.W_U.T
+    cap = m.final_cap
+    c["attentions"], c["hidden"], c["logits_uncapped"] = attn, hidden, raw
+    c["logits"] = raw if cap is None or "uncapped_metric" in alt else cap * np.tanh(raw / cap)
+    return c
+
+
 def run_np(m, ids, types=None, ablate=(), mean_n=None, patch=None, alt=()):
     """The hooked forward. ablate: items {layer, head?, mode, positions?};
     mean_n: the positions the means run over (default all); patch: (kind,
-    layer, head, position or None, source cache) with kind z | resid_pre |
-    attn_out | mlp_out. Returns the cache: attentions [L][h][n][n],
+    layer, head, position or None, source cache[, wrong conventions]) with
+    kind z | resid_pre | attn_out | mlp_out. Returns the cache: attentions [L][h][n][n],
     hidden [L+1][n][H] (as output_hidden_states), resid_pre, z, attn_out,
     mlp_out per layer, resid_final (before the final norm) and, for
     decoders, logits [n][V]."""
+    if m.family == "gemma":
+        return run_gemma(m, ids, ablate, mean_n, patch, alt)
     n = len(ids)
     mean_n = n if mean_n is None else mean_n
     w = m.w
@@ -331,16 +454,7 @@ def run_np(m, ids, types=None, ablate=(), mean_n=None, patch=None, alt=()):
     kv_of = np.arange(m.h) // m.group
 
     def patched(kind, l, t):
-        if patch is None or patch[0] != kind or patch[1] != l:
-            return t
-        _, _, a, pos, src = patch
-        t = t.copy()
-        sel = slice(None) if pos is None else pos
-        if kind == "z":
-            t[sel, a * m.D:(a + 1) * m.D] = src["z"][l][sel, a * m.D:(a + 1) * m.D]
-        else:
-            t[sel] = src[kind][l][sel]
-        return t
+        return patch_np(m, patch, kind, l, t)
 
     for l, lw in enumerate(m.layers):
         x = patched("resid_pre", l, x)
@@ -439,9 +553,145 @@ def ablate_torch(h, D, group, z, items, mean_n, alt=()):
     return z3.reshape(n, h * D)
 
 
+def torch_gemma_layers(cfg):
+    """Each layer's (window or None, inv_freq) from config.json alone:
+    layer_types when given; else Gemma 2 slides on even layers, Gemma 3
+    where (i + 1) % sliding_window_pattern (6 by default) != 0; Gemma 3's
+    sliding layers turn at rope_local_base_freq unscaled, its global ones
+    at rope_theta with the linear rope_scaling."""
+    mt, L, D = cfg["model_type"], cfg["num_hidden_layers"], cfg["head_dim"]
+    if "layer_types" in cfg:
+        sliding = [t == "sliding_attention" for t in cfg["layer_types"]]
+    elif mt == "gemma2":
+        sliding = [not bool(i % 2) for i in range(L)]
+    elif mt == "gemma3_text":
+        sliding = [bool((i + 1) % cfg.get("sliding_window_pattern", 6)) for i in range(L)]
+    else:
+        sliding = [False] * L
+    out = []
+    for sl in sliding:
+        if mt == "gemma3_text" and sl:
+            base, sc = cfg.get("rope_local_base_freq", 10000.0), None
+        else:
+            base = cfg.get("rope_theta", 1e6 if mt == "gemma3_text" else 10000.0)
+            sc = cfg.get("rope_scaling") if mt == "gemma3_text" else None
+        f = 1.0 / base ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
+        if sc:
+            assert sc["rope_type"] == "linear"
+            f = f / sc["factor"]
+        out.append((cfg["sliding_window"] if sl else None, f))
+    return out
+
+
+def torch_run_gemma(m, ids, ablate=(), mean_n=None, patch=None):
+    """Gemma, Gemma 2 and 3 hooked in torch, from config.json and the
+    files' names: the embeddings times a sqrt(hidden) tensor, RMSNorm
+    x * rsqrt(mean(x^2) + eps) * (1 + w), F.linear, q_norm / k_norm per
+    head, q * cos + rotate_half(q) * sin, repeat_interleave, matmul times
+    query_pre_attn_scalar^-1/2 (head_dim^-1/2 on Gemma), tanh cap, a
+    boolean mask and softmax, the sandwich norms, F.gelu(tanh), the tied
+    head and the final tanh cap. hook_attn_out / hook_mlp_out after the
+    sublayer's output norm."""
+    w, cfg = m.w, m.cfg
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    h, g, D, H = m.h, m.g, m.D, cfg["hidden_size"]
+    mt = cfg["model_type"]
+    sandwich = mt != "gemma"
+    c = {"attentions": [], "hidden": [], "resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
+
+    def patched(kind, l, t):
+        if patch is None or patch[0] != kind or patch[1] != l:
+            return t
+        _, _, a, pos, src = patch[:5]
+        rows = torch.arange(n) if pos is None else torch.tensor([pos])
+        mask = torch.zeros_like(t, dtype=torch.bool)
+        if kind == "z":
+            mask[rows, a * D:(a + 1) * D] = True
+        else:
+            mask[rows] = True
+        return torch.where(mask, T(src[kind][l]), t)
+
+    def norm(t, name):
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + m.eps) * (1.0 + T(w[name]))
+
+    def rot(t):
+        return torch.cat((-t[..., D // 2:], t[..., :D // 2]), dim=-1)
+
+    with torch.no_grad():
+        x = F.embedding(torch.tensor(ids), T(w["model.embed_tokens.weight"]))
+        x = x * torch.tensor(float(H), dtype=torch.float64).sqrt()
+        c["hidden"].append(x)
+        i = torch.arange(n)[:, None]
+        j = torch.arange(n)[None, :]
+        pos_ = torch.arange(n, dtype=torch.float64)
+        scale = (cfg["query_pre_attn_scalar"] if sandwich else D) ** -0.5
+        cap = cfg.get("attn_logit_softcapping")
+        for l, (window, f) in enumerate(torch_gemma_layers(cfg)):
+            p = "model.layers.%d." % l
+            s = p + "self_attn."
+            x = patched("resid_pre", l, x)
+            c["resid_pre"].append(x)
+            emb = torch.cat([torch.outer(pos_, f)] * 2, dim=-1)
+            cos, sin = emb.cos()[:, None, :], emb.sin()[:, None, :]
+            mask = j <= i
+            if window is not None:
+                mask = mask & (j > i - window)
+            a_in = norm(x, p + "input_layernorm.weight")
+            q = F.linear(a_in, T(w[s + "q_proj.weight"])).view(n, h, D)
+            k = F.linear(a_in, T(w[s + "k_proj.weight"])).view(n, g, D)
+            v = F.linear(a_in, T(w[s + "v_proj.weight"])).view(n, g, D)
+            if s + "q_norm.weight" in w:
+                q, k = norm(q, s + "q_norm.weight"), norm(k, s + "k_norm.weight")
+            q = q * cos + rot(q) * sin
+            k = k * cos + rot(k) * sin
+            k = k.repeat_interleave(h // g, dim=1).transpose(0, 1)
+            v = v.repeat_interleave(h // g, dim=1).transpose(0, 1)
+            scores = (q.transpose(0, 1) @ k.transpose(1, 2)) * scale
+            if cap is not None:
+                scores = torch.tanh(scores / cap) * cap
+            probs = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+            c["attentions"].append(probs)
+            z = (probs @ v).transpose(0, 1).reshape(n, h * D)
+            items = [it for it in ablate if it["layer"] == l]
+            if items:
+                z = ablate_torch(h, D, h // g, z, items, mean_n)
+            z = patched("z", l, z)
+            c["z"].append(z)
+            attn_out = F.linear(z, T(w[s + "o_proj.weight"]))
+            if sandwich:
+                attn_out = norm(attn_out, p + "post_attention_layernorm.weight")
+            attn_out = patched("attn_out", l, attn_out)
+            c["attn_out"].append(attn_out)
+            x1 = x + attn_out
+            h2 = norm(x1, p + ("pre_feedforward_layernorm.weight" if sandwich
+                               else "post_attention_layernorm.weight"))
+            mlp_out = F.linear(F.gelu(F.linear(h2, T(w[p + "mlp.gate_proj.weight"])), approximate="tanh")
+                               * F.linear(h2, T(w[p + "mlp.up_proj.weight"])),
+                               T(w[p + "mlp.down_proj.weight"]))
+            if sandwich:
+                mlp_out = norm(mlp_out, p + "post_feedforward_layernorm.weight")
+            mlp_out = patched("mlp_out", l, mlp_out)
+            c["mlp_out"].append(mlp_out)
+            x = x1 + mlp_out
+            c["hidden"].append(x)
+        c["resid_final"] = x
+        final = norm(x, "model.norm.weight")
+        c["hidden"][-1] = final
+        raw = F.linear(final, T(w["model.embed_tokens.weight"]))
+        fc = cfg.get("final_logit_softcapping")
+        c["logits_uncapped"] = raw
+        c["logits"] = raw if fc is None else torch.tanh(raw / fc) * fc
+        c["attentions"] = torch.stack(c["attentions"])
+        c["hidden"] = torch.stack(c["hidden"])
+    return c
+
+
 def torch_run(m, ids, types=None, ablate=(), mean_n=None, patch=None):
     """The same hooked network in torch, on the files' own tensor names and
     layouts. Returns a cache like run_np's (torch tensors)."""
+    if m.family == "gemma":
+        return torch_run_gemma(m, ids, ablate, mean_n, patch)
     w, cfg = m.w, m.cfg
     n = len(ids)
     mean_n = n if mean_n is None else mean_n
@@ -627,6 +877,8 @@ def wrong_conventions(m):
         out.append(("zero_layer", "after_wo"))
     if 1 < m.g < m.h:
         out.append(("zero_one", "gqa_as_kv"))
+    if m.family == "gemma" and m.sandwich:
+        out.append(("zero_one", "post_norm_frozen"))
     return out
 
 
@@ -643,7 +895,7 @@ def moved(c2, c):
     return d
 
 
-def check_against_torch(label, c, t, keys=("attentions", "hidden", "logits")):
+def check_against_torch(label, c, t, keys=("attentions", "hidden", "logits", "logits_uncapped")):
     err = 0.0
     for k in keys:
         if k in c:
@@ -660,16 +912,32 @@ def check_unintervened(m, ids, types):
         import generate as gb
         attn, hidden = gb.bert_forward(m.w, m.cfg, ids, types)
         theirs = {"attentions": attn, "hidden": hidden}
+    elif m.family == "gemma":
+        # the plain pass of the same forward: the hooks, doing nothing,
+        # must change nothing, to the bit
+        import generate_gemma as gg
+        attn, hidden, logits, raw = gg.forward(m.w, m.gv, list(ids))
+        theirs = {"attentions": attn, "hidden": hidden, "logits": logits, "logits_uncapped": raw}
+        for k, t in theirs.items():
+            ours = c[k][-1] if k.startswith("logits") else c[k]
+            if k.startswith("logits"):
+                # the head on every row here, on the last one there
+                compare("%s: no intervention, %s against the plain pass" % (m.name, k), ours, t, 1e-13)
+            elif not np.array_equal(ours, t):
+                raise CrossCheckFailed("%s: no intervention, the hooked pass changes %s" % (m.name, k))
     else:
         import generate_decoders as gd
         attn, hidden, logits = gd.forward(m.w, m.variant(), ids)
         theirs = {"attentions": attn, "hidden": hidden, "logits": logits}
     err = 0.0
     for k in theirs:
-        ours = c[k][-1] if k == "logits" else c[k]
+        ours = c[k][-1] if k.startswith("logits") else c[k]
         err = max(err, compare("%s: no intervention, %s against the existing forward" % (m.name, k),
                                ours, theirs[k]))
-        gkey = {"attentions": "attentions", "hidden": "hidden_states", "logits": "logits"}[k]
+        gkey = {"attentions": "attentions", "hidden": "hidden_states", "logits": "logits",
+                "logits_uncapped": "logits_uncapped"}[k]
+        if gkey not in case:  # Gemma: no cap, no logits_uncapped
+            continue
         if rounded(ours) != case[gkey]:
             raise CrossCheckFailed("%s: no intervention, %s differ from the existing golden" % (m.name, k))
     return c, err
@@ -769,7 +1037,12 @@ def patching(m, clean_ids, specials):
     if i == c:
         i = int(np.argsort(-lc, kind="stable")[1])
     ids_of = {"clean": clean_ids, "corrupted": corrupted_ids}
-    cases = []
+    cases, margins = [], {}
+    capped = m.family == "gemma" and m.final_cap is not None
+    if capped:
+        # wrong: the metrics of the logits before the final soft cap
+        lc_raw, lx_raw = runs["clean"]["logits_uncapped"][-1], runs["corrupted"]["logits_uncapped"][-1]
+        margins[("patching", "uncapped_metric")] = 0.0
     for over, direction, kind in PATCH_CASES:
         base, source = ("corrupted", "clean") if direction == "denoise" else ("clean", "corrupted")
         m_clean = metric_value(kind, lc, c, i)
@@ -785,7 +1058,22 @@ def patching(m, clean_ids, specials):
             tr = torch_run(m, ids_of[base], patch=(kind_, l, a, pos, runs[source]))
             effects.append((metric_value(kind, r["logits"][-1], c, i) - m_corr) / denom)
             teffects.append((metric_torch(kind, tr["logits"][-1], c, i) - t_corr) / tdenom)
+            if capped:
+                u_clean, u_corr = metric_value(kind, lc_raw, c, i), metric_value(kind, lx_raw, c, i)
+                u = (metric_value(kind, r["logits_uncapped"][-1], c, i) - u_corr) / (u_clean - u_corr)
+                margins[("patching", "uncapped_metric")] = max(
+                    margins[("patching", "uncapped_metric")], abs(u - effects[-1]),
+                    abs(u_clean - m_clean), abs(u_corr - m_corr))
         err = max(err, compare("%s: patching %s %s %s" % (m.name, over, direction, kind), effects, teffects))
+        if m.family == "gemma" and m.sandwich and over == "layers" and direction == "denoise":
+            # wrong: the attention's output kept before post_attention_layernorm
+            # and put back where the normed one goes
+            moved_by = 0.0
+            for k, (_, (kind_, l, a, pos)) in enumerate(targets[:m.L * n]):
+                r = run_np(m, ids_of[base], patch=(kind_, l, a, pos, runs[source], ("pre_norm_attn_out",)))
+                e = (metric_value(kind, r["logits"][-1], c, i) - m_corr) / denom
+                moved_by = max(moved_by, abs(e - effects[k]))
+            margins[("layers", "pre_norm_attn_out")] = moved_by
         effects = np.array(effects)
         if over == "residual" and direction == "denoise":
             layer0 = effects[:n]
@@ -803,14 +1091,19 @@ def patching(m, clean_ids, specials):
                       "effects": eff})
     out = {"clean_ids": list(clean_ids), "corrupted_ids": corrupted_ids, "position": p,
            "correct": c, "incorrect": i, "cases": cases}
-    return out, runs["clean"], err
+    return out, runs["clean"], err, margins
 
 
 # ------------------------------------------------------------------ DLA
 
-def dla_np(m, cache, p, target):
+def dla_np(m, cache, p, target, alt=()):
     """Each component's contribution to u = W_U[c] - W_U[i] (or W_U[t])
-    through the final norm with its scale frozen at the residual r."""
+    through the final norm with its scale frozen at the residual r. On
+    Gemma 2 and 3 a head's output goes through its layer's
+    post_attention_layernorm first, frozen at the layer's output
+    a = z W_O^T: (z_a W_O,a^T) * (1 + w) / rms(a). The logit is the one
+    before the final soft cap (logits_uncapped), which the parts add up
+    to."""
     u = m.W_U[target[0]] - m.W_U[target[1]] if len(target) == 2 else m.W_U[target[0]]
     r = cache["resid_final"][p]
     g, b = m.norm_f
@@ -830,9 +1123,13 @@ def dla_np(m, cache, p, target):
     embed = through(cache["resid_pre"][0][p])
     heads, mlp, attn_bias = [], [], []
     for l, lw in enumerate(m.layers):
+        post = 1.0
+        if lw.get("post") is not None and "post_norm_unfrozen" not in alt:
+            a_l = cache["z"][l][p] @ lw["Wo"].T
+            post = lw["post"] / math.sqrt(float(np.mean(a_l * a_l)) + m.eps)
         for a in range(m.h):
             sl = slice(a * m.D, (a + 1) * m.D)
-            v = cache["z"][l][p, sl] @ lw["Wo"][:, sl].T
+            v = (cache["z"][l][p, sl] @ lw["Wo"][:, sl].T) * post
             parts.append(v)
             heads.append(through(v))
         if lw["bo"] is not None:
@@ -840,10 +1137,12 @@ def dla_np(m, cache, p, target):
             attn_bias.append(through(lw["bo"]))
         parts.append(cache["mlp_out"][l][p])
         mlp.append(through(cache["mlp_out"][l][p]))
+    if alt:
+        return {"heads": heads}
     if relative(np.sum(parts, axis=0), r) > 1e-12:
         raise CrossCheckFailed("%s: the components do not sum to the residual" % m.name)
     total = embed + sum(heads) + sum(mlp) + sum(attn_bias) + bias
-    lg = cache["logits"][p]
+    lg = cache.get("logits_uncapped", cache["logits"])[p]
     logit = float(lg[target[0]] - lg[target[1]]) if len(target) == 2 else float(lg[target[0]])
     if not abs(total - logit) <= 1e-9 * max(1.0, abs(logit)):
         raise CrossCheckFailed("%s: attribution total %.17g, logit %.17g" % (m.name, total, logit))
@@ -859,6 +1158,8 @@ def dla_torch(m, tc, p, target):
     with torch.no_grad():
         if m.family == "gpt2":
             WU, g, b = T(w["wte.weight"]), T(w["ln_f.weight"]), T(w["ln_f.bias"])
+        elif m.family == "gemma":
+            WU, g, b = T(w["model.embed_tokens.weight"]), 1.0 + T(w["model.norm.weight"]), None
         else:
             tied = m.cfg.get("tie_word_embeddings", True)
             WU = T(w["model.embed_tokens.weight" if tied else "lm_head.weight"])
@@ -873,6 +1174,12 @@ def dla_torch(m, tc, p, target):
             else:
                 Wo = T(w["model.layers.%d.self_attn.o_proj.weight" % l]).view(m.H, m.h, m.D)
                 per = torch.einsum("ad,kad->ak", z, Wo)
+            if m.family == "gemma" and m.sandwich:
+                # post_attention_layernorm frozen at the layer's output
+                a_l = F.linear(tc["z"][l][p], T(w["model.layers.%d.self_attn.o_proj.weight" % l]))
+                post = (1.0 + T(w["model.layers.%d.post_attention_layernorm.weight" % l])) \
+                    * torch.rsqrt(a_l.pow(2).mean() + m.eps)
+                per = per * post
             heads_at += list(range(len(rows), len(rows) + m.h))
             rows += list(per)
             if m.family == "gpt2":
@@ -915,7 +1222,7 @@ def build(name, models_dir):
     ids = case0["ids"]
     types = case0.get("type_ids") if m.family == "bert" else None
     n = len(ids)
-    assert m.L == 2 and m.h >= 4
+    assert m.L >= 2 and m.h >= 4
     clean, err = check_unintervened(m, ids, types)
     err = max(err, check_against_torch("%s: no intervention" % name, clean, to_np(torch_run(m, ids, types))))
     out = {"variant": name, "layers": m.L, "heads": m.h, "kv_heads": m.g, "head_dim": m.D, "hidden": m.H}
@@ -946,7 +1253,8 @@ def build(name, models_dir):
     if m.family != "bert":
         out["greedy_ablated"], e = greedy_ablated(m, ids, GREEDY_ABLATE)
         err = max(err, e)
-        out["patching"], cache, e = patching(m, ids, special_ids(os.path.join(models_dir, name)))
+        out["patching"], cache, e, more = patching(m, ids, special_ids(os.path.join(models_dir, name)))
+        margins.update(more)
         err = max(err, e)
         tcache = torch_run(m, ids)
         dla = []
@@ -954,11 +1262,25 @@ def build(name, models_dir):
         for p, target in ((n - 1, [c_, i_]), (n - 2, [c_])):
             d = dla_np(m, cache, p, target)
             td = dla_torch(m, tcache, p, target)
+            if m.family == "gemma" and m.sandwich:
+                # wrong: each head's output straight through the final norm
+                wrong = dla_np(m, cache, p, target, ("post_norm_unfrozen",))["heads"]
+                key = ("dla", "post_norm_unfrozen")
+                margins[key] = max(margins.get(key, 0.0), float(np.max(np.abs(np.subtract(wrong, d["heads"])))))
+            if m.family == "gemma" and m.final_cap is not None:
+                # wrong: the parts held to the capped logit
+                lg = cache["logits"][p]
+                capped = float(lg[target[0]] - lg[target[1]]) if len(target) == 2 else float(lg[target[0]])
+                key = ("dla", "capped_logit")
+                margins[key] = max(margins.get(key, 0.0), abs(capped - d["logit"]))
             for k in ("embed", "heads", "mlp", "attn_bias", "bias", "total"):
                 if d[k] is not None or td[k] is not None:
                     err = max(err, compare("%s: attribution %s at %d" % (name, k, p), d[k], td[k]))
             dla.append(dla_golden(d))
         out["dla"] = dla
+    for (case, alt), dm in margins.items():
+        if not dm > MARGIN:
+            raise CrossCheckFailed("%s: %s moves %s by only %.2e" % (name, alt, case, dm))
     return out, err, margins
 
 

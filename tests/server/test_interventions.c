@@ -445,7 +445,8 @@ static void check_dla(const struct model *m, const char *variant,
 }
 
 static const char *const decoders[] = {
-    "gpt2", "gpt2_prefixed", "llama2", "llama3", "mistral", "qwen2", "qwen3"};
+    "gpt2",  "gpt2_prefixed", "llama2", "llama3", "mistral",
+    "qwen2", "qwen3",         "gemma",  "gemma2", "gemma3"};
 
 static void test_ablation_matches(void **state)
 {
