@@ -652,7 +652,7 @@ static void test_refusals(void **state)
             422, "/layer", "");
     // one document, its texts whole
     struct reply t;
-    char trailing[512];
+    char trailing[512 + 2];
     snprintf(trailing, sizeof trailing, "%s{}",
              patch_body("llama3", "heads", "denoise", (char[512]){0}, 512));
     assert_true(post_json(&srv, "/patch", trailing, &t));
