@@ -181,3 +181,37 @@ bool config_rope_scaling(const cJSON *doc, const cJSON **scaling,
     }
     return true;
 }
+
+bool config_decoder_sizes(const cJSON *doc, size_t max_positions,
+                          size_t head_dim, struct xf_model *c, char *err,
+                          size_t err_len)
+{
+    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
+                     &c->layers, err, err_len) ||
+        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
+                     err_len) ||
+        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
+                     err, err_len) ||
+        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
+                     &c->kv_heads, err, err_len) ||
+        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
+                     &c->intermediate, err, err_len) ||
+        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
+                     err, err_len) ||
+        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
+                     max_positions, &c->max_positions, err, err_len))
+        return false;
+    if (c->heads % c->kv_heads)
+        return model_fail(err, err_len,
+                          "num_key_value_heads (%zu) does not divide "
+                          "num_attention_heads (%zu)",
+                          c->kv_heads, c->heads);
+    if (!head_dim && !key(doc, "head_dim") && c->hidden % c->heads)
+        return model_fail(err, err_len,
+                          "num_attention_heads (%zu) does not divide "
+                          "hidden_size (%zu) and there is no head_dim",
+                          c->heads, c->hidden);
+    return config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false,
+                       head_dim ? head_dim : c->hidden / c->heads, &c->head_dim,
+                       err, err_len);
+}

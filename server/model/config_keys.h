@@ -6,6 +6,8 @@
 #ifndef ATTND_CONFIG_KEYS_H
 #define ATTND_CONFIG_KEYS_H
 
+#include "transformer.h"
+
 #include <cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,6 +49,16 @@ bool config_ids(const cJSON *doc, const char *name, size_t below, size_t max,
  * type "default"; false when it is not an object. */
 bool config_rope_scaling(const cJSON *doc, const cJSON **scaling,
                          const char **type, char *err, size_t err_len);
+
+/* The sizes a Hugging Face decoder's config.json names alike, into c:
+ * num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads
+ * (the heads when absent; it must divide them), intermediate_size,
+ * vocab_size, max_position_embeddings (max_positions when absent) and
+ * head_dim (head_dim when absent, or with head_dim 0 hidden / heads,
+ * which must then divide). */
+bool config_decoder_sizes(const cJSON *doc, size_t max_positions,
+                          size_t head_dim, struct xf_model *c, char *err,
+                          size_t err_len);
 
 /* A finite number above 0 into *out; fallback when absent or null. */
 bool config_positive(const cJSON *doc, const char *name, double fallback,

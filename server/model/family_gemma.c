@@ -229,29 +229,9 @@ static bool make_rotary(const cJSON *doc, const struct variant *v,
 static bool read_sizes(const cJSON *doc, struct xf_model *c, char *err,
                        size_t err_len)
 {
-    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
-                     &c->layers, err, err_len) ||
-        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
-                     err_len) ||
-        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
-                     err, err_len) ||
-        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
-                     &c->kv_heads, err, err_len) ||
-        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
-                     &c->intermediate, err, err_len) ||
-        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
-                     err, err_len) ||
-        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
-                     8192, &c->max_positions, err, err_len) ||
+    // head_dim 256 when absent, as GemmaConfig's
+    if (!config_decoder_sizes(doc, 8192, 256, c, err, err_len) ||
         !config_eps(doc, "rms_norm_eps", 1e-6f, &c->norm_eps, err, err_len))
-        return false;
-    if (c->heads % c->kv_heads)
-        return model_fail(err, err_len,
-                          "num_key_value_heads (%zu) does not divide "
-                          "num_attention_heads (%zu)",
-                          c->kv_heads, c->heads);
-    if (!config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false, 256,
-                     &c->head_dim, err, err_len))
         return false;
     if (c->head_dim % 2)
         return model_fail(err, err_len,

@@ -119,20 +119,7 @@ static bool read_config(const cJSON *doc, struct model *m,
     const struct variant *v = variant_of(doc);
     struct xf_model *c = &m->xf;
     const char *act;
-    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
-                     &c->layers, err, err_len) ||
-        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
-                     err_len) ||
-        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
-                     err, err_len) ||
-        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
-                     &c->kv_heads, err, err_len) ||
-        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
-                     &c->intermediate, err, err_len) ||
-        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
-                     err, err_len) ||
-        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
-                     2048, &c->max_positions, err, err_len) ||
+    if (!config_decoder_sizes(doc, 2048, 0, c, err, err_len) ||
         !config_string(doc, "hidden_act", "silu", &act, err, err_len) ||
         !config_eps(doc, "rms_norm_eps", v->eps, &c->norm_eps, err, err_len) ||
         !config_bool(doc, "tie_word_embeddings", false, &m->extra.tied, err,
@@ -143,21 +130,6 @@ static bool read_config(const cJSON *doc, struct model *m,
         return model_fail(err, err_len,
                           "hidden_act '%.64s' is not supported (only silu)",
                           act);
-    if (c->heads % c->kv_heads)
-        return model_fail(err, err_len,
-                          "num_key_value_heads (%zu) does not divide "
-                          "num_attention_heads (%zu)",
-                          c->kv_heads, c->heads);
-    // head_dim: config.json's, else hidden / heads (which then must divide)
-    if (!cJSON_GetObjectItemCaseSensitive(doc, "head_dim") &&
-        c->hidden % c->heads)
-        return model_fail(err, err_len,
-                          "num_attention_heads (%zu) does not divide "
-                          "hidden_size (%zu) and there is no head_dim",
-                          c->heads, c->hidden);
-    if (!config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false,
-                     c->hidden / c->heads, &c->head_dim, err, err_len))
-        return false;
     if (c->head_dim % 2)
         return model_fail(err, err_len,
                           "head_dim (%zu) is odd; rotary positions turn pairs",

@@ -52,20 +52,7 @@ static bool read_sizes(const cJSON *doc, struct xf_model *c, char *err,
                        size_t err_len)
 {
     const char *act;
-    if (!config_size(doc, "num_hidden_layers", XF_MAX_LAYERS, true, 0,
-                     &c->layers, err, err_len) ||
-        !config_size(doc, "hidden_size", XF_MAX_DIM, true, 0, &c->hidden, err,
-                     err_len) ||
-        !config_size(doc, "num_attention_heads", XF_MAX_DIM, true, 0, &c->heads,
-                     err, err_len) ||
-        !config_size(doc, "num_key_value_heads", XF_MAX_DIM, false, c->heads,
-                     &c->kv_heads, err, err_len) ||
-        !config_size(doc, "intermediate_size", XF_MAX_DIM, true, 0,
-                     &c->intermediate, err, err_len) ||
-        !config_size(doc, "vocab_size", XF_MAX_VOCAB, true, 0, &c->vocab_size,
-                     err, err_len) ||
-        !config_size(doc, "max_position_embeddings", XF_MAX_POSITIONS, false,
-                     4096, &c->max_positions, err, err_len) ||
+    if (!config_decoder_sizes(doc, 4096, 0, c, err, err_len) ||
         !config_size(doc, "sliding_window", XF_MAX_POSITIONS, false, 0,
                      &c->kind[0].window, err, err_len) ||
         !config_string(doc, "hidden_act", "silu", &act, err, err_len) ||
@@ -75,20 +62,7 @@ static bool read_sizes(const cJSON *doc, struct xf_model *c, char *err,
         return model_fail(err, err_len,
                           "hidden_act '%.64s' is not supported (only silu)",
                           act);
-    if (c->heads % c->kv_heads)
-        return model_fail(err, err_len,
-                          "num_key_value_heads (%zu) does not divide "
-                          "num_attention_heads (%zu)",
-                          c->kv_heads, c->heads);
-    // head_dim: config.json's, else hidden / heads (which then must divide)
-    if (!cJSON_GetObjectItemCaseSensitive(doc, "head_dim") &&
-        c->hidden % c->heads)
-        return model_fail(err, err_len,
-                          "num_attention_heads (%zu) does not divide "
-                          "hidden_size (%zu) and there is no head_dim",
-                          c->heads, c->hidden);
-    return config_size(doc, "head_dim", XF_MAX_DIM / c->heads, false,
-                       c->hidden / c->heads, &c->head_dim, err, err_len);
+    return true;
 }
 
 /* rope_scaling's longrope, as read: each factor list has pairs entries. */
