@@ -59,8 +59,14 @@ struct picture {
                             special tokens are hidden; else NULL */
     char *tile_max_json; /* each panel's largest weight, with a scale per
                             tile */
-    unsigned char *not_allowed; /* [n][n] a causal model's cells no query
-                                   may attend; else NULL */
+    /* A causal model's cells no query may attend: [n_masks][n][n], one
+     * mask, or in the model view of layers whose windows differ one per
+     * window; else NULL. mask_of [layers]: layer l's mask, then. */
+    unsigned char *not_allowed;
+    size_t n_masks, *mask_of, heads;
+    unsigned char *pooled_masks;       /* [n_masks][blocks] when pooled */
+    const unsigned char **panel_masks; /* [count] each panel's layer's
+                                          mask, when they differ */
     char title[160], layer_text[24], head_text[24];
     char lo_text[JSONNUM_MAX], hi_text[JSONNUM_MAX];
     struct heatmap_options opts;
@@ -80,6 +86,9 @@ static void picture_free(struct picture *p)
     free(p->cut);
     free(p->tile_max_json);
     free(p->not_allowed);
+    free(p->mask_of);
+    free(p->pooled_masks);
+    free(p->panel_masks);
     memset(p, 0, sizeof *p);
 }
 
@@ -126,30 +135,123 @@ static bool picture_positions(struct picture *p, const struct request *req,
     return true;
 }
 
-/* Everything but the values, from the request alone. */
-/* A causal model's cells no query may attend, between the shown tokens'
- * positions: a key after the query and, but in the rollout (whose paths
- * reach further back), one the sliding window leaves out. */
-static bool picture_not_allowed(struct picture *p, const struct request *req,
-                                const struct model *m)
+/* The first layer with layer l's window: the model view draws one mask
+ * per window, made at the first layer that has it. */
+static size_t first_of_window(const struct model *m, size_t l)
+{
+    const size_t window = model_window(m, l);
+    size_t at = 0;
+    while (model_window(m, at) != window)
+        at++;
+    return at;
+}
+
+/* The masks of a causal model's picture: one, but in the model view of
+ * layers whose windows differ (Gemma 2's and 3's sliding and global
+ * layers), one per window, each tile hatched with its own layer's. */
+static size_t picture_mask_count(const struct request *req,
+                                 const struct model *m)
 {
     if (!m->xf.arch.causal)
-        return true;
+        return 0;
+    if (req->png.view != VIEW_MODEL || model_window(m, XF_ALL_LAYERS) ||
+        !model_widest_window(m))
+        return 1;
+    size_t count = 0;
+    for (size_t l = 0; l < m->xf.layers; l++)
+        count += first_of_window(m, l) == l;
+    return count;
+}
+
+/* The cells no query may attend under window (0: none), between the shown
+ * tokens' positions: a key after the query, and one the window leaves
+ * out. out: [n][n]. */
+static void mask_fill(const struct picture *p, size_t window,
+                      unsigned char *out)
+{
     const size_t n = p->n;
-    const size_t window = req->png.view == VIEW_ROLLOUT
-                              ? 0
-                              : model_window(m, req->model.run.layer);
-    p->not_allowed = malloc(n ? n * n : 1);
-    if (!p->not_allowed)
-        return false;
     for (size_t r = 0; r < n; r++)
         for (size_t k = 0; k < n; k++) {
             const size_t i = p->at[r], j = p->at[k];
-            p->not_allowed[r * n + k] = j > i || (window && j + window <= i);
+            out[r * n + k] = j > i || (window && j + window <= i);
         }
+}
+
+/* A causal model's cells no query may attend: in the rollout (whose paths
+ * reach past any window) the later keys alone; in one layer's heads, those
+ * and the keys the layer's window leaves out; in the model view the same
+ * for each layer, one mask shared when the layers' windows are. */
+static bool picture_not_allowed(struct picture *p, const struct request *req,
+                                const struct model *m)
+{
+    p->n_masks = picture_mask_count(req, m);
+    if (!p->n_masks)
+        return true;
+    const size_t nn = p->n * p->n;
+    p->not_allowed = malloc(nn ? p->n_masks * nn : 1);
+    if (!p->not_allowed)
+        return false;
+    if (p->n_masks == 1) {
+        mask_fill(p,
+                  req->png.view == VIEW_ROLLOUT
+                      ? 0
+                      : model_window(m, req->model.run.layer),
+                  p->not_allowed);
+        return true;
+    }
+    p->mask_of = malloc(m->xf.layers * sizeof *p->mask_of);
+    if (!p->mask_of)
+        return false;
+    size_t made = 0;
+    for (size_t l = 0; l < m->xf.layers; l++) {
+        const size_t first = first_of_window(m, l);
+        if (first < l) {
+            p->mask_of[l] = p->mask_of[first];
+            continue;
+        }
+        p->mask_of[l] = made;
+        mask_fill(p, model_window(m, l), p->not_allowed + made++ * nn);
+    }
     return true;
 }
 
+/* Panel k's mask over the shown tokens: its layer's in a model view of
+ * several masks, else the one. */
+static const unsigned char *panel_mask(const struct picture *p, size_t k)
+{
+    if (p->n_masks < 2)
+        return p->not_allowed;
+    return p->not_allowed + p->mask_of[k / p->heads] * p->n * p->n;
+}
+
+/* With masks that differ, each panel's as it is drawn: its layer's, in
+ * blocks when the picture is pooled. */
+static bool picture_panel_masks(struct picture *p)
+{
+    if (p->n_masks < 2)
+        return true;
+    const size_t nn = p->n * p->n;
+    const unsigned char *masks = p->not_allowed;
+    size_t side = nn;
+    if (p->pool.kind != HEATMAP_POOL_NONE) {
+        side = p->pool.rows * p->pool.cols;
+        p->pooled_masks = malloc(p->n_masks * side);
+        if (!p->pooled_masks)
+            return false;
+        for (size_t e = 0; e < p->n_masks; e++)
+            heatmap_pool_mask(p->not_allowed + e * nn, p->n, p->n, p->pool.k,
+                              p->pooled_masks + e * side);
+        masks = p->pooled_masks;
+    }
+    p->panel_masks = malloc(p->count * sizeof *p->panel_masks);
+    if (!p->panel_masks)
+        return false;
+    for (size_t k = 0; k < p->count; k++)
+        p->panel_masks[k] = masks + p->mask_of[k / p->heads] * side;
+    return true;
+}
+
+/* Everything but the values, from the request alone. */
 static bool picture_make(struct picture *p, const struct request *req,
                          size_t max_pixels, struct problem *pb)
 {
@@ -161,6 +263,7 @@ static bool picture_make(struct picture *p, const struct request *req,
         return false;
     const size_t n = p->n;
     p->count = panel_count(req);
+    p->heads = h;
     p->mats = calloc(p->count, sizeof *p->mats);
     p->titles = calloc(p->count, sizeof *p->titles);
     p->labels = calloc(n, sizeof *p->labels);
@@ -179,7 +282,9 @@ static bool picture_make(struct picture *p, const struct request *req,
                                  "out of memory for the causal mask");
     render_pool_plan(&p->pool, o, n, n);
     const bool pooled = p->pool.kind != HEATMAP_POOL_NONE;
-    if (!render_pool_make(&p->pool, p->labels, p->labels, p->not_allowed))
+    if (!render_pool_make(&p->pool, p->labels, p->labels,
+                          p->n_masks < 2 ? p->not_allowed : NULL) ||
+        !picture_panel_masks(p))
         return problem_from_draw(pb, DRAW_E_NOMEM,
                                  "out of memory for the pooled blocks");
     snprintf(p->head_text, sizeof p->head_text, "all");
@@ -239,7 +344,10 @@ static bool picture_make(struct picture *p, const struct request *req,
         .max_pixels = max_pixels,
         .grid_cols = o->view == VIEW_MODEL ? h : 0,
         .scale = tile ? HEATMAP_SCALE_TILE : HEATMAP_SCALE_SHARED,
-        .not_allowed = pooled ? p->pool.mask : p->not_allowed,
+        .not_allowed = p->panel_masks ? NULL
+                       : pooled       ? p->pool.mask
+                                      : p->not_allowed,
+        .not_allowed_each = p->panel_masks,
         .note = pooled ? p->pool.note : NULL,
     };
     /* the values' texts are numbers, empty until they are known: they
@@ -322,7 +430,7 @@ static bool picture_fill(struct picture *p, const struct request *req,
                        shown * sizeof *dst);
             else
                 heatmap_pool_values(src, full, p->at, p->at, n, n,
-                                    p->not_allowed, p->pool.k, p->pool.kind,
+                                    panel_mask(p, k), p->pool.k, p->pool.kind,
                                     dst);
             values = dst;
         } else if (p->cut) {
@@ -408,9 +516,15 @@ size_t render_model_png_bytes(const struct request *req)
     render_pool_plan(&pool, &req->png, n, n);
     const size_t cut =
         req->png.special == SPECIAL_HIDE ? panels * n * n * sizeof(float) : 0;
-    // a causal model's cells no query may attend
-    const size_t mask = req->model.entry->model->xf.arch.causal ? n * n : 0;
+    // a causal model's cells no query may attend: a mask per window drawn,
+    // in blocks too when pooled, and each panel's and layer's when several
     const struct model *m = req->model.entry->model;
+    const size_t masks = picture_mask_count(req, m);
+    const size_t mask =
+        masks * n * n +
+        (masks > 1 ? masks * pool.rows * pool.cols + panels * sizeof(void *) +
+                         m->xf.layers * sizeof(size_t)
+                   : 0);
     size_t tokens = 0;
     for (size_t i = 0; i < n; i++)
         tokens +=

@@ -75,6 +75,11 @@ struct heatmap_options {
      * weight of 0; its value must still be finite, and >= 0 but with
      * HEATMAP_SCALE_SYMMETRIC. */
     const unsigned char *not_allowed;
+    /* NULL, or [n] one per matrix, in place of not_allowed: matrix i's
+     * own [rows][cols] cells no query may attend (NULL: none), for a
+     * grid whose matrices are of layers that see differently (a sliding
+     * window on some, none on others) */
+    const unsigned char *const *not_allowed_each;
     /* NULL, or a line drawn under the title (with labels): what the image
      * is beyond its title, e.g. that its cells are pooled blocks */
     const char *note;

@@ -103,7 +103,6 @@ static void heatmap_draw_cells(const struct heatmap_painter *p,
                                const float *tops)
 {
     const enum heatmap_colormap map = opts->colormap;
-    const unsigned char *not_allowed = opts->not_allowed;
     const bool symmetric = opts->scale == HEATMAP_SCALE_SYMMETRIC;
     const size_t rows = l->rows, cols = l->cols;
     const int cell = l->cell;
@@ -113,6 +112,9 @@ static void heatmap_draw_cells(const struct heatmap_painter *p,
         heatmap_panel_origin(l, i, &mx, &my);
         const float *v = mats[i].values;
         const float vmax = tops[i];
+        const unsigned char *not_allowed = opts->not_allowed_each
+                                               ? opts->not_allowed_each[i]
+                                               : opts->not_allowed;
         for (size_t r = 0; r < rows; r++) {
             const int y = my + (int)r * cell;
             size_t k = 0;

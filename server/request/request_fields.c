@@ -169,7 +169,9 @@ static bool echo_scalar(struct buf *out, const struct request *req,
 
 /* A model's name and the sizes of its network; a decoder's family, that
  * it is causal (what a viewer needs to tell a cell no query may see from
- * a weight of 0), its KV heads, head size and window too. */
+ * a weight of 0), its KV heads, head size and window too, and when its
+ * layers' windows differ (Gemma 2's and 3's sliding and global layers)
+ * each layer's. */
 static bool echo_model(struct buf *out, const struct request *req,
                        const struct request_field *f)
 {
@@ -191,8 +193,17 @@ static bool echo_model(struct buf *out, const struct request *req,
                     "\"head_dim\":%zu,\"sliding_window\":",
                     m->family->model_type, b->kv_heads, b->head_dim);
     const size_t window = model_widest_window(m);
-    return ok && (window ? buf_printf(out, "%zu", window)
-                         : buf_append_str(out, "null"));
+    ok = ok && (window ? buf_printf(out, "%zu", window)
+                       : buf_append_str(out, "null"));
+    if (!ok || !window || model_window(m, XF_ALL_LAYERS))
+        return ok;
+    ok = buf_append_str(out, ",\"layer_windows\":[");
+    for (size_t l = 0; ok && l < b->layers; l++) {
+        const size_t w = model_window(m, l);
+        ok = (!l || buf_append_str(out, ",")) &&
+             (w ? buf_printf(out, "%zu", w) : buf_append_str(out, "null"));
+    }
+    return ok && buf_append_str(out, "]");
 }
 
 static bool echo_pair(struct buf *out, const struct request *req,

@@ -495,6 +495,42 @@ static void test_golden_bf16_legacy(void **state)
  * tokens and config alone; the GET form gives the same numbers. */
 /* ---------------------------------------------------------- decoders */
 
+/* Whether the golden's layers (gc's layer_windows, 0 for a global layer)
+ * have windows that differ. */
+static bool windows_differ(const cJSON *gc)
+{
+    const cJSON *windows = cJSON_GetObjectItem(gc, "layer_windows");
+    const cJSON *w;
+    cJSON_ArrayForEach(w, windows)
+    {
+        if (w->valuedouble != cJSON_GetArrayItem(windows, 0)->valuedouble)
+            return true;
+    }
+    return false;
+}
+
+/* The config echo's layer_windows: each layer's window as the golden
+ * has it (null for a global layer) when the layers' windows differ, and
+ * absent when they do not. */
+static void check_layer_windows(const cJSON *cfg, const cJSON *gc)
+{
+    const cJSON *echoed = cJSON_GetObjectItem(cfg, "layer_windows");
+    if (!windows_differ(gc)) {
+        assert_null(echoed);
+        return;
+    }
+    const cJSON *windows = get(gc, "layer_windows");
+    assert_non_null(echoed);
+    assert_int_equal(cJSON_GetArraySize(echoed), cJSON_GetArraySize(windows));
+    for (int l = 0; l < cJSON_GetArraySize(windows); l++) {
+        const double want = cJSON_GetArrayItem(windows, l)->valuedouble;
+        const cJSON *got = cJSON_GetArrayItem(echoed, l);
+        if (want == 0.0 ? !cJSON_IsNull(got) : got->valuedouble != want)
+            fail_msg("layer %d: layer_windows gives %s, the golden %g", l,
+                     cJSON_PrintUnformatted(got), want);
+    }
+}
+
 /* A decoder's golden through the server s, as name: tokens, ids and the
  * tokens the tokenizer added; every layer's weights (exactly 0 where a
  * query may not see), hidden states (the last after the final norm) and
@@ -536,6 +572,7 @@ static void check_decoder_golden(const struct server *s, const char *variant,
         assert_true(window ? (size_t)get(cfg, "sliding_window")->valuedouble ==
                                  window
                            : cJSON_IsNull(get(cfg, "sliding_window")));
+        check_layer_windows(cfg, gc);
         size_t count;
         double *att = numbers_of(get(c, "attentions"), &count);
         const size_t dims4[4] = {L, Hd, n, n};
@@ -584,6 +621,76 @@ static void check_decoder_golden(const struct server *s, const char *variant,
     }
     assert_true(cases >= 3);
     cJSON_Delete(g);
+}
+
+/* Whether pixel (x, y) of the tile at (x0, y0) of img, drawn at one pixel
+ * a cell, is the hatching's grey: the dark one where x + y is a multiple
+ * of 4, else the light one. */
+static bool hatched_at(const struct decoded_png *img, unsigned x0, unsigned y0,
+                       unsigned x, unsigned y)
+{
+    const unsigned char *px =
+        img->rgb + ((size_t)(y0 + y) * img->width + x0 + x) * 3;
+    const unsigned char want = (x + y) % 4 == 0 ? 170 : 232;
+    return px[0] == want && px[1] == want && px[2] == want;
+}
+
+/* The model view of name on the n tokens of text (layers x heads tiles at
+ * one pixel a cell, a 1-pixel gutter between them), bare, in blocks of
+ * pool x pool weights (1: not pooled): each tile hatches the cells its
+ * own layer may not see (windows[l]; 0 for a global layer, whose tiles
+ * hatch the later keys alone), a block when every cell of it is one, and
+ * colours the rest. Returns the cells hatched for being outside a window
+ * alone. */
+static size_t check_model_view_windows(const struct server *s, const char *name,
+                                       const char *text, unsigned n,
+                                       size_t layers, size_t heads,
+                                       const size_t *windows, unsigned pool)
+{
+    char path[512], pooled[48] = "&pool=none";
+    if (pool > 1)
+        snprintf(pooled, sizeof pooled, "&pool=max&pool_size=%u", pool);
+    snprintf(path, sizeof path,
+             "/attention?model=%s&format=png&labels=false&cell=1&"
+             "colormap=viridis&sentence=%s%s",
+             name, text, pooled);
+    struct reply r;
+    assert_true(http_call(s, "GET", path, NULL, 0, NULL, &r));
+    if (r.status != 200)
+        fail_msg("%s: %ld %s", path, r.status, r.body);
+    struct decoded_png img;
+    decoded_png_read(&r, &img);
+    reply_free(&r);
+    const unsigned side = (n + pool - 1) / pool;
+    assert_int_equal(img.width, heads * (side + 1) - 1);
+    assert_int_equal(img.height, layers * (side + 1) - 1);
+    size_t outside = 0;
+    for (size_t l = 0; l < layers; l++)
+        for (size_t h = 0; h < heads; h++)
+            for (unsigned bi = 0; bi < side; bi++)
+                for (unsigned bj = 0; bj < side; bj++) {
+                    bool hidden = true, by_window = false;
+                    for (unsigned i = bi * pool; i < (bi + 1) * pool && i < n;
+                         i++)
+                        for (unsigned j = bj * pool;
+                             j < (bj + 1) * pool && j < n; j++) {
+                            const bool later = j > i;
+                            const bool far = windows[l] && j + windows[l] <= i;
+                            hidden = hidden && (later || far);
+                            by_window = by_window || far;
+                        }
+                    const bool hatched =
+                        hatched_at(&img, (unsigned)h * (side + 1),
+                                   (unsigned)l * (side + 1), bj, bi);
+                    if (hatched != hidden)
+                        fail_msg("%s (blocks of %u) layer %zu head %zu cell "
+                                 "(%u, %u) is %s; the layer's window %zu",
+                                 name, pool, l, h, bi, bj,
+                                 hatched ? "hatched" : "coloured", windows[l]);
+                    outside += hidden && by_window;
+                }
+    decoded_png_free(&img);
+    return outside;
 }
 
 /* Gemma's four rows served: /models gives each layer's kind, window and
@@ -667,6 +774,48 @@ static void test_gemma_served(void **state)
                     "\"return\":[\"mean_weights\"]}",
                     200);
     cJSON_Delete(j);
+    // the model view hatches each tile with its own layer's window:
+    // Gemma 2's sliding layers (0 and 2, window 4) what lies outside it,
+    // its global ones (1 and 3) the later keys alone; Gemma 3's five
+    // sliding layers (window 5) to one global (5) the same; pooled too
+    const char *text = "The%20quick%20brown%20fox%20jumps%20over";
+    j = post_expect(&s,
+                    "{\"model\":\"gemma2\",\"sentence\":\"The quick brown "
+                    "fox jumps over\",\"return\":[]}",
+                    200);
+    const unsigned n2 = (unsigned)cJSON_GetArraySize(get(j, "tokens"));
+    cJSON_Delete(j);
+    j = post_expect(&s,
+                    "{\"model\":\"gemma3\",\"sentence\":\"The quick brown "
+                    "fox jumps over\",\"return\":[]}",
+                    200);
+    const unsigned n3 = (unsigned)cJSON_GetArraySize(get(j, "tokens"));
+    cJSON_Delete(j);
+    assert_true(n2 > 4 + 2 && n3 > 5 + 2);
+    const size_t gemma2_windows[] = {4, 0, 4, 0};
+    const size_t gemma3_windows[] = {5, 5, 5, 5, 5, 0, 5};
+    assert_true(check_model_view_windows(&s, "gemma2", text, n2, 4, 4,
+                                         gemma2_windows, 1) > 0);
+    assert_true(check_model_view_windows(&s, "gemma2", text, n2, 4, 4,
+                                         gemma2_windows, 2) > 0);
+    assert_true(check_model_view_windows(&s, "gemma3", text, n3, 7, 4,
+                                         gemma3_windows, 1) > 0);
+    // the rollout's paths reach past every window: the later keys alone
+    assert_true(http_call(&s, "GET",
+                          "/attention?model=gemma2&format=png&view=rollout&"
+                          "labels=false&cell=1&sentence=The%20quick%20brown%"
+                          "20fox%20jumps%20over",
+                          NULL, 0, NULL, &r));
+    assert_int_equal(r.status, 200);
+    struct decoded_png roll;
+    decoded_png_read(&r, &roll);
+    reply_free(&r);
+    assert_int_equal(roll.width, n2);
+    for (unsigned i = 0; i < roll.height; i++)
+        for (unsigned jj = 0; jj < roll.width; jj++)
+            if (hatched_at(&roll, 0, 0, jj, i) != (jj > i))
+                fail_msg("rollout cell (%u, %u)", i, jj);
+    decoded_png_free(&roll);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 

@@ -1377,6 +1377,75 @@ static char *render_svg_measured(const struct heatmap_matrix *m, size_t n,
     return svg;
 }
 
+/* Whether pixel (x, y) is the hatching's grey at that place of a panel
+ * whose corner is (x0, y0): the dark one where x + y is a multiple of 4
+ * counted from the corner, else the light one. */
+static bool hatched(const struct image *img, unsigned x0, unsigned y0,
+                    unsigned x, unsigned y)
+{
+    const unsigned char want = (x + y) % 4 == 0 ? 170 : 232;
+    const unsigned char *p = px(img, x0 + x, y0 + y);
+    return p[0] == want && p[1] == want && p[2] == want;
+}
+
+/* not_allowed_each gives each matrix of a grid its own mask in place of
+ * the shared one (a model's layers that see differently: a sliding
+ * window on one, none on the other); a NULL entry hatches nothing. */
+static void test_not_allowed_each(void **state)
+{
+    (void)state;
+    enum { N = 6, WINDOW = 2 };
+    float w[3][N * N];
+    unsigned char causal[N * N], windowed[N * N];
+    for (size_t k = 0; k < 3; k++)
+        fill_weights(w[k], N, N, (unsigned)k);
+    for (size_t i = 0; i < N; i++)
+        for (size_t j = 0; j < N; j++) {
+            causal[i * N + j] = j > i;
+            windowed[i * N + j] = j > i || j + WINDOW <= i;
+        }
+    const struct heatmap_matrix m[3] = {
+        {w[0], N, N, NULL}, {w[1], N, N, NULL}, {w[2], N, N, NULL}};
+    const unsigned char *const each[3] = {windowed, causal, NULL};
+    struct heatmap_options o = {.colormap = HEATMAP_VIRIDIS,
+                                .cell = 1,
+                                .grid_cols = 3,
+                                .scale = HEATMAP_SCALE_TILE,
+                                .not_allowed = causal};
+    const unsigned char *const want_shared[3] = {causal, causal, causal};
+    const unsigned char *const want_each[3] = {windowed, causal, NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        o.not_allowed_each = pass ? each : NULL;
+        const unsigned char *const *want = pass ? want_each : want_shared;
+        struct image img;
+        render(m, 3, &o, NULL, 0, &img);
+        assert_int_equal(img.w, 3 * N + 2);
+        for (unsigned k = 0; k < 3; k++)
+            for (unsigned i = 0; i < N; i++)
+                for (unsigned j = 0; j < N; j++) {
+                    const bool hidden = want[k] && want[k][i * N + j];
+                    if (hatched(&img, k * (N + 1), 0, j, i) != hidden)
+                        fail_msg("pass %d, matrix %u, cell (%u, %u): %s", pass,
+                                 k, i, j, hidden ? "not hatched" : "hatched");
+                }
+        // the SVG hatches the same cells: one patterned rectangle a run
+        // of hatched cells in a row, the PNG's colours elsewhere
+        char *svg = render_svg_measured(m, 3, &o, &img);
+        size_t runs = 0, patterned = 0;
+        for (unsigned k = 0; k < 3; k++)
+            for (unsigned i = 0; i < N; i++)
+                for (unsigned j = 0; j < N; j++)
+                    runs += want[k] && want[k][i * N + j] &&
+                            (j == 0 || !want[k][i * N + j - 1]);
+        for (const char *q = svg; (q = strstr(q, "fill=\"url(#na")); q++)
+            patterned++;
+        assert_int_equal(patterned, runs);
+        svg_rects(svg, &img, true, NULL);
+        free(svg);
+        image_free(&img);
+    }
+}
+
 /* The SVG of signed values draws the PNG's colours at the PNG's
  * positions: bare, pixel for pixel; labelled, every solid rectangle
  * (cells, colorbar, ticks) at its centre, the colorbar red at its top,
@@ -1524,6 +1593,7 @@ int main(void)
         cmocka_unit_test(test_signed_refusals),
         cmocka_unit_test(test_symmetric_ticks),
         cmocka_unit_test(test_symmetric_svg_matches_png),
+        cmocka_unit_test(test_not_allowed_each),
         cmocka_unit_test(test_symmetric_svg_bound),
     };
     return cmocka_run_group_tests_name("heatmap", tests, setup, teardown);

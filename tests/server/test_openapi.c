@@ -191,11 +191,12 @@ static void test_config_echo_is_documented(void **state)
     (void)state;
     const cJSON *props = at(schema("Config"), "properties");
     /* the shape, and what the mask row, the shape and the model row
-     * write besides */
-    const char *shape[] = {"batch",        "tokens",        "context_tokens",
-                           "d_context",    "d_value",       "keys",
-                           "mask_form",    "layers",        "hidden",
-                           "intermediate", "max_positions", "activation"};
+     * write besides (a decoder's family, head size and windows) */
+    const char *shape[] = {
+        "batch",   "tokens",       "context_tokens", "d_context",
+        "d_value", "keys",         "mask_form",      "layers",
+        "hidden",  "intermediate", "max_positions",  "activation",
+        "family",  "head_dim",     "sliding_window", "layer_windows"};
     size_t echoed = sizeof shape / sizeof shape[0];
     for (size_t i = 0; i < echoed; i++)
         at(props, shape[i]);

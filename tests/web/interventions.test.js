@@ -22,13 +22,14 @@ const SHORT = 'The brown fox sat on the';
 
 // gpt2 and llama: 2 layers × 4 heads (llama on 2 KV heads); f32: a BERT
 // encoder; big: 32 layers × 32 heads, for a patch that runs long enough
-// to be cancelled.
+// to be cancelled; gemma2: 4 layers × 4 heads, 0 and 2 sliding with a
+// window of 4, 1 and 3 global.
 let srv, base, browser;
 
 before(async () => {
   srv = await startServer(['--model', `gpt2=${root}tests/models/gpt2`,
     '--model', `llama=${root}tests/models/llama3`, '--model', `f32=${root}tests/models/f32`,
-    '--model', `big=${root}tests/models/llama_32x32`]);
+    '--model', `big=${root}tests/models/llama_32x32`, '--model', `gemma2=${root}tests/models/gemma2`]);
   base = srv.url;
   browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
@@ -231,6 +232,77 @@ test('clicking a head opens its attention on both prompts, side by side', async 
     await page.keyboard.press('ArrowRight');
     assert.equal(await page.textContent(`#patch-pattern-${p}-readout`),
       `${d.tokens[6]} → ${d.tokens[1]}: ${d.weights[2][6][1]}`);
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// A head's pattern as the page draws it: which cells of the canvas in box
+// are the hatching's greys (the dark one where row + column is a multiple
+// of 4), and its side.
+function hatchedCells(page, box) {
+  return page.$eval(`${box} canvas`, (c) => {
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const grey = [];
+    for (let i = 0; i < c.height; i++)
+      for (let j = 0; j < c.width; j++) {
+        const o = (i * c.width + j) * 4, want = (i + j) % 4 === 0 ? 170 : 232;
+        grey.push(px[o] === want && px[o + 1] === want && px[o + 2] === want ? 1 : 0);
+      }
+    return { side: c.width, grey };
+  });
+}
+
+// The channels of the canvas in box that differ from the server's bare PNG
+// of query at one pixel a weight, and both sizes.
+function differFromServer(page, box, query) {
+  return page.evaluate(async ({ box, query }) => {
+    const mine = document.querySelector(`${box} canvas`);
+    const ours = mine.getContext('2d').getImageData(0, 0, mine.width, mine.height).data;
+    const r = await fetch(`/attention?${query}&labels=false&cell=1&format=png`);
+    const bitmap = await createImageBitmap(await r.blob(), { colorSpaceConversion: 'none' });
+    const c = document.createElement('canvas');
+    c.width = bitmap.width; c.height = bitmap.height;
+    c.getContext('2d').drawImage(bitmap, 0, 0);
+    const theirs = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let differ = 0;
+    for (let k = 0; k < theirs.length; k++) if (theirs[k] !== ours[k]) differ++;
+    return { size: [mine.width, mine.height, c.width, c.height], differ };
+  }, { box, query });
+}
+
+test('a head on both prompts is hatched by its own layer\'s window: a sliding layer\'s, a global one\'s', async () => {
+  const page = await openPanel('gemma2', GPT2);
+  await runPatch(page);
+  for (const [l, h, window] of [[0, 1, 4], [1, 3, 0]]) {
+    await page.click(`#patch-effects button.effect[data-layer="${l}"][data-head="${h}"]`);
+    await page.waitForFunction(([layer, head]) => ['clean', 'corrupted'].every((p) => {
+      const box = document.querySelector(`#patch-pattern-${p}`);
+      return box.dataset.layer === layer && box.dataset.head === head && box.querySelector('canvas');
+    }), [String(l), String(h)], { timeout: DEADLINE });
+    assert.equal(await page.textContent('#patch-heads-title'), `Layer ${l}, head ${h} on both prompts`);
+    for (const [p, text] of [['clean', CLEAN], ['corrupted', CORRUPTED]]) {
+      const d = (await post('/attention', { model: 'gemma2', sentence: text, layer: l, return: ['weights'] })).json;
+      const n = d.tokens.length;
+      assert.ok(n > 4 + 2);
+      assert.deepEqual(d.config.layer_windows, [4, null, 4, null]);
+      // hatched: the later keys, and on a sliding layer those outside its window
+      const { side, grey } = await hatchedCells(page, `#patch-pattern-${p}`);
+      assert.equal(side, n);
+      for (let i = 0; i < n; i++)
+        for (let j = 0; j < n; j++)
+          assert.equal(grey[i * n + j], j > i || (window > 0 && j + window <= i) ? 1 : 0, `${p} L${l}: (${i}, ${j})`);
+      // and pixel for pixel the server's image of that head
+      const query = `model=gemma2&sentence=${encodeURIComponent(text)}&layer=${l}&head=${h}&colormap=viridis`;
+      assert.deepEqual(await differFromServer(page, `#patch-pattern-${p}`, query), { size: [n, n, n, n], differ: 0 });
+      // the last query on the second token: outside a sliding window, seen by a global layer
+      await page.focus(`#patch-pattern-${p} .cells`);
+      await page.keyboard.press('ArrowDown');
+      for (let i = 0; i < n - 1; i++) await page.keyboard.press('ArrowDown');
+      await page.keyboard.press('ArrowRight');
+      assert.equal(await page.textContent(`#patch-pattern-${p}-readout`),
+        `${d.tokens[n - 1]} → ${d.tokens[1]}: ${window ? 'not allowed (the query cannot see this key)' : d.weights[h][n - 1][1]}`);
+    }
   }
   assert.deepEqual(page.errors, []);
   await page.close();

@@ -13,8 +13,10 @@ let server, base, browser;
 // A server with committed test checkpoints loaded: f32 (2 layers of 4
 // heads, uncased), bf (2 layers of 8 heads, cased), the decoders llama (2
 // layers of 4 heads on 2 KV heads) and mistral (a sliding window of 5),
-// and the decoders of real models' head counts at a tiny width: llama16
-// (16 layers of 32 heads on 8 KV heads) and qwen24 (24 of 14 on 2).
+// gemma2 (4 layers of 4 heads, 0 and 2 sliding with a window of 4, 1 and
+// 3 global), and the decoders of real models' head counts at a tiny
+// width: llama16 (16 layers of 32 heads on 8 KV heads) and qwen24 (24 of
+// 14 on 2).
 let models;
 
 before(async () => {
@@ -22,6 +24,7 @@ before(async () => {
   models = await startServer(['--model', `f32=${root}tests/models/f32`,
     '--model', `bf=${root}tests/models/bf16_legacy`,
     '--model', `llama=${root}tests/models/llama3`, '--model', `mistral=${root}tests/models/mistral`,
+    '--model', `gemma2=${root}tests/models/gemma2`,
     '--model', `llama16=${root}tests/models/llama_16x32`, '--model', `qwen24=${root}tests/models/qwen2_24x14`]);
   browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
@@ -768,9 +771,11 @@ test('value-weighted: one request for the norms, drawn in the weights\' places, 
   await page.close();
 });
 
-test('the page draws the server\'s colours, pixel for pixel', async () => {
-  // pixels of the canvas in box and of the server's bare PNG at one pixel per weight
-  const compare = (page, box, query) => page.evaluate(async ({ box, query }) => {
+// The pixels of the canvas in box ('#matrix', '#rollout-matrix') against
+// the server's bare PNG of query at one pixel per weight: both sizes, and
+// the channels that differ.
+function compare(page, box, query) {
+  return page.evaluate(async ({ box, query }) => {
     const mine = document.querySelector(`${box} .cells canvas`);
     const ours = mine.getContext('2d').getImageData(0, 0, mine.width, mine.height).data;
     const r = await fetch(`/attention?${query}&labels=false&cell=1&format=png`);
@@ -784,6 +789,9 @@ test('the page draws the server\'s colours, pixel for pixel', async () => {
     for (let k = 0; k < theirs.length; k++) if (theirs[k] !== ours[k]) differ++;
     return { size: [mine.width, mine.height, c.width, c.height], differ };
   }, { box, query });
+}
+
+test('the page draws the server\'s colours, pixel for pixel', async () => {
   const page = await openModelPage(`model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}&layer=1&head=3`);
   const q = `model=f32&sentence=${encodeURIComponent(A)}&sentence_b=${encodeURIComponent(B)}`;
   for (const map of ['viridis', 'magma', 'gray']) {
@@ -879,6 +887,81 @@ test('a decoder\'s causal view hatches what no query may see, as the server does
   assert.match(await hoverCell(page, 4, 5), /: not allowed/);
   assert.match(await hoverCell(page, 5, 0), /: not allowed/); // key 1 from query 6: outside the window
   assert.equal((await readCell(page, '#matrix', 5, 1)).value, answer.weights[0][0][6][2]);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// Gemma 2's layers slide (0 and 2, a window of 4) and are global (1 and
+// 3) in turn: the answer's config gives each one's window.
+test('layers of two kinds: each layer hatched by its own window, as the server does, and named', async () => {
+  const q = `model=gemma2&sentence=${encodeURIComponent(DECODER_TEXT)}`;
+  const page = await openModelPage(q, undefined, undefined, { layers: 4, heads: 4 });
+  const answer = await (await fetch(`${models.url}/attention?${q}&return=weights,rollout`)).json();
+  const n = answer.tokens.length, windows = [4, 0, 4, 0];
+  assert.deepEqual(answer.config.layer_windows, [4, null, 4, null]);
+  assert.equal(answer.config.sliding_window, 4);
+  assert.ok(n > 4 + 2);
+  // every tile the server's model view, pixel for pixel: stripes outside
+  // a sliding layer's window, over the later keys alone in a global one
+  assert.deepEqual(await compareThumbnails(page), { type: 'image/png', compared: 16, differ: 0 });
+  // and every thumbnail, the means too, hatches exactly what its layer
+  // cannot see: counted against the windows, not against the server
+  const tiles = await page.evaluate(() => [...document.querySelectorAll('#grid button.thumb')].map((b) => {
+    const c = b.querySelector('canvas');
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const grey = [];
+    for (let i = 0; i < c.height; i++)
+      for (let j = 0; j < c.width; j++) {
+        const o = (i * c.width + j) * 4, want = (i + j) % 4 === 0 ? 170 : 232;
+        grey.push(px[o] === want && px[o + 1] === want && px[o + 2] === want ? 1 : 0);
+      }
+    return { layer: Number(b.dataset.layer), head: b.dataset.head, side: c.width, grey };
+  }));
+  assert.equal(tiles.length, 4 * 5);
+  for (const t of tiles) {
+    assert.equal(t.side, n);
+    let outside = 0;
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        const w = windows[t.layer], far = w > 0 && j + w <= i;
+        assert.equal(t.grey[i * n + j], j > i || far ? 1 : 0, `layer ${t.layer} ${t.head}: cell (${i}, ${j})`);
+        outside += far && t.grey[i * n + j];
+      }
+    assert.equal(outside > 0, windows[t.layer] > 0, `layer ${t.layer} ${t.head}`);
+  }
+  // each layer's label says which it is
+  assert.deepEqual(await page.$$eval('#grid .axis .layer-kind', (a) => a.map((x) => x.textContent)),
+    ['sliding (4)', 'global', 'sliding (4)', 'global']);
+  const said = await page.$$eval('#grid .axis[title]', (a) => a.map((x) => x.title));
+  assert.deepEqual(said.map((t) => /slides/.test(t)), [true, false, true, false]);
+  assert.equal(said[0], 'layer 0 slides: each token sees itself and the 3 before it (window 4)');
+  // the enlarged head of a sliding layer: outside the window "not allowed"
+  assert.equal(await page.textContent('#enlarged-title'), 'Layer 0 (sliding, window 4), head 0 of 4');
+  assert.match(await hoverCell(page, 6, 1), /: not allowed/);
+  assert.equal((await readCell(page, '#matrix', 6, 3)).value, answer.weights[0][0][6][3]);
+  assert.deepEqual(await compare(page, '#matrix', `${q}&layer=0&head=0`), { size: [n, n, n, n], differ: 0 });
+  // a global layer's: the same key read as its weight
+  await page.click('#grid button.thumb[data-layer="1"][data-head="2"]');
+  await page.waitForFunction(() => document.querySelector('#enlarged-title').textContent === 'Layer 1 (global), head 2 of 4');
+  const seen = await readCell(page, '#matrix', 6, 1);
+  assert.equal(seen.value, answer.weights[1][2][6][1]);
+  assert.match(await hoverCell(page, 1, 6), /: not allowed/);
+  assert.deepEqual(await compare(page, '#matrix', `${q}&layer=1&head=2`), { size: [n, n, n, n], differ: 0 });
+  // the rollout reaches past every window: the later keys alone
+  assert.match(await readRollout(page, 6, 1), /^[0-9.e-]+$/);
+  assert.deepEqual(await compare(page, '#rollout-matrix', `${q}&view=rollout`), { size: [n, n, n, n], differ: 0 });
+  // hiding the BOS moves every cell, and the windows' stripes with them
+  await page.check('#hide_special');
+  await page.waitForFunction((m) => document.querySelectorAll('#lines text.token').length === 2 * m, n - 1);
+  assert.deepEqual(await compareThumbnails(page), { type: 'image/png', compared: 16, differ: 0 });
+  for (const [width, height] of [[1280, 800], [390, 844]]) {
+    const shot = await openModelPage(q, { width, height }, width < 400 ? 'dark' : 'light', { layers: 4, heads: 4 });
+    const overflow = await shot.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(overflow <= width, `page is ${overflow}px wide at ${width}px`);
+    // the model view with its layers named: tests/web/screenshots/layer-kinds-*.png
+    await shot.locator('#grid').screenshot({ path: `${shots}layer-kinds-${width}x${height}-${width < 400 ? 'dark' : 'light'}.png` });
+    await shot.close();
+  }
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -6,6 +6,7 @@ import { readSse } from './sse.js';
 import { drawSigned, divergingCss, divergingGradient, darkUnder, extentAbout } from './diverging.js';
 import { runDla, clearDla } from './dla.js';
 import { FIELDS, tokenText, short, showPanelErrors, problemOf } from './panel.js';
+import { layerWindow, notAllowed } from './windows.js';
 
 let model = ''; // the model in view ('' for none)
 let running = null; // the AbortController of the patch in progress
@@ -360,22 +361,13 @@ async function openHead(l, h) {
       box.dataset.layer = String(l);
       box.dataset.head = String(h);
       drawMatrix({ box, readout: $(`patch-pattern-${p}-readout`), label: `${p} prompt, layer ${l}, head ${h}`,
-        blocked: causalBlocked(sh.n, d.config.sliding_window || 0) },
+        blocked: notAllowed([...Array(sh.n).keys()], layerWindow(d.config, l)) },
       sh, w, cell, $('colormap').value || 'viridis');
     }
     view.scrollIntoView?.({ block: 'nearest' });
   } catch (err) {
     if (err.name !== 'AbortError' && opening === mine) $('patch-heads-error').textContent = err.message;
   }
-}
-
-// A causal model's cells no query may attend: a later key, or one the
-// sliding window leaves out.
-function causalBlocked(n, window) {
-  const b = new Uint8Array(n * n);
-  for (let i = 0; i < n; i++)
-    for (let j = 0; j < n; j++) b[i * n + j] = j > i || (window > 0 && j + window <= i) ? 1 : 0;
-  return b;
 }
 
 // ------------------------------------------------------------ the panel

@@ -13,6 +13,7 @@ import { showDownloads } from './downloads.js';
 import { headMeasures, ranking, chooseHeads, isRanked, headName } from './measures.js';
 import { drawRankedGrid } from './ranked.js';
 import { showMeasures, markMeasures } from './measureview.js';
+import { layerWindow, windowsDiffer, layerKind, layerKindTitle, notAllowed } from './windows.js';
 
 // The smallest cell of an enlarged matrix, in pixels: its token labels are
 // set as tall as a cell (style.css), and smaller text cannot be read.
@@ -25,10 +26,14 @@ const MIN_CELL = 10;
 //   count, layers     heads per layer, layers
 //   rollout           [n][m] (a model), else null
 //   b                 the sequence of the batch in view (random weights)
-//   blocked           a causal model's cells no query may attend ([n * m]
-//                     of 0 or 1: a later key, or one outside the sliding
-//                     window), else null; rolloutBlocked the same for the
-//                     rollout, whose paths reach past the window
+//   blocked(l)        a causal model's cells no query may attend in layer
+//                     l ([n * m] of 0 or 1: a later key, or one outside
+//                     that layer's sliding window), else null;
+//                     rolloutBlocked the same for the rollout, whose
+//                     paths reach past every window
+//   kinds             with layers of two kinds (sliding and global), what
+//                     each layer is: { window (0: global), text ("sliding
+//                     (4)", "global"), title (at length) }, else null
 //   kvHeads           a decoder's KV heads (query heads share them in
 //                     runs of count / kvHeads), else 0
 // With a model and hide_special, the rows and columns of the [CLS] and
@@ -45,7 +50,8 @@ function shape() {
   const rows = d.tokens || [...Array(n).keys()].map(String);
   const cols = d.context_tokens || (d.config.context_tokens ? [...Array(m).keys()].map(String) : rows);
   return { model: false, heads: () => heads, mean: () => mean, n, m, rows, cols, b,
-    count: d.config.heads, layers: 1, rollout: null, blocked: null, rolloutBlocked: null, kvHeads: 0 };
+    count: d.config.heads, layers: 1, rollout: null, blocked: () => null, rolloutBlocked: null, kvHeads: 0,
+    kinds: null };
 }
 
 // Whether the tokenizer put token i in. A decoder's answer says so
@@ -66,26 +72,22 @@ function modelShape(d) {
   const idx = keep.length ? keep : all;
   const cut = (w) => (idx.length === all.length ? w : idx.map((i) => idx.map((j) => w[i][j])));
   const rows = idx.map((i) => d.tokens[i]);
-  const window = d.config.sliding_window || 0;
+  // one mask per window, made when a layer of it is first drawn
+  const masks = new Map();
+  const blocked = (l) => {
+    if (!d.config.causal) return null;
+    const w = layerWindow(d.config, l);
+    if (!masks.has(w)) masks.set(w, notAllowed(idx, w));
+    return masks.get(w);
+  };
+  const layers = d.config.layers;
   return { model: true, heads: (l) => d.weights[l].map(cut), mean: (l) => cut(d.mean_weights[l]),
     n: idx.length, m: idx.length, rows, cols: rows, b: 0, count: d.config.heads, idx,
-    layers: d.config.layers, rollout: cut(d.rollout), hidden: idx.length < all.length,
-    blocked: d.config.causal ? notAllowed(idx, window) : null,
-    rolloutBlocked: d.config.causal ? notAllowed(idx, 0) : null,
-    kvHeads: d.config.kv_heads || 0 };
-}
-
-// The cells of a causal model no query may attend, between the shown
-// tokens' positions idx: a key after the query, or (window > 0) one the
-// sliding window leaves out. The server's images hatch the same cells.
-function notAllowed(idx, window) {
-  const n = idx.length, blocked = new Uint8Array(n * n);
-  for (let r = 0; r < n; r++)
-    for (let k = 0; k < n; k++) {
-      const i = idx[r], j = idx[k];
-      blocked[r * n + k] = j > i || (window > 0 && j + window <= i) ? 1 : 0;
-    }
-  return blocked;
+    layers, rollout: cut(d.rollout), hidden: idx.length < all.length,
+    blocked, rolloutBlocked: d.config.causal ? notAllowed(idx, 0) : null,
+    kvHeads: d.config.kv_heads || 0,
+    kinds: windowsDiffer(d.config) ? [...Array(layers).keys()].map((l) => ({
+      window: layerWindow(d.config, l), text: layerKind(d.config, l), title: layerKindTitle(d.config, l) })) : null };
 }
 
 // One token (its index in the answer's tokens) whose row alone every view
@@ -111,7 +113,7 @@ function focused(sh, d) {
   const cut = (b) => (b ? b.slice(at * sh.m, (at + 1) * sh.m) : null);
   return { ...sh, heads: (l) => sh.heads(l).map(row), mean: (l) => row(sh.mean(l)),
     rollout: sh.rollout ? row(sh.rollout) : null, n: 1, rows: [d.tokens[focus]],
-    blocked: cut(sh.blocked), rolloutBlocked: cut(sh.rolloutBlocked) };
+    blocked: (l) => cut(sh.blocked(l)), rolloutBlocked: cut(sh.rolloutBlocked) };
 }
 
 // A thumbnail: one pixel per weight, as wide as its place (CSS).
@@ -135,11 +137,11 @@ function cachedThumbnail(sh, l, h, label) {
   const key = `${l}/${h}`;
   let c = thumbs.tiles.get(key);
   if (!c) {
-    if (h === 'mean') c = thumbnail(sh.mean(l), label, sh.blocked);
+    if (h === 'mean') c = thumbnail(sh.mean(l), label, sh.blocked(l));
     else {
       // a layer's heads are cut (hidden tokens) once for all its tiles
       if (!thumbs.layer.has(l)) thumbs.layer.set(l, sh.heads(l));
-      c = thumbnail(thumbs.layer.get(l)[h], label, sh.blocked);
+      c = thumbnail(thumbs.layer.get(l)[h], label, sh.blocked(l));
     }
     thumbs.tiles.set(key, c);
   }
@@ -338,7 +340,14 @@ function renderModelGrid(sh) {
     cells.push(top);
   }
   for (let l = 0; l < sh.layers; l++) {
-    cells.push(span('axis', `layer ${l}`));
+    const axis = span('axis', `layer ${l}`);
+    // layers of two kinds: which slide (and by how much) and which are global
+    if (sh.kinds) {
+      const kind = span(`layer-kind ${sh.kinds[l].window ? 'sliding' : 'global'}`, sh.kinds[l].text);
+      axis.append(kind);
+      axis.title = sh.kinds[l].title;
+    }
+    cells.push(axis);
     for (let h = 0; h <= sh.count; h++) {
       if (h < sh.count && startsGroup(h)) cells.push(gap());
       if (h === sh.count && groups) cells.push(gap());
@@ -420,14 +429,15 @@ function renderSelected(sh, room) {
   const l = Number(state.layer);
   const w = state.head === 'mean' ? sh.mean(l) : sh.heads(l)[Number(state.head)];
   const which = state.head === 'mean' ? `Mean of ${sh.count} heads` : `Head ${state.head} of ${sh.count}`;
-  const title = sh.model ? `Layer ${l}, ${which.charAt(0).toLowerCase()}${which.slice(1)}` : which;
+  const kind = !sh.kinds ? '' : sh.kinds[l].window ? ` (sliding, window ${sh.kinds[l].window})` : ' (global)';
+  const title = sh.model ? `Layer ${l}${kind}, ${which.charAt(0).toLowerCase()}${which.slice(1)}` : which;
   $('enlarged-title').textContent = title;
   // cells fill the room, but no smaller than a readable token label: a
   // long input scrolls inside its panel rather than shrinking its labels
   const wide = Math.max(sh.n, sh.m);
   const fit = (px) => Math.max(MIN_CELL, Math.min(48, Math.floor(Math.min(520, px) / wide)));
   const cell = fit(room.head);
-  drawMatrix({ box: $('matrix'), readout: $('readout'), label: title, blocked: sh.blocked }, sh, w, cell,
+  drawMatrix({ box: $('matrix'), readout: $('readout'), label: title, blocked: sh.blocked(l) }, sh, w, cell,
     state.colormap);
   drawLines(sh, w);
   if (sh.rollout) {
