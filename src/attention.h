@@ -561,17 +561,56 @@ attn_status attn_params_check(const struct attn_config *cfg,
  *                    top_count [B][h][N] how many of the top_k each row
  *                    has
  */
+/* The measures of each head's weights: head_stats, key_received,
+ * induction, value_weighted and its sum, top_keys, top_weights, top_count
+ * and pooled, as above. A call's result and a transformer pass's
+ * (transformer.h) hold the same struct; arrays not asked for are NULL. */
+struct attn_measures {
+    double *head_stats, *key_received, *induction;
+    float *value_weighted, *value_weighted_sum;
+    uint32_t *top_keys, *top_count;
+    float *top_weights;
+    float *pooled;
+};
+
+/* Free every array of m and empty it. */
+void attn_measures_free(struct attn_measures *m);
+
+/* The arrays of struct attn_measures in one order, for code that treats
+ * them alike (a transformer pass keeps each layer's). */
+enum attn_measure_array {
+    ATTN_MEASURE_HEAD_STATS,
+    ATTN_MEASURE_KEY_RECEIVED,
+    ATTN_MEASURE_INDUCTION,
+    ATTN_MEASURE_VALUE_WEIGHTED,
+    ATTN_MEASURE_VALUE_WEIGHTED_SUM,
+    ATTN_MEASURE_TOP_KEYS,
+    ATTN_MEASURE_TOP_COUNT,
+    ATTN_MEASURE_TOP_WEIGHTS,
+    ATTN_MEASURE_POOLED,
+    ATTN_MEASURE_ARRAYS
+};
+
+/* One of them: where it sits in a struct attn_measures, its element's
+ * bytes, and its entries in a call of the config (0: the call does not
+ * give it). */
+struct attn_measure_part {
+    void **slot;
+    size_t elem, count;
+};
+
+/* Every array of m as a call of the resolved cfg gives it, in the order
+ * of enum attn_measure_array. */
+void attn_measure_parts(const struct attn_config *cfg, struct attn_measures *m,
+                        struct attn_measure_part out[ATTN_MEASURE_ARRAYS]);
+
 struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
     float *weights, *weights_raw, *scores, *mean_weights;
     float *q, *k, *v, *heads_out, *output;
     uint8_t *fully_masked;
     size_t n_fully_masked;
-    double *head_stats, *key_received, *induction;
-    float *value_weighted, *value_weighted_sum;
-    uint32_t *top_keys, *top_count;
-    float *top_weights;
-    float *pooled;
+    struct attn_measures measures;
 };
 
 /*

@@ -362,16 +362,58 @@ void attn_result_free(struct attn_result *result)
     free(result->heads_out);
     free(result->output);
     free(result->fully_masked);
-    free(result->head_stats);
-    free(result->key_received);
-    free(result->induction);
-    free(result->top_keys);
-    free(result->top_weights);
-    free(result->top_count);
-    free(result->pooled);
-    free(result->value_weighted);
-    free(result->value_weighted_sum);
+    attn_measures_free(&result->measures);
     memset(result, 0, sizeof *result);
+}
+
+void attn_measure_parts(const struct attn_config *c, struct attn_measures *m,
+                        struct attn_measure_part out[ATTN_MEASURE_ARRAYS])
+{
+    const size_t bh = c->batch * c->heads, n = c->n_query, keys = c->n_keys;
+    const unsigned want = c->want;
+    const bool stats = want & ATTN_WANT_HEAD_STATS;
+    const bool value = want & ATTN_WANT_VALUE_WEIGHTED;
+    const bool top = want & ATTN_WANT_TOP_K;
+    const size_t k = top ? c->top_k : 0;
+    const struct attn_measure_part all[ATTN_MEASURE_ARRAYS] = {
+        [ATTN_MEASURE_HEAD_STATS] = {(void **)&m->head_stats, sizeof(double),
+                                     stats ? bh * ATTN_HEAD_STATS : 0},
+        [ATTN_MEASURE_KEY_RECEIVED] = {(void **)&m->key_received,
+                                       sizeof(double), stats ? bh * keys : 0},
+        [ATTN_MEASURE_INDUCTION] = {(void **)&m->induction, sizeof(double),
+                                    want & ATTN_WANT_INDUCTION ? bh : 0},
+        [ATTN_MEASURE_VALUE_WEIGHTED] = {(void **)&m->value_weighted,
+                                         sizeof(float),
+                                         value ? bh * n * keys : 0},
+        [ATTN_MEASURE_VALUE_WEIGHTED_SUM] = {(void **)&m->value_weighted_sum,
+                                             sizeof(float),
+                                             value ? c->batch * n * keys : 0},
+        [ATTN_MEASURE_TOP_KEYS] = {(void **)&m->top_keys, sizeof(uint32_t),
+                                   bh * n * k},
+        [ATTN_MEASURE_TOP_COUNT] = {(void **)&m->top_count, sizeof(uint32_t),
+                                    top ? bh * n : 0},
+        [ATTN_MEASURE_TOP_WEIGHTS] = {(void **)&m->top_weights, sizeof(float),
+                                      bh * n * k},
+        [ATTN_MEASURE_POOLED] = {(void **)&m->pooled, sizeof(float),
+                                 want & ATTN_WANT_POOLED
+                                     ? bh * c->pool_rows * c->pool_cols
+                                     : 0},
+    };
+    memcpy(out, all, sizeof all);
+}
+
+void attn_measures_free(struct attn_measures *m)
+{
+    free(m->head_stats);
+    free(m->key_received);
+    free(m->induction);
+    free(m->top_keys);
+    free(m->top_weights);
+    free(m->top_count);
+    free(m->pooled);
+    free(m->value_weighted);
+    free(m->value_weighted_sum);
+    memset(m, 0, sizeof *m);
 }
 
 /* ------------------------------------------------------------ one head */

@@ -103,21 +103,25 @@ attn_status row_measures_init(struct row_measures *rm,
     if (ok && wants(c, ATTN_WANT_HEAD_STATS))
         ok = (rm->key_sums =
                   calloc(rm->threads * bh * k, sizeof *rm->key_sums)) &&
-             (res->head_stats =
-                  malloc(bh * ATTN_HEAD_STATS * sizeof *res->head_stats)) &&
-             (res->key_received = malloc(bh * k * sizeof *res->key_received));
+             (res->measures.head_stats = malloc(
+                  bh * ATTN_HEAD_STATS * sizeof *res->measures.head_stats)) &&
+             (res->measures.key_received =
+                  malloc(bh * k * sizeof *res->measures.key_received));
     if (ok && wants(c, ATTN_WANT_INDUCTION))
-        ok = (res->induction = malloc(bh * sizeof *res->induction));
+        ok = (res->measures.induction =
+                  malloc(bh * sizeof *res->measures.induction));
     if (ok && wants(c, ATTN_WANT_TOP_K))
         // zeroed: a row with fewer keys leaves the rest 0
-        ok = (res->top_keys =
-                  calloc(bh * n * c->top_k, sizeof *res->top_keys)) &&
-             (res->top_weights =
-                  calloc(bh * n * c->top_k, sizeof *res->top_weights)) &&
-             (res->top_count = calloc(bh * n, sizeof *res->top_count));
+        ok = (res->measures.top_keys =
+                  calloc(bh * n * c->top_k, sizeof *res->measures.top_keys)) &&
+             (res->measures.top_weights = calloc(
+                  bh * n * c->top_k, sizeof *res->measures.top_weights)) &&
+             (res->measures.top_count =
+                  calloc(bh * n, sizeof *res->measures.top_count));
     if (ok && wants(c, ATTN_WANT_POOLED)) {
         const size_t blocks = bh * c->pool_rows * c->pool_cols;
-        ok = (res->pooled = malloc(blocks * sizeof *res->pooled)) &&
+        ok = (res->measures.pooled =
+                  malloc(blocks * sizeof *res->measures.pooled)) &&
              (c->pool_mean
                   ? (rm->block_sum = calloc(rm->threads * blocks,
                                             sizeof *rm->block_sum)) != NULL &&
@@ -259,9 +263,9 @@ void row_measures_take(struct row_measures *rm, struct attn_result *res,
     }
     if (wants(c, ATTN_WANT_TOP_K)) {
         const size_t at = head * n + i;
-        res->top_count[at] =
-            top_keys(row, m, c->top_k, res->top_keys + at * c->top_k,
-                     res->top_weights + at * c->top_k);
+        res->measures.top_count[at] =
+            top_keys(row, m, c->top_k, res->measures.top_keys + at * c->top_k,
+                     res->measures.top_weights + at * c->top_k);
     }
 }
 
@@ -299,7 +303,7 @@ static void finish_pooled(struct row_measures *rm, struct attn_result *res)
             block_cells(c, &mv, counts);
             counted = true;
         }
-        float *out = res->pooled + head * blocks;
+        float *out = res->measures.pooled + head * blocks;
         for (size_t e = 0; e < blocks; e++) {
             if (counts) {
                 int64_t sum = 0;
@@ -334,7 +338,7 @@ void row_measures_finish(struct row_measures *rm, struct attn_result *res)
             for (size_t i = 0; i < n; i++)
                 head_sums_add(&sums, parts + i * ROW_PARTS);
             head_sums_finish(&sums, n, c->cross ? 0 : c->n_ctx,
-                             res->head_stats + head * ATTN_HEAD_STATS);
+                             res->measures.head_stats + head * ATTN_HEAD_STATS);
             const struct mask_view seq = mask_view_of(c, head / c->heads);
             const struct mask_view mv = mask_view_head(&seq, head % c->heads);
             for (size_t j = 0; j < m; j++) {
@@ -342,7 +346,7 @@ void row_measures_finish(struct row_measures *rm, struct attn_result *res)
                 for (unsigned t = 0; t < rm->threads; t++)
                     sum += rm->key_sums[(t * bh + head) * m + j];
                 const size_t seen = mask_queries_seeing(&mv, c->n_query, j);
-                res->key_received[head * m + j] =
+                res->measures.key_received[head * m + j] =
                     seen ? (double)sum / KEY_UNIT / (double)seen : 0;
             }
         }
@@ -351,7 +355,7 @@ void row_measures_finish(struct row_measures *rm, struct attn_result *res)
             for (size_t i = c->repeat_start + c->repeat_period;
                  i < c->repeat_start + 2 * c->repeat_period; i++)
                 sum += parts[i * ROW_PARTS + STRIPE];
-            res->induction[head] = sum / (double)c->repeat_period;
+            res->measures.induction[head] = sum / (double)c->repeat_period;
         }
     }
     row_measures_free(rm);

@@ -383,17 +383,9 @@ void xf_result_free(struct xf_result *result)
     free(result->hidden_states);
     free(result->rollout);
     free(result->flow);
-    free(result->pooled);
     free(result->logits);
     free(result->lens);
-    free(result->head_stats);
-    free(result->key_received);
-    free(result->induction);
-    free(result->top_keys);
-    free(result->top_weights);
-    free(result->top_count);
-    free(result->value_weighted);
-    free(result->value_weighted_sum);
+    attn_measures_free(&result->measures);
     free(result->resid);
     free(result->z);
     free(result->attn_out);
@@ -411,10 +403,10 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
         [XF_RESULT_HIDDEN] = &r->hidden_states,
         [XF_RESULT_ROLLOUT] = &r->rollout,
         [XF_RESULT_LOGITS] = &r->logits,
-        [XF_RESULT_VALUE_WEIGHTED] = &r->value_weighted,
-        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->value_weighted_sum,
+        [XF_RESULT_VALUE_WEIGHTED] = &r->measures.value_weighted,
+        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->measures.value_weighted_sum,
         [XF_RESULT_FLOW] = &r->flow,
-        [XF_RESULT_POOLED] = &r->pooled,
+        [XF_RESULT_POOLED] = &r->measures.pooled,
         [XF_RESULT_RESID] = &r->resid,
         [XF_RESULT_Z] = &r->z,
         [XF_RESULT_ATTN_OUT] = &r->attn_out,
@@ -433,28 +425,35 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
     }
     if (plan->top_count) {
         const size_t k = plan->run.top_k;
-        r->top_keys = malloc(plan->top_count * k * sizeof *r->top_keys);
-        r->top_weights = malloc(plan->top_count * k * sizeof *r->top_weights);
-        r->top_count = malloc(plan->top_count * sizeof *r->top_count);
-        if (!r->top_keys || !r->top_weights || !r->top_count) {
+        r->measures.top_keys =
+            malloc(plan->top_count * k * sizeof *r->measures.top_keys);
+        r->measures.top_weights =
+            malloc(plan->top_count * k * sizeof *r->measures.top_weights);
+        r->measures.top_count =
+            malloc(plan->top_count * sizeof *r->measures.top_count);
+        if (!r->measures.top_keys || !r->measures.top_weights ||
+            !r->measures.top_count) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the rows' top keys");
         }
     }
     if (plan->induction_count) {
-        r->induction = malloc(plan->induction_count * sizeof *r->induction);
-        if (!r->induction) {
+        r->measures.induction =
+            malloc(plan->induction_count * sizeof *r->measures.induction);
+        if (!r->measures.induction) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the induction scores");
         }
     }
     if (plan->stats_count) {
-        r->head_stats = malloc(plan->stats_count * sizeof *r->head_stats);
-        r->key_received = malloc(plan->m->layers * plan->m->heads *
-                                 plan->run.n * sizeof *r->key_received);
-        if (!r->head_stats || !r->key_received) {
+        r->measures.head_stats =
+            malloc(plan->stats_count * sizeof *r->measures.head_stats);
+        r->measures.key_received =
+            malloc(plan->m->layers * plan->m->heads * plan->run.n *
+                   sizeof *r->measures.key_received);
+        if (!r->measures.head_stats || !r->measures.key_received) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the head measures");
@@ -539,6 +538,29 @@ static struct attn_stored stored_matrix(struct xf_matrix w)
     return (struct attn_stored){w.data, w.dtype};
 }
 
+/* Layer l's measures, as its call gave them, into the pass's result: one
+ * layer's block of each array, at l for those taken of every layer (the
+ * head measures), at at for those of the returned layers only. */
+static void keep_measures(struct xf_result *out, const struct attn_config *cfg,
+                          struct attn_measures *call, size_t l, size_t at)
+{
+    static const bool of_every_layer[ATTN_MEASURE_ARRAYS] = {
+        [ATTN_MEASURE_HEAD_STATS] = true,
+        [ATTN_MEASURE_KEY_RECEIVED] = true,
+        [ATTN_MEASURE_INDUCTION] = true};
+    struct attn_measure_part from[ATTN_MEASURE_ARRAYS], to[ATTN_MEASURE_ARRAYS];
+    attn_measure_parts(cfg, call, from);
+    attn_measure_parts(cfg, &out->measures, to);
+    for (int i = 0; i < ATTN_MEASURE_ARRAYS; i++) {
+        char *dst = *to[i].slot;
+        const size_t bytes = from[i].count * from[i].elem;
+        if (!dst || !bytes)
+            continue;
+        memcpy(dst + (of_every_layer[i] ? l : at) * bytes, *from[i].slot,
+               bytes);
+    }
+}
+
 /* Layer l's attention through attn_forward() on x: the weights and mean
  * weights into the result, the keys and values into a cache being
  * started; its output in attn. */
@@ -588,36 +610,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     if (s->out->mean_weights && xf_returns_layer(plan, l))
         memcpy(s->out->mean_weights + at * nn, attn->mean_weights,
                nn * sizeof(float));
-    if (s->out->value_weighted && xf_returns_layer(plan, l)) {
-        memcpy(s->out->value_weighted + at * m->heads * nn,
-               attn->value_weighted, m->heads * nn * sizeof(float));
-        memcpy(s->out->value_weighted_sum + at * nn, attn->value_weighted_sum,
-               nn * sizeof(float));
-    }
-    // the measures the core took of every layer's rows
-    const size_t h = m->heads;
-    if (s->out->head_stats) {
-        memcpy(s->out->head_stats + l * h * ATTN_HEAD_STATS, attn->head_stats,
-               h * ATTN_HEAD_STATS * sizeof(double));
-        memcpy(s->out->key_received + l * h * n, attn->key_received,
-               h * n * sizeof(double));
-    }
-    if (s->out->induction)
-        memcpy(s->out->induction + l * h, attn->induction, h * sizeof(double));
-    if (s->out->pooled && xf_returns_layer(plan, l)) {
-        const size_t blocks = plan->run.pool_rows * plan->run.pool_cols;
-        memcpy(s->out->pooled + at * h * blocks, attn->pooled,
-               h * blocks * sizeof(float));
-    }
-    if (s->out->top_keys && xf_returns_layer(plan, l)) {
-        const size_t k = plan->run.top_k;
-        memcpy(s->out->top_keys + at * h * n * k, attn->top_keys,
-               h * n * k * sizeof(uint32_t));
-        memcpy(s->out->top_weights + at * h * n * k, attn->top_weights,
-               h * n * k * sizeof(float));
-        memcpy(s->out->top_count + at * h * n, attn->top_count,
-               h * n * sizeof(uint32_t));
-    }
+    keep_measures(s->out, &cfg, &attn->measures, l, at);
     struct xf_cache *c = plan->run.cache;
     if (c) {
         const size_t at_row = l * c->capacity * c->row;
@@ -862,7 +855,7 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     s.panels = plan->ws_count[XF_WS_WIDEN] ? ws[XF_WS_WIDEN] : NULL;
     s.step = ws[XF_WS_STEP];
     s.hook = ws[XF_WS_HOOK];
-    if (out->head_stats) {
+    if (out->measures.head_stats) {
         // which earlier tokens repeat each one: the same for every head
         size_t *sizes = (size_t *)(void *)ws[XF_WS_EARLIER];
         s.earlier = sizes + 2 * run->n;

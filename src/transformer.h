@@ -451,12 +451,8 @@ struct xf_result {
     size_t batch, captured; /* sequences; rows of each activation kept */
     float *weights, *mean_weights, *hidden_states, *rollout, *logits, *flow;
     float *resid, *z, *attn_out, *mlp_out, *last_rows;
-    float *pooled;
-    float *value_weighted, *value_weighted_sum;
     struct xf_candidate *lens;
-    double *head_stats, *key_received, *induction;
-    uint32_t *top_keys, *top_count;
-    float *top_weights;
+    struct attn_measures measures; /* every layer's, or Lw's (above) */
 };
 
 /* ----------------------------------------------------------------- plan */

@@ -119,13 +119,15 @@ attn_status value_weighted_of_result(const struct attn_config *c,
 {
     const size_t b = c->batch, h = c->heads, n = c->n_query, k = c->n_keys;
     const size_t nk = n * k;
-    r->value_weighted = malloc(b * h * nk * sizeof *r->value_weighted);
-    r->value_weighted_sum = malloc(b * nk * sizeof *r->value_weighted_sum);
+    r->measures.value_weighted =
+        malloc(b * h * nk * sizeof *r->measures.value_weighted);
+    r->measures.value_weighted_sum =
+        malloc(b * nk * sizeof *r->measures.value_weighted_sum);
     float *gram = malloc(k * h * h * sizeof *gram);
     float *vectors = malloc(key_block(c) * h * c->d_out * sizeof *vectors);
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
-    if (!r->value_weighted || !r->value_weighted_sum || !gram || !vectors ||
-        !panel) {
+    if (!r->measures.value_weighted || !r->measures.value_weighted_sum ||
+        !gram || !vectors || !panel) {
         free(gram);
         free(vectors);
         free(panel);
@@ -137,8 +139,8 @@ attn_status value_weighted_of_result(const struct attn_config *c,
     for (size_t s = 0; s < b; s++) {
         key_grams(c, p, r->v + s * k * ldv, vectors, panel, gram);
         const float *w = r->weights + s * h * nk;
-        float *vw = r->value_weighted + s * h * nk;
-        float *sum = r->value_weighted_sum + s * nk;
+        float *vw = r->measures.value_weighted + s * h * nk;
+        float *sum = r->measures.value_weighted_sum + s * nk;
         // per head: alpha_ij |f_h(x_j)|
         for (size_t a = 0; a < h; a++)
             for (size_t i = 0; i < n; i++)

@@ -20,9 +20,9 @@ size_t value_weighted_bytes(const struct attn_config *c);
 double value_weighted_flops(const struct attn_config *c);
 
 /*
- * r->value_weighted and r->value_weighted_sum (attention.h) of a pass's
- * result r of resolved config c with parameters p: from r->weights (after
- * dropout: the weights the output is made of) and r->v (after the value
+ * r->measures.value_weighted and r->measures.value_weighted_sum (attention.h)
+ * of a pass's result r of resolved config c with parameters p: from r->weights
+ * (after dropout: the weights the output is made of) and r->v (after the value
  * bias), through W_O's slice of each head (the identity without an
  * output projection), without the output bias. The arrays the pass
  * computed only for them (c->want_internal) are freed. On failure r is

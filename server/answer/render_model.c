@@ -421,12 +421,14 @@ static bool picture_fill(struct picture *p, const struct request *req,
     bool ok = buf_append_str(&tiles, "[");
     float lo = 0.0f, hi = 0.0f;
     for (size_t k = 0; k < p->count; k++) {
-        const float *src = res->pooled ? NULL : panel_source(req, res, k);
+        const float *src =
+            res->measures.pooled ? NULL : panel_source(req, res, k);
         const float *values = src;
         if (pooled) {
             float *dst = p->pool.values + k * shown;
-            if (res->pooled) /* taken by the pass, in the same blocks */
-                memcpy(dst, res->pooled + pooled_panel(req, k) * shown,
+            if (res->measures
+                    .pooled) /* taken by the pass, in the same blocks */
+                memcpy(dst, res->measures.pooled + pooled_panel(req, k) * shown,
                        shown * sizeof *dst);
             else
                 heatmap_pool_values(src, full, p->at, p->at, n, n,

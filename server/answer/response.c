@@ -374,7 +374,7 @@ static bool add_induction(struct response_stream *s, const struct xf_result *r)
     for (size_t l = 0; ok && l < r->layers; l++) {
         ok = buf_append_str(t, l ? ",[" : "[");
         for (size_t a = 0; ok && a < r->heads; a++)
-            ok = add_measure(t, r->induction[l * r->heads + a],
+            ok = add_measure(t, r->measures.induction[l * r->heads + a],
                              (int)s->req->precision, a);
         ok = ok && buf_append_str(t, "]");
     }
@@ -553,11 +553,12 @@ static bool assemble_model(struct response_stream *s)
     if (r->mean_weights && !add_array(s, &mark, "mean_weights", r->mean_weights,
                                       all ? 3 : 2, all ? mean : mean + 1))
         return false;
-    if (r->value_weighted &&
-        (!add_array(s, &mark, "value_weighted", r->value_weighted, all ? 4 : 3,
-                    all ? weights : weights + 1) ||
-         !add_array(s, &mark, "value_weighted_sum", r->value_weighted_sum,
-                    all ? 3 : 2, all ? mean : mean + 1)))
+    if (r->measures.value_weighted &&
+        (!add_array(s, &mark, "value_weighted", r->measures.value_weighted,
+                    all ? 4 : 3, all ? weights : weights + 1) ||
+         !add_array(s, &mark, "value_weighted_sum",
+                    r->measures.value_weighted_sum, all ? 3 : 2,
+                    all ? mean : mean + 1)))
         return false;
     if (r->hidden_states &&
         !add_array(s, &mark, "hidden_states", r->hidden_states, 3, hidden))
@@ -566,25 +567,25 @@ static bool assemble_model(struct response_stream *s)
         return false;
     if (r->flow && !add_array(s, &mark, "flow", r->flow, 2, square))
         return false;
-    const struct head_measures hm = {.stats = r->head_stats,
-                                     .received = r->key_received,
+    const struct head_measures hm = {.stats = r->measures.head_stats,
+                                     .received = r->measures.key_received,
                                      .groups = r->layers,
                                      .heads = r->heads,
                                      .keys = r->n,
                                      .outer = true};
-    if (r->head_stats && !add_head_stats(s, &hm))
+    if (r->measures.head_stats && !add_head_stats(s, &hm))
         return false;
-    if (r->induction && !add_induction(s, r))
+    if (r->measures.induction && !add_induction(s, r))
         return false;
-    const struct sparse_rows sp = {.keys = r->top_keys,
-                                   .count = r->top_count,
-                                   .weights = r->top_weights,
+    const struct sparse_rows sp = {.keys = r->measures.top_keys,
+                                   .count = r->measures.top_count,
+                                   .weights = r->measures.top_weights,
                                    .groups = lw,
                                    .heads = r->heads,
                                    .n = n,
                                    .k = req->model.run.top_k,
                                    .outer = all};
-    if (r->top_keys && !add_sparse(s, &sp))
+    if (r->measures.top_keys && !add_sparse(s, &sp))
         return false;
     if (r->lens && !add_lens(s, r))
         return false;
@@ -627,8 +628,8 @@ static bool assemble(struct response_stream *s)
         {"weights", r->weights, h, n, m},
         {"weights_before_dropout", r->weights_raw, h, n, m},
         {"mean_weights", r->mean_weights, n, m, 0},
-        {"value_weighted", r->value_weighted, h, n, m},
-        {"value_weighted_sum", r->value_weighted_sum, n, m, 0},
+        {"value_weighted", r->measures.value_weighted, h, n, m},
+        {"value_weighted_sum", r->measures.value_weighted_sum, n, m, 0},
         {"heads_output", r->heads_out, n, h * r->d_v, 0},
         {"output", r->output, n, r->d_out, 0},
     };
@@ -640,23 +641,23 @@ static bool assemble(struct response_stream *s)
     if ((req->extra & REQUEST_WANT_PARAMS) && c->mode == ATTN_MODE_PROJECTED &&
         !add_params(s, &mark))
         return false;
-    const struct head_measures hm = {.stats = r->head_stats,
-                                     .received = r->key_received,
+    const struct head_measures hm = {.stats = r->measures.head_stats,
+                                     .received = r->measures.key_received,
                                      .groups = r->batch,
                                      .heads = h,
                                      .keys = m,
                                      .outer = req->input.batched};
-    if (r->head_stats && !add_head_stats(s, &hm))
+    if (r->measures.head_stats && !add_head_stats(s, &hm))
         return false;
-    const struct sparse_rows sp = {.keys = r->top_keys,
-                                   .count = r->top_count,
-                                   .weights = r->top_weights,
+    const struct sparse_rows sp = {.keys = r->measures.top_keys,
+                                   .count = r->measures.top_count,
+                                   .weights = r->measures.top_weights,
                                    .groups = r->batch,
                                    .heads = h,
                                    .n = n,
                                    .k = c->top_k,
                                    .outer = req->input.batched};
-    if (r->top_keys && !add_sparse(s, &sp))
+    if (r->measures.top_keys && !add_sparse(s, &sp))
         return false;
     char *warnings = response_warnings_json(req, r);
     const bool ok = warnings && buf_append_member(t, "warnings") &&

@@ -295,9 +295,10 @@ static void check_value_weighted(const char *variant, size_t n_case,
         const float *got;
         size_t count;
     } parts[] = {
-        {"value_weighted", r->value_weighted,
+        {"value_weighted", r->measures.value_weighted,
          r->layers * r->heads * r->n * r->n},
-        {"value_weighted_sum", r->value_weighted_sum, r->layers * r->n * r->n},
+        {"value_weighted_sum", r->measures.value_weighted_sum,
+         r->layers * r->n * r->n},
     };
     for (size_t k = 0; k < 2; k++) {
         size_t n;

@@ -84,12 +84,15 @@ static size_t result_bytes(const struct xf_result *r)
                ((r->weights ? w : 0) + (r->mean_weights ? per_layer : 0) +
                 (r->hidden_states ? (r->layers + 1) * r->n * r->hidden : 0) +
                 (r->rollout ? r->n * r->n : 0) +
-                (r->value_weighted ? w + per_layer : 0)) +
-           (r->head_stats ? r->layers * r->heads * (ATTN_HEAD_STATS + r->n) *
-                                sizeof(double)
-                          : 0) +
+                (r->measures.value_weighted ? w + per_layer : 0)) +
+           (r->measures.head_stats
+                ? r->layers * r->heads * (ATTN_HEAD_STATS + r->n) *
+                      sizeof(double)
+                : 0) +
            /* top keys and weights, 3 a row, and a count a row */
-           (r->top_keys ? r->weight_layers * r->heads * r->n * (3 * 8 + 4) : 0);
+           (r->measures.top_keys
+                ? r->weight_layers * r->heads * r->n * (3 * 8 + 4)
+                : 0);
 }
 
 static void check_run(const struct xf_model *m, size_t n, unsigned want,

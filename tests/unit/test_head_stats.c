@@ -342,9 +342,10 @@ static void test_forward_measures(void **state)
             const size_t head = b * H + a;
             head_stats(raw.weights_raw + head * N * N, &hv, want);
             head_received(raw.weights_raw + head * N * N, &hv, received);
-            assert_memory_equal(got.head_stats + head * ATTN_HEAD_STATS, want,
-                                sizeof want);
-            assert_memory_equal(got.key_received + head * N, received,
+            assert_memory_equal(got.measures.head_stats +
+                                    head * ATTN_HEAD_STATS,
+                                want, sizeof want);
+            assert_memory_equal(got.measures.key_received + head * N, received,
                                 sizeof received);
         }
     }
@@ -355,7 +356,7 @@ static void test_forward_measures(void **state)
     assert_int_equal(attn_forward(&cfg, x, NULL, &alone, &err), ATTN_OK);
     assert_null(alone.weights);
     assert_null(alone.weights_raw);
-    assert_memory_equal(alone.head_stats, got.head_stats,
+    assert_memory_equal(alone.measures.head_stats, got.measures.head_stats,
                         B * H * ATTN_HEAD_STATS * sizeof(double));
     attn_result_free(&alone);
     attn_result_free(&raw);
@@ -375,7 +376,7 @@ static void test_forward_measures(void **state)
                                 .want = ATTN_WANT_HEAD_STATS};
     assert_int_equal(attn_forward(&cross, x, context, &got, &err), ATTN_OK);
     for (size_t head = 0; head < B * H; head++) {
-        const double *m = got.head_stats + head * ATTN_HEAD_STATS;
+        const double *m = got.measures.head_stats + head * ATTN_HEAD_STATS;
         assert_true(m[ATTN_STAT_ENTROPY] > 0.5 &&
                     m[ATTN_STAT_ENTROPY] <= 1 + 1e-12);
         assert_true(isnan(m[ATTN_STAT_PREVIOUS]) && isnan(m[ATTN_STAT_SELF]));

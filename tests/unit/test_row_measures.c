@@ -60,13 +60,13 @@ static void test_rows_equal_whole(void **state)
     struct attn_config c3 = config(measured, 3);
     assert_int_equal(attn_forward(&c3, x, NULL, &three, &err), ATTN_OK);
     assert_null(three.weights);
-    assert_memory_equal(one.head_stats, three.head_stats,
+    assert_memory_equal(one.measures.head_stats, three.measures.head_stats,
                         B * H * ATTN_HEAD_STATS * sizeof(double));
-    assert_memory_equal(one.key_received, three.key_received,
+    assert_memory_equal(one.measures.key_received, three.measures.key_received,
                         B * H * N * sizeof(double));
-    assert_memory_equal(one.top_keys, three.top_keys,
+    assert_memory_equal(one.measures.top_keys, three.measures.top_keys,
                         B * H * N * 5 * sizeof(uint32_t));
-    assert_memory_equal(one.top_weights, three.top_weights,
+    assert_memory_equal(one.measures.top_weights, three.measures.top_weights,
                         B * H * N * 5 * sizeof(float));
     assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
     size_t scratch[2 * N], earlier[N];
@@ -84,12 +84,13 @@ static void test_rows_equal_whole(void **state)
             const float *w = one.weights + head * N * N;
             double want[ATTN_HEAD_STATS], received[N];
             head_stats(w, &hv, want);
-            assert_memory_equal(one.head_stats + head * ATTN_HEAD_STATS, want,
-                                sizeof want);
+            assert_memory_equal(one.measures.head_stats +
+                                    head * ATTN_HEAD_STATS,
+                                want, sizeof want);
             head_received(w, &hv, received);
             for (size_t j = 0; j < N; j++)
-                assert_true(fabs(one.key_received[head * N + j] - received[j]) <
-                            1e-9);
+                assert_true(fabs(one.measures.key_received[head * N + j] -
+                                 received[j]) < 1e-9);
             // each row's top keys: the largest weights, strongest first
             for (size_t i = 0; i < N; i++) {
                 const float *row = w + i * N;
@@ -97,11 +98,11 @@ static void test_rows_equal_whole(void **state)
                 size_t positive = 0;
                 for (size_t j = 0; j < N; j++)
                     positive += row[j] > 0;
-                assert_int_equal(one.top_count[at],
+                assert_int_equal(one.measures.top_count[at],
                                  positive < 5 ? positive : 5);
-                for (uint32_t e = 0; e < one.top_count[at]; e++) {
-                    const uint32_t j = one.top_keys[at * 5 + e];
-                    assert_true(one.top_weights[at * 5 + e] == row[j]);
+                for (uint32_t e = 0; e < one.measures.top_count[at]; e++) {
+                    const uint32_t j = one.measures.top_keys[at * 5 + e];
+                    assert_true(one.measures.top_weights[at * 5 + e] == row[j]);
                     // no key outside the list is stronger, nor an earlier
                     // one as strong
                     size_t stronger = 0;
@@ -144,7 +145,7 @@ static void test_pooled(void **state)
         c3.threads = 3;
         c3.resolved = false;
         assert_int_equal(attn_forward(&c3, x, NULL, &three, &err), ATTN_OK);
-        assert_memory_equal(one.pooled, three.pooled,
+        assert_memory_equal(one.measures.pooled, three.measures.pooled,
                             B * H * R * R * sizeof(float));
         assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
         for (size_t b = 0; b < B; b++)
@@ -168,7 +169,8 @@ static void test_pooled(void **state)
                             }
                         const double want =
                             mean ? (allowed ? sum / (double)allowed : 0) : top;
-                        const float got = one.pooled[(head * R + br) * R + bc];
+                        const float got =
+                            one.measures.pooled[(head * R + br) * R + bc];
                         if (!(fabs(got - want) <= 1e-7))
                             fail_msg("%s block (%zu, %zu) of head %zu: %g, "
                                      "want %g",
@@ -198,10 +200,10 @@ static void test_ties(void **state)
     struct attn_error err;
     assert_int_equal(attn_forward(&c, x, NULL, &r, &err), ATTN_OK);
     // row 1: keys 1, 2, 3 tie above key 0
-    assert_int_equal(r.top_count[1], 3);
-    assert_int_equal(r.top_keys[3 + 0], 1);
-    assert_int_equal(r.top_keys[3 + 1], 2);
-    assert_int_equal(r.top_keys[3 + 2], 3);
+    assert_int_equal(r.measures.top_count[1], 3);
+    assert_int_equal(r.measures.top_keys[3 + 0], 1);
+    assert_int_equal(r.measures.top_keys[3 + 1], 2);
+    assert_int_equal(r.measures.top_keys[3 + 2], 3);
     attn_result_free(&r);
     // top_k out of range, named
     c.top_k = 0;

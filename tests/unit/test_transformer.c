@@ -1439,16 +1439,16 @@ static void test_head_stats_of_a_pass(void **state)
     for (size_t lh = 0; lh < L * HEADS; lh++) {
         double want[ATTN_HEAD_STATS];
         head_stats(r.weights + lh * N * N, &hv, want);
-        assert_memory_equal(r.head_stats + lh * ATTN_HEAD_STATS, want,
+        assert_memory_equal(r.measures.head_stats + lh * ATTN_HEAD_STATS, want,
                             sizeof want);
     }
     double all[L * HEADS * ATTN_HEAD_STATS];
-    memcpy(all, r.head_stats, sizeof all);
+    memcpy(all, r.measures.head_stats, sizeof all);
     xf_result_free(&r);
     // one layer's weights: the measures are still every layer's
     run.layer = 0;
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
-    assert_memory_equal(r.head_stats, all, sizeof all);
+    assert_memory_equal(r.measures.head_stats, all, sizeof all);
     xf_result_free(&r);
     model_free(&o);
 }
@@ -1476,7 +1476,7 @@ static void test_induction_of_a_pass(void **state)
         double want = 0;
         for (size_t i = START + PERIOD; i < START + 2 * PERIOD; i++)
             want += r.weights[lh * N * N + i * N + i - PERIOD + 1];
-        assert_true(fabs(r.induction[lh] - want / PERIOD) < 1e-12);
+        assert_true(fabs(r.measures.induction[lh] - want / PERIOD) < 1e-12);
     }
     xf_result_free(&r);
     struct attn_error err;

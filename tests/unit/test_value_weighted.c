@@ -56,16 +56,16 @@ static void check(const struct attn_config *c, const struct attn_result *r,
                              f[(a * k + j) * out + o];
                     total2 += s * s;
                 }
-                near(vw->value_weighted_sum[(b * n + i) * k + j], sqrt(total2),
-                     "sum", (b * n + i) * k + j);
+                near(vw->measures.value_weighted_sum[(b * n + i) * k + j],
+                     sqrt(total2), "sum", (b * n + i) * k + j);
                 for (size_t a = 0; a < h; a++) {
                     double norm2 = 0;
                     for (size_t o = 0; o < out; o++)
                         norm2 +=
                             f[(a * k + j) * out + o] * f[(a * k + j) * out + o];
                     const size_t at = ((b * h + a) * n + i) * k + j;
-                    near(vw->value_weighted[at], r->weights[at] * sqrt(norm2),
-                         "per head", at);
+                    near(vw->measures.value_weighted[at],
+                         r->weights[at] * sqrt(norm2), "per head", at);
                 }
             }
     }
@@ -129,13 +129,13 @@ static void test_against_definition(void **state)
     // the weights and values it needed are not returned
     assert_null(vw.weights);
     assert_null(vw.v);
-    assert_non_null(vw.value_weighted);
+    assert_non_null(vw.measures.value_weighted);
     c.want = ATTN_WANT_WEIGHTS | ATTN_WANT_V;
     assert_int_equal(attn_forward(&c, x, NULL, &r, &err), ATTN_OK);
     assert_int_equal(r.n_keys, N + 2);
     check(&c, &r, &vw, wo);
     // a later key's weight is 0 under the causal mask, and so is its norm
-    assert_true(vw.value_weighted[0 * (N + 2) + 1] == 0.0f);
+    assert_true(vw.measures.value_weighted[0 * (N + 2) + 1] == 0.0f);
     attn_result_free(&vw);
     attn_result_free(&r);
 
