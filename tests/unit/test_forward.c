@@ -640,6 +640,52 @@ static void test_decoder_options(void **state)
     fixture_free(&f);
 }
 
+/* The description of the measure arrays names each array of a call's
+ * result, with the entries the call gave it: present exactly when
+ * counted, and as long as counted. */
+static void test_measure_parts(void **state)
+{
+    (void)state;
+    static const uint32_t rows[6] = {0, 0, 1, 1, 2, 2};
+    struct attn_config cfg = {
+        .n_query = 6,
+        .d_model = 8,
+        .heads = 2,
+        .causal = true,
+        .want = ATTN_WANT_HEAD_STATS | ATTN_WANT_TOP_K | ATTN_WANT_POOLED |
+                ATTN_WANT_VALUE_WEIGHTED | ATTN_WANT_OUTPUT,
+        .top_k = 3,
+        .pool_row = rows,
+        .pool_col = rows,
+        .pool_rows = 3,
+        .pool_cols = 3};
+    float x[48];
+    for (int i = 0; i < 48; i++)
+        x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+    struct attn_result r;
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+    assert_int_equal(attn_forward(&cfg, x, NULL, &r, &err), ATTN_OK);
+    struct attn_measure_part parts[ATTN_MEASURE_ARRAYS];
+    attn_measure_parts(&cfg, &r.measures, parts);
+    const size_t want[ATTN_MEASURE_ARRAYS] = {
+        [ATTN_MEASURE_HEAD_STATS] = 2 * ATTN_HEAD_STATS,
+        [ATTN_MEASURE_KEY_RECEIVED] = 2 * 6,
+        [ATTN_MEASURE_VALUE_WEIGHTED] = 2 * 6 * 6,
+        [ATTN_MEASURE_VALUE_WEIGHTED_SUM] = 6 * 6,
+        [ATTN_MEASURE_TOP_KEYS] = 2 * 6 * 3,
+        [ATTN_MEASURE_TOP_COUNT] = 2 * 6,
+        [ATTN_MEASURE_TOP_WEIGHTS] = 2 * 6 * 3,
+        [ATTN_MEASURE_POOLED] = 2 * 3 * 3};
+    for (int i = 0; i < ATTN_MEASURE_ARRAYS; i++) {
+        assert_int_equal(parts[i].count, want[i]);
+        assert_int_equal(*parts[i].slot != NULL, want[i] != 0);
+    }
+    assert_ptr_equal(*parts[ATTN_MEASURE_POOLED].slot, r.measures.pooled);
+    attn_result_free(&r);
+    assert_null(r.measures.head_stats);
+}
+
 static void test_decoder_option_errors(void **state)
 {
     (void)state;
@@ -1618,6 +1664,7 @@ int main(void)
         cmocka_unit_test(test_feature_matrix),
         cmocka_unit_test(test_decoder_options),
         cmocka_unit_test(test_decoder_option_errors),
+        cmocka_unit_test(test_measure_parts),
         cmocka_unit_test(test_precision_at_scale),
         cmocka_unit_test(test_fully_masked_rows),
         cmocka_unit_test(test_huge_logits_are_stable),
