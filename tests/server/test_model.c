@@ -915,12 +915,49 @@ static void test_new_family_refusals(void **state)
          "rope_scaling is not an object"},
         {"phi3_longrope", "original_max_position_embeddings", "0",
          "original_max_position_embeddings (0)"},
+        {"gemma2", "layer_types", "[\"sliding_attention\"]",
+         "layer_types is not a list of 4 layer types"},
+        {"gemma2", "layer_types",
+         "[\"sliding_attention\", \"full_attention\", "
+         "\"chunked_attention\", \"full_attention\"]",
+         "layer_types[2] is not"},
+        {"gemma", "hidden_activation", "\"relu\"", "hidden_activation 'relu'"},
+        {"gemma3", "rope_scaling", "{\"rope_type\": \"yarn\"}",
+         "rope_scaling's type 'yarn'"},
+        {"gemma2", "rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2}",
+         "rope_scaling is not supported for model_type 'gemma2'"},
+        {"gemma3", "rope_scaling", "{\"rope_type\": \"linear\"}",
+         "rope_scaling of type linear needs its factor"},
+        {"gemma2", "attn_logit_softcapping", "-1",
+         "attn_logit_softcapping (-1)"},
+        {"gemma2", "tie_word_embeddings", "false",
+         "tie_word_embeddings is false"},
+        {"gemma3", "sliding_window_pattern", "0", "sliding_window_pattern (0)"},
+        {"gemma3", "query_pre_attn_scalar", "0", "query_pre_attn_scalar (0)"},
+        {"gemma2", "head_dim", "7", "head_dim (7) is odd"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *dir = decoder_dir(cases[i].variant);
         decoder_config_with(dir, cases[i].variant, cases[i].key, cases[i].raw);
         expect_failure(dir, cases[i].fragment, NULL);
         decoder_dir_remove(dir);
+    }
+    // Gemma 2: layer_types, when given, says which layers slide; a cap of
+    // null is none
+    {
+        char *g = decoder_dir("gemma2");
+        decoder_config_with(g, "gemma2", "layer_types",
+                            "[\"full_attention\", \"full_attention\", "
+                            "\"full_attention\", \"sliding_attention\"]");
+        struct model *gm = load_ok(g);
+        for (size_t l = 0; l < 4; l++)
+            assert_int_equal(model_window(gm, l), l == 3 ? 4 : 0);
+        model_free(gm);
+        decoder_config_with(g, "gemma2", "attn_logit_softcapping", "null");
+        gm = load_ok(g);
+        assert_true(gm->xf.attn_softcap == 0.0f);
+        model_free(gm);
+        decoder_dir_remove(g);
     }
     // OLMo 2: rms_norm_eps 1e-5 when absent (Olmo2Config's), and its MLP
     // has no biases whatever mlp_bias says
