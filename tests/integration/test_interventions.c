@@ -36,12 +36,14 @@ static struct server srv;
 static int setup(void **state)
 {
     (void)state;
-    const char *const args[] = {"--model", "llama3=tests/models/llama3",
-                                "--model", "gpt2=tests/models/gpt2",
-                                "--model", "qwen3=tests/models/qwen3",
-                                "--model", "wide=tests/models/llama_32x32",
-                                "--model", "bert=tests/models/f32",
-                                NULL};
+    const char *const args[] = {
+        "--model", "llama3=tests/models/llama3",
+        "--model", "gpt2=tests/models/gpt2",
+        "--model", "qwen3=tests/models/qwen3",
+        "--model", "wide=tests/models/llama_32x32",
+        "--model", "bert=tests/models/f32",
+        "--model", "phi3_longrope=tests/models/phi3_longrope",
+        NULL};
     return server_start(&srv, args) ? 0 : -1;
 }
 
@@ -114,14 +116,77 @@ static void goldens_of(const char *variant, cJSON **g, cJSON **gi)
 
 /* ------------------------------------------------------------- ablation */
 
+/* The golden case whose ids are the greedy prompt's. */
+static const cJSON *case_of_prompt(const cJSON *g, const cJSON *prompt)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, get(g, "cases"))
+    {
+        if (cJSON_Compare(get(c, "ids"), prompt, true))
+            return c;
+    }
+    fail_msg("no case has the greedy prompt's ids");
+    return NULL;
+}
+
+/* Each token event's candidates against softmax of the reference's
+ * logits at that step (a longrope golden's: the tokens alone need not
+ * show which factors made them), each log-probability within 1e-2. */
+static void check_step_probabilities(const char *variant, const char *body,
+                                     const cJSON *logits, int steps)
+{
+    const int vocab = cJSON_GetArraySize(logits) / steps;
+    int step = 0;
+    for (const char *line = body; line && *line;
+         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        cJSON *e = cJSON_Parse(line);
+        assert_non_null(e);
+        if (strcmp(get(e, "event")->valuestring, "token")) {
+            cJSON_Delete(e);
+            continue;
+        }
+        assert_true(step < steps);
+        const cJSON *row = NULL;
+        double top = -INFINITY, sum = 0.0;
+        for (int v = 0; v < vocab; v++) {
+            row = cJSON_GetArrayItem(logits, step * vocab + v);
+            top = row->valuedouble > top ? row->valuedouble : top;
+        }
+        for (int v = 0; v < vocab; v++)
+            sum +=
+                exp(cJSON_GetArrayItem(logits, step * vocab + v)->valuedouble -
+                    top);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, get(e, "top"))
+        {
+            const int id = get(c, "token_id")->valueint;
+            row = cJSON_GetArrayItem(logits, step * vocab + id);
+            const double want = exp(row->valuedouble - top) / sum;
+            const double p = get(c, "p")->valuedouble;
+            // the candidates past the first are 1e-8 to 1e-11 likely:
+            // their logs, as the logits, within float32's rounding
+            if (!(p > 0 && fabs(log(p) - log(want)) <= 1e-2))
+                fail_msg("%s: step %d, token %d: p %.9g, want %.9g", variant,
+                         step, id, p, want);
+        }
+        step++;
+        cJSON_Delete(e);
+    }
+    assert_int_equal(step, steps);
+}
+
 /* /generate with a golden's ablation makes the reference's greedy tokens
  * (each step at least 1e-3 from a tie): the prompt, then each token
- * through the KV cache, a mean the prompt's. */
+ * through the KV cache, a mean the prompt's. Phi-3.5's prompt is of
+ * its original length: the second token takes the sequence past it, and
+ * the whole sequence runs again with the long factors, its means the
+ * prompt's again; there each step's probabilities are held too. */
 static void test_generate_ablated(void **state)
 {
     (void)state;
-    static const char *const variants[] = {"llama3", "gpt2", "qwen3"};
-    for (size_t v = 0; v < 3; v++) {
+    static const char *const variants[] = {"llama3", "gpt2", "qwen3",
+                                           "phi3_longrope"};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
         cJSON *g, *gi;
         goldens_of(variants[v], &g, &gi);
         const cJSON *greedy = get(gi, "greedy_ablated");
@@ -130,8 +195,9 @@ static void test_generate_ablated(void **state)
         cJSON_AddStringToObject(body, "model", variants[v]);
         cJSON_AddStringToObject(
             body, "prompt",
-            get(cJSON_GetArrayItem(get(g, "cases"), 0), "sentence")
+            get(case_of_prompt(g, get(greedy, "prompt")), "sentence")
                 ->valuestring);
+        cJSON_AddNumberToObject(body, "precision", 9);
         cJSON_AddNumberToObject(body, "max_new_tokens",
                                 cJSON_GetArraySize(want));
         cJSON_AddItemToObject(body, "ablate",
@@ -152,6 +218,10 @@ static void test_generate_ablated(void **state)
         assert_non_null(done);
         const cJSON *ids = get(done, "token_ids");
         const int prompt = get(done, "prompt_tokens")->valueint;
+        assert_int_equal(prompt, cJSON_GetArraySize(get(greedy, "prompt")));
+        if (cJSON_GetObjectItem(greedy, "logits"))
+            check_step_probabilities(variants[v], r.body, get(greedy, "logits"),
+                                     cJSON_GetArraySize(want));
         for (int i = 0; i < cJSON_GetArraySize(want); i++)
             if (cJSON_GetArrayItem(ids, prompt + i)->valueint !=
                 cJSON_GetArrayItem(want, i)->valueint)

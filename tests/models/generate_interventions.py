@@ -21,20 +21,30 @@ what the C loader reads. The reference is float64 NumPy with hook points,
 written from transformers' modeling_gpt2.py, modeling_llama.py,
 modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py and
 modeling_bert.py term by term; on Gemma, Gemma 2 and Gemma 3 it is
-generate_gemma.py's forward itself, run with its hook points:
+generate_gemma.py's forward itself, and on GPT-NeoX, Phi-3 and OLMo-2
+generate_neox_phi3_olmo2.py's, each run with its hook points:
 
   z           a layer's per-head attention-weighted values (value bias in),
               before the output projection, [n][heads * head_dim], head a's
               slice a*D..(a+1)*D (TransformerLens' hook_z); query head a
               reads KV head a // (heads / kv_heads);
   attn_out    z W_O^T + b_O (GPT-2's c_proj bias, BERT's attention.output
-              dense bias; the LLaMA family has none); what the sublayer
-              adds to the stream: on Gemma 2 and 3 after
-              post_attention_layernorm (TransformerLens' hook_attn_out);
+              dense bias, GPT-NeoX's dense bias; the LLaMA family has
+              none); what the sublayer adds to the stream: on Gemma 2 and
+              3 and OLMo-2 after post_attention_layernorm
+              (TransformerLens' hook_attn_out);
   mlp_out     the MLP's output (down projection and its bias; on Gemma 2
-              and 3 after post_feedforward_layernorm);
+              and 3 and OLMo-2 after post_feedforward_layernorm);
   resid_pre   the residual stream entering a layer (the embedding output
               for layer 0).
+
+GPT-NeoX's parallel residual: both sublayers read resid_pre, the layer's
+output is resid_pre + attn_out + mlp_out (TransformerLens'
+parallel_attn_mlp), so an edit of z or attn_out never reaches the same
+layer's MLP. Phi-3's longrope takes the short or the long factors by the
+length of the run; the ablated greedy steps of phi3_longrope start at
+original_max_position_embeddings tokens and cross it, where transformers
+runs the whole sequence again with the long factors.
 
 Gemma 2's final soft cap is on every logit the model gives (the ablated
 greedy steps, the patching metrics); the attribution is of the logit
@@ -55,10 +65,13 @@ attribution as one stacked tensor through the frozen final norm). Any
 difference beyond 1e-9 aborts without writing a file. The script then
 checks that the conventions an implementation can get wrong matter
 (ablating after W_O with the bias, a head read as a KV head, the mean over
-heads instead of positions; on Gemma 2 and 3 an ablation on the normed
-output, the attention's output patched from before its norm, the heads'
-attribution without the post-attention norm, the metrics or the
-attribution on the other side of the final soft cap) and that patching the
+heads instead of positions; on Gemma 2 and 3 and OLMo-2 an ablation on
+the normed output, the attention's output patched from before its norm,
+the heads' attribution without the post-attention norm; on Gemma 2 the
+metrics or the attribution on the other side of the final soft cap; on
+GPT-NeoX the hooked pass with the other residual, the attribution through
+an uncentred LayerNorm; on phi3_longrope a cache kept across the
+boundary, or the prompt's short-factor means kept) and that patching the
 residual stream at the corrupted token gives effect 1 there and 0
 elsewhere.
 
@@ -88,9 +101,13 @@ except ImportError:  # pragma: no cover
 MARGIN = 1e-3  # a wrong convention must move the goldens by more than this
 GREEDY_STEPS = 6
 GREEDY_MARGIN = 1e-3
+PATCHED_BELOW = 1e-4  # a patching case with a narrower gap has its runs' metrics too
+NARROW = {}  # variant -> (effects' difference from torch's, the gap) where the gap is below it
 
 DECODERS = ["gpt2", "gpt2_prefixed", "llama2", "llama3", "mistral", "qwen2", "qwen3",
-            "gemma", "gemma2", "gemma3"]
+            "gemma", "gemma2", "gemma3", "neox", "neox_seq", "phi3", "phi3_longrope", "olmo2"]
+# the families whose forward is generate_neox_phi3_olmo2.py's
+NPO = ("neox", "phi3", "olmo2")
 ENCODERS = ["f32"]
 
 
@@ -145,6 +162,8 @@ def plain_weights(family, raw):
     rotary_emb.inv_freq) and without GPT-2's lm_head.weight copy of wte."""
     w = {}
     for name, a in raw.items():
+        if family == "neox" and re.fullmatch(r"gpt_neox\.layers\.\d+\.attention\.(?:bias|masked_bias)", name):
+            continue
         if family == "gpt2":
             if name.startswith("transformer."):
                 name = name[len("transformer."):]
@@ -172,11 +191,22 @@ class Model:
         self.name, self.cfg, self.golden = name, cfg, golden
         mt = cfg["model_type"]
         self.family = {"gpt2": "gpt2", "bert": "bert", "gemma": "gemma", "gemma2": "gemma",
-                       "gemma3_text": "gemma"}.get(mt, "llama")
+                       "gemma3_text": "gemma", "gpt_neox": "neox", "phi3": "phi3",
+                       "olmo2": "olmo2"}.get(mt, "llama")
         self.model_type = mt
         self.w = plain_weights(self.family, read_folder(d))
         w = self.w
-        if self.family == "gpt2":
+        self.final_cap = None
+        # a norm on each sublayer's output (Gemma 2 and 3, OLMo-2)
+        self.out_norm = mt in ("gemma2", "gemma3_text", "olmo2")
+        self.layer_norm = self.family in ("gpt2", "bert", "neox")
+        if self.family in NPO:
+            self.L, self.H, self.h = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+            self.g = cfg.get("num_key_value_heads") or self.h
+            self.D = self.H // self.h
+            self.eps = cfg["layer_norm_eps"] if self.family == "neox" else cfg["rms_norm_eps"]
+            self.nv = self.npo_variant()
+        elif self.family == "gpt2":
             self.L, self.H, self.h = cfg["n_layer"], cfg["n_embd"], cfg["n_head"]
             self.g, self.D = self.h, self.H // self.h
             self.eps = cfg["layer_norm_epsilon"]
@@ -218,6 +248,14 @@ class Model:
             assert "lm_head.weight" not in w  # tied
             self.W_U = w["model.embed_tokens.weight"]
             self.norm_f = (1.0 + w["model.norm.weight"], None)
+        elif self.family == "neox":
+            self.W_U = w["embed_out.weight"]
+            self.norm_f = (w["gpt_neox.final_layer_norm.weight"], w["gpt_neox.final_layer_norm.bias"])
+        elif self.family in NPO:
+            tied = cfg.get("tie_word_embeddings", False)
+            assert tied == ("lm_head.weight" not in w)
+            self.W_U = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+            self.norm_f = (w["model.norm.weight"], None)
         self.has_bo = self.layers[0]["bo"] is not None
 
     def gemma_variant(self):
@@ -243,6 +281,48 @@ class Model:
                 raise CrossCheckFailed("%s: the RoPE frequencies differ from the golden's" % self.name)
         assert gg.attention_scale(v) == facts["attention_scale"]
         assert facts["final_logit_softcapping"] == self.final_cap
+        return v
+
+    def npo_variant(self):
+        """generate_neox_phi3_olmo2.py's description of the variant, for its
+        forward function, after checking that it says what config.json says
+        and what the golden derived from it (the rotary dims and
+        frequencies, the residual, the window, the longrope factors)."""
+        import generate_neox_phi3_olmo2 as gn
+        v = next(v for v in gn.VARIANTS if v["name"] == self.name)
+        cfg, facts = self.cfg, self.golden["config"]
+        heads, kv, d = gn.dims(v)
+        assert (v["family"], v["layers"], v["hidden"], heads, kv, d, v["inter"]) == \
+            (self.model_type, self.L, self.H, self.h, self.g, self.D, cfg["intermediate_size"])
+        assert v["eps"] == self.eps
+        assert (facts["heads"], facts["kv_heads"], facts["head_dim"]) == (self.h, self.g, self.D)
+        rot = gn.rotary_dims(v)
+        assert facts["rotary_dims"] == rot
+        if v["family"] == "gpt_neox":
+            assert v["parallel"] == cfg["use_parallel_residual"] == facts["parallel_residual"]
+            assert v["base"] == cfg["rotary_emb_base"] and v["pct"] == cfg["rotary_pct"]
+            assert rot == int(d * cfg["rotary_pct"])
+        else:
+            assert not facts["parallel_residual"]
+            assert v["theta"] == cfg["rope_theta"]
+            assert v.get("window") == cfg.get("sliding_window") == facts["sliding_window"]
+            assert bool(v.get("tied")) == cfg["tie_word_embeddings"] == facts["tied"]
+        if v["family"] == "phi3":
+            assert v["scaling"] == cfg["rope_scaling"]
+            assert (v["orig"], v["max_pos"]) == (cfg["original_max_position_embeddings"],
+                                                 cfg["max_position_embeddings"])
+            assert rot == int(d * cfg.get("partial_rotary_factor", 1.0))
+        n = len(self.golden["cases"][0]["ids"])
+        freqs, att, _, which = gn.rope_tables(v, n)
+        if v["family"] == "phi3" and v["scaling"]:
+            lr = facts["longrope"]
+            assert which == lr["cases"][0] == "long" and n > v["orig"]
+            want = lr["inv_freq_long"]
+            assert att == lr["attention_factor"]
+        else:
+            want = facts["inv_freq"]
+        if not np.allclose(freqs, want, rtol=1e-15, atol=0):
+            raise CrossCheckFailed("%s: the RoPE frequencies differ from the golden's" % self.name)
         return v
 
     def rope_freqs(self):
@@ -292,8 +372,15 @@ class Model:
                         Wi=w[p + "intermediate.dense.weight"], bi=w[p + "intermediate.dense.bias"],
                         Wout=w[p + "output.dense.weight"], bout=w[p + "output.dense.bias"],
                         ln_out=(w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]))
+        if self.family == "neox":
+            p = "gpt_neox.layers.%d.attention." % l
+            return dict(Wo=w[p + "dense.weight"], bo=w[p + "dense.bias"], post=None)
         p = "model.layers.%d." % l
         s = p + "self_attn."
+        if self.family in NPO:
+            # OLMo-2's post_attention_layernorm is on the attention's output
+            return dict(Wo=w[s + "o_proj.weight"], bo=None,
+                        post=w[p + "post_attention_layernorm.weight"] if self.out_norm else None)
         if self.family == "gemma":
             # the norms multiply by 1 + w; Gemma 2's and 3's
             # post_attention_layernorm is on the attention's output
@@ -340,13 +427,15 @@ def item_heads(m, it, alt):
     return [it["head"]]
 
 
-def ablate_np(m, z, items, mean_n, alt):
+def ablate_np(m, z, items, mean_n, alt, means=None):
     """Applies a layer's ablation items in list order to z [n][h*D]; the
-    means are over positions 0..mean_n-1 of z before any of them."""
+    means are over positions 0..mean_n-1 of z before any of them (or, for a
+    wrong convention, the means given)."""
     n = z.shape[0]
     z3 = z.reshape(n, m.h, m.D).copy()
     before = z3.copy()
-    means = before[:mean_n].mean(0)  # [h][D]
+    if means is None:
+        means = before[:mean_n].mean(0)  # [h][D]
     for it in items:
         pos = it.get("positions", list(range(n)))
         for a in item_heads(m, it, alt):
@@ -383,6 +472,45 @@ def patch_alt(patch):
     return patch[5] if len(patch) > 5 else ()
 
 
+def cache_hook(m, c, ablate, mean_n, patch, alt, means=None):
+    """The hook of a hooked forward (generate_gemma.py's and
+    generate_neox_phi3_olmo2.py's): the ablation items at z, the patch at
+    its point, every hook point's value kept in the cache c (and each
+    ablated layer's means in c["means"]). means: None, or {layer: [h][D]}
+    the means a wrong convention keeps from another pass."""
+    unablated = {}
+    c.update({"resid_pre": [], "z": [], "attn_out": [], "mlp_out": [], "means": {}})
+
+    def hook(name, l, t):
+        if name == "resid_final":
+            c["resid_final"] = t
+            return t
+        items = [it for it in ablate if it["layer"] == l]
+        if name == "z":
+            unablated[l] = t
+            if items:
+                c["means"][l] = t[:mean_n].reshape(-1, m.h, m.D).mean(0)
+                t = ablate_np(m, t, items, mean_n, alt, None if means is None else means[l])
+        if name == "attn_out" and items and "post_norm_frozen" in alt:
+            # wrong: the edit made on the normed output, the norm's scale
+            # kept at the unablated pass's (each head's normed share)
+            wo, post = m.layers[l]["Wo"], m.layers[l]["post"]
+            a0 = unablated[l] @ wo.T
+            t = (c["z"][l] @ wo.T) * post / np.sqrt((a0 * a0).mean(-1, keepdims=True) + m.eps)
+        if name == "attn_out" and items and "after_wo" in alt and m.layers[l]["bo"] is not None:
+            # wrong: the zeroed heads' share of the bias goes too
+            t = t.copy()
+            for it in items:
+                if it["mode"] == "zero":
+                    share = len(item_heads(m, it, alt)) / m.h
+                    for i in it.get("positions", list(range(t.shape[0]))):
+                        t[i] -= share * m.layers[l]["bo"]
+        t = patch_np(m, patch, name, l, t)
+        c[name].append(t)
+        return t
+    return hook
+
+
 def run_gemma(m, ids, ablate=(), mean_n=None, patch=None, alt=()):
     """The hooked forward on Gemma, Gemma 2 and 3: generate_gemma.py's
     forward itself, its hook points doing the edits and filling the cache.
@@ -393,33 +521,40 @@ def run_gemma(m, ids, ablate=(), mean_n=None, patch=None, alt=()):
     import generate_gemma as gg
     n = len(ids)
     mean_n = n if mean_n is None else mean_n
-    c = {"resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
-    unablated = {}
-
-    def hook(name, l, t):
-        if name == "resid_final":
-            c["resid_final"] = t
-            return t
-        items = [it for it in ablate if it["layer"] == l]
-        if name == "z":
-            unablated[l] = t
-            if items:
-                t = ablate_np(m, t, items, mean_n, alt)
-        if name == "attn_out" and items and "post_norm_frozen" in alt:
-            # wrong: the edit made on the normed output, the norm's scale
-            # kept at the unablated pass's (each head's normed share)
-            wo, post = m.layers[l]["Wo"], m.layers[l]["post"]
-            a0 = unablated[l] @ wo.T
-            t = (c["z"][l] @ wo.T) * post / np.sqrt((a0 * a0).mean(-1, keepdims=True) + m.eps)
-        t = patch_np(m, patch, name, l, t)
-        c[name].append(t)
-        return t
-
+    c = {}
+    hook = cache_hook(m, c, ablate, mean_n, patch, alt)
     attn, hidden, _, _ = gg.forward(m.w, m.gv, list(ids), hook=hook)
     raw = hidden[-1] @ m.W_U.T
     cap = m.final_cap
     c["attentions"], c["hidden"], c["logits_uncapped"] = attn, hidden, raw
     c["logits"] = raw if cap is None or "uncapped_metric" in alt else cap * np.tanh(raw / cap)
+    return c
+
+
+# wrong conventions the forward of generate_neox_phi3_olmo2.py computes itself
+NPO_FORWARD_ALTS = ("residual_swapped", "longrope_stale_cache")
+
+
+def run_npo(m, ids, ablate=(), mean_n=None, patch=None, alt=(), means=None):
+    """The hooked forward on GPT-NeoX, Phi-3 and OLMo-2:
+    generate_neox_phi3_olmo2.py's forward itself, its hook points doing the
+    edits and filling the cache: z before dense / o_proj, attn_out with
+    dense's bias (on OLMo-2 after post_attention_layernorm), mlp_out (on
+    OLMo-2 after post_feedforward_layernorm); with GPT-NeoX's parallel
+    residual both sublayers read resid_pre and the layer's output is
+    resid_pre + attn_out + mlp_out (TransformerLens' parallel_attn_mlp).
+    Phi-3's longrope takes the short or the long factors by the length of
+    the run, as transformers does when it runs the whole sequence. The
+    logits of every position."""
+    import generate_neox_phi3_olmo2 as gn
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    c = {}
+    hook = cache_hook(m, c, ablate, mean_n, patch, alt, means)
+    fwd_alt = tuple(a for a in alt if a in NPO_FORWARD_ALTS)
+    attn, hidden, _ = gn.forward(m.w, m.nv, list(ids), fwd_alt, hook=hook)
+    c["attentions"], c["hidden"] = attn, hidden
+    c["logits"] = hidden[-1] @ m.W_U.T
     return c
 
 
@@ -433,6 +568,8 @@ def run_np(m, ids, types=None, ablate=(), mean_n=None, patch=None, alt=()):
     decoders, logits [n][V]."""
     if m.family == "gemma":
         return run_gemma(m, ids, ablate, mean_n, patch, alt)
+    if m.family in NPO:
+        return run_npo(m, ids, ablate, mean_n, patch, alt)
     n = len(ids)
     mean_n = n if mean_n is None else mean_n
     w = m.w
@@ -687,11 +824,170 @@ def torch_run_gemma(m, ids, ablate=(), mean_n=None, patch=None):
     return c
 
 
+def torch_npo_rotary(cfg, n):
+    """cos and sin [n][rot] from config.json alone, as the rotary modules
+    build them: rot = int(head_dim * rotary_pct) (GPT-NeoX, base
+    rotary_emb_base) or int(head_dim * partial_rotary_factor) (base
+    rope_theta); with Phi-3's longrope the long factors when
+    max(position) + 1 > original_max_position_embeddings, else the short,
+    and cos, sin times sqrt(1 + ln(max / original) / ln(original));
+    emb = cat(freqs, freqs)."""
+    D = cfg["hidden_size"] // cfg["num_attention_heads"]
+    if cfg["model_type"] == "gpt_neox":
+        rot, base = int(D * cfg["rotary_pct"]), float(cfg["rotary_emb_base"])
+    else:
+        rot, base = int(D * cfg.get("partial_rotary_factor", 1.0)), float(cfg["rope_theta"])
+    ext, att = torch.ones(rot // 2, dtype=torch.float64), 1.0
+    sc = cfg.get("rope_scaling")
+    if sc:
+        assert sc.get("type", sc.get("rope_type")) == "longrope"
+        orig = cfg["original_max_position_embeddings"]
+        factor = cfg["max_position_embeddings"] / orig
+        att = math.sqrt(1 + math.log(factor) / math.log(orig)) if factor > 1 else 1.0
+        seq_len = int(torch.arange(n).max()) + 1
+        ext = torch.tensor(sc["long_factor"] if seq_len > orig else sc["short_factor"], dtype=torch.float64)
+    inv = 1.0 / (ext * base ** (torch.arange(0, rot, 2, dtype=torch.float64) / rot))
+    freqs = torch.outer(torch.arange(n, dtype=torch.float64), inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos() * att, emb.sin() * att
+
+
+def torch_run_npo(m, ids, ablate=(), mean_n=None, patch=None):
+    """GPT-NeoX, Phi-3 and OLMo-2 hooked in torch, from config.json and the
+    files' names: F.layer_norm or RMSNorm by rsqrt, query_key_value viewed
+    [n][heads][3 * D] and chunked, qkv_proj sliced, q_norm / k_norm over
+    the whole projections, rotate_half on the rotary slice (the rest passed
+    through), repeat_interleave for the KV heads, matmul times D^-1/2, a
+    boolean causal (and window) mask and softmax, the ablations and patches
+    by torch.where, dense with its bias, gate_up_proj chunked, F.gelu /
+    F.silu; use_parallel_residual's MLP on ln2(resid_pre); OLMo-2's norms
+    on the sublayers' outputs."""
+    w, cfg = m.w, m.cfg
+    n = len(ids)
+    mean_n = n if mean_n is None else mean_n
+    mt = cfg["model_type"]
+    H, h = cfg["hidden_size"], cfg["num_attention_heads"]
+    g = cfg.get("num_key_value_heads") or h
+    D = H // h
+    c = {"attentions": [], "hidden": [], "resid_pre": [], "z": [], "attn_out": [], "mlp_out": []}
+
+    def patched(kind, l, t):
+        if patch is None or patch[0] != kind or patch[1] != l:
+            return t
+        _, _, a, pos, src = patch[:5]
+        rows = torch.arange(n) if pos is None else torch.tensor([pos])
+        mask = torch.zeros_like(t, dtype=torch.bool)
+        if kind == "z":
+            mask[rows, a * D:(a + 1) * D] = True
+        else:
+            mask[rows] = True
+        return torch.where(mask, T(src[kind][l]), t)
+
+    def rms(t, name):
+        return T(w[name]) * (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + m.eps))
+
+    def ln(t, name):
+        return F.layer_norm(t, (H,), T(w[name + ".weight"]), T(w[name + ".bias"]), m.eps)
+
+    def lin(t, name, bias=False):
+        return F.linear(t, T(w[name + ".weight"]), T(w[name + ".bias"]) if bias else None)
+
+    cos, sin = torch_npo_rotary(cfg, n)
+    rot = cos.shape[-1]
+
+    def rotary(t):  # [heads][n][D]
+        r, rest = t[..., :rot], t[..., rot:]
+        half = torch.cat((-r[..., rot // 2:], r[..., :rot // 2]), dim=-1)
+        return torch.cat((r * cos + half * sin, rest), dim=-1)
+
+    with torch.no_grad():
+        i = torch.arange(n)[:, None]
+        j = torch.arange(n)[None, :]
+        mask = j <= i
+        window = cfg.get("sliding_window") if mt == "phi3" else None
+        if window is not None:
+            mask = mask & (j > i - window)
+        x = F.embedding(torch.tensor(ids), T(w["gpt_neox.embed_in.weight" if mt == "gpt_neox"
+                                               else "model.embed_tokens.weight"]))
+        c["hidden"].append(x)
+        for l in range(cfg["num_hidden_layers"]):
+            x = patched("resid_pre", l, x)
+            c["resid_pre"].append(x)
+            if mt == "gpt_neox":
+                p = "gpt_neox.layers.%d." % l
+                qkv = lin(ln(x, p + "input_layernorm"), p + "attention.query_key_value", True)
+                q, k, v = qkv.view(n, h, 3 * D).transpose(0, 1).chunk(3, dim=-1)
+            elif mt == "phi3":
+                p = "model.layers.%d." % l
+                qkv = lin(rms(x, p + "input_layernorm.weight"), p + "self_attn.qkv_proj")
+                q, k, v = qkv.split([h * D, g * D, g * D], dim=-1)
+                q, k, v = (t.reshape(n, -1, D).transpose(0, 1) for t in (q, k, v))
+            else:
+                p = "model.layers.%d." % l
+                q = rms(lin(x, p + "self_attn.q_proj"), p + "self_attn.q_norm.weight")
+                k = rms(lin(x, p + "self_attn.k_proj"), p + "self_attn.k_norm.weight")
+                v = lin(x, p + "self_attn.v_proj")
+                q, k, v = (t.reshape(n, -1, D).transpose(0, 1) for t in (q, k, v))
+            q, k = rotary(q), rotary(k)
+            k = k.repeat_interleave(h // g, dim=0)
+            v = v.repeat_interleave(h // g, dim=0)
+            scores = (q @ k.transpose(1, 2)) * D ** -0.5
+            probs = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+            c["attentions"].append(probs)
+            z = (probs @ v).transpose(0, 1).reshape(n, h * D)
+            items = [it for it in ablate if it["layer"] == l]
+            if items:
+                z = ablate_torch(h, D, h // g, z, items, mean_n)
+            z = patched("z", l, z)
+            c["z"].append(z)
+            if mt == "gpt_neox":
+                attn_out = lin(z, p + "attention.dense", True)
+            else:
+                attn_out = lin(z, p + "self_attn.o_proj")
+            if mt == "olmo2":
+                attn_out = rms(attn_out, p + "post_attention_layernorm.weight")
+            attn_out = patched("attn_out", l, attn_out)
+            c["attn_out"].append(attn_out)
+            if mt == "gpt_neox":
+                # the MLP reads resid_pre when parallel, resid_pre + attn_out else
+                mlp_in = ln(x if cfg["use_parallel_residual"] else x + attn_out,
+                            p + "post_attention_layernorm")
+                inner = F.gelu(lin(mlp_in, p + "mlp.dense_h_to_4h", True))
+                mlp_out = lin(inner, p + "mlp.dense_4h_to_h", True)
+            elif mt == "phi3":
+                gate, up = lin(rms(x + attn_out, p + "post_attention_layernorm.weight"),
+                               p + "mlp.gate_up_proj").chunk(2, dim=-1)
+                mlp_out = lin(up * F.silu(gate), p + "mlp.down_proj")
+            else:
+                x1 = x + attn_out
+                inner = F.silu(lin(x1, p + "mlp.gate_proj")) * lin(x1, p + "mlp.up_proj")
+                mlp_out = lin(inner, p + "mlp.down_proj")
+                mlp_out = rms(mlp_out, p + "post_feedforward_layernorm.weight")
+            mlp_out = patched("mlp_out", l, mlp_out)
+            c["mlp_out"].append(mlp_out)
+            x = x + attn_out + mlp_out
+            c["hidden"].append(x)
+        c["resid_final"] = x
+        if mt == "gpt_neox":
+            final = ln(x, "gpt_neox.final_layer_norm")
+            head = "embed_out.weight"
+        else:
+            final = rms(x, "model.norm.weight")
+            head = "model.embed_tokens.weight" if cfg.get("tie_word_embeddings") else "lm_head.weight"
+        c["hidden"][-1] = final
+        c["logits"] = F.linear(final, T(w[head]))
+        c["attentions"] = torch.stack(c["attentions"])
+        c["hidden"] = torch.stack(c["hidden"])
+    return c
+
+
 def torch_run(m, ids, types=None, ablate=(), mean_n=None, patch=None):
     """The same hooked network in torch, on the files' own tensor names and
     layouts. Returns a cache like run_np's (torch tensors)."""
     if m.family == "gemma":
         return torch_run_gemma(m, ids, ablate, mean_n, patch)
+    if m.family in NPO:
+        return torch_run_npo(m, ids, ablate, mean_n, patch)
     w, cfg = m.w, m.cfg
     n = len(ids)
     mean_n = n if mean_n is None else mean_n
@@ -854,20 +1150,26 @@ def to_np(c):
 
 # ------------------------------------------------------------ the cases
 
-def ablation_cases(n):
+def ablation_cases(n, heads):
+    """The seven cases; a head past the model's last (GPT-NeoX's 3 and 2
+    heads) is its last."""
+    def a(k):
+        return min(k, heads - 1)
     return [
-        ("zero_one", [{"layer": 0, "head": 1, "mode": "zero"}]),
-        ("mean_one", [{"layer": 1, "head": 2, "mode": "mean"}]),
-        ("zero_positions", [{"layer": 0, "head": 3, "mode": "zero", "positions": [0, 2]}]),
-        ("mean_positions", [{"layer": 0, "head": 0, "mode": "mean", "positions": [1, n - 1]}]),
-        ("several", [{"layer": 0, "head": 1, "mode": "zero"}, {"layer": 1, "head": 0, "mode": "mean"},
-                     {"layer": 1, "head": 3, "mode": "zero"}]),
+        ("zero_one", [{"layer": 0, "head": a(1), "mode": "zero"}]),
+        ("mean_one", [{"layer": 1, "head": a(2), "mode": "mean"}]),
+        ("zero_positions", [{"layer": 0, "head": a(3), "mode": "zero", "positions": [0, 2]}]),
+        ("mean_positions", [{"layer": 0, "head": a(0), "mode": "mean", "positions": [1, n - 1]}]),
+        ("several", [{"layer": 0, "head": a(1), "mode": "zero"}, {"layer": 1, "head": a(0), "mode": "mean"},
+                     {"layer": 1, "head": a(3), "mode": "zero"}]),
         ("zero_layer", [{"layer": 1, "mode": "zero"}]),
         ("mean_layer", [{"layer": 0, "mode": "mean"}]),
     ]
 
 
-GREEDY_ABLATE = [{"layer": 0, "head": 1, "mode": "mean"}, {"layer": 1, "head": 2, "mode": "zero"}]
+def greedy_ablate(heads):
+    return [{"layer": 0, "head": min(1, heads - 1), "mode": "mean"},
+            {"layer": 1, "head": min(2, heads - 1), "mode": "zero"}]
 
 
 def wrong_conventions(m):
@@ -877,8 +1179,12 @@ def wrong_conventions(m):
         out.append(("zero_layer", "after_wo"))
     if 1 < m.g < m.h:
         out.append(("zero_one", "gqa_as_kv"))
-    if m.family == "gemma" and m.sandwich:
+    if m.out_norm:
         out.append(("zero_one", "post_norm_frozen"))
+    if m.family == "neox":
+        # the hooked pass with the other residual: a parallel layer read
+        # sequentially (its MLP on ln2(resid_pre + attn_out)), or the reverse
+        out.append(("zero_one", "residual_swapped"))
     return out
 
 
@@ -925,6 +1231,17 @@ def check_unintervened(m, ids, types):
                 compare("%s: no intervention, %s against the plain pass" % (m.name, k), ours, t, 1e-13)
             elif not np.array_equal(ours, t):
                 raise CrossCheckFailed("%s: no intervention, the hooked pass changes %s" % (m.name, k))
+    elif m.family in NPO:
+        # the plain pass of the same forward, as generate_neox_phi3_olmo2.py
+        # runs it for its goldens
+        import generate_neox_phi3_olmo2 as gn
+        attn, hidden, logits = gn.forward(m.w, m.nv, list(ids))
+        theirs = {"attentions": attn, "hidden": hidden, "logits": logits}
+        for k, t in theirs.items():
+            if k == "logits":
+                compare("%s: no intervention, logits against the plain pass" % m.name, c[k][-1], t, 1e-13)
+            elif not np.array_equal(c[k], t):
+                raise CrossCheckFailed("%s: no intervention, the hooked pass changes %s" % (m.name, k))
     else:
         import generate_decoders as gd
         attn, hidden, logits = gd.forward(m.w, m.variant(), ids)
@@ -943,24 +1260,60 @@ def check_unintervened(m, ids, types):
     return c, err
 
 
+def longrope_after(m):
+    """original_max_position_embeddings of a longrope model, else None."""
+    if m.family == "phi3" and m.cfg.get("rope_scaling"):
+        return m.cfg["original_max_position_embeddings"]
+    return None
+
+
 def greedy_ablated(m, prompt, ablate):
     """generate(do_sample=False) with the ablation at every step: the whole
     sequence recomputed, means over the prompt's positions; stops before a
-    step closer than GREEDY_MARGIN. Each step's logits checked in torch."""
-    ids, new, margins, err = list(prompt), [], [], 0.0
+    step closer than GREEDY_MARGIN. Each step's logits checked in torch.
+
+    With longrope the whole sequence recomputed at each step is what
+    transformers does: a step's length picks the factors, and
+    Phi3ForCausalLM drops its cache at the step that first passes
+    original_max_position_embeddings, so that every position (the prompt's,
+    whose z give the means, too) is turned by the long factors from there
+    on. The wrong conventions there (the margins): the cache kept across
+    the boundary (positions before it turned by the short factors), and
+    the means of the prompt's short-factor pass kept."""
+    ids, new, margins, err, step_logits = list(prompt), [], [], 0.0, []
+    after = longrope_after(m)
+    wrong = {}
+    short_means = None
+    if after and len(prompt) <= after:
+        short_means = run_npo(m, prompt, ablate, len(prompt))["means"]
     for _ in range(GREEDY_STEPS):
         logits = run_np(m, ids, ablate=ablate, mean_n=len(prompt))["logits"][-1]
         t = torch_run(m, ids, ablate=ablate, mean_n=len(prompt))["logits"][-1].numpy()
         err = max(err, compare("%s: greedy_ablated step %d logits" % (m.name, len(new)), logits, t))
+        if short_means is not None and len(ids) > after:
+            for alt, kw in (("longrope_stale_cache", {"alt": ("longrope_stale_cache",)}),
+                            ("short_means_kept", {"means": short_means})):
+                lg = run_npo(m, ids, ablate, len(prompt), **kw)["logits"][-1]
+                d = relative(lg, logits)
+                same = int(np.argmax(lg)) == int(np.argmax(logits))
+                old = wrong.get(("greedy_ablated", alt), (0.0, 0))
+                wrong[("greedy_ablated", alt)] = (max(old[0], d), old[1] + (not same))
         order = np.argsort(-logits, kind="stable")
         margin = float((logits[order[0]] - logits[order[1]]) / max(1.0, np.max(np.abs(logits))))
         if margin < GREEDY_MARGIN:
             break
         new.append(int(order[0]))
         margins.append(margin)
+        step_logits.append(logits)
         ids.append(int(order[0]))
-    return {"ablate": ablate, "prompt": list(prompt), "new": new,
-            "margins": [float("%.3g" % g) for g in margins]}, err
+    out = {"ablate": ablate, "prompt": list(prompt), "new": new,
+           "margins": [float("%.3g" % g) for g in margins]}
+    if after:
+        # each step's factors, as its length picks them, and its logits:
+        # the tokens alone need not show which factors made them
+        out["longrope"] = ["long" if len(prompt) + k > after else "short" for k in range(len(new))]
+        out["logits"] = rounded(np.stack(step_logits))
+    return out, err, wrong
 
 
 # ------------------------------------------------------------ patching
@@ -1052,20 +1405,32 @@ def patching(m, clean_ids, specials):
         err = max(err, compare("%s: %s metric" % (m.name, kind), [m_clean, m_corr], [t_clean, t_corr]))
         denom, tdenom = m_clean - m_corr, t_clean - t_corr
         targets = patch_targets(m, over, n)
-        effects, teffects = [], []
+        effects, teffects, patched, tpatched = [], [], [], []
         for _, (kind_, l, a, pos) in targets:
             r = run_np(m, ids_of[base], patch=(kind_, l, a, pos, runs[source]))
             tr = torch_run(m, ids_of[base], patch=(kind_, l, a, pos, runs[source]))
-            effects.append((metric_value(kind, r["logits"][-1], c, i) - m_corr) / denom)
-            teffects.append((metric_torch(kind, tr["logits"][-1], c, i) - t_corr) / tdenom)
+            patched.append(metric_value(kind, r["logits"][-1], c, i))
+            tpatched.append(metric_torch(kind, tr["logits"][-1], c, i))
+            effects.append((patched[-1] - m_corr) / denom)
+            teffects.append((tpatched[-1] - t_corr) / tdenom)
             if capped:
                 u_clean, u_corr = metric_value(kind, lc_raw, c, i), metric_value(kind, lx_raw, c, i)
                 u = (metric_value(kind, r["logits_uncapped"][-1], c, i) - u_corr) / (u_clean - u_corr)
                 margins[("patching", "uncapped_metric")] = max(
                     margins[("patching", "uncapped_metric")], abs(u - effects[-1]),
                     abs(u_clean - m_clean), abs(u_corr - m_corr))
-        err = max(err, compare("%s: patching %s %s %s" % (m.name, over, direction, kind), effects, teffects))
-        if m.family == "gemma" and m.sandwich and over == "layers" and direction == "denoise":
+        label = "%s: patching %s %s %s" % (m.name, over, direction, kind)
+        err = max(err, compare(label + " (metrics)", patched, tpatched))
+        # an effect divides the metrics' float64 rounding by the gap:
+        # below PATCHED_BELOW (phi3_longrope's logprob, 2.2e-7) the
+        # tolerance grows as the gap shrinks (the metrics themselves are
+        # held to TOL above), and the difference is reported apart
+        e = compare(label, effects, teffects, TOL * max(1.0, PATCHED_BELOW / abs(denom)))
+        if abs(denom) >= PATCHED_BELOW:
+            err = max(err, e)
+        else:
+            NARROW[m.name] = max(NARROW.get(m.name, (0.0, denom))[0], e), denom
+        if m.out_norm and over == "layers" and direction == "denoise":
             # wrong: the attention's output kept before post_attention_layernorm
             # and put back where the normed one goes
             moved_by = 0.0
@@ -1074,21 +1439,40 @@ def patching(m, clean_ids, specials):
                 e = (metric_value(kind, r["logits"][-1], c, i) - m_corr) / denom
                 moved_by = max(moved_by, abs(e - effects[k]))
             margins[("layers", "pre_norm_attn_out")] = moved_by
+        if m.family == "neox" and over == "layers":
+            # wrong: the hooked runs with the other residual (a parallel
+            # layer's MLP reading resid_pre + attn_out, or the reverse)
+            alt = ("residual_swapped",)
+            w_runs = {k: run_np(m, ids_of[k], alt=alt) for k in ("clean", "corrupted")}
+            w_clean = metric_value(kind, w_runs["clean"]["logits"][-1], c, i)
+            w_corr = metric_value(kind, w_runs["corrupted"]["logits"][-1], c, i)
+            moved_by = 0.0
+            for k, (_, (kind_, l, a, pos)) in enumerate(targets):
+                r = run_np(m, ids_of[base], patch=(kind_, l, a, pos, w_runs[source]), alt=alt)
+                e = (metric_value(kind, r["logits"][-1], c, i) - w_corr) / (w_clean - w_corr)
+                moved_by = max(moved_by, abs(e - effects[k]))
+            key = ("layers", "residual_swapped")
+            margins[key] = max(margins.get(key, 0.0), moved_by)
         effects = np.array(effects)
         if over == "residual" and direction == "denoise":
             layer0 = effects[:n]
             assert abs(layer0[p] - 1.0) < 1e-12, (m.name, layer0[p])
             assert all(layer0[j] == 0.0 for j in range(n) if j != p), (m.name, layer0)
-        if over == "layers":
-            half = m.L * n
-            eff = {"attn": rounded(effects[:half]), "mlp": rounded(effects[half:])}
-        else:
-            eff = rounded(effects)
+        def laid_out(a):
+            if over == "layers":
+                half = m.L * n
+                return {"attn": rounded(a[:half]), "mlp": rounded(a[half:])}
+            return rounded(a)
         metric = {"kind": kind, "correct": c, "incorrect": i} if kind == "logit_diff" else \
             {"kind": kind, "target": c}
-        cases.append({"over": over, "direction": direction, "metric": metric,
-                      "clean": float("%.8g" % m_clean), "corrupted": float("%.8g" % m_corr),
-                      "effects": eff})
+        case = {"over": over, "direction": direction, "metric": metric,
+                "clean": float("%.8g" % m_clean), "corrupted": float("%.8g" % m_corr),
+                "effects": laid_out(effects)}
+        if abs(denom) < PATCHED_BELOW:
+            # the rounded clean and corrupted metrics would not give the
+            # patched ones back from the effects: each patched run's metric
+            case["patched"] = laid_out(np.array(patched))
+        cases.append(case)
     out = {"clean_ids": list(clean_ids), "corrupted_ids": corrupted_ids, "position": p,
            "correct": c, "incorrect": i, "cases": cases}
     return out, runs["clean"], err, margins
@@ -1098,20 +1482,21 @@ def patching(m, clean_ids, specials):
 
 def dla_np(m, cache, p, target, alt=()):
     """Each component's contribution to u = W_U[c] - W_U[i] (or W_U[t])
-    through the final norm with its scale frozen at the residual r. On
-    Gemma 2 and 3 a head's output goes through its layer's
-    post_attention_layernorm first, frozen at the layer's output
-    a = z W_O^T: (z_a W_O,a^T) * (1 + w) / rms(a). The logit is the one
-    before the final soft cap (logits_uncapped), which the parts add up
-    to."""
+    through the final norm with its scale frozen at the residual r
+    (LayerNorm: each part centred, divided by std(r)). On Gemma 2 and 3 and
+    OLMo-2 a head's output goes through its layer's post_attention_layernorm
+    first, frozen at the layer's output a = z W_O^T: (z_a W_O,a^T) * w /
+    rms(a) (1 + w on Gemma). The logit is the one before the final soft cap
+    (logits_uncapped), which the parts add up to."""
     u = m.W_U[target[0]] - m.W_U[target[1]] if len(target) == 2 else m.W_U[target[0]]
     r = cache["resid_final"][p]
     g, b = m.norm_f
-    if m.family == "gpt2":
+    if m.layer_norm:
         scale = math.sqrt(float(np.var(r)) + m.eps)
+        centred = "uncentred" not in alt
 
         def through(v):
-            return float(((v - v.mean()) / scale * g) @ u)
+            return float(((v - v.mean() * centred) / scale * g) @ u)
         bias = float(b @ u)
     else:
         scale = math.sqrt(float(np.mean(r * r)) + m.eps)
@@ -1138,7 +1523,7 @@ def dla_np(m, cache, p, target, alt=()):
         parts.append(cache["mlp_out"][l][p])
         mlp.append(through(cache["mlp_out"][l][p]))
     if alt:
-        return {"heads": heads}
+        return {"heads": heads, "mlp": mlp, "embed": embed, "attn_bias": attn_bias}
     if relative(np.sum(parts, axis=0), r) > 1e-12:
         raise CrossCheckFailed("%s: the components do not sum to the residual" % m.name)
     total = embed + sum(heads) + sum(mlp) + sum(attn_bias) + bias
@@ -1158,22 +1543,32 @@ def dla_torch(m, tc, p, target):
     with torch.no_grad():
         if m.family == "gpt2":
             WU, g, b = T(w["wte.weight"]), T(w["ln_f.weight"]), T(w["ln_f.bias"])
+        elif m.family == "neox":
+            WU = T(w["embed_out.weight"])
+            g, b = T(w["gpt_neox.final_layer_norm.weight"]), T(w["gpt_neox.final_layer_norm.bias"])
         elif m.family == "gemma":
             WU, g, b = T(w["model.embed_tokens.weight"]), 1.0 + T(w["model.norm.weight"]), None
         else:
-            tied = m.cfg.get("tie_word_embeddings", True)
+            tied = m.cfg.get("tie_word_embeddings", m.family == "llama")
             WU = T(w["model.embed_tokens.weight" if tied else "lm_head.weight"])
             g, b = T(w["model.norm.weight"]), None
         u = WU[target[0]] - WU[target[1]] if len(target) == 2 else WU[target[0]]
         rows, heads_at, mlp_at, bias_at = [tc["resid_pre"][0][p]], [], [], []
         for l in range(m.L):
             z = tc["z"][l][p].view(m.h, m.D)
+            o_name = ("gpt_neox.layers.%d.attention.dense" if m.family == "neox"
+                      else "model.layers.%d.self_attn.o_proj") % l
             if m.family == "gpt2":
                 Wo = T(w["h.%d.attn.c_proj.weight" % l]).view(m.h, m.D, m.H)  # [in][out]
                 per = torch.einsum("ad,adk->ak", z, Wo)
             else:
-                Wo = T(w["model.layers.%d.self_attn.o_proj.weight" % l]).view(m.H, m.h, m.D)
+                Wo = T(w[o_name + ".weight"]).view(m.H, m.h, m.D)
                 per = torch.einsum("ad,kad->ak", z, Wo)
+            if m.family == "olmo2":
+                # post_attention_layernorm frozen at the layer's output
+                a_l = F.linear(tc["z"][l][p], T(w[o_name + ".weight"]))
+                per = per * T(w["model.layers.%d.post_attention_layernorm.weight" % l]) \
+                    * torch.rsqrt(a_l.pow(2).mean() + m.eps)
             if m.family == "gemma" and m.sandwich:
                 # post_attention_layernorm frozen at the layer's output
                 a_l = F.linear(tc["z"][l][p], T(w["model.layers.%d.self_attn.o_proj.weight" % l]))
@@ -1185,11 +1580,14 @@ def dla_torch(m, tc, p, target):
             if m.family == "gpt2":
                 bias_at.append(len(rows))
                 rows.append(T(w["h.%d.attn.c_proj.bias" % l]))
+            elif m.family == "neox":
+                bias_at.append(len(rows))
+                rows.append(T(w[o_name + ".bias"]))
             mlp_at.append(len(rows))
             rows.append(tc["mlp_out"][l][p])
         stack = torch.stack(rows)
         r = tc["resid_final"][p]
-        if m.family == "gpt2":
+        if m.family in ("gpt2", "neox"):
             scale = torch.sqrt(r.var(unbiased=False) + m.eps)
             normed = (stack - stack.mean(-1, keepdim=True)) / scale * g
             bias = float(b @ u)
@@ -1222,7 +1620,7 @@ def build(name, models_dir):
     ids = case0["ids"]
     types = case0.get("type_ids") if m.family == "bert" else None
     n = len(ids)
-    assert m.L >= 2 and m.h >= 4
+    assert m.L >= 2 and m.h >= (2 if m.family == "neox" else 4)
     clean, err = check_unintervened(m, ids, types)
     err = max(err, check_against_torch("%s: no intervention" % name, clean, to_np(torch_run(m, ids, types))))
     out = {"variant": name, "layers": m.L, "heads": m.h, "kv_heads": m.g, "head_dim": m.D, "hidden": m.H}
@@ -1233,7 +1631,7 @@ def build(name, models_dir):
         out["type_ids"] = list(types)
     out["n"] = n
     ablation, results = [], {}
-    for case, items in ablation_cases(n):
+    for case, items in ablation_cases(n, m.h):
         c = run_np(m, ids, types, ablate=items)
         t = to_np(torch_run(m, ids, types, ablate=items))
         err = max(err, check_against_torch("%s: ablation %s" % (name, case), c, t))
@@ -1250,9 +1648,20 @@ def build(name, models_dir):
         margins[(case, alt)] = moved(run_np(m, ids, types, ablate=items, alt=(alt,)), c)
         if not margins[(case, alt)] > MARGIN:
             raise CrossCheckFailed("%s: %s moves %s by only %.2e" % (name, alt, case, margins[(case, alt)]))
+    flips = {}
     if m.family != "bert":
-        out["greedy_ablated"], e = greedy_ablated(m, ids, GREEDY_ABLATE)
+        prompt = ids
+        after = longrope_after(m)
+        if after:
+            # the clean input (ablation, patching, attribution) is past the
+            # boundary; the greedy steps start at it, so that they cross it
+            assert n > after
+            prompt = next(c_["ids"] for c_ in golden["cases"] if len(c_["ids"]) == after)
+        out["greedy_ablated"], e, wrong = greedy_ablated(m, prompt, greedy_ablate(m.h))
         err = max(err, e)
+        for key, (dm, flipped) in wrong.items():
+            margins[key] = dm
+            flips[key] = flipped
         out["patching"], cache, e, more = patching(m, ids, special_ids(os.path.join(models_dir, name)))
         margins.update(more)
         err = max(err, e)
@@ -1262,7 +1671,7 @@ def build(name, models_dir):
         for p, target in ((n - 1, [c_, i_]), (n - 2, [c_])):
             d = dla_np(m, cache, p, target)
             td = dla_torch(m, tcache, p, target)
-            if m.family == "gemma" and m.sandwich:
+            if m.out_norm:
                 # wrong: each head's output straight through the final norm
                 wrong = dla_np(m, cache, p, target, ("post_norm_unfrozen",))["heads"]
                 key = ("dla", "post_norm_unfrozen")
@@ -1273,6 +1682,16 @@ def build(name, models_dir):
                 capped = float(lg[target[0]] - lg[target[1]]) if len(target) == 2 else float(lg[target[0]])
                 key = ("dla", "capped_logit")
                 margins[key] = max(margins.get(key, 0.0), abs(capped - d["logit"]))
+            if m.family == "neox":
+                # wrong: the parts through the final LayerNorm uncentred; and
+                # the hooked pass with the other residual
+                for alt, src in (("uncentred", cache), ("residual_swapped",
+                                                        run_np(m, ids, alt=("residual_swapped",)))):
+                    wd = dla_np(m, src, p, target, (alt,) if alt == "uncentred" else ("parts_only",))
+                    key = ("dla", alt)
+                    moved_by = max(float(np.max(np.abs(np.subtract(wd[k], d[k]))))
+                                   for k in ("heads", "mlp", "embed", "attn_bias"))
+                    margins[key] = max(margins.get(key, 0.0), moved_by)
             for k in ("embed", "heads", "mlp", "attn_bias", "bias", "total"):
                 if d[k] is not None or td[k] is not None:
                     err = max(err, compare("%s: attribution %s at %d" % (name, k, p), d[k], td[k]))
@@ -1281,7 +1700,7 @@ def build(name, models_dir):
     for (case, alt), dm in margins.items():
         if not dm > MARGIN:
             raise CrossCheckFailed("%s: %s moves %s by only %.2e" % (name, alt, case, dm))
-    return out, err, margins
+    return out, err, margins, flips
 
 
 def write_json(path, obj):
@@ -1302,10 +1721,10 @@ def main(argv):
     # every check has passed: write
     d = os.path.join(models_dir, "golden", "interventions")
     os.makedirs(d, exist_ok=True)
-    for name, out, _, _ in built:
+    for name, out, _, _, _ in built:
         write_json(os.path.join(d, name + ".json"), out)
     print("generate_interventions.py: ablation, patching and attribution goldens")
-    for name, out, err, margins in built:
+    for name, out, err, margins, flips in built:
         size = os.path.getsize(os.path.join(d, name + ".json"))
         extra = ""
         if "patching" in out:
@@ -1316,8 +1735,12 @@ def main(argv):
                                                gaps["logit_diff"], gaps["logprob"],
                                                len(out["greedy_ablated"]["new"]))
         print("  %-14s %6.1f KB  cross-checks within %.1e%s" % (name, size / 1024, err, extra))
+        if name in NARROW:
+            print("      the effects of a gap of %.2g within %.1e of torch's (each patched metric within "
+                  "the above)" % (NARROW[name][1], NARROW[name][0]))
         for (case, alt), dm in sorted(margins.items()):
-            print("      %-16s moves %-11s by %.3g" % (alt, case, dm))
+            flipped = ", the next token at %d step(s)" % flips[(case, alt)] if (case, alt) in flips else ""
+            print("      %-20s moves %-14s by %.3g%s" % (alt, case, dm, flipped))
     print("generate_interventions.py: %d goldens; every cross-check within %.0e, every wrong "
           "convention beyond %.0e" % (len(built), TOL, MARGIN))
 

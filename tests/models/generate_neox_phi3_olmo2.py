@@ -425,14 +425,15 @@ rms_norm = gd.rms_norm
 silu = gd.silu
 
 
-def neox_forward(w, v, ids, alt=(), extra=None):
+def neox_forward(w, v, ids, alt=(), extra=None, hook=None):
     """GPTNeoXForCausalLM with output_attentions and output_hidden_states:
     embed_in; per layer LayerNorm (input_layernorm), query_key_value whose
     output rows hold, per head, that head's q, k and v; rotary on the first
     rotary_ndims dims; softmax(q k^T / sqrt(head_dim)) causal; dense; then
     x + attn(ln1(x)) + mlp(ln2(x)) (parallel) or x + attn(ln1(x)) followed
     by x + mlp(ln2(x)) (sequential); mlp = dense_4h_to_h(gelu(dense_h_to_4h));
-    final_layer_norm; embed_out on the last position."""
+    final_layer_norm; embed_out on the last position. hook: forward()'s."""
+    hook = hook or no_hook
     n, H, eps = len(ids), v["hidden"], v["eps"]
     heads, _, d = dims(v)
     parallel = v["parallel"] != ("residual_swapped" in alt)
@@ -442,6 +443,7 @@ def neox_forward(w, v, ids, alt=(), extra=None):
     allowed = gd.allowed_mask(n, None)
     for l in range(v["layers"]):
         p = "gpt_neox.layers.%d." % l
+        x = hook("resid_pre", l, x)
         h = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
         qkv = h @ w[p + "attention.query_key_value.weight"].T + w[p + "attention.query_key_value.bias"]
         q, k, val = (np.zeros((n, heads, d)) for _ in range(3))
@@ -455,13 +457,14 @@ def neox_forward(w, v, ids, alt=(), extra=None):
         q, k = rope(q, freqs, rot, scale, inter), rope(k, freqs, rot, scale, inter)
         probs, ctx = gd.attend(q, k, val, list(range(heads)), allowed)
         attentions.append(probs)
+        ctx = hook("z", l, ctx)
         dense = w[p + "attention.dense.weight"]
         if extra is not None:
             vw = gd.value_weighted(probs, val, list(range(heads)),
                                    lambda a: dense[:, a * d:(a + 1) * d].T)
             extra.setdefault("value_weighted", []).append(vw[0])
             extra.setdefault("value_weighted_sum", []).append(vw[1])
-        attn = ctx @ dense.T + w[p + "attention.dense.bias"]
+        attn = hook("attn_out", l, ctx @ dense.T + w[p + "attention.dense.bias"])
 
         def mlp(z):
             act = gd.gelu_new if "gelu_tanh" in alt else gelu
@@ -469,11 +472,13 @@ def neox_forward(w, v, ids, alt=(), extra=None):
             return inner @ w[p + "mlp.dense_4h_to_h.weight"].T + w[p + "mlp.dense_4h_to_h.bias"]
         ln2 = (w[p + "post_attention_layernorm.weight"], w[p + "post_attention_layernorm.bias"])
         if parallel:
-            x = x + attn + mlp(layer_norm(x, ln2[0], ln2[1], eps))
+            # both sublayers read the layer's input
+            x = x + attn + hook("mlp_out", l, mlp(layer_norm(x, ln2[0], ln2[1], eps)))
         else:
             x = x + attn
-            x = x + mlp(layer_norm(x, ln2[0], ln2[1], eps))
+            x = x + hook("mlp_out", l, mlp(layer_norm(x, ln2[0], ln2[1], eps)))
         hidden.append(x)
+    x = hook("resid_final", None, x)
     if "no_final_norm" not in alt:
         hidden[-1] = layer_norm(x, w["gpt_neox.final_layer_norm.weight"],
                                 w["gpt_neox.final_layer_norm.bias"], eps)
@@ -487,7 +492,7 @@ def kv_map(v, alt):
     return [h % kv if "gqa_modulo" in alt else h // group for h in range(heads)]
 
 
-def phi3_forward(w, v, ids, alt=(), extra=None):
+def phi3_forward(w, v, ids, alt=(), extra=None, hook=None):
     """Phi3ForCausalLM: embed_tokens; per layer RMSNorm, qkv_proj whose rows
     are [q (heads * d); k (kv * d); v (kv * d)], RoPE on the first
     int(d * partial_rotary_factor) dims with cos and sin times the
@@ -495,7 +500,8 @@ def phi3_forward(w, v, ids, alt=(), extra=None):
     causal mask with the sliding window (query i sees key j iff
     i - window < j <= i), o_proj; RMSNorm, gate_up_proj whose rows are
     [gate; up], down(up * silu(gate)); model.norm; the LM head (embed_tokens
-    when tied)."""
+    when tied). hook: forward()'s."""
+    hook = hook or no_hook
     n, I, eps = len(ids), v["inter"], v["eps"]
     heads, kv, d = dims(v)
     freqs, scale, rot, _ = rope_tables(v, n, alt)
@@ -512,43 +518,56 @@ def phi3_forward(w, v, ids, alt=(), extra=None):
     hidden, attentions = [x], []
     for l in range(v["layers"]):
         p = "model.layers.%d." % l
+        x = hook("resid_pre", l, x)
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         qkv = h @ w[p + "self_attn.qkv_proj.weight"].T
         q = qkv[:, :heads * d].reshape(n, heads, d)
         k = qkv[:, heads * d:(heads + kv) * d].reshape(n, kv, d)
         val = qkv[:, (heads + kv) * d:].reshape(n, kv, d)
+        q0, k0 = q, k
         inter = "interleaved_rope" in alt
         q, k = rope(q, freqs, rot, scale, inter), rope(k, freqs, rot, scale, inter)
+        if "longrope_stale_cache" in alt and n > v["orig"]:
+            # a cache started short and kept past the boundary: the
+            # positions before it turned by the short factors, as they
+            # were cached (a position's state reads only those before it)
+            short = rope_tables(v, v["orig"], alt)[0]
+            q[:v["orig"]] = rope(q0, short, rot, scale, inter)[:v["orig"]]
+            k[:v["orig"]] = rope(k0, short, rot, scale, inter)[:v["orig"]]
         if "attention_factor_all_dims" in alt:  # the pass-through dims scaled too
             q[:, :, rot:] *= scale
             k[:, :, rot:] *= scale
         probs, ctx = gd.attend(q, k, val, kv_of, allowed)
         attentions.append(probs)
+        ctx = hook("z", l, ctx)
         o = w[p + "self_attn.o_proj.weight"]
         if extra is not None:
             vw = gd.value_weighted(probs, val, kv_of, lambda a: o[:, a * d:(a + 1) * d].T)
             extra.setdefault("value_weighted", []).append(vw[0])
             extra.setdefault("value_weighted_sum", []).append(vw[1])
-        x = x + ctx @ o.T
+        x = x + hook("attn_out", l, ctx @ o.T)
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         gu = h @ w[p + "mlp.gate_up_proj.weight"].T
         gate, up = gu[:, :I], gu[:, I:]
         if "gate_up_swapped" in alt:
             gate, up = up, gate
-        x = x + (up * silu(gate)) @ w[p + "mlp.down_proj.weight"].T
+        x = x + hook("mlp_out", l, (up * silu(gate)) @ w[p + "mlp.down_proj.weight"].T)
         hidden.append(x)
+    x = hook("resid_final", None, x)
     if "no_final_norm" not in alt:
         hidden[-1] = rms_norm(x, w["model.norm.weight"], eps)
     head = w["model.embed_tokens.weight"] if v["tied"] else w["lm_head.weight"]
     return np.stack(attentions), np.stack(hidden), head @ hidden[-1][-1]
 
 
-def olmo2_forward(w, v, ids, alt=(), extra=None):
+def olmo2_forward(w, v, ids, alt=(), extra=None, hook=None):
     """Olmo2ForCausalLM: embed_tokens; per layer q = q_norm(q_proj(x)) and
     k = k_norm(k_proj(x)), RMSNorms over the whole projections (heads * d
     and kv * d), then RoPE; the attention; x + post_attention_layernorm(
     o_proj(.)); then x + post_feedforward_layernorm(mlp(x)); no norm before
-    either; model.norm; lm_head."""
+    either; model.norm; lm_head. hook: forward()'s, attn_out and mlp_out
+    after their norms."""
+    hook = hook or no_hook
     n, eps = len(ids), v["eps"]
     heads, kv, d = dims(v)
     freqs, scale, rot, _ = rope_tables(v, n, alt)
@@ -565,6 +584,7 @@ def olmo2_forward(w, v, ids, alt=(), extra=None):
 
     for l in range(v["layers"]):
         p = "model.layers.%d." % l
+        x = hook("resid_pre", l, x)
         before = "norms_before" in alt
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps) if before else x
         q = h @ w[p + "self_attn.q_proj.weight"].T
@@ -581,18 +601,22 @@ def olmo2_forward(w, v, ids, alt=(), extra=None):
             q, k = rope(q, freqs, rot, scale, inter), rope(k, freqs, rot, scale, inter)
         probs, ctx = gd.attend(q, k, val, kv_of, allowed)
         attentions.append(probs)
+        ctx = hook("z", l, ctx)
         o = w[p + "self_attn.o_proj.weight"]
         if extra is not None:
             vw = gd.value_weighted(probs, val, kv_of, lambda a: o[:, a * d:(a + 1) * d].T)
             extra.setdefault("value_weighted", []).append(vw[0])
             extra.setdefault("value_weighted_sum", []).append(vw[1])
         a = ctx @ o.T
-        x = x + (a if before else rms_norm(a, w[p + "post_attention_layernorm.weight"], eps))
+        a = a if before else rms_norm(a, w[p + "post_attention_layernorm.weight"], eps)
+        x = x + hook("attn_out", l, a)
         h = rms_norm(x, w[p + "post_feedforward_layernorm.weight"], eps) if before else x
         m = (silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)) \
             @ w[p + "mlp.down_proj.weight"].T
-        x = x + (m if before else rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps))
+        m = m if before else rms_norm(m, w[p + "post_feedforward_layernorm.weight"], eps)
+        x = x + hook("mlp_out", l, m)
         hidden.append(x)
+    x = hook("resid_final", None, x)
     if "no_final_norm" not in alt:
         hidden[-1] = rms_norm(x, w["model.norm.weight"], eps)
     return np.stack(attentions), np.stack(hidden), w["lm_head.weight"] @ hidden[-1][-1]
@@ -601,8 +625,27 @@ def olmo2_forward(w, v, ids, alt=(), extra=None):
 FORWARD = {"gpt_neox": neox_forward, "phi3": phi3_forward, "olmo2": olmo2_forward}
 
 
-def forward(w, v, ids, alt=(), extra=None):
-    return FORWARD[v["family"]](w, v, ids, alt, extra)
+def no_hook(name, layer, value):
+    return value
+
+
+def forward(w, v, ids, alt=(), extra=None, hook=None):
+    """The variant's family's forward: (attention weights [layers][heads][n][n],
+    hidden states [layers + 1][n][hidden] as output_hidden_states, the last
+    position's logits).
+
+    hook (generate_interventions.py's): None, or hook(name, layer, value)
+    returning the value the pass goes on with, at TransformerLens' hook
+    points: "resid_pre" (the stream entering a layer), "z" (each head's
+    attention-weighted values before the output projection, value bias in,
+    [n][heads * head_dim]), "attn_out" (what the attention adds to the
+    stream: dense / o_proj with its bias; on OLMo-2 after
+    post_attention_layernorm), "mlp_out" (what the feed-forward adds; on
+    OLMo-2 after post_feedforward_layernorm) and "resid_final" (the stream
+    before the final norm; layer None). With GPT-NeoX's parallel residual
+    both sublayers read resid_pre and the layer's output is resid_pre +
+    attn_out + mlp_out (TransformerLens' parallel_attn_mlp)."""
+    return FORWARD[v["family"]](w, v, ids, alt, extra, hook)
 
 
 def wrong_conventions(v):
