@@ -360,6 +360,11 @@ struct attn_config {
 
     bool qkv_bias;    /* drawn parameters: W_q, W_k, W_v get a bias */
     bool no_out_proj; /* skip W_o: output = heads concatenated */
+    bool value_wo;    /* with no_out_proj, the value-weighted norms are
+                         still of the heads through params' W_o (d_model
+                         outputs): a caller that edits the heads and
+                         applies W_o itself (a transformer's hooked
+                         layer) */
     bool out_bias;    /* drawn parameters: W_o gets a bias */
 
     bool has_scale; /* false: 1/sqrt(d_k) (projected) or 1 (basic) */

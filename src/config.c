@@ -266,6 +266,10 @@ static attn_status resolve_projected(struct attn_config *cfg,
         cfg->no_out_proj || cfg->residual == ATTN_RESIDUAL_VALUE;
     if (cfg->d_out == 0)
         cfg->d_out = concat_wide ? concat : cfg->d_model;
+    if (cfg->value_wo && !cfg->no_out_proj)
+        return attn_fail(err, ATTN_E_INVALID, "value_wo",
+                         "value_wo is for a call without its output "
+                         "projection (no_out_proj)");
     if (cfg->no_out_proj && cfg->d_out != concat)
         return attn_fail(err, ATTN_E_INVALID, "d_out",
                          "d_out (%zu) must equal heads * d_v (%zu) without an "

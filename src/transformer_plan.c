@@ -549,6 +549,8 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
         cfg->no_out_proj = true;
         cfg->out_bias = false;
         cfg->d_out = m->heads * m->head_dim;
+        // the norms are of what each head writes: through W_O
+        cfg->value_wo = true;
     }
     cfg->causal = m->arch.causal;
     if (m->arch.positions == XF_POS_ROTARY) {

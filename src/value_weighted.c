@@ -18,11 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Keys whose vectors (heads x d_out floats each) are formed at a time:
+/* The width of f_h(x): the output projection's, which is d_model when the
+ * call leaves W_o to its caller (value_wo). */
+static size_t out_width(const struct attn_config *c)
+{
+    return c->no_out_proj && c->value_wo ? c->d_model : c->d_out;
+}
+
+/* Keys whose vectors (heads x out_width floats each) are formed at a time:
  * about 1 MiB of them. */
 static size_t key_block(const struct attn_config *c)
 {
-    const size_t per_key = c->heads * c->d_out;
+    const size_t per_key = c->heads * out_width(c);
     const size_t rows = ((size_t)1 << 18) / (per_key ? per_key : 1);
     return rows ? rows : 1;
 }
@@ -32,7 +39,7 @@ static size_t key_block(const struct attn_config *c)
 static bool projected_out(const struct attn_config *c,
                           const struct attn_params *p)
 {
-    return c->mode == ATTN_MODE_PROJECTED && !c->no_out_proj &&
+    return c->mode == ATTN_MODE_PROJECTED && (!c->no_out_proj || c->value_wo) &&
            (p->wo || p->stored_wo.data);
 }
 
@@ -46,7 +53,7 @@ size_t value_weighted_bytes(const struct attn_config *c)
         !size_add_to(&bytes, arrays))
         return SIZE_MAX;
     size_t block;
-    if (!size_mul3(key_block(c), h, c->d_out, &block) ||
+    if (!size_mul3(key_block(c), h, out_width(c), &block) ||
         !size_add_to(&block, WIDEN_PANEL_FLOATS) ||
         !size_mul(block, sizeof(float), &block) || !size_add_to(&bytes, block))
         return SIZE_MAX;
@@ -57,7 +64,7 @@ double value_weighted_flops(const struct attn_config *c)
 {
     const double b = (double)c->batch, n = (double)c->n_query,
                  k = (double)c->n_keys, h = (double)c->heads,
-                 dv = (double)c->d_v, out = (double)c->d_out;
+                 dv = (double)c->d_v, out = (double)out_width(c);
     // the vectors f_h(x_j), their Gram matrices, and per pair alpha^T G
     // alpha and alpha times a norm
     return 2.0 * b * (k * h * dv * out + k * h * h * out + n * k * h * h) +
@@ -69,7 +76,7 @@ static void key_grams(const struct attn_config *c, const struct attn_params *p,
                       const float *v, float *vectors, float *panel, float *gram)
 {
     const size_t h = c->heads, g = c->kv_heads, dv = c->d_v, k = c->n_keys;
-    const size_t group = h / g, out = c->d_out, ldv = g * dv;
+    const size_t group = h / g, out = out_width(c), ldv = g * dv;
     if (!projected_out(c, p)) {
         // f_h(x_j) is head h's value in its own block: G is diagonal
         memset(gram, 0, k * h * h * sizeof *gram);
@@ -124,7 +131,7 @@ attn_status value_weighted_of_result(const struct attn_config *c,
     r->measures.value_weighted_sum =
         malloc(b * nk * sizeof *r->measures.value_weighted_sum);
     float *gram = malloc(k * h * h * sizeof *gram);
-    float *vectors = malloc(key_block(c) * h * c->d_out * sizeof *vectors);
+    float *vectors = malloc(key_block(c) * h * out_width(c) * sizeof *vectors);
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
     if (!r->measures.value_weighted || !r->measures.value_weighted_sum ||
         !gram || !vectors || !panel) {

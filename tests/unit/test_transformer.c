@@ -766,6 +766,44 @@ static void test_parallel_activations(void **state)
     }
 }
 
+/* The value-weighted norms of a hooked pass (one with an edit) are of
+ * each head through W_O, as a plain pass's: below the edited layer they
+ * are the plain pass's. */
+static void test_value_weighted_hooked(void **state)
+{
+    (void)state;
+    enum { L = 3, N = 7 };
+    const struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, 4, 2, 8, 24, 40, 29);
+    const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2};
+    struct xf_run run = {.ids = ids,
+                         .n = N,
+                         .want = XF_WANT_VALUE_WEIGHTED,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 2};
+    struct xf_result plain, hooked;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &plain, NULL), ATTN_OK);
+    const struct xf_edit last = {.site = XF_SITE_Z,
+                                 .op = XF_EDIT_ZERO,
+                                 .layer = L - 1,
+                                 .head = 1,
+                                 .position = XF_ALL};
+    run.edits = &last;
+    run.n_edits = 1;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &hooked, NULL), ATTN_OK);
+    const size_t per_layer = 4 * N * N;
+    double far = 0.0;
+    for (size_t e = 0; e < (L - 1) * per_layer; e++)
+        far = fmax(far, fabs(hooked.measures.value_weighted[e] -
+                             plain.measures.value_weighted[e]) /
+                            (1.0 + fabs(plain.measures.value_weighted[e])));
+    assert_true(far < 1e-5);
+    xf_result_free(&plain);
+    xf_result_free(&hooked);
+    model_free(&o);
+}
+
 /* Phi-3's longrope: a partial rotary whose frequencies and factor are
  * the short ones up to long_after positions and the long ones past it,
  * every position of a longer run turned by the long ones; with grouped
@@ -1664,6 +1702,7 @@ int main(void)
         cmocka_unit_test(test_longrope_cache),
         cmocka_unit_test(test_each_choice),
         cmocka_unit_test(test_layer_kinds_and_sandwich),
+        cmocka_unit_test(test_value_weighted_hooked),
         cmocka_unit_test(test_conventions_have_teeth),
         cmocka_unit_test(test_arch_refusals),
         cmocka_unit_test(test_names),
