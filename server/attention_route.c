@@ -34,15 +34,23 @@ struct query_collect {
     struct request_param params[MAX_QUERY_PARAMS];
     size_t n;
     bool overflow;
+    const char *nul_key; /* a parameter whose value holds a NUL (%00) */
 };
 
 static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind,
-                                     const char *key, const char *value)
+                                     const char *key, size_t key_size,
+                                     const char *value, size_t value_size)
 {
     (void)kind;
+    (void)key_size;
     struct query_collect *q = cls;
     if (q->n == MAX_QUERY_PARAMS) {
         q->overflow = true;
+        return MHD_NO;
+    }
+    // the value as a C string would end at its NUL, losing the rest
+    if (value && strlen(value) != value_size) {
+        q->nul_key = key;
         return MHD_NO;
     }
     q->params[q->n++] = (struct request_param){key, value ? value : ""};
@@ -55,10 +63,16 @@ static bool collect_query(struct MHD_Connection *conn, struct query_collect *q,
 {
     q->n = 0;
     q->overflow = false;
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_param, q);
+    q->nul_key = NULL;
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, q);
     if (q->overflow)
         return problem_set(pb, 422, "", "more than %d query parameters",
                            MAX_QUERY_PARAMS);
+    if (q->nul_key)
+        return problem_set(pb, 422, "",
+                           "the query parameter '%.40s' holds a "
+                           "NUL character (%%00), which no field takes",
+                           q->nul_key);
     return true;
 }
 

@@ -508,31 +508,40 @@ void jsonin_pointer_at(const struct jpath *at, const size_t *dims, int rank,
         jpath_index(out, out, index[k]);
 }
 
-/* A copy of body with every \u0000 escape made \u0001, or NULL when there
- * is none (or no memory, with *nomem set). cJSON's strings end at their
- * first NUL, so U+0000 would cut the text short; the tokenizer drops
- * U+0000 and U+0001 alike (both are control characters). One pass: a
- * backslash escapes the byte after it, so "\\u0000" is no escape. */
-static char *without_nul_escapes(const char *body, size_t len, bool *nomem)
+/* Whether body's strings hold what attnd's strings cannot: a \u0000
+ * escape (cJSON's strings end at their first NUL, which would cut a text
+ * short without a word), or a control character written raw, which JSON
+ * forbids in strings; a problem in pb naming the byte when they do. One
+ * pass: a backslash escapes the byte after it, so "\\u0000" is no
+ * escape. */
+static bool strings_ok(const char *body, size_t len, struct problem *pb)
 {
-    *nomem = false;
-    char *copy = NULL;
+    bool in_string = false;
     for (size_t at = 0; at < len; at++) {
-        if (body[at] != '\\')
+        const unsigned char c = (unsigned char)body[at];
+        if (!in_string) {
+            in_string = c == '"';
             continue;
-        if (len - at >= 6 && !memcmp(body + at + 1, "u0000", 5)) {
-            if (!copy) {
-                if (!(copy = malloc(len))) {
-                    *nomem = true;
-                    return NULL;
-                }
-                memcpy(copy, body, len);
-            }
-            copy[at + 5] = '1';
         }
-        at++; /* the escaped byte */
+        if (c == '"') {
+            in_string = false;
+        } else if (c < 0x20) {
+            return problem_set(pb, 400, "",
+                               "the body is not valid JSON: a control "
+                               "character (0x%02x) is written raw in a "
+                               "string at byte %zu of %zu",
+                               c, at, len);
+        } else if (c == '\\') {
+            if (len - at >= 6 && !memcmp(body + at + 1, "u0000", 5))
+                return problem_set(pb, 422, "",
+                                   "the body holds a NUL character "
+                                   "(\\u0000) in a string at byte %zu; no "
+                                   "field takes one",
+                                   at);
+            at++; /* the escaped byte */
+        }
     }
-    return copy;
+    return true;
 }
 
 /* The document of a body, by length: as jsonin_parse(), then nothing
@@ -571,13 +580,5 @@ static cJSON *parse_document(const char *body, size_t len, struct problem *pb)
 
 cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb)
 {
-    bool nomem;
-    char *rewritten = without_nul_escapes(body, len, &nomem);
-    if (nomem) {
-        problem_set(pb, 503, "", "out of memory reading the body");
-        return NULL;
-    }
-    cJSON *root = parse_document(rewritten ? rewritten : body, len, pb);
-    free(rewritten);
-    return root;
+    return strings_ok(body, len, pb) ? parse_document(body, len, pb) : NULL;
 }
