@@ -130,8 +130,12 @@ static bool picture_positions(struct picture *p, const struct request *req,
     if (!p->n)
         return problem_set(pb, 422, "/special",
                            "special=hide leaves nothing to draw: the input "
-                           "is only the [CLS] and [SEP] the tokenizer "
-                           "added; give a sentence, or special=show");
+                           "is only the %zu token%s the tokenizer added "
+                           "(%s); give a sentence, or special=show",
+                           enc->count, enc->count == 1 ? "" : "s",
+                           req->model.entry->model->xf.arch.token_types
+                               ? "[CLS] and [SEP]"
+                               : "its BOS");
     return true;
 }
 

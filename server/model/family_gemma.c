@@ -41,23 +41,24 @@
 /* What sets one row apart. */
 struct variant {
     const char *model_type;
-    bool sandwich;   /* Gemma 2, 3: norms on the sublayers' outputs, the
-                        scale from query_pre_attn_scalar, sliding layers */
-    bool softcaps;   /* Gemma 2: the score and logit caps by default */
-    bool qk_norm;    /* Gemma 3: q_norm and k_norm */
-    bool local_rope; /* Gemma 3: rope_local_base_freq on sliding layers,
-                        rope_scaling on global ones only */
-    size_t pattern;  /* without layer_types, layer i slides unless
-                        (i + 1) % pattern is 0 */
-    bool nested;     /* Gemma 3 with a vision tower: text_config */
-    double theta;    /* rope_theta when config.json has none */
+    bool sandwich;    /* Gemma 2, 3: norms on the sublayers' outputs, the
+                         scale from query_pre_attn_scalar, sliding layers */
+    bool softcaps;    /* Gemma 2: the score and logit caps by default */
+    bool qk_norm;     /* Gemma 3: q_norm and k_norm */
+    bool local_rope;  /* Gemma 3: rope_local_base_freq on sliding layers,
+                         rope_scaling on global ones only */
+    size_t pattern;   /* without layer_types, layer i slides unless
+                         (i + 1) % pattern is 0 */
+    bool nested;      /* Gemma 3 with a vision tower: text_config */
+    double theta;     /* rope_theta when config.json has none */
+    size_t positions; /* max_position_embeddings when it has none */
 };
 
 static const struct variant variants[] = {
-    {"gemma", false, false, false, false, 0, false, 10000.0},
-    {"gemma2", true, true, false, false, 2, false, 10000.0},
-    {"gemma3_text", true, false, true, true, 6, false, 1000000.0},
-    {"gemma3", true, false, true, true, 6, true, 1000000.0},
+    {"gemma", false, false, false, false, 0, false, 10000.0, 8192},
+    {"gemma2", true, true, false, false, 2, false, 10000.0, 8192},
+    {"gemma3_text", true, false, true, true, 6, false, 1000000.0, 131072},
+    {"gemma3", true, false, true, true, 6, true, 1000000.0, 131072},
 };
 
 static const struct variant *variant_of(const cJSON *doc)
@@ -226,11 +227,11 @@ static bool make_rotary(const cJSON *doc, const struct variant *v,
 }
 
 /* The sizes, the activation and the epsilon every row reads. */
-static bool read_sizes(const cJSON *doc, struct xf_model *c, char *err,
-                       size_t err_len)
+static bool read_sizes(const cJSON *doc, const struct variant *v,
+                       struct xf_model *c, char *err, size_t err_len)
 {
     // head_dim 256 when absent, as GemmaConfig's
-    if (!config_decoder_sizes(doc, 8192, 256, c, err, err_len) ||
+    if (!config_decoder_sizes(doc, v->positions, 256, c, err, err_len) ||
         !config_eps(doc, "rms_norm_eps", 1e-6f, &c->norm_eps, err, err_len))
         return false;
     if (c->head_dim % 2)
@@ -254,7 +255,7 @@ static bool read_config(const cJSON *top, struct model *m, char *err,
     struct xf_model *c = &m->xf;
     xf_act act = XF_ACT_GELU_TANH;
     bool attention_bias;
-    if (!read_sizes(doc, c, err, err_len) ||
+    if (!read_sizes(doc, v, c, err, err_len) ||
         !read_activation(doc, &act, err, err_len) ||
         !config_bool(doc, "attention_bias", false, &attention_bias, err,
                      err_len) ||
