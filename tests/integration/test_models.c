@@ -825,8 +825,10 @@ static void test_gemma_served(void **state)
 static void test_decoders(void **state)
 {
     (void)state;
-    const char *variants[] = {"gpt2",    "gpt2_prefixed", "llama2", "llama3",
-                              "mistral", "qwen2",         "qwen3"};
+    const char *variants[] = {"gpt2",     "gpt2_prefixed", "llama2",
+                              "llama3",   "mistral",       "qwen2",
+                              "qwen3",    "olmo2",         "neox",
+                              "neox_seq", "phi3",          "phi3_longrope"};
     enum { N = sizeof variants / sizeof variants[0] };
     char specs[N][128];
     const char *args[2 * N + 1];
@@ -845,7 +847,8 @@ static void test_decoders(void **state)
     assert_int_equal(r.status, 200);
     cJSON *list = cJSON_Parse(r.body);
     reply_free(&r);
-    const char *dtypes[N] = {"F32", "F16", "BF16", "F32", "F16", "BF16", "F32"};
+    const char *dtypes[N] = {"F32", "F16",  "BF16", "F32", "F16",  "BF16",
+                             "F32", "BF16", "F16",  "F32", "BF16", "F16"};
     for (size_t i = 0; i < N; i++) {
         const cJSON *m = cJSON_GetArrayItem(get(list, "models"), (int)i);
         cJSON *g = load_golden(variants[i]);
