@@ -4,9 +4,10 @@
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
 #   make bench      the attention benchmark (writes build/bench.json), the
-#                   BERT encoder and the LLaMA decoder against PyTorch (the
-#                   latter on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
-#                   written into build/ once), activation patching over heads
+#                   BERT encoder, the LLaMA decoder and Gemma 2 against
+#                   PyTorch (on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
+#                   and a Gemma-2-2B-sized one, 5.2 GB, written into build/
+#                   once), activation patching over heads
 #                   on them against TransformerLens's loop in PyTorch, then
 #                   small requests' latency beside the largest computations,
 #                   and attnd's HTTP rate against nginx's (wrk)
@@ -102,11 +103,15 @@ BENCH_SERVICE := $(BUILD)/bench_service
 BENCH_BERT := $(BUILD)/bench_bert
 BENCH_DECODER := $(BUILD)/bench_decoder
 BENCH_PATCH := $(BUILD)/bench_patch
+BENCH_GEMMA := $(BUILD)/bench_gemma
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
 # random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
 # (4.9 GB) and BF16 (2.5 GB): NumPy, about 40 s each
 LLAMA_1B := $(BUILD)/llama-1b
+# a random BF16 checkpoint of Gemma-2-2B's sizes for bench_gemma (5.2 GB,
+# NumPy, about a minute), written once: remove the folder to write it anew
+GEMMA2_2B := $(BUILD)/gemma2-2b
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
@@ -320,9 +325,11 @@ $(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harn
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
 
 # A loaded checkpoint against PyTorch on the same weights: the BERT encoder
-# (tests/bench/bert_torch.py) and the LLaMA decoder
-# (tests/bench/llama_torch.py), with what both share (bench_torch.c).
-$(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o: $(BUILD)/bench/%.o: tests/bench/%.c
+# (tests/bench/bert_torch.py), the LLaMA decoder (tests/bench/llama_torch.py)
+# and Gemma 2 (tests/bench/gemma_torch.py), with what they share
+# (bench_torch.c).
+$(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o \
+$(BUILD)/bench/bench_gemma.o: $(BUILD)/bench/%.o: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
@@ -341,6 +348,10 @@ $(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o $(
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS) $(call pc_libs,libcurl)
 
+$(BENCH_GEMMA): $(BUILD)/bench/bench_gemma.o $(BUILD)/bench/bench_torch.o $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
 # Activation patching over heads against TransformerLens's loop in PyTorch
 # (tests/bench/patch_torch.py), on the same checkpoints.
 $(BUILD)/bench/bench_patch.o: tests/bench/bench_patch.c
@@ -358,12 +369,17 @@ $(BERT_BASE)/model.safetensors: tests/models/generate.py
 $(LLAMA_1B)-%/model.safetensors: tests/models/generate_decoders.py
 	$(PYTHON) tests/models/generate_decoders.py --llama-1b $(@D) --dtype $*
 
+$(GEMMA2_2B)/model.safetensors:
+	$(PYTHON) tests/models/generate_gemma.py --gemma2-2b $(@D)
+
 bench: deps-bench
-	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) $(ATTND) \
-	    $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors $(LLAMA_1B)-bf16/model.safetensors
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
+	    $(BENCH_GEMMA) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
+	    $(LLAMA_1B)-bf16/model.safetensors $(GEMMA2_2B)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
+	$(BENCH_GEMMA) tests/models/gemma2 $(GEMMA2_2B) --json $(BUILD)/bench_gemma.json
 	$(BENCH_PATCH) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_patch.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
 	ATTND_BIN=$(ATTND) tests/bench/http.sh

@@ -231,22 +231,6 @@ static struct serving serve_once(const char *dir, const char *text)
     return out;
 }
 
-/* The products of the network (dense attention, as PyTorch computes
- * them) and of attnd's pass at n tokens; GFLOP. */
-static void products(const struct xf_model *m, size_t n, double *net,
-                     double *attnd)
-{
-    const double N = (double)n, H = (double)m->hidden,
-                 J = (double)m->intermediate, L = (double)m->layers;
-    const double hD = (double)(m->heads * m->head_dim),
-                 gD = (double)(m->kv_heads * m->head_dim);
-    const double qkv = 2 * N * H * (hD + 2 * gD), o = 2 * N * hD * H;
-    const double ffn = (m->arch.ffn == XF_FFN_GATED ? 6.0 : 4.0) * N * H * J;
-    const double half = hD * N * (N + 1); /* QK^T or PV, causal */
-    *net = L * (qkv + o + ffn + 4 * N * N * hD) * 1e-9;
-    *attnd = (L * (qkv + half) + (L - 1) * (half + o + ffn)) * 1e-9;
-}
-
 static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
                              struct checkpoint *c)
 {
@@ -314,7 +298,7 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
         }
         printf("N=%zu: the last hidden states agree within %.2g\n", n,
                c->agree[k]);
-        products(m, n, &c->net_gflop[k], &c->attnd_gflop[k]);
+        decoder_products(m, n, &c->net_gflop[k], &c->attnd_gflop[k]);
         ok = time_rounds(m, &torch, sg, ids, n, rounds, &c->t[k]);
         if (!ok)
             fprintf(stderr, "bench_decoder: a run failed\n");

@@ -1,6 +1,6 @@
 /*
- * bench_torch.c - the parts bench_bert.c and bench_decoder.c share
- * (bench_torch.h).
+ * bench_torch.c - the parts bench_bert.c, bench_decoder.c and bench_gemma.c
+ * share (bench_torch.h).
  */
 #include "bench_torch.h"
 
@@ -202,6 +202,20 @@ double same_network(const struct xf_model *m, struct torch *t,
     free(mine);
     remove(path);
     return worst;
+}
+
+void decoder_products(const struct xf_model *m, size_t n, double *net,
+                      double *attnd)
+{
+    const double N = (double)n, H = (double)m->hidden,
+                 J = (double)m->intermediate, L = (double)m->layers;
+    const double hD = (double)(m->heads * m->head_dim),
+                 gD = (double)(m->kv_heads * m->head_dim);
+    const double qkv = 2 * N * H * (hD + 2 * gD), o = 2 * N * hD * H;
+    const double ffn = (m->arch.ffn == XF_FFN_GATED ? 6.0 : 4.0) * N * H * J;
+    const double half = hD * N * (N + 1); /* QK^T or PV, causal */
+    *net = L * (qkv + o + ffn + 4 * N * N * hD) * 1e-9;
+    *attnd = (L * (qkv + half) + (L - 1) * (half + o + ffn)) * 1e-9;
 }
 
 /* ------------------------------------------------------------- rounds */

@@ -1,9 +1,9 @@
 /*
  * bench_torch.h - what the benchmarks of a loaded checkpoint against
- * PyTorch share (bench_bert.c, bench_decoder.c): the sgemm ceiling, the
- * PyTorch process that runs the same network over the same file, attnd's
- * pass, the check that both compute the same network, and the
- * interleaved rounds that time all three.
+ * PyTorch share (bench_bert.c, bench_decoder.c, bench_gemma.c): the sgemm
+ * ceiling, the PyTorch process that runs the same network over the same
+ * file, attnd's pass, the check that both compute the same network, and
+ * the interleaved rounds that time all three.
  *
  * The protocol: each round times, one after the other, a CEILING_SIZE^3
  * cblas_sgemm on all cores (the ceiling, as bench_attention.c measures
@@ -45,12 +45,13 @@ void ceiling_free(struct sgemm_ctx *s);
 
 /* -------------------------------------------------------------- torch */
 
-/* A PyTorch script (bert_torch.py, llama_torch.py) over one checkpoint,
- * kept alive and stopped (SIGSTOP) but while it answers. Its protocol:
- * it prints one line ("torch VERSION") when loaded, then answers
- * "run N THREADS" with the seconds of the second of two passes and
- * "dump N PATH" with "ok" once the last hidden states [N][hidden] are in
- * PATH as float32. */
+/* A PyTorch script (bert_torch.py, llama_torch.py, gemma_torch.py) over
+ * one checkpoint, kept alive and stopped (SIGSTOP) but while it answers.
+ * Its protocol (torch_protocol.py): it prints one line ("torch VERSION")
+ * when loaded, then answers "run N THREADS" with the seconds of the
+ * second of two passes and "dump N PATH" with "ok" once the last hidden
+ * states [N][hidden] are in PATH as float32; a path of N uint32 token ids
+ * after either replaces the bench's ids (bench_ids()). */
 struct torch {
     pid_t pid;
     FILE *to, *from;
@@ -84,6 +85,15 @@ double attnd_run(const struct xf_model *m, const uint32_t *ids, size_t n,
  * last hidden states over ids[0..n), or -1 when one side failed. */
 double same_network(const struct xf_model *m, struct torch *t,
                     const uint32_t *ids, size_t n);
+
+/* A decoder's products at n tokens, GFLOP: the network's, as PyTorch
+ * computes them (q, k, v and the output projection, the feed-forward, and
+ * QK^T and PV over every pair), and attnd's (the causal triangle only:
+ * N(N+1)/2 pairs a head; the last layer stops after its weights, since
+ * nothing reads its PV, output projection or feed-forward when no hidden
+ * state is returned). */
+void decoder_products(const struct xf_model *m, size_t n, double *net,
+                      double *attnd);
 
 /* ------------------------------------------------------------- rounds */
 

@@ -1032,9 +1032,72 @@ def main_goldens(out):
           "every wrong convention beyond %.0e" % (len(goldens), TOL, MARGIN))
 
 
+# ------------------------------------------------ the benchmark checkpoint
+
+GEMMA2_2B = dict(name="gemma2-2b", family="gemma2", dtype="BF16", layers=26, hidden=2304,
+                 heads=8, kv_heads=4, head_dim=256, inter=9216, eps=1e-6, theta=10000.0,
+                 window=4096, qpas=256, attn_cap=50.0, final_cap=30.0, version="4.42.4")
+
+
+def gemma2_2b(out):
+    """A random checkpoint of Gemma-2-2B's shapes (26 layers, hidden 2304, 8
+    heads on 4 KV heads of 256, intermediate 9216, 256000 tokens, tied,
+    query_pre_attn_scalar 256, sliding_window 4096 on the even layers,
+    attention soft cap 50, final soft cap 30), in BF16 (5.2 GB): weights
+    ~ N(0, 0.02), the RMSNorm weights ~ N(0, 0.02) too, near 0 since the
+    network scales by 1 + w; NumPy only, written tensor by tensor in
+    slices. config.json is Gemma2Config's as the goldens' gemma2 writes it,
+    and the tokenizer the small one of tests/models/gemma2 (Gemma's
+    layout, 431 ids, BOS 2), so that the model loader and the server take
+    the folder; the benchmark gives the network its token ids itself. No
+    goldens, never committed.
+
+        /usr/bin/python3 tests/models/generate_gemma.py --gemma2-2b DIR
+    """
+    from common import bf16_bits_numpy, safetensors_header
+    v = GEMMA2_2B
+    H, I, L, V = v["hidden"], v["inter"], v["layers"], 256000
+    heads, kv, d = v["heads"], v["kv_heads"], v["head_dim"]
+    shapes = [("model.embed_tokens.weight", (V, H))]
+    for l in range(L):
+        p = "model.layers.%d." % l
+        shapes += [(p + "input_layernorm.weight", (H,)),
+                   (p + "self_attn.q_proj.weight", (heads * d, H)),
+                   (p + "self_attn.k_proj.weight", (kv * d, H)),
+                   (p + "self_attn.v_proj.weight", (kv * d, H)),
+                   (p + "self_attn.o_proj.weight", (H, heads * d)),
+                   (p + "post_attention_layernorm.weight", (H,)),
+                   (p + "pre_feedforward_layernorm.weight", (H,)),
+                   (p + "post_feedforward_layernorm.weight", (H,)),
+                   (p + "mlp.gate_proj.weight", (I, H)),
+                   (p + "mlp.up_proj.weight", (I, H)),
+                   (p + "mlp.down_proj.weight", (H, I))]
+    shapes.append(("model.norm.weight", (H,)))
+    tensors = {n: ("BF16", s, int(np.prod(s)) * 2) for n, s in shapes}
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(13)
+    with open(os.path.join(out, "model.safetensors"), "wb") as fp:
+        fp.write(safetensors_header(tensors, [n for n, _ in shapes], {"format": "pt"}))
+        for name, shape in shapes:
+            count = int(np.prod(shape))
+            for start in range(0, count, 1 << 24):
+                a = rng.standard_normal(min(1 << 24, count - start), dtype=np.float32)
+                a *= np.float32(0.02)
+                fp.write(bf16_bits_numpy(a).astype("<u2").tobytes())
+    tok = make_tokenizer("gemma")
+    assert tok["model_vocab_size"] <= V
+    write_json(os.path.join(out, "config.json"), config_json(v, V, tok), indent=2, sort_keys=True)
+    write_json(os.path.join(out, "tokenizer.json"), tok["files"]["tokenizer.json"])
+    write_json(os.path.join(out, "tokenizer_config.json"), tok["files"]["tokenizer_config.json"],
+               indent=2, sort_keys=True, ensure_ascii=False)
+    print("generate_gemma.py: a Gemma-2-2B-sized random BF16 checkpoint in %s" % out)
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--gemma2-2b":
+        return gemma2_2b(argv[2])
     if len(argv) != 2:
-        sys.exit("usage: generate_gemma.py OUT_DIR")
+        sys.exit("usage: generate_gemma.py OUT_DIR | generate_gemma.py --gemma2-2b DIR")
     if torch is None:
         sys.exit("generate_gemma.py: PyTorch is needed for the cross-checks "
                  "(Debian: apt-get install python3-torch)")
