@@ -129,11 +129,21 @@ static char *prompt_body(const cJSON *root, const cJSON *prompt)
     return text;
 }
 
-/* /attention's problems name the sentence; here it is the prompt. */
+/* /attention's problems name the sentence; here it is the prompt: in the
+ * pointer, and where the detail names the field. */
 static void as_prompt(struct problem *pb)
 {
-    if (!strcmp(pb->pointer, "/sentence"))
-        snprintf(pb->pointer, sizeof pb->pointer, "/prompt");
+    if (strcmp(pb->pointer, "/sentence"))
+        return;
+    snprintf(pb->pointer, sizeof pb->pointer, "/prompt");
+    static const char field[] = "sentence", now[] = "prompt";
+    char *at = strstr(pb->detail, field);
+    if (!at || !strncmp(at + sizeof field - 1, "_b", 2))
+        return;
+    // "prompt" is shorter: the rest moves left, its end included
+    memcpy(at, now, sizeof now - 1);
+    memmove(at + sizeof now - 1, at + sizeof field - 1,
+            strlen(at + sizeof field - 1) + 1);
 }
 
 bool generate_parse(struct generate_request *g, const char *body, size_t len,

@@ -501,6 +501,14 @@ static void test_refusals(void **state)
         cJSON_Delete(p);
         free(s.data);
     }
+    // an empty prompt: its detail names the prompt, as its pointer does
+    struct stream s = {0};
+    assert_int_equal(generate("{\"model\":\"llama3\",\"prompt\":\"\","
+                              "\"add_special_tokens\":false}",
+                              NULL, &s, NULL, 0),
+                     422);
+    assert_non_null(strstr(s.data, "\"prompt gives no tokens"));
+    free(s.data);
 }
 
 /* A body over 1 MiB is refused before it is decoded. */
