@@ -704,6 +704,18 @@ static void test_ragged_arrays_cost_nothing(void **state)
  * tokenizer with byte fallback reads it as a byte of its own: it is
  * refused, naming where it stands, as is a control character written raw
  * in a string (JSON forbids them). */
+/* A size that is negative or past any size says so, not a range of
+ * 2^64. */
+static void test_size_bounds(void **state)
+{
+    (void)state;
+    expect_refusal("{\"model\":\"f32\",\"sentence\":\"a\",\"layer\":-1}", 422,
+                   "/layer", "layer (-1) must be at least 0");
+    expect_refusal("{\"model\":\"f32\",\"sentence\":\"a\",\"layer\":1e300}",
+                   422, "/layer",
+                   "layer (1.0000000000000001e+300) is too large");
+}
+
 static void test_nul_in_text(void **state)
 {
     (void)state;
@@ -867,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_value_input),
         cmocka_unit_test(test_ragged_arrays_cost_nothing),
         cmocka_unit_test(test_nul_in_text),
+        cmocka_unit_test(test_size_bounds),
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_png_options),
         cmocka_unit_test(test_fields_document),
