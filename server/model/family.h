@@ -37,15 +37,20 @@ struct model_tensor {
     /* 0, or those outputs come in blocks of block, one block every
      * stride outputs from out0 (model_tensor_strided()) */
     size_t block, stride;
-    bool bare;         /* its name carries no prefix (a causal LM's
-                          lm_head, beside the base model's names) */
-    float add;         /* a vector's values are held as float32 plus this
-                          (Gemma's norms scale by 1 + w) */
+    bool bare; /* its name carries no prefix (a causal LM's
+                  lm_head, beside the base model's names) */
+    float add; /* a vector's values are held as float32 plus this
+                  (Gemma's norms scale by 1 + w) */
 };
 
 /* An after_tensors for a causal LM: a tied output head (m->extra.tied)
  * is the token embeddings. */
 void model_tie_head(struct model *m);
+
+/* An in_network for the base model of a LLaMA-style causal LM
+ * (embed_tokens., layers., norm.), but for the rotary buffers older files
+ * saved (layers.N.self_attn.rotary_emb.*), which are not the network's. */
+bool model_llama_namespace(const char *rest);
 
 /* Take outputs [out0, out0 + outs) of t, stored [in][out] when in_out. */
 void model_tensor_slice(struct model_tensor *t, bool in_out, size_t out0,

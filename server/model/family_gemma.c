@@ -385,18 +385,13 @@ static const char *prefix(const struct shards *s)
     return "";
 }
 
-static bool in_network(const char *rest)
-{
-    return !strncmp(rest, "embed_tokens.", 13) ||
-           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
-}
-
 #define ROW(type, name)                                                        \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
         .read_config = read_config, .name_tensors = name_tensors,              \
         .after_tensors = model_tie_head, .prefix = prefix,                     \
-        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
+        .in_network = model_llama_namespace,                                   \
+        .open_tokenizer = tokenizer_json_open,                                 \
     }
 
 const struct family family_gemma = ROW("gemma", "Gemma decoder");

@@ -291,24 +291,13 @@ static const char *prefix(const struct shards *s)
     return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
 }
 
-/* The base model's namespace, but for the rotary buffer older files
- * saved. */
-static bool in_network(const char *rest)
-{
-    const char *buf = strstr(rest, ".self_attn.rotary_emb.inv_freq");
-    if (buf && !strncmp(rest, "layers.", 7) &&
-        !strcmp(buf, ".self_attn.rotary_emb.inv_freq"))
-        return false;
-    return !strncmp(rest, "embed_tokens.", 13) ||
-           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
-}
-
 #define ROW(type, name)                                                        \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
         .read_config = read_all, .name_tensors = name_tensors,                 \
         .after_tensors = model_tie_head, .prefix = prefix,                     \
-        .in_network = in_network, .open_tokenizer = tokenizer_json_open,       \
+        .in_network = model_llama_namespace,                                   \
+        .open_tokenizer = tokenizer_json_open,                                 \
     }
 
 const struct family family_llama = ROW("llama", "LLaMA decoder");

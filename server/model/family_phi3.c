@@ -276,17 +276,6 @@ static const char *prefix(const struct shards *s)
     return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
 }
 
-/* The base model's namespace, but for the rotary buffer older files
- * saved. */
-static bool in_network(const char *rest)
-{
-    const char *buf = strstr(rest, ".self_attn.rotary_emb.");
-    if (buf && !strncmp(rest, "layers.", 7))
-        return false;
-    return !strncmp(rest, "embed_tokens.", 13) ||
-           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
-}
-
 const struct family family_phi3 = {
     .model_type = "phi3",
     .network = "Phi-3 decoder",
@@ -295,6 +284,6 @@ const struct family family_phi3 = {
     .name_tensors = name_tensors,
     .after_tensors = model_tie_head,
     .prefix = prefix,
-    .in_network = in_network,
+    .in_network = model_llama_namespace,
     .open_tokenizer = tokenizer_json_open,
 };

@@ -70,6 +70,14 @@ void model_tensor_strided(struct model_tensor *t, size_t out0, size_t block,
     t->stride = stride;
 }
 
+bool model_llama_namespace(const char *rest)
+{
+    if (!strncmp(rest, "layers.", 7) && strstr(rest, ".self_attn.rotary_emb."))
+        return false;
+    return !strncmp(rest, "embed_tokens.", 13) ||
+           !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
+}
+
 void model_tie_head(struct model *m)
 {
     if (m->extra.tied)
