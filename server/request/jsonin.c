@@ -156,19 +156,21 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
                            "%s (%.17g) must be an integer", at->name, d);
     // (double)hi may round up past hi (SIZE_MAX - 1 to 2^64): a size is
     // below 2^64 first, then compared as an integer
-    if (d < (double)lo)
+    if (d >= (double)lo && d < 0x1p64 && (size_t)d <= hi) {
+        *out = (size_t)d;
+        return true;
+    }
+    // a caller taking any size checks its own bound after this: name the
+    // range only where it is the field's
+    if (hi != SIZE_MAX - 1)
         return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) must be at least %zu", at->name, d, lo);
-    // a caller taking any size checks its own bound after this
-    if (!(d < 0x1p64) || (size_t)d > hi)
-        return hi == SIZE_MAX - 1
-                   ? problem_set(pb, 422, at->pointer,
-                                 "%s (%.17g) is too large", at->name, d)
-                   : problem_set(pb, 422, at->pointer,
-                                 "%s (%.17g) must be between %zu and %zu",
-                                 at->name, d, lo, hi);
-    *out = (size_t)d;
-    return true;
+                           "%s (%.17g) must be between %zu and %zu", at->name,
+                           d, lo, hi);
+    return d < (double)lo
+               ? problem_set(pb, 422, at->pointer,
+                             "%s (%.17g) must be at least %zu", at->name, d, lo)
+               : problem_set(pb, 422, at->pointer, "%s (%.17g) is too large",
+                             at->name, d);
 }
 
 bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,
