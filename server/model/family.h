@@ -98,6 +98,13 @@ struct model_tensor *model_tensors_last(struct model_tensors *list);
         _Generic((slot), const float **: (slot), default: NULL), rows, cols,   \
         what, __VA_ARGS__)
 
+/* Layer l's projections as LLaMA-style checkpoints name them
+ * (layers.L.self_attn.{q,k,v,o}_proj, layers.L.mlp.{gate,up,down}_proj),
+ * with the biases m's arch says they carry, put into list; the norms are
+ * the family's. */
+void model_llama_projections(struct model *m, struct model_tensors *list,
+                             size_t l);
+
 struct family {
     const char *model_type; /* config.json's, e.g. "bert" */
     const char *network;    /* what messages call it, "BERT encoder" */

@@ -304,8 +304,7 @@ static bool read_config(const cJSON *top, struct model *m, char *err,
 static void name_tensors(struct model *m, struct model_tensors *w)
 {
     struct xf_model *b = &m->xf;
-    const size_t H = b->hidden, IW = b->intermediate;
-    const size_t hd = b->heads * b->head_dim, gd = b->kv_heads * b->head_dim;
+    const size_t H = b->hidden;
     const size_t D = b->head_dim;
     const bool sandwich = b->arch.norm_place == XF_NORM_SANDWICH;
 #define WANT(slot, rows, cols, what, ...)                                      \
@@ -334,33 +333,11 @@ static void name_tensors(struct model *m, struct model_tensors *w)
             NORM(&y->ffn_norm_w, H, "hidden_size",
                  L("post_attention_layernorm.weight"));
         }
-        WANT(&y->q_w, hd, H, "heads x head_dim x hidden_size",
-             L("self_attn.q_proj.weight"));
-        WANT(&y->k_w, gd, H, "kv_heads x head_dim x hidden_size",
-             L("self_attn.k_proj.weight"));
-        WANT(&y->v_w, gd, H, "kv_heads x head_dim x hidden_size",
-             L("self_attn.v_proj.weight"));
-        WANT(&y->o_w, H, hd, "hidden_size x heads x head_dim",
-             L("self_attn.o_proj.weight"));
-        if (b->arch.qkv_bias) {
-            WANT(&y->q_b, hd, 0, "heads x head_dim",
-                 L("self_attn.q_proj.bias"));
-            WANT(&y->k_b, gd, 0, "kv_heads x head_dim",
-                 L("self_attn.k_proj.bias"));
-            WANT(&y->v_b, gd, 0, "kv_heads x head_dim",
-                 L("self_attn.v_proj.bias"));
-            WANT(&y->o_b, H, 0, "hidden_size", L("self_attn.o_proj.bias"));
-        }
+        model_llama_projections(m, w, l);
         if (b->arch.qk_norm) {
             NORM(&y->q_norm_w, D, "head_dim", L("self_attn.q_norm.weight"));
             NORM(&y->k_norm_w, D, "head_dim", L("self_attn.k_norm.weight"));
         }
-        WANT(&y->gate_w, IW, H, "intermediate_size x hidden_size",
-             L("mlp.gate_proj.weight"));
-        WANT(&y->up_w, IW, H, "intermediate_size x hidden_size",
-             L("mlp.up_proj.weight"));
-        WANT(&y->down_w, H, IW, "hidden_size x intermediate_size",
-             L("mlp.down_proj.weight"));
 #undef L
     }
 #undef NORM

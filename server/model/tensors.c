@@ -78,6 +78,43 @@ bool model_llama_namespace(const char *rest)
            !strncmp(rest, "layers.", 7) || !strncmp(rest, "norm.", 5);
 }
 
+void model_llama_projections(struct model *m, struct model_tensors *w, size_t l)
+{
+    const struct xf_model *b = &m->xf;
+    struct xf_layer *y = &m->layers[l];
+    const size_t H = b->hidden, IW = b->intermediate;
+    const size_t hd = b->heads * b->head_dim, gd = b->kv_heads * b->head_dim;
+#define WANT(slot, rows, cols, what, sub)                                      \
+    MODEL_TENSOR(w, slot, rows, cols, what, "layers.%zu." sub, l)
+    WANT(&y->q_w, hd, H, "heads x head_dim x hidden_size",
+         "self_attn.q_proj.weight");
+    WANT(&y->k_w, gd, H, "kv_heads x head_dim x hidden_size",
+         "self_attn.k_proj.weight");
+    WANT(&y->v_w, gd, H, "kv_heads x head_dim x hidden_size",
+         "self_attn.v_proj.weight");
+    WANT(&y->o_w, H, hd, "hidden_size x heads x head_dim",
+         "self_attn.o_proj.weight");
+    if (b->arch.qkv_bias) {
+        WANT(&y->q_b, hd, 0, "heads x head_dim", "self_attn.q_proj.bias");
+        WANT(&y->k_b, gd, 0, "kv_heads x head_dim", "self_attn.k_proj.bias");
+        WANT(&y->v_b, gd, 0, "kv_heads x head_dim", "self_attn.v_proj.bias");
+    }
+    if (b->arch.out_bias)
+        WANT(&y->o_b, H, 0, "hidden_size", "self_attn.o_proj.bias");
+    WANT(&y->gate_w, IW, H, "intermediate_size x hidden_size",
+         "mlp.gate_proj.weight");
+    WANT(&y->up_w, IW, H, "intermediate_size x hidden_size",
+         "mlp.up_proj.weight");
+    WANT(&y->down_w, H, IW, "hidden_size x intermediate_size",
+         "mlp.down_proj.weight");
+    if (b->arch.ffn_bias) {
+        WANT(&y->gate_b, IW, 0, "intermediate_size", "mlp.gate_proj.bias");
+        WANT(&y->up_b, IW, 0, "intermediate_size", "mlp.up_proj.bias");
+        WANT(&y->down_b, H, 0, "hidden_size", "mlp.down_proj.bias");
+    }
+#undef WANT
+}
+
 void model_tie_head(struct model *m)
 {
     if (m->extra.tied)
