@@ -43,6 +43,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 PKG_CORE := openblas
 PKG_SERVER := libmicrohttpd libcjson libpng freetype2
 PKG_DRAW := libpng freetype2
+PKG_CHAT := libcjson
 PKG_TEST := cmocka libcjson libcurl libpng libxml-2.0
 FONT := /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 DEPS := CC="$(CC)" PYTHON="$(PYTHON)" FONT="$(FONT)" tests/deps.sh
@@ -70,18 +71,21 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 #                     the memory budget, the drawn cache, the loaded models
 #   server/model/     reading checkpoints (safetensors, config.json, vocab.txt)
 #   server/draw/      the drawing library (heatmaps, font, PNG writer)
+#   server/chat/      chat templates: the Jinja subset they are written in
 # and under them the core, src/. A folder's sources see their own folder and
 # the folders below it (SEES_<folder>), nothing above, so an include of a
 # higher layer fails to compile; the drawing library sees only itself and
-# its packages. All are archived together into libattnd.a.
+# its packages, and so does the template interpreter (cJSON). All are
+# archived together into libattnd.a.
 SEES_server/draw :=
-SEES_server/model := src
-SEES_server/base := server/model server/draw src
+SEES_server/chat :=
+SEES_server/model := server/chat src
+SEES_server/base := server/model server/chat server/draw src
 SEES_server/request := server/base $(SEES_server/base)
 SEES_server/answer := server/request $(SEES_server/request)
 SEES_server := server/answer $(SEES_server/answer)
 server_folder = $(patsubst %/,%,$(dir $(1)))
-server_pkgs = $(if $(filter server/draw,$(1)),$(PKG_DRAW),$(PKG_SERVER) $(PKG_CORE))
+server_pkgs = $(if $(filter server/draw,$(1)),$(PKG_DRAW),$(if $(filter server/chat,$(1)),$(PKG_CHAT),$(PKG_SERVER) $(PKG_CORE)))
 # The flags that compile server source $(1) within its folder's fence.
 server_cflags = $(addprefix -I,$(SEES_$(call server_folder,$(1)))) -DATTND_FONT='"$(FONT)"' \
                 $(call pc_cflags,$(call server_pkgs,$(call server_folder,$(1))))
