@@ -21,6 +21,9 @@ attn_status xf_sampling_check(const struct xf_sampling *s,
     if (!(s->top_p > 0.0 && s->top_p <= 1.0))
         return attn_fail(err, ATTN_E_INVALID, "top_p",
                          "top_p (%g) must be above 0 and at most 1", s->top_p);
+    if (!(s->min_p >= 0.0 && s->min_p <= 1.0))
+        return attn_fail(err, ATTN_E_INVALID, "min_p",
+                         "min_p (%g) must be from 0 to 1", s->min_p);
     return ATTN_OK;
 }
 
@@ -92,6 +95,17 @@ uint32_t xf_sample(const float *logits, size_t vocab,
         for (size_t i = 0; i < count; i++)
             total += exp(scratch[i].score - top);
     }
+    // MinPLogitsWarper: a token less probable than min_p times the most
+    // probable goes (p_i / p_top is exp(score_i - top) whatever is left)
+    if (s->min_p > 0.0) {
+        size_t keep = 1;
+        while (keep < count && exp(scratch[keep].score - top) >= s->min_p)
+            keep++;
+        count = keep;
+        total = 0.0;
+        for (size_t i = 0; i < count; i++)
+            total += exp(scratch[i].score - top);
+    }
     // the draw: the first token whose running mass passes u
     const uint64_t key = attn_stream_key(s->seed, "sample", strlen("sample"));
     const double u = rng_unit(key, step) * total;
@@ -133,5 +147,28 @@ size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
     }
     for (size_t i = 0; i < have; i++)
         top[i].score = (float)(exp(top[i].score - most) / total);
+    return have;
+}
+
+size_t xf_top_logprobs(const float *logits, size_t vocab, size_t n,
+                       struct xf_candidate *top, uint32_t id,
+                       double *id_logprob)
+{
+    double most = -INFINITY;
+    for (size_t i = 0; i < vocab; i++)
+        if (isfinite(logits[i]) && logits[i] > most)
+            most = logits[i];
+    double total = 0.0;
+    for (size_t i = 0; i < vocab; i++)
+        total += isfinite(logits[i]) ? exp(logits[i] - most) : 0.0;
+    // log softmax: logit - max - log(sum exp(logit - max))
+    const double norm = most + log(total);
+    if (id_logprob)
+        *id_logprob = id < vocab && isfinite(logits[id])
+                          ? (double)logits[id] - norm
+                          : -INFINITY;
+    const size_t have = n ? xf_top_tokens(logits, vocab, n, top) : 0;
+    for (size_t i = 0; i < have; i++)
+        top[i].score = (float)((double)logits[top[i].id] - norm);
     return have;
 }

@@ -19,6 +19,10 @@ struct xf_sampling {
                            any equal to the k-th) */
     double top_p;       /* 1: every token; else in (0, 1): the most
                            probable tokens whose mass reaches top_p */
+    double min_p;       /* 0: every token; else in (0, 1]: only tokens at
+                           least min_p times as probable as the most
+                           probable (vLLM's extension, transformers'
+                           MinPLogitsWarper) */
     uint64_t seed;      /* the draws' stream */
 };
 
@@ -26,8 +30,8 @@ struct xf_sampling {
 #define XF_MAX_TEMPERATURE 100.0
 
 /* The limits of a request's sampling, checked: temperature 0 or within
- * the two above, top_p in (0, 1]; fails naming "temperature" or
- * "top_p". */
+ * the two above, top_p in (0, 1], min_p in [0, 1]; fails naming
+ * "temperature", "top_p" or "min_p". */
 attn_status xf_sampling_check(const struct xf_sampling *s,
                               struct attn_error *err);
 
@@ -35,9 +39,9 @@ attn_status xf_sampling_check(const struct xf_sampling *s,
  * The token after logits [vocab] at generation step step (0 for the
  * first new token): with temperature 0 the largest logit (the lowest id
  * among equals, as torch.argmax); else the draw step of the seed's stream
- * from softmax(logits / temperature) cut to top_k and top_p as
- * transformers' TopKLogitsWarper and TopPLogitsWarper cut it. scratch:
- * [vocab]. A logit that is not finite is never chosen unless all are.
+ * from softmax(logits / temperature) cut to top_k, top_p and min_p as
+ * transformers' TopK-, TopP- and MinPLogitsWarper cut it, in that order.
+ * scratch: [vocab]. A logit that is not finite is never chosen unless all are.
  */
 uint32_t xf_sample(const float *logits, size_t vocab,
                    const struct xf_sampling *s, uint64_t step,
@@ -51,5 +55,17 @@ uint32_t xf_sample(const float *logits, size_t vocab,
  */
 size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
                      struct xf_candidate *top);
+
+/*
+ * Log-probabilities under softmax(logits), the model's own distribution,
+ * computed in double: the n most probable tokens (most probable first,
+ * the lowest id among equals) into top [n] with their log-probabilities
+ * as scores; returns how many (n, or the finite logits when fewer). When
+ * id_logprob is not NULL, the log-probability of token id goes there
+ * (-INFINITY for a logit that is not finite).
+ */
+size_t xf_top_logprobs(const float *logits, size_t vocab, size_t n,
+                       struct xf_candidate *top, uint32_t id,
+                       double *id_logprob);
 
 #endif

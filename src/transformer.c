@@ -904,13 +904,17 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
                    STATE(m->layers) + ((b + 1) * run->n - 1) * m->hidden,
                    m->hidden * sizeof(float));
     if (!st && out->logits) {
-        // one sequence's last row where it lies, a batch's together
-        const float *last = plan->batch > 1
-                                ? out->last_rows
+        // one sequence's last row where it lies (or all of its rows), a
+        // batch's together
+        const bool every = plan->want & XF_WANT_ALL_LOGITS;
+        const float *last = plan->batch > 1 ? out->last_rows
+                            : every
+                                ? STATE(m->layers)
                                 : STATE(m->layers) + (run->n - 1) * m->hidden;
         if (s.team.pool)
             pool_acquire(s.team.pool);
-        head_logits(&s.team, m, last, plan->batch, out->logits, s.panels);
+        head_logits(&s.team, m, last, every ? run->n : plan->batch, out->logits,
+                    s.panels);
         if (s.team.pool)
             pool_release(s.team.pool);
     }

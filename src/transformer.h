@@ -224,7 +224,9 @@ enum xf_want {
     XF_WANT_FLOW = 1u << 10,          /* flow: attention flow */
     XF_WANT_POOLED = 1u << 11,        /* pooled: weights in blocks */
     XF_WANT_ACTIVATIONS = 1u << 12,   /* resid, z, attn_out, mlp_out */
-    XF_WANT_LAST_ROWS = 1u << 13      /* last_rows: each sequence's last */
+    XF_WANT_LAST_ROWS = 1u << 13,     /* last_rows: each sequence's last */
+    XF_WANT_ALL_LOGITS = 1u << 14     /* logits at every position (with
+                                         XF_WANT_LOGITS, one sequence) */
 };
 
 /* The most tokens attention flow is computed for: it costs a maximum
@@ -402,7 +404,9 @@ struct xf_run {
  *                  sum (Abnar and Zuidema, 2020): row i is how much the
  *                  last layer's token i draws on input token j
  *   logits:        [vocab_size]       the last token's next-token scores:
- *                                     lm_head times its last hidden state
+ *                                     lm_head times its last hidden state;
+ *                                     [n][vocab_size] every position's with
+ *                                     XF_WANT_ALL_LOGITS
  *   head_stats:    [layers][heads][ATTN_HEAD_STATS] the measures of each
  *                  head's weights (head_stats.h), and key_received
  *                  [layers][heads][n] the mean weight each key receives

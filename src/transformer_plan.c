@@ -421,6 +421,11 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
     if ((run->want & (XF_WANT_LOGITS | XF_WANT_LOGIT_LENS)) && !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "want",
                          "logits need a model with an output head (lm_head)");
+    if ((run->want & XF_WANT_ALL_LOGITS) &&
+        (!(run->want & XF_WANT_LOGITS) || (run->batch && run->batch > 1)))
+        return attn_fail(err, ATTN_E_INVALID, "want",
+                         "every position's logits are of one sequence's "
+                         "logits");
     const size_t most_k =
         m->vocab_size < XF_MAX_LENS_K ? m->vocab_size : XF_MAX_LENS_K;
     if ((run->want & XF_WANT_LOGIT_LENS) &&
@@ -707,7 +712,8 @@ static bool plan_result(struct xf_plan *p)
         ok = ok && size_mul3(lw * m->heads, p->run.pool_rows, p->run.pool_cols,
                              &counts[XF_RESULT_POOLED]);
     if (p->want & XF_WANT_LOGITS)
-        ok = ok && size_mul(p->batch, m->vocab_size, &counts[XF_RESULT_LOGITS]);
+        ok = ok && size_mul(p->want & XF_WANT_ALL_LOGITS ? n : p->batch,
+                            m->vocab_size, &counts[XF_RESULT_LOGITS]);
     if (p->want & XF_WANT_VALUE_WEIGHTED)
         ok = ok &&
              size_mul3(lw * m->heads, n, keys,
@@ -889,7 +895,8 @@ double xf_plan_flops(const struct xf_plan *p)
     if (p->want & XF_WANT_FLOW)
         total += 16.0 * n * n * (double)m->layers * n * n;
     if (p->want & XF_WANT_LOGITS)
-        total += 2.0 * (double)m->vocab_size * H * (double)p->batch;
+        total += 2.0 * (double)m->vocab_size * H *
+                 (p->want & XF_WANT_ALL_LOGITS ? n : (double)p->batch);
     // the lens: every layer's every row through the head, then a pass
     // over its logits for their largest and their sum
     if (p->want & XF_WANT_LOGIT_LENS)

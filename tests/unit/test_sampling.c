@@ -1,6 +1,7 @@
 /*
  * test_sampling.c - the next token from logits (src/sampling.h): greedy,
- * and transformers' temperature, top-k and top-p before a seeded draw.
+ * and transformers' temperature, top-k, top-p and min-p before a seeded
+ * draw; the log-probabilities of the model's own distribution.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,6 +86,48 @@ static void test_distribution(void **state)
     assert_true(f[0] == 1.0);
 }
 
+/* min_p: a token less probable than min_p times the most probable is
+ * never drawn, the rest renormalised (MinPLogitsWarper, after the
+ * temperature). */
+static void test_min_p(void **state)
+{
+    (void)state;
+    const float logits[3] = {logf(0.5f), logf(0.3f), logf(0.2f)};
+    double f[3];
+    // 0.2 / 0.5 = 0.4 < 0.45 <= 0.3 / 0.5: the third goes
+    struct xf_sampling s = {.temperature = 1, .top_p = 1, .min_p = 0.45};
+    frequencies(logits, &s, f);
+    assert_true(f[2] == 0.0 && fabs(f[0] - 0.625) < 0.015);
+    s.min_p = 0.39; /* all three stay */
+    frequencies(logits, &s, f);
+    assert_true(fabs(f[2] - 0.2) < 0.015);
+    // at temperature 1/2 the ratios square: 0.36 and 0.16
+    s = (struct xf_sampling){.temperature = 0.5, .top_p = 1, .min_p = 0.2};
+    frequencies(logits, &s, f);
+    assert_true(f[2] == 0.0 && fabs(f[0] - 0.25 / 0.34) < 0.015);
+    s.min_p = 1; /* the most probable alone */
+    frequencies(logits, &s, f);
+    assert_true(f[0] == 1.0);
+}
+
+/* Log-probabilities against a double log-softmax written out here. */
+static void test_top_logprobs(void **state)
+{
+    (void)state;
+    const float logits[6] = {1.0f, 3.0f, NAN, 3.0f, -2.0f, -90.0f};
+    const double total = 2 * exp(3.0) + exp(1.0) + exp(-2.0) + exp(-90.0);
+    struct xf_candidate top[6];
+    double chosen = 0;
+    assert_int_equal(xf_top_logprobs(logits, 6, 2, top, 5, &chosen), 2);
+    assert_int_equal(top[0].id, 1);
+    assert_int_equal(top[1].id, 3);
+    assert_true(fabs(top[0].score - (3.0 - log(total))) < 1e-6);
+    // a probability float32 cannot hold keeps its log
+    assert_true(fabs(chosen - (-90.0 - log(total))) < 1e-9);
+    assert_int_equal(xf_top_logprobs(logits, 6, 0, top, 2, &chosen), 0);
+    assert_true(isinf(chosen) && chosen < 0);
+}
+
 /* The same seed and step give the same token, whatever came before; a
  * different seed gives a different sequence. */
 static void test_seeded(void **state)
@@ -144,14 +187,23 @@ static void test_check(void **state)
     assert_non_null(strstr(err.message, "top_p (0)"));
     s.top_p = 1;
     assert_int_equal(xf_sampling_check(&s, &err), ATTN_OK);
+    s.min_p = 1.5;
+    assert_int_equal(xf_sampling_check(&s, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "min_p");
+    s.min_p = NAN;
+    assert_int_equal(xf_sampling_check(&s, &err), ATTN_E_INVALID);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_greedy), cmocka_unit_test(test_distribution),
-        cmocka_unit_test(test_seeded), cmocka_unit_test(test_top_tokens),
+        cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_distribution),
+        cmocka_unit_test(test_seeded),
+        cmocka_unit_test(test_top_tokens),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_top_logprobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

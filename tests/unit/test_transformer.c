@@ -1329,6 +1329,53 @@ static void test_cache_continues_a_pass(void **state)
     }
 }
 
+/* Every position's logits: lm_head times each final hidden state (after
+ * the final norm), the last row within float32 rounding of the last-only
+ * logits (a product of many rows sums in another order than one row's);
+ * refused without XF_WANT_LOGITS. */
+static void test_all_logits(void **state)
+{
+    (void)state;
+    enum { T = 7, L = 2, HEADS = 4, D = 6, H = 24, V = 40 };
+    struct xf_arch a = llama_arch();
+    struct owned o;
+    model_make(&o, &a, L, HEADS, 2, D, H, V, 77);
+    o.m.lm_head = o.m.word_emb;
+    const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2};
+    struct xf_run run = {.ids = ids,
+                         .n = T,
+                         .want = XF_WANT_LOGITS | XF_WANT_ALL_LOGITS |
+                                 XF_WANT_HIDDEN,
+                         .layer = XF_ALL_LAYERS,
+                         .threads = 2};
+    struct xf_result all, last;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &all, NULL), ATTN_OK);
+    run.want = XF_WANT_LOGITS;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &last, NULL), ATTN_OK);
+    for (size_t v = 0; v < V; v++)
+        assert_true(fabs(all.logits[(T - 1) * V + v] - last.logits[v]) <
+                    1e-5 * (1 + fabs(last.logits[v])));
+    const float *emb = o.m.word_emb.data;
+    for (size_t t = 0; t < T; t++) {
+        const float *h = all.hidden_states + (L * T + t) * H;
+        for (size_t v = 0; v < V; v++) {
+            double dot = 0.0;
+            for (size_t c = 0; c < H; c++)
+                dot += (double)emb[v * H + c] * h[c];
+            assert_true(fabs(all.logits[t * V + v] - dot) <
+                        1e-5 * (1 + fabs(dot)));
+        }
+    }
+    xf_result_free(&all);
+    xf_result_free(&last);
+    struct xf_plan plan;
+    struct attn_error err;
+    run.want = XF_WANT_ALL_LOGITS;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "want");
+    model_free(&o);
+}
+
 /* The logit lens: each layer's output through the final norm and the
  * output head, its top tokens with their probabilities over the whole
  * vocabulary; the last layer's is the model's own next-token
@@ -1712,6 +1759,7 @@ int main(void)
         cmocka_unit_test(test_cache_refusals),
         cmocka_unit_test(test_cache_same_bits_any_team),
         cmocka_unit_test(test_logit_lens),
+        cmocka_unit_test(test_all_logits),
         cmocka_unit_test(test_head_stats_of_a_pass),
         cmocka_unit_test(test_induction_of_a_pass),
         cmocka_unit_test(test_stored_width_same_bits),
