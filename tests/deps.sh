@@ -92,6 +92,7 @@ fuzz fuzzer libfuzzer libclang-rt-dev libFuzzer, for the fuzzers
 golden py numpy python3-numpy NumPy, for the golden vectors
 golden py torch python3-torch PyTorch, for the golden vectors
 golden py networkx python3-networkx NetworkX, the attention flow's reference
+golden py jinja2 python3-jinja2 Jinja2, the chat templates' reference (tests/chat/generate.py)
 golden cmd node nodejs Node.js, for the tokenizers library of the decoder goldens
 golden cmd npm npm npm, for the tokenizers library of the decoder goldens
 bench cmd wrk wrk wrk, the HTTP load of make bench
