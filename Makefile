@@ -118,7 +118,7 @@ LLAMA_1B := $(BUILD)/llama-1b
 GEMMA2_2B := $(BUILD)/gemma2-2b
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
-        web-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
+        web-test client-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -146,6 +146,11 @@ $(WEB_MODULES): tests/web/package.json tests/web/package-lock.json
 DEPLOY_MODULES := tests/deploy/node_modules/.package-lock.json
 $(DEPLOY_MODULES): tests/deploy/package.json tests/deploy/package-lock.json
 	cd tests/deploy && npm ci --no-audit --no-fund
+
+# OpenAI's official client, which tests/openai/ drives against the server.
+CLIENT_MODULES := tests/openai/node_modules/.package-lock.json
+$(CLIENT_MODULES): tests/openai/package.json tests/openai/package-lock.json
+	cd tests/openai && npm ci --no-audit --no-fund
 
 # The Hugging Face tokenizers library, which gives the decoder goldens their ids.
 TOKENIZE_MODULES := tests/models/tokenize/node_modules/.package-lock.json
@@ -268,6 +273,11 @@ integration: $(ATTND) $(INTEG_BIN)
 web-test: $(ATTND) $(WEB_MODULES)
 	@ATTND_BIN=$(abspath $(ATTND)) node --test $(wildcard tests/web/*.test.js)
 
+# The OpenAI-compatible API as OpenAI's own client (the openai npm
+# package) uses it, against the real server (tests/openai/).
+client-test: $(ATTND) $(CLIENT_MODULES)
+	@ATTND_BIN=$(abspath $(ATTND)) node --test $(wildcard tests/openai/*.test.js)
+
 # deploy/ as it ships: three replicas behind nginx (unprivileged, from a
 # temporary prefix) on loopback ports, and the manifests (tests/deploy/).
 deploy-test: $(ATTND) $(DEPLOY_MODULES)
@@ -298,9 +308,11 @@ c-test: $(C_TESTS) $(ATTND) $(TOKENIZER_MODULES)
 	@ATTND_BIN=$(ATTND) tests/run-cmocka $(C_TESTS)
 
 # Everything: C units, the server's units, integration against the real
-# binary, the page in a real browser, then deploy/ on loopback.
+# binary, OpenAI's client against it, the page in a real browser, then
+# deploy/ on loopback.
 test: deps
 	@$(MAKE) --no-print-directory c-test
+	@$(MAKE) --no-print-directory client-test
 	@$(MAKE) --no-print-directory web-test
 	@$(MAKE) --no-print-directory deploy-test
 

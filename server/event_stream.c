@@ -23,7 +23,7 @@ struct event_stream {
     bool finished;  /* the writer has written all but the tail */
     struct response_stream *tail;
     size_t skip;
-    char suffix[8];
+    char suffix[1024];
     size_t suffix_at;
     void (*done)(void *);
     void *done_arg;

@@ -34,7 +34,8 @@ bool event_stream_write(struct event_stream *s, const char *data, size_t len);
 bool event_stream_gone(struct event_stream *s);
 
 /* The end: after what was written, tail's text (without its first
- * skip bytes; the stream owns tail, which may be NULL), then suffix;
+ * skip bytes; the stream owns tail, which may be NULL), then suffix (at
+ * most 1023 bytes);
  * then the response ends. Lets the writer's hold go; when the stream is
  * freed, done(arg) releases what the tail reads from (NULL: nothing). */
 void event_stream_finish(struct event_stream *s, struct response_stream *tail,

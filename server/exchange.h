@@ -113,6 +113,21 @@ static inline double seconds_since(const struct timespec *t0)
 enum MHD_Result handle_patch_post(struct exchange *ex,
                                   struct MHD_Connection *conn);
 
+/* The OpenAI-compatible routes (openai_route.c): GET /v1/models (and
+ * /v1/models/ID), POST /v1/completions, POST /v1/chat/completions. */
+enum MHD_Result handle_v1_models(struct exchange *ex,
+                                 struct MHD_Connection *conn);
+enum MHD_Result handle_v1_completions(struct exchange *ex,
+                                      struct MHD_Connection *conn);
+enum MHD_Result handle_v1_chat(struct exchange *ex,
+                               struct MHD_Connection *conn);
+
+/* POST /tokenize and POST /detokenize (tokenize_route.c). */
+enum MHD_Result handle_tokenize(struct exchange *ex,
+                                struct MHD_Connection *conn);
+enum MHD_Result handle_detokenize(struct exchange *ex,
+                                  struct MHD_Connection *conn);
+
 /* POST /generate (generate_route.c). */
 enum MHD_Result handle_generate_post(struct exchange *ex,
                                      struct MHD_Connection *conn);

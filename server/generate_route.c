@@ -19,6 +19,7 @@
  * send (event_stream.c). A client that goes away stops the work at the
  * next token; a drain's cancel too, with an error event.
  */
+#include "decoding.h"
 #include "event_stream.h"
 #include "exchange.h"
 #include "family.h"
@@ -51,9 +52,9 @@ struct generation {
     enum event_format format;
     size_t prompt, capacity; /* tokens: the prompt's, at most in all */
     double flops;
-    struct xf_result result; /* the finished sequence's, which the done
-                                event reads */
-    struct buf text;         /* the generated tokens' text, for stop */
+    struct xf_result result;  /* the finished sequence's, which the done
+                                 event reads */
+    struct decoding decoding; /* the loop, and the generated text */
 };
 
 static struct generation *generation_of_job(struct job *job)
@@ -67,7 +68,7 @@ static void generation_free(void *arg)
     struct generation *gen = arg;
     xf_result_free(&gen->result);
     generate_request_free(&gen->g);
-    buf_free(&gen->text);
+    buf_free(&gen->decoding.text);
     budget_release(&gen->hold, gen->hold.held);
     free(gen);
 }
@@ -140,84 +141,10 @@ static void send_error(struct generation *gen, int status, const char *detail)
 
 /* ---------------------------------------------------------- the work */
 
-/* The bytes id adds to the generated text, as the tokenizer decodes it
- * (a byte token's byte, SentencePiece's U+2581 a space); a NUL, which
- * the text cannot hold, as U+FFFD. */
-static bool append_bytes(struct buf *text, const struct model *m, uint32_t id)
-{
-    char bytes[256];
-    const size_t n = tok_token_bytes(&m->tokenizer, id, bytes, sizeof bytes);
-    char *big = n > sizeof bytes ? malloc(n) : NULL;
-    if (big)
-        tok_token_bytes(&m->tokenizer, id, big, n);
-    const char *from = big ? big : bytes;
-    bool ok = n <= sizeof bytes || big;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = from[i] ? buf_append(text, &from[i], 1)
-                     : buf_append_str(text, "\xEF\xBF\xBD");
-    free(big);
-    return ok;
-}
-
-/* Does the generated text end with (or now contain) a stop string? Only
- * the part a new token can have completed is searched. */
-static bool stopped(const struct generation *gen, size_t before)
-{
-    for (size_t i = 0; i < gen->g.n_stop; i++) {
-        const char *stop = gen->g.stop[i];
-        const size_t len = strlen(stop);
-        for (size_t at = before >= len ? before - len + 1 : 0;
-             at + len <= gen->text.len; at++)
-            if (!memcmp(gen->text.data + at, stop, len))
-                return true;
-    }
-    return false;
-}
-
-static bool is_eos(const struct model *m, uint32_t id)
-{
-    for (size_t i = 0; i < m->extra.n_eos; i++)
-        if (m->extra.eos[i] == id)
-            return true;
-    return false;
-}
-
-/* One run through the cache; the logits into out. An ablation's means
- * are the prompt's, also when the whole sequence runs again. */
-static attn_status cached(const struct generation *gen, struct xf_cache *cache,
-                          const uint32_t *ids, size_t n, float *out,
-                          struct attn_error *err)
-{
-    const struct xf_model *x = &gen->g.req.model.entry->model->xf;
-    const struct xf_run *asked = &gen->g.req.model.run;
-    const struct xf_run run = {.ids = ids,
-                               .n = n,
-                               .want = XF_WANT_LOGITS,
-                               .layer = XF_ALL_LAYERS,
-                               .threads = 1,
-                               .cache = cache,
-                               .edits = asked->edits,
-                               .n_edits = asked->n_edits,
-                               .mean_over = gen->prompt};
-    struct xf_plan plan;
-    struct xf_result r;
-    attn_status st = xf_plan(x, &run, &plan, err);
-    if (st == ATTN_OK)
-        st = xf_forward(&plan, &gen->srv->cancel, &r, err);
-    if (st == ATTN_OK) {
-        memcpy(out, r.logits, x->vocab_size * sizeof *out);
-        xf_result_free(&r);
-    }
-    return st;
-}
-
-static const char *const finish_names[] = {"eos", "stop", "length"};
-enum finish { FINISH_EOS, FINISH_STOP, FINISH_LENGTH };
-
 /* The done event: what ended it, then the finished sequence's answer as
  * /attention gives it (its opening brace left out: the two are one
  * object). */
-static void send_done(struct generation *gen, enum finish why)
+static void send_done(struct generation *gen, enum decode_finish why)
 {
     struct request *req = &gen->g.req;
     struct problem pb;
@@ -242,7 +169,8 @@ static void send_done(struct generation *gen, enum finish why)
     }
     struct response_stream *tail = response_stream_new_model(req, &gen->result);
     struct buf head;
-    buf_init(&head, 4096 + gen->text.len * 6);
+    const struct buf *text = &gen->decoding.text;
+    buf_init(&head, 4096 + text->len * 6);
     bool ok = tail != NULL;
     ok = ok && (gen->format == EVENTS_SSE
                     ? buf_append_str(&head, "event: done\ndata: {")
@@ -251,8 +179,8 @@ static void send_done(struct generation *gen, enum finish why)
          buf_printf(&head,
                     "\"prompt_tokens\":%zu,\"finish_reason\":\"%s\","
                     "\"text\":",
-                    gen->prompt, finish_names[why]) &&
-         buf_append_json_string(&head, gen->text.data ? gen->text.data : "") &&
+                    gen->prompt, decode_finish_names[why]) &&
+         buf_append_json_string(&head, text->data ? text->data : "") &&
          buf_append_str(&head, ",");
     ok = ok && event_stream_write(gen->events, head.data, head.len);
     buf_free(&head);
@@ -267,92 +195,43 @@ static void send_done(struct generation *gen, enum finish why)
                         gen);
 }
 
+static bool generation_gone(void *arg)
+{
+    struct generation *gen = arg;
+    return event_stream_gone(gen->events);
+}
+
+static bool generation_token(void *arg, const struct decode_step *step)
+{
+    struct generation *gen = arg;
+    struct xf_candidate top[GENERATE_MAX_TOP];
+    const struct xf_model *x = &gen->g.req.model.entry->model->xf;
+    const size_t n_top =
+        xf_top_tokens(step->logits, x->vocab_size, gen->g.top_candidates, top);
+    return send_token(gen, step->index, step->id, top, n_top);
+}
+
 static void run_generation(struct job *job, double waited)
 {
     struct generation *gen = generation_of_job(job);
     metrics_queue_wait(waited);
     metrics_computation_started();
-    struct request *req = &gen->g.req;
-    const struct model *m = req->model.entry->model;
-    const struct xf_model *x = &m->xf;
-    const size_t vocab = x->vocab_size;
-    struct tok_encoding *enc = &req->model.enc;
-    float *logits = malloc(vocab * sizeof *logits);
-    struct xf_candidate *scratch = malloc(vocab * sizeof *scratch);
-    struct xf_candidate top[GENERATE_MAX_TOP];
-    struct xf_cache cache = {0};
-    struct attn_error err = {0};
-    attn_status st = logits && scratch
-                         ? xf_cache_init(x, gen->capacity, &cache, &err)
-                         : ATTN_E_NOMEM;
-    enum finish why = FINISH_LENGTH;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const uint32_t *next = enc->ids;
-    size_t n = enc->count;
-    bool gone = false;
-    for (size_t t = 0; st == ATTN_OK && t < gen->g.max_new; t++) {
-        if (event_stream_gone(gen->events)) {
-            gone = true;
-            break;
-        }
-        // a longrope model turns every position by its long factors once
-        // the sequence outgrows its original length: the cache's keys,
-        // turned by the short ones, are dropped and the whole sequence
-        // runs again, as transformers' Phi-3 drops its cache there
-        if (xf_cache_outgrown(x, &cache, n)) {
-            cache.len = 0;
-            next = enc->ids;
-            n = enc->count;
-        }
-        st = cached(gen, &cache, next, n, logits, &err);
-        if (st != ATTN_OK)
-            break;
-        const uint32_t id =
-            xf_sample(logits, vocab, &gen->g.sampling, t, scratch);
-        const size_t n_top =
-            xf_top_tokens(logits, vocab, gen->g.top_candidates, top);
-        enc->ids[enc->count] = id;
-        enc->type_ids[enc->count] = 0;
-        enc->added[enc->count] = 0;
-        enc->count++;
-        const size_t before = gen->text.len;
-        if (!append_bytes(&gen->text, m, id))
-            st = ATTN_E_NOMEM;
-        metrics_generated_token(seconds_since(&t0));
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (st != ATTN_OK || !send_token(gen, t, id, top, n_top)) {
-            gone = st == ATTN_OK;
-            break;
-        }
-        if (is_eos(m, id)) {
-            why = FINISH_EOS;
-            break;
-        }
-        if (stopped(gen, before)) {
-            why = FINISH_STOP;
-            break;
-        }
-        next = &enc->ids[enc->count - 1];
-        n = 1;
-    }
-    xf_cache_free(&cache);
-    free(scratch);
-    free(logits);
+    struct decoding *d = &gen->decoding;
+    decoding_run(d);
     // what outlives gen, which the last event may free
-    struct models_entry *entry = req->model.entry;
+    struct models_entry *entry = gen->g.req.model.entry;
     const double flops = gen->flops;
-    if (gone) {
+    if (d->abandoned) {
         metrics_generation_abandoned();
         event_stream_finish(gen->events, NULL, 0, "", generation_free, gen);
-    } else if (st != ATTN_OK) {
+    } else if (d->st != ATTN_OK) {
         struct problem pb;
-        problem_from_core(&pb, st, &err, "");
-        send_error(gen, st == ATTN_E_CANCELLED ? 503 : pb.status,
-                   st == ATTN_E_CANCELLED ? "the server is stopping"
-                                          : pb.detail);
+        problem_from_core(&pb, d->st, &d->err, "");
+        send_error(gen, d->st == ATTN_E_CANCELLED ? 503 : pb.status,
+                   d->st == ATTN_E_CANCELLED ? "the server is stopping"
+                                             : pb.detail);
     } else {
-        send_done(gen, why);
+        send_done(gen, d->why);
     }
     metrics_computation_done();
     models_count(entry, flops);
@@ -367,108 +246,19 @@ static void refuse_generation(struct job *job)
 
 /* ------------------------------------------------------------ the plan */
 
-/* The costs of the whole generation, from the request alone, before
- * anything is computed: the cache for every position, the prompt's pass,
- * a token's, the one over the finished sequence (at its longest) when
- * "return" asks for anything, and their answer. */
+/* The costs of the whole generation (decoding_plan()), and what the
+ * events take: each token's, the finished sequence's answer, and what a
+ * client may leave unread. */
 static bool plan_generation(struct generation *gen,
                             const struct request_limits *lim, size_t *bytes,
                             struct problem *pb)
 {
-    struct request *req = &gen->g.req;
-    const struct model *m = req->model.entry->model;
-    const struct xf_model *x = &m->xf;
-    const size_t T = gen->capacity, H = x->hidden, I = x->intermediate;
-    const size_t hd = x->heads * x->head_dim, gd = x->kv_heads * x->head_dim;
-    // the prompt's pass, and the whole sequence's (planned at its
-    // longest) when "return" asks for anything
-    struct xf_run run = req->model.run;
-    run.ids = req->model.enc.ids;
-    run.n = gen->prompt;
-    run.want = XF_WANT_LOGITS;
-    run.threads = 1;
-    // the flow of the finished sequence: its limit named where the length
-    // comes from
-    if ((req->model.run.want & XF_WANT_FLOW) && T > XF_MAX_FLOW_TOKENS)
-        return problem_set(pb, 422, "/max_new_tokens",
-                           "attention flow (\"flow\" in return) is computed "
-                           "for at most %d tokens; the prompt's %zu and "
-                           "max_new_tokens (%zu) make %zu",
-                           XF_MAX_FLOW_TOKENS, gen->prompt, gen->g.max_new, T);
-    struct xf_plan first, whole;
-    struct attn_error err;
-    attn_status st = xf_plan(x, &run, &first, &err);
-    run.n = T;
-    run.want = req->model.run.want;
-    if (st == ATTN_OK && req->compute)
-        st = xf_plan(x, &run, &whole, &err);
-    if (st != ATTN_OK)
-        return problem_from_core(pb, st, &err, "");
-    double whole_flops = req->compute ? xf_plan_flops(&whole) : 0;
-    double whole_bytes = req->compute ? (double)xf_plan_bytes(&whole) : 0;
-    // a longrope model's sequence that outgrows its cache runs again
-    // whole (run_generation()): that pass, held beside the cache
-    const size_t again = xf_cache_rerun_length(x, gen->prompt, T);
-    if (again) {
-        struct xf_run rerun = run;
-        rerun.n = again;
-        rerun.want = XF_WANT_LOGITS;
-        struct xf_plan p;
-        if ((st = xf_plan(x, &rerun, &p, &err)) != ATTN_OK)
-            return problem_from_core(pb, st, &err, "");
-        whole_flops += xf_plan_flops(&p);
-        whole_bytes += (double)xf_plan_bytes(&p);
-    }
-    // a token: every weight once, its scores over every position, the head
-    double weights = 0;
-    for (size_t l = 0; l < x->layers; l++)
-        weights += (double)(2 * hd * H + 2 * gd * H + 3 * H * I);
-    const double token = 2.0 * weights +
-                         4.0 * (double)T * (double)hd * (double)x->layers +
-                         2.0 * (double)x->vocab_size * (double)H;
-    gen->flops =
-        xf_plan_flops(&first) + whole_flops + (double)gen->g.max_new * token;
-    if (lim->max_flops && gen->flops > (double)lim->max_flops) {
-        problem_set(pb, 422, "/max_new_tokens",
-                    "the generation needs about %.3g GFLOP on the model "
-                    "\"%s\" (%zu tokens of prompt, %zu more); the limit is "
-                    "%.3g GFLOP (--max-flops): fewer tokens",
-                    gen->flops * 1e-9, m->name, gen->prompt, gen->g.max_new,
-                    (double)lim->max_flops * 1e-9);
-        pb->reason = "compute_budget";
-        return false;
-    }
-    const size_t per_token_text = 32 + 6 * m->longest_text;
-    const double step = (double)x->vocab_size * 12.0 +
-                        4.0 * (double)(2 * hd + 2 * gd + 3 * H + 2 * I + T) +
-                        4.0 * WIDEN_PANEL_FLOATS + 65536.0;
-    // the prompt's pass also hands each layer's keys and values over
-    const double kv = 8.0 * (double)gen->prompt * (double)gd;
-    const double total = (double)xf_cache_bytes(x, T) +
-                         (double)xf_plan_bytes(&first) + kv + whole_bytes +
-                         step + (double)response_stream_bytes_model(req) +
-                         (double)gen->g.max_new * (double)(2 * per_token_text) +
+    const struct model *m = gen->g.req.model.entry->model;
+    const size_t per_token = 32 + 6 * m->longest_text;
+    const double extra = (double)response_stream_bytes_model(&gen->g.req) +
                          (double)EVENT_BYTES + (double)sizeof *gen;
-    *bytes = total < 1e18 ? (size_t)total : SIZE_MAX;
-    return true;
-}
-
-/* A copy of the prompt's encoding with room for every token to come. */
-static bool widen_encoding(struct tok_encoding *enc, size_t capacity)
-{
-    uint32_t *block = malloc(capacity * (sizeof *block + 2));
-    if (!block)
-        return false;
-    uint8_t *types = (uint8_t *)(block + capacity), *added = types + capacity;
-    memcpy(block, enc->ids, enc->count * sizeof *block);
-    memcpy(types, enc->type_ids, enc->count);
-    memcpy(added, enc->added, enc->count);
-    memset(block + enc->count, 0, (capacity - enc->count) * sizeof *block);
-    const size_t count = enc->count;
-    tok_encoding_free(enc);
-    *enc = (struct tok_encoding){
-        .count = count, .ids = block, .type_ids = types, .added = added};
-    return true;
+    return decoding_plan(&gen->decoding, lim, per_token, extra, &gen->flops,
+                         bytes, pb);
 }
 
 static enum event_format format_of(struct MHD_Connection *conn)
@@ -494,14 +284,22 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
     }
     gen->srv = s;
     gen->format = format_of(conn);
-    buf_init(&gen->text, (size_t)64 << 20);
+    buf_init(&gen->decoding.text, (size_t)64 << 20);
     size_t bytes = 0;
     bool ok = generate_parse(&gen->g, ex->body.data ? ex->body.data : "",
                              ex->body.len, &s->limits, &ex->hold, &pb);
     if (ok) {
         gen->prompt = gen->g.req.model.enc.count;
         gen->capacity = gen->prompt + gen->g.max_new;
-        ok = widen_encoding(&gen->g.req.model.enc, gen->capacity) ||
+        gen->decoding = (struct decoding){.g = &gen->g,
+                                          .prompt = gen->prompt,
+                                          .capacity = gen->capacity,
+                                          .cancel = &s->cancel,
+                                          .text = gen->decoding.text,
+                                          .token = generation_token,
+                                          .gone = generation_gone,
+                                          .arg = gen};
+        ok = decoding_widen(&gen->decoding) ||
              problem_set(&pb, 503, "", "out of memory");
     }
     ok = ok && plan_generation(gen, &s->limits, &bytes, &pb) &&

@@ -94,6 +94,16 @@ int main(int argc, char **argv)
                 "%zu MiB of %s weights\n",
                 m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
                 m->weight_bytes >> 20, attn_dtype_name((int)m->xf.word_emb.dtype));
+        // a template that cannot be rendered is named now, not at the
+        // first chat request
+        for (size_t t = 0; t < m->chat.count; t++)
+            if (!m->chat.t[t].compiled)
+                fprintf(stderr,
+                        "attnd: model \"%s\": chat template \"%s\" (%s) "
+                        "cannot be rendered: %s; chat requests on it are "
+                        "refused\n",
+                        m->name, m->chat.t[t].name, m->chat.source,
+                        m->chat.t[t].error);
     }
     struct http_server *srv = http_start(&opt, &models);
     if (!srv) {

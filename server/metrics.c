@@ -45,9 +45,21 @@ static size_t reason_count(void)
 
 const char *metrics_route_name(enum metrics_route r)
 {
-    static const char *const names[N_ROUTES] = {
-        "/attention",    "/generate", "/patch",  "/healthz", "/metrics",
-        "/openapi.json", "/config",   "/models", "static",   "other"};
+    static const char *const names[N_ROUTES] = {"/attention",
+                                                "/generate",
+                                                "/patch",
+                                                "/healthz",
+                                                "/metrics",
+                                                "/openapi.json",
+                                                "/config",
+                                                "/models",
+                                                "/v1/models",
+                                                "/v1/completions",
+                                                "/v1/chat/completions",
+                                                "/tokenize",
+                                                "/detokenize",
+                                                "static",
+                                                "other"};
     return r < N_ROUTES ? names[r] : "other";
 }
 

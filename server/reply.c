@@ -62,14 +62,22 @@ enum MHD_Result reply_not_modified(struct exchange *ex,
     return reply_queue(ex, conn, 304, r, 0);
 }
 
+/* The OpenAI-compatible routes answer failures in OpenAI's shape. */
+static bool speaks_openai(const struct exchange *ex)
+{
+    return !strncmp(ex->path, "/v1/", 4);
+}
+
 /* The response of a problem, with its headers; *len its body's bytes. */
-static struct MHD_Response *problem_response(const struct problem *pb,
+static struct MHD_Response *problem_response(const struct exchange *ex,
+                                             const struct problem *pb,
                                              size_t *len)
 {
     *len = 0;
-    char *body = problem_body(pb, len);
-    struct MHD_Response *r =
-        reply_from_heap(body, *len, "application/problem+json");
+    const bool openai = speaks_openai(ex);
+    char *body = openai ? problem_body_openai(pb, len) : problem_body(pb, len);
+    struct MHD_Response *r = reply_from_heap(
+        body, *len, openai ? "application/json" : "application/problem+json");
     if (!r)
         return NULL;
     if (pb->status == 405 && pb->allow[0])
@@ -86,12 +94,17 @@ static struct MHD_Response *problem_response(const struct problem *pb,
     return r;
 }
 
+int reply_problem_status(const struct exchange *ex, const struct problem *pb)
+{
+    return speaks_openai(ex) ? problem_openai_status(pb) : pb->status;
+}
+
 enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
                               const struct problem *pb)
 {
     size_t len = 0;
-    struct MHD_Response *r = problem_response(pb, &len);
-    return reply_queue(ex, conn, pb->status, r, len);
+    struct MHD_Response *r = problem_response(ex, pb, &len);
+    return reply_queue(ex, conn, reply_problem_status(ex, pb), r, len);
 }
 
 void reply_prepare(struct exchange *ex, int status, struct MHD_Response *resp,
@@ -106,8 +119,8 @@ void reply_prepare(struct exchange *ex, int status, struct MHD_Response *resp,
 void reply_prepare_problem(struct exchange *ex, const struct problem *pb)
 {
     size_t len = 0;
-    struct MHD_Response *r = problem_response(pb, &len);
-    reply_prepare(ex, pb->status, r, len);
+    struct MHD_Response *r = problem_response(ex, pb, &len);
+    reply_prepare(ex, reply_problem_status(ex, pb), r, len);
 }
 
 enum MHD_Result reply_prepared(struct exchange *ex, struct MHD_Connection *conn)

@@ -29,10 +29,14 @@ enum MHD_Result reply_not_modified(struct exchange *ex,
                                    struct MHD_Connection *conn,
                                    const char *etag, const char *cache_control);
 
-/* The one place a problem becomes a response: problem+json, with Allow,
- * WWW-Authenticate and Retry-After where the status calls for them. */
+/* The one place a problem becomes a response: problem+json (OpenAI's
+ * error object on the /v1/ routes), with Allow, WWW-Authenticate and
+ * Retry-After where the status calls for them. */
 enum MHD_Result reply_problem(struct exchange *ex, struct MHD_Connection *conn,
                               const struct problem *pb);
+
+/* The status a problem is answered with on ex's route. */
+int reply_problem_status(const struct exchange *ex, const struct problem *pb);
 
 /* An answer made before it can be queued (on a worker, while the
  * connection is suspended): the exchange holds it until reply_prepared()

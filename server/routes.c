@@ -116,6 +116,13 @@ static const struct route routes[] = {
     {"GET", "/attention", handle_attention_get, ROUTE_ATTENTION, true, false},
     {"POST", "/generate", handle_generate_post, ROUTE_GENERATE, true, true},
     {"POST", "/patch", handle_patch_post, ROUTE_PATCH, true, true},
+    {"GET", "/v1/models", handle_v1_models, ROUTE_V1_MODELS, true, false},
+    {"GET", "/v1/models/", handle_v1_models, ROUTE_V1_MODELS, true, false},
+    {"POST", "/v1/completions", handle_v1_completions, ROUTE_V1_COMPLETIONS,
+     true, true},
+    {"POST", "/v1/chat/completions", handle_v1_chat, ROUTE_V1_CHAT, true, true},
+    {"POST", "/tokenize", handle_tokenize, ROUTE_TOKENIZE, true, true},
+    {"POST", "/detokenize", handle_detokenize, ROUTE_DETOKENIZE, true, true},
     {"GET", "/healthz", handle_healthz, ROUTE_HEALTHZ, false, false},
     {"GET", "/metrics", handle_metrics, ROUTE_METRICS, false, false},
     {"GET", "/openapi.json", handle_openapi, ROUTE_OPENAPI, false, false},
@@ -124,6 +131,22 @@ static const struct route routes[] = {
     {"GET", NULL, handle_static, ROUTE_STATIC, false, false},
 };
 enum { N_ROUTES_TABLE = sizeof routes / sizeof routes[0] };
+
+const struct route *route_table(size_t *count)
+{
+    *count = N_ROUTES_TABLE;
+    return routes;
+}
+
+/* A route's path is the path, or (ending in '/') every path under it. */
+static bool path_matches(const char *route, const char *path)
+{
+    const size_t len = strlen(route);
+    if (len > 1 && route[len - 1] == '/')
+        return !strncmp(route, path, len) && path[len] &&
+               !strchr(path + len, '/');
+    return !strcmp(route, path);
+}
 
 const struct route *route_find(const struct http_server *s, const char *method,
                                const char *path, enum metrics_route *metric,
@@ -135,7 +158,7 @@ const struct route *route_find(const struct http_server *s, const char *method,
     bool path_known = false;
     for (int i = 0; i < N_ROUTES_TABLE; i++) {
         const struct route *r = &routes[i];
-        if (r->path && strcmp(r->path, path))
+        if (r->path && !path_matches(r->path, path))
             continue;
         if (!r->path && path_known)
             break; /* a named path never falls through to static files */

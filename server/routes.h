@@ -8,12 +8,17 @@
 #include "problem.h"
 
 struct route {
-    const char *method, *path; /* path NULL: any path (static files) */
+    /* path NULL: any path (static files); ending in '/': every path one
+     * segment under it (/v1/models/ID) */
+    const char *method, *path;
     handler_fn handler;
     enum metrics_route metric;
     bool needs_key;  /* behind --api-key when one is set */
     bool takes_body; /* a request body is read (else discarded unread) */
 };
+
+/* The whole table, for the document that describes it: *count rows. */
+const struct route *route_table(size_t *count);
 
 /* The route for method and path, with *metric set to its route's metric;
  * NULL with pb set (404 or 405 with Allow) if none. HEAD goes as GET. */

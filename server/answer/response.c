@@ -694,6 +694,14 @@ struct response_stream *response_stream_new(const struct request *req,
     return stream_new(req, res, NULL, assemble);
 }
 
+void response_stream_inline(struct response_stream *s)
+{
+    struct piece *last = s->n_pieces ? &s->pieces[s->n_pieces - 1] : NULL;
+    if (last && !last->values && last->end > last->begin &&
+        s->text.data[last->end - 1] == '\n')
+        last->end--;
+}
+
 struct response_stream *response_stream_new_model(const struct request *req,
                                                   const struct xf_result *res)
 {

@@ -29,6 +29,10 @@ struct response_stream *response_stream_new(const struct request *req,
 struct response_stream *response_stream_new_model(const struct request *req,
                                                   const struct xf_result *res);
 
+/* The body without its last newline, to be a member of a larger JSON
+ * value (an event's data is one line). Before the first read. */
+void response_stream_inline(struct response_stream *s);
+
 /* At most the bytes a stream over req's answer holds: its staging buffer
  * and its text (tokens, config, warnings); of a model's answer with
  * response_stream_bytes_model(). */

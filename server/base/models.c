@@ -89,6 +89,7 @@ bool models_load(struct models *set, const struct options_list *specs,
         struct models_entry *e = &set->entry[set->count++];
         e->model = m;
         e->fingerprint = fingerprint(m);
+        e->loaded = time(NULL);
         atomic_init(&e->requests, 0);
         atomic_init(&e->flops, 0);
     }
@@ -166,6 +167,30 @@ static bool layers_part(struct buf *b, const struct model *m)
     return ok && buf_append_str(b, "]");
 }
 
+/* The chat templates: where they come from, and each one's name and
+ * whether it renders (why not, when it does not); null without any. */
+static bool chat_part(struct buf *b, const struct model *m)
+{
+    const struct chat_templates *c = &m->chat;
+    if (!c->count)
+        return buf_append_str(b, ",\"chat_template\":null");
+    bool ok = buf_printf(b,
+                         ",\"chat_template\":{\"source\":\"%s\","
+                         "\"templates\":[",
+                         c->source);
+    for (size_t i = 0; ok && i < c->count; i++) {
+        const struct chat_template *t = &c->t[i];
+        ok = buf_printf(b, "%s{\"name\":", i ? "," : "") &&
+             buf_append_json_string(b, t->name) &&
+             buf_printf(b, ",\"renders\":%s,\"error\":",
+                        t->compiled ? "true" : "false") &&
+             (t->compiled ? buf_append_str(b, "null")
+                          : buf_append_json_string(b, t->error)) &&
+             buf_append_str(b, "}");
+    }
+    return ok && buf_append_str(b, "]}");
+}
+
 /* What /models shows of a decoder: its family, attention layout, rotary
  * positions, window, head, the width its matrices are held at and its
  * tokenizer. An encoder's entry stays as it was. */
@@ -208,6 +233,7 @@ static bool decoder_part(struct buf *b, const struct model *m)
     for (size_t i = 0; ok && i < m->extra.n_eos; i++)
         ok = buf_printf(b, "%s%u", i ? "," : "", m->extra.eos[i]);
     ok = ok && buf_append_str(b, "]");
+    ok = ok && chat_part(b, m);
     return ok && buf_printf(b,
                             ",\"tied_embeddings\":%s,\"dtype\":\"%s\","
                             "\"tokenizer\":\"%s\"",

@@ -13,6 +13,7 @@
 #include "options_list.h"
 
 #include <stdatomic.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 struct models_entry {
     struct model *model;  /* owned */
     uint64_t fingerprint; /* of its files, for GET answers' ETags */
+    time_t loaded;        /* when: GET /v1/models' "created" */
     atomic_uint_fast64_t requests, flops;
 };
 

@@ -132,3 +132,59 @@ char *problem_body(const struct problem *pb, size_t *len)
     }
     return buf_take(&b, len);
 }
+
+/* "/messages/0/content" as OpenAI names a field: "messages[0].content". */
+static bool append_param(struct buf *b, const char *pointer)
+{
+    char name[sizeof((struct problem *)0)->pointer + 32];
+    size_t n = 0;
+    for (const char *at = pointer; *at && n + 8 < sizeof name;) {
+        const char *end = strchr(at + 1, '/');
+        const size_t len = end ? (size_t)(end - at - 1) : strlen(at + 1);
+        bool index = len > 0;
+        for (size_t i = 0; i < len; i++)
+            index = index && at[1 + i] >= '0' && at[1 + i] <= '9';
+        const int w = snprintf(name + n, sizeof name - n,
+                               index ? "[%.*s]"
+                               : n   ? ".%.*s"
+                                     : "%.*s",
+                               (int)len, at + 1);
+        n += w > 0 ? (size_t)w : 0;
+        n = n < sizeof name ? n : sizeof name - 1;
+        at += 1 + len;
+    }
+    name[n] = 0;
+    return buf_append_json_string(b, name);
+}
+
+int problem_openai_status(const struct problem *pb)
+{
+    return pb->status == 422 ? 400 : pb->status;
+}
+
+char *problem_body_openai(const struct problem *pb, size_t *len)
+{
+    const int status = problem_openai_status(pb);
+    const char *type = status == 401   ? "authentication_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    const char *code = status == 404 && !strcmp(pb->pointer, "/model")
+                           ? "model_not_found"
+                           : pb->reason;
+    struct buf b;
+    buf_init(&b, 4096);
+    bool ok = buf_append_str(&b, "{\"error\":{\"message\":") &&
+              buf_append_json_string(&b, pb->detail) &&
+              buf_printf(&b, ",\"type\":\"%s\",\"param\":", type) &&
+              (pb->pointer[0] ? append_param(&b, pb->pointer)
+                              : buf_append_str(&b, "null")) &&
+              buf_append_str(&b, ",\"code\":") &&
+              (code ? buf_append_json_string(&b, code)
+                    : buf_append_str(&b, "null")) &&
+              buf_append_str(&b, "}}\n");
+    if (!ok) {
+        buf_free(&b);
+        return NULL;
+    }
+    return buf_take(&b, len);
+}

@@ -51,4 +51,12 @@ const char *problem_title(int status);
 /* The problem+json body; the caller frees it with free(). */
 char *problem_body(const struct problem *pb, size_t *len);
 
+/* The same failure in OpenAI's shape, for the /v1/ routes:
+ * {"error": {"message", "type", "param", "code"}}, param the pointer's
+ * field as OpenAI names one ("messages[0].content"), code the reason
+ * when there is one ("model_not_found", "compute_budget", ...); and its
+ * status (an invalid request is OpenAI's 400). */
+char *problem_body_openai(const struct problem *pb, size_t *len);
+int problem_openai_status(const struct problem *pb);
+
 #endif

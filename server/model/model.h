@@ -15,6 +15,7 @@
 #ifndef ATTND_MODEL_H
 #define ATTND_MODEL_H
 
+#include "chat_template.h"
 #include "shards.h"
 #include "tokenizer.h"
 #include "transformer.h"
@@ -52,11 +53,12 @@ struct model {
                             layer point at (xf.kind[k].rope.inv_freq) */
     uint8_t *layer_kind; /* NULL, or [layers]: xf.layer_kind */
     struct tokenizer tokenizer;
-    bool do_lower_case;   /* the tokenizer lowercases (BERT's
-                             tokenizer_config.json; true when absent, as
-                             BertTokenizer) */
-    struct shards shards; /* the safetensors files, mapped read-only */
-    void *converted;      /* the tensors copied or converted at load */
+    struct chat_templates chat; /* none for a model without any */
+    bool do_lower_case;         /* the tokenizer lowercases (BERT's
+                                   tokenizer_config.json; true when absent, as
+                                   BertTokenizer) */
+    struct shards shards;       /* the safetensors files, mapped read-only */
+    void *converted;            /* the tensors copied or converted at load */
     size_t converted_bytes;
     size_t weight_bytes; /* the model's tensors as held: matrices at the
                             width they are stored in, vectors (and what

@@ -63,6 +63,7 @@ void model_free(struct model *m)
     free(m->rope_freq);
     free(m->layer_kind);
     tok_free(&m->tokenizer);
+    chat_templates_free(&m->chat);
     free(m);
 }
 
@@ -172,6 +173,7 @@ bool model_load_in(const struct family_table *families, const char *name,
         .name = name, .dir = dir, .err = err, .err_len = err_len};
     bool ok = read_config(m, families, &files) &&
               m->family->open_tokenizer(m, &files) &&
+              chat_templates_open(&m->chat, &files) &&
               shards_open(&m->shards, &files) &&
               tensors_take(m, &m->shards, &files);
     if (ok && m->family->after_tensors)

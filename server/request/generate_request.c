@@ -62,8 +62,8 @@ static bool read_size(const cJSON *root, const char *name, size_t lo, size_t hi,
     return jsonin_size(v, &at, lo, hi, out, pb);
 }
 
-static bool read_stop(struct generate_request *g, const cJSON *v,
-                      struct problem *pb)
+bool generate_read_stop(struct generate_request *g, const cJSON *v,
+                        struct problem *pb)
 {
     if (!v)
         return true;
@@ -222,7 +222,8 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
          read_size(root, "top_k", 0, m->xf.vocab_size, 0, &top_k, pb) &&
          read_size(root, "top_candidates", 0, GENERATE_MAX_TOP,
                    GENERATE_DEFAULT_TOP, &g->top_candidates, pb) &&
-         read_stop(g, cJSON_GetObjectItemCaseSensitive(root, "stop"), pb);
+         generate_read_stop(g, cJSON_GetObjectItemCaseSensitive(root, "stop"),
+                            pb);
     const cJSON *vseed =
         ok ? cJSON_GetObjectItemCaseSensitive(root, "seed") : NULL;
     if (ok && vseed) {

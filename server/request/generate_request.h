@@ -10,6 +10,8 @@
 #include "request.h"
 #include "sampling.h"
 
+#include <cJSON.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -41,5 +43,10 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
                     const struct request_limits *lim, struct budget_hold *hold,
                     struct problem *pb);
 void generate_request_free(struct generate_request *g);
+
+/* "stop": one string or up to GENERATE_MAX_STOPS, each of 1 to
+ * GENERATE_MAX_STOP_BYTES bytes, into g (v NULL: none). */
+bool generate_read_stop(struct generate_request *g, const cJSON *v,
+                        struct problem *pb);
 
 #endif

@@ -109,19 +109,22 @@ void request_pool_block(const struct request_png *o, size_t n, size_t m,
                         size_t *k, enum heatmap_pool *kind);
 
 struct request_model {
-    struct models_entry *entry; /* borrowed from the server */
-    struct tok_encoding enc;    /* owned: the model's tokens */
-    struct xf_run run;          /* its ids point into enc */
-    struct xf_plan *plan;       /* owned: of run, made once it is whole;
-                                   NULL until then, or when nothing is
-                                   computed (kept apart so that a request
-                                   on random weights does not carry it) */
-    bool pair;                  /* sentence_b was given */
-    uint32_t *pool_at;          /* owned: [2][enc.count] each position's
-                                   block as a query and as a key, when a
-                                   pooled image's blocks are taken by the
-                                   pass (run.pool_row, run.pool_col) */
+    struct models_entry *entry;      /* borrowed from the server */
+    struct tok_encoding enc;         /* owned: the model's tokens */
+    struct xf_run run;               /* its ids point into enc */
+    struct xf_plan *plan;            /* owned: of run, made once it is whole;
+                                        NULL until then, or when nothing is
+                                        computed (kept apart so that a request
+                                        on random weights does not carry it) */
+    bool pair;                       /* sentence_b was given */
+    uint32_t *pool_at;               /* owned: [2][enc.count] each position's
+                                        block as a query and as a key, when a
+                                        pooled image's blocks are taken by the
+                                        pass (run.pool_row, run.pool_col) */
     struct request_interventions iv; /* owned: ablation and attribution */
+    /* enc was made by the caller before decoding (a chat's rendered
+     * prompt, a prompt of token ids): no sentence is read */
+    bool encoded;
 };
 
 /* Extra arrays a client can ask for beyond the core's own. */

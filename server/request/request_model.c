@@ -215,6 +215,24 @@ static bool encode_probe(struct request *req, const cJSON *root,
     return true;
 }
 
+/* The caller's encoding: the tokens are given, so no text may be. */
+static bool take_encoding(struct request *req, const cJSON *root,
+                          const struct model *m, struct problem *pb)
+{
+    static const char *const texts[] = {"sentence", "sentence_b",
+                                        "add_special_tokens"};
+    for (size_t i = 0; i < 3; i++)
+        if (cJSON_GetObjectItemCaseSensitive(root, texts[i]))
+            return problem_set(pb, 422, request_field_find(texts[i])->pointer,
+                               "%s: the tokens are the request's prompt here",
+                               texts[i]);
+    struct xf_run *run = &req->model.run;
+    run->ids = req->model.enc.ids;
+    run->type_ids = m->xf.arch.token_types ? req->model.enc.type_ids : NULL;
+    run->n = req->model.enc.count;
+    return true;
+}
+
 /* The sentence, or the pair, into the model's tokens. */
 static bool encode(struct request *req, const cJSON *root,
                    const struct request_limits *lim, const struct model *m,
@@ -222,6 +240,8 @@ static bool encode(struct request *req, const cJSON *root,
 {
     if (req->probe != PROBE_NONE)
         return encode_probe(req, root, lim, m, pb);
+    if (req->model.encoded)
+        return take_encoding(req, root, m, pb);
     // a probe's settings without a probe would do nothing
     static const char *const probe_only[] = {"probe_length", "probe_seed"};
     for (size_t i = 0; i < 2; i++) {

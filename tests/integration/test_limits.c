@@ -193,7 +193,7 @@ static void wait_computing(const struct server *s)
     while (clock_seconds() < deadline) {
         const int fd = raw_connect(s, "127.0.0.1");
         assert_true(fd >= 0);
-        char out[16384];
+        static char out[1 << 16]; /* the whole of /metrics */
         raw_exchange(fd,
                      "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "
                      "close\r\n\r\n",
@@ -593,7 +593,7 @@ static void test_stop_cancels_long_computations(void **state)
     bool said = false;
     while (!said && clock_seconds() - t0 < 0.8) {
         const int fd = raw_connect(&s, "127.0.0.1");
-        char out[16384];
+        static char out[1 << 16]; /* the whole of /metrics */
         if (fd >= 0) {
             raw_exchange(fd,
                          "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: "

@@ -274,6 +274,23 @@ def normalizer_sp():
         {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]}
 
 
+
+# The chat templates the test models carry (tests/chat/templates/, the
+# real ones): what a chat request on them renders.
+CHAT_TEMPLATES = {"llama3": "llama-3.2-3b-instruct.jinja",
+                  "qwen3": "qwen3-0.6b.jinja",
+                  "mistral": "mistral-7b-instruct-v0.2.jinja"}
+
+
+def chat_template(kind):
+    name = CHAT_TEMPLATES.get(kind)
+    if name is None:
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "chat",
+                        "templates", name)
+    with open(path, encoding="utf-8") as fp:
+        return fp.read()
+
 def added_decoder(added):
     """tokenizer_config.json's added_tokens_decoder: id -> the token."""
     return {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
@@ -337,7 +354,8 @@ def make_tokenizer(kind):
         cfg = {"added_tokens_decoder": added_decoder(added), "bos_token": "<|begin_of_text|>",
                "clean_up_tokenization_spaces": True, "eos_token": "<|end_of_text|>",
                "model_input_names": ["input_ids", "attention_mask"],
-               "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast"}
+               "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast",
+               "chat_template": chat_template(kind)}
         return dict(kind=kind, files={"tokenizer.json": json.dumps(tok, ensure_ascii=False, indent=2),
                                       "tokenizer_config.json": cfg},
                     vocab=full, specials=set(LLAMA3_SPECIALS), bos=base, byte_level=True,
@@ -363,6 +381,8 @@ def make_tokenizer(kind):
                "eos_token": "<|endoftext|>" if kind == "qwen2" else "<|im_end|>",
                "errors": "replace", "model_max_length": 32768, "pad_token": "<|endoftext|>",
                "split_special_tokens": False, "tokenizer_class": "Qwen2Tokenizer", "unk_token": None}
+        if chat_template(kind):
+            cfg["chat_template"] = chat_template(kind)
         return dict(kind=kind, files={"tokenizer.json": json.dumps(tok, ensure_ascii=False, indent=2),
                                       "tokenizer_config.json": cfg},
                     vocab=full, specials=set(names), bos=None, byte_level=True,
@@ -383,6 +403,8 @@ def make_tokenizer(kind):
                "legacy": kind == "mistral", "model_max_length": 1000000000000000019884624838656,
                "pad_token": None, "sp_model_kwargs": {}, "tokenizer_class": "LlamaTokenizer",
                "unk_token": "<unk>", "use_default_system_prompt": False}
+        if chat_template(kind):
+            cfg["chat_template"] = chat_template(kind)
         return dict(kind=kind, files={"tokenizer.json": json.dumps(tok, ensure_ascii=False, indent=2),
                                       "tokenizer_config.json": cfg},
                     vocab=vocab, specials={"<unk>", "<s>", "</s>"}, bos=1, byte_level=False,

@@ -194,6 +194,11 @@ def make_tokenizer(kind):
                "pad_token": "<pad>", "sp_model_kwargs": {}, "spaces_between_special_tokens": False,
                "tokenizer_class": "GemmaTokenizer", "unk_token": "<unk>",
                "use_default_system_prompt": False}
+    # the real template of the release (tests/chat/templates/)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "chat", "templates",
+                        "gemma-3-it.jinja" if g3 else "gemma-2-2b-it.jinja")
+    with open(path, encoding="utf-8") as fp:
+        cfg["chat_template"] = fp.read()
     return dict(kind=kind, files={"tokenizer.json": json.dumps(tok, ensure_ascii=False, indent=2),
                                   "tokenizer_config.json": cfg},
                 vocab=full, model_vocab_size=len(model_vocab),

@@ -12,6 +12,7 @@
 
 #include "family.h"
 #include "models.h"
+#include "routes.h"
 #include "options.h"
 #include "request_fields.h"
 
@@ -288,6 +289,28 @@ static void test_models_route_is_documented(void **state)
     models_free(&set);
 }
 
+/* Every route of the table is a path of the document, with its method
+ * (a path ending in "/" is the one before it with an id); static files
+ * are the page's. */
+static void test_routes_are_documented(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const struct route *r = route_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].path)
+            continue;
+        char path[128], method[16];
+        snprintf(path, sizeof path, "%s", r[i].path);
+        if (strlen(path) > 1 && path[strlen(path) - 1] == '/')
+            path[strlen(path) - 1] = 0;
+        for (size_t k = 0; k < sizeof method && r[i].method[k]; k++)
+            method[k] = (char)(r[i].method[k] - 'A' + 'a');
+        method[strlen(r[i].method)] = 0;
+        at(at(at(doc, "paths"), path), method);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -296,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_fields_are_documented),
         cmocka_unit_test(test_config_echo_is_documented),
         cmocka_unit_test(test_config_route_is_documented),
+        cmocka_unit_test(test_routes_are_documented),
     };
     return cmocka_run_group_tests_name("openapi", tests, setup, teardown);
 }

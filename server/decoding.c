@@ -1,0 +1,294 @@
+/*
+ * decoding.c - a decoder's generation loop (decoding.h).
+ */
+#include "decoding.h"
+#include "exchange.h"
+#include "models.h"
+#include "token_text.h"
+#include "widen.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const decode_finish_names[] = {"eos", "stop", "length"};
+
+/* Does the generated text now hold a stop string? Only the part a new
+ * token can have completed is searched; *at is where the earliest match
+ * begins. */
+static bool stopped(const struct decoding *d, size_t before, size_t *at)
+{
+    const struct generate_request *g = d->g;
+    bool found = false;
+    for (size_t i = 0; i < g->n_stop; i++) {
+        const char *stop = g->stop[i];
+        const size_t len = strlen(stop);
+        for (size_t p = before >= len ? before - len + 1 : 0;
+             p + len <= d->text.len; p++)
+            if (!memcmp(d->text.data + p, stop, len)) {
+                if (!found || p < *at)
+                    *at = p;
+                found = true;
+                break;
+            }
+    }
+    return found;
+}
+
+static bool is_eos(const struct model *m, uint32_t id)
+{
+    for (size_t i = 0; i < m->extra.n_eos; i++)
+        if (m->extra.eos[i] == id)
+            return true;
+    return false;
+}
+
+/* The floats of a token's row: [Lw][heads][keys] or [Lw][keys]. */
+static size_t row_floats(const struct decoding *d, size_t keys)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    const size_t lw =
+        d->g->req.model.run.layer == XF_ALL_LAYERS ? x->layers : 1;
+    return lw * (d->row_want == XF_WANT_WEIGHTS ? x->heads : 1) * keys;
+}
+
+size_t decoding_scratch_bytes(const struct decoding *d)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    size_t bytes =
+        x->vocab_size * (sizeof(float) + sizeof(struct xf_candidate));
+    if (d->row_want)
+        bytes += row_floats(d, d->capacity) * sizeof(float);
+    return bytes;
+}
+
+/* One run through the cache: the logits into out, and with row_want the
+ * last position's row into row. An ablation's means are the prompt's,
+ * also when the whole sequence runs again. */
+static attn_status cached(const struct decoding *d, struct xf_cache *cache,
+                          const uint32_t *ids, size_t n, float *out, float *row,
+                          size_t *keys, struct attn_error *err)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    const struct xf_run *asked = &d->g->req.model.run;
+    const struct xf_run run = {.ids = ids,
+                               .n = n,
+                               .want = XF_WANT_LOGITS | d->row_want,
+                               .layer =
+                                   d->row_want ? asked->layer : XF_ALL_LAYERS,
+                               .threads = 1,
+                               .cache = cache,
+                               .edits = asked->edits,
+                               .n_edits = asked->n_edits,
+                               .mean_over = d->prompt};
+    struct xf_plan plan;
+    struct xf_result r;
+    attn_status st = xf_plan(x, &run, &plan, err);
+    if (st == ATTN_OK)
+        st = xf_forward(&plan, d->cancel, &r, err);
+    if (st != ATTN_OK)
+        return st;
+    memcpy(out, r.logits, x->vocab_size * sizeof *out);
+    if (d->row_want) {
+        // each matrix's last row: [Lw][heads][n][keys] -> [Lw][heads][keys]
+        const float *w =
+            d->row_want == XF_WANT_WEIGHTS ? r.weights : r.mean_weights;
+        const size_t mats = row_floats(d, 1);
+        for (size_t i = 0; i < mats; i++)
+            memcpy(row + i * r.keys, w + (i * r.n + r.n - 1) * r.keys,
+                   r.keys * sizeof *row);
+        *keys = r.keys;
+    }
+    xf_result_free(&r);
+    return ATTN_OK;
+}
+
+void decoding_run(struct decoding *d)
+{
+    struct generate_request *g = d->g;
+    const struct model *m = g->req.model.entry->model;
+    const struct xf_model *x = &m->xf;
+    const size_t vocab = x->vocab_size;
+    struct tok_encoding *enc = &g->req.model.enc;
+    float *logits = malloc(vocab * sizeof *logits);
+    struct xf_candidate *scratch = malloc(vocab * sizeof *scratch);
+    float *row =
+        d->row_want ? malloc(row_floats(d, d->capacity) * sizeof *row) : NULL;
+    struct xf_cache cache = {0};
+    d->st = logits && scratch && (row || !d->row_want)
+                ? xf_cache_init(x, d->capacity, &cache, &d->err)
+                : ATTN_E_NOMEM;
+    d->why = DECODE_LENGTH;
+    d->abandoned = false;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const uint32_t *next = enc->ids;
+    size_t n = enc->count;
+    for (size_t t = 0; d->st == ATTN_OK && t < g->max_new; t++) {
+        if (d->gone(d->arg)) {
+            d->abandoned = true;
+            break;
+        }
+        // a longrope model turns every position by its long factors once
+        // the sequence outgrows its original length: the cache's keys,
+        // turned by the short ones, are dropped and the whole sequence
+        // runs again, as transformers' Phi-3 drops its cache there
+        if (xf_cache_outgrown(x, &cache, n)) {
+            cache.len = 0;
+            next = enc->ids;
+            n = enc->count;
+        }
+        size_t keys = 0;
+        d->st = cached(d, &cache, next, n, logits, row, &keys, &d->err);
+        if (d->st != ATTN_OK)
+            break;
+        const uint32_t id = xf_sample(logits, vocab, &g->sampling, t, scratch);
+        enc->ids[enc->count] = id;
+        enc->type_ids[enc->count] = 0;
+        enc->added[enc->count] = 0;
+        enc->count++;
+        const size_t before = d->text.len;
+        if (!token_text_append(&d->text, m, id)) {
+            d->st = ATTN_E_NOMEM;
+            break;
+        }
+        metrics_generated_token(seconds_since(&t0));
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const struct decode_step step = {.index = t,
+                                         .id = id,
+                                         .logits = logits,
+                                         .row = row,
+                                         .keys = keys,
+                                         .text_before = before};
+        if (!d->token(d->arg, &step)) {
+            d->abandoned = true;
+            break;
+        }
+        if (is_eos(m, id)) {
+            d->why = DECODE_EOS;
+            break;
+        }
+        if (stopped(d, before, &d->stop_at)) {
+            d->why = DECODE_STOP;
+            break;
+        }
+        next = &enc->ids[enc->count - 1];
+        n = 1;
+    }
+    xf_cache_free(&cache);
+    free(row);
+    free(scratch);
+    free(logits);
+}
+
+/* ------------------------------------------------------------ the plan */
+
+bool decoding_widen(struct decoding *d)
+{
+    struct tok_encoding *enc = &d->g->req.model.enc;
+    const size_t capacity = d->capacity;
+    uint32_t *block = malloc(capacity * (sizeof *block + 2));
+    if (!block)
+        return false;
+    uint8_t *types = (uint8_t *)(block + capacity), *added = types + capacity;
+    memcpy(block, enc->ids, enc->count * sizeof *block);
+    memcpy(types, enc->type_ids, enc->count);
+    memcpy(added, enc->added, enc->count);
+    memset(block + enc->count, 0, (capacity - enc->count) * sizeof *block);
+    memset(types + enc->count, 0, capacity - enc->count);
+    memset(added + enc->count, 0, capacity - enc->count);
+    const size_t count = enc->count;
+    tok_encoding_free(enc);
+    *enc = (struct tok_encoding){
+        .count = count, .ids = block, .type_ids = types, .added = added};
+    d->g->req.model.run.ids = block;
+    return true;
+}
+
+bool decoding_plan(const struct decoding *d, const struct request_limits *lim,
+                   size_t per_token_bytes, double extra_bytes, double *flops,
+                   size_t *bytes, struct problem *pb)
+{
+    const struct request *req = &d->g->req;
+    const struct model *m = req->model.entry->model;
+    const struct xf_model *x = &m->xf;
+    const size_t T = d->capacity, H = x->hidden, I = x->intermediate;
+    const size_t max_new = d->g->max_new;
+    const size_t hd = x->heads * x->head_dim, gd = x->kv_heads * x->head_dim;
+    // the prompt's pass (with its rows when each token's row is asked),
+    // and the whole sequence's (planned at its longest) when the request
+    // asks for anything of it
+    struct xf_run run = req->model.run;
+    run.ids = req->model.enc.ids;
+    run.n = d->prompt;
+    run.want = XF_WANT_LOGITS | d->row_want;
+    run.layer = d->row_want ? req->model.run.layer : XF_ALL_LAYERS;
+    run.threads = 1;
+    // the flow of the finished sequence: its limit named where the length
+    // comes from
+    if ((req->model.run.want & XF_WANT_FLOW) && req->compute &&
+        T > XF_MAX_FLOW_TOKENS)
+        return problem_set(pb, 422, "/max_new_tokens",
+                           "attention flow (\"flow\" in return) is computed "
+                           "for at most %d tokens; the prompt's %zu and "
+                           "%zu new tokens make %zu",
+                           XF_MAX_FLOW_TOKENS, d->prompt, max_new, T);
+    struct xf_plan first, whole;
+    struct attn_error err;
+    attn_status st = xf_plan(x, &run, &first, &err);
+    run.n = T;
+    run.want = req->model.run.want;
+    run.layer = req->model.run.layer;
+    if (st == ATTN_OK && req->compute)
+        st = xf_plan(x, &run, &whole, &err);
+    if (st != ATTN_OK)
+        return problem_from_core(pb, st, &err, "");
+    double whole_flops = req->compute ? xf_plan_flops(&whole) : 0;
+    double whole_bytes = req->compute ? (double)xf_plan_bytes(&whole) : 0;
+    // a longrope model's sequence that outgrows its cache runs again
+    // whole (decoding_run()): that pass, held beside the cache
+    const size_t again = xf_cache_rerun_length(x, d->prompt, T);
+    if (again) {
+        struct xf_run rerun = run;
+        rerun.n = again;
+        rerun.want = XF_WANT_LOGITS | d->row_want;
+        rerun.layer = d->row_want ? req->model.run.layer : XF_ALL_LAYERS;
+        struct xf_plan p;
+        if ((st = xf_plan(x, &rerun, &p, &err)) != ATTN_OK)
+            return problem_from_core(pb, st, &err, "");
+        whole_flops += xf_plan_flops(&p);
+        whole_bytes += (double)xf_plan_bytes(&p);
+    }
+    // a token: every weight once, its scores over every position, the head
+    double weights = 0;
+    for (size_t l = 0; l < x->layers; l++)
+        weights += (double)(2 * hd * H + 2 * gd * H + 3 * H * I);
+    const double token = 2.0 * weights +
+                         4.0 * (double)T * (double)hd * (double)x->layers +
+                         2.0 * (double)x->vocab_size * (double)H;
+    *flops = xf_plan_flops(&first) + whole_flops + (double)max_new * token;
+    if (lim->max_flops && *flops > (double)lim->max_flops) {
+        problem_set(pb, 422, "",
+                    "the generation needs about %.3g GFLOP on the model "
+                    "\"%s\" (%zu tokens of prompt, %zu more); the limit is "
+                    "%.3g GFLOP (--max-flops): fewer tokens",
+                    *flops * 1e-9, m->name, d->prompt, max_new,
+                    (double)lim->max_flops * 1e-9);
+        pb->reason = "compute_budget";
+        return false;
+    }
+    const double step = (double)decoding_scratch_bytes(d) +
+                        4.0 * (double)(2 * hd + 2 * gd + 3 * H + 2 * I + T) +
+                        4.0 * WIDEN_PANEL_FLOATS + 65536.0;
+    // a step's rows when asked: [Lw][heads][1][keys] in its result
+    const double rows = d->row_want ? (double)decoding_scratch_bytes(d) : 0;
+    // the prompt's pass also hands each layer's keys and values over
+    const double kv = 8.0 * (double)d->prompt * (double)gd;
+    const double total =
+        (double)xf_cache_bytes(x, T) + (double)xf_plan_bytes(&first) + kv +
+        whole_bytes + step + rows +
+        (double)max_new * (double)(per_token_bytes + 6 * m->longest_text + 32) +
+        extra_bytes;
+    *bytes = total < 1e18 ? (size_t)total : SIZE_MAX;
+    return true;
+}
