@@ -12,6 +12,7 @@
 #include "pipeline.h"
 
 #include "decoding.h"
+#include "models.h"
 #include "openai_request.h"
 
 #include <stdatomic.h>
