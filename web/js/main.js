@@ -15,6 +15,7 @@ import { selectBatch, selectLayer, setView } from './results.js';
 import { setUpMeasures } from './measureview.js';
 import { copyLink, listenDownloads } from './downloads.js';
 import { setUpGenerate } from './generate.js';
+import { setUpChat } from './chat.js';
 import { setUpPatching } from './patching.js';
 
 let debounce = 0; // typing asks once it pauses
@@ -60,6 +61,7 @@ async function start() {
   setUpControls();
   setUpModels();
   setUpGenerate();
+  setUpChat();
   setUpPatching();
   setUpMeasures(setView);
   showControls();

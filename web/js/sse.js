@@ -1,16 +1,17 @@
 // Server-Sent Events read from a fetch() answer's body: EventSource cannot POST, and aborting the fetch ends the stream (and the server's work).
 
-// Calls onEvent(name, data) for each event of the stream, data parsed as
-// JSON; resolves when the stream ends. An event without a name is
-// "message", as in EventSource; comment lines are skipped.
-export async function readSse(response, onEvent) {
+// Calls onEvent(name, data) for each event of the stream, data parsed by
+// parse (JSON by default); resolves when the stream ends. An event
+// without a name is "message", as in EventSource; comment lines are
+// skipped.
+export async function readSse(response, onEvent, parse = JSON.parse) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let pending = '';
   let name = 'message', data = [];
   const line = (text) => {
     if (text === '') {
-      if (data.length) onEvent(name, JSON.parse(data.join('\n')));
+      if (data.length) onEvent(name, parse(data.join('\n')));
       name = 'message';
       data = [];
       return;

@@ -3,6 +3,7 @@ import { $, form } from './dom.js';
 import { fields } from './fields.js';
 import { isDecoder } from './models.js';
 import { showPatching } from './patching.js';
+import { showChat } from './chat.js';
 
 // The server's defaults inside the page's own: what is asked and what is
 // shown. model '' is no model: random weights, the page's first mode.
@@ -77,8 +78,9 @@ export function showMode(model) {
   if (model && isDecoder(model)) $('sentence_b').closest('.field').hidden = true;
   if (model) showKind('sentence');
   else showKind(form.querySelector('input[name=kind]:checked').value);
-  // a decoder continues the text
+  // a decoder continues the text, or replies to a chat through its template
   $('generate-view').hidden = !(model && isDecoder(model));
+  showChat(model && isDecoder(model) ? model : '');
   // a decoder's patching and attribution; an encoder's panel says why not
   showPatching(model);
 }
