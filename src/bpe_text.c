@@ -109,7 +109,7 @@ size_t bpe_norm_shorthand(enum bpe_normalizer norm, struct bpe_norm_step *steps)
     switch (norm) {
     case BPE_NORM_NONE: return 0;
     case BPE_NORM_NFC:
-        steps[0] = (struct bpe_norm_step){BPE_NORM_STEP_NFC};
+        steps[0] = (struct bpe_norm_step){.kind = BPE_NORM_STEP_NFC};
         return 1;
     case BPE_NORM_SENTENCEPIECE:
         steps[0] = (struct bpe_norm_step){.kind = BPE_NORM_STEP_PREPEND,
