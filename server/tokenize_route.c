@@ -136,7 +136,7 @@ static bool tokenize(cJSON *root, const struct model *m,
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         if (!chat_fields_read(root, &f, pb) ||
-            !budget_reserve(hold, (size_t)2 << 20, "messages", false, pb) ||
+            !budget_reserve(hold, CHAT_RENDER_BYTES, "messages", false, pb) ||
             !chat_prompt_render(m, &f, now.tv_sec, rendered, &len, pb))
             return false;
         text = *rendered;

@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What one render may take: its output and the values it builds. A
- * prompt is bounded by the model's positions long before either. */
+/* What one render may take: its output, the values it builds, its
+ * steps. A prompt is bounded by the model's positions long before the
+ * first two; real templates take a few hundred steps a message. */
 static const struct jinja_limits render_limits = {
-    .max_output = (size_t)2 << 20,
-    .max_steps = (size_t)4 << 20,
+    .max_output = CHAT_RENDER_OUTPUT,
+    .max_steps = (size_t)1 << 20,
     .max_depth = 64,
-    .max_bytes = (size_t)16 << 20,
+    .max_bytes = CHAT_RENDER_VALUES,
 };
 
 static const char *const roles[] = {"system", "developer", "user", "assistant",

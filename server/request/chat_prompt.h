@@ -20,6 +20,12 @@
 #define CHAT_MAX_MESSAGES 4096
 #define CHAT_MAX_TOOLS 128
 
+/* A render's text, and the bytes its values may hold besides, at most:
+ * what a caller reserves before chat_prompt_render(). */
+#define CHAT_RENDER_OUTPUT ((size_t)2 << 20)
+#define CHAT_RENDER_VALUES ((size_t)8 << 20)
+#define CHAT_RENDER_BYTES (CHAT_RENDER_OUTPUT + CHAT_RENDER_VALUES)
+
 /* The fields of a request that shape its render. */
 struct chat_fields {
     const cJSON *messages;       /* an array */
@@ -47,7 +53,7 @@ bool chat_fields_read(cJSON *root, struct chat_fields *out, struct problem *pb);
  * strftime_now) into *text (malloc'd, *len bytes; the caller frees it).
  * A model without a template, or whose template does not compile, a
  * template that raises (its message) or goes past a limit: 400s naming
- * why.
+ * why. It takes at most CHAT_RENDER_BYTES, which the caller reserves.
  */
 bool chat_prompt_render(const struct model *m, const struct chat_fields *f,
                         time_t now, char **text, size_t *len,

@@ -344,7 +344,7 @@ static bool read_messages(struct openai_request *o, cJSON *root,
 {
     struct chat_fields f;
     if (!chat_fields_read(root, &f, pb) ||
-        !request_reserve(&o->g.req, PROMPT_TEXT_MAX, "messages", pb) ||
+        !request_reserve(&o->g.req, CHAT_RENDER_BYTES, "messages", pb) ||
         !chat_prompt_render(m, &f, now, &o->prompt_text, &o->prompt_len, pb))
         return false;
     if (!request_reserve(&o->g.req,
