@@ -128,6 +128,22 @@ test('chat is offered for models whose template renders; gpt2 says why not', asy
   await page.waitForSelector('#chat-panel:not([hidden])');
   assert.deepEqual(page.errors, []);
   await page.close();
+
+  // a template that does not compile: its error said (the entry as a
+  // server would give it for such a template, the rest the real one's)
+  const broken = await browser.newPage();
+  await broken.route('**/models', async (route) => {
+    const real = await (await route.fetch()).json();
+    real.models.find((m) => m.name === 'qwen3').chat_template = { source: 'chat_template.jinja',
+      templates: [{ name: 'default', renders: false, error: 'unknown tag "macro2" at line 3, column 4' }] };
+    await route.fulfill({ json: real });
+  });
+  await broken.goto(`${server.url}/?model=qwen3`);
+  await broken.waitForSelector('#chat-unavailable:not([hidden])', { timeout: DEADLINE });
+  assert.equal(await broken.textContent('#chat-unavailable'), 'Chat is not available: the model "qwen3"\'s chat '
+    + 'template "default" (from chat_template.jinja) cannot be rendered: unknown tag "macro2" at line 3, column 4');
+  assert.equal(await broken.getAttribute('#gen-chat', 'aria-disabled'), 'true');
+  await broken.close();
 });
 
 test('the prompt\'s tokens as the messages are typed: chips, special tokens marked, the count of /tokenize', async () => {
