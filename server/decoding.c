@@ -148,7 +148,8 @@ void decoding_run(struct decoding *d)
         enc->added[enc->count] = 0;
         enc->count++;
         const size_t before = d->text.len;
-        if (!token_text_append(&d->text, m, id)) {
+        if (!(d->skip_special && tok_token_special(&m->tokenizer, id)) &&
+            !token_text_append(&d->text, m, id)) {
             d->st = ATTN_E_NOMEM;
             break;
         }

@@ -43,6 +43,10 @@ struct decoding {
     /* XF_WANT_WEIGHTS or XF_WANT_MEAN_WEIGHTS for each token's row (of
      * g->req.model.run.layer's layers), or 0 */
     unsigned row_want;
+    /* special tokens (an EOS, a template's markers) are left out of the
+     * text, and of what a stop string is looked for in, as vLLM's
+     * skip_special_tokens leaves them out */
+    bool skip_special;
     /* the generated text, as the tokenizer decodes each token; a stop
      * string is searched for in it */
     struct buf text;

@@ -55,12 +55,15 @@ struct completion {
     double flops;
     char id[48];
     long long created;
-    size_t text_end; /* bytes of the text that are the completion's: not
-                        an EOS token's, nor a stop string and after */
-    size_t sent;     /* streamed: bytes of text sent */
-    bool role_sent;  /* streamed chat: the first chunk named the role */
-    size_t chars;    /* characters of the text before the newest token,
-                        for text_offset */
+    size_t text_end;     /* bytes of the text that are the completion's: not
+                            an EOS token's, nor a stop string and after */
+    size_t sent;         /* streamed: bytes of text sent */
+    bool role_sent;      /* streamed chat: the first chunk named the role */
+    size_t chars;        /* characters of the text before the newest token,
+                            for text_offset */
+    size_t prompt_chars; /* echo: the prompt tokens' characters, where the
+                            completion's offsets start (as vLLM counts
+                            them, over each token's text) */
     /* the log-probabilities, as JSON items joined by commas: chat's
      * content entries; the legacy layout's four arrays */
     struct buf lp_content, lp_tokens, lp_values, lp_tops, lp_offsets;
@@ -381,10 +384,15 @@ static bool completion_token(void *arg, const struct decode_step *step)
 {
     struct completion *c = arg;
     const struct model *m = model_of(c);
-    const struct openai_request *o = &c->o;
+    struct openai_request *o = &c->o;
     // an EOS ends the text without being a part of it
     if (!is_eos(m, step->id))
         c->text_end = c->decoding.text.len;
+    // a chat's sequence marks every special token, the template's and
+    // the model's (the page shows them apart from the text)
+    if (is_chat(c))
+        o->g.req.model.enc.added[c->decoding.prompt + step->index] =
+            tok_token_special(&m->tokenizer, step->id);
     struct buf lp;
     buf_init(&lp, (size_t)1 << 20);
     bool ok = true;
@@ -394,9 +402,7 @@ static bool completion_token(void *arg, const struct decode_step *step)
         const size_t n_top =
             xf_top_logprobs(step->logits, m->xf.vocab_size, o->top_logprobs,
                             top, step->id, &chosen);
-        const size_t offset =
-            (o->echo ? characters(o->prompt_text, o->prompt_len) : 0) +
-            c->chars;
+        const size_t offset = (o->echo ? c->prompt_chars : 0) + c->chars;
         if (is_chat(c)) {
             ok = chat_logprob(&lp, m, step->id, chosen, top, n_top) &&
                  buf_append_str(&c->lp_content, c->lp_content.len ? "," : "") &&
@@ -726,8 +732,14 @@ static bool score_prompt(struct completion *c, struct problem *pb)
     const struct tok_encoding *enc = &o->g.req.model.enc;
     const size_t n = c->decoding.prompt, vocab = m->xf.vocab_size;
     bool ok = legacy_logprob(c, enc->ids[0], false, 0, NULL, 0, 0);
-    if (n < 2 || !ok)
+    if (n < 2 || !ok) {
+        struct buf first;
+        buf_init(&first, (size_t)1 << 20);
+        if (ok && token_text_append(&first, m, enc->ids[0]))
+            c->prompt_chars = characters(first.data, first.len);
+        buf_free(&first);
         return ok || problem_set(pb, 503, "", "out of memory");
+    }
     const struct xf_run run = {.ids = enc->ids,
                                .n = n,
                                .want = XF_WANT_LOGITS | XF_WANT_ALL_LOGITS,
@@ -759,6 +771,7 @@ static bool score_prompt(struct completion *c, struct problem *pb)
     }
     buf_free(&text);
     xf_result_free(&r);
+    c->prompt_chars = chars;
     return ok || problem_set(pb, 503, "", "out of memory");
 }
 
@@ -842,6 +855,28 @@ static bool plan_completion(struct completion *c,
     return true;
 }
 
+/* The plan, and a chat's default length (the rest of the model's
+ * positions) shortened until the work fits --max-flops, as a client that
+ * leaves max_tokens out asks for as much as the server gives; a length
+ * the client chose is refused instead, naming it. */
+static bool plan_within_budget(struct completion *c,
+                               const struct request_limits *lim, size_t *bytes,
+                               struct problem *pb)
+{
+    struct generate_request *g = &c->o.g;
+    for (;;) {
+        c->flops = 0;
+        pb->reason = NULL;
+        c->decoding.capacity = c->decoding.prompt + g->max_new;
+        if (plan_completion(c, lim, bytes, pb))
+            return true;
+        if (c->o.max_given || g->max_new <= 1 || !pb->reason ||
+            strcmp(pb->reason, "compute_budget"))
+            return false;
+        g->max_new /= 2;
+    }
+}
+
 /* An id OpenAI's clients can tell apart: the route's prefix, the time and
  * a counter. */
 static void make_id(struct completion *c, const char *prefix)
@@ -890,6 +925,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
                                         .capacity = prompt + o->g.max_new,
                                         .cancel = &s->cancel,
                                         .row_want = o->row_want,
+                                        .skip_special = o->skip_special,
                                         .text = c->decoding.text,
                                         .token = completion_token,
                                         .gone = completion_gone,
@@ -897,7 +933,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
         ok = decoding_widen(&c->decoding) ||
              problem_set(&pb, 503, "", "out of memory");
     }
-    ok = ok && plan_completion(c, &s->limits, &bytes, &pb) &&
+    ok = ok && plan_within_budget(c, &s->limits, &bytes, &pb) &&
          budget_reserve(&ex->hold, bytes, "the completion", false, &pb);
     if (!ok) {
         completion_free(c);
@@ -957,14 +993,17 @@ enum MHD_Result handle_v1_chat(struct exchange *ex, struct MHD_Connection *conn)
 }
 
 /* A model as OpenAI lists one. */
-static bool model_object(struct buf *b, const struct models_entry *e)
+static bool model_object(struct buf *b, const struct models_entry *e,
+                         size_t max_tokens)
 {
+    const size_t positions = e->model->xf.max_positions;
     return buf_append_str(b, "{\"id\":") &&
            buf_append_json_string(b, e->model->name) &&
            buf_printf(b,
                       ",\"object\":\"model\",\"created\":%lld,"
                       "\"owned_by\":\"attnd\",\"max_model_len\":%zu}",
-                      (long long)e->loaded, e->model->xf.max_positions);
+                      (long long)e->loaded,
+                      positions < max_tokens ? positions : max_tokens);
 }
 
 /* GET /v1/models: the loaded models that generate, as OpenAI lists
@@ -988,7 +1027,8 @@ enum MHD_Result handle_v1_models(struct exchange *ex,
         if (one && strcmp(one, e->model->name))
             continue;
         found = true;
-        ok = buf_append_str(&b, listed++ ? "," : "") && model_object(&b, e);
+        ok = buf_append_str(&b, listed++ ? "," : "") &&
+             model_object(&b, e, ex->srv->limits.max_tokens);
     }
     if (!one)
         ok = ok && buf_append_str(&b, "]}");

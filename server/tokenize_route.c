@@ -189,7 +189,7 @@ enum MHD_Result handle_tokenize(struct exchange *ex,
     buf_init(&b, (size_t)64 << 20);
     ok = ok &&
          buf_printf(&b, "{\"count\":%zu,\"max_model_len\":%zu,\"tokens\":[",
-                    enc.count, m->xf.max_positions);
+                    enc.count, token_cap(lim, m));
     for (size_t i = 0; ok && i < enc.count; i++)
         ok = buf_printf(&b, "%s%u", i ? "," : "", enc.ids[i]);
     ok = ok && buf_append_str(&b, "],\"token_strs\":");

@@ -49,6 +49,7 @@ static const struct openai_field fields[] = {
     {"add_generation_prompt", ON_CHAT},
     {"continue_final_message", ON_CHAT},
     {"add_special_tokens", ON_BOTH},
+    {"skip_special_tokens", ON_BOTH},
     {"attention", ON_BOTH},
     /* OpenAI's, taken at their no-op values only (idle()) */
     {"frequency_penalty", ON_BOTH},
@@ -145,6 +146,14 @@ static bool idle(const cJSON *root, struct problem *pb)
     if (cJSON_IsTrue(store))
         return problem_set(pb, 422, "/store",
                            "store: attnd keeps no completions; send false");
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(root, "modalities");
+    if (modes && !cJSON_IsNull(modes) &&
+        !(cJSON_IsArray(modes) && cJSON_GetArraySize(modes) == 1 &&
+          cJSON_IsString(modes->child) &&
+          !strcmp(modes->child->valuestring, "text")))
+        return problem_set(pb, 422, "/modalities",
+                           "modalities: only [\"text\"] (the models attnd "
+                           "serves write text)");
     const cJSON *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
     if (choice && !cJSON_IsNull(choice) &&
         !(cJSON_IsString(choice) && (!strcmp(choice->valuestring, "auto") ||
@@ -419,6 +428,10 @@ static bool read_attention(struct openai_request *o, const cJSON *root,
     if (cJSON_IsNull(a))
         a = NULL;
     o->attention = a != NULL;
+    if (cJSON_GetObjectItemCaseSensitive(a, "model"))
+        return problem_set(pb, 422, "/attention/model",
+                           "attention.model: the attention is of the "
+                           "request's model; leave it out here");
     bool rows = false;
     const cJSON *sr =
         a ? cJSON_GetObjectItemCaseSensitive(a, "stream_rows") : NULL;
@@ -534,7 +547,8 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     }
     // the prompt, then the request on it as /attention's decoder reads it
     bool special = route == OPENAI_COMPLETIONS;
-    ok = ok && read_flag(root, "add_special_tokens", special, &special, pb);
+    ok = ok && read_flag(root, "add_special_tokens", special, &special, pb) &&
+         read_flag(root, "skip_special_tokens", true, &o->skip_special, pb);
     const size_t cap = ok ? token_cap(lim, m) : 0;
     if (ok)
         ok = route == OPENAI_CHAT
@@ -560,6 +574,9 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     // a completion may ask for none: the prompt scored (echo, logprobs)
     ok = ok && read_count(root, count_name, route == OPENAI_CHAT ? 1 : 0,
                           GENERATE_MAX_NEW, fallback, &g->max_new, pb);
+    const cJSON *given =
+        ok ? cJSON_GetObjectItemCaseSensitive(root, count_name) : NULL;
+    o->max_given = given && !cJSON_IsNull(given);
     if (ok && g->max_new > room)
         ok = problem_set(pb, 422,
                          count_name[4] == 'c' ? "/max_completion_tokens"

@@ -34,6 +34,11 @@ struct openai_request {
     bool stream;
     bool include_usage;  /* stream_options.include_usage */
     bool echo;           /* completions: the prompt before the text */
+    bool skip_special;   /* special tokens left out of the text (vLLM's
+                            skip_special_tokens, default true) */
+    bool max_given;      /* max_tokens (or max_completion_tokens) sent: else a
+                            chat's default may shrink to what --max-flops
+                            affords */
     bool logprobs;       /* asked for */
     size_t top_logprobs; /* 0 to OPENAI_MAX_LOGPROBS alternatives */
     bool attention;      /* "attention" given: the answer carries it */

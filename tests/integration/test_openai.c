@@ -268,6 +268,8 @@ static void test_models_list(void **state)
         assert_string_equal(get(m, "object")->valuestring, "model");
         assert_true(get(m, "created")->valuedouble > 1.7e9);
         assert_string_equal(get(m, "owned_by")->valuestring, "attnd");
+        // what a request may have: the positions, within --max-tokens
+        assert_true(get(m, "max_model_len")->valueint <= 4096);
         assert_true(strcmp(get(m, "id")->valuestring, "bert"));
     }
     cJSON_Delete(doc);
@@ -439,6 +441,18 @@ static void test_echo_scores_the_prompt(void **state)
     assert_int_equal(get(get(doc, "usage"), "completion_tokens")->valueint, 0);
     // the echoed text is the prompt's
     assert_true(strlen(get(choice, "text")->valuestring) > 10);
+    // with new tokens, their offsets go on from the prompt tokens'
+    snprintf(body, sizeof body,
+             "{\"model\":\"llama3\",\"prompt\":%s,\"max_tokens\":3,"
+             "\"echo\":true,\"logprobs\":1,\"temperature\":0}",
+             text);
+    cJSON *more = post_ok("/v1/completions", body);
+    const cJSON *offsets =
+        get(get(at(get(more, "choices"), 0), "logprobs"), "text_offset");
+    assert_int_equal(cJSON_GetArraySize(offsets), n + 3);
+    for (int i = 1; i < n + 3; i++)
+        assert_true(at(offsets, i)->valueint > at(offsets, i - 1)->valueint);
+    cJSON_Delete(more);
     for (int k = 3; k < n; k += 5) {
         cJSON *prefix = cJSON_CreateArray();
         for (int i = 0; i < k; i++)
@@ -509,6 +523,37 @@ static void test_stop_strings(void **state)
     free(escaped);
     cJSON_Delete(stopped);
     cJSON_Delete(free_run);
+}
+
+/* Special tokens the model makes are left out of the text, as vLLM's
+ * skip_special_tokens leaves them, unless the request keeps them; the
+ * sequence's tokens hold them either way. */
+static void test_special_tokens_skipped(void **state)
+{
+    (void)state;
+// this seed's draw makes <|object_ref_end|>, a special token, along
+// the way (the keyed stream draws the same on any machine)
+#define SPECIAL_ASK                                                            \
+    "{\"model\":\"qwen3\",\"prompt\":\"Hello there\",\"max_tokens\":64,"       \
+    "\"temperature\":2,\"seed\":3,\"attention\":{\"return\":[]}%s}"
+    char body[512];
+    snprintf(body, sizeof body, SPECIAL_ASK, "");
+    cJSON *skipped = post_ok("/v1/completions", body);
+    snprintf(body, sizeof body, SPECIAL_ASK, ",\"skip_special_tokens\":false");
+    cJSON *kept = post_ok("/v1/completions", body);
+    const cJSON *tokens = get(get(skipped, "attention"), "tokens");
+    bool made = false;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tokens) made |=
+        cJSON_IsString(t) && !strcmp(t->valuestring, "<|object_ref_end|>");
+    assert_true(made);
+    assert_null(strstr(get(at(get(skipped, "choices"), 0), "text")->valuestring,
+                       "<|object_ref_end|>"));
+    assert_non_null(
+        strstr(get(at(get(kept, "choices"), 0), "text")->valuestring,
+               "<|object_ref_end|>"));
+    cJSON_Delete(kept);
+    cJSON_Delete(skipped);
 }
 
 /* -------------------------------------------------------------- chats */
@@ -866,6 +911,14 @@ static void test_errors_in_openai_shape(void **state)
                  400, "max_tokens", NULL);
     expect_error("/v1/completions", "{\"model\":\"llama3\",\"prompt\":", 400,
                  NULL, NULL);
+    expect_error("/v1/chat/completions",
+                 "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"x\"}],\"modalities\":[\"audio\"]}",
+                 400, "modalities", "text");
+    expect_error("/v1/completions",
+                 "{\"model\":\"llama3\",\"prompt\":\"x\",\"attention\":"
+                 "{\"model\":\"qwen3\"}}",
+                 400, "attention.model", NULL);
     // the other routes keep problem+json
     long status;
     cJSON *doc = call("POST", "/tokenize",
@@ -927,6 +980,44 @@ static void test_stream_cancelled_on_disconnect(void **state)
     assert_true(tokens1 - tokens0 >= 1 && tokens1 - tokens0 < 4000);
 }
 
+/* Under --max-flops, a chat that leaves max_tokens out gets as many
+ * tokens as the budget affords; one that asks for more than it affords
+ * is refused, naming the budget. */
+static void test_default_length_fits_the_budget(void **state)
+{
+    (void)state;
+    struct server small;
+    const char *const args[] = {"--model", "llama3=tests/models/llama3",
+                                "--max-flops", "100000000", NULL};
+    assert_true(server_start(&small, args));
+    const char *const headers[] = {"Content-Type: application/json", NULL};
+#define BUDGET_CHAT                                                            \
+    "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\",\"content\":"      \
+    "\"Go on\"}],\"temperature\":0,\"chat_template_kwargs\":{\"date_string\":" \
+    "\"1 Jan 2026\"}%s}"
+    char body[512];
+    snprintf(body, sizeof body, BUDGET_CHAT, "");
+    struct reply r;
+    assert_true(http_call(&small, "POST", "/v1/chat/completions", body,
+                          strlen(body), headers, &r));
+    assert_int_equal(r.status, 200);
+    cJSON *doc = cJSON_Parse(r.body);
+    const int made = get(get(doc, "usage"), "completion_tokens")->valueint;
+    assert_true(made >= 1 && made < 4096);
+    cJSON_Delete(doc);
+    reply_free(&r);
+    snprintf(body, sizeof body, BUDGET_CHAT, ",\"max_tokens\":4000");
+    assert_true(http_call(&small, "POST", "/v1/chat/completions", body,
+                          strlen(body), headers, &r));
+    assert_int_equal(r.status, 400);
+    doc = cJSON_Parse(r.body);
+    assert_string_equal(get(get(doc, "error"), "code")->valuestring,
+                        "compute_budget");
+    cJSON_Delete(doc);
+    reply_free(&r);
+    assert_int_equal(server_stop(&small, 10.0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -935,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_logprobs_against_reference),
         cmocka_unit_test(test_echo_scores_the_prompt),
         cmocka_unit_test(test_stop_strings),
+        cmocka_unit_test(test_special_tokens_skipped),
         cmocka_unit_test(test_unrenderable_template_is_named),
         cmocka_unit_test(test_tokenize_messages_renders_the_goldens),
         cmocka_unit_test(test_chat_whole_and_streamed),
@@ -942,6 +1034,7 @@ int main(void)
         cmocka_unit_test(test_errors_in_openai_shape),
         cmocka_unit_test(test_detokenize_round_trip),
         cmocka_unit_test(test_stream_cancelled_on_disconnect),
+        cmocka_unit_test(test_default_length_fits_the_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
