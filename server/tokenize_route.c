@@ -112,15 +112,9 @@ static bool tokenize(cJSON *root, const struct model *m,
         return problem_set(pb, 422, prompt ? "/messages" : "/prompt",
                            "give prompt (a text) or messages (a "
                            "conversation), one of them");
-    bool special = prompt != NULL;
-    const cJSON *ast =
-        cJSON_GetObjectItemCaseSensitive(root, "add_special_tokens");
-    if (ast && !cJSON_IsNull(ast)) {
-        struct jpath at;
-        jpath_root(&at, "add_special_tokens");
-        if (!jsonin_bool(ast, &at, &special, pb))
-            return false;
-    }
+    bool special;
+    if (!jsonin_flag(root, "add_special_tokens", prompt != NULL, &special, pb))
+        return false;
     const char *text;
     size_t len;
     const char *pointer = prompt ? "/prompt" : "/messages";
@@ -177,13 +171,7 @@ enum MHD_Result handle_tokenize(struct exchange *ex,
                            sizeof tokenize_fields / sizeof *tokenize_fields,
                            "/tokenize", &pb) &&
               (m = find_model(root, lim, &pb)) != NULL;
-    const cJSON *vs =
-        ok ? cJSON_GetObjectItemCaseSensitive(root, "return_token_strs") : NULL;
-    if (ok && vs && !cJSON_IsNull(vs)) {
-        struct jpath at;
-        jpath_root(&at, "return_token_strs");
-        ok = jsonin_bool(vs, &at, &strs, &pb);
-    }
+    ok = ok && jsonin_flag(root, "return_token_strs", false, &strs, &pb);
     ok = ok && tokenize(root, m, lim, &ex->hold, &enc, &rendered, &pb);
     struct buf b;
     buf_init(&b, (size_t)64 << 20);

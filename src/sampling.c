@@ -118,18 +118,27 @@ uint32_t xf_sample(const float *logits, size_t vocab,
     return scratch[count - 1].id;
 }
 
+/* The largest finite logit into *most and sum exp(logit - most) over the
+ * finite ones into *total: softmax's normalizer, in double. */
+static void softmax_norm(const float *logits, size_t vocab, double *most,
+                         double *total)
+{
+    *most = -INFINITY;
+    for (size_t i = 0; i < vocab; i++)
+        if (isfinite(logits[i]) && logits[i] > *most)
+            *most = logits[i];
+    *total = 0.0;
+    for (size_t i = 0; i < vocab; i++)
+        *total += isfinite(logits[i]) ? exp(logits[i] - *most) : 0.0;
+}
+
 size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
                      struct xf_candidate *top)
 {
     n = n < vocab ? n : vocab;
     size_t have = 0;
-    double most = -INFINITY;
-    for (size_t i = 0; i < vocab; i++)
-        if (isfinite(logits[i]) && logits[i] > most)
-            most = logits[i];
-    double total = 0.0;
-    for (size_t i = 0; i < vocab; i++)
-        total += isfinite(logits[i]) ? exp(logits[i] - most) : 0.0;
+    double most, total;
+    softmax_norm(logits, vocab, &most, &total);
     // the n largest by insertion: n is small (at most a few dozen)
     for (size_t i = 0; i < vocab; i++) {
         const struct xf_candidate c = {(uint32_t)i, logits[i]};
@@ -154,13 +163,8 @@ size_t xf_top_logprobs(const float *logits, size_t vocab, size_t n,
                        struct xf_candidate *top, uint32_t id,
                        double *id_logprob)
 {
-    double most = -INFINITY;
-    for (size_t i = 0; i < vocab; i++)
-        if (isfinite(logits[i]) && logits[i] > most)
-            most = logits[i];
-    double total = 0.0;
-    for (size_t i = 0; i < vocab; i++)
-        total += isfinite(logits[i]) ? exp(logits[i] - most) : 0.0;
+    double most, total;
+    softmax_norm(logits, vocab, &most, &total);
     // log softmax: logit - max - log(sum exp(logit - max))
     const double norm = most + log(total);
     if (id_logprob)

@@ -33,18 +33,6 @@ static bool one_of(const char *s, const char *const *names, size_t n)
     return false;
 }
 
-static bool read_flag(const cJSON *root, const char *name, bool fallback,
-                      bool *out, struct problem *pb)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
-    *out = fallback;
-    if (!v || cJSON_IsNull(v))
-        return true;
-    struct jpath at;
-    jpath_root(&at, name);
-    return jsonin_bool(v, &at, out, pb);
-}
-
 /* content: a string, text parts, or (an assistant's with tool calls)
  * null or absent. */
 static bool check_content(const cJSON *msg, const struct jpath *at,
@@ -279,10 +267,10 @@ bool chat_fields_read(cJSON *root, struct chat_fields *out, struct problem *pb)
         }
         out->kwargs = kw;
     }
-    if (!read_flag(root, "add_generation_prompt", true,
-                   &out->add_generation_prompt, pb) ||
-        !read_flag(root, "continue_final_message", false,
-                   &out->continue_final_message, pb))
+    if (!jsonin_flag(root, "add_generation_prompt", true,
+                     &out->add_generation_prompt, pb) ||
+        !jsonin_flag(root, "continue_final_message", false,
+                     &out->continue_final_message, pb))
         return false;
     if (out->continue_final_message) {
         // transformers refuses the two together

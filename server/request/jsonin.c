@@ -591,3 +591,15 @@ cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb)
 {
     return strings_ok(body, len, pb) ? parse_document(body, len, pb) : NULL;
 }
+
+bool jsonin_flag(const cJSON *root, const char *name, bool fallback, bool *out,
+                 struct problem *pb)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+    *out = fallback;
+    if (!v || cJSON_IsNull(v))
+        return true;
+    struct jpath at;
+    jpath_root(&at, name);
+    return jsonin_bool(v, &at, out, pb);
+}

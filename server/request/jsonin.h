@@ -52,6 +52,10 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
                  size_t *out, struct problem *pb);
 bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,
                  struct problem *pb);
+/* root's member name as a boolean into *out: fallback when it is absent
+ * or null. */
+bool jsonin_flag(const cJSON *root, const char *name, bool fallback, bool *out,
+                 struct problem *pb);
 bool jsonin_float(const cJSON *v, const struct jpath *at, float *out,
                   struct problem *pb);
 bool jsonin_u64(const cJSON *v, const struct jpath *at, uint64_t *out,

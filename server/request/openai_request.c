@@ -183,18 +183,6 @@ static bool read_number(const cJSON *root, const char *name, double fallback,
     return true;
 }
 
-static bool read_flag(const cJSON *root, const char *name, bool fallback,
-                      bool *out, struct problem *pb)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
-    *out = fallback;
-    if (!v || cJSON_IsNull(v))
-        return true;
-    struct jpath at;
-    jpath_root(&at, name);
-    return jsonin_bool(v, &at, out, pb);
-}
-
 /* An integer from lo to hi, or fallback when absent or null. */
 static bool read_count(const cJSON *root, const char *name, size_t lo,
                        size_t hi, size_t fallback, size_t *out,
@@ -515,7 +503,7 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
                          "not generate",
                          m->name, m->family->network);
     // how the answer goes out
-    ok = ok && read_flag(root, "stream", false, &o->stream, pb);
+    ok = ok && jsonin_flag(root, "stream", false, &o->stream, pb);
     const cJSON *so =
         ok ? cJSON_GetObjectItemCaseSensitive(root, "stream_options") : NULL;
     if (so && !cJSON_IsNull(so)) {
@@ -528,7 +516,7 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
                              "stream_options is %s; expected an object",
                              jsonin_kind(so));
         else
-            ok = read_flag(so, "include_usage", false, &o->include_usage, pb);
+            ok = jsonin_flag(so, "include_usage", false, &o->include_usage, pb);
     }
     // logprobs: the legacy count, or chat's flag and top_logprobs
     if (ok && route == OPENAI_COMPLETIONS) {
@@ -536,9 +524,9 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
         o->logprobs = lp && !cJSON_IsNull(lp);
         ok = read_count(root, "logprobs", 0, OPENAI_MAX_LOGPROBS, 0,
                         &o->top_logprobs, pb) &&
-             read_flag(root, "echo", false, &o->echo, pb);
+             jsonin_flag(root, "echo", false, &o->echo, pb);
     } else if (ok) {
-        ok = read_flag(root, "logprobs", false, &o->logprobs, pb) &&
+        ok = jsonin_flag(root, "logprobs", false, &o->logprobs, pb) &&
              read_count(root, "top_logprobs", 0, OPENAI_MAX_LOGPROBS, 0,
                         &o->top_logprobs, pb);
         if (ok && o->top_logprobs && !o->logprobs)
@@ -547,8 +535,8 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     }
     // the prompt, then the request on it as /attention's decoder reads it
     bool special = route == OPENAI_COMPLETIONS;
-    ok = ok && read_flag(root, "add_special_tokens", special, &special, pb) &&
-         read_flag(root, "skip_special_tokens", true, &o->skip_special, pb);
+    ok = ok && jsonin_flag(root, "add_special_tokens", special, &special, pb) &&
+         jsonin_flag(root, "skip_special_tokens", true, &o->skip_special, pb);
     const size_t cap = ok ? token_cap(lim, m) : 0;
     if (ok)
         ok = route == OPENAI_CHAT
