@@ -63,9 +63,14 @@ jinja_status jinja_fail(struct jctx *c, const struct jnode *at, jinja_status st,
     return st;
 }
 
+void jinja_spend(struct jctx *c, size_t n)
+{
+    c->steps = n > SIZE_MAX - c->steps ? SIZE_MAX : c->steps + n;
+}
+
 jinja_status jinja_step(struct jctx *c, size_t n)
 {
-    if (n > c->max_steps - c->steps) {
+    if (c->steps > c->max_steps || n > c->max_steps - c->steps) {
         c->steps = c->max_steps;
         return jinja_fail(c, NULL, JINJA_E_LIMIT,
                           "past max_steps (%zu loop iterations and "

@@ -36,7 +36,9 @@ jinja_status jinja_undef_error(struct jctx *c, const struct jnode *at,
                                const jv *u)
 {
     const char *owner = owner_name(u->aux);
-    const char *name = u->u.s ? u->u.s->s : "";
+    const bool named = u->why == JU_NAME || u->why == JU_ATTR ||
+                       u->why == JU_UNSAFE || u->why == JU_PARAM;
+    const char *name = named && u->u.s ? u->u.s->s : "";
     switch (u->why) {
     case JU_NAME:
         return jinja_fail(c, at, JINJA_E_RUNTIME, "'%s' is undefined", name);
@@ -80,7 +82,7 @@ jinja_status jinja_lookup(struct jctx *c, const struct jnode *at,
 {
     (void)at;
     for (const struct jscope *s = c->scope; s; s = s->parent) {
-        const jv *v = jdict_get_name(s->vars, name);
+        const jv *v = jdict_get_name(c, s->vars, name);
         if (v) {
             *out = jv_ref(v);
             return JINJA_OK;
@@ -161,7 +163,7 @@ jinja_status jinja_getattr(struct jctx *c, const struct jnode *at, const jv *v,
     case JV_UNDEF: return jinja_undef_error(c, at, v);
     case JV_LOOP: return loop_attr(c, v, name, out);
     case JV_NS: {
-        const jv *m = jdict_get_name(v->u.d, name);
+        const jv *m = jdict_get_name(c, v->u.d, name);
         *out = m ? jv_ref(m) : undef_named(JU_ATTR, JV_NS, name);
         return JINJA_OK;
     }
@@ -170,7 +172,7 @@ jinja_status jinja_getattr(struct jctx *c, const struct jnode *at, const jv *v,
         const int id = jinja_method_find(v, name->s, name->len);
         if (id != JM_NONE)
             return make_method(c, v, id, name, out);
-        const jv *m = jdict_get_name(v->u.d, name);
+        const jv *m = jdict_get_name(c, v->u.d, name);
         *out = m ? jv_ref(m) : undef_named(JU_ATTR, JV_DICT, name);
         return JINJA_OK;
     }
@@ -217,6 +219,9 @@ jinja_status jinja_getitem(struct jctx *c, const struct jnode *at, const jv *v,
     case JV_STR:
         if (int_key) {
             const struct jstr *s = v->u.s;
+            const jinja_status st = jinja_step_bytes(c, s->len);
+            if (st != JINJA_OK)
+                return st;
             const int64_t n = (int64_t)jinja_utf8_count(s->s, s->len);
             const int64_t i = k < 0 ? k + n : k;
             if (i < 0 || i >= n) {
@@ -343,6 +348,7 @@ static jinja_status eval_list(struct jctx *c, const struct jnode *n, jv *out)
     for (const struct jnode *e = n->a; e; e = e->next) {
         jv item;
         jinja_status st = jinja_eval(c, e, &item);
+        c->at = n;
         if (st == JINJA_OK)
             st = jlist_push(c, l, &item);
         if (st != JINJA_OK) {
@@ -392,6 +398,7 @@ static jinja_status eval_call(struct jctx *c, const struct jnode *n, jv *out)
         return st;
     struct jargs a;
     st = jargs_eval(c, n->b, n->count, &a);
+    c->at = n;
     if (st == JINJA_OK)
         st = jinja_call_value(c, n, &callee, &a, out);
     jargs_free(c, &a);
@@ -407,6 +414,7 @@ static jinja_status eval_filter(struct jctx *c, const struct jnode *n, jv *out)
         return st;
     struct jargs a;
     st = jargs_eval(c, n->b, n->count, &a);
+    c->at = n;
     if (st == JINJA_OK)
         st = jinja_filter_apply(c, n, n->id, &v, &a, 0, out);
     jargs_free(c, &a);
@@ -423,6 +431,7 @@ static jinja_status eval_test(struct jctx *c, const struct jnode *n, jv *out)
     struct jargs a;
     bool r = false;
     st = jargs_eval(c, n->b, n->count, &a);
+    c->at = n;
     if (st == JINJA_OK)
         st = jinja_test_apply(c, n, n->id, &v, &a, 0, &r);
     jargs_free(c, &a);
@@ -437,6 +446,7 @@ static jinja_status eval_concat(struct jctx *c, const struct jnode *n, jv *out)
     for (const struct jnode *e = n->a; e; e = e->next) {
         jv v;
         jinja_status st = jinja_eval(c, e, &v);
+        c->at = n;
         if (st == JINJA_OK) {
             st = jv_write_str(c, &b, &v);
             jv_drop(c, &v);
@@ -459,6 +469,7 @@ static jinja_status eval_compare(struct jctx *c, const struct jnode *n, jv *out)
     for (const struct jnode *e = n->b; e && r; e = e->next) {
         jv right;
         st = jinja_eval(c, e, &right);
+        c->at = n;
         if (st == JINJA_OK)
             st = jinja_compare(c, n, e->cmp, &left, &right, &r);
         jv_drop(c, &left);
@@ -480,6 +491,7 @@ static jinja_status eval_binary(struct jctx *c, const struct jnode *n, jv *out)
     if (st != JINJA_OK)
         return st;
     st = jinja_eval(c, n->b, &b);
+    c->at = n;
     if (st == JINJA_OK) {
         st = jinja_binary(c, n, n->op, &a, &b, out);
         jv_drop(c, &b);
@@ -502,6 +514,7 @@ static jinja_status eval_node(struct jctx *c, const struct jnode *n, jv *out)
         st = jinja_eval(c, n->a, &v);
         if (st != JINJA_OK)
             return st;
+        c->at = n;
         st = jinja_getattr(c, n, &v, n->name, out);
         jv_drop(c, &v);
         return st;
@@ -510,6 +523,7 @@ static jinja_status eval_node(struct jctx *c, const struct jnode *n, jv *out)
         if (st != JINJA_OK)
             return st;
         st = jinja_eval(c, n->b, &w);
+        c->at = n;
         if (st == JINJA_OK) {
             st = jinja_getitem(c, n, &v, &w, out);
             jv_drop(c, &w);
@@ -523,6 +537,7 @@ static jinja_status eval_node(struct jctx *c, const struct jnode *n, jv *out)
         for (int i = 0; i < 3 && st == JINJA_OK; i++)
             if (pn[i])
                 st = jinja_eval(c, pn[i], &parts[i]);
+        c->at = n;
         if (st == JINJA_OK)
             st = jinja_slice(c, n, &v, &parts[0], &parts[1], &parts[2], out);
         for (int i = 0; i < 3; i++)

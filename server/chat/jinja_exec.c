@@ -55,11 +55,6 @@ static void capture(struct jscope *s)
         s->captured = true;
 }
 
-const jv *jinja_scope_get(const struct jscope *s, const struct jstr *name)
-{
-    return jdict_get_name(s->vars, name);
-}
-
 jinja_status jinja_scope_set(struct jctx *c, struct jscope *s,
                              const struct jstr *name, jv *v)
 {

@@ -260,6 +260,8 @@ static FILTER(f_float)
     if (st != JINJA_OK)
         return st;
     double f;
+    if (v->kind == JV_STR && jinja_step_bytes(c, v->u.s->len) != JINJA_OK)
+        return c->status;
     switch (v->kind) {
     case JV_UNDEF: return jinja_undef_error(c, at, v);
     case JV_BOOL: *out = jv_float(v->u.b); return JINJA_OK;
@@ -301,6 +303,8 @@ static FILTER(f_int)
     if (st != JINJA_OK)
         return st;
     bool ok = false;
+    if (v->kind == JV_STR && jinja_step_bytes(c, v->u.s->len) != JINJA_OK)
+        return c->status;
     switch (v->kind) {
     case JV_UNDEF: return jinja_undef_error(c, at, v);
     case JV_BOOL: *out = jv_int(v->u.b); return JINJA_OK;
@@ -419,6 +423,8 @@ static FILTER(f_length)
     const jinja_status st = NO_ARGS();
     if (st != JINJA_OK)
         return st;
+    if (v->kind == JV_STR && jinja_step_bytes(c, v->u.s->len) != JINJA_OK)
+        return c->status;
     const int64_t n = jv_length(v);
     if (n < 0)
         return jinja_fail(c, at, JINJA_E_RUNTIME,

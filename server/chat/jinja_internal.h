@@ -31,7 +31,7 @@
 /* Work proportional to bytes (copies, searches, comparisons) costs one
  * step per this many bytes, so a loop over a large string is bounded by
  * max_steps too. */
-#define JINJA_BYTES_PER_STEP 256
+#define JINJA_BYTES_PER_STEP 64
 
 /* ------------------------------------------------------------ values */
 
@@ -328,6 +328,9 @@ void jinja_error_clean(char *msg);
 
 /* Count n steps (or bytes of work) against max_steps. */
 jinja_status jinja_step(struct jctx *c, size_t n);
+/* Count n steps where no error can be returned: the next jinja_step()
+ * fails if they went past max_steps. */
+void jinja_spend(struct jctx *c, size_t n);
 jinja_status jinja_step_bytes(struct jctx *c, size_t bytes);
 
 /* ------------------------------------------------------ jinja_value.c */
@@ -388,9 +391,10 @@ jinja_status jdict_set(struct jctx *c, struct jdict *d, jv *k, jv *v);
  * dict). */
 jinja_status jdict_lookup(struct jctx *c, const struct jdict *d, const jv *k,
                           const jv **found);
-const jv *jdict_get_str(const struct jdict *d, const char *s, size_t len);
-/* The same for a name whose hash is known (a template's). */
-const jv *jdict_get_name(const struct jdict *d, const struct jstr *name);
+/* The value of a string key, borrowed, or NULL; the keys it looked at
+ * are spent (jinja_spend()). */
+const jv *jdict_get_name(struct jctx *c, const struct jdict *d,
+                         const struct jstr *name);
 jv jv_dict(struct jdict *d);
 /* Whether v may be a key; if not, c->err says so. */
 jinja_status jv_check_hashable(struct jctx *c, const jv *v);
@@ -577,8 +581,7 @@ jinja_status jinja_exec(struct jctx *c, const struct jnode *body);
  * it, when a macro closed over it) and makes restore innermost. */
 jinja_status jinja_scope_push(struct jctx *c, struct jscope *parent);
 void jinja_scope_pop(struct jctx *c, struct jscope *restore);
-/* A variable of scope s, borrowed, or NULL. */
-const jv *jinja_scope_get(const struct jscope *s, const struct jstr *name);
+
 jinja_status jinja_scope_set(struct jctx *c, struct jscope *s,
                              const struct jstr *name, jv *v);
 /* Render body into a new string (a macro's, a block set's). */

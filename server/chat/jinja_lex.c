@@ -290,11 +290,13 @@ static jinja_status lex_number(struct lexer *lx, size_t at)
     }
     size_t p = digits(lx, at, is_digit);
     int kind = JT_INT;
-    if (p + 1 < lx->len && s[p] == '.' && is_digit(s[p + 1])) {
+    /* after a '.', as in x.0.1, a number is an item index: no float */
+    const bool after_dot = at > 0 && s[at - 1] == '.';
+    if (!after_dot && p + 1 < lx->len && s[p] == '.' && is_digit(s[p + 1])) {
         p = digits(lx, p + 1, is_digit);
         kind = JT_FLOAT;
     }
-    if (p < lx->len && (s[p] | 0x20) == 'e') {
+    if (!after_dot && p < lx->len && (s[p] | 0x20) == 'e') {
         size_t q = p + 1;
         if (q < lx->len && (s[q] == '+' || s[q] == '-'))
             q++;

@@ -138,9 +138,11 @@ static jinja_status bounds(struct jctx *c, const struct jnode *at,
                            const struct jstr *s, const jv *start, const jv *end,
                            size_t *from, size_t *to, int64_t *first, bool *ok)
 {
+    jinja_status st = jinja_step_bytes(c, s->len);
+    if (st != JINJA_OK)
+        return st;
     const int64_t n = (int64_t)jinja_utf8_count(s->s, s->len);
     int64_t a = 0, b = n;
-    jinja_status st = JINJA_OK;
     if (start && start->kind != JV_NONE)
         st = want_int(c, at, start, "slice index", &a);
     if (st == JINJA_OK && end && end->kind != JV_NONE)
@@ -190,6 +192,9 @@ static jinja_status affix(struct jctx *c, const struct jnode *at,
     for (size_t i = 0; i < n && !hit && ok; i++) {
         const struct jstr *x;
         st = want_str(c, at, &items[i], "a tuple item", &x);
+        if (st != JINJA_OK)
+            return st;
+        st = jinja_step_bytes(c, x->len);
         if (st != JINJA_OK)
             return st;
         if (x->len <= to - from)
@@ -459,6 +464,9 @@ static jinja_status call_str(struct jctx *c, const struct jnode *at,
             st = want_str(c, at, slots[0], name, &x);
         if (st != JINJA_OK)
             return st;
+        st = jinja_step_bytes(c, x->len);
+        if (st != JINJA_OK)
+            return st;
         const bool pre = id == JM_REMOVEPREFIX;
         const bool hit =
             x->len <= s->len &&
@@ -468,6 +476,8 @@ static jinja_status call_str(struct jctx *c, const struct jnode *at,
     }
     default: /* the is... predicates */
         st = jargs_bind(c, at, name, a, 0, NULL, 0, slots);
+        if (st == JINJA_OK)
+            st = jinja_step_bytes(c, s->len);
         if (st == JINJA_OK)
             *out = jv_bool(all_cp(s, id));
         return st;

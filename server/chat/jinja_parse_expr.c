@@ -882,7 +882,11 @@ static jinja_status parse_condexpr(struct parser *p, struct jnode **out)
         st = parse_or(p, &node->b);
         if (st == JINJA_OK && is_name(p, "else")) {
             padvance(p);
-            st = parse_condexpr(p, &node->c);
+            st = jinja_enter(p, t);
+            if (st == JINJA_OK) {
+                st = parse_condexpr(p, &node->c);
+                p->depth--;
+            }
         }
         expr = node;
     }

@@ -156,7 +156,12 @@ jinja_status jinja_split(struct jctx *c, const struct jnode *at,
     if (!l)
         return c->status;
     jv lv = jv_list(l, false);
-    jinja_status st = JINJA_OK;
+    /* the scan is work even when nothing is split off */
+    jinja_status st = jinja_step_bytes(c, s->len);
+    if (st != JINJA_OK) {
+        jv_drop(c, &lv);
+        return st;
+    }
     if (!sep) {
         st = split_space(c, s, maxsplit, right, l);
     } else if (sep->len == 0) {
@@ -182,7 +187,6 @@ jinja_status jinja_split(struct jctx *c, const struct jnode *at,
         /* from the right: the last separator at or before to */
         size_t to = s->len;
         int64_t splits = 0;
-        st = jinja_step_bytes(c, s->len);
         while (st == JINJA_OK) {
             size_t hit = SIZE_MAX;
             if ((maxsplit < 0 || splits < maxsplit) && to >= sep->len)
@@ -273,6 +277,7 @@ jinja_status jinja_replace(struct jctx *c, const struct jstr *s,
     size_t k = 0;
     jinja_status st = JINJA_OK;
     if (old->len == 0) {
+        st = jinja_step_bytes(c, s->len);
         k = jinja_utf8_count(s->s, s->len) + 1;
     } else {
         for (size_t from = 0; st == JINJA_OK;) {
@@ -463,6 +468,9 @@ jinja_status jinja_slice(struct jctx *c, const struct jnode *at, const jv *v,
         return jinja_undef_error(c, at, v);
     if (v->kind == JV_STR) {
         const struct jstr *str = v->u.s;
+        st = jinja_step_bytes(c, str->len);
+        if (st != JINJA_OK)
+            return st;
         const int64_t n = (int64_t)jinja_utf8_count(str->s, str->len);
         int64_t first, count;
         adjust(n, has_start, a, has_stop, b, s, &first, &count);

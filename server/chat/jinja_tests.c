@@ -185,6 +185,11 @@ static jinja_status case_test(struct jctx *c, const struct jnode *at,
         return st;
     bool cased = false, other = false;
     const struct jstr *str = s.u.s;
+    st = jinja_step_bytes(c, str->len);
+    if (st != JINJA_OK) {
+        jv_drop(c, &s);
+        return st;
+    }
     for (size_t i = 0; i < str->len;) {
         size_t n;
         const uint32_t cp = jinja_utf8_next(str->s, str->len, i, &n);

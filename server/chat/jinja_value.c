@@ -446,7 +446,10 @@ static bool key_equal(const jv *a, const jv *b)
     return ai == bi;
 }
 
-static long dict_find(const struct jdict *d, const jv *k, uint32_t h)
+/* The position of k in d, or -1; *probes counts the keys looked at, so
+ * that keys made to collide cost their callers steps. */
+static long dict_find(const struct jdict *d, const jv *k, uint32_t h,
+                      size_t *probes)
 {
     if (!d->index) {
         for (size_t i = 0; i < d->n; i++)
@@ -457,6 +460,7 @@ static long dict_find(const struct jdict *d, const jv *k, uint32_t h)
     size_t mask = d->index_cap - 1, i = h & mask;
     while (d->index[i]) {
         const size_t pos = d->index[i] - 1;
+        ++*probes;
         if (key_hash(&d->keys[pos]) == h && key_equal(&d->keys[pos], k))
             return (long)pos;
         i = (i + 1) & mask;
@@ -482,45 +486,21 @@ jinja_status jdict_lookup(struct jctx *c, const struct jdict *d, const jv *k,
     case JV_TUPLE: break;
     default: return JINJA_OK; /* unhashable: in no dict */
     }
-    const long i = dict_find(d, k, key_hash(k));
+    size_t probes = 0;
+    const long i = dict_find(d, k, key_hash(k), &probes);
     if (i >= 0)
         *found = &d->vals[i];
-    return JINJA_OK;
+    return jinja_step(c, probes);
 }
 
-static const jv *get_str(const struct jdict *d, const char *s, size_t len,
-                         uint32_t h)
+const jv *jdict_get_name(struct jctx *c, const struct jdict *d,
+                         const struct jstr *name)
 {
-    if (!d->index) {
-        for (size_t i = 0; i < d->n; i++) {
-            const jv *k = &d->keys[i];
-            if (k->kind == JV_STR && k->u.s->len == len &&
-                memcmp(k->u.s->s, s, len) == 0)
-                return &d->vals[i];
-        }
-        return NULL;
-    }
-    size_t mask = d->index_cap - 1, i = h & mask;
-    while (d->index[i]) {
-        const jv *k = &d->keys[d->index[i] - 1];
-        if (k->kind == JV_STR && k->u.s->len == len &&
-            memcmp(k->u.s->s, s, len) == 0)
-            return &d->vals[d->index[i] - 1];
-        i = (i + 1) & mask;
-    }
-    return NULL;
-}
-
-const jv *jdict_get_str(const struct jdict *d, const char *s, size_t len)
-{
-    return get_str(d, s, len, d->index ? jinja_hash_bytes(s, len) : 0);
-}
-
-const jv *jdict_get_name(const struct jdict *d, const struct jstr *name)
-{
-    return get_str(d, name->s, name->len,
-                   name->hashed ? name->hash
-                                : jinja_hash_bytes(name->s, name->len));
+    const jv k = jv_str((struct jstr *)name);
+    size_t probes = 0;
+    const long i = dict_find(d, &k, key_hash(&k), &probes);
+    jinja_spend(c, probes);
+    return i < 0 ? NULL : &d->vals[i];
 }
 
 jinja_status jdict_set(struct jctx *c, struct jdict *d, jv *k, jv *v)
@@ -533,7 +513,9 @@ jinja_status jdict_set(struct jctx *c, struct jdict *d, jv *k, jv *v)
     if (st != JINJA_OK)
         goto fail;
     const uint32_t h = key_hash(k);
-    const long at = dict_find(d, k, h);
+    size_t probes = 0;
+    const long at = dict_find(d, k, h, &probes);
+    jinja_spend(c, probes);
     if (at >= 0) {
         jv_drop(c, k);
         jv_drop(c, &d->vals[at]);
