@@ -107,10 +107,13 @@ static jinja_status make_method(struct jctx *c, const jv *self, int id,
     struct jmethod *m = jinja_alloc(c, sizeof *m);
     if (!m)
         return c->status;
+    /* the name may be a value of the render's (map's attribute=) */
+    jv n = jv_str((struct jstr *)name);
+    n = jv_ref(&n);
     *m = (struct jmethod){.h = {.refs = 1, .depth = 1, .bytes = sizeof *m},
                           .self = jv_ref(self),
                           .id = (uint16_t)id,
-                          .name = name};
+                          .name = n.u.s};
     *out = (jv){.kind = JV_METHOD};
     out->u.meth = m;
     return JINJA_OK;
@@ -159,6 +162,7 @@ static jinja_status loop_attr(struct jctx *c, const jv *v,
 jinja_status jinja_getattr(struct jctx *c, const struct jnode *at, const jv *v,
                            const struct jstr *name, jv *out)
 {
+    *out = jv_undef();
     switch (v->kind) {
     case JV_UNDEF: return jinja_undef_error(c, at, v);
     case JV_LOOP: return loop_attr(c, v, name, out);
@@ -189,6 +193,7 @@ jinja_status jinja_getattr(struct jctx *c, const struct jnode *at, const jv *v,
 jinja_status jinja_getitem(struct jctx *c, const struct jnode *at, const jv *v,
                            const jv *key, jv *out)
 {
+    *out = jv_undef();
     if (v->kind == JV_UNDEF)
         return jinja_undef_error(c, at, v);
     const bool int_key = key->kind == JV_INT || key->kind == JV_BOOL;
@@ -323,6 +328,7 @@ jinja_status jargs_bind(struct jctx *c, const struct jnode *at,
 jinja_status jinja_call_value(struct jctx *c, const struct jnode *at,
                               const jv *callee, struct jargs *a, jv *out)
 {
+    *out = jv_undef();
     switch (callee->kind) {
     case JV_UNDEF: return jinja_undef_error(c, at, callee);
     case JV_MACRO: return jinja_call_macro(c, at, callee->u.m, a, NULL, out);

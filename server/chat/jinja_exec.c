@@ -67,6 +67,7 @@ jinja_status jinja_scope_set(struct jctx *c, struct jscope *s,
 
 jinja_status jinja_capture(struct jctx *c, const struct jnode *body, jv *out)
 {
+    *out = jv_undef();
     struct jbuf b = {0};
     struct jbuf *saved = c->out;
     c->out = &b;
@@ -135,9 +136,41 @@ static jinja_status apply_filters(struct jctx *c, const struct jnode *f, jv *v)
 
 /* --------------------------------------------------------- statements */
 
+/* Whether v holds a namespace anywhere in it. A namespace is the one
+ * value a template can change after it is made; one inside another could
+ * make a cycle (never freed by counting references, never ending when
+ * printed) or grow deeper than the depth checked when it was stored. */
+static jinja_status holds_namespace(struct jctx *c, const jv *v, bool *out)
+{
+    jinja_status st = JINJA_OK;
+    switch (v->kind) {
+    case JV_NS: *out = true; return JINJA_OK;
+    case JV_LIST:
+    case JV_TUPLE:
+        for (size_t i = 0; i < v->u.l->n && !*out && st == JINJA_OK; i++) {
+            st = jinja_step(c, 1);
+            if (st == JINJA_OK)
+                st = holds_namespace(c, &v->u.l->items[i], out);
+        }
+        return st;
+    case JV_DICT:
+        for (size_t i = 0; i < v->u.d->n && !*out && st == JINJA_OK; i++) {
+            st = jinja_step(c, 1);
+            if (st == JINJA_OK)
+                st = holds_namespace(c, &v->u.d->vals[i], out);
+            if (st == JINJA_OK && !*out)
+                st = holds_namespace(c, &v->u.d->keys[i], out);
+        }
+        return st;
+    case JV_LOOP: return holds_namespace(c, &v->u.loop->items, out);
+    case JV_METHOD: return holds_namespace(c, &v->u.meth->self, out);
+    default: return JINJA_OK;
+    }
+}
+
 static jinja_status exec_set(struct jctx *c, const struct jnode *n)
 {
-    jv v;
+    jv v = jv_undef();
     jinja_status st;
     if (n->kind == JN_SET_BLOCK) {
         st = jinja_capture(c, n->b, &v);
@@ -146,8 +179,10 @@ static jinja_status exec_set(struct jctx *c, const struct jnode *n)
     } else {
         st = jinja_eval(c, n->b, &v);
     }
-    if (st != JINJA_OK)
+    if (st != JINJA_OK) {
+        jv_drop(c, &v);
         return st;
+    }
     const struct jnode *t = n->a;
     if (t->kind == JN_GETATTR) {
         /* {% set ns.x = v %}: only a namespace takes it */
@@ -158,6 +193,12 @@ static jinja_status exec_set(struct jctx *c, const struct jnode *n)
                                      : jinja_fail(c, t, JINJA_E_RUNTIME,
                                                   "cannot assign attribute "
                                                   "on non-namespace object");
+        bool nested = false;
+        if (st == JINJA_OK)
+            st = holds_namespace(c, &v, &nested);
+        if (st == JINJA_OK && nested)
+            st = jinja_fail(c, t, JINJA_E_RUNTIME,
+                            "a namespace cannot hold a namespace");
         if (st == JINJA_OK) {
             jv k = jv_str(t->name);
             st = jdict_set(c, ns.u.d, &k, &v);
@@ -378,6 +419,7 @@ jinja_status jinja_call_macro(struct jctx *c, const struct jnode *at,
                               const struct jmacro *m, struct jargs *a,
                               const jv *caller, jv *out)
 {
+    *out = jv_undef();
     const struct jnode *def = m->def;
     const bool is_macro = def->kind == JN_MACRO;
     const struct jnode *params = is_macro ? def->a : def->b;

@@ -595,6 +595,7 @@ jinja_status jinja_filter_apply(struct jctx *c, const struct jnode *at, int id,
                                 const jv *v, struct jargs *a, size_t skip,
                                 jv *out)
 {
+    *out = jv_undef();
     if (id < 0 || id >= N_FILTERS)
         return jinja_fail(c, at, JINJA_E_RUNTIME, "unknown filter");
     return filters[id].fn(c, at, id, v, a, skip, out);

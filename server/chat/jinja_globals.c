@@ -200,6 +200,7 @@ static jinja_status strftime_now(struct jctx *c, const struct jnode *at,
 jinja_status jinja_global_call(struct jctx *c, const struct jnode *at, int id,
                                struct jargs *a, jv *out)
 {
+    *out = jv_undef();
     switch (id) {
     case JF_RANGE: return range(c, at, a, out);
     case JF_NAMESPACE: return make_dict(c, at, a, true, out);

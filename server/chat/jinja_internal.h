@@ -168,7 +168,7 @@ struct jmethod {
     struct jobj h;
     jv self;
     uint16_t id;             /* enum jinja_method_id */
-    const struct jstr *name; /* as written */
+    const struct jstr *name; /* as written; a reference held */
 };
 
 /* --------------------------------------------------------- syntax tree */

@@ -94,6 +94,7 @@ static jinja_status from_json(struct jctx *c, const cJSON *j, size_t depth,
 
 jinja_status jinja_from_json(struct jctx *c, const cJSON *j, jv *out)
 {
+    *out = jv_undef();
     return from_json(c, j, 1, out);
 }
 

@@ -488,6 +488,7 @@ jinja_status jinja_method_call(struct jctx *c, const struct jnode *at,
                                const jv *self, int id, const struct jstr *name,
                                struct jargs *a, jv *out)
 {
+    *out = jv_undef();
     if (id == JM_UNSUPPORTED)
         return jinja_fail(c, at, JINJA_E_RUNTIME,
                           "unsupported method '%s' of %s", name->s,

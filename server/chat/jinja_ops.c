@@ -192,7 +192,10 @@ static jinja_status numeric(struct jctx *c, const struct jnode *at, int op,
 /* seq * n for a str, a list or a tuple; n < 0 is empty. */
 static jinja_status repeat(struct jctx *c, const jv *seq, int64_t n, jv *out)
 {
-    if (n < 0)
+    /* nothing repeated is nothing, however many times: no loop of n */
+    const bool empty =
+        seq->kind == JV_STR ? seq->u.s->len == 0 : seq->u.l->n == 0;
+    if (n < 0 || empty)
         n = 0;
     if (seq->kind == JV_STR) {
         const struct jstr *s = seq->u.s;
@@ -287,6 +290,7 @@ static bool plain_seq(const jv *v)
 jinja_status jinja_binary(struct jctx *c, const struct jnode *at, int op,
                           const jv *a, const jv *b, jv *out)
 {
+    *out = jv_undef();
     if (a->kind == JV_UNDEF)
         return jinja_undef_error(c, at, a);
     if (b->kind == JV_UNDEF)
@@ -419,6 +423,7 @@ jinja_status jinja_compare(struct jctx *c, const struct jnode *at, int op,
 jinja_status jinja_negate(struct jctx *c, const struct jnode *at, const jv *a,
                           bool minus, jv *out)
 {
+    *out = jv_undef();
     if (a->kind == JV_UNDEF)
         return jinja_undef_error(c, at, a);
     if (a->kind == JV_FLOAT) {

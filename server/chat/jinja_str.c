@@ -48,6 +48,7 @@ static bool in_chars(const struct jstr *chars, uint32_t cp)
 jinja_status jinja_strip(struct jctx *c, const struct jstr *s,
                          const struct jstr *chars, int which, jv *out)
 {
+    *out = jv_undef();
     jinja_status st = jinja_step_bytes(c, s->len * (chars ? chars->len : 1));
     if (st != JINJA_OK)
         return st;
@@ -152,6 +153,7 @@ jinja_status jinja_split(struct jctx *c, const struct jnode *at,
                          const struct jstr *s, const struct jstr *sep,
                          int64_t maxsplit, bool right, jv *out)
 {
+    *out = jv_undef();
     struct jlist *l = jlist_new(c, 0);
     if (!l)
         return c->status;
@@ -239,6 +241,7 @@ static size_t line_break(const char *s, size_t len, size_t i)
 jinja_status jinja_splitlines(struct jctx *c, const struct jstr *s,
                               bool keepends, jv *out)
 {
+    *out = jv_undef();
     struct jlist *l = jlist_new(c, 0);
     if (!l)
         return c->status;
@@ -273,6 +276,7 @@ jinja_status jinja_replace(struct jctx *c, const struct jstr *s,
                            const struct jstr *old, const struct jstr *new_,
                            int64_t count, jv *out)
 {
+    *out = jv_undef();
     /* how many, to size the result before building it */
     size_t k = 0;
     jinja_status st = JINJA_OK;
@@ -355,6 +359,7 @@ static bool is_cased(uint32_t cp)
 jinja_status jinja_recase(struct jctx *c, const struct jstr *s, int how,
                           jv *out)
 {
+    *out = jv_undef();
     struct jbuf b = {0};
     jinja_status st = JINJA_OK;
     bool prev_cased = false, word_start = true, first = true;
@@ -449,6 +454,7 @@ jinja_status jinja_slice(struct jctx *c, const struct jnode *at, const jv *v,
                          const jv *start, const jv *stop, const jv *step,
                          jv *out)
 {
+    *out = jv_undef();
     bool has_start, has_stop, has_step;
     int64_t a = 0, b = 0, s = 1;
     jinja_status st = slice_index(c, at, start, &has_start, &a);

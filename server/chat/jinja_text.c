@@ -348,6 +348,7 @@ jinja_status jv_write_str(struct jctx *c, struct jbuf *b, const jv *v)
 
 jinja_status jinja_escape(struct jctx *c, const struct jstr *s, jv *out)
 {
+    *out = jv_undef();
     struct jbuf b = {0};
     jinja_status st = JINJA_OK;
     size_t run = 0;
@@ -379,6 +380,7 @@ jinja_status jinja_escape(struct jctx *c, const struct jstr *s, jv *out)
 
 jinja_status jv_to_str(struct jctx *c, const jv *v, jv *out)
 {
+    *out = jv_undef();
     if (v->kind == JV_STR) {
         *out = jv_ref(v);
         return JINJA_OK;

@@ -122,7 +122,9 @@ static void obj_free(struct jctx *c, jv *v)
     }
     case JV_METHOD: {
         struct jmethod *m = v->u.meth;
+        jv name = jv_str((struct jstr *)m->name);
         jv_drop(c, &m->self);
+        jv_drop(c, &name);
         jinja_release(c, m, sizeof *m);
         break;
     }
@@ -194,6 +196,7 @@ struct jstr *jstr_new(struct jctx *c, size_t len)
 
 jinja_status jv_str_make(struct jctx *c, const char *s, size_t len, jv *out)
 {
+    *out = jv_undef();
     struct jstr *r = jstr_new(c, len);
     if (!r)
         return c->status;
@@ -841,6 +844,7 @@ int64_t jv_length(const jv *v)
 jinja_status jv_iterate(struct jctx *c, const struct jnode *at, const jv *v,
                         jv *out)
 {
+    *out = jv_undef();
     switch (v->kind) {
     case JV_LIST:
     case JV_TUPLE: {
