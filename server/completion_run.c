@@ -129,10 +129,12 @@ bool completion_token(void *arg, const struct decode_step *step)
                             top, step->id, &chosen);
         const size_t offset = (o->echo ? c->prompt_chars : 0) + c->chars;
         if (completion_is_chat(c)) {
+            // a whole answer keeps every entry; a chunk has its own
             ok =
                 completion_chat_logprob(&lp, m, step->id, chosen, top, n_top) &&
-                buf_append_str(&c->lp_content, c->lp_content.len ? "," : "") &&
-                buf_append(&c->lp_content, lp.data, lp.len);
+                (c->events || (buf_append_str(&c->lp_content,
+                                              c->lp_content.len ? "," : "") &&
+                               buf_append(&c->lp_content, lp.data, lp.len)));
         } else if (c->events) {
             // a chunk's legacy object is of its own token
             struct buf keep[4] = {c->lp_tokens, c->lp_values, c->lp_tops,
@@ -299,7 +301,7 @@ static void finish_whole(struct completion *c)
     struct MHD_Response *r = NULL;
     struct event_stream *s =
         ok ? event_stream_new(c->conn, b.len + 64, (double)c->srv->opt.timeout,
-                              &ex->bytes_out, &r)
+                              &ex->bytes_out, &c->srv->cancel, &r)
            : NULL;
     if (!s) {
         buf_free(&b);

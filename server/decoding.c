@@ -229,7 +229,7 @@ bool decoding_plan(const struct decoding *d, const struct request_limits *lim,
     // comes from
     if ((req->model.run.want & XF_WANT_FLOW) && req->compute &&
         T > XF_MAX_FLOW_TOKENS)
-        return problem_set(pb, 422, "/max_new_tokens",
+        return problem_set(pb, 422, d->length_pointer ? d->length_pointer : "",
                            "attention flow (\"flow\" in return) is computed "
                            "for at most %d tokens; the prompt's %zu and "
                            "%zu new tokens make %zu",

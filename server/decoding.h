@@ -55,6 +55,9 @@ struct decoding {
     /* is the client gone? asked before each token's work */
     bool (*gone)(void *arg);
     void *arg;
+    /* the field of how many tokens to make, which a refusal of the
+     * length names ("/max_new_tokens", "/max_tokens") */
+    const char *length_pointer;
     /* the outcome */
     enum decode_finish why;
     bool abandoned; /* the client went away */

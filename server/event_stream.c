@@ -18,9 +18,10 @@ struct event_stream {
     char *data; /* [cap]: written, not yet read */
     size_t cap, head, len;
     double stall_seconds;
-    bool suspended; /* the reader found nothing and suspended conn */
-    bool gone;      /* the response was freed, or the writer gave up */
-    bool finished;  /* the writer has written all but the tail */
+    const atomic_bool *cancel; /* the server's: a waiting writer gives up */
+    bool suspended;            /* the reader found nothing and suspended conn */
+    bool gone;     /* the response was freed, or the writer gave up */
+    bool finished; /* the writer has written all but the tail */
     struct response_stream *tail;
     size_t skip;
     char suffix[1024];
@@ -122,6 +123,7 @@ static void free_events(void *cls)
 
 struct event_stream *event_stream_new(struct MHD_Connection *conn, size_t cap,
                                       double stall_seconds, size_t *sent,
+                                      const atomic_bool *cancel,
                                       struct MHD_Response **response)
 {
     struct event_stream *s = calloc(1, sizeof *s);
@@ -141,6 +143,7 @@ struct event_stream *event_stream_new(struct MHD_Connection *conn, size_t cap,
     s->conn = conn;
     s->cap = cap;
     s->stall_seconds = stall_seconds;
+    s->cancel = cancel;
     s->sent = sent;
     s->owners = 2;
     *response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
@@ -178,8 +181,23 @@ bool event_stream_write(struct event_stream *s, const char *data, size_t len)
             return ok;
         }
         wake(s);
-        if (pthread_cond_timedwait(&s->drained, &s->lock, &until) == ETIMEDOUT)
+        // a tenth of a second at a time, so that a drain's cancel is seen
+        struct timespec slice;
+        clock_gettime(CLOCK_MONOTONIC, &slice);
+        slice.tv_nsec += 100000000;
+        if (slice.tv_nsec >= 1000000000) {
+            slice.tv_sec++;
+            slice.tv_nsec -= 1000000000;
+        }
+        const bool last =
+            slice.tv_sec > until.tv_sec ||
+            (slice.tv_sec == until.tv_sec && slice.tv_nsec >= until.tv_nsec);
+        if (pthread_cond_timedwait(&s->drained, &s->lock,
+                                   last ? &until : &slice) == ETIMEDOUT &&
+            last)
             ok = false; /* the client has stopped taking */
+        if (s->cancel && atomic_load(s->cancel))
+            ok = false; /* the server is stopping */
     }
     ok = ok && !s->gone;
     if (ok) {

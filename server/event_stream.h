@@ -13,6 +13,7 @@
 #include "response.h"
 
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,9 +22,12 @@ struct event_stream;
 /* A stream to conn holding at most cap unread bytes, and its response in
  * *response (queue it, then hand the stream to the writer); the bytes
  * the client takes are added to *sent (the exchange's, which outlives
- * every read). NULL when memory runs out. */
+ * every read). A writer waiting for the client gives up when *cancel
+ * (the server's drain deadline; NULL: never) is set. NULL when memory
+ * runs out. */
 struct event_stream *event_stream_new(struct MHD_Connection *conn, size_t cap,
                                       double stall_seconds, size_t *sent,
+                                      const atomic_bool *cancel,
                                       struct MHD_Response **response);
 
 /* Append len bytes of data; false (and nothing appended) when the client

@@ -296,6 +296,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
                                           .capacity = gen->capacity,
                                           .cancel = &s->cancel,
                                           .text = gen->decoding.text,
+                                          .length_pointer = "/max_new_tokens",
                                           .token = generation_token,
                                           .gone = generation_gone,
                                           .arg = gen};
@@ -316,7 +317,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
     gen->g.req.hold = &gen->hold;
     struct MHD_Response *r = NULL;
     gen->events = event_stream_new(conn, EVENT_BYTES, (double)s->opt.timeout,
-                                   &ex->bytes_out, &r);
+                                   &ex->bytes_out, &s->cancel, &r);
     if (!gen->events) {
         generation_free(gen);
         problem_set(&pb, 503, "", "out of memory");

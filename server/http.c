@@ -423,10 +423,13 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
      * then goes out */
     while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace + 2.0)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
-    /* One that is still there is stuck where no cancel reaches (a library
-     * that retries an allocation for ever, say); stopping the daemon would
-     * wait for its thread for ever too. The stop is bounded instead. */
-    const int stuck = atomic_load(&s->exchanges);
+    /* A computation still running is stuck where no cancel reaches (a
+     * library that retries an allocation for ever, say); stopping the
+     * daemon would wait for its thread for ever too. The stop is bounded
+     * instead. An exchange that only waits on its client (an answer it
+     * does not read, a body it does not finish) holds no thread: the
+     * daemon's stop closes it. */
+    const int stuck = metrics_computations_running();
     if (stuck > 0) {
         fprintf(stderr,
                 "attnd: %d request%s still running %.0f s after the stop; "

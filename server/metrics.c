@@ -126,6 +126,11 @@ void metrics_computation_done(void)
     atomic_fetch_sub(&computing, 1);
 }
 
+int metrics_computations_running(void)
+{
+    return atomic_load(&computing);
+}
+
 static atomic_int connections_open;
 static atomic_uint_fast64_t connections_cut;
 

@@ -53,6 +53,8 @@ void metrics_queue_wait(double seconds);
 /* A computation took a compute slot, or gave it back. */
 void metrics_computation_started(void);
 void metrics_computation_done(void);
+/* Computations holding a compute slot now (attnd_computations_running). */
+int metrics_computations_running(void);
 
 /* A connection opened, closed, or was cut for not sending a whole request
  * within --receive-seconds. */

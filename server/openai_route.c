@@ -34,46 +34,67 @@
 
 /* --------------------------------------------------------- the routes */
 
-/* The costs beyond decoding_plan()'s: a token's log-probabilities and
- * row, the prompt's when echoed, the answer's head and attention. */
+/* The costs beyond decoding_plan()'s: the log-probabilities (kept for a
+ * whole answer; a stream's one token's at a time), a token's row, the
+ * prompt's scoring when echoed, the answer's head and attention. A
+ * refusal that a shorter generation would not meet sets *length_bound. */
 static bool plan_completion(struct completion *c,
                             const struct request_limits *lim, size_t *bytes,
-                            struct problem *pb)
+                            bool *length_bound, struct problem *pb)
 {
     const struct openai_request *o = &c->o;
     const struct model *m = completion_model(c);
     const struct xf_model *x = &m->xf;
+    *length_bound = false;
     // a token's entry: its text and bytes, each alternative's too
-    const size_t entry = 48 + 5 * TOKEN_BYTES;
-    size_t per_token = o->logprobs ? 2 * entry * (1 + o->top_logprobs) : 0;
-    // a row: keys numbers of at most 14 completion_characters a head and layer
+    const double entry =
+        o->logprobs ? 2.0 * (48 + 5 * TOKEN_BYTES) * (1 + o->top_logprobs) : 0;
+    const size_t per_token = o->stream ? 0 : (size_t)entry;
+    // a row: keys numbers of at most 14 characters a head and layer
     const size_t lw = o->g.req.model.run.layer == XF_ALL_LAYERS ? x->layers : 1;
-    if (o->row_want)
-        per_token += 2 * 14 * lw *
-                     (o->row_want == XF_WANT_WEIGHTS ? x->heads : 1) *
-                     c->decoding.capacity;
+    const double row_numbers =
+        o->row_want
+            ? (double)lw *
+                  (double)(o->row_want == XF_WANT_WEIGHTS ? x->heads : 1) *
+                  (double)c->decoding.capacity
+            : 0;
     double extra = (double)sizeof *c + (double)EVENT_BYTES +
-                   3.0 * (double)o->prompt_len + 65536.0;
+                   3.0 * (double)o->prompt_len + 65536.0 + 2.0 * entry +
+                   2.0 * 14.0 * row_numbers;
     // the attention answer is of the whole sequence, at its longest
     struct request *req = &c->o.g.req;
     const size_t prompt_n = req->model.run.n;
     req->model.run.n = c->decoding.capacity;
     const size_t numbers =
         o->attention && req->compute ? request_model_output(req) : 0;
-    if (o->attention)
+    bool fits = numbers <= lim->max_output;
+    if (!fits)
+        problem_set(pb, 422, "/attention/return",
+                    "the attention asked of the whole sequence (%zu tokens "
+                    "at most) holds %zu numbers, more than %zu "
+                    "(--max-output): one layer, fewer arrays or fewer tokens",
+                    c->decoding.capacity, numbers, lim->max_output);
+    // its text too (sparse_weights, head_stats), as /attention's
+    if (fits && o->attention && req->compute) {
+        fits = response_measures_fit(req, pb);
+        if (!fits && !strncmp(pb->pointer, "/", 1) &&
+            strncmp(pb->pointer, "/attention", 10)) {
+            char was[sizeof pb->pointer];
+            snprintf(was, sizeof was, "%s", pb->pointer);
+            snprintf(pb->pointer, sizeof pb->pointer, "/attention%.100s", was);
+        }
+    }
+    if (fits && o->attention)
         extra += (double)response_stream_bytes_model(req);
     req->model.run.n = prompt_n;
-    if (numbers > lim->max_output)
-        return problem_set(pb, 422, "/attention/return",
-                           "the attention asked of the whole sequence (%zu "
-                           "tokens at most) holds %zu numbers, more than %zu "
-                           "(--max-output): one layer, fewer arrays or fewer "
-                           "tokens",
-                           c->decoding.capacity, numbers, lim->max_output);
+    if (!fits) {
+        *length_bound = true;
+        return false;
+    }
     // echo with logprobs: every prompt position's logits in one pass
     if (o->echo && o->logprobs) {
         const double n = (double)c->decoding.prompt;
-        extra += n * (double)entry * (1.0 + (double)o->top_logprobs) * 2.0;
+        extra += n * entry;
         const struct xf_run run = {.ids = o->g.req.model.enc.ids,
                                    .n = c->decoding.prompt,
                                    .want = XF_WANT_LOGITS | XF_WANT_ALL_LOGITS,
@@ -88,34 +109,40 @@ static bool plan_completion(struct completion *c,
         c->flops += xf_plan_flops(&p);
     }
     // a row's numbers over the whole generation count as the answer's
-    if (o->row_want &&
-        (double)lw * (double)(o->row_want == XF_WANT_WEIGHTS ? x->heads : 1) *
-                (double)c->decoding.capacity * (double)o->g.max_new >
-            (double)lim->max_output)
+    if (row_numbers * (double)o->g.max_new > (double)lim->max_output) {
+        *length_bound = true;
         return problem_set(pb, 422, "/attention/stream_rows",
                            "each token's row over %zu tokens holds more than "
                            "%zu numbers in all (--max-output): one layer "
                            "(attention.layer), mean weights, or fewer tokens",
                            c->decoding.capacity, lim->max_output);
+    }
     double flops = 0;
-    if (!decoding_plan(&c->decoding, lim, per_token, extra, &flops, bytes, pb))
+    if (!decoding_plan(&c->decoding, lim, per_token, extra, &flops, bytes,
+                       pb)) {
+        *length_bound = pb->reason && !strcmp(pb->reason, "compute_budget");
         return false;
+    }
     c->flops += flops;
     if (lim->max_flops && c->flops > (double)lim->max_flops) {
-        problem_set(pb, 422, "",
-                    "the completion needs about %.3g GFLOP on the model \"%s\";"
-                    " the limit is %.3g GFLOP (--max-flops)",
-                    c->flops * 1e-9, m->name, (double)lim->max_flops * 1e-9);
+        problem_set(pb, 422, c->decoding.length_pointer,
+                    "the completion needs about %.3g GFLOP on the model \"%s\""
+                    " (%zu tokens of prompt, %zu more); the limit is %.3g "
+                    "GFLOP (--max-flops): fewer tokens",
+                    c->flops * 1e-9, m->name, c->decoding.prompt, o->g.max_new,
+                    (double)lim->max_flops * 1e-9);
         pb->reason = "compute_budget";
+        *length_bound = true;
         return false;
     }
     return true;
 }
 
 /* The plan, and a chat's default length (the rest of the model's
- * positions) shortened until the work fits --max-flops, as a client that
- * leaves max_tokens out asks for as much as the server gives; a length
- * the client chose is refused instead, naming it. */
+ * positions) shortened until the work and the answer fit --max-flops and
+ * --max-output, as a client that leaves max_tokens out asks for as much
+ * as the server gives; a length the client chose is refused instead,
+ * naming it. */
 static bool plan_within_budget(struct completion *c,
                                const struct request_limits *lim, size_t *bytes,
                                struct problem *pb)
@@ -125,10 +152,10 @@ static bool plan_within_budget(struct completion *c,
         c->flops = 0;
         pb->reason = NULL;
         c->decoding.capacity = c->decoding.prompt + g->max_new;
-        if (plan_completion(c, lim, bytes, pb))
+        bool length_bound = false;
+        if (plan_completion(c, lim, bytes, &length_bound, pb))
             return true;
-        if (c->o.max_given || g->max_new <= 1 || !pb->reason ||
-            strcmp(pb->reason, "compute_budget"))
+        if (c->o.max_given || g->max_new <= 1 || !length_bound)
             return false;
         g->max_new /= 2;
     }
@@ -177,16 +204,20 @@ static enum MHD_Result handle_completion(struct exchange *ex,
     if (ok) {
         struct openai_request *o = &c->o;
         const size_t prompt = o->g.req.model.enc.count;
-        c->decoding = (struct decoding){.g = &o->g,
-                                        .prompt = prompt,
-                                        .capacity = prompt + o->g.max_new,
-                                        .cancel = &s->cancel,
-                                        .row_want = o->row_want,
-                                        .skip_special = o->skip_special,
-                                        .text = c->decoding.text,
-                                        .token = completion_token,
-                                        .gone = completion_gone,
-                                        .arg = c};
+        c->decoding = (struct decoding){
+            .g = &o->g,
+            .prompt = prompt,
+            .capacity = prompt + o->g.max_new,
+            .cancel = &s->cancel,
+            .row_want = o->row_want,
+            .skip_special = o->skip_special,
+            .text = c->decoding.text,
+            .length_pointer = o->route == OPENAI_CHAT && o->max_completion
+                                  ? "/max_completion_tokens"
+                                  : "/max_tokens",
+            .token = completion_token,
+            .gone = completion_gone,
+            .arg = c};
         ok = decoding_widen(&c->decoding) ||
              problem_set(&pb, 503, "", "out of memory");
     }
@@ -220,7 +251,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
     c->o.g.req.hold = &c->hold;
     struct MHD_Response *r = NULL;
     c->events = event_stream_new(conn, EVENT_BYTES, (double)s->opt.timeout,
-                                 &ex->bytes_out, &r);
+                                 &ex->bytes_out, &s->cancel, &r);
     if (!c->events) {
         completion_free(c);
         problem_set(&pb, 503, "", "out of memory");
@@ -295,9 +326,15 @@ enum MHD_Result handle_v1_models(struct exchange *ex,
         struct problem pb;
         char loaded[256];
         models_names(set, loaded, sizeof loaded);
-        problem_set(&pb, 404, "/model",
-                    "the model \"%.64s\" does not exist; loaded: %s", one,
-                    loaded);
+        if (models_find(set, one, strlen(one)))
+            problem_set(&pb, 404, "/model",
+                        "the model \"%.64s\" is an encoder: it completes "
+                        "nothing, and /v1/models lists the models that do",
+                        one);
+        else
+            problem_set(&pb, 404, "/model",
+                        "the model \"%.64s\" does not exist; loaded: %s", one,
+                        loaded);
         return reply_problem(ex, conn, &pb);
     }
     if (!ok) {

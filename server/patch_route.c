@@ -254,7 +254,7 @@ static enum MHD_Result stream(struct exchange *ex, struct MHD_Connection *conn,
     ex->body_reserved = 0;
     struct MHD_Response *r = NULL;
     pj->events = event_stream_new(conn, EVENT_BYTES, (double)s->opt.timeout,
-                                  &ex->bytes_out, &r);
+                                  &ex->bytes_out, &s->cancel, &r);
     if (!pj->events) {
         patch_job_free(pj);
         problem_set(&pb, 503, "", "out of memory");

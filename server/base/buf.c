@@ -124,6 +124,19 @@ static size_t utf8_sequence(const unsigned char *s)
     return n;
 }
 
+size_t buf_utf8_prefix(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t at = 0;
+    while (p[at]) {
+        const size_t n = p[at] < 0x80 ? 1 : utf8_sequence(p + at);
+        if (!n)
+            return at;
+        at += n;
+    }
+    return at;
+}
+
 bool buf_append_json_string(struct buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";

@@ -33,6 +33,10 @@ bool buf_printf(struct buf *b, const char *fmt, ...);
  * well-formed UTF-8 go out as U+FFFD, so the text stays valid JSON. */
 bool buf_append_json_string(struct buf *b, const char *s);
 
+/* Bytes of the well-formed UTF-8 at the start of the NUL-terminated s:
+ * strlen(s) when all of it is. */
+size_t buf_utf8_prefix(const char *s);
+
 /* Append items[0 .. n) as a JSON array of strings, each as
  * buf_append_json_string() writes it. */
 bool buf_append_json_strings(struct buf *b, const char *const *items, size_t n);

@@ -2,6 +2,7 @@
  * chat_prompt.c - a conversation into a model's prompt (chat_prompt.h).
  */
 #include "chat_prompt.h"
+#include "buf.h"
 #include "jsonin.h"
 
 #include <stdio.h>
@@ -33,6 +34,16 @@ static bool one_of(const char *s, const char *const *names, size_t n)
     return false;
 }
 
+/* A text the template is given: UTF-8, as the tokenizer reads it. */
+static bool check_text(const char *s, const struct jpath *at,
+                       struct problem *pb)
+{
+    const size_t valid = buf_utf8_prefix(s);
+    return !s[valid] ||
+           problem_set(pb, 422, at->pointer,
+                       "%s is not valid UTF-8 at byte %zu", at->name, valid);
+}
+
 /* content: a string, text parts, or (an assistant's with tool calls)
  * null or absent. */
 static bool check_content(const cJSON *msg, const struct jpath *at,
@@ -50,7 +61,7 @@ static bool check_content(const cJSON *msg, const struct jpath *at,
                            here.name);
     }
     if (cJSON_IsString(c))
-        return true;
+        return check_text(c->valuestring, &here, pb);
     if (!cJSON_IsArray(c))
         return problem_set(pb, 422, here.pointer,
                            "%s is %s; expected a string or an array of text "
@@ -74,13 +85,14 @@ static bool check_content(const cJSON *msg, const struct jpath *at,
                                "%s is a part of type \"%.40s\"; the models "
                                "attnd serves read text parts only",
                                p.name, type->valuestring);
-        if (!cJSON_IsString(text)) {
-            struct jpath t;
-            jpath_key(&t, &p, "text");
+        struct jpath t;
+        jpath_key(&t, &p, "text");
+        if (!cJSON_IsString(text))
             return problem_set(pb, 422, t.pointer,
                                "%s is %s; expected a string", t.name,
                                text ? jsonin_kind(text) : "missing");
-        }
+        if (!check_text(text->valuestring, &t, pb))
+            return false;
     }
     return true;
 }
@@ -253,6 +265,11 @@ bool chat_fields_read(cJSON *root, struct chat_fields *out, struct problem *pb)
                                "chat_template_kwargs is %s; expected an object "
                                "of the template's variables",
                                jsonin_kind(kw));
+        if (cJSON_GetArraySize(kw) > CHAT_MAX_KWARGS)
+            return problem_set(pb, 422, "/chat_template_kwargs",
+                               "chat_template_kwargs has %d variables; at "
+                               "most %d",
+                               cJSON_GetArraySize(kw), CHAT_MAX_KWARGS);
         static const char *const fixed[] = {"messages", "tools", "documents",
                                             "add_generation_prompt"};
         const cJSON *k;
@@ -353,18 +370,18 @@ static cJSON *context_of(const struct model *m, const struct chat_template *t,
     ok = ok && cJSON_AddNullToObject(ctx, "documents");
     ok = ok && cJSON_AddBoolToObject(ctx, "add_generation_prompt",
                                      f->add_generation_prompt);
+    // the special tokens, but those chat_template_kwargs sets again
     const cJSON *k;
     if (ok && m->chat.specials)
-        cJSON_ArrayForEach(k, m->chat.specials) ok =
-            ok &&
+        cJSON_ArrayForEach(
+            k, m->chat.specials) if (ok &&
+                                     !cJSON_GetObjectItemCaseSensitive(
+                                         f->kwargs, k->string)) ok =
             cJSON_AddItemToObject(ctx, k->string, cJSON_Duplicate(k, true));
     if (ok && f->kwargs)
-        cJSON_ArrayForEach(k, f->kwargs)
-        {
-            cJSON_DeleteItemFromObjectCaseSensitive(ctx, k->string);
-            ok = ok && cJSON_AddItemToObject(ctx, k->string,
-                                             cJSON_Duplicate(k, true));
-        }
+        cJSON_ArrayForEach(k, f->kwargs) ok =
+            ok &&
+            cJSON_AddItemToObject(ctx, k->string, cJSON_Duplicate(k, true));
     if (!ok) {
         cJSON_Delete(ctx);
         return NULL;
@@ -450,8 +467,8 @@ bool chat_prompt_render(const struct model *m, const struct chat_fields *f,
         return problem_set(pb, 400, "/messages",
                            "the model \"%s\" has no chat template "
                            "(tokenizer_config.json's chat_template, or "
-                           "chat_template.jinja): send a prompt to "
-                           "/v1/completions instead",
+                           "chat_template.jinja): send a prompt instead "
+                           "(/v1/completions)",
                            m->name);
     if (!t->compiled)
         return problem_set(pb, 400, "/messages",

@@ -19,6 +19,7 @@
 
 #define CHAT_MAX_MESSAGES 4096
 #define CHAT_MAX_TOOLS 128
+#define CHAT_MAX_KWARGS 256 /* chat_template_kwargs' variables */
 
 /* A render's text, and the bytes its values may hold besides, at most:
  * what a caller reserves before chat_prompt_render(). */

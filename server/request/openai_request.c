@@ -373,8 +373,14 @@ static bool read_messages(struct openai_request *o, cJSON *root,
 
 /* /attention's problems name its fields at the top; here they are under
  * "attention". */
-static void under_attention(struct problem *pb)
+static void under_attention(struct problem *pb, enum openai_route route)
 {
+    // what /attention calls its input is the prompt here
+    if (!strcmp(pb->pointer, "/sentence")) {
+        snprintf(pb->pointer, sizeof pb->pointer, "%s",
+                 route == OPENAI_CHAT ? "/messages" : "/prompt");
+        return;
+    }
     if (!pb->pointer[0] || !strncmp(pb->pointer, "/attention", 10) ||
         !strcmp(pb->pointer, "/prompt") || !strcmp(pb->pointer, "/messages"))
         return;
@@ -420,6 +426,22 @@ static bool read_attention(struct openai_request *o, const cJSON *root,
         return problem_set(pb, 422, "/attention/model",
                            "attention.model: the attention is of the "
                            "request's model; leave it out here");
+    // attribution is of one input's position, which /attention takes
+    const cJSON *ret = cJSON_GetObjectItemCaseSensitive(a, "return");
+    const cJSON *name;
+    if (cJSON_IsArray(ret))
+        cJSON_ArrayForEach(
+            name,
+            ret) if (cJSON_IsString(name) &&
+                     !strcmp(
+                         name->valuestring,
+                         "dla")) return problem_set(pb, 422,
+                                                    "/attention/return",
+                                                    "dla (in attention.return) "
+                                                    "is /attention's: "
+                                                    "attribute a finished "
+                                                    "sequence there, with "
+                                                    "dla_target");
     bool rows = false;
     const cJSON *sr =
         a ? cJSON_GetObjectItemCaseSensitive(a, "stream_rows") : NULL;
@@ -442,7 +464,7 @@ static bool read_attention(struct openai_request *o, const cJSON *root,
     const bool ok = request_decode(&o->g.req, body, lim, pb);
     cJSON_Delete(body);
     if (!ok) {
-        under_attention(pb);
+        under_attention(pb, o->route);
         return false;
     }
     if (o->g.req.png.format != IMAGE_JSON)
@@ -515,8 +537,15 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
             ok = problem_set(pb, 422, "/stream_options",
                              "stream_options is %s; expected an object",
                              jsonin_kind(so));
-        else
-            ok = jsonin_flag(so, "include_usage", false, &o->include_usage, pb);
+        else {
+            const cJSON *iu =
+                cJSON_GetObjectItemCaseSensitive(so, "include_usage");
+            struct jpath root_at, at;
+            jpath_root(&root_at, "stream_options");
+            jpath_key(&at, &root_at, "include_usage");
+            ok = !iu || cJSON_IsNull(iu) ||
+                 jsonin_bool(iu, &at, &o->include_usage, pb);
+        }
     }
     // logprobs: the legacy count, or chat's flag and top_logprobs
     if (ok && route == OPENAI_COMPLETIONS) {
@@ -555,6 +584,15 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
            : NULL;
     const char *count_name =
         mct && !cJSON_IsNull(mct) ? "max_completion_tokens" : "max_tokens";
+    const cJSON *mt =
+        ok ? cJSON_GetObjectItemCaseSensitive(root, "max_tokens") : NULL;
+    if (ok && mct && !cJSON_IsNull(mct) && mt && !cJSON_IsNull(mt) &&
+        !(cJSON_IsNumber(mt) && cJSON_IsNumber(mct) &&
+          mt->valuedouble == mct->valuedouble))
+        ok = problem_set(pb, 422, "/max_tokens",
+                         "max_tokens and max_completion_tokens differ; give "
+                         "one of them (max_completion_tokens is OpenAI's "
+                         "newer name)");
     const size_t fallback =
         route == OPENAI_CHAT
             ? (room < GENERATE_MAX_NEW ? room : GENERATE_MAX_NEW)
@@ -565,6 +603,7 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     const cJSON *given =
         ok ? cJSON_GetObjectItemCaseSensitive(root, count_name) : NULL;
     o->max_given = given && !cJSON_IsNull(given);
+    o->max_completion = count_name[4] == 'c';
     if (ok && g->max_new > room)
         ok = problem_set(pb, 422,
                          count_name[4] == 'c' ? "/max_completion_tokens"

@@ -36,6 +36,7 @@ struct openai_request {
     bool echo;           /* completions: the prompt before the text */
     bool skip_special;   /* special tokens left out of the text (vLLM's
                             skip_special_tokens, default true) */
+    bool max_completion; /* the length came as max_completion_tokens */
     bool max_given;      /* max_tokens (or max_completion_tokens) sent: else a
                             chat's default may shrink to what --max-flops
                             affords */

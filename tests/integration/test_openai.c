@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static struct server srv;
@@ -276,6 +277,11 @@ static void test_models_list(void **state)
     doc = call("GET", "/v1/models/qwen3", NULL, &status);
     assert_int_equal(status, 200);
     assert_string_equal(get(doc, "id")->valuestring, "qwen3");
+    cJSON_Delete(doc);
+    doc = call("GET", "/v1/models/bert", NULL, &status);
+    assert_int_equal(status, 404);
+    assert_non_null(
+        strstr(get(get(doc, "error"), "message")->valuestring, "encoder"));
     cJSON_Delete(doc);
     doc = call("GET", "/v1/models/nope", NULL, &status);
     assert_int_equal(status, 404);
@@ -911,6 +917,34 @@ static void test_errors_in_openai_shape(void **state)
                  400, "max_tokens", NULL);
     expect_error("/v1/completions", "{\"model\":\"llama3\",\"prompt\":", 400,
                  NULL, NULL);
+    expect_error("/v1/completions",
+                 "{\"model\":\"llama3\",\"prompt\":\"x\",\"attention\":"
+                 "{\"return\":[\"dla\"],\"dla_target\":3}}",
+                 400, "attention.return", "dla");
+    expect_error("/v1/chat/completions",
+                 "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"ab\xff\"}]}",
+                 400, "messages[0].content", "UTF-8");
+    expect_error("/v1/chat/completions",
+                 "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"x\"}],\"max_tokens\":1,"
+                 "\"max_completion_tokens\":2}",
+                 400, "max_tokens", "differ");
+    expect_error("/v1/completions",
+                 "{\"model\":\"llama3\",\"prompt\":\"The cat sat on the mat\","
+                 "\"max_tokens\":60,\"attention\":{\"return\":[\"flow\"]}}",
+                 400, "max_tokens", "flow");
+    // chat_template_kwargs: a bounded count, refused before any work
+    char *many = malloc(1 << 16);
+    size_t at = (size_t)sprintf(
+        many, "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
+              "\"content\":\"x\"}],\"chat_template_kwargs\":{");
+    for (int i = 0; i < 300; i++)
+        at += (size_t)sprintf(many + at, "%s\"k%d\":0", i ? "," : "", i);
+    strcpy(many + at, "}}");
+    expect_error("/v1/chat/completions", many, 400, "chat_template_kwargs",
+                 "at most");
+    free(many);
     expect_error("/v1/chat/completions",
                  "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
                  "\"content\":\"x\"}],\"modalities\":[\"audio\"]}",
@@ -919,6 +953,21 @@ static void test_errors_in_openai_shape(void **state)
                  "{\"model\":\"llama3\",\"prompt\":\"x\",\"attention\":"
                  "{\"model\":\"qwen3\"}}",
                  400, "attention.model", NULL);
+    // the attention's text over the whole sequence, measured first
+    char *long_prompt = malloc(1 << 16);
+    size_t n =
+        (size_t)sprintf(long_prompt, "{\"model\":\"llama3\",\"max_tokens\":1,"
+                                     "\"attention\":{\"return\":"
+                                     "[\"sparse_weights\"],\"sparse_k\":256},"
+                                     "\"prompt\":[");
+    for (int i = 0; i < 2200; i++)
+        n += (size_t)sprintf(long_prompt + n, "%s5", i ? "," : "");
+    strcpy(long_prompt + n, "]}");
+    const double t0 = clock_seconds();
+    expect_error("/v1/completions", long_prompt, 400, "attention.sparse_k",
+                 "64 MiB");
+    assert_true(clock_seconds() - t0 < 2.0);
+    free(long_prompt);
     // the other routes keep problem+json
     long status;
     cJSON *doc = call("POST", "/tokenize",
@@ -1018,6 +1067,41 @@ static void test_default_length_fits_the_budget(void **state)
     assert_int_equal(server_stop(&small, 10.0), 0);
 }
 
+/* A streamed client that stops reading holds nothing past a drain: the
+ * writer waiting for it sees the server stop, and the server exits
+ * cleanly within its drain. */
+static void test_stalled_stream_ends_with_the_drain(void **state)
+{
+    (void)state;
+    struct server d;
+    const char *const args[] = {"--model", "wide=tests/models/llama_16x32",
+                                "--drain-seconds", "1", NULL};
+    assert_true(server_start(&d, args));
+    const char body[] =
+        "{\"model\":\"wide\",\"prompt\":\"The cat\",\"max_tokens\":4000,"
+        "\"stream\":true,\"attention\":{\"return\":[\"mean_weights\"],"
+        "\"layer\":0,\"stream_rows\":true}}";
+    char request[1024];
+    snprintf(request, sizeof request,
+             "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             strlen(body), body);
+    const int fd = raw_connect(&d, "127.0.0.1");
+    assert_true(fd >= 0);
+    // a tiny receive window, never read: the rows fill the stream's room
+    assert_int_equal(write(fd, request, strlen(request)),
+                     (ssize_t)strlen(request));
+    // the stream has started (its status read), then nothing more is
+    char head[16] = "";
+    assert_int_equal(recv(fd, head, 12, MSG_WAITALL), 12);
+    assert_true(!strncmp(head, "HTTP/1.1 200", 12));
+    pause_ms(1500);
+    const double t0 = clock_seconds();
+    assert_int_equal(server_stop(&d, 10.0), 0);
+    assert_true(clock_seconds() - t0 < 4.0);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1035,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_detokenize_round_trip),
         cmocka_unit_test(test_stream_cancelled_on_disconnect),
         cmocka_unit_test(test_default_length_fits_the_budget),
+        cmocka_unit_test(test_stalled_stream_ends_with_the_drain),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
