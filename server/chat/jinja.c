@@ -19,6 +19,14 @@ struct jinja_template *jinja_compile(const char *src, size_t len,
     memset(err, 0, sizeof *err);
     jinja_status st = JINJA_E_NOMEM;
     struct jtokens tokens = {0};
+    if (len > JINJA_MAX_SOURCE) {
+        snprintf(err->message, sizeof err->message,
+                 "template of %zu bytes, longer than %zu", len,
+                 JINJA_MAX_SOURCE);
+        if (status)
+            *status = JINJA_E_SYNTAX;
+        return NULL;
+    }
     struct jinja_template *t = calloc(1, sizeof *t);
     if (!t)
         goto fail;

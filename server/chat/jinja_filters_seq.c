@@ -75,6 +75,7 @@ static jinja_status attr_get(struct jctx *c, const struct jnode *at,
                              const jv *item, const jv *parts, const jv *dflt,
                              jv *out)
 {
+    *out = jv_undef();
     jv cur = jv_ref(item);
     const struct jlist *p = parts->u.l;
     for (size_t i = 0; i < p->n; i++) {
@@ -492,20 +493,20 @@ static jinja_status sort_keys(struct jctx *c, const struct jnode *at,
         if (st == JINJA_OK)
             npaths = 1;
     }
+    /* keys[0..done) are set, a failed one included (as undefined) */
     size_t done = 0;
     for (; done < l->n && st == JINJA_OK; done++) {
+        keys[done] = jv_undef();
         if (npaths == 1) {
             st = attr_get(c, at, &l->items[done], &paths[0], NULL, &keys[done]);
             if (st == JINJA_OK && !sensitive)
                 st = ignore_case(c, &keys[done]);
-            if (st != JINJA_OK)
-                break;
             continue;
         }
         struct jlist *t = jlist_new(c, npaths);
         if (!t) {
             st = fail_status(c);
-            break;
+            continue;
         }
         keys[done] = jv_list(t, true);
         for (size_t k = 0; k < npaths && st == JINJA_OK; k++) {
@@ -515,10 +516,8 @@ static jinja_status sort_keys(struct jctx *c, const struct jnode *at,
                 st = ignore_case(c, &part);
             if (st == JINJA_OK)
                 st = jlist_push(c, t, &part);
-        }
-        if (st != JINJA_OK) {
-            done++;
-            break;
+            else
+                jv_drop(c, &part);
         }
     }
     for (size_t k = 0; k < npaths; k++)

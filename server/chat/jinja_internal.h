@@ -17,6 +17,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+/* The longest source a compile accepts: its memory is linear in the
+ * source, but at a hundred-odd bytes of tree per byte at worst (a+a+a),
+ * and real chat templates are tens of kilobytes. */
+#define JINJA_MAX_SOURCE ((size_t)1 << 20)
 /* Nesting a compile accepts (brackets, operators, statements inside
  * statements): deeper templates are refused, so that neither the parser
  * nor a render recurses past it. */

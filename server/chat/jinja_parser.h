@@ -50,7 +50,7 @@ jinja_status jinja_enter(struct parser *p, const struct jtok *at);
 
 /* parse_tuple of jinja2's: expressions separated by commas, a tuple when
  * there is a comma (or when explicit and empty). with_cond: a if b else
- * c is allowed; stop_name: a name that ends it (the "if" of a for). */
+ * c is allowed (a for's iterable has none, so its "if" is the loop's). */
 jinja_status jinja_parse_tuple(struct parser *p, bool with_cond,
                                bool explicit_parens, struct jnode **out);
 jinja_status jinja_parse_expression(struct parser *p, bool with_cond,

@@ -1068,7 +1068,8 @@ static void test_limit_parse_depth(void **state)
         "(", "[", "{'a': ", "not ", "-", "{% if x %}", "1 if x else "};
     static const char *const closes[] = {")", "]",           "}", "",
                                          "",  "{% endif %}", ""};
-    const size_t deep = 100000;
+    /* deep, and within the longest source a compile takes */
+    const size_t deep = 40000;
     for (size_t k = 0; k < sizeof opens / sizeof opens[0]; k++) {
         const size_t lo = strlen(opens[k]), lc = strlen(closes[k]);
         char *src = malloc(deep * (lo + lc) + 16);
@@ -1093,6 +1094,27 @@ static void test_limit_parse_depth(void **state)
             fail_msg("%s: %s", opens[k], err.message);
         free(src);
     }
+}
+
+/* A source past the longest accepted is refused before it is read. */
+static void test_limit_source(void **state)
+{
+    (void)state;
+    const size_t len = ((size_t)1 << 20) + 1;
+    char *src = malloc(len);
+    assert_non_null(src);
+    memset(src, 'x', len);
+    struct jinja_error err;
+    jinja_status st;
+    assert_null(jinja_compile(src, len, &st, &err));
+    assert_int_equal(st, JINJA_E_SYNTAX);
+    assert_string_equal(err.message,
+                        "template of 1048577 bytes, longer than 1048576");
+    /* one byte less is a template */
+    struct jinja_template *t = jinja_compile(src, len - 1, &st, &err);
+    assert_non_null(t);
+    jinja_free(t);
+    free(src);
 }
 
 /* ------------------------------------------------------- the contract */
@@ -1190,6 +1212,7 @@ int main(void)
         cmocka_unit_test(test_limit_bytes),
         cmocka_unit_test(test_limit_depth),
         cmocka_unit_test(test_limit_parse_depth),
+        cmocka_unit_test(test_limit_source),
         cmocka_unit_test(test_source_by_length),
         cmocka_unit_test(test_concurrent_renders),
     };
