@@ -28,8 +28,10 @@
 /* Hard ceilings on the caller's limits, which C's stack must hold. */
 #define JINJA_HARD_DEPTH 256
 /* C recursion of one render (expressions within statements within macro
- * calls): a render past it stops with JINJA_E_LIMIT. */
-#define JINJA_MAX_NEST 3000
+ * calls): a render past it stops with JINJA_E_LIMIT. A level takes some
+ * 500 bytes of stack (-O2), so a render needs half a megabyte at most;
+ * macros nested max_depth deep take a few levels each. */
+#define JINJA_MAX_NEST 1000
 /* range() longer than this is refused, as jinja2's sandbox does. */
 #define JINJA_MAX_RANGE 100000
 /* Work proportional to bytes (copies, searches, comparisons) costs one
@@ -657,6 +659,9 @@ enum jinja_method_id {
     JM_ISSPACE,
     JM_ISUPPER,
     JM_ISLOWER,
+    /* list, tuple */
+    JM_LIST_COUNT,
+    JM_LIST_INDEX,
     /* dict */
     JM_ITEMS,
     JM_KEYS,

@@ -73,15 +73,15 @@ static const struct method dict_methods[] = {
     {"fromkeys", JM_UNSUPPORTED}, {NULL, 0}};
 
 static const struct method list_methods[] = {
-    {"append", JM_UNSAFE},     {"clear", JM_UNSAFE},
-    {"extend", JM_UNSAFE},     {"insert", JM_UNSAFE},
-    {"pop", JM_UNSAFE},        {"remove", JM_UNSAFE},
-    {"reverse", JM_UNSAFE},    {"sort", JM_UNSAFE},
-    {"copy", JM_UNSUPPORTED},  {"count", JM_UNSUPPORTED},
-    {"index", JM_UNSUPPORTED}, {NULL, 0}};
+    {"append", JM_UNSAFE},    {"clear", JM_UNSAFE},
+    {"extend", JM_UNSAFE},    {"insert", JM_UNSAFE},
+    {"pop", JM_UNSAFE},       {"remove", JM_UNSAFE},
+    {"reverse", JM_UNSAFE},   {"sort", JM_UNSAFE},
+    {"copy", JM_UNSUPPORTED}, {"count", JM_LIST_COUNT},
+    {"index", JM_LIST_INDEX}, {NULL, 0}};
 
 static const struct method tuple_methods[] = {
-    {"count", JM_UNSUPPORTED}, {"index", JM_UNSUPPORTED}, {NULL, 0}};
+    {"count", JM_LIST_COUNT}, {"index", JM_LIST_INDEX}, {NULL, 0}};
 
 int jinja_method_find(const jv *v, const char *name, size_t len)
 {
@@ -501,7 +501,37 @@ jinja_status jinja_method_call(struct jctx *c, const struct jnode *at,
              id == JM_LSTRIP || id == JM_RSTRIP || id == JM_TITLE ||
              id == JM_CAPITALIZE || id == JM_REPLACE))
             out->aux = JV_MARKUP;
+        if (st == JINJA_OK && jv_is_markup(self) && out->kind == JV_LIST &&
+            (id == JM_SPLIT || id == JM_RSPLIT || id == JM_SPLITLINES))
+            for (size_t i = 0; i < out->u.l->n; i++)
+                out->u.l->items[i].aux = JV_MARKUP;
         return st;
+    }
+    if (self->kind == JV_LIST || self->kind == JV_TUPLE) {
+        /* list.count(x), list.index(x): by Python's == */
+        if (a->n != 1 || a->npos != 1)
+            return jinja_fail(c, at, JINJA_E_RUNTIME,
+                              "%s() takes exactly one argument", name->s);
+        const struct jlist *l = self->u.l;
+        int64_t count = 0, first = -1;
+        for (size_t i = 0; i < l->n; i++) {
+            bool eq;
+            jinja_status st = jinja_step(c, 1);
+            if (st == JINJA_OK)
+                st = jv_equal(c, &l->items[i], &a->v[0], &eq);
+            if (st != JINJA_OK)
+                return st;
+            if (eq && first < 0)
+                first = (int64_t)i;
+            count += eq;
+            if (eq && id == JM_LIST_INDEX)
+                break;
+        }
+        if (id == JM_LIST_INDEX && first < 0)
+            return jinja_fail(c, at, JINJA_E_RUNTIME, "value is not in %s",
+                              jv_type_name(self));
+        *out = jv_int(id == JM_LIST_COUNT ? count : first);
+        return JINJA_OK;
     }
     if (self->kind == JV_LOOP) {
         /* loop.cycle(a, b, ...) */

@@ -541,9 +541,11 @@ jinja_status jinja_slice(struct jctx *c, const struct jnode *at, const jv *v,
         *out = jv_list(r, v->kind == JV_TUPLE);
         return JINJA_OK;
     }
-    /* jinja2 turns the TypeError into an undefined value */
-    *out = jv_undef();
-    return JINJA_OK;
+    /* jinja2 compiles a slice to Python's own: anything else refuses */
+    if (v->kind == JV_DICT)
+        return jinja_fail(c, at, JINJA_E_RUNTIME, "unhashable type: 'slice'");
+    return jinja_fail(c, at, JINJA_E_RUNTIME,
+                      "'%s' object is not subscriptable", jv_type_name(v));
 }
 
 /* ------------------------------------------------------------ numbers */
