@@ -456,6 +456,10 @@ static const struct render_case methods[] = {
      "ip('\\n') }}|{{ c.split('</think>')[-1].lstrip('\\n') }}",
      "{\"c\": \"<think>\\nreasoning here\\n</think>\\n\\nThe answer.\"}",
      "reasoning here|The answer."},
+    {"list methods",
+     "{{ [1, 2, 1].count(1) }} {{ (1, 2).index(2) }} {{ ['a', 'b'].inde"
+     "x('b') }} {{ [[1], [1]].count([1]) }}",
+     "", "2 1 1 2"},
     {"dict methods",
      "{% set d = {'a': 1, 'b': 2} %}{{ d.items()|list }} {{ d.keys()|li"
      "st }} {{ d.values()|list }} {{ d.get('a') }} {{ d.get('z') }} {{ "
@@ -894,6 +898,10 @@ static void test_runtime_errors(void **state)
          "cannot assign attribute on non-namespace object at line 1, column "
          "25",
          1, 25},
+        {"{{ x[1:] }}", "{\"x\": 5}", JINJA_E_RUNTIME,
+         "'int' object is not subscriptable at line 1, column 5", 1, 5},
+        {"{{ [1].index(2) }}", NULL, JINJA_E_RUNTIME,
+         "value is not in list at line 1, column 8", 1, 8},
         {"{{ 5|length }}", NULL, JINJA_E_RUNTIME,
          "object of type 'int' has no len() at line 1, column 6", 1, 6},
         {"{{ [1, 2]|select('odd')|length }}", NULL, JINJA_E_RUNTIME,
