@@ -501,7 +501,9 @@ static void test_stop_strings(void **state)
     // a stop of the text's third and fourth bytes
     char stop[8];
     snprintf(stop, sizeof stop, "%.2s", text + 2);
-    char *escaped = cJSON_PrintUnformatted(cJSON_CreateString(stop));
+    cJSON *stop_json = cJSON_CreateString(stop);
+    char *escaped = cJSON_PrintUnformatted(stop_json);
+    cJSON_Delete(stop_json);
     snprintf(body, sizeof body, "%s,\"stop\":[%s]}", ask, escaped);
     cJSON *stopped = post_ok("/v1/completions", body);
     const cJSON *c = at(get(stopped, "choices"), 0);
