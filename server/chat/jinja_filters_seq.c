@@ -275,9 +275,9 @@ FILTER(jinja_f_map)
         return JINJA_OK;
     }
     jv items, parts = jv_undef();
-    jinja_status st = jv_iterate(c, at, v, &items);
-    if (st == JINJA_OK && attr)
-        st = attr_parts(c, attr, &parts);
+    jinja_status st = attr ? attr_parts(c, attr, &parts) : JINJA_OK;
+    if (st == JINJA_OK)
+        st = jv_iterate(c, at, v, &items);
     const struct jlist *l = st == JINJA_OK ? items.u.l : NULL;
     for (size_t i = 0; l && i < l->n && st == JINJA_OK; i++) {
         jv item;

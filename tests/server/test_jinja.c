@@ -1104,6 +1104,59 @@ static void test_limit_parse_depth(void **state)
     }
 }
 
+/* Every table's template run into each limit at every point on its way
+ * (each count of steps, each 32 bytes of values, each byte of output):
+ * each stops with JINJA_E_LIMIT until the limit lets it finish, then
+ * gives jinja2's render; the sanitizers' builds check that every one of
+ * those stops freed what it had built. */
+static void run_each_limit(const struct render_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        jinja_status st;
+        struct jinja_error err;
+        struct jinja_template *t =
+            jinja_compile(cases[i].src, strlen(cases[i].src), &st, &err);
+        assert_non_null(t);
+        cJSON *vars = cases[i].ctx[0] ? cJSON_Parse(cases[i].ctx) : NULL;
+        for (int which = 0; which < 3; which++) {
+            for (size_t cap = 1;; cap += which == 1 ? 32 : 1) {
+                struct jinja_limits limits = {0};
+                if (which == 0)
+                    limits.max_steps = cap;
+                else if (which == 1)
+                    limits.max_bytes = cap;
+                else
+                    limits.max_output = cap;
+                char *out;
+                size_t len;
+                st = jinja_render(t, vars, &limits, NOW, &out, &len, &err);
+                if (st == JINJA_E_LIMIT) {
+                    assert_null(out);
+                    continue;
+                }
+                if (st != JINJA_OK || strcmp(out, cases[i].want) != 0)
+                    fail_msg("%s, limit %d at %zu: %d %s", cases[i].name, which,
+                             cap, st, st ? err.message : out);
+                free(out);
+                break;
+            }
+        }
+        cJSON_Delete(vars);
+        jinja_free(t);
+    }
+}
+
+static void test_limits_at_every_point(void **state)
+{
+    (void)state;
+    run_each_limit(statements, sizeof statements / sizeof statements[0]);
+    run_each_limit(scoping, sizeof scoping / sizeof scoping[0]);
+    run_each_limit(filters, sizeof filters / sizeof filters[0]);
+    run_each_limit(methods, sizeof methods / sizeof methods[0]);
+    run_each_limit(tojson, sizeof tojson / sizeof tojson[0]);
+    run_each_limit(undefined, sizeof undefined / sizeof undefined[0]);
+}
+
 /* A source past the longest accepted is refused before it is read. */
 static void test_limit_source(void **state)
 {
@@ -1221,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_limit_depth),
         cmocka_unit_test(test_limit_parse_depth),
         cmocka_unit_test(test_limit_source),
+        cmocka_unit_test(test_limits_at_every_point),
         cmocka_unit_test(test_source_by_length),
         cmocka_unit_test(test_concurrent_renders),
     };
