@@ -77,10 +77,27 @@ bool server_start(struct server *s, const char *const *extra_args)
     return server_start_capped(s, extra_args, 0);
 }
 
+/* The servers' logs, read by the tests after a stop and removed when the
+ * test program ends. */
+static int logs_written;
+
+static void remove_logs(void)
+{
+    for (int i = 0; i < logs_written; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "/tmp/attnd-test-%d-%d.log", (int)getpid(),
+                 i);
+        unlink(path);
+    }
+}
+
 bool server_start_capped(struct server *s, const char *const *extra_args,
                          size_t address_space)
 {
     static int serial;
+    if (serial == 0)
+        atexit(remove_logs);
+    logs_written = serial + 1;
     memset(s, 0, sizeof *s);
     s->start_exit = -1;
     const char *bin = getenv("ATTND_BIN") ? getenv("ATTND_BIN") : "build/attnd";

@@ -23,6 +23,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +72,20 @@ static char *copy_variant(const char *variant)
     return dir;
 }
 
+/* dir and every file a test wrote in it. */
 static void remove_dir(char *dir)
 {
-    const char *files[] = {"config.json", "vocab.txt", "model.safetensors",
-                           "tokenizer_config.json"};
-    for (int i = 0; i < 4; i++) {
+    DIR *d = opendir(dir);
+    const struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
         char p[1024];
-        path_of(p, dir, files[i]);
+        path_of(p, dir, e->d_name);
         unlink(p);
     }
+    if (d)
+        closedir(d);
     rmdir(dir);
     free(dir);
 }
@@ -836,13 +842,7 @@ static char *decoder_dir(const char *variant)
 
 static void decoder_dir_remove(char *dir)
 {
-    for (size_t i = 0; i < 4; i++) {
-        char p[1024];
-        path_of(p, dir, decoder_files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-    free(dir);
+    remove_dir(dir);
 }
 
 /* config.json of tests/models/<variant> into dir, with key set to raw
