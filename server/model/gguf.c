@@ -455,15 +455,21 @@ static bool check_keys(struct build *b, const void **scratch)
     for (size_t i = 0; i < g->n_kv; i++)
         names[i] = g->kvs[i].key;
     const char *dup = twice(names, (size_t)g->n_kv);
-    if (dup)
-        return model_fail(err, err_len, "byte %zu: key '%.64s' appears twice",
-                          gguf_find(g, dup)->offset, dup);
+    // named at its second place (its key's length prefix, which is 12
+    // bytes and the key before its value)
+    for (size_t i = g->n_kv; dup && i-- > 0;)
+        if (strcmp(g->kvs[i].key, dup) == 0)
+            return model_fail(err, err_len,
+                              "byte %zu: key '%.64s' appears twice",
+                              g->kvs[i].offset - 4 - strlen(dup) - 8, dup);
     for (size_t i = 0; i < g->n_tensors; i++)
         names[i] = g->tensors[i].name;
     dup = twice(names, (size_t)g->n_tensors);
-    if (dup)
-        return model_fail(err, err_len, "byte %zu: tensor '%s' appears twice",
-                          gguf_find_tensor(g, dup)->info_offset, dup);
+    for (size_t i = g->n_tensors; dup && i-- > 0;)
+        if (strcmp(g->tensors[i].name, dup) == 0)
+            return model_fail(err, err_len,
+                              "byte %zu: tensor '%s' appears twice",
+                              g->tensors[i].info_offset, dup);
     g->alignment = GGUF_DEFAULT_ALIGNMENT;
     const struct gguf_kv *a = gguf_find(g, "general.alignment");
     if (a) {
