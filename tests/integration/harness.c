@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -517,4 +518,50 @@ long post_stream(const struct server *s, const char *path, const char *body,
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     return status;
+}
+
+bool model_folder_with(const char *variant, char *dir, const char *name,
+                       const char *text)
+{
+    char cwd[1024], from[2048];
+    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(dir))
+        return false;
+    snprintf(from, sizeof from, "%s/tests/models/%s", cwd, variant);
+    DIR *d = opendir(from);
+    const struct dirent *e;
+    bool ok = d != NULL;
+    while (ok && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char src[4096], dst[4096];
+        snprintf(src, sizeof src, "%s/%s", from, e->d_name);
+        snprintf(dst, sizeof dst, "%s/%s", dir, e->d_name);
+        ok = symlink(src, dst) == 0;
+    }
+    if (d)
+        closedir(d);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path); /* a link to the variant's own, when it has one */
+    FILE *fp = ok ? fopen(path, "w") : NULL;
+    ok = fp && fputs(text, fp) >= 0;
+    if (fp)
+        ok = fclose(fp) == 0 && ok;
+    return ok;
+}
+
+void model_folder_remove(const char *dir)
+{
+    DIR *d = opendir(dir);
+    const struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }

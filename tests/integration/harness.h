@@ -125,6 +125,16 @@ long post_stream(const struct server *s, const char *path, const char *body,
  * members written as in a body ("\"heads\":8"); the caller frees it. */
 char *sentence_body(size_t words, const char *options);
 
+/* A checkpoint folder made from tests/models/<variant>: a link to each
+ * of its files in dir (a mkdtemp() template, filled in), and one more
+ * file, name with text, which stands beside them (a chat_template.jinja,
+ * a generation_config.json). false on failure. */
+bool model_folder_with(const char *variant, char *dir, const char *name,
+                       const char *text);
+
+/* dir and everything in it, removed. */
+void model_folder_remove(const char *dir);
+
 /* Read a whole file (the caller frees the result); NULL on failure. */
 char *read_file(const char *path, size_t *len);
 

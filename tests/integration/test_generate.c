@@ -32,27 +32,11 @@ static char eos_dir[] = "/tmp/attnd-eos-XXXXXX";
  * sequence. */
 static void make_eos_copy(unsigned eos)
 {
-    assert_non_null(mkdtemp(eos_dir));
-    const char *files[] = {"config.json",
-                           "tokenizer.json",
-                           "tokenizer_config.json",
-                           "model-00001-of-00002.safetensors",
-                           "model-00002-of-00002.safetensors",
-                           "model.safetensors.index.json"};
-    char cwd[1024];
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char from[2048], to[2048];
-        snprintf(from, sizeof from, "%s/tests/models/llama3/%s", cwd, files[i]);
-        snprintf(to, sizeof to, "%s/%s", eos_dir, files[i]);
-        assert_int_equal(symlink(from, to), 0);
-    }
-    char path[2048];
-    snprintf(path, sizeof path, "%s/generation_config.json", eos_dir);
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fprintf(fp, "{\"eos_token_id\": [%u], \"max_length\": 100}\n", eos);
-    fclose(fp);
+    char config[128];
+    snprintf(config, sizeof config,
+             "{\"eos_token_id\": [%u], \"max_length\": 100}\n", eos);
+    assert_true(
+        model_folder_with("llama3", eos_dir, "generation_config.json", config));
 }
 
 static cJSON *golden(const char *variant)
@@ -104,19 +88,7 @@ static int teardown(void **state)
 {
     (void)state;
     const int rc = server_stop(&srv, 10.0);
-    const char *files[] = {"config.json",
-                           "tokenizer.json",
-                           "tokenizer_config.json",
-                           "model-00001-of-00002.safetensors",
-                           "model-00002-of-00002.safetensors",
-                           "model.safetensors.index.json",
-                           "generation_config.json"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char p[2048];
-        snprintf(p, sizeof p, "%s/%s", eos_dir, files[i]);
-        unlink(p);
-    }
-    rmdir(eos_dir);
+    model_folder_remove(eos_dir);
     return rc == 0 ? 0 : -1;
 }
 

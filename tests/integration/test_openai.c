@@ -34,46 +34,10 @@ static char bad_dir[] = "/tmp/attnd-template-XXXXXX";
  * interpreter's subset. */
 static void make_bad_template_copy(void)
 {
-    assert_non_null(mkdtemp(bad_dir));
-    const char *files[] = {"config.json",
-                           "tokenizer.json",
-                           "tokenizer_config.json",
-                           "model-00001-of-00002.safetensors",
-                           "model-00002-of-00002.safetensors",
-                           "model.safetensors.index.json"};
-    char cwd[1024];
-    assert_non_null(getcwd(cwd, sizeof cwd));
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char from[2048], to[2048];
-        snprintf(from, sizeof from, "%s/tests/models/llama3/%s", cwd, files[i]);
-        snprintf(to, sizeof to, "%s/%s", bad_dir, files[i]);
-        assert_int_equal(symlink(from, to), 0);
-    }
-    char path[2048];
-    snprintf(path, sizeof path, "%s/chat_template.jinja", bad_dir);
-    FILE *fp = fopen(path, "w");
-    assert_non_null(fp);
-    fputs("{{ bos_token }}\n{% include 'header.jinja' %}\n"
-          "{% for m in messages %}{{ m.content }}{% endfor %}\n",
-          fp);
-    fclose(fp);
-}
-
-static void remove_bad_template_copy(void)
-{
-    const char *files[] = {"config.json",
-                           "tokenizer.json",
-                           "tokenizer_config.json",
-                           "model-00001-of-00002.safetensors",
-                           "model-00002-of-00002.safetensors",
-                           "model.safetensors.index.json",
-                           "chat_template.jinja"};
-    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char p[2048];
-        snprintf(p, sizeof p, "%s/%s", bad_dir, files[i]);
-        unlink(p);
-    }
-    rmdir(bad_dir);
+    assert_true(model_folder_with(
+        "llama3", bad_dir, "chat_template.jinja",
+        "{{ bos_token }}\n{% include 'header.jinja' %}\n"
+        "{% for m in messages %}{{ m.content }}{% endfor %}\n"));
 }
 
 static int setup(void **state)
@@ -99,7 +63,7 @@ static int teardown(void **state)
 {
     (void)state;
     const int rc = server_stop(&srv, 10.0);
-    remove_bad_template_copy();
+    model_folder_remove(bad_dir);
     return rc == 0 ? 0 : -1;
 }
 
