@@ -1,0 +1,85 @@
+/*
+ * quant_product.h - products through a matrix of ggml's block-quantized
+ * weights (quant.h: a GGUF file's Q8_0, Q4_K, Q6_K ...), decoding the
+ * weights inside the product, a block at a time in registers or a panel
+ * at a time in the caller's scratch, never a widened copy of the whole
+ * matrix. Internal to the core; widen_product() (widen.h) sends
+ * quantized matrices here, a share of W's rows per thread.
+ *
+ * Numerics (the contract):
+ *
+ *  - Each weight is exactly quant_widen()'s float32 value for it, that
+ *    is ggml's reference dequantizer's. x is used as it is: it is never
+ *    quantized (as llama.cpp's integer dot products quantize it).
+ *
+ *  - Each y is a sum of float32 products, each product fused with the
+ *    sum it enters (one rounding per multiply-add), in an order that
+ *    follows from rows, in and the type alone: an output has the same
+ *    bits whether it is computed alone or in a call of a thousand, in
+ *    any thread, on every run, and in each build (plain C, AVX2,
+ *    AVX-512), which all take the same order.
+ *
+ *  - One row of x (rows == 1: a token after a KV cache) is a dot product
+ *    per output: value k of W's row goes into sum (k / 16) % 4, lane
+ *    k % 16, and the 64 lanes are added at the end in a fixed tree. Two
+ *    rows or more go through panels: each y sums its products in the
+ *    order of k, by chunks of QUANT_CHUNK columns each summed apart and
+ *    added to the running sum, which is added into y every QUANT_COLS
+ *    columns. The two ways may differ in the last places.
+ *
+ * Against the exact product the error is within about
+ * (in / 16 + 8) * 2^-24 * sum_k |x_k w_k| for one row, and
+ * (QUANT_CHUNK + in / QUANT_CHUNK) * 2^-24 * sum_k |x_k w_k| for several.
+ */
+#ifndef ATTN_QUANT_PRODUCT_H
+#define ATTN_QUANT_PRODUCT_H
+
+#include "quant.h"
+#include "vecmath.h"
+
+#include <stddef.h>
+
+/* Columns of W summed apart, and columns per panel (both multiples of
+ * every type's block). */
+enum { QUANT_CHUNK = 256, QUANT_COLS = 1024 };
+
+/*
+ * Operands: x [rows][in] (rows ldx floats apart), W [out][in] of ggml type
+ * `type` (each row in / quant_block_values(type) blocks, rows row_bytes
+ * apart), y [rows][out] (rows ldy apart). in is a multiple of the type's
+ * block values (asserted: the caller has checked it).
+ */
+struct quant_product {
+    const float *x;
+    size_t ldx, rows, in;
+    const void *w;
+    quant_type type;
+    size_t row_bytes, out;
+    float *y;
+    size_t ldy;
+};
+
+/*
+ * y = beta*y + x W^T, beta 0 (y is not read) or 1; panel is per-thread
+ * scratch of WIDEN_PANEL_FLOATS floats (widen.h), used when rows >= 2.
+ * Single-threaded.
+ */
+void quant_product(const struct quant_product *p, float beta, float *panel);
+
+/* The same in the build isa (which the CPU must run), for tests that
+ * hold the builds to the same bits; quant_product() takes the widest. */
+void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
+                       float beta, float *panel);
+
+/* Between quant_product.c and quant_dot.c, the kernels' two halves. */
+
+/* y[o] = beta y[o] + x[0] . W[o] for every output o (rows == 1). */
+void quant_dot_outputs(enum vec_isa isa, const struct quant_product *p,
+                       float beta);
+
+/* dst[0 .. count) = quant_widen()'s values of the blocks at src (count a
+ * whole number of blocks), in the build isa. */
+void quant_decode(enum vec_isa isa, quant_type type, const void *src,
+                  size_t count, float *dst);
+
+#endif
