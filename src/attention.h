@@ -107,22 +107,41 @@ void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
 
 /* ---------------------------------------------------------------- widths */
 
-/* The widths a weight matrix may be held in. A 16-bit one (a checkpoint's,
- * used in place) is widened to float32 a panel at a time inside the
- * products that read it, never whole. */
+/* The widths a weight matrix may be held in. A 16-bit or block-quantized
+ * one (a checkpoint's, used in place) is widened to float32 a panel at a
+ * time inside the products that read it, never whole. */
 typedef enum attn_dtype {
     ATTN_F32 = 0, /* float */
     ATTN_F16,     /* IEEE half, as uint16_t */
-    ATTN_BF16     /* bfloat16 (a float's upper half), as uint16_t */
+    ATTN_BF16,    /* bfloat16 (a float's upper half), as uint16_t */
+    /* ggml's block-quantized types (quant.h), as GGUF files hold them:
+     * runs of blocks of 32 or 256 values, so a matrix's rows are a whole
+     * number of blocks */
+    ATTN_Q8_0,
+    ATTN_Q4_0,
+    ATTN_Q4_1,
+    ATTN_Q5_0,
+    ATTN_Q5_1,
+    ATTN_Q4_K,
+    ATTN_Q5_K,
+    ATTN_Q6_K,
+    ATTN_DTYPES /* how many there are */
 } attn_dtype;
 
-/* Bytes of one element of dtype. */
-size_t attn_dtype_size(attn_dtype dtype);
+/* Values of one block of dtype: 1 for F32, F16 and BF16, 32 or 256 for a
+ * quantized type. A count of values of dtype is a multiple of it. */
+size_t attn_dtype_block(attn_dtype dtype);
 
-/* safetensors' name of dtype: "F32", "F16" or "BF16"; NULL past them. */
+/* Bytes of count values of dtype (count a multiple of its block). */
+size_t attn_dtype_bytes(attn_dtype dtype, size_t count);
+
+/* The name of dtype: safetensors' "F32", "F16", "BF16", or ggml's "Q8_0",
+ * "Q4_K", ...; NULL past them. */
 const char *attn_dtype_name(int dtype);
 
-/* dst[i] = src[i] widened to float32 (exactly) for i < count. */
+/* dst[i] = src[i] widened to float32 (exactly; a quantized value as
+ * ggml's reference dequantizer gives it) for i < count, a multiple of
+ * dtype's block. */
 void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst);
 
 /* ------------------------------------------------------------ parameters */

@@ -3,6 +3,7 @@
  */
 #include "attribution.h"
 #include "error.h"
+#include "transformer_units.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -47,13 +48,14 @@ void xf_dla_free(struct xf_dla *dla)
 static void direction(const struct xf_model *m, const uint32_t *target,
                       size_t n_target, float *row, double *u)
 {
-    const size_t H = m->hidden, sz = attn_dtype_size(m->lm_head.dtype);
-    const char *w = m->lm_head.data;
-    attn_widen(w + (size_t)target[0] * H * sz, m->lm_head.dtype, H, row);
+    const size_t H = m->hidden;
+    attn_widen(xf_matrix_rows(m->lm_head, target[0], H), m->lm_head.dtype, H,
+               row);
     for (size_t k = 0; k < H; k++)
         u[k] = row[k];
     if (n_target == 2) {
-        attn_widen(w + (size_t)target[1] * H * sz, m->lm_head.dtype, H, row);
+        attn_widen(xf_matrix_rows(m->lm_head, target[1], H), m->lm_head.dtype,
+                   H, row);
         for (size_t k = 0; k < H; k++)
             u[k] -= row[k];
     }
@@ -108,11 +110,10 @@ static void head_parts(const struct xf_model *m, const struct frozen_norm *f,
 {
     const size_t H = m->hidden, D = m->head_dim, hd = m->heads * D;
     const struct xf_matrix o = m->layer[l].o_w;
-    const size_t sz = attn_dtype_size(o.dtype);
     memset(t, 0, hd * sizeof *t);
     memset(t1, 0, hd * sizeof *t1);
     for (size_t k = 0; k < H; k++) {
-        attn_widen((const char *)o.data + k * hd * sz, o.dtype, hd, row);
+        attn_widen(xf_matrix_rows(o, k, hd), o.dtype, hd, row);
         const double p = post ? post[k] : 1.0;
         for (size_t j = 0; j < hd; j++) {
             t[j] += f->g[k] * p * row[j];
@@ -141,11 +142,9 @@ static void freeze_output_norm(const struct xf_model *m, size_t l,
 {
     const size_t H = m->hidden, hd = m->heads * m->head_dim;
     const struct xf_layer *y = &m->layer[l];
-    const size_t sz = attn_dtype_size(y->o_w.dtype);
     double sq = 0.0;
     for (size_t k = 0; k < H; k++) {
-        attn_widen((const char *)y->o_w.data + k * hd * sz, y->o_w.dtype, hd,
-                   row);
+        attn_widen(xf_matrix_rows(y->o_w, k, hd), y->o_w.dtype, hd, row);
         double v = y->o_b ? y->o_b[k] : 0.0;
         for (size_t j = 0; j < hd; j++)
             v += (double)row[j] * z[j];

@@ -6,6 +6,7 @@
 #include "patching.h"
 #include "softmax.h"
 #include "transformer_head.h"
+#include "transformer_units.h"
 #include "widen.h"
 
 #include <math.h>
@@ -25,9 +26,7 @@ const char *xf_patch_over_name(int over)
 static void head_row(const struct xf_model *m, uint32_t id, float *out)
 {
     const size_t H = m->hidden;
-    attn_widen((const char *)m->lm_head.data +
-                   (size_t)id * H * attn_dtype_size(m->lm_head.dtype),
-               m->lm_head.dtype, H, out);
+    attn_widen(xf_matrix_rows(m->lm_head, id, H), m->lm_head.dtype, H, out);
 }
 
 /* row . lm_head[id], in double; scratch: [H]. */

@@ -159,7 +159,6 @@ static kernel_fn *kernel_for(attn_dtype dtype, size_t nv)
 void stream_product(const struct widen_product *p, float beta, float *panel)
 {
     float sums[GROUP * STREAM_ROWS] __attribute__((aligned(64)));
-    const size_t size = attn_dtype_size(p->dtype);
     for (size_t r0 = 0; r0 < p->rows; r0 += STREAM_ROWS) {
         const size_t rows =
             p->rows - r0 < STREAM_ROWS ? p->rows - r0 : STREAM_ROWS;
@@ -176,7 +175,8 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
                 const void *w[GROUP];
                 for (size_t j = 0; j < GROUP; j++) {
                     const size_t o = o0 + (j < outs ? j : outs - 1);
-                    w[j] = (const char *)p->w + (o * p->ldw + k0) * size;
+                    w[j] = (const char *)p->w +
+                           attn_dtype_bytes(p->dtype, o * p->ldw + k0);
                 }
                 kernel(panel, w, cols, sums);
                 add_sums(p, r0, rows, o0, outs, sums, k0 == 0 && beta == 0.0f);

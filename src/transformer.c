@@ -316,7 +316,7 @@ static void final_rows(struct pass *p, size_t r0, size_t rows)
 /* Row r of an embedding table w, widened into out[H]. */
 static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
 {
-    attn_widen((const char *)w.data + r * H * attn_dtype_size(w.dtype), w.dtype,
+    attn_widen((const char *)w.data + attn_dtype_bytes(w.dtype, r * H), w.dtype,
                H, out);
 }
 

@@ -212,11 +212,13 @@ static bool present_as(const void *t, bool wanted)
     return (t != NULL) == wanted;
 }
 
-/* A matrix is there exactly when the arch has it, at a known width. */
-static bool matrix_as(struct xf_matrix w, bool wanted)
+/* A matrix is there exactly when the arch has it, at a known width, its
+ * rows of cols values a whole number of the width's blocks. */
+static bool matrix_as(struct xf_matrix w, bool wanted, size_t cols)
 {
     return present_as(w.data, wanted) &&
-           (w.dtype == ATTN_F32 || w.dtype == ATTN_F16 || w.dtype == ATTN_BF16);
+           (!w.data || ((unsigned)w.dtype < ATTN_DTYPES &&
+                        cols % attn_dtype_block(w.dtype) == 0));
 }
 
 static attn_status check_tensors(const struct xf_model *m,
@@ -225,8 +227,11 @@ static attn_status check_tensors(const struct xf_model *m,
     const struct xf_arch *a = &m->arch;
     const bool layer_norm = a->norm == XF_NORM_LAYER;
     const bool learned = a->positions == XF_POS_LEARNED;
-    if (!matrix_as(m->word_emb, true) || !matrix_as(m->pos_emb, learned) ||
-        !matrix_as(m->type_emb, a->token_types) ||
+    const size_t H = m->hidden, hd = m->heads * m->head_dim,
+                 I = m->intermediate;
+    if (!matrix_as(m->word_emb, true, H) ||
+        !matrix_as(m->pos_emb, learned, H) ||
+        !matrix_as(m->type_emb, a->token_types, H) ||
         !present_as(m->embed_norm_w, a->embed_norm) ||
         !present_as(m->embed_norm_b, a->embed_norm && layer_norm))
         return attn_fail(err, ATTN_E_INVALID, "embeddings",
@@ -237,9 +242,10 @@ static attn_status check_tensors(const struct xf_model *m,
         return attn_fail(err, ATTN_E_INVALID, "final_norm",
                          "the final norm's tensors do not match the "
                          "architecture");
-    if (m->lm_head.data && !matrix_as(m->lm_head, true))
+    if (m->lm_head.data && !matrix_as(m->lm_head, true, H))
         return attn_fail(err, ATTN_E_INVALID, "lm_head",
-                         "lm_head's dtype (%d) is unknown",
+                         "lm_head's dtype (%d) is unknown, or not in whole "
+                         "blocks of its rows",
                          (int)m->lm_head.dtype);
     if (!m->layer)
         return attn_fail(err, ATTN_E_INVALID, "layer",
@@ -251,12 +257,12 @@ static attn_status check_tensors(const struct xf_model *m,
     for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
         const bool ok =
-            matrix_as(y->q_w, true) && matrix_as(y->k_w, true) &&
-            matrix_as(y->v_w, true) && matrix_as(y->o_w, true) &&
+            matrix_as(y->q_w, true, H) && matrix_as(y->k_w, true, H) &&
+            matrix_as(y->v_w, true, H) && matrix_as(y->o_w, true, hd) &&
             present_as(y->attn_norm_w, in_norms) &&
-            present_as(y->ffn_norm_w, in_norms) && matrix_as(y->up_w, true) &&
-            matrix_as(y->down_w, true) && matrix_as(y->gate_w, gated) &&
-            present_as(y->q_b, a->qkv_bias) &&
+            present_as(y->ffn_norm_w, in_norms) &&
+            matrix_as(y->up_w, true, H) && matrix_as(y->down_w, true, I) &&
+            matrix_as(y->gate_w, gated, H) && present_as(y->q_b, a->qkv_bias) &&
             present_as(y->k_b, a->qkv_bias) &&
             present_as(y->v_b, a->qkv_bias) &&
             present_as(y->o_b, a->out_bias) &&
@@ -273,8 +279,9 @@ static attn_status check_tensors(const struct xf_model *m,
             present_as(y->k_norm_w, a->qk_norm || a->qk_norm_whole);
         if (!ok)
             return attn_fail_at(err, ATTN_E_INVALID, "layer", 1, &l,
-                                "layer %zu is missing a tensor, or has one "
-                                "the architecture has no place for",
+                                "layer %zu is missing a tensor, has one "
+                                "the architecture has no place for, or a "
+                                "matrix not in whole blocks of its rows",
                                 l);
     }
     return ATTN_OK;

@@ -41,7 +41,7 @@ struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u);
 static inline const void *xf_matrix_rows(struct xf_matrix w, size_t r0,
                                          size_t cols)
 {
-    return (const char *)w.data + r0 * cols * attn_dtype_size(w.dtype);
+    return (const char *)w.data + attn_dtype_bytes(w.dtype, r0 * cols);
 }
 
 /* y = norm(x) over rows of the model's width, by the arch's kind of norm;

@@ -88,9 +88,7 @@ static void key_grams(const struct attn_config *c, const struct attn_params *p,
         return;
     }
     const size_t rows = key_block(c);
-    const size_t elem =
-        p->stored_wo.data ? attn_dtype_size(p->stored_wo.dtype) : sizeof(float);
-    const char *wo =
+    const void *wo =
         p->stored_wo.data ? p->stored_wo.data : (const void *)p->wo;
     for (size_t j0 = 0; j0 < k; j0 += rows) {
         const size_t r = k - j0 < rows ? k - j0 : rows;
@@ -102,7 +100,8 @@ static void key_grams(const struct attn_config *c, const struct attn_params *p,
                 .ldx = ldv,
                 .rows = r,
                 .in = dv,
-                .w = wo + a * dv * elem,
+                .w = wo,
+                .col0 = a * dv,
                 .dtype = p->stored_wo.data ? p->stored_wo.dtype : ATTN_F32,
                 .ldw = h * dv,
                 .out = out,

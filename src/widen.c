@@ -2,6 +2,7 @@
  * widen.c - 16-bit weights: their exact float32 values (attention.h), and
  * products through weights at their stored width (widen.h).
  */
+#include "quant.h"
 #include "stream_product.h"
 #include "vecmath.h"
 #include "widen.h"
@@ -11,15 +12,41 @@
 #include <stdint.h>
 #include <string.h>
 
-size_t attn_dtype_size(attn_dtype dtype)
+/* Each width's ggml type (quant.h) and name; a 0 type: not quantized. */
+static const struct {
+    int quant;
+    const char *name;
+} widths[ATTN_DTYPES] = {
+    [ATTN_F32] = {0, "F32"},
+    [ATTN_F16] = {0, "F16"},
+    [ATTN_BF16] = {0, "BF16"},
+    [ATTN_Q8_0] = {QUANT_Q8_0, "Q8_0"},
+    [ATTN_Q4_0] = {QUANT_Q4_0, "Q4_0"},
+    [ATTN_Q4_1] = {QUANT_Q4_1, "Q4_1"},
+    [ATTN_Q5_0] = {QUANT_Q5_0, "Q5_0"},
+    [ATTN_Q5_1] = {QUANT_Q5_1, "Q5_1"},
+    [ATTN_Q4_K] = {QUANT_Q4_K, "Q4_K"},
+    [ATTN_Q5_K] = {QUANT_Q5_K, "Q5_K"},
+    [ATTN_Q6_K] = {QUANT_Q6_K, "Q6_K"},
+};
+
+size_t attn_dtype_block(attn_dtype dtype)
 {
-    return dtype == ATTN_F32 ? 4 : 2;
+    const int q = widths[dtype].quant;
+    return q ? quant_block_values(q) : 1;
+}
+
+size_t attn_dtype_bytes(attn_dtype dtype, size_t count)
+{
+    const int q = widths[dtype].quant;
+    if (q)
+        return count / quant_block_values(q) * quant_block_bytes(q);
+    return count * (dtype == ATTN_F32 ? 4 : 2);
 }
 
 const char *attn_dtype_name(int dtype)
 {
-    static const char *const names[] = {"F32", "F16", "BF16"};
-    return dtype >= 0 && dtype < 3 ? names[dtype] : NULL;
+    return dtype >= 0 && dtype < ATTN_DTYPES ? widths[dtype].name : NULL;
 }
 
 typedef uint16_t v16h __attribute__((vector_size(32)));
@@ -90,6 +117,10 @@ void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst)
         memcpy(dst, src, count * sizeof *dst);
         return;
     }
+    if (widths[dtype].quant) {
+        quant_widen(src, (quant_type)widths[dtype].quant, count, dst);
+        return;
+    }
     const uint16_t *h = src;
     if (dtype == ATTN_BF16) { /* a float's upper half */
         VEC_DISPATCH(vec_isa_best(), widen_bf16, h, count, dst);
@@ -147,9 +178,26 @@ AVX512_TARGET static float dot_bf16_avx512(const float *x, const uint16_t *w,
 }
 #endif
 
+/* The blocks of a row of W that hold columns [c0, c0 + n): they start
+ * at *b0 and span *width values. */
+static void covering(const struct widen_product *p, size_t c0, size_t n,
+                     size_t *b0, size_t *width)
+{
+    const size_t blk = attn_dtype_block(p->dtype);
+    *b0 = c0 / blk * blk;
+    *width = (c0 + n + blk - 1) / blk * blk - *b0;
+}
+
+/* Row o of W from value v0 of it on, at its stored width. */
+static const void *w_at(const struct widen_product *p, size_t o, size_t v0)
+{
+    return (const char *)p->w + attn_dtype_bytes(p->dtype, o * p->ldw + v0);
+}
+
 /* One row of x: a product that only streams W, which a panel would write
  * and read again for nothing. float32 goes to cblas_sgemv; bfloat16 is
- * widened in registers; an IEEE half a row at a time into the panel. */
+ * widened in registers; an IEEE half or a quantized row a row at a time
+ * into the panel. */
 static void product_row(const struct widen_product *p, float beta, float *panel)
 {
     if (p->dtype == ATTN_F32) {
@@ -158,15 +206,15 @@ static void product_row(const struct widen_product *p, float beta, float *panel)
         return;
     }
     const enum vec_isa isa = vec_isa_best();
-    const uint16_t *w = p->w;
+    size_t b0, width;
+    covering(p, p->col0, p->in, &b0, &width);
     for (size_t o = 0; o < p->out; o++) {
-        const uint16_t *row = w + o * p->ldw;
         float dot;
         if (p->dtype == ATTN_BF16) {
-            dot = VEC_DISPATCH(isa, dot_bf16, p->x, row, p->in);
+            dot = VEC_DISPATCH(isa, dot_bf16, p->x, w_at(p, o, 0), p->in);
         } else {
-            attn_widen(row, p->dtype, p->in, panel);
-            dot = cblas_sdot((int)p->in, p->x, 1, panel, 1);
+            attn_widen(w_at(p, o, b0), p->dtype, width, panel);
+            dot = cblas_sdot((int)p->in, p->x, 1, panel + (p->col0 - b0), 1);
         }
         p->y[o] = beta == 0.0f ? dot : beta * p->y[o] + dot;
     }
@@ -175,11 +223,19 @@ static void product_row(const struct widen_product *p, float beta, float *panel)
 /* ------------------------------------------------------- the products */
 
 /* Panel columns (of W's in) are a multiple of PANEL_ALIGN, for the
- * kernels, and at least PANEL_MIN_COLS unless W has fewer. */
+ * kernels, and of a quantized type's block, and at least PANEL_MIN_COLS
+ * unless W has fewer. */
 enum { PANEL_ALIGN = 16, PANEL_MIN_COLS = 256 };
 
 void widen_product(const struct widen_product *p, float beta, float *panel)
 {
+    if (p->col0 && attn_dtype_block(p->dtype) == 1) {
+        struct widen_product at = *p;
+        at.w = w_at(p, 0, p->col0);
+        at.col0 = 0;
+        widen_product(&at, beta, panel);
+        return;
+    }
     if (p->rows == 1) {
         product_row(p, beta, panel);
         return;
@@ -196,25 +252,29 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
     }
     // blocks of W's columns at least PANEL_MIN_COLS wide (or all of them
     // when the panel holds every row at that), so that y is not read
-    // again for every few columns; rows as many as the panel then holds
+    // again for every few columns; rows as many as the panel then holds,
+    // with room for the part-blocks a quantized slice starts and ends in
+    const size_t blk = attn_dtype_block(p->dtype);
+    const size_t align = blk > PANEL_ALIGN ? blk : PANEL_ALIGN;
     size_t cols_per = WIDEN_PANEL_FLOATS / p->out;
     cols_per = cols_per < PANEL_MIN_COLS ? PANEL_MIN_COLS : cols_per;
-    cols_per = cols_per / PANEL_ALIGN * PANEL_ALIGN;
+    cols_per = cols_per < align ? align : cols_per / align * align;
     cols_per = p->in < cols_per ? p->in : cols_per;
-    size_t rows_per = WIDEN_PANEL_FLOATS / cols_per;
+    size_t rows_per = WIDEN_PANEL_FLOATS / (cols_per + 2 * (blk - 1));
     rows_per = p->out < rows_per ? p->out : rows_per;
-    const size_t width = attn_dtype_size(p->dtype);
     for (size_t o0 = 0; o0 < p->out; o0 += rows_per) {
         const size_t nr = p->out - o0 < rows_per ? p->out - o0 : rows_per;
         for (size_t k0 = 0; k0 < p->in; k0 += cols_per) {
             const size_t nc = p->in - k0 < cols_per ? p->in - k0 : cols_per;
-            const char *w = (const char *)p->w + (o0 * p->ldw + k0) * width;
+            size_t b0, width;
+            covering(p, p->col0 + k0, nc, &b0, &width);
             for (size_t r = 0; r < nr; r++)
-                attn_widen(w + r * p->ldw * width, p->dtype, nc,
-                           panel + r * nc);
+                attn_widen(w_at(p, o0 + r, b0), p->dtype, width,
+                           panel + r * width);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->rows,
-                        (int)nr, (int)nc, 1.0f, p->x + k0, (int)p->ldx, panel,
-                        (int)nc, k0 ? 1.0f : beta, p->y + o0, (int)p->ldy);
+                        (int)nr, (int)nc, 1.0f, p->x + k0, (int)p->ldx,
+                        panel + (p->col0 + k0 - b0), (int)width,
+                        k0 ? 1.0f : beta, p->y + o0, (int)p->ldy);
         }
     }
 }

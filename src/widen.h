@@ -24,7 +24,11 @@ static inline float *widen_panel(float *panels, unsigned member)
 }
 
 /* A product's operands: x [rows][in] (rows ldx apart), W [out][in] of
- * dtype (rows ldw apart, in elements), y [rows][out] (rows ldy apart). */
+ * dtype (rows ldw apart, in elements), y [rows][out] (rows ldy apart).
+ * W's columns may start at col0 of each row of w: a slice of a
+ * block-quantized matrix (a head's columns) need not start or end at a
+ * block, so w points at the row's start and col0 says where the slice
+ * begins. ldw, and with col0 0 also in, are whole blocks. */
 struct widen_product {
     const float *x;
     size_t ldx, rows, in;
@@ -33,10 +37,13 @@ struct widen_product {
     size_t ldw, out;
     float *y;
     size_t ldy;
+    size_t col0;
 };
 
 /*
- * y = beta y + x W^T. With a panel and beta 0 or 1, two rows or more
+ * y = beta y + x W^T. A block-quantized W (a GGUF file's) goes a panel of
+ * widened rows at a time through the product, or one row at a time when x
+ * has one row. With a panel and beta 0 or 1, two rows or more
  * through a float32 or bfloat16 W on a CPU with AVX-512 stream W in
  * place (stream_product.h, x's rows packed in the panel). Otherwise a
  * float32 W goes to one cblas_sgemm, and a 16-bit one by blocks of W's

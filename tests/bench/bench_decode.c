@@ -63,7 +63,7 @@ static double read_bandwidth(const uint64_t *block, size_t count)
 /* Bytes of a matrix of count values. */
 static double matrix_bytes(struct xf_matrix w, size_t count)
 {
-    return w.data ? (double)count * (double)attn_dtype_size(w.dtype) : 0.0;
+    return w.data ? (double)attn_dtype_bytes(w.dtype, count) : 0.0;
 }
 
 /* What a token reads of the weights: every layer's matrices and the

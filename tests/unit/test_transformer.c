@@ -1039,8 +1039,14 @@ static void test_widen(void **state)
         memcpy(&bits, &wide[i], sizeof bits);
         assert_int_equal(bits, (uint32_t)many[i] << 16);
     }
-    assert_int_equal(attn_dtype_size(ATTN_F32), 4);
-    assert_int_equal(attn_dtype_size(ATTN_BF16), 2);
+    assert_int_equal(attn_dtype_bytes(ATTN_F32, 3), 12);
+    assert_int_equal(attn_dtype_bytes(ATTN_BF16, 3), 6);
+    assert_int_equal(attn_dtype_bytes(ATTN_Q8_0, 64), 68);
+    assert_int_equal(attn_dtype_bytes(ATTN_Q4_K, 512), 288);
+    assert_int_equal(attn_dtype_block(ATTN_Q6_K), 256);
+    assert_int_equal(attn_dtype_block(ATTN_F16), 1);
+    assert_string_equal(attn_dtype_name(ATTN_Q5_K), "Q5_K");
+    assert_null(attn_dtype_name(ATTN_DTYPES));
 }
 
 /* A product through 16-bit weights by panels: more of W's rows than a
@@ -1728,7 +1734,9 @@ static void test_names(void **state)
     assert_null(xf_positions_name(-1));
     assert_string_equal(attn_dtype_name(ATTN_F32), "F32");
     assert_string_equal(attn_dtype_name(ATTN_BF16), "BF16");
-    assert_null(attn_dtype_name(3));
+    assert_string_equal(attn_dtype_name(ATTN_Q8_0), "Q8_0");
+    assert_null(attn_dtype_name(ATTN_DTYPES));
+    assert_null(attn_dtype_name(-1));
 }
 
 int main(void)
