@@ -348,12 +348,12 @@ $(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_de
 $(BUILD)/bench/bench_gemma.o: $(BUILD)/bench/%.o: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/chat $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
 $(BUILD)/bench/bench_decoder.o: tests/bench/bench_decoder.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Itests/integration $(call pc_cflags,$(PKG_CORE) libcurl) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/chat -Itests/integration $(call pc_cflags,$(PKG_CORE) libcurl) -c $< -o $@
 
 $(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
@@ -373,7 +373,7 @@ $(BENCH_GEMMA): $(BUILD)/bench/bench_gemma.o $(BUILD)/bench/bench_torch.o $(SERV
 $(BUILD)/bench/bench_patch.o: tests/bench/bench_patch.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/chat $(call pc_cflags,$(PKG_CORE)) -c $< -o $@
 
 $(BENCH_PATCH): $(BUILD)/bench/bench_patch.o $(BUILD)/bench/bench_torch.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"

@@ -168,6 +168,15 @@ bool chat_templates_open(struct chat_templates *out,
     return ok;
 }
 
+bool chat_templates_add(struct chat_templates *out, const char *name,
+                        const char *src, size_t len)
+{
+    if (out->count == CHAT_MAX_TEMPLATES || strlen(name) > CHAT_NAME_MAX)
+        return false;
+    compile(&out->t[out->count++], name, src, len);
+    return true;
+}
+
 void chat_templates_free(struct chat_templates *c)
 {
     for (size_t i = 0; i < c->count; i++)

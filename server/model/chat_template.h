@@ -56,6 +56,13 @@ bool chat_templates_open(struct chat_templates *out,
                          const struct model_files *files);
 void chat_templates_free(struct chat_templates *c);
 
+/* Add a template read elsewhere than a folder's files (a GGUF file's
+ * metadata): named name, from src[0..len), compiled, kept with its error
+ * when it does not compile. False when out holds CHAT_MAX_TEMPLATES
+ * already or name is longer than CHAT_NAME_MAX. */
+bool chat_templates_add(struct chat_templates *out, const char *name,
+                        const char *src, size_t len);
+
 /* The template a request renders: "tool_use" when tools are given and
  * the model names one, else "default" (or its lone one); NULL when the
  * model has none. */

@@ -47,6 +47,17 @@ const struct family *family_find(const struct family_table *t,
     return NULL;
 }
 
+const struct family *family_find_gguf(const struct family_table *t,
+                                      const char *arch, size_t len)
+{
+    for (size_t i = 0; i < t->count; i++) {
+        const struct family_gguf *g = t->row[i]->gguf;
+        if (g && strlen(g->arch) == len && memcmp(g->arch, arch, len) == 0)
+            return t->row[i];
+    }
+    return NULL;
+}
+
 void family_names(const struct family_table *t, char *out, size_t out_len)
 {
     size_t at = 0;

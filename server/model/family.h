@@ -105,6 +105,34 @@ struct model_tensor *model_tensors_last(struct model_tensors *list);
 void model_llama_projections(struct model *m, struct model_tensors *list,
                              size_t l);
 
+/* One tensor's name in a GGUF file: hf as the family's name_tensors()
+ * names it (without a prefix), gguf as llama.cpp's converter writes it;
+ * "%zu" in both stands for the layer's number. */
+struct gguf_name {
+    const char *hf, *gguf;
+};
+
+/* One config.json key that a GGUF key gives: gguf is the key after
+ * "{arch}." (e.g. "attention.head_count_kv" for num_key_value_heads). */
+struct gguf_key {
+    const char *config, *gguf;
+};
+
+/* How llama.cpp's GGUF files hold a family: what the loader
+ * (gguf_model.c) needs to read one as the family's own config.json and
+ * tensors, so that the family's code serves both containers. */
+struct family_gguf {
+    const char *arch; /* general.architecture, e.g. "qwen2" */
+    const struct gguf_key *keys;
+    size_t n_keys;
+    const struct gguf_name *names;
+    size_t n_names;
+    /* llama.cpp's converter permuted q's and k's rows so that its
+     * rotation pairs values (2i, 2i + 1) (the llama architecture's); the
+     * weights are read as stored, with that pairing */
+    bool rope_interleaved;
+};
+
 struct family {
     const char *model_type; /* config.json's, e.g. "bert" */
     const char *network;    /* what messages call it, "BERT encoder" */
@@ -137,6 +165,8 @@ struct family {
     /* The tokenizer, from the folder's files, into m->tokenizer (and
      * m->do_lower_case). Fails through model_files_fail(). */
     bool (*open_tokenizer)(struct model *m, const struct model_files *files);
+    /* NULL, or how GGUF files hold the family */
+    const struct family_gguf *gguf;
 };
 
 /* A table of families: attnd's (families.c), or one a test makes with a
@@ -150,6 +180,10 @@ extern const struct family_table family_table;
 /* The row of model_type[0..len) in t, or NULL. */
 const struct family *family_find(const struct family_table *t,
                                  const char *model_type, size_t len);
+
+/* The row whose GGUF architecture is arch[0..len) in t, or NULL. */
+const struct family *family_find_gguf(const struct family_table *t,
+                                      const char *arch, size_t len);
 
 /* The model_types of t, quoted and comma-separated, for a message. */
 void family_names(const struct family_table *t, char *out, size_t out_len);

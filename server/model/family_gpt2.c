@@ -167,6 +167,50 @@ static bool in_network(const char *rest)
            !strncmp(rest, "h.", 2) || !strncmp(rest, "ln_f.", 5);
 }
 
+/* How llama.cpp's GGUF files hold GPT-2: c_attn whole as attn_qkv, and
+ * every Conv1D weight turned to [out][in] by its converter. */
+static const struct gguf_key gguf_keys[] = {
+    {"n_embd", "embedding_length"},
+    {"n_layer", "block_count"},
+    {"n_head", "attention.head_count"},
+    {"n_inner", "feed_forward_length"},
+    {"n_positions", "context_length"},
+    {"layer_norm_epsilon", "attention.layer_norm_epsilon"},
+};
+
+#define BLOCK(hf, gguf)                                                        \
+    {                                                                          \
+        "h.%zu." hf, "blk.%zu." gguf                                           \
+    }
+static const struct gguf_name gguf_names[] = {
+    {"wte.weight", "token_embd.weight"},
+    {"wpe.weight", "position_embd.weight"},
+    {"ln_f.weight", "output_norm.weight"},
+    {"ln_f.bias", "output_norm.bias"},
+    {"lm_head.weight", "output.weight"},
+    BLOCK("ln_1.weight", "attn_norm.weight"),
+    BLOCK("ln_1.bias", "attn_norm.bias"),
+    BLOCK("attn.c_attn.weight", "attn_qkv.weight"),
+    BLOCK("attn.c_attn.bias", "attn_qkv.bias"),
+    BLOCK("attn.c_proj.weight", "attn_output.weight"),
+    BLOCK("attn.c_proj.bias", "attn_output.bias"),
+    BLOCK("ln_2.weight", "ffn_norm.weight"),
+    BLOCK("ln_2.bias", "ffn_norm.bias"),
+    BLOCK("mlp.c_fc.weight", "ffn_up.weight"),
+    BLOCK("mlp.c_fc.bias", "ffn_up.bias"),
+    BLOCK("mlp.c_proj.weight", "ffn_down.weight"),
+    BLOCK("mlp.c_proj.bias", "ffn_down.bias"),
+};
+#undef BLOCK
+
+static const struct family_gguf gguf = {
+    .arch = "gpt2",
+    .keys = gguf_keys,
+    .n_keys = sizeof gguf_keys / sizeof gguf_keys[0],
+    .names = gguf_names,
+    .n_names = sizeof gguf_names / sizeof gguf_names[0],
+};
+
 const struct family family_gpt2 = {
     .model_type = "gpt2",
     .decoder = true,
@@ -177,4 +221,5 @@ const struct family family_gpt2 = {
     .prefix = prefix,
     .in_network = in_network,
     .open_tokenizer = tokenizer_json_open,
+    .gguf = &gguf,
 };

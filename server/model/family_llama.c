@@ -262,17 +262,76 @@ static const char *prefix(const struct shards *s)
     return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
 }
 
-#define ROW(type, name)                                                        \
+/* ------------------------------------------------------------ in GGUF */
+
+/* llama.cpp's names of the keys and tensors of LLaMA-style blocks: the
+ * llama, qwen2 and qwen3 architectures (Qwen's biases and Qwen3's q and k
+ * norms among them). */
+static const struct gguf_key gguf_llama_keys[] = {
+    {"hidden_size", "embedding_length"},
+    {"num_hidden_layers", "block_count"},
+    {"intermediate_size", "feed_forward_length"},
+    {"num_attention_heads", "attention.head_count"},
+    {"num_key_value_heads", "attention.head_count_kv"},
+    {"head_dim", "attention.key_length"},
+    {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
+    {"rope_theta", "rope.freq_base"},
+    {"max_position_embeddings", "context_length"},
+};
+
+#define BLOCK(hf, gguf)                                                        \
+    {                                                                          \
+        "layers.%zu." hf, "blk.%zu." gguf                                      \
+    }
+static const struct gguf_name gguf_llama_names[] = {
+    {"embed_tokens.weight", "token_embd.weight"},
+    {"norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+    BLOCK("input_layernorm.weight", "attn_norm.weight"),
+    BLOCK("post_attention_layernorm.weight", "ffn_norm.weight"),
+    BLOCK("self_attn.q_proj.weight", "attn_q.weight"),
+    BLOCK("self_attn.k_proj.weight", "attn_k.weight"),
+    BLOCK("self_attn.v_proj.weight", "attn_v.weight"),
+    BLOCK("self_attn.o_proj.weight", "attn_output.weight"),
+    BLOCK("self_attn.q_proj.bias", "attn_q.bias"),
+    BLOCK("self_attn.k_proj.bias", "attn_k.bias"),
+    BLOCK("self_attn.v_proj.bias", "attn_v.bias"),
+    BLOCK("self_attn.o_proj.bias", "attn_output.bias"),
+    BLOCK("self_attn.q_norm.weight", "attn_q_norm.weight"),
+    BLOCK("self_attn.k_norm.weight", "attn_k_norm.weight"),
+    BLOCK("mlp.gate_proj.weight", "ffn_gate.weight"),
+    BLOCK("mlp.up_proj.weight", "ffn_up.weight"),
+    BLOCK("mlp.down_proj.weight", "ffn_down.weight"),
+    BLOCK("mlp.gate_proj.bias", "ffn_gate.bias"),
+    BLOCK("mlp.up_proj.bias", "ffn_up.bias"),
+    BLOCK("mlp.down_proj.bias", "ffn_down.bias"),
+};
+#undef BLOCK
+
+#define GGUF_ROW(name, interleaved)                                            \
+    {                                                                          \
+        .arch = name, .keys = gguf_llama_keys,                                 \
+        .n_keys = sizeof gguf_llama_keys / sizeof gguf_llama_keys[0],          \
+        .names = gguf_llama_names,                                             \
+        .n_names = sizeof gguf_llama_names / sizeof gguf_llama_names[0],       \
+        .rope_interleaved = interleaved,                                       \
+    }
+static const struct family_gguf gguf_llama = GGUF_ROW("llama", true);
+static const struct family_gguf gguf_qwen2 = GGUF_ROW("qwen2", false);
+static const struct family_gguf gguf_qwen3 = GGUF_ROW("qwen3", false);
+#undef GGUF_ROW
+
+#define ROW(type, name, in_gguf)                                               \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
         .read_config = read_all, .name_tensors = name_tensors,                 \
         .after_tensors = model_tie_head, .prefix = prefix,                     \
         .in_network = model_llama_namespace,                                   \
-        .open_tokenizer = tokenizer_json_open,                                 \
+        .open_tokenizer = tokenizer_json_open, .gguf = in_gguf,                \
     }
 
-const struct family family_llama = ROW("llama", "LLaMA decoder");
-const struct family family_mistral = ROW("mistral", "Mistral decoder");
-const struct family family_qwen2 = ROW("qwen2", "Qwen2 decoder");
-const struct family family_qwen3 = ROW("qwen3", "Qwen3 decoder");
-const struct family family_olmo2 = ROW("olmo2", "OLMo 2 decoder");
+const struct family family_llama = ROW("llama", "LLaMA decoder", &gguf_llama);
+const struct family family_mistral = ROW("mistral", "Mistral decoder", NULL);
+const struct family family_qwen2 = ROW("qwen2", "Qwen2 decoder", &gguf_qwen2);
+const struct family family_qwen3 = ROW("qwen3", "Qwen3 decoder", &gguf_qwen3);
+const struct family family_olmo2 = ROW("olmo2", "OLMo 2 decoder", NULL);

@@ -43,6 +43,13 @@ struct model_extra {
     const char *rope_scaling[XF_MAX_LAYER_KINDS];
 };
 
+/* Where a model came from, for GET /models. */
+struct model_source {
+    char container[16]; /* "safetensors" or "gguf" */
+    char file_type[16]; /* a GGUF file's general.file_type by llama.cpp's
+                           name ("Q4_K_M"), or "" */
+};
+
 struct model {
     char name[MODEL_NAME_MAX + 1];
     const struct family *family; /* from config.json's model_type */
@@ -57,8 +64,9 @@ struct model {
     bool do_lower_case;         /* the tokenizer lowercases (BERT's
                                    tokenizer_config.json; true when absent, as
                                    BertTokenizer) */
-    struct shards shards;       /* the safetensors files, mapped read-only */
-    void *converted;            /* the tensors copied or converted at load */
+    struct shards shards;       /* the weight files, mapped read-only */
+    struct model_source source;
+    void *converted; /* the tensors copied or converted at load */
     size_t converted_bytes;
     size_t weight_bytes; /* the model's tensors as held: matrices at the
                             width they are stored in, vectors (and what

@@ -11,6 +11,7 @@
 #include "config_keys.h"
 #include "model.h"
 #include "fail.h"
+#include "gguf_model.h"
 #include "family.h"
 #include "model_files.h"
 #include "shards.h"
@@ -142,14 +143,19 @@ static bool read_config(struct model *m, const struct family_table *table,
     cJSON_Delete(doc);
     if (!ok)
         return model_files_fail(files, "config.json", "%s", why);
-    if (!read_generation_config(m, files))
-        return false;
-    m->layers = calloc(m->xf.layers, sizeof *m->layers);
-    if (!m->layers)
-        return model_fail(files->err, files->err_len,
-                          "model '%s': out of memory", m->name);
-    m->xf.layer = m->layers;
-    return true;
+    return read_generation_config(m, files) && tensors_layers(m, files);
+}
+
+/* A Hugging Face folder: config.json, the tokenizer's files, the chat
+ * templates and the safetensors. */
+static bool load_folder(struct model *m, const struct family_table *families,
+                        const struct model_files *files)
+{
+    snprintf(m->source.container, sizeof m->source.container, "safetensors");
+    return read_config(m, families, files) &&
+           m->family->open_tokenizer(m, files) &&
+           chat_templates_open(&m->chat, files) &&
+           shards_open(&m->shards, files) && tensors_take(m, &m->shards, files);
 }
 
 bool model_load(const char *name, const char *dir, struct model **out,
@@ -169,13 +175,22 @@ bool model_load_in(const struct family_table *families, const char *name,
     if (!m)
         return model_fail(err, err_len, "model '%s': out of memory", name);
     snprintf(m->name, sizeof m->name, "%s", name);
-    const struct model_files files = {
-        .name = name, .dir = dir, .err = err, .err_len = err_len};
-    bool ok = read_config(m, families, &files) &&
-              m->family->open_tokenizer(m, &files) &&
-              chat_templates_open(&m->chat, &files) &&
-              shards_open(&m->shards, &files) &&
-              tensors_take(m, &m->shards, &files);
+    // a GGUF file is read from its folder, by its name
+    char folder[MODEL_PATH_BYTES];
+    const char *file = NULL;
+    if (gguf_path(dir)) {
+        const char *slash = strrchr(dir, '/');
+        file = slash ? slash + 1 : dir;
+        snprintf(folder, sizeof folder, "%.*s",
+                 slash ? (int)(slash - dir) + (slash == dir) : 1,
+                 slash ? dir : ".");
+    }
+    const struct model_files files = {.name = name,
+                                      .dir = file ? folder : dir,
+                                      .err = err,
+                                      .err_len = err_len};
+    bool ok = file ? gguf_model_load(m, families, &files, file)
+                   : load_folder(m, families, &files);
     if (ok && m->family->after_tensors)
         m->family->after_tensors(m);
     for (size_t id = 0; ok && id < tok_vocab_size(&m->tokenizer); id++) {
@@ -186,8 +201,8 @@ bool model_load_in(const struct family_table *families, const char *name,
     if (ok) {
         struct attn_error aerr = {0};
         if (xf_model_check(&m->xf, &aerr))
-            ok = model_fail(err, err_len, "model '%s': %s/config.json: %s",
-                            name, dir, aerr.message);
+            ok = model_fail(err, err_len, "model '%s': %s%s: %s", name, dir,
+                            file ? "" : "/config.json", aerr.message);
     }
     if (!ok) {
         model_free(m);

@@ -4,6 +4,8 @@
 #include "shards.h"
 #include "fail.h"
 
+#include "attention.h"
+
 #include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,12 +20,10 @@
 #define INDEX_FILE "model.safetensors.index.json"
 #define MAX_INDEX_BYTES ((size_t)16 << 20)
 
-/* Map one file of the folder into sh. */
-static bool map_file(struct shard *sh, const char *file,
-                     const struct model_files *files)
+bool shard_map(struct shard *sh, const char *file,
+               const struct model_files *files)
 {
     char path[MODEL_PATH_BYTES];
-    char why[400];
     snprintf(sh->file, sizeof sh->file, "%s", file);
     if (!model_files_path(files, file, path))
         return false;
@@ -46,8 +46,44 @@ static bool map_file(struct shard *sh, const char *file,
         sh->bytes = (size_t)st.st_size;
     }
     close(fd); /* the mapping stays */
+    return true;
+}
+
+/* The width the core reads a safetensors dtype at, or -1. */
+static int dtype_of(st_dtype d)
+{
+    return d == ST_F32    ? ATTN_F32
+           : d == ST_F16  ? ATTN_F16
+           : d == ST_BF16 ? ATTN_BF16
+                          : -1;
+}
+
+/* Map one safetensors file of the folder into sh, its header read and
+ * its tensors listed. */
+static bool map_file(struct shard *sh, const char *file,
+                     const struct model_files *files)
+{
+    char why[400];
+    if (!shard_map(sh, file, files))
+        return false;
     if (!st_header_parse(sh->map, sh->bytes, &sh->header, why, sizeof why))
         return model_files_fail(files, file, "%s", why);
+    const struct st_header *h = &sh->header;
+    sh->tensors = calloc(h->count ? h->count : 1, sizeof *sh->tensors);
+    if (!sh->tensors)
+        return model_files_fail(files, file, "out of memory");
+    sh->count = h->count;
+    for (size_t i = 0; i < h->count; i++) {
+        const struct st_tensor *t = &h->tensors[i];
+        struct shard_tensor *to = &sh->tensors[i];
+        *to = (struct shard_tensor){.name = t->name,
+                                    .dtype = dtype_of(t->dtype),
+                                    .type = st_dtype_name(t->dtype),
+                                    .ndim = t->ndim,
+                                    .offset = t->offset,
+                                    .bytes = t->bytes};
+        memcpy(to->shape, t->shape, sizeof to->shape);
+    }
     return true;
 }
 
@@ -57,6 +93,8 @@ void shards_free(struct shards *s)
         if (s->shard[i].map)
             munmap((void *)s->shard[i].map, s->shard[i].bytes);
         st_header_free(&s->shard[i].header);
+        gguf_free(&s->shard[i].gguf);
+        free(s->shard[i].tensors);
     }
     free(s->shard);
     memset(s, 0, sizeof *s);
@@ -113,7 +151,7 @@ static bool check_index(const struct shards *s, const cJSON *doc,
     cJSON_ArrayForEach(e, map)
     {
         size_t in;
-        const struct st_tensor *t = shards_find(s, e->string, &in);
+        const struct shard_tensor *t = shards_find(s, e->string, &in);
         if (!t || strcmp(s->shard[in].file, e->valuestring))
             return model_files_fail(files, INDEX_FILE,
                                     "tensor '%.80s' is not in '%.80s'",
@@ -177,16 +215,15 @@ bool shards_open(struct shards *out, const struct model_files *files)
     return ok;
 }
 
-const struct st_tensor *shards_find(const struct shards *s, const char *name,
-                                    size_t *in)
+const struct shard_tensor *shards_find(const struct shards *s, const char *name,
+                                       size_t *in)
 {
-    for (size_t i = 0; i < s->count; i++) {
-        const struct st_tensor *t = st_find(&s->shard[i].header, name);
-        if (t) {
-            *in = i;
-            return t;
-        }
-    }
+    for (size_t i = 0; i < s->count; i++)
+        for (size_t j = 0; j < s->shard[i].count; j++)
+            if (!strcmp(s->shard[i].tensors[j].name, name)) {
+                *in = i;
+                return &s->shard[i].tensors[j];
+            }
     return NULL;
 }
 

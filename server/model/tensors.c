@@ -7,6 +7,7 @@
 #include "tensors.h"
 #include "fail.h"
 #include "family.h"
+#include "gguf_model.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -123,7 +124,7 @@ void model_tie_head(struct model *m)
 
 /* One named tensor, found. */
 struct found {
-    const struct st_tensor *t;
+    const struct shard_tensor *t;
     size_t shard;
     bool in_place; /* read where it is, at its width */
 };
@@ -150,12 +151,6 @@ static bool fail_tensor(const struct taker *tk, size_t shard,
                             "tensor '%s': %s", tensor, what);
 }
 
-/* The width the core reads a safetensors dtype at. */
-static attn_dtype dtype_of(st_dtype d)
-{
-    return d == ST_F16 ? ATTN_F16 : d == ST_BF16 ? ATTN_BF16 : ATTN_F32;
-}
-
 /* The outputs a slot takes: rows of a [out][in] matrix or vector, columns
  * of an [in][out] one. */
 static size_t outputs_of(const struct model_tensor *w)
@@ -175,16 +170,70 @@ static size_t slot_elements(const struct model_tensor *w)
     return slot_outputs(w) * in;
 }
 
+/* The name a GGUF file gives the tensor the family calls hf, from the
+ * family's table ("%zu" standing for a layer's number), into out; false
+ * when the table has none. */
+static bool gguf_name(const struct family_gguf *g, const char *hf, char *out,
+                      size_t out_len)
+{
+    for (size_t i = 0; g && i < g->n_names; i++) {
+        const char *pat = g->names[i].hf, *mark = strstr(pat, "%zu");
+        const size_t head = mark ? (size_t)(mark - pat) : strlen(pat);
+        if (strncmp(hf, pat, head))
+            continue;
+        if (!mark) {
+            if (hf[head])
+                continue;
+            snprintf(out, out_len, "%s", g->names[i].gguf);
+            return true;
+        }
+        const char *digits = hf + head, *end = digits;
+        while (*end >= '0' && *end <= '9')
+            end++;
+        if (end == digits || (end - digits > 1 && *digits == '0') ||
+            strcmp(end, mark + 3))
+            continue;
+        const char *gm = strstr(g->names[i].gguf, "%zu");
+        snprintf(out, out_len, "%.*s%.*s%s", (int)(gm - g->names[i].gguf),
+                 g->names[i].gguf, (int)(end - digits), digits, gm + 3);
+        return true;
+    }
+    return false;
+}
+
+/* The names of the types a container's tensors may have. */
+static const char *types_read(const struct shards *s)
+{
+    return s->gguf ? "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, "
+                     "Q5_K or Q6_K"
+                   : "F32, F16 or BF16";
+}
+
 static bool find_tensor(const struct taker *tk, const char *prefix,
-                        const struct model_tensor *w, struct found *f)
+                        struct model_tensor *w, struct found *f)
 {
     char full[160], old[160];
-    snprintf(full, sizeof full, "%s%s", w->bare ? "" : prefix, w->name);
-    f->t = shards_find(tk->s, full, &f->shard);
     const struct family *fam = tk->m->family;
-    if (fam->legacy_name && fam->legacy_name(full, old, sizeof old)) {
+    if (tk->s->gguf) {
+        // llama.cpp's names, and every matrix [out][in] (its converter
+        // turns GPT-2's Conv1D weights round)
+        const bool named = gguf_name(fam->gguf, w->name, full, sizeof full);
+        assert(named); /* each family's table names all its tensors */
+        (void)named;
+        if (w->in_out) {
+            const size_t rows = w->rows;
+            w->rows = w->cols;
+            w->cols = rows;
+            w->in_out = false;
+        }
+    } else {
+        snprintf(full, sizeof full, "%s%s", w->bare ? "" : prefix, w->name);
+    }
+    f->t = shards_find(tk->s, full, &f->shard);
+    if (!tk->s->gguf && fam->legacy_name &&
+        fam->legacy_name(full, old, sizeof old)) {
         size_t old_shard;
-        const struct st_tensor *t_old = shards_find(tk->s, old, &old_shard);
+        const struct shard_tensor *t_old = shards_find(tk->s, old, &old_shard);
         if (f->t && t_old)
             return fail_tensor(tk, f->shard, full,
                                "present under its legacy name '%s' too", old);
@@ -195,11 +244,11 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
     }
     if (!f->t)
         return fail_tensor(tk, 0, full, "missing");
-    const struct st_tensor *t = f->t;
-    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+    const struct shard_tensor *t = f->t;
+    if (t->dtype < 0)
         return fail_tensor(tk, f->shard, t->name,
-                           "dtype %s is not supported (F32, F16 or BF16)",
-                           st_dtype_name(t->dtype));
+                           "dtype %s is not supported (%s)", t->type,
+                           types_read(tk->s));
     const size_t want_dims = w->cols ? 2 : 1;
     if (t->ndim != want_dims || t->shape[0] != w->rows ||
         (w->cols && t->shape[1] != w->cols)) {
@@ -211,15 +260,22 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
         }
         const size_t at = strlen(got);
         snprintf(got + at, sizeof got - at, "]");
+        const char *says = tk->s->gguf ? "the metadata" : "config.json";
         if (w->cols)
             return fail_tensor(tk, f->shard, t->name,
-                               "shape %s, but config.json gives [%zu, %zu] "
-                               "(%s)",
-                               got, w->rows, w->cols, w->what);
+                               "shape %s, but %s gives [%zu, %zu] (%s)", got,
+                               says, w->rows, w->cols, w->what);
         return fail_tensor(tk, f->shard, t->name,
-                           "shape %s, but config.json gives [%zu] (%s)", got,
+                           "shape %s, but %s gives [%zu] (%s)", got, says,
                            w->rows, w->what);
     }
+    const attn_dtype dtype = (attn_dtype)t->dtype;
+    const size_t in = w->cols ? w->cols : 1;
+    if (in % attn_dtype_block(dtype))
+        return fail_tensor(tk, f->shard, t->name,
+                           "rows of %zu values are not whole %s blocks of "
+                           "%zu",
+                           in, t->type, attn_dtype_block(dtype));
     // the outputs a slot takes lie within the tensor's (the family's
     // arithmetic, on sizes the shape check above has held it to)
     if (w->stride)
@@ -229,32 +285,36 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
         assert(w->out0 + slot_outputs(w) <= outputs_of(w));
     // a matrix is read at its own width, as stored when the core reads it
     // so; a vector, small, as float32; blocks at a stride are copied
-    // together
-    const size_t width = t->dtype == ST_F32 ? 4 : 2;
-    f->in_place = (t->dtype == ST_F32 || w->matrix) && !w->in_out &&
-                  !w->stride && t->offset % width == 0 && w->add == 0.0f;
+    // together. A 16-bit or float32 matrix must lie at a multiple of its
+    // width; quantized blocks are read at any address.
+    const size_t align =
+        attn_dtype_block(dtype) > 1 ? 1 : attn_dtype_bytes(dtype, 1);
+    f->in_place = (dtype == ATTN_F32 || w->matrix) && !w->in_out &&
+                  !w->stride && t->offset % align == 0 && w->add == 0.0f;
     return true;
 }
 
 /* A tensor of the files that no named tensor took: fine outside the
- * network's namespace, an error inside it. */
+ * network's namespace, an error inside it. Every tensor of a GGUF file is
+ * the network's but for those the loader reads itself (taken). */
 static bool check_unused(const struct taker *tk, const char *prefix,
                          bool *const *used)
 {
     const size_t pl = strlen(prefix);
     for (size_t s = 0; s < tk->s->count; s++) {
-        const struct st_header *h = &tk->s->shard[s].header;
-        for (size_t i = 0; i < h->count; i++) {
-            if (used[s][i])
+        const struct shard *sh = &tk->s->shard[s];
+        for (size_t i = 0; i < sh->count; i++) {
+            const char *name = sh->tensors[i].name;
+            if (used[s][i] || strncmp(name, prefix, pl) != 0)
                 continue;
-            const char *name = h->tensors[i].name;
-            if (strncmp(name, prefix, pl) != 0)
-                continue;
-            if (tk->m->family->in_network(name + pl))
+            if (tk->s->gguf ? !gguf_loader_tensor(name)
+                            : tk->m->family->in_network(name + pl))
                 return fail_tensor(tk, s, name,
-                                   "not part of a %s of %zu layers as "
-                                   "config.json describes",
-                                   tk->m->family->network, tk->m->xf.layers);
+                                   "not part of a %s of %zu layers as %s "
+                                   "describes",
+                                   tk->m->family->network, tk->m->xf.layers,
+                                   tk->s->gguf ? "its metadata"
+                                               : "config.json");
         }
     }
     return true;
@@ -270,7 +330,8 @@ static bool half_nonfinite(const unsigned char *src, attn_dtype dtype, size_t e)
     return (h & exp) == exp;
 }
 
-/* The first element of held[count] that is not finite, or count. */
+/* The first element of held[count] that is not finite, or count. A
+ * quantized matrix is widened a block at a time to be checked. */
 static size_t first_nonfinite(struct xf_matrix held, size_t count)
 {
     if (held.dtype == ATTN_F32) {
@@ -278,6 +339,20 @@ static size_t first_nonfinite(struct xf_matrix held, size_t count)
         for (size_t e = 0; e < count; e++)
             if (!isfinite(v[e]))
                 return e;
+        return count;
+    }
+    const size_t block = attn_dtype_block(held.dtype);
+    if (block > 1) {
+        float values[256];
+        assert(block <= sizeof values / sizeof values[0]);
+        for (size_t e = 0; e < count; e += block) {
+            attn_widen((const char *)held.data +
+                           attn_dtype_bytes(held.dtype, e),
+                       held.dtype, block, values);
+            for (size_t j = 0; j < block; j++)
+                if (!isfinite(values[j]))
+                    return e + j;
+        }
         return count;
     }
     for (size_t e = 0; e < count; e++)
@@ -289,36 +364,41 @@ static size_t first_nonfinite(struct xf_matrix held, size_t count)
 /* Copy the slot's part of a stored tensor into dst, as the core reads it:
  * [out][in] at the stored width, or widened to float32 (widen); blocks at
  * a stride one after another. */
-static void copy_slot(const struct model_tensor *w, const struct st_tensor *t,
-                      const unsigned char *src, bool widen, void *dst)
+static void copy_slot(const struct model_tensor *w,
+                      const struct shard_tensor *t, const unsigned char *src,
+                      bool widen, void *dst)
 {
-    const attn_dtype dtype = dtype_of(t->dtype);
-    const size_t es = attn_dtype_size(dtype), outs = slot_outputs(w);
+    const attn_dtype dtype = (attn_dtype)t->dtype;
+    const size_t outs = slot_outputs(w);
     const size_t in = w->cols ? (w->in_out ? w->rows : w->cols) : 1;
-    const size_t out_es = widen ? sizeof(float) : es;
+    // bytes of n of the stored values, and of n as copied
+    const size_t row = attn_dtype_bytes(dtype, in);
+    const size_t out_row = widen ? in * sizeof(float) : row;
     unsigned char *d = dst;
     if (w->stride) { /* blocks of block rows, stride rows apart */
-        const size_t rows = w->block * in, blocks = outs / w->block;
+        const size_t blocks = outs / w->block;
         for (size_t b = 0; b < blocks; b++) {
-            const unsigned char *from =
-                src + (w->out0 + b * w->stride) * in * es;
+            const unsigned char *from = src + (w->out0 + b * w->stride) * row;
+            unsigned char *to = d + b * w->block * out_row;
             if (widen)
-                attn_widen(from, dtype, rows,
-                           (float *)(void *)(d + b * rows * out_es));
+                attn_widen(from, dtype, w->block * in, (float *)(void *)to);
             else
-                memcpy(d + b * rows * out_es, from, rows * es);
+                memcpy(to, from, w->block * row);
         }
         return;
     }
     if (!w->in_out) { /* rows [out0, out0 + outs), contiguous */
-        const unsigned char *from = src + w->out0 * in * es;
+        const unsigned char *from = src + w->out0 * row;
         if (widen)
             attn_widen(from, dtype, outs * in, dst);
         else
-            memcpy(dst, from, outs * in * es);
+            memcpy(dst, from, outs * row);
         return;
     }
-    // stored [in][out]: element (i, o) to (o, i)
+    // stored [in][out] (a safetensors file's 16-bit or float32 values):
+    // element (i, o) to (o, i)
+    const size_t es = attn_dtype_bytes(dtype, 1);
+    const size_t out_es = widen ? sizeof(float) : es;
     for (size_t o = 0; o < outs; o++)
         for (size_t i = 0; i < in; i++) {
             const unsigned char *e = src + (i * w->cols + w->out0 + o) * es;
@@ -339,10 +419,11 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
     size_t converted = 0; /* bytes, each copy on a 4-byte boundary */
     for (size_t i = 0; i < n; i++)
         if (!f[i].in_place) {
-            const size_t es = w[i].matrix
-                                  ? attn_dtype_size(dtype_of(f[i].t->dtype))
-                                  : sizeof(float);
-            converted += (slot_elements(&w[i]) * es + 3) & ~(size_t)3;
+            const size_t bytes =
+                w[i].matrix ? attn_dtype_bytes((attn_dtype)f[i].t->dtype,
+                                               slot_elements(&w[i]))
+                            : slot_elements(&w[i]) * sizeof(float);
+            converted += (bytes + 3) & ~(size_t)3;
         }
     if (converted) {
         m->converted = malloc(converted);
@@ -355,14 +436,14 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
     }
     unsigned char *next = m->converted;
     for (size_t i = 0; i < n; i++) {
-        const struct st_tensor *t = f[i].t;
+        const struct shard_tensor *t = f[i].t;
         const unsigned char *src =
             (const unsigned char *)tk->s->shard[f[i].shard].map + t->offset;
         const size_t count = slot_elements(&w[i]);
-        struct xf_matrix held = {.data = src, .dtype = dtype_of(t->dtype)};
+        struct xf_matrix held = {.data = src, .dtype = (attn_dtype)t->dtype};
         const size_t in = w[i].cols ? (w[i].in_out ? w[i].rows : w[i].cols) : 1;
         if (f[i].in_place) {
-            held.data = src + w[i].out0 * in * attn_dtype_size(held.dtype);
+            held.data = src + attn_dtype_bytes(held.dtype, w[i].out0 * in);
         } else {
             const bool widen = !w[i].matrix; /* a vector, or misaligned */
             copy_slot(&w[i], t, src, widen || held.dtype == ATTN_F32, next);
@@ -373,15 +454,18 @@ static bool take_all(const struct taker *tk, const struct model_tensor *w,
                 for (size_t e = 0; e < count; e++)
                     ((float *)(void *)next)[e] += w[i].add;
             held.data = next;
-            next += (count * attn_dtype_size(held.dtype) + 3) & ~(size_t)3;
+            next += (attn_dtype_bytes(held.dtype, count) + 3) & ~(size_t)3;
         }
-        m->weight_bytes += count * attn_dtype_size(held.dtype);
+        m->weight_bytes += attn_dtype_bytes(held.dtype, count);
         const size_t bad = first_nonfinite(held, count);
         if (bad < count) {
             float v;
+            const size_t block = attn_dtype_block(held.dtype);
+            float values[256];
             attn_widen((const char *)held.data +
-                           bad * attn_dtype_size(held.dtype),
-                       held.dtype, 1, &v);
+                           attn_dtype_bytes(held.dtype, bad / block * block),
+                       held.dtype, block, values);
+            v = values[bad % block];
             return fail_tensor(tk, f[i].shard, t->name, "element %zu is %s",
                                bad, isnan(v) ? "NaN" : "Inf");
         }
@@ -417,7 +501,7 @@ bool tensors_take(struct model *m, const struct shards *s,
                   const struct model_files *files)
 {
     const struct taker tk = {.m = m, .s = s, .files = files};
-    const char *prefix = m->family->prefix(s);
+    const char *prefix = s->gguf ? "" : m->family->prefix(s);
     // counted, then named into room for as many
     struct model_tensors list = {0};
     m->family->name_tensors(m, &list);
@@ -427,7 +511,7 @@ bool tensors_take(struct model *m, const struct shards *s,
     bool **used = calloc(s->count, sizeof *used);
     bool ok = w && f && used;
     for (size_t i = 0; ok && i < s->count; i++) {
-        const size_t count = s->shard[i].header.count;
+        const size_t count = s->shard[i].count;
         used[i] = calloc(count ? count : 1, sizeof **used);
         ok = used[i] != NULL;
     }
@@ -441,8 +525,7 @@ bool tensors_take(struct model *m, const struct shards *s,
         for (size_t i = 0; i < n && ok; i++) {
             ok = find_tensor(&tk, prefix, &w[i], &f[i]);
             if (ok)
-                used[f[i].shard][f[i].t - s->shard[f[i].shard].header.tensors] =
-                    true;
+                used[f[i].shard][f[i].t - s->shard[f[i].shard].tensors] = true;
         }
     }
     ok = ok && check_unused(&tk, prefix, used);
@@ -455,4 +538,14 @@ bool tensors_take(struct model *m, const struct shards *s,
     free(w);
     free(f);
     return ok;
+}
+
+bool tensors_layers(struct model *m, const struct model_files *files)
+{
+    m->layers = calloc(m->xf.layers, sizeof *m->layers);
+    if (!m->layers)
+        return model_fail(files->err, files->err_len,
+                          "model '%s': out of memory", m->name);
+    m->xf.layer = m->layers;
+    return true;
 }

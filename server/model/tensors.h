@@ -26,4 +26,8 @@
 bool tensors_take(struct model *m, const struct shards *s,
                   const struct model_files *files);
 
+/* The slots of m's layers (m->layers, [m->xf.layers]), zeroed, for the
+ * tensors to fill. Fails through one line in files->err. */
+bool tensors_layers(struct model *m, const struct model_files *files);
+
 #endif

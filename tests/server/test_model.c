@@ -1031,7 +1031,7 @@ static void test_strided_slices(void **state)
         snprintf(name, sizeof name,
                  "gpt_neox.layers.%zu.attention.query_key_value.weight", l);
         size_t shard;
-        const struct st_tensor *t = shards_find(&m->shards, name, &shard);
+        const struct shard_tensor *t = shards_find(&m->shards, name, &shard);
         assert_non_null(t);
         const uint16_t *fused =
             (const uint16_t *)(const void *)(map + t->offset);
