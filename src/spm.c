@@ -198,15 +198,20 @@ static attn_status check_spec(const struct spm_spec *spec,
     return ATTN_OK;
 }
 
-/* The key of token i into out (room for SPM_MAX_TOKEN_BYTES); its
- * length. */
+/* The key of token i into out (NULL: only count); its length. */
 static size_t spec_key(const struct spm_spec *spec, size_t i, char *out)
 {
     const struct spm_string *s = &spec->tokens[i];
-    if (s->len == 0)
-        return (size_t)snprintf(out, SPM_MAX_TOKEN_BYTES, "[EMPTY_%zu]", i);
-    memcpy(out, s->text, s->len);
-    return s->len;
+    if (s->len) {
+        if (out)
+            memcpy(out, s->text, s->len);
+        return s->len;
+    }
+    char name[32];
+    const size_t len = (size_t)snprintf(name, sizeof name, "[EMPTY_%zu]", i);
+    if (out)
+        memcpy(out, name, len);
+    return len;
 }
 
 /* The keys, readable texts and per-token arrays. */

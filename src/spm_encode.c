@@ -32,11 +32,6 @@ struct candidate {
     uint32_t rank, pos;
 };
 
-/* A special token taken: its id at pos, len bytes. */
-struct taken {
-    uint32_t pos, len, id;
-};
-
 /* A piece's character, or the token several have become: bytes
  * [off, off + n) of the escaped piece; n is 0 once merged into the one
  * before. prev and next link the ones left, -1 at the ends. */
@@ -56,9 +51,11 @@ struct bigram {
 /* The workspace of one encode, one block; specials only when the
  * vocabulary has special tokens. */
 struct work {
-    uint8_t *covered;        /* [n] bytes a special token took */
+    uint8_t *covered;        /* [n] TAKEN_START where a special token
+                                starts, TAKEN on its other bytes and the
+                                whitespace it strips, else 0 */
+    uint32_t *taken_id;      /* [n] the token starting there */
     struct candidate *cands; /* [n] the candidates' heap */
-    struct taken *taken;     /* [n] by position once sorted */
     char *piece;             /* [3 (n + 1)] a piece, escaped */
     struct symbol *syms;     /* [n + 1] */
     struct bigram *pairs;    /* [3 (n + 1)] the pairs' heap */
@@ -111,7 +108,7 @@ static bool plan_for(const struct spm_tokenizer *t, size_t len, struct plan *p)
         !size_add_to(&p->work, part))
         return false;
     if (t->n_special &&
-        (!size_mul(len, 1 + sizeof(struct candidate) + sizeof(struct taken),
+        (!size_mul(len, 1 + sizeof(uint32_t) + sizeof(struct candidate),
                    &part) ||
          !size_add_to(&p->work, part)))
         return false;
@@ -134,8 +131,8 @@ static void work_carve(const struct spm_tokenizer *t, const struct plan *p,
     char *at = (char *)(w->pairs + p->pairs);
     if (t->n_special) {
         w->cands = align8(at);
-        w->taken = align8((char *)(w->cands + p->text));
-        at = (char *)(w->taken + p->text);
+        w->taken_id = align8((char *)(w->cands + p->text));
+        at = (char *)(w->taken_id + p->text);
         w->covered = (uint8_t *)at;
         at += p->text;
     }
@@ -228,21 +225,17 @@ static bool c_space(char c)
     return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-static int taken_by_pos(const void *pa, const void *pb)
-{
-    const struct taken *a = pa, *b = pb;
-    return a->pos < b->pos ? -1 : a->pos > b->pos;
-}
+#define TAKEN 1
+#define TAKEN_START 2
 
-/* The special tokens in s[0..n) into w->taken by position, the bytes
- * they and the whitespace they strip take marked in w->covered; their
- * count. */
-static size_t take_special(const struct spm_tokenizer *t, const char *s,
-                           size_t n, struct work *w)
+/* The special tokens in s[0..n), and the whitespace they strip, marked in
+ * w->covered; their ids in w->taken_id. */
+static void take_special(const struct spm_tokenizer *t, const char *s, size_t n,
+                         struct work *w)
 {
     struct candidate *heap = w->cands;
     uint8_t *covered = w->covered;
-    size_t count = 0, n_taken = 0;
+    size_t count = 0;
     memset(covered, 0, n);
     for (size_t p = 0; p < n; p++) {
         uint32_t rank;
@@ -277,11 +270,10 @@ static size_t take_special(const struct spm_tokenizer *t, const char *s,
         if (t->strip[id] & SPM_STRIP_RIGHT)
             while (end < n && !covered[end] && c_space(s[end]))
                 end++;
-        memset(covered + start, 1, end - start);
-        w->taken[n_taken++] = (struct taken){c.pos, (uint32_t)len, id};
+        memset(covered + start, TAKEN, end - start);
+        covered[c.pos] = TAKEN_START;
+        w->taken_id[c.pos] = id;
     }
-    qsort(w->taken, n_taken, sizeof *w->taken, taken_by_pos);
-    return n_taken;
 }
 
 /* ---------------------------------------------------------------- merge */
@@ -428,23 +420,27 @@ static void encode_piece(const struct spm_tokenizer *t, const char *s, size_t n,
 static void encode_text(const struct spm_tokenizer *t, const char *s, size_t n,
                         struct work *w, struct sink *out)
 {
-    const size_t n_taken = t->n_special ? take_special(t, s, n, w) : 0;
+    const uint8_t *covered = t->n_special ? w->covered : NULL;
+    if (covered)
+        take_special(t, s, n, w);
     bool after_special = true; // the first piece gets the space too
-    size_t at = 0, next = 0;
+    size_t at = 0;
     while (at < n && !out->over) {
-        if (next < n_taken && w->taken[next].pos == at) {
-            put(out, w->taken[next].id, false);
-            at += w->taken[next].len;
-            next++;
+        if (covered && covered[at] == TAKEN_START) {
+            const uint32_t id = w->taken_id[at];
+            size_t len;
+            spm_key(t, id, &len);
+            put(out, id, false);
+            at += len;
             after_special = true;
             continue;
         }
-        if (n_taken && w->covered[at]) {
+        if (covered && covered[at]) {
             at++; // whitespace a special token stripped
             continue;
         }
         size_t end = at + 1;
-        while (end < n && !(n_taken && w->covered[end]))
+        while (end < n && !(covered && covered[end]))
             end++;
         encode_piece(t, s + at, end - at, t->add_space_prefix && after_special,
                      w, out);

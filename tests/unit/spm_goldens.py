@@ -24,6 +24,7 @@ ids are the last line of its --ids output.
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -212,7 +213,7 @@ def vocabularies():
     v = Vocab("basic", "byte fallback, merges by score and their ties, "
               "space prefix, BOS")
     base(v)
-    out.append((v, COMMON))
+    out.append((v, COMMON + random_texts(5, 80)))
 
     v = Vocab("no_prefix", "as basic, without the space prefix or the BOS")
     base(v)
@@ -246,8 +247,8 @@ def vocabularies():
         "<x>y", "<x>y!", "<x>>y", "<x>x>y", "x>y<x>", "<<x>>",
         "acdb", "ac", "aac", "acac", "cacdb", "\t\t\t", "a\t\tb",
         "a b", "a  b", "aa b b", "hello <x> world", "<x> <x>",
-        "<s>[INST] hi [/INST]</s>",
-    ]))
+        "<s>[INST] hi [/INST]</s>", "a" + META + "b", META,
+    ] + random_texts(1, 150)))
 
     v = Vocab("phi3", "Phi-3: llama.cpp strips the whitespace after its "
               "special tokens, but <unk>, <s> and <|endoftext|>")
@@ -265,7 +266,7 @@ def vocabularies():
         "<s> hello</s>  world", "<|endoftext|>  hello", "<unk>  x",
         "<|tag|>\t\n hello", "hello <|tag|>", "<|end|>", "<|end|>   ",
         "a<|end|> b<|end|>  c", " <|user|> ", "<|user|><|user|>  ",
-    ]))
+    ] + random_texts(3, 80)))
 
     v = Vocab("mask_lstrip", "ModernBERT's [MASK]: llama.cpp strips the "
               "whitespace before it")
@@ -275,7 +276,7 @@ def vocabularies():
     out.append((v, [
         "hello [MASK] world", "   [MASK]", "[MASK]  ", "a\t\n [MASK]b",
         "[MASK] [MASK]", "x [MASK][MASK] y", " [MASK]",
-    ]))
+    ] + random_texts(4, 60)))
 
     v = Vocab("raw_bytes", "no <0xNN> tokens: a byte falls back to the "
               "one-byte token that is itself", bytes_tokens=False)
@@ -319,7 +320,41 @@ LLAMA_TEXTS = [
     "<s>[INST] Hi [/INST]", " <s> ", "<<s>>", "</s ", "<0x0A>",
     "   leading", "trailing   ", "  both  ", "x" * 100, " " * 40,
     "\u00a0non-breaking", "zero\u200bwidth", "ﬁ ligature",
+    META + "already escaped", "a" + META + META + "b",
 ]
+
+
+# Pieces the random texts are strung from.
+PIECES = [
+    "Hello", "world", "the", "ing", " ", "  ", "   ", "\n", "\n\n", "\t",
+    "\r\n", "0", "42", "3.14", "é", "ü", "ñ", "Привет", "мир", "中文", "日本",
+    "🦙", "👍🏽", "<s>", "</s>", "<unk>", "<", ">", "s", "/", META, "\u00a0",
+    "<0x0A>", "[INST]", "<|im_start|>", "ab", "abc", "aaaa", "x>y", "<x>",
+    "hello", "a b", "\t\t", ".", ",", "!", "'", "\"", "(", ")", "{", "}",
+    "<|user|>", "<|end|>", "<|tag|>", "<|endoftext|>", "[MASK]", "\v", "\f",
+]
+
+
+def random_texts(seed, count):
+    """Texts of 1 to 14 pieces and random characters (Latin-1, Greek,
+    CJK, emoji, any plane-0 character but surrogates), reproducible."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 14)):
+            r = rng.random()
+            if r < 0.75:
+                parts.append(rng.choice(PIECES))
+            else:
+                lo, hi = rng.choice([(0x20, 0x7E), (0xA0, 0xFF),
+                                     (0x391, 0x3C9), (0x4E00, 0x4FFF),
+                                     (0x1F300, 0x1F64F), (0x1, 0xD7FF)])
+                parts.append(chr(rng.randint(lo, hi)))
+        t = "".join(parts)
+        if "\0" not in t:
+            out.append(t)
+    return out
 
 
 def read_inp(path):
@@ -359,6 +394,7 @@ def main():
         if args.vocab:
             texts = read_inp(args.vocab + ".inp")
             texts += [t for t in LLAMA_TEXTS if t not in texts]
+            texts += [t for t in random_texts(2, 250) if t not in texts]
             doc = {
                 "what": "llama.cpp's ids with the Llama 2 vocabulary of its "
                         "models/ggml-vocab-llama-spm.gguf",

@@ -680,7 +680,7 @@ static void test_long_text(void **state)
         const double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
         printf("    1 MiB text %d: %zu tokens in %.3f s\n", run, enc.count,
                secs);
-        assert_true(secs < 2.0);
+        assert_true(secs < 5.0); // quadratic would be minutes
         if (run == 1) // 24 '<' at a time, the longest first
             assert_int_equal(enc.count, 1 + n / 24 + 1);
         tok_encoding_free(&enc);
