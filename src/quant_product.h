@@ -71,7 +71,7 @@ void quant_product(const struct quant_product *p, float beta, float *panel);
 void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
                        float beta, float *panel);
 
-/* Between quant_product.c and quant_dot.c, the kernels' two halves. */
+/* Between quant_product.c and the kernels' files (quant_dot*.c). */
 
 /* y[o] = beta y[o] + x[0] . W[o] for every output o (rows == 1). */
 void quant_dot_outputs(enum vec_isa isa, const struct quant_product *p,
@@ -81,5 +81,22 @@ void quant_dot_outputs(enum vec_isa isa, const struct quant_product *p,
  * whole number of blocks), in the build isa. */
 void quant_decode(enum vec_isa isa, quant_type type, const void *src,
                   size_t count, float *dst);
+
+/* The dot products of one row's kernels: sums[(k / 16) % 4][k % 16], then
+ * reduced as quant_dot.c says. */
+enum { QUANT_SUMS = 4, QUANT_LANES = 16 };
+
+/* Each build's: dots[j] = x . W[j] for n rows of W (row_bytes apart, in
+ * values each), and the decoding of count values. */
+#if HAVE_AVX2_BUILD
+void quant_dots_avx2(quant_type type, const float *x, const void *w,
+                     size_t row_bytes, size_t in, size_t n, float *dots);
+void quant_decode_avx2(quant_type type, const void *src, size_t count,
+                       float *dst);
+void quant_dots_avx512(quant_type type, const float *x, const void *w,
+                       size_t row_bytes, size_t in, size_t n, float *dots);
+void quant_decode_avx512(quant_type type, const void *src, size_t count,
+                         float *dst);
+#endif
 
 #endif

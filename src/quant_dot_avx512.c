@@ -1,0 +1,403 @@
+/*
+ * quant_dot_avx512.c - the AVX-512 build of the quantized kernels
+ * (quant_product.h): one row's dot products, in quant_dot.c's order of
+ * sums, and the decoding of blocks into a panel.
+ *
+ * Q8_0, Q4_K, Q5_K and Q6_K are decoded in registers, a piece of 64
+ * values (four vectors) at a time, and four rows of W go together, so
+ * that each vector of x is loaded once for four rows and sixteen sums
+ * are in flight. Each value is quant_widen()'s: the float32 operations
+ * of ggml's reference, or ones whose one rounding gives the same number,
+ * said where it is so. The other types are widened by quant_widen() a
+ * few blocks at a time and then summed in the same order.
+ */
+#include "quant_product.h"
+
+#if HAVE_AVX2_BUILD
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The fp16 scales are widened by F16C, exactly (every fp16 is a float). */
+#define TARGET __attribute__((target("avx512f,avx512vl,avx2,fma,f16c")))
+#define INLINE TARGET ALWAYS_INLINE
+
+/* Rows of W a kernel call takes together. */
+enum { TOGETHER = 4 };
+
+/* Bytes ahead of a row's block that are fetched while it is decoded. */
+#ifndef AHEAD
+#define AHEAD 1024
+#endif
+
+/* The scales a block's prep leaves in memory are each broadcast from
+ * there into a product, a load like any other; left to itself the
+ * compiler would keep them in a register and broadcast them with a
+ * shuffle, of which the look-ups already take the most. */
+#define FROM_MEMORY() __asm__ volatile("" ::: "memory")
+
+INLINE float half_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+INLINE __m512i bytes_u32(const unsigned char *p)
+{
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* The four sums, then the sixteen lanes, in quant_dot.c's order. */
+INLINE float reduce(const __m512 acc[QUANT_SUMS])
+{
+    const __m512 s = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                   _mm512_add_ps(acc[2], acc[3]));
+    const __m256 s8 = _mm256_add_ps(
+        _mm512_castps512_ps256(s),
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+    const __m128 s4 =
+        _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+    return _mm_cvtss_f32(s1);
+}
+
+/* Bits 0-3 of a, the rest of b: (a & 15) | (b & ~15). */
+#define NIBBLE_OVER(a, b)                                                      \
+    _mm512_ternarylogic_epi32((a), (b), _mm512_set1_epi32(15), 0xe4)
+
+/* ------------------------------------------------------------- Q8_0 */
+
+/* Two Q8_0 blocks (64 values) are one piece. y = q d, as ggml. */
+struct q8_0_state {
+    char unused;
+};
+
+INLINE void q8_0_prep(const unsigned char *b, struct q8_0_state *st)
+{
+    (void)b, (void)st;
+}
+
+INLINE void q8_0_block(const unsigned char *b, __m512 w[2])
+{
+    const __m512 d = _mm512_set1_ps(half_at(b));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m128i q = _mm_loadu_si128((const __m128i *)(b + 2 + 16 * h));
+        w[h] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
+    }
+}
+
+INLINE void q8_0_piece(const unsigned char *b, const struct q8_0_state *st,
+                       int p, __m512 w[4])
+{
+    (void)st, (void)p;
+    q8_0_block(b, w);
+    q8_0_block(b + 34, w + 2);
+}
+
+INLINE int q8_0_vec(int p, int t)
+{
+    (void)p;
+    return t;
+}
+
+/* ------------------------------------------------------ Q4_K, Q5_K */
+
+/* A block's sub-block scales, s[j] = d sc_j, and negated mins,
+ * s[8 + j] = -(dmin m_j), for j < 8, as ggml's d * sc and dmin * m. The
+ * 6-bit fields come out of the 12 bytes four at a time: bytes 0-3 hold
+ * scales 0-3 and bytes 4-7 mins 0-3 in their low six bits; bytes 8-11
+ * the low nibbles of scales 4-7 and, above them, of mins 4-7, whose top
+ * two bits are the top two of bytes 0-3 and 4-7. */
+struct k4_state {
+    float s[16];
+};
+
+INLINE void k4_prep(const unsigned char *b, struct k4_state *st)
+{
+    uint32_t u[3];
+    memcpy(u, b + 4, sizeof u);
+    const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u)
+                                                      << 4;
+    const uint32_t m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u)
+                                                          << 4;
+    const __m128i fields =
+        _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
+    const __m512 by = _mm512_mask_mov_ps(_mm512_set1_ps(half_at(b)), 0xff00,
+                                         _mm512_set1_ps(-half_at(b + 2)));
+    _mm512_storeu_ps(
+        st->s,
+        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(fields)), by));
+    FROM_MEMORY();
+}
+
+/* Sixteen values of a quant q (from + 0 .. 15) under scale s and negated
+ * min nm: t[q] = s q + nm, fused. ggml rounds s q first and then
+ * subtracts the min, but s q is exact (an 11-bit d times a 6-bit scale
+ * times a 5-bit quant), so the one rounding is the same. */
+INLINE __m512 table(float s, float nm, float from)
+{
+    const __m512 iota =
+        _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_fmadd_ps(_mm512_set1_ps(s),
+                           _mm512_add_ps(iota, _mm512_set1_ps(from)),
+                           _mm512_set1_ps(nm));
+}
+
+/* Piece c of a Q4_K block: values 64 c .. 64 c + 31 are the low nibbles
+ * of qs[32 c ..], the next 32 their high nibbles; each is looked up in
+ * its sub-block's table (vpermps reads an index's low four bits, so a
+ * low nibble needs no mask). */
+INLINE void q4_k_piece(const unsigned char *b, const struct k4_state *st, int c,
+                       __m512 w[4])
+{
+    const __m512 t0 = table(st->s[2 * c], st->s[8 + 2 * c], 0.0f);
+    const __m512 t1 = table(st->s[2 * c + 1], st->s[9 + 2 * c], 0.0f);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m512i q = bytes_u32(b + 16 + 32 * c + 16 * h);
+        w[h] = _mm512_permutexvar_ps(q, t0);
+        w[2 + h] = _mm512_permutexvar_ps(_mm512_srli_epi32(q, 4), t1);
+    }
+}
+
+INLINE int k4_vec(int c, int t)
+{
+    return 4 * c + t;
+}
+
+/* Bit `bit` of each lane of h moved to bit 4. */
+INLINE __m512i bit_to_4(__m512i h, int bit)
+{
+    return bit <= 4 ? _mm512_sll_epi32(h, _mm_cvtsi32_si128(4 - bit))
+                    : _mm512_srl_epi32(h, _mm_cvtsi32_si128(bit - 4));
+}
+
+/* Piece c of a Q5_K block: as Q4_K's, with each quant's fifth bit (bit
+ * 2 c of qh[l] for value 64 c + l, bit 2 c + 1 for 64 c + 32 + l)
+ * choosing between two tables of sixteen (vpermt2ps reads five bits). */
+INLINE void q5_k_piece(const unsigned char *b, const struct k4_state *st, int c,
+                       __m512 w[4])
+{
+    const float s0 = st->s[2 * c], m0 = st->s[8 + 2 * c];
+    const float s1 = st->s[2 * c + 1], m1 = st->s[9 + 2 * c];
+    const __m512 t0 = table(s0, m0, 0.0f), t0h = table(s0, m0, 16.0f);
+    const __m512 t1 = table(s1, m1, 0.0f), t1h = table(s1, m1, 16.0f);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m512i qh = bytes_u32(b + 16 + 16 * h);
+        const __m512i q = bytes_u32(b + 48 + 32 * c + 16 * h);
+        const __m512i i0 = NIBBLE_OVER(q, bit_to_4(qh, 2 * c));
+        const __m512i i1 =
+            NIBBLE_OVER(_mm512_srli_epi32(q, 4), bit_to_4(qh, 2 * c + 1));
+        w[h] = _mm512_permutex2var_ps(t0, i0, t0h);
+        w[2 + h] = _mm512_permutex2var_ps(t1, i1, t1h);
+    }
+}
+
+/* ------------------------------------------------------------- Q6_K */
+
+/* ds[v] = d sc[v], the scale of values 16 v .. 16 v + 15, as ggml's
+ * d * sc. */
+struct q6_k_state {
+    float ds[16];
+};
+
+INLINE void q6_k_prep(const unsigned char *b, struct q6_k_state *st)
+{
+    const __m512i sc =
+        _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
+    _mm512_storeu_ps(st->ds, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 208)),
+                                           _mm512_cvtepi32_ps(sc)));
+    FROM_MEMORY();
+}
+
+/* Piece p = 2 n + g of a Q6_K block: in half n (128 values: ql[64 n ..],
+ * qh[32 n ..]), lanes l = 16 g .. 16 g + 15 of its four runs of 32:
+ * value 32 t + l has the low nibble of ql[l] (t = 0), of ql[l + 32]
+ * (t = 1), their high nibbles (t = 2, 3), and bits 2 t, 2 t + 1 of qh[l]
+ * above. y = (d sc) (q - 32), as ggml. */
+INLINE void q6_k_piece(const unsigned char *b, const struct q6_k_state *st,
+                       int p, __m512 w[4])
+{
+    const int n = p / 2, g = p % 2;
+    const unsigned char *ql = b + 64 * n + 16 * g, *qh = b + 128 + 32 * n;
+    const __m512i l0 = bytes_u32(ql), l1 = bytes_u32(ql + 32);
+    const __m512i h = bytes_u32(qh + 16 * g);
+    __m512i q[4];
+    q[0] = NIBBLE_OVER(l0, _mm512_slli_epi32(h, 4));
+    q[1] = NIBBLE_OVER(l1, _mm512_slli_epi32(h, 2));
+    q[2] = NIBBLE_OVER(_mm512_srli_epi32(l0, 4), h);
+    q[3] = NIBBLE_OVER(_mm512_srli_epi32(l1, 4), _mm512_srli_epi32(h, 2));
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+        const __m512i qt =
+            _mm512_sub_epi32(_mm512_and_si512(q[t], _mm512_set1_epi32(63)),
+                             _mm512_set1_epi32(32));
+        w[t] = _mm512_mul_ps(_mm512_set1_ps(st->ds[8 * n + 2 * t + g]),
+                             _mm512_cvtepi32_ps(qt));
+    }
+}
+
+INLINE int q6_k_vec(int p, int t)
+{
+    return 8 * (p / 2) + 2 * t + p % 2;
+}
+
+/* ---------------------------------------------------------- kernels */
+
+/*
+ * For each type: dots[j] = x . W[j] for `together` rows (a constant
+ * after inlining), blocks blocks of values values and bytes bytes each
+ * (for Q8_0 a pair of ggml's), pieces pieces of four vectors a block;
+ * and the decoding of blocks into dst.
+ */
+#define KERNELS(name, state, prep, vec, values, bytes, pieces)                 \
+    INLINE void name##_dots_body(const float *x, const unsigned char *b,       \
+                                 size_t row_bytes, size_t blocks,              \
+                                 int together, float *dots)                    \
+    {                                                                          \
+        __m512 acc[TOGETHER][QUANT_SUMS];                                      \
+        _Pragma("GCC unroll 4") for (int j = 0; j < together; j++)             \
+            _Pragma("GCC unroll 4") for (int s = 0; s < QUANT_SUMS; s++)       \
+                acc[j][s] = _mm512_setzero_ps();                               \
+        for (size_t i = 0; i < blocks; i++, b += (bytes), x += (values)) {     \
+            struct state st[TOGETHER];                                         \
+            _Pragma("GCC unroll 4") for (int j = 0; j < together; j++)         \
+            {                                                                  \
+                for (int at = 0; at < (bytes); at += 64)                       \
+                    _mm_prefetch((const char *)b + j * row_bytes + AHEAD + at, \
+                                 _MM_HINT_T0);                                 \
+                prep(b + j * row_bytes, &st[j]);                               \
+            }                                                                  \
+            _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)         \
+            {                                                                  \
+                __m512 xv[4];                                                  \
+                _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++) xv[t] =    \
+                    _mm512_loadu_ps(x + 16 * vec(p, t));                       \
+                _Pragma("GCC unroll 4") for (int j = 0; j < together; j++)     \
+                {                                                              \
+                    __m512 w[4];                                               \
+                    name##_piece(b + j * row_bytes, &st[j], p, w);             \
+                    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)        \
+                    {                                                          \
+                        const int s = vec(p, t) % QUANT_SUMS;                  \
+                        acc[j][s] = _mm512_fmadd_ps(xv[t], w[t], acc[j][s]);   \
+                    }                                                          \
+                }                                                              \
+            }                                                                  \
+        }                                                                      \
+        _Pragma("GCC unroll 4") for (int j = 0; j < together; j++) dots[j] =   \
+            reduce(acc[j]);                                                    \
+    }                                                                          \
+    TARGET static void name##_dots(const float *x, const unsigned char *b,     \
+                                   size_t row_bytes, size_t blocks, size_t n,  \
+                                   float *dots)                                \
+    {                                                                          \
+        size_t j = 0;                                                          \
+        for (; j + TOGETHER <= n; j += TOGETHER)                               \
+            name##_dots_body(x, b + j * row_bytes, row_bytes, blocks,          \
+                             TOGETHER, dots + j);                              \
+        for (; j < n; j++)                                                     \
+            name##_dots_body(x, b + j * row_bytes, row_bytes, blocks, 1,       \
+                             dots + j);                                        \
+    }                                                                          \
+    TARGET static void name##_decode(const unsigned char *b, size_t blocks,    \
+                                     float *dst)                               \
+    {                                                                          \
+        for (size_t i = 0; i < blocks; i++, b += (bytes), dst += (values)) {   \
+            struct state st;                                                   \
+            prep(b, &st);                                                      \
+            _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)         \
+            {                                                                  \
+                __m512 w[4];                                                   \
+                name##_piece(b, &st, p, w);                                    \
+                _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)            \
+                    _mm512_storeu_ps(dst + 16 * vec(p, t), w[t]);              \
+            }                                                                  \
+        }                                                                      \
+    }
+
+KERNELS(q8_0, q8_0_state, q8_0_prep, q8_0_vec, 64, 68, 1)
+KERNELS(q4_k, k4_state, k4_prep, k4_vec, 256, 144, 4)
+KERNELS(q5_k, k4_state, k4_prep, k4_vec, 256, 176, 4)
+KERNELS(q6_k, q6_k_state, q6_k_prep, q6_k_vec, 256, 210, 4)
+#undef KERNELS
+
+/* Any other type (and Q8_0 rows of an odd number of blocks): widened by
+ * quant_widen() a few blocks at a time, then summed in order. */
+TARGET static void widened_dots(quant_type type, const float *x,
+                                const unsigned char *w, size_t row_bytes,
+                                size_t in, size_t n, float *dots)
+{
+    enum { PIECE = 256 };
+    const size_t values = quant_block_values((int)type);
+    const size_t bytes = quant_block_bytes((int)type);
+    float piece[PIECE] __attribute__((aligned(64)));
+    for (size_t j = 0; j < n; j++) {
+        const unsigned char *row = w + j * row_bytes;
+        __m512 acc[QUANT_SUMS];
+        for (int s = 0; s < QUANT_SUMS; s++)
+            acc[s] = _mm512_setzero_ps();
+        for (size_t k0 = 0; k0 < in; k0 += PIECE) {
+            const size_t len = in - k0 < PIECE ? in - k0 : PIECE;
+            if (type == QUANT_Q8_0)
+                for (size_t i = 0; i < len / 32; i++) {
+                    __m512 v[2];
+                    q8_0_block(row + (k0 / 32 + i) * 34, v);
+                    _mm512_store_ps(piece + 32 * i, v[0]);
+                    _mm512_store_ps(piece + 32 * i + 16, v[1]);
+                }
+            else
+                quant_widen(row + k0 / values * bytes, type, len, piece);
+            for (size_t v = 0; v < len / 16; v++)
+                acc[v % QUANT_SUMS] = _mm512_fmadd_ps(
+                    _mm512_loadu_ps(x + k0 + 16 * v),
+                    _mm512_load_ps(piece + 16 * v), acc[v % QUANT_SUMS]);
+        }
+        dots[j] = reduce(acc);
+    }
+}
+
+TARGET void quant_dots_avx512(quant_type type, const float *x, const void *w,
+                              size_t row_bytes, size_t in, size_t n,
+                              float *dots)
+{
+    switch (type) {
+    case QUANT_Q8_0:
+        if (in / 32 % 2 == 0)
+            q8_0_dots(x, w, row_bytes, in / 64, n, dots);
+        else
+            widened_dots(type, x, w, row_bytes, in, n, dots);
+        return;
+    case QUANT_Q4_K: q4_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    case QUANT_Q5_K: q5_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    case QUANT_Q6_K: q6_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    default: widened_dots(type, x, w, row_bytes, in, n, dots); return;
+    }
+}
+
+TARGET void quant_decode_avx512(quant_type type, const void *src, size_t count,
+                                float *dst)
+{
+    const unsigned char *b = src;
+    switch (type) {
+    case QUANT_Q8_0:
+        q8_0_decode(b, count / 64, dst);
+        if (count / 32 % 2) {
+            __m512 v[2];
+            q8_0_block(b + count / 64 * 68, v);
+            _mm512_storeu_ps(dst + count - 32, v[0]);
+            _mm512_storeu_ps(dst + count - 16, v[1]);
+        }
+        return;
+    case QUANT_Q4_K: q4_k_decode(b, count / 256, dst); return;
+    case QUANT_Q5_K: q5_k_decode(b, count / 256, dst); return;
+    case QUANT_Q6_K: q6_k_decode(b, count / 256, dst); return;
+    default: quant_widen(src, type, count, dst); return;
+    }
+}
+#endif
