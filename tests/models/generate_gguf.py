@@ -21,7 +21,7 @@ It writes, under OUT_DIR (tests/models):
   copied from llama3/, qwen2/ and gpt2/), hidden 256 so that every matrix
   row is a whole number of K-quant super-blocks;
 - gguf/{llama,qwen2,gpt2}-{F32,F16,BF16}.gguf: convert_hf_to_gguf.py run
-  on those folders (with two stand-ins, below), and
+  on those folders (with the stand-ins below), and
   gguf/{arch}-{Q8_0,Q4_K_M,Q6_K}.gguf: llama-quantize from the F32 file;
 - gguf/vocab/ggml-vocab-{llama-spm,llama-bpe,qwen2,gpt-2}.gguf: copied from
   llama.cpp's models/ folder;
@@ -40,7 +40,9 @@ is (its own fallback); AutoTokenizer reads tokenizer.json, or vocab.json and
 the tokenizer's default special tokens, and answers the few questions
 get_vocab_base asks (the vocabulary, the added tokens and their flags);
 sentencepiece exists, so the converter finds no tokenizer.model and goes
-on to the BPE path. The pre-tokenizer name, which the converter finds by
+on to the BPE path; PyTorch's float8 dtypes, which older PyTorch lacks and
+the converter only names, get placeholders; tqdm, a bar that draws
+nothing. The pre-tokenizer name, which the converter finds by
 hashing a tokenization of a fixed text with the real tokenizer, is given:
 llama-bpe, qwen2, gpt-2. Everything else is the converter's own code.
 
@@ -435,8 +437,8 @@ def main(argv):
             os.path.join(build, "bin", "llama-tokenize"), os.path.join(build, "bin", "libllama.so")]
     for p in need:
         if not os.path.exists(p):
-            sys.exit("generate_gguf.py: %s is missing (build llama-quantize, llama-tokenize "
-                     "and llama in BUILD)" % p)
+            sys.exit("generate_gguf.py: %s is missing (SRC: a llama.cpp checkout; BUILD: its "
+                     "CMake build with the targets llama-quantize, llama-tokenize and llama)" % p)
     src, build = os.path.abspath(src), os.path.abspath(build)
     build_all(os.path.abspath(args[0]), src, build)
 
