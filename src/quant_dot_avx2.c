@@ -29,8 +29,297 @@ INLINE float reduce(__m256 acc[QUANT_SUMS][2])
     return _mm_cvtss_f32(s1);
 }
 
-/* Any type: widened by quant_widen() a few blocks at a time, then summed
- * in order. */
+/* 16 floats as two vectors: lanes 0-7 and 8-15. */
+typedef struct {
+    __m256 lo, hi;
+} v16;
+
+INLINE float half_at(const unsigned char *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* Eight bytes at p, zero- or sign-extended to eight lanes. */
+INLINE __m256i bytes_u32(const unsigned char *p)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+INLINE __m256i bytes_i32(const unsigned char *p)
+{
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
+}
+
+/* See quant_dot_avx512.c: the scales stay in memory, each broadcast from
+ * there. */
+#define FROM_MEMORY() __asm__ volatile("" ::: "memory")
+
+/* ------------------------------------------------------------- Q8_0 */
+
+/* Two Q8_0 blocks (64 values) are one piece. y = q d, as ggml. */
+struct q8_0_state {
+    char unused;
+};
+
+INLINE void q8_0_prep(const unsigned char *b, struct q8_0_state *st)
+{
+    (void)b, (void)st;
+}
+
+INLINE void q8_0_block(const unsigned char *b, v16 w[2])
+{
+    const __m256 d = _mm256_set1_ps(half_at(b));
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        w[h].lo =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(bytes_i32(b + 2 + 16 * h)), d);
+        w[h].hi =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(bytes_i32(b + 10 + 16 * h)), d);
+    }
+}
+
+INLINE void q8_0_piece(const unsigned char *b, const struct q8_0_state *st,
+                       int p, v16 w[4])
+{
+    (void)st, (void)p;
+    q8_0_block(b, w);
+    q8_0_block(b + 34, w + 2);
+}
+
+INLINE int q8_0_vec(int p, int t)
+{
+    (void)p;
+    return t;
+}
+
+/* ------------------------------------------------------ Q4_K, Q5_K */
+
+/* s[j] = d sc_j, s[8 + j] = -(dmin m_j), as in quant_dot_avx512.c. */
+struct k4_state {
+    float s[16];
+};
+
+INLINE void k4_prep(const unsigned char *b, struct k4_state *st)
+{
+    uint32_t u[3];
+    memcpy(u, b + 4, sizeof u);
+    const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u)
+                                                      << 4;
+    const uint32_t m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u)
+                                                          << 4;
+    const __m128i sc = _mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0);
+    const __m128i m = _mm_setr_epi32((int)m_lo, (int)m_hi, 0, 0);
+    _mm256_storeu_ps(st->s,
+                     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sc)),
+                                   _mm256_set1_ps(half_at(b))));
+    _mm256_storeu_ps(st->s + 8,
+                     _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)),
+                                   _mm256_set1_ps(-half_at(b + 2))));
+    FROM_MEMORY();
+}
+
+/* s q + nm, fused: as in quant_dot_avx512.c, s q is exact, so the one
+ * rounding is ggml's. */
+INLINE __m256 scaled(__m256 s, __m256i q, __m256 nm)
+{
+    return _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(q), nm);
+}
+
+/* Piece c of a Q4_K block: values 64 c .. 64 c + 31 the low nibbles of
+ * qs[32 c ..], the next 32 their high nibbles. */
+INLINE void q4_k_piece(const unsigned char *b, const struct k4_state *st, int c,
+                       v16 w[4])
+{
+    const __m256 s0 = _mm256_set1_ps(st->s[2 * c]);
+    const __m256 n0 = _mm256_set1_ps(st->s[8 + 2 * c]);
+    const __m256 s1 = _mm256_set1_ps(st->s[2 * c + 1]);
+    const __m256 n1 = _mm256_set1_ps(st->s[9 + 2 * c]);
+    const __m256i m15 = _mm256_set1_epi32(15);
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) { /* eight bytes: lanes 8 (e % 2) of 16 */
+        const __m256i q = bytes_u32(b + 16 + 32 * c + 8 * e);
+        const __m256 lo = scaled(s0, _mm256_and_si256(q, m15), n0);
+        const __m256 hi = scaled(s1, _mm256_srli_epi32(q, 4), n1);
+        if (e % 2) {
+            w[e / 2].hi = lo;
+            w[2 + e / 2].hi = hi;
+        } else {
+            w[e / 2].lo = lo;
+            w[2 + e / 2].lo = hi;
+        }
+    }
+}
+
+INLINE int k4_vec(int c, int t)
+{
+    return 4 * c + t;
+}
+
+/* Bit `bit` of each lane of h at bit 4, alone. */
+INLINE __m256i bit_at_4(__m256i h, int bit)
+{
+    const __m256i moved = bit <= 4
+                              ? _mm256_sll_epi32(h, _mm_cvtsi32_si128(4 - bit))
+                              : _mm256_srl_epi32(h, _mm_cvtsi32_si128(bit - 4));
+    return _mm256_and_si256(moved, _mm256_set1_epi32(16));
+}
+
+/* Piece c of a Q5_K block: Q4_K's with the fifth bit of each quant, bit
+ * 2 c of qh[l] for value 64 c + l, bit 2 c + 1 for 64 c + 32 + l. */
+INLINE void q5_k_piece(const unsigned char *b, const struct k4_state *st, int c,
+                       v16 w[4])
+{
+    const __m256 s0 = _mm256_set1_ps(st->s[2 * c]);
+    const __m256 n0 = _mm256_set1_ps(st->s[8 + 2 * c]);
+    const __m256 s1 = _mm256_set1_ps(st->s[2 * c + 1]);
+    const __m256 n1 = _mm256_set1_ps(st->s[9 + 2 * c]);
+    const __m256i m15 = _mm256_set1_epi32(15);
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; e++) {
+        const __m256i qh = bytes_u32(b + 16 + 8 * e);
+        const __m256i q = bytes_u32(b + 48 + 32 * c + 8 * e);
+        const __m256i q0 =
+            _mm256_or_si256(_mm256_and_si256(q, m15), bit_at_4(qh, 2 * c));
+        const __m256i q1 =
+            _mm256_or_si256(_mm256_srli_epi32(q, 4), bit_at_4(qh, 2 * c + 1));
+        const __m256 lo = scaled(s0, q0, n0), hi = scaled(s1, q1, n1);
+        if (e % 2) {
+            w[e / 2].hi = lo;
+            w[2 + e / 2].hi = hi;
+        } else {
+            w[e / 2].lo = lo;
+            w[2 + e / 2].lo = hi;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- Q6_K */
+
+/* ds[v] = d sc[v], as ggml's d * sc. */
+struct q6_k_state {
+    float ds[16];
+};
+
+INLINE void q6_k_prep(const unsigned char *b, struct q6_k_state *st)
+{
+    const __m256 d = _mm256_set1_ps(half_at(b + 208));
+    _mm256_storeu_ps(st->ds,
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(bytes_i32(b + 192))));
+    _mm256_storeu_ps(st->ds + 8,
+                     _mm256_mul_ps(d, _mm256_cvtepi32_ps(bytes_i32(b + 200))));
+    FROM_MEMORY();
+}
+
+/* Piece p = 2 n + g of a Q6_K block, as in quant_dot_avx512.c: value
+ * 32 t + l of half n, l = 16 g .. 16 g + 15. y = (d sc) (q - 32). */
+INLINE void q6_k_piece(const unsigned char *b, const struct q6_k_state *st,
+                       int p, v16 w[4])
+{
+    const int n = p / 2, g = p % 2;
+    const unsigned char *ql = b + 64 * n + 16 * g;
+    const unsigned char *qh = b + 128 + 32 * n + 16 * g;
+    const __m256i m15 = _mm256_set1_epi32(15), m48 = _mm256_set1_epi32(48);
+    const __m256i m32 = _mm256_set1_epi32(32);
+#pragma GCC unroll 2
+    for (int e = 0; e < 2; e++) {
+        const __m256i l0 = bytes_u32(ql + 8 * e),
+                      l1 = bytes_u32(ql + 32 + 8 * e);
+        const __m256i h = bytes_u32(qh + 8 * e);
+        __m256i q[4];
+        q[0] = _mm256_or_si256(_mm256_and_si256(l0, m15),
+                               _mm256_and_si256(_mm256_slli_epi32(h, 4), m48));
+        q[1] = _mm256_or_si256(_mm256_and_si256(l1, m15),
+                               _mm256_and_si256(_mm256_slli_epi32(h, 2), m48));
+        q[2] =
+            _mm256_or_si256(_mm256_srli_epi32(l0, 4), _mm256_and_si256(h, m48));
+        q[3] = _mm256_or_si256(_mm256_srli_epi32(l1, 4),
+                               _mm256_and_si256(_mm256_srli_epi32(h, 2), m48));
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const __m256 v =
+                _mm256_mul_ps(_mm256_set1_ps(st->ds[8 * n + 2 * t + g]),
+                              _mm256_cvtepi32_ps(_mm256_sub_epi32(q[t], m32)));
+            if (e)
+                w[t].hi = v;
+            else
+                w[t].lo = v;
+        }
+    }
+}
+
+INLINE int q6_k_vec(int p, int t)
+{
+    return 8 * (p / 2) + 2 * t + p % 2;
+}
+
+/* ---------------------------------------------------------- kernels */
+
+/* As quant_dot_avx512.c's, a row at a time (the sums take half of the
+ * sixteen registers). */
+#define KERNELS(name, state, prep, vec, values, bytes, pieces)                 \
+    TARGET static void name##_dots(const float *x0, const unsigned char *w,    \
+                                   size_t row_bytes, size_t blocks, size_t n,  \
+                                   float *dots)                                \
+    {                                                                          \
+        for (size_t j = 0; j < n; j++) {                                       \
+            const unsigned char *b = w + j * row_bytes;                        \
+            const float *x = x0;                                               \
+            __m256 acc[QUANT_SUMS][2];                                         \
+            for (int s = 0; s < QUANT_SUMS; s++)                               \
+                acc[s][0] = acc[s][1] = _mm256_setzero_ps();                   \
+            for (size_t i = 0; i < blocks; i++, b += (bytes), x += (values)) { \
+                struct state st;                                               \
+                for (int at = 0; at < (bytes); at += 64)                       \
+                    _mm_prefetch((const char *)b + 1024 + at, _MM_HINT_T0);    \
+                prep(b, &st);                                                  \
+                _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)     \
+                {                                                              \
+                    v16 wv[4];                                                 \
+                    name##_piece(b, &st, p, wv);                               \
+                    _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)        \
+                    {                                                          \
+                        const int v = vec(p, t), s = v % QUANT_SUMS;           \
+                        acc[s][0] = _mm256_fmadd_ps(                           \
+                            _mm256_loadu_ps(x + 16 * v), wv[t].lo, acc[s][0]); \
+                        acc[s][1] =                                            \
+                            _mm256_fmadd_ps(_mm256_loadu_ps(x + 16 * v + 8),   \
+                                            wv[t].hi, acc[s][1]);              \
+                    }                                                          \
+                }                                                              \
+            }                                                                  \
+            dots[j] = reduce(acc);                                             \
+        }                                                                      \
+    }                                                                          \
+    TARGET static void name##_decode(const unsigned char *b, size_t blocks,    \
+                                     float *dst)                               \
+    {                                                                          \
+        for (size_t i = 0; i < blocks; i++, b += (bytes), dst += (values)) {   \
+            struct state st;                                                   \
+            prep(b, &st);                                                      \
+            _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)         \
+            {                                                                  \
+                v16 wv[4];                                                     \
+                name##_piece(b, &st, p, wv);                                   \
+                _Pragma("GCC unroll 4") for (int t = 0; t < 4; t++)            \
+                {                                                              \
+                    _mm256_storeu_ps(dst + 16 * vec(p, t), wv[t].lo);          \
+                    _mm256_storeu_ps(dst + 16 * vec(p, t) + 8, wv[t].hi);      \
+                }                                                              \
+            }                                                                  \
+        }                                                                      \
+    }
+
+KERNELS(q8_0, q8_0_state, q8_0_prep, q8_0_vec, 64, 68, 1)
+KERNELS(q4_k, k4_state, k4_prep, k4_vec, 256, 144, 4)
+KERNELS(q5_k, k4_state, k4_prep, k4_vec, 256, 176, 4)
+KERNELS(q6_k, q6_k_state, q6_k_prep, q6_k_vec, 256, 210, 4)
+#undef KERNELS
+
+/* Any other type (and Q8_0 rows of an odd number of blocks): widened by
+ * quant_widen() a few blocks at a time, then summed in order. */
 TARGET static void widened_dots(quant_type type, const float *x,
                                 const unsigned char *w, size_t row_bytes,
                                 size_t in, size_t n, float *dots)
@@ -61,12 +350,40 @@ TARGET static void widened_dots(quant_type type, const float *x,
 TARGET void quant_dots_avx2(quant_type type, const float *x, const void *w,
                             size_t row_bytes, size_t in, size_t n, float *dots)
 {
-    widened_dots(type, x, w, row_bytes, in, n, dots);
+    switch (type) {
+    case QUANT_Q8_0:
+        if (in / 32 % 2 == 0)
+            q8_0_dots(x, w, row_bytes, in / 64, n, dots);
+        else
+            widened_dots(type, x, w, row_bytes, in, n, dots);
+        return;
+    case QUANT_Q4_K: q4_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    case QUANT_Q5_K: q5_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    case QUANT_Q6_K: q6_k_dots(x, w, row_bytes, in / 256, n, dots); return;
+    default: widened_dots(type, x, w, row_bytes, in, n, dots); return;
+    }
 }
 
 TARGET void quant_decode_avx2(quant_type type, const void *src, size_t count,
                               float *dst)
 {
-    quant_widen(src, type, count, dst);
+    const unsigned char *b = src;
+    switch (type) {
+    case QUANT_Q8_0:
+        q8_0_decode(b, count / 64, dst);
+        if (count / 32 % 2) {
+            v16 v[2];
+            q8_0_block(b + count / 64 * 68, v);
+            for (int h = 0; h < 2; h++) {
+                _mm256_storeu_ps(dst + count - 32 + 16 * h, v[h].lo);
+                _mm256_storeu_ps(dst + count - 24 + 16 * h, v[h].hi);
+            }
+        }
+        return;
+    case QUANT_Q4_K: q4_k_decode(b, count / 256, dst); return;
+    case QUANT_Q5_K: q5_k_decode(b, count / 256, dst); return;
+    case QUANT_Q6_K: q6_k_decode(b, count / 256, dst); return;
+    default: quant_widen(src, type, count, dst); return;
+    }
 }
 #endif
