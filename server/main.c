@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_t main_thread;
 
@@ -91,9 +92,13 @@ int main(int argc, char **argv)
         const struct model *m = models.entry[i].model;
         fprintf(stderr,
                 "attnd: model \"%s\": %zu layers, %zu heads, hidden %zu, "
-                "%zu MiB of %s weights\n",
+                "%.1f MiB of %s weights%s\n",
                 m->name, m->xf.layers, m->xf.heads, m->xf.hidden,
-                m->weight_bytes >> 20, attn_dtype_name((int)m->xf.word_emb.dtype));
+                (double)m->weight_bytes / (1 << 20),
+                m->source.file_type[0]
+                    ? m->source.file_type
+                    : attn_dtype_name((int)m->xf.word_emb.dtype),
+                strcmp(m->source.container, "gguf") ? "" : " (GGUF)");
         // a template that cannot be rendered is named now, not at the
         // first chat request
         for (size_t t = 0; t < m->chat.count; t++)

@@ -242,6 +242,41 @@ static bool decoder_part(struct buf *b, const struct model *m)
                             tok_name(&m->tokenizer));
 }
 
+/* Where the model came from: its container, a GGUF file's type, its
+ * files and their bytes, and how many of their tensors are of each type. */
+static bool source_part(struct buf *b, const struct model *m)
+{
+    const struct shards *s = &m->shards;
+    bool ok = buf_printf(b, ",\"source\":{\"container\":\"%s\",\"file_type\":",
+                         m->source.container);
+    ok = ok && json_name_or_null(b, m->source.file_type[0] ? m->source.file_type
+                                                           : NULL);
+    ok = ok && buf_printf(b,
+                          ",\"files\":%zu,\"file_bytes\":%zu,"
+                          "\"tensor_types\":{",
+                          s->count, shards_bytes(s));
+    // each type once, in the order the files first show it
+    size_t listed = 0;
+    for (size_t f = 0; ok && f < s->count; f++)
+        for (size_t i = 0; ok && i < s->shard[f].count; i++) {
+            const char *type = s->shard[f].tensors[i].type;
+            bool seen = false;
+            for (size_t g = 0; g <= f && !seen; g++)
+                for (size_t j = 0; j < (g < f ? s->shard[g].count : i) && !seen;
+                     j++)
+                    seen = !strcmp(s->shard[g].tensors[j].type, type);
+            if (seen)
+                continue;
+            size_t count = 0;
+            for (size_t g = f; g < s->count; g++)
+                for (size_t j = 0; j < s->shard[g].count; j++)
+                    count += !strcmp(s->shard[g].tensors[j].type, type);
+            ok =
+                buf_printf(b, "%s\"%s\":%zu", listed++ ? "," : "", type, count);
+        }
+    return ok && buf_append_str(b, "}}");
+}
+
 char *models_document(const struct models *set, size_t *len)
 {
     struct buf b;
@@ -260,7 +295,8 @@ char *models_document(const struct models *set, size_t *len)
             x->intermediate, x->vocab_size, x->max_positions,
             x->type_vocab_size, xf_act_name(x->arch.act),
             m->do_lower_case ? "true" : "false", m->weight_bytes);
-        ok = ok && decoder_part(&b, m) && buf_append_str(&b, "}");
+        ok = ok && source_part(&b, m) && decoder_part(&b, m) &&
+             buf_append_str(&b, "}");
     }
     ok = ok && buf_append_str(&b, "]}\n");
     if (!ok) {

@@ -307,39 +307,6 @@ static cJSON *config_of(const struct model *m, const struct shards *s,
     return config;
 }
 
-/* The ids that end a generation, as llama.cpp gathers them: the EOS,
- * the end-of-turn and end-of-message ids, and the tokens that by their
- * text end a turn in the common templates. */
-static void end_ids(struct model *m, const struct gguf_file *g)
-{
-    static const char *const keys[] = {"tokenizer.ggml.eos_token_id",
-                                       "tokenizer.ggml.eot_token_id",
-                                       "tokenizer.ggml.eom_token_id"};
-    static const char *const texts[] = {
-        "<|eot_id|>",    "<|im_end|>",      "<|end|>",   "<end_of_turn>",
-        "<|endoftext|>", "<|end_of_text|>", "<|eom_id|>"};
-    struct model_extra *x = &m->extra;
-    x->n_eos = 0;
-    for (size_t i = 0;
-         i < sizeof keys / sizeof keys[0] + sizeof texts / sizeof texts[0];
-         i++) {
-        int64_t id;
-        if (i < sizeof keys / sizeof keys[0]) {
-            id = token_key(g, keys[i]);
-        } else {
-            const char *t = texts[i - sizeof keys / sizeof keys[0]];
-            id = tok_token_id(&m->tokenizer, t, strlen(t));
-            id = id >= 0 && tok_token_special(&m->tokenizer, (uint32_t)id) ? id
-                                                                           : -1;
-        }
-        bool seen = id < 0 || (size_t)id >= m->xf.vocab_size;
-        for (size_t k = 0; k < x->n_eos && !seen; k++)
-            seen = x->eos[k] == (unsigned)id;
-        if (!seen && x->n_eos < MODEL_MAX_EOS)
-            x->eos[x->n_eos++] = (unsigned)id;
-    }
-}
-
 static bool read_config(struct model *m, const struct family_table *families,
                         const struct model_files *files)
 {
@@ -429,7 +396,8 @@ bool gguf_model_load(struct model *m, const struct family_table *families,
     if (!gguf_tokenizer_open(&first->gguf, m->xf.vocab_size, &m->tokenizer, why,
                              sizeof why))
         return model_files_fail(files, first->file, "%s", why);
-    end_ids(m, &first->gguf);
+    m->extra.n_eos = gguf_end_ids(&first->gguf, m->xf.vocab_size, m->extra.eos,
+                                  MODEL_MAX_EOS);
     return gguf_chat_templates(&first->gguf, &m->tokenizer, &m->chat, why,
                                sizeof why)
                ? tensors_take(m, &m->shards, files) && take_rope_freqs(m, files)

@@ -15,6 +15,83 @@
 /* llama.cpp's token types (tokenizer.ggml.token_type). */
 enum { TYPE_NORMAL = 1, TYPE_UNKNOWN = 2, TYPE_CONTROL = 3, TYPE_USER = 4 };
 
+/* Texts llama.cpp treats as control tokens whatever type the file gives
+ * them, so that a text holding one is split at it: ends of turns and of
+ * generations (ends, which also end a generation), and fill-in-the-middle
+ * markers (marks). */
+#define FW_BAR "\xef\xbd\x9c"  /* U+FF5C, DeepSeek's bar */
+#define SP_MARK "\xe2\x96\x81" /* U+2581, SentencePiece's space */
+static const char *const ends[] = {"<|eot_id|>",
+                                   "<|im_end|>",
+                                   "<|end|>",
+                                   "<|return|>",
+                                   "<|call|>",
+                                   "<|flush|>",
+                                   "<|calls|>",
+                                   "<end_of_turn>",
+                                   "<|endoftext|>",
+                                   "</s>",
+                                   "<|eom_id|>",
+                                   "<EOT>",
+                                   "_<EOT>",
+                                   "[EOT]",
+                                   "[EOS]",
+                                   "<|end_of_text|>",
+                                   "<end_of_utterance>",
+                                   "<eos>",
+                                   "<turn|>",
+                                   "<|tool_response>",
+                                   "<" FW_BAR "end" SP_MARK "of" SP_MARK
+                                   "sentence" FW_BAR ">",
+                                   "[e~[",
+                                   "<|fim_pad|>",
+                                   "<fim-pad>",
+                                   "<fim_pad>",
+                                   "<PAD>",
+                                   "[PAD]",
+                                   "<|fim_repo|>",
+                                   "<|repo_name|>",
+                                   "<fim-repo>",
+                                   "<REPO>",
+                                   "<reponame>",
+                                   "<|file_sep|>"};
+static const char *const marks[] = {
+    "<|fim_prefix|>",  "<fim-prefix>",
+    "<fim_prefix>",    "<" FW_BAR "fim" SP_MARK "begin" FW_BAR ">",
+    "<PRE>",           SP_MARK "<PRE>",
+    "<|code_prefix|>", "<|prefix|>",
+    "<|fim_suffix|>",  "<fim-suffix>",
+    "<fim_suffix>",    "<" FW_BAR "fim" SP_MARK "hole" FW_BAR ">",
+    "<SUF>",           SP_MARK "<SUF>",
+    "<|code_suffix|>", "<|suffix|>",
+    "<|fim_middle|>",  "<fim-middle>",
+    "<fim_middle>",    "<" FW_BAR "fim" SP_MARK "end" FW_BAR ">",
+    "<MID>",           SP_MARK "<MID>",
+    "<|code_middle|>", "<|middle|>"};
+#undef FW_BAR
+#undef SP_MARK
+
+static bool listed(const char *const *list, size_t n, const char *text,
+                   size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(list[i]) == len && !memcmp(list[i], text, len))
+            return true;
+    return false;
+}
+
+/* Whether text[0..len) ends a generation (ends), or is any control text. */
+static bool ends_generation(const char *text, size_t len)
+{
+    return listed(ends, sizeof ends / sizeof *ends, text, len);
+}
+
+static bool control_looking(const char *text, size_t len)
+{
+    return ends_generation(text, len) ||
+           listed(marks, sizeof marks / sizeof *marks, text, len);
+}
+
 /* A pre-tokenizer attnd reads: the names llama.cpp gives it, and what it
  * is. */
 struct pre {
@@ -182,11 +259,13 @@ static bool open_bpe(const struct gguf_file *g, size_t vocab_size,
     for (size_t i = 0; ok && i < n; i++) {
         vocab[i].text = gguf_array_string(g, tokens, i, &vocab[i].len);
         if (types[i] == TYPE_CONTROL || types[i] == TYPE_USER ||
-            types[i] == TYPE_UNKNOWN)
-            added[n_added++] =
-                (struct bpe_added_token){.content = vocab[i],
-                                         .id = (uint32_t)i,
-                                         .special = types[i] != TYPE_USER};
+            types[i] == TYPE_UNKNOWN ||
+            control_looking(vocab[i].text, vocab[i].len))
+            added[n_added++] = (struct bpe_added_token){
+                .content = vocab[i],
+                .id = (uint32_t)i,
+                .special = types[i] != TYPE_USER ||
+                           control_looking(vocab[i].text, vocab[i].len)};
     }
     for (size_t i = 0; ok && i < merges->count; i++) {
         size_t len;
@@ -240,6 +319,38 @@ bool gguf_tokenizer_open(const struct gguf_file *g, size_t vocab_size,
     return model_fail(err, err_len,
                       "tokenizer.ggml.model '%.*s' is not supported (gpt2)",
                       (int)(len < 64 ? len : 64), model);
+}
+
+size_t gguf_end_ids(const struct gguf_file *g, size_t vocab_size, unsigned *ids,
+                    size_t max)
+{
+    static const char *const keys[] = {"tokenizer.ggml.eos_token_id",
+                                       "tokenizer.ggml.eot_token_id",
+                                       "tokenizer.ggml.eom_token_id"};
+    size_t n = 0;
+    const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
+    const size_t count = tokens && tokens->type == GGUF_TYPE_ARRAY &&
+                                 tokens->elem_type == GGUF_TYPE_STRING
+                             ? (size_t)tokens->count
+                             : 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0] + count; i++) {
+        int64_t id = -1;
+        char why[200];
+        if (i < sizeof keys / sizeof keys[0]) {
+            if (!id_key(g, keys[i], vocab_size, &id, why, sizeof why))
+                id = -1;
+        } else {
+            size_t len;
+            const char *text = gguf_array_string(g, tokens, i - 3, &len);
+            id = ends_generation(text, len) ? (int64_t)(i - 3) : -1;
+        }
+        bool seen = id < 0 || (size_t)id >= vocab_size;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = ids[k] == (unsigned)id;
+        if (!seen && n < max)
+            ids[n++] = (unsigned)id;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------ chat templates */

@@ -10,9 +10,10 @@
  *     scores and types, with byte fallback (spm.h).
  *
  * Control, user-defined and unknown tokens (tokenizer.ggml.token_type 3,
- * 4 and 2) are found in a text before the rest is tokenized, as llama.cpp
- * does with special tokens parsed. The BOS goes first when
- * tokenizer.ggml.add_bos_token says so (or, without it, as llama.cpp
+ * 4 and 2), and the tokens llama.cpp makes control tokens by their text
+ * (<|im_end|>, </s>, <|fim_prefix|>, ...), are found in a text before the
+ * rest is tokenized, as llama.cpp does with special tokens parsed. The BOS goes
+ * first when tokenizer.ggml.add_bos_token says so (or, without it, as llama.cpp
  * defaults for that pre-tokenizer).
  */
 #ifndef ATTND_GGUF_TOKENIZER_H
@@ -32,6 +33,16 @@
  */
 bool gguf_tokenizer_open(const struct gguf_file *g, size_t vocab_size,
                          struct tokenizer *out, char *err, size_t err_len);
+
+/*
+ * The ids that end a generation, as llama.cpp gathers them: the EOS, the
+ * end-of-turn and end-of-message ids the file gives, and every token
+ * whose text ends a turn or a generation in the common templates
+ * (<|eot_id|>, <|im_end|>, <end_of_turn>, ...). At most max into ids, each
+ * below vocab_size, each once; returns how many.
+ */
+size_t gguf_end_ids(const struct gguf_file *g, size_t vocab_size, unsigned *ids,
+                    size_t max);
 
 /*
  * g's chat templates into *out: tokenizer.chat_template as "default" and

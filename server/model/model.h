@@ -28,7 +28,7 @@
 struct family;
 
 /* The most end-of-sequence ids a model may list. */
-#define MODEL_MAX_EOS 8
+#define MODEL_MAX_EOS 16
 
 /* What config.json says beside the core's model, for GET /models and
  * generation. */

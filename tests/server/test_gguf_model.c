@@ -1,0 +1,513 @@
+/*
+ * test_gguf_model.c - models loaded from GGUF files (model/gguf_model.h)
+ * against their goldens (tests/models/golden/gguf/, written by
+ * tests/models/generate_gguf.py with llama.cpp's own converter, quantizer
+ * and tokenizer):
+ *
+ * - every pass over each of the 18 files (llama, qwen2 and gpt2; F32,
+ *   F16, BF16, Q8_0, Q4_K_M and Q6_K) against a float64 pass over the
+ *   weights as gguf-py dequantizes them, on the safetensors goldens'
+ *   tolerances;
+ * - the last position's logits against llama.cpp's, and the greedy tokens
+ *   against its greedy tokens where no step is a near tie;
+ * - the same F32 weights through the safetensors folder and the GGUF file;
+ * - llama's permuted q and k: the other pairing moves the logits;
+ * - token ids of 40 texts on four real vocabularies and the three small
+ *   models', as llama.cpp's tokenizer gives them;
+ * - each malformed or unsupported file refused with one line naming it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "files.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/family.h"
+#include "model/gguf_tokenizer.h"
+#include "model/model.h"
+#include "sampling.h"
+#include "transformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The safetensors goldens' tolerances (test_model.c): attention weights
+ * absolute, hidden states and logits absolute plus relative. */
+#define WEIGHT_TOL 2e-5
+#define HIDDEN_ATOL 1e-4
+#define HIDDEN_RTOL 1e-4
+
+/* llama.cpp's logits against attnd's, within 1e-4 + rtol max|logit|.
+ * F32: both float32 over the same weights, in other orders of summation
+ * (GPT-2's llama.cpp rounds the GELU's input and output to float16, by
+ * its table). Other types: llama.cpp rounds the activations for its dot
+ * products, to float16 or bfloat16 against F16 and BF16 weights and to
+ * 8-bit blocks against quantized ones; attnd does not. The bounds are
+ * about twice the differences measured (docs/models.md). */
+static double peer_rtol(const char *arch, const char *type)
+{
+    if (!strcmp(type, "F32"))
+        return strcmp(arch, "gpt2") ? 1e-5 : 1e-3;
+    if (!strcmp(type, "F16"))
+        return 5e-3;
+    if (!strcmp(type, "BF16"))
+        return 3e-2;
+    return 0.15;
+}
+
+/* A greedy step closer than this (the gap of the two largest logits over
+ * the largest |logit|) may rightly go either way in float32. */
+#define NEAR_TIE 1e-3
+
+static const char *const archs[] = {"llama", "qwen2", "gpt2"};
+static const char *const types[] = {"F32",  "F16",    "BF16",
+                                    "Q8_0", "Q4_K_M", "Q6_K"};
+
+static struct model *load_ok(const char *path)
+{
+    struct model *m = NULL;
+    char err[600] = "";
+    if (!model_load("g", path, &m, err, sizeof err))
+        fail_msg("model_load %s: %s", path, err);
+    return m;
+}
+
+static double *doubles(const cJSON *arr, size_t *n)
+{
+    *n = (size_t)cJSON_GetArraySize(arr);
+    double *out = malloc(*n * sizeof *out + 1);
+    assert_non_null(out);
+    size_t i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, arr) out[i++] = v->valuedouble;
+    return out;
+}
+
+static double number(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* A pass over ids with every output a golden has. */
+static void forward(const struct model *m, const uint32_t *ids, size_t n,
+                    unsigned want, struct xf_result *r)
+{
+    struct xf_run run = {
+        .ids = ids, .n = n, .want = want, .layer = XF_ALL_LAYERS, .threads = 2};
+    struct xf_plan plan;
+    struct attn_error err = {0};
+    if (xf_plan(&m->xf, &run, &plan, &err) || xf_forward(&plan, NULL, r, &err))
+        fail_msg("xf_forward: %s", err.message);
+}
+
+/* got against want over n values, each within atol + rtol |want|, or,
+ * where the values are logits (scaled), within atol + rtol max|want|: a
+ * float32 sum's error grows with its largest terms, and the logits of
+ * these small random models reach 70. Returns the largest error over
+ * that bound's atol + rtol scale, for the report. */
+static double check_close(const char *what, const char *file, size_t c,
+                          const float *got, const double *want, size_t n,
+                          double atol, double rtol, bool scaled)
+{
+    double top = 0.0, worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        top = fmax(top, fabs(want[i]));
+    for (size_t i = 0; i < n; i++) {
+        const double scale = scaled ? top : fabs(want[i]);
+        const double err = fabs(got[i] - want[i]);
+        if (!(err <= atol + rtol * scale))
+            fail_msg("%s case %zu: %s %zu is %.9g, want %.9g (largest |%s| "
+                     "%.3g)",
+                     file, c, what, i, (double)got[i], want[i], what, top);
+        worst = fmax(worst, err / (atol + rtol * scale));
+    }
+    return worst;
+}
+
+/* The config a loader derives, as the golden records it. */
+static void check_config(const struct model *m, const cJSON *cfg,
+                         const char *arch)
+{
+    const struct xf_model *x = &m->xf;
+    assert_string_equal(m->family->model_type,
+                        cJSON_GetObjectItem(cfg, "model_type")->valuestring);
+    assert_int_equal(x->layers, number(cfg, "layers"));
+    assert_int_equal(x->heads, number(cfg, "heads"));
+    assert_int_equal(x->kv_heads, number(cfg, "kv_heads"));
+    assert_int_equal(x->head_dim, number(cfg, "head_dim"));
+    assert_int_equal(x->hidden, number(cfg, "hidden"));
+    assert_int_equal(x->intermediate, number(cfg, "intermediate"));
+    assert_int_equal(x->vocab_size, number(cfg, "vocab_size"));
+    // the file's eps is a float32
+    assert_true(fabs(x->norm_eps - number(cfg, "norm_eps")) <=
+                1e-7 * number(cfg, "norm_eps"));
+    const cJSON *freq = cJSON_GetObjectItem(cfg, "inv_freq");
+    if (cJSON_IsArray(freq)) {
+        const struct attn_rotary *rope = &x->kind[0].rope;
+        // llama's rows were permuted by the converter for pairs (2i, 2i+1)
+        assert_int_equal(rope->pairing, !strcmp(arch, "llama")
+                                            ? ATTN_ROPE_INTERLEAVED
+                                            : ATTN_ROPE_HALF);
+        const size_t pairs = x->head_dim / 2;
+        assert_int_equal((size_t)cJSON_GetArraySize(freq), pairs);
+        for (size_t i = 0; i < pairs; i++) {
+            const double want = cJSON_GetArrayItem(freq, (int)i)->valuedouble;
+            // rope_freqs' factors are float32
+            if (!(fabs(rope->inv_freq[i] - want) <= 1e-6 * want))
+                fail_msg("%s: inv_freq %zu is %.12g, want %.12g", arch, i,
+                         rope->inv_freq[i], want);
+        }
+    }
+    assert_int_equal(m->extra.tied,
+                     cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
+}
+
+/* The golden's greedy tokens through a KV cache, one at a time; a step
+ * the golden marks closer than near_tie ends the comparison. */
+static void check_greedy(const struct model *m, const char *file,
+                         const cJSON *greedy, double near_tie)
+{
+    const struct xf_model *x = &m->xf;
+    size_t np, nn, nm;
+    double *prompt = doubles(cJSON_GetObjectItem(greedy, "prompt"), &np);
+    double *want = doubles(cJSON_GetObjectItem(greedy, "new"), &nn);
+    double *margins = doubles(cJSON_GetObjectItem(greedy, "margins"), &nm);
+    assert_int_equal(nm, nn);
+    uint32_t *ids = malloc((np + nn) * sizeof *ids);
+    struct xf_candidate *scratch = malloc(x->vocab_size * sizeof *scratch);
+    assert_non_null(ids);
+    assert_non_null(scratch);
+    for (size_t i = 0; i < np; i++)
+        ids[i] = (uint32_t)prompt[i];
+    struct xf_cache cache;
+    assert_int_equal(xf_cache_init(x, np + nn, &cache, NULL), ATTN_OK);
+    const struct xf_sampling g = {.temperature = 0, .top_p = 1};
+    struct xf_run run = {.ids = ids,
+                         .n = np,
+                         .want = XF_WANT_LOGITS,
+                         .layer = XF_ALL_LAYERS,
+                         .cache = &cache,
+                         .threads = 1};
+    for (size_t t = 0; t < nn && margins[t] >= near_tie; t++) {
+        struct xf_plan plan;
+        struct xf_result r;
+        struct attn_error err = {0};
+        if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
+            fail_msg("%s: greedy step %zu: %s", file, t, err.message);
+        ids[np + t] = xf_sample(r.logits, x->vocab_size, &g, t, scratch);
+        if (ids[np + t] != (uint32_t)want[t])
+            fail_msg("%s: greedy token %zu is %u, want %.0f", file, t,
+                     (unsigned)ids[np + t], want[t]);
+        xf_result_free(&r);
+        run.ids = ids + np + t;
+        run.n = 1;
+    }
+    xf_cache_free(&cache);
+    free(scratch);
+    free(ids);
+    free(want);
+    free(prompt);
+    free(margins);
+}
+
+/* One file against its golden. */
+static void check_file(const char *arch, const char *type)
+{
+    char path[256], golden_path[256], file[64];
+    snprintf(file, sizeof file, "%s-%s", arch, type);
+    snprintf(path, sizeof path, "tests/models/gguf/%s.gguf", file);
+    snprintf(golden_path, sizeof golden_path,
+             "tests/models/golden/gguf/%s.json", file);
+    cJSON *golden = test_read_json(golden_path);
+    struct model *m = load_ok(path);
+    assert_string_equal(m->source.container, "gguf");
+    assert_string_equal(m->source.file_type, type);
+    check_config(m, cJSON_GetObjectItem(golden, "config"), arch);
+    const struct xf_model *x = &m->xf;
+    const double rtol = peer_rtol(arch, type);
+    size_t n_case = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden, "cases"))
+    {
+        const char *s = cJSON_GetObjectItem(c, "sentence")->valuestring;
+        struct tok_encoding enc;
+        struct attn_error err = {0};
+        if (tok_encode(&m->tokenizer, s, strlen(s), NULL, 0,
+                       &(struct tok_options){.max_tokens = 4096}, &enc, &err))
+            fail_msg("%s: tok_encode: %s", file, err.message);
+        size_t n;
+        double *ids = doubles(cJSON_GetObjectItem(c, "ids"), &n);
+        assert_int_equal(enc.count, n);
+        for (size_t i = 0; i < n; i++)
+            if (enc.ids[i] != ids[i])
+                fail_msg("%s case %zu: token %zu is %u, want %.0f", file,
+                         n_case, i, (unsigned)enc.ids[i], ids[i]);
+        free(ids);
+        struct xf_result r;
+        forward(m, enc.ids, enc.count,
+                XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS, &r);
+        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        assert_int_equal(n, r.layers * r.heads * r.n * r.n);
+        check_close("attention weight", file, n_case, r.weights, w, n,
+                    WEIGHT_TOL, 0, false);
+        free(w);
+        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        assert_int_equal(n, (r.layers + 1) * r.n * r.hidden);
+        check_close("hidden state", file, n_case, r.hidden_states, hs, n,
+                    HIDDEN_ATOL, HIDDEN_RTOL, false);
+        free(hs);
+        double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+        assert_int_equal(n, x->vocab_size);
+        check_close("logit", file, n_case, r.logits, lg, n, HIDDEN_ATOL,
+                    HIDDEN_RTOL, true);
+        free(lg);
+        double *peer = doubles(cJSON_GetObjectItem(c, "llamacpp_logits"), &n);
+        assert_int_equal(n, x->vocab_size);
+        const double worst = check_close("llama.cpp's logit", file, n_case,
+                                         r.logits, peer, n, 1e-4, rtol, true);
+        print_message("%s case %zu: llama.cpp's logits at %.2f of the bound\n",
+                      file, n_case, worst);
+        free(peer);
+        xf_result_free(&r);
+        tok_encoding_free(&enc);
+        n_case++;
+    }
+    assert_true(n_case >= 3);
+    check_greedy(m, file, cJSON_GetObjectItem(golden, "greedy"), NEAR_TIE);
+    // llama.cpp's own steps: a tie within its difference from attnd may
+    // go either way
+    check_greedy(m, file, cJSON_GetObjectItem(golden, "llamacpp_greedy"),
+                 fmax(NEAR_TIE, 2 * rtol));
+    model_free(m);
+    cJSON_Delete(golden);
+}
+
+static void test_llama_files(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        check_file(archs[0], types[t]);
+}
+
+static void test_qwen2_files(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        check_file(archs[1], types[t]);
+}
+
+static void test_gpt2_files(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        check_file(archs[2], types[t]);
+}
+
+/* a (the folder's) and b (the GGUF file's) within 1e-5 of the largest
+ * |a| (at least 1). */
+static void agree(const char *arch, const char *what, const float *a,
+                  const float *b, size_t n)
+{
+    float top = 1.0f, worst = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        top = fmaxf(top, fabsf(a[i]));
+    for (size_t i = 0; i < n; i++) {
+        worst = fmaxf(worst, fabsf(a[i] - b[i]));
+        if (!(fabsf(a[i] - b[i]) <= 1e-5f * top))
+            fail_msg("%s: %s %zu is %.9g from the folder, %.9g from the GGUF "
+                     "file (largest %.3g)",
+                     arch, what, i, (double)a[i], (double)b[i], (double)top);
+    }
+    print_message("%s: %ss differ by at most %.3g (largest %.3g)\n", arch, what,
+                  (double)worst, (double)top);
+}
+
+/* The same F32 weights from the checkpoint folder and from the GGUF file
+ * llama.cpp's converter made of it: the same ids, and a pass within 1e-5
+ * of each output's scale (llama's q and k rows are permuted in the file
+ * and turned by the other pairing, so its sums run in another order). */
+static void test_two_containers(void **state)
+{
+    (void)state;
+    static const char *const folders[] = {"llama_q", "qwen2_q", "gpt2_q"};
+    static const char text[] = "Heads attend; 12345 tokens, caf\xc3\xa9!";
+    for (size_t a = 0; a < 3; a++) {
+        char dir[128], path[128];
+        snprintf(dir, sizeof dir, "tests/models/%s", folders[a]);
+        snprintf(path, sizeof path, "tests/models/gguf/%s-F32.gguf", archs[a]);
+        struct model *st = load_ok(dir), *gg = load_ok(path);
+        assert_string_equal(st->source.container, "safetensors");
+        struct tok_encoding e1, e2;
+        struct attn_error err = {0};
+        const struct tok_options opts = {.max_tokens = 4096};
+        assert_int_equal(tok_encode(&st->tokenizer, text, strlen(text), NULL, 0,
+                                    &opts, &e1, &err),
+                         ATTN_OK);
+        assert_int_equal(tok_encode(&gg->tokenizer, text, strlen(text), NULL, 0,
+                                    &opts, &e2, &err),
+                         ATTN_OK);
+        assert_int_equal(e1.count, e2.count);
+        assert_memory_equal(e1.ids, e2.ids, e1.count * sizeof *e1.ids);
+        struct xf_result r1, r2;
+        const unsigned want = XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS;
+        forward(st, e1.ids, e1.count, want, &r1);
+        forward(gg, e2.ids, e2.count, want, &r2);
+        const size_t nw = r1.layers * r1.heads * r1.n * r1.n;
+        const size_t nh = (r1.layers + 1) * r1.n * r1.hidden;
+        agree(archs[a], "attention weight", r1.weights, r2.weights, nw);
+        agree(archs[a], "hidden state", r1.hidden_states, r2.hidden_states, nh);
+        agree(archs[a], "logit", r1.logits, r2.logits, st->xf.vocab_size);
+        xf_result_free(&r1);
+        xf_result_free(&r2);
+        tok_encoding_free(&e1);
+        tok_encoding_free(&e2);
+        model_free(st);
+        model_free(gg);
+    }
+}
+
+/* llama.cpp's converter permutes llama's q and k rows so that its
+ * rotation pairs (2i, 2i+1); read with transformers' pairing (i, i + d/2)
+ * instead, the same file's logits move far past any tolerance. */
+static void test_llama_pairing_matters(void **state)
+{
+    (void)state;
+    cJSON *golden = test_read_json("tests/models/golden/gguf/llama-F32.json");
+    struct model *m = load_ok("tests/models/gguf/llama-F32.gguf");
+    const cJSON *c =
+        cJSON_GetArrayItem(cJSON_GetObjectItem(golden, "cases"), 0);
+    size_t n;
+    double *ids = doubles(cJSON_GetObjectItem(c, "ids"), &n);
+    uint32_t *tok = malloc(n * sizeof *tok);
+    for (size_t i = 0; i < n; i++)
+        tok[i] = (uint32_t)ids[i];
+    double *want = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+    double moved[2] = {0, 0};
+    for (int pairing = 0; pairing < 2; pairing++) {
+        m->xf.kind[0].rope.pairing =
+            pairing ? ATTN_ROPE_HALF : ATTN_ROPE_INTERLEAVED;
+        struct xf_result r;
+        forward(m, tok,
+                (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(c, "ids")),
+                XF_WANT_LOGITS, &r);
+        for (size_t i = 0; i < n; i++)
+            moved[pairing] = fmax(moved[pairing], fabs(r.logits[i] - want[i]) /
+                                                      fmax(1.0, fabs(want[i])));
+        xf_result_free(&r);
+    }
+    assert_true(moved[0] <= HIDDEN_RTOL);
+    if (!(moved[1] > 1e-2))
+        fail_msg("the other pairing moves the logits by only %g", moved[1]);
+    free(tok);
+    free(ids);
+    free(want);
+    model_free(m);
+    cJSON_Delete(golden);
+}
+
+/* ------------------------------------------------------------ token ids */
+
+/* The tokenizer of a GGUF file, its metadata read in place. */
+struct vocab_file {
+    char *bytes;
+    struct gguf_file g;
+    struct tokenizer t;
+};
+
+static bool vocab_open(const char *path, struct vocab_file *v, char *err,
+                       size_t err_len)
+{
+    size_t len;
+    memset(v, 0, sizeof *v);
+    v->bytes = test_read_file(path, &len);
+    if (!gguf_parse((const uint8_t *)v->bytes, len, &v->g, err, err_len))
+        return false;
+    const struct gguf_kv *tokens = gguf_find(&v->g, "tokenizer.ggml.tokens");
+    return gguf_tokenizer_open(&v->g, tokens ? (size_t)tokens->count : 0, &v->t,
+                               err, err_len);
+}
+
+static void vocab_close(struct vocab_file *v)
+{
+    tok_free(&v->t);
+    gguf_free(&v->g);
+    free(v->bytes);
+}
+
+static void test_token_ids(void **state)
+{
+    (void)state;
+    cJSON *doc = test_read_json("tests/models/golden/gguf/tokens.json");
+    const cJSON *texts = cJSON_GetObjectItem(doc, "texts");
+    const cJSON *file;
+    size_t files = 0, checked = 0;
+    cJSON_ArrayForEach(file, cJSON_GetObjectItem(doc, "files"))
+    {
+        char path[256], err[400] = "";
+        snprintf(path, sizeof path, "tests/models/gguf/%s", file->string);
+        struct vocab_file v;
+        if (!vocab_open(path, &v, err, sizeof err)) {
+            // a SentencePiece vocabulary waits for its tokenizer
+            if (strstr(err, "tokenizer.ggml.model 'llama'")) {
+                print_message("skipped %s: %s\n", file->string, err);
+                vocab_close(&v);
+                continue;
+            }
+            fail_msg("%s: %s", path, err);
+        }
+        files++;
+        for (int i = 0; i < cJSON_GetArraySize(texts); i++) {
+            const char *text = cJSON_GetArrayItem(texts, i)->valuestring;
+            struct tok_encoding enc;
+            struct attn_error aerr = {0};
+            if (tok_encode(&v.t, text, strlen(text), NULL, 0,
+                           &(struct tok_options){.max_tokens = 100000}, &enc,
+                           &aerr))
+                fail_msg("%s text %d: %s", file->string, i, aerr.message);
+            size_t n;
+            double *want = doubles(cJSON_GetArrayItem(file, i), &n);
+            bool same = n == enc.count;
+            for (size_t k = 0; same && k < n; k++)
+                same = enc.ids[k] == (uint32_t)want[k];
+            if (!same) {
+                char got[512] = "", exp[512] = "";
+                for (size_t k = 0; k < enc.count && strlen(got) < 480; k++)
+                    snprintf(got + strlen(got), sizeof got - strlen(got), " %u",
+                             (unsigned)enc.ids[k]);
+                for (size_t k = 0; k < n && strlen(exp) < 480; k++)
+                    snprintf(exp + strlen(exp), sizeof exp - strlen(exp),
+                             " %.0f", want[k]);
+                fail_msg("%s text %d (%s): ids%s, llama.cpp's%s", file->string,
+                         i, text, got, exp);
+            }
+            free(want);
+            tok_encoding_free(&enc);
+            checked++;
+        }
+        vocab_close(&v);
+    }
+    assert_true(files >= 6);
+    print_message("%zu texts on %zu vocabularies\n", checked, files);
+    cJSON_Delete(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_ids),
+        cmocka_unit_test(test_llama_files),
+        cmocka_unit_test(test_qwen2_files),
+        cmocka_unit_test(test_gpt2_files),
+        cmocka_unit_test(test_two_containers),
+        cmocka_unit_test(test_llama_pairing_matters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
