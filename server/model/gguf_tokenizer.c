@@ -5,6 +5,7 @@
 #include "gguf_tokenizer.h"
 #include "bpe.h"
 #include "fail.h"
+#include "spm.h"
 
 #include <cJSON.h>
 #include <stdint.h>
@@ -307,6 +308,90 @@ static bool open_bpe(const struct gguf_file *g, size_t vocab_size,
     return ok;
 }
 
+/* An id key, or dflt (when below n) without one: llama.cpp's defaults
+ * for a "llama" vocabulary. */
+static bool id_or(const struct gguf_file *g, const char *key, size_t n,
+                  int64_t dflt, int64_t *out, char *err, size_t err_len)
+{
+    if (!id_key(g, key, n, out, err, err_len))
+        return false;
+    if (!gguf_find(g, key))
+        *out = dflt < (int64_t)n ? dflt : -1;
+    return true;
+}
+
+/* The SentencePiece tokenizer of a "llama" model: tokens, scores and
+ * types (spm.h). */
+static bool open_spm(const struct gguf_file *g, size_t vocab_size,
+                     struct tokenizer *out, char *err, size_t err_len)
+{
+    const struct gguf_kv *tokens;
+    if (!string_array(g, "tokenizer.ggml.tokens", &tokens, err, err_len))
+        return false;
+    const size_t n = tokens->count;
+    if (n == 0 || n > SPM_MAX_VOCAB || n > vocab_size)
+        return model_fail(
+            err, err_len,
+            "tokenizer.ggml.tokens has %zu tokens; 1 to %zu "
+            "(the model's rows) are allowed",
+            n, vocab_size < SPM_MAX_VOCAB ? vocab_size : SPM_MAX_VOCAB);
+    static const char scores_key[] = "tokenizer.ggml.scores";
+    const uint8_t *scores = NULL;
+    if (gguf_find(g, scores_key)) {
+        gguf_type type;
+        uint64_t count;
+        if (!gguf_get_array(g, scores_key, &type, &count, &scores, err,
+                            err_len))
+            return false;
+        if (type != GGUF_TYPE_FLOAT32 || count != n)
+            return model_fail(err, err_len,
+                              "key '%s' is %llu values of %s; %zu FLOAT32 "
+                              "(one a token) expected",
+                              scores_key, (unsigned long long)count,
+                              gguf_type_name(type), n);
+    }
+    struct spm_spec spec = {.n_tokens = n};
+    if (!id_or(g, "tokenizer.ggml.unknown_token_id", n, 0, &spec.unk_id, err,
+               err_len) ||
+        !id_or(g, "tokenizer.ggml.bos_token_id", n, 1, &spec.bos_id, err,
+               err_len) ||
+        !id_or(g, "tokenizer.ggml.eos_token_id", n, 2, &spec.eos_id, err,
+               err_len) ||
+        !flag(g, "tokenizer.ggml.add_bos_token", true, &spec.add_bos, err,
+              err_len) ||
+        !flag(g, "tokenizer.ggml.add_eos_token", false, &spec.add_eos, err,
+              err_len) ||
+        !flag(g, "tokenizer.ggml.add_space_prefix", true,
+              &spec.add_space_prefix, err, err_len))
+        return false;
+    struct spm_string *texts = calloc(n, sizeof *texts);
+    float *score = scores ? malloc(n * sizeof *score) : NULL;
+    int32_t *types = calloc(n, sizeof *types);
+    bool ok = texts && types && (score || !scores);
+    if (!ok)
+        model_fail(err, err_len, "out of memory");
+    ok = ok && token_types(g, n, types, err, err_len);
+    for (size_t i = 0; ok && i < n; i++) {
+        texts[i].text = gguf_array_string(g, tokens, i, &texts[i].len);
+        if (control_looking(texts[i].text, texts[i].len))
+            types[i] = SPM_TOKEN_CONTROL;
+    }
+    if (ok && scores)
+        memcpy(score, scores, n * sizeof *score);
+    if (ok) {
+        spec.tokens = texts;
+        spec.scores = score;
+        spec.types = types;
+        struct attn_error aerr = {0};
+        if (spm_tokenizer_new(&spec, out, &aerr))
+            ok = model_fail(err, err_len, "the tokenizer: %s", aerr.message);
+    }
+    free(texts);
+    free(score);
+    free(types);
+    return ok;
+}
+
 bool gguf_tokenizer_open(const struct gguf_file *g, size_t vocab_size,
                          struct tokenizer *out, char *err, size_t err_len)
 {
@@ -316,8 +401,11 @@ bool gguf_tokenizer_open(const struct gguf_file *g, size_t vocab_size,
         return false;
     if (len == 4 && !memcmp(model, "gpt2", 4))
         return open_bpe(g, vocab_size, out, err, err_len);
+    if (len == 5 && !memcmp(model, "llama", 5))
+        return open_spm(g, vocab_size, out, err, err_len);
     return model_fail(err, err_len,
-                      "tokenizer.ggml.model '%.*s' is not supported (gpt2)",
+                      "tokenizer.ggml.model '%.*s' is not supported (gpt2, "
+                      "llama)",
                       (int)(len < 64 ? len : 64), model);
 }
 
