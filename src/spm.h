@@ -15,9 +15,14 @@
  * parse_special = true) does:
  *
  *   1. The special tokens (types CONTROL, USER_DEFINED and UNKNOWN) typed
- *      in the text are taken out first: the longest token first (equal
- *      lengths: the lower id), each at every place it occurs, leftmost
- *      first and not overlapping, in what the tokens before it left.
+ *      in the text are taken out first: the longest token first, each at
+ *      every place it occurs, leftmost first and not overlapping, in what
+ *      the tokens before it left (and the whitespace a token strips,
+ *      enum spm_strip, is dropped). Tokens of equal length go by id, the
+ *      lower first; llama.cpp orders them with std::sort, which keeps the
+ *      ids' order for up to 16 special tokens and may not past that, so
+ *      two tokens of one length overlapping in a text may be taken the
+ *      other way round there.
  *   2. Every piece of text between them is encoded on its own: a space
  *      put before it when add_space_prefix and it is the first piece or
  *      follows a special token; each " " written as U+2581; cut into
@@ -31,6 +36,12 @@
  *   4. The BOS goes first when add_bos, the EOS last when add_eos.
  *
  * An empty text is the BOS alone (with add_bos); no space is added to it.
+ *
+ * Besides step 3's unk, what llama.cpp takes and this refuses: invalid
+ * UTF-8 in a text (llama.cpp cuts it by lead bytes and falls back to
+ * bytes), a token type outside 0 to 6 (it reads UNDEFINED), a NaN score
+ * (its heap has no order then), a BYTE token not spelt <0xNN>, and the
+ * caps below.
  */
 #ifndef ATTN_SPM_H
 #define ATTN_SPM_H
@@ -63,9 +74,9 @@ enum spm_token_type {
 
 /* How a special token takes the whitespace (C's isspace(): space, \t, \n,
  * \v, \f, \r) beside it in the text: dropped, not encoded. llama.cpp sets
- * these itself, not from the file: for a model whose general.name holds
- * "phi-3" or "phi3", RIGHT on every special token but <unk>, <s> and
- * <|endoftext|>. */
+ * these by the model's general.name, not from the file: when it holds
+ * "phi-3" or "phi3", RIGHT on every special token and </s>, but <unk>, <s>
+ * and <|endoftext|>; when it holds "modern-bert", LEFT on [MASK]. */
 enum spm_strip {
     SPM_STRIP_LEFT = 1,  /* the whitespace before it */
     SPM_STRIP_RIGHT = 2, /* the whitespace after it */
@@ -89,9 +100,12 @@ struct spm_spec {
                              "<0xNN>" */
     const uint8_t *strip; /* [n_tokens] enum spm_strip flags, read on the
                              special tokens only; NULL: none */
-    int64_t unk_id, bos_id, eos_id; /* each an id or -1: none */
-    bool add_bos;                   /* tokenizer.ggml.add_bos_token (llama.cpp's
-                                       default for "llama": true) */
+    /* Each an id or -1: none. llama.cpp's defaults for "llama" when the
+     * file has no tokenizer.ggml.unknown_token_id, bos_token_id or
+     * eos_token_id: 0, 1 and 2 (none when past the vocabulary). */
+    int64_t unk_id, bos_id, eos_id;
+    bool add_bos;          /* tokenizer.ggml.add_bos_token (llama.cpp's
+                              default for "llama": true) */
     bool add_eos;          /* tokenizer.ggml.add_eos_token (default false) */
     bool add_space_prefix; /* tokenizer.ggml.add_space_prefix (default
                               true) */

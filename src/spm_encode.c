@@ -58,7 +58,7 @@ struct work {
     struct candidate *cands; /* [n] the candidates' heap */
     char *piece;             /* [3 (n + 1)] a piece, escaped */
     struct symbol *syms;     /* [n + 1] */
-    struct bigram *pairs;    /* [3 (n + 1)] the pairs' heap */
+    struct bigram *pairs;    /* [2 (n + 1)] the pairs' heap */
 };
 
 /* The ids made so far, up to cap; over it, encoding stops. */
@@ -91,13 +91,16 @@ struct plan {
 
 static bool plan_for(const struct spm_tokenizer *t, size_t len, struct plan *p)
 {
-    // a piece is at most the text and a space; every space becomes 3
-    // bytes. Tokens: at most 3 a byte of a piece (a space's U+2581 as
-    // three byte tokens), 3 more for the space put before each piece, a
-    // special token (at least a byte) and the BOS and EOS: 4 a byte and 5
+    // a piece is at most the text and a space, a symbol a character of
+    // it; every space becomes 3 bytes. The pairs' heap holds at most the
+    // pairs seeded (symbols - 1) and one more for each merge (which
+    // takes one off and puts two on; symbols - 1 merges at most).
+    // Tokens: at most 3 a byte of a piece (a space's U+2581 as three byte
+    // tokens), 3 more for the space put before each piece, a special
+    // token (at least a byte) and the BOS and EOS: 4 a byte and 5
     p->text = len;
     p->syms = len + 1;
-    if (!size_mul(p->syms, 3, &p->piece) || !size_mul(p->syms, 3, &p->pairs) ||
+    if (!size_mul(p->syms, 3, &p->piece) || !size_mul(p->syms, 2, &p->pairs) ||
         !size_mul(len, 4, &p->tokens) || !size_add_to(&p->tokens, 5))
         return false;
     size_t part;

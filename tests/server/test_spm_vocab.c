@@ -29,7 +29,12 @@
 #include <unistd.h>
 
 #define VOCAB "tests/models/gguf/vocab/ggml-vocab-llama-spm.gguf"
-#define GOLDEN "tests/golden/spm/llama-spm.json"
+
+static const char *golden_dir(void)
+{
+    const char *dir = getenv("ATTN_GOLDEN_DIR");
+    return dir ? dir : "tests/golden";
+}
 
 /* A vocabulary read from a GGUF file, and what holds its arrays. */
 struct vocab {
@@ -199,7 +204,9 @@ static void test_llama_spm(void **state)
     assert_int_equal(tok_token_bytes(&t, 15043, out, sizeof out), 6);
     assert_memory_equal(out, " Hello", 6);
 
-    cJSON *doc = test_read_json(GOLDEN);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/spm/llama-spm.json", golden_dir());
+    cJSON *doc = test_read_json(path);
     const cJSON *cases = cJSON_GetObjectItem(doc, "cases");
     assert_true(cJSON_GetArraySize(cases) >= 100);
     size_t bad = 0, count = 0;
