@@ -3,6 +3,7 @@
  * products through weights at their stored width (widen.h).
  */
 #include "quant.h"
+#include "quant_product.h"
 #include "stream_product.h"
 #include "vecmath.h"
 #include "widen.h"
@@ -236,6 +237,23 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
         widen_product(&at, beta, panel);
         return;
     }
+    const size_t blk = attn_dtype_block(p->dtype);
+    if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 && panel &&
+        (beta == 0.0f || beta == 1.0f)) {
+        const struct quant_product q = {
+            .x = p->x,
+            .ldx = p->ldx,
+            .rows = p->rows,
+            .in = p->in,
+            .w = w_at(p, 0, p->col0),
+            .type = (quant_type)widths[p->dtype].quant,
+            .row_bytes = attn_dtype_bytes(p->dtype, p->ldw),
+            .out = p->out,
+            .y = p->y,
+            .ldy = p->ldy};
+        quant_product(&q, beta, panel);
+        return;
+    }
     if (p->rows == 1) {
         product_row(p, beta, panel);
         return;
@@ -254,7 +272,6 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
     // when the panel holds every row at that), so that y is not read
     // again for every few columns; rows as many as the panel then holds,
     // with room for the part-blocks a quantized slice starts and ends in
-    const size_t blk = attn_dtype_block(p->dtype);
     const size_t align = blk > PANEL_ALIGN ? blk : PANEL_ALIGN;
     size_t cols_per = WIDEN_PANEL_FLOATS / p->out;
     cols_per = cols_per < PANEL_MIN_COLS ? PANEL_MIN_COLS : cols_per;

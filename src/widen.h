@@ -41,17 +41,17 @@ struct widen_product {
 };
 
 /*
- * y = beta y + x W^T. A block-quantized W (a GGUF file's) goes a panel of
- * widened rows at a time through the product, or one row at a time when x
- * has one row. With a panel and beta 0 or 1, two rows or more
- * through a float32 or bfloat16 W on a CPU with AVX-512 stream W in
- * place (stream_product.h, x's rows packed in the panel). Otherwise a
- * float32 W goes to one cblas_sgemm, and a 16-bit one by blocks of W's
- * rows and, within them, of its columns, each widened into panel
- * (WIDEN_PANEL_FLOATS floats) and added in. The blocks follow from the
- * sizes alone, so the bits do not depend on the thread. They do depend
- * on the way taken: one row (a token after a KV cache) goes another way
- * and may differ in the last place.
+ * y = beta y + x W^T. A block-quantized W (a GGUF file's) goes to
+ * quant_product() (quant_product.h) when the slice is whole blocks and
+ * beta is 0 or 1, else a panel of widened rows at a time through the
+ * product, or one row at a time when x has one row. With a panel and beta 0 or
+ * 1, two rows or more through a float32 or bfloat16 W on a CPU with AVX-512
+ * stream W in place (stream_product.h, x's rows packed in the panel). Otherwise
+ * a float32 W goes to one cblas_sgemm, and a 16-bit one by blocks of W's rows
+ * and, within them, of its columns, each widened into panel (WIDEN_PANEL_FLOATS
+ * floats) and added in. The blocks follow from the sizes alone, so the bits do
+ * not depend on the thread. They do depend on the way taken: one row (a token
+ * after a KV cache) goes another way and may differ in the last place.
  */
 void widen_product(const struct widen_product *p, float beta, float *panel);
 

@@ -434,11 +434,13 @@ def main(argv):
                  + USAGE)
     need = [os.path.join(src, "convert_hf_to_gguf.py"), os.path.join(src, "gguf-py", "gguf"),
             os.path.join(src, "include", "llama.h"), os.path.join(build, "bin", "llama-quantize"),
-            os.path.join(build, "bin", "llama-tokenize"), os.path.join(build, "bin", "libllama.so")]
+            os.path.join(build, "bin", "llama-tokenize"), os.path.join(build, "bin", "llama-gguf-split"),
+            os.path.join(build, "bin", "libllama.so")]
     for p in need:
         if not os.path.exists(p):
             sys.exit("generate_gguf.py: %s is missing (SRC: a llama.cpp checkout; BUILD: its "
-                     "CMake build with the targets llama-quantize, llama-tokenize and llama)" % p)
+                     "CMake build with the targets llama-quantize, llama-tokenize, llama-gguf-split "
+                     "and llama)" % p)
     src, build = os.path.abspath(src), os.path.abspath(build)
     build_all(os.path.abspath(args[0]), src, build)
 
@@ -468,6 +470,14 @@ def build_all(out, src, build):
                  os.path.join(gdir, "%s-%s.gguf" % (a["arch"], q)), q, "2"])
     for name in VOCABS:
         shutil.copyfile(os.path.join(src, "models", name), os.path.join(gdir, "vocab", name))
+    # the Hub's split form, by llama.cpp's own splitter: three parts of at
+    # most 8 tensors (the first holds the metadata too)
+    split = os.path.join(gdir, "split")
+    os.makedirs(split, exist_ok=True)
+    for f in os.listdir(split):
+        os.remove(os.path.join(split, f))
+    run([os.path.join(build, "bin", "llama-gguf-split"), "--split", "--split-max-tensors", "8",
+         os.path.join(gdir, "llama-Q4_K_M.gguf"), os.path.join(split, "llama-Q4_K_M")])
 
     # llama.cpp's logits program
     exe = os.path.join(scratch, "gguf_logits")

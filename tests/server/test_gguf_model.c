@@ -413,6 +413,36 @@ static void test_llama_pairing_matters(void **state)
     cJSON_Delete(golden);
 }
 
+/* The Hub's split form, made by llama.cpp's llama-gguf-split from
+ * llama-Q4_K_M.gguf: three parts, loaded from the first, the same model
+ * to the bit. */
+static void test_split(void **state)
+{
+    (void)state;
+    struct model *whole = load_ok("tests/models/gguf/llama-Q4_K_M.gguf");
+    struct model *split =
+        load_ok("tests/models/gguf/split/llama-Q4_K_M-00001-of-00003.gguf");
+    assert_int_equal(whole->shards.count, 1);
+    assert_int_equal(split->shards.count, 3);
+    assert_string_equal(split->source.file_type, "Q4_K_M");
+    for (size_t i = 0; i < 3; i++) /* every part holds tensors */
+        assert_true(split->shards.shard[i].count > 0);
+    static const uint32_t ids[] = {359, 262, 285, 312, 300, 315, 358, 30};
+    const size_t n = sizeof ids / sizeof ids[0];
+    struct xf_result a, b;
+    const unsigned want = XF_WANT_WEIGHTS | XF_WANT_LOGITS;
+    forward(whole, ids, n, want, &a);
+    forward(split, ids, n, want, &b);
+    assert_memory_equal(a.logits, b.logits,
+                        whole->xf.vocab_size * sizeof *a.logits);
+    assert_memory_equal(a.weights, b.weights,
+                        a.layers * a.heads * n * n * sizeof *a.weights);
+    xf_result_free(&a);
+    xf_result_free(&b);
+    model_free(whole);
+    model_free(split);
+}
+
 /* ------------------------------------------------------------ token ids */
 
 /* The tokenizer of a GGUF file, its metadata read in place. */
@@ -492,6 +522,182 @@ static void test_token_ids(void **state)
     cJSON_Delete(doc);
 }
 
+/* ------------------------------------------------------------- refusals */
+
+/* A copy of a fixture's bytes, patched and written into a folder of its
+ * own as file, loaded there. */
+struct patched {
+    char *bytes;
+    size_t len;
+    char dir[64];
+};
+
+static void patched_read(struct patched *p, const char *fixture)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/models/gguf/%s", fixture);
+    p->bytes = test_read_file(path, &p->len);
+    snprintf(p->dir, sizeof p->dir, "/tmp/attnd-gguf-XXXXXX");
+    assert_non_null(mkdtemp(p->dir));
+}
+
+/* The offset of the first text in p (it must be there). */
+static size_t find(const struct patched *p, const char *text)
+{
+    const size_t n = strlen(text);
+    for (size_t at = 0; at + n <= p->len; at++)
+        if (!memcmp(p->bytes + at, text, n))
+            return at;
+    fail_msg("'%s' is not in the file", text);
+    return 0;
+}
+
+/* Replace the first from with to, as long. */
+static void replace(struct patched *p, const char *from, const char *to)
+{
+    assert_int_equal(strlen(from), strlen(to));
+    memcpy(p->bytes + find(p, from), to, strlen(to));
+}
+
+/* Write p as file (its first len bytes) and load it: it must fail with a
+ * line holding each of the wanted texts. */
+static void refused(struct patched *p, const char *file, size_t len,
+                    const char *want1, const char *want2)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p->bytes, 1, len, f), len);
+    fclose(f);
+    struct model *m = NULL;
+    char err[600] = "";
+    if (model_load("bad", path, &m, err, sizeof err))
+        fail_msg("%s loaded; want '%s'", file, want1);
+    assert_null(m);
+    if (!strstr(err, want1) || (want2 && !strstr(err, want2)))
+        fail_msg("%s: '%s' does not say '%s'%s%s", file, err, want1,
+                 want2 ? " and " : "", want2 ? want2 : "");
+    assert_non_null(strstr(err, "model 'bad'"));
+    assert_null(strchr(err, '\n'));
+    unlink(path);
+}
+
+static void patched_done(struct patched *p)
+{
+    rmdir(p->dir);
+    free(p->bytes);
+}
+
+/* A u32 metadata value, found by its key. */
+static void set_u32(struct patched *p, const char *key, uint32_t v)
+{
+    const size_t at = find(p, key) + strlen(key);
+    uint32_t type;
+    memcpy(&type, p->bytes + at, 4);
+    assert_int_equal(type, 4); /* UINT32 */
+    memcpy(p->bytes + at + 4, &v, 4);
+}
+
+/* A STRING metadata value, found by its key, rewritten as long. */
+static void set_string(struct patched *p, const char *key, const char *to)
+{
+    const size_t at = find(p, key) + strlen(key);
+    uint32_t type;
+    uint64_t len;
+    memcpy(&type, p->bytes + at, 4);
+    memcpy(&len, p->bytes + at + 4, 8);
+    assert_int_equal(type, 8); /* STRING */
+    assert_int_equal(len, strlen(to));
+    memcpy(p->bytes + at + 12, to, len);
+}
+
+/* A tensor's ggml type, found by its name in the tensor infos. */
+static void set_tensor_type(struct patched *p, const char *name, uint32_t type)
+{
+    char bytes[80];
+    const uint64_t n = strlen(name);
+    memcpy(bytes, &n, 8);
+    memcpy(bytes + 8, name, n);
+    size_t at = 0;
+    for (; at + 8 + n <= p->len; at++)
+        if (!memcmp(p->bytes + at, bytes, 8 + n))
+            break;
+    assert_true(at + 8 + n <= p->len);
+    at += 8 + n;
+    uint32_t dims;
+    memcpy(&dims, p->bytes + at, 4);
+    memcpy(p->bytes + at + 4 + 8 * dims, &type, 4);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    struct patched p;
+    patched_read(&p, "llama-Q4_K_M.gguf");
+    // the file cut short: the container's reader names the offset
+    refused(&p, "cut.gguf", p.len / 2, "cut.gguf", "offset");
+    refused(&p, "empty.gguf", 0, "empty.gguf", NULL);
+    patched_done(&p);
+
+    patched_read(&p, "llama-Q4_K_M.gguf");
+    replace(&p, "general.architecture", "general.architecturf");
+    refused(&p, "a.gguf", p.len, "no key 'general.architecture'", NULL);
+    patched_done(&p);
+
+    patched_read(&p, "qwen2-F32.gguf");
+    set_string(&p, "general.architecture", "qwen9");
+    refused(&p, "a.gguf", p.len,
+            "general.architecture 'qwen9' is not supported", NULL);
+    patched_done(&p);
+
+    patched_read(&p, "llama-Q8_0.gguf");
+    set_string(&p, "tokenizer.ggml.pre", "llama-bpx");
+    refused(&p, "pre.gguf", p.len, "tokenizer.ggml.pre 'llama-bpx'",
+            "llama-bpe");
+    patched_done(&p);
+
+    patched_read(&p, "gpt2-Q8_0.gguf");
+    set_string(&p, "tokenizer.ggml.model", "gpt3");
+    refused(&p, "tok.gguf", p.len, "tokenizer.ggml.model 'gpt3'", NULL);
+    patched_done(&p);
+
+    patched_read(&p, "llama-Q6_K.gguf");
+    replace(&p, "blk.1.ffn_up.weight", "blk.1.ffn_uq.weight");
+    refused(&p, "name.gguf", p.len, "tensor 'blk.1.ffn_up.weight': missing",
+            NULL);
+    patched_done(&p);
+
+    patched_read(&p, "llama-F32.gguf");
+    set_u32(&p, "llama.feed_forward_length", 512);
+    refused(&p, "ffn.gguf", p.len, "but the metadata gives [512, 256]", "ffn_");
+    patched_done(&p);
+
+    patched_read(&p, "llama-F16.gguf");
+    set_tensor_type(&p, "output_norm.weight", 26); /* I32, F32's size */
+    refused(&p, "type.gguf", p.len,
+            "tensor 'output_norm.weight': dtype I32 is not supported", "Q4_K");
+    patched_done(&p);
+
+    patched_read(&p, "qwen2-Q8_0.gguf");
+    replace(&p, "blk.0.attn_q.bias", "blk.0.attn_q.bia_");
+    refused(&p, "extra.gguf", p.len, "tensor 'blk.0.attn_q.bias': missing",
+            NULL);
+    patched_done(&p);
+
+    // a split is opened from its first part, whose siblings must be there
+    patched_read(&p, "llama-Q8_0.gguf");
+    refused(&p, "m-00002-of-00003.gguf", p.len, "from its first part", NULL);
+    refused(&p, "m-00001-of-00003.gguf", p.len, "m-00001-of-00003.gguf",
+            "no key 'split.count'");
+    patched_done(&p);
+    // a split's second part missing
+    patched_read(&p, "split/llama-Q4_K_M-00001-of-00003.gguf");
+    refused(&p, "llama-Q4_K_M-00001-of-00003.gguf", p.len,
+            "llama-Q4_K_M-00002-of-00003.gguf", "No such file");
+    patched_done(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +707,8 @@ int main(void)
         cmocka_unit_test(test_gpt2_files),
         cmocka_unit_test(test_two_containers),
         cmocka_unit_test(test_llama_pairing_matters),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
