@@ -25,10 +25,16 @@
 /* Rows of W a kernel call takes together. */
 enum { TOGETHER = 4 };
 
-/* Bytes ahead of a row's block that are fetched while it is decoded. */
-#ifndef AHEAD
-#define AHEAD 1024
-#endif
+/* While a group of rows is read, the same block of the group after it
+ * is fetched into the second-level cache: the groups' rows are read side
+ * by side, a pattern the hardware's prefetchers follow poorly, and this
+ * is as far ahead as a row's length, whatever it is. Past the matrix it
+ * fetches what it may: a prefetch never faults (the address is reckoned
+ * as an integer, not a pointer past W). */
+#define PREFETCH(b, j, row_bytes, at)                                          \
+    _mm_prefetch((const char *)((uintptr_t)(b) +                               \
+                                ((j) + TOGETHER) * (row_bytes) + (at)),        \
+                 _MM_HINT_T1)
 
 /* The scales a block's prep leaves in memory are each broadcast from
  * there into a product, a load like any other; left to itself the
@@ -269,8 +275,7 @@ INLINE int q6_k_vec(int p, int t)
             _Pragma("GCC unroll 4") for (int j = 0; j < together; j++)         \
             {                                                                  \
                 for (int at = 0; at < (bytes); at += 64)                       \
-                    _mm_prefetch((const char *)b + j * row_bytes + AHEAD + at, \
-                                 _MM_HINT_T0);                                 \
+                    PREFETCH(b, j, row_bytes, at);                             \
                 prep(b + j * row_bytes, &st[j]);                               \
             }                                                                  \
             _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)         \
