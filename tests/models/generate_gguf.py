@@ -470,14 +470,16 @@ def build_all(out, src, build):
                  os.path.join(gdir, "%s-%s.gguf" % (a["arch"], q)), q, "2"])
     for name in VOCABS:
         shutil.copyfile(os.path.join(src, "models", name), os.path.join(gdir, "vocab", name))
-    # the Hub's split form, by llama.cpp's own splitter: three parts of at
-    # most 8 tensors (the first holds the metadata too)
+    # the Hub's split form, by llama.cpp's own splitter: llama-Q4_K_M in
+    # three parts of at most 8 tensors, qwen2-Q8_0 in two of at most 16
+    # (the first holds the metadata too)
     split = os.path.join(gdir, "split")
     os.makedirs(split, exist_ok=True)
     for f in os.listdir(split):
         os.remove(os.path.join(split, f))
-    run([os.path.join(build, "bin", "llama-gguf-split"), "--split", "--split-max-tensors", "8",
-         os.path.join(gdir, "llama-Q4_K_M.gguf"), os.path.join(split, "llama-Q4_K_M")])
+    for name, most in (("llama-Q4_K_M", 8), ("qwen2-Q8_0", 16)):
+        run([os.path.join(build, "bin", "llama-gguf-split"), "--split", "--split-max-tensors",
+             str(most), os.path.join(gdir, name + ".gguf"), os.path.join(split, name)])
 
     # llama.cpp's logits program
     exe = os.path.join(scratch, "gguf_logits")
