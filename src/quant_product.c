@@ -257,10 +257,12 @@ void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
                     p->y[r * p->ldy + o] = 0.0f;
         return;
     }
-    if (p->rows == 1)
+    if (p->rows == 1) {
         quant_dot_outputs(isa, p, beta);
-    else
-        product_panels(isa, p, beta, panel);
+        return;
+    }
+    assert(panel);
+    product_panels(isa, p, beta, panel);
 }
 
 void quant_product(const struct quant_product *p, float beta, float *panel)

@@ -21,15 +21,22 @@
  *
  *  - One row of x (rows == 1: a token after a KV cache) is a dot product
  *    per output: value k of W's row goes into sum (k / 16) % 4, lane
- *    k % 16, and the 64 lanes are added at the end in a fixed tree. Two
- *    rows or more go through panels: each y sums its products in the
- *    order of k, by chunks of QUANT_CHUNK columns each summed apart and
- *    added to the running sum, which is added into y every QUANT_COLS
- *    columns. The two ways may differ in the last places.
+ *    k % 16, and the 64 lanes are added at the end in a fixed tree
+ *    (quant_dot.c). Two rows or more go through panels of QUANT_COLS
+ *    columns: each y sums a panel's products in the order of k, by
+ *    chunks of QUANT_CHUNK columns each summed from zero and added to
+ *    the panel's sum in turn, and the panels' sums are added into y one
+ *    after another (the first one set into y when beta is 0). The two
+ *    ways may differ in the last places.
+ *
+ *  - The plain C build keeps the same order with fmaf(), which is slow
+ *    on a CPU without fused multiply-adds; x86-64 CPUs with AVX2 take the
+ *    AVX2 or AVX-512 build.
  *
  * Against the exact product the error is within about
- * (in / 16 + 8) * 2^-24 * sum_k |x_k w_k| for one row, and
- * (QUANT_CHUNK + in / QUANT_CHUNK) * 2^-24 * sum_k |x_k w_k| for several.
+ * (in / 64 + 6) * 2^-24 * sum_k |x_k w_k| for one row, and
+ * (QUANT_CHUNK + in / QUANT_CHUNK) * 2^-24 * sum_k |x_k w_k| for several
+ * (plus 2^-24 |y| at beta 1); the tests hold them to a little more.
  */
 #ifndef ATTN_QUANT_PRODUCT_H
 #define ATTN_QUANT_PRODUCT_H
@@ -61,8 +68,8 @@ struct quant_product {
 
 /*
  * y = beta*y + x W^T, beta 0 (y is not read) or 1; panel is per-thread
- * scratch of WIDEN_PANEL_FLOATS floats (widen.h), used when rows >= 2.
- * Single-threaded.
+ * scratch of WIDEN_PANEL_FLOATS floats (widen.h), needed when rows >= 2
+ * (it may be NULL for one row). Single-threaded; allocates nothing.
  */
 void quant_product(const struct quant_product *p, float beta, float *panel);
 

@@ -163,10 +163,11 @@ static struct quant_product product_of(const struct operands *o)
 
 /*
  * The product against float64 sums over quant_widen()'s values: within
- * the header's bound, with size = sum |x_k w_k| + |y before|: (in/16 + 8)
- * 2^-24 size for one row, (QUANT_CHUNK + in/QUANT_CHUNK + 2) 2^-24 size
- * for several. A weight off by a step, or a term dropped or doubled, is
- * far outside it.
+ * a little more than the header's bound, with size = sum |x_k w_k| +
+ * |y before|: (in/16 + 8) 2^-24 size for one row (the header's
+ * in/64 + 6, with room), (QUANT_CHUNK + in/QUANT_CHUNK + 2) 2^-24 size for
+ * several. A weight off by a step, or a term dropped or doubled, is far
+ * outside it.
  */
 static void check_against_double(quant_type type, size_t rows, size_t blocks,
                                  size_t out, float beta, float *panel)
