@@ -1,15 +1,18 @@
 /*
  * test_spm_vocab.c - the core's SentencePiece tokenizer (src/spm.h) with
- * Llama 2's real vocabulary (32,000 tokens, the one llama.cpp tests its
- * own tokenizer with: tests/models/gguf/vocab/ggml-vocab-llama-spm.gguf)
- * gives llama.cpp's ids, with and without the BOS, for every text of
- * tests/golden/spm/llama-spm.json: the texts of llama.cpp's own tokenizer
- * test and more (runs of spaces, tabs and newlines, digits, accented
- * Latin, Cyrillic, CJK, emoji, code, <s> </s> <unk> typed in the text,
- * spaces at either end), written by tests/unit/spm_goldens.py with
- * llama-tokenize. The vocabulary is read here with the GGUF reader
- * (server/model/gguf.h) into a struct spm_spec as llama.cpp reads it; the
- * test is skipped, saying so, when the file is absent.
+ * real vocabularies gives llama.cpp's ids, with and without the BOS: Llama
+ * 2's (32,000 tokens, the one llama.cpp tests its own tokenizer with),
+ * and Phi-3's (67 special tokens, the whitespace after them stripped by
+ * llama.cpp's rule for its name) and Baichuan's (64,000 tokens, Chinese)
+ * when their files are there too: tests/models/gguf/vocab/
+ * ggml-vocab-<name>.gguf, each test skipped, saying so, when its file is
+ * absent. The texts and ids are tests/golden/spm/<name>.json: the texts
+ * of llama.cpp's own tokenizer test and more (runs of spaces, tabs and
+ * newlines, digits, accented Latin, Cyrillic, CJK, emoji, code, special
+ * tokens typed in the text, spaces at either end, random strings),
+ * written by tests/unit/spm_goldens.py with llama-tokenize. A vocabulary
+ * is read here with the GGUF reader (server/model/gguf.h) into a struct
+ * spm_spec as llama.cpp reads it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VOCAB "tests/models/gguf/vocab/ggml-vocab-llama-spm.gguf"
+#include <ctype.h>
 
 static const char *golden_dir(void)
 {
@@ -42,6 +45,7 @@ struct vocab {
     struct spm_string *tokens;
     float *scores;
     int32_t *types;
+    uint8_t *strip;
 };
 
 /* The array key of count 4-byte little-endian elements of type want, as
@@ -90,6 +94,58 @@ static bool flag_or(const struct gguf_file *g, const char *key, bool dflt)
     return v;
 }
 
+/* The id of the token spelt text, or -1. */
+static int64_t find_token(const struct vocab *v, const char *text)
+{
+    const size_t len = strlen(text);
+    for (size_t i = 0; i < v->spec.n_tokens; i++)
+        if (v->tokens[i].len == len &&
+            memcmp(v->tokens[i].text, text, len) == 0)
+            return (int64_t)i;
+    return -1;
+}
+
+/* The stripping llama.cpp gives special tokens by general.name (enum
+ * spm_strip). */
+static void name_strip(const struct gguf_file *g, struct vocab *v)
+{
+    const char *name = "";
+    size_t len = 0;
+    char err[256], lower[256];
+    if (gguf_find(g, "general.name") &&
+        !gguf_get_string(g, "general.name", &name, &len, err, sizeof err))
+        fail_msg("%s", err);
+    if (len >= sizeof lower)
+        len = sizeof lower - 1;
+    for (size_t i = 0; i < len; i++)
+        lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[len] = 0;
+    const size_t n = v->spec.n_tokens;
+    v->strip = calloc(n, 1);
+    assert_non_null(v->strip);
+    if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
+        for (size_t i = 0; i < n; i++)
+            if (v->types[i] == SPM_TOKEN_CONTROL ||
+                v->types[i] == SPM_TOKEN_USER_DEFINED ||
+                v->types[i] == SPM_TOKEN_UNKNOWN)
+                v->strip[i] |= SPM_STRIP_RIGHT;
+        const int64_t eos = find_token(v, "</s>");
+        if (eos >= 0)
+            v->strip[eos] |= SPM_STRIP_RIGHT;
+        static const char *keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        for (size_t k = 0; k < 3; k++) {
+            const int64_t id = find_token(v, keep[k]);
+            if (id >= 0)
+                v->strip[id] &= (uint8_t)~SPM_STRIP_RIGHT;
+        }
+    } else if (strstr(lower, "modern-bert")) {
+        const int64_t mask = find_token(v, "[MASK]");
+        if (mask >= 0)
+            v->strip[mask] |= SPM_STRIP_LEFT;
+    }
+    v->spec.strip = v->strip;
+}
+
 /* tokenizer.ggml.* of g into v, with llama.cpp's defaults for what is
  * missing (BOS 1, EOS 2, unk 0, add_bos, add_space_prefix). */
 static void vocab_read(const struct gguf_file *g, struct vocab *v)
@@ -124,6 +180,7 @@ static void vocab_read(const struct gguf_file *g, struct vocab *v)
         .add_eos = flag_or(g, "tokenizer.ggml.add_eos_token", false),
         .add_space_prefix = flag_or(g, "tokenizer.ggml.add_space_prefix", true),
     };
+    name_strip(g, v);
 }
 
 static void vocab_free(struct vocab *v)
@@ -131,6 +188,7 @@ static void vocab_free(struct vocab *v)
     free(v->tokens);
     free(v->scores);
     free(v->types);
+    free(v->strip);
 }
 
 static void format_ids(const uint32_t *ids, size_t n, char *out, size_t cap)
@@ -174,39 +232,43 @@ static bool check(const struct tokenizer *t, const char *text, bool no_special,
     return same;
 }
 
-static void test_llama_spm(void **state)
+/* The vocabulary name's golden, tests/golden/spm/<name>.json, against
+ * tests/models/gguf/vocab/ggml-vocab-<name>.gguf; skipped without it. */
+static void check_vocab(const char *name, size_t n_tokens)
 {
-    (void)state;
-    if (access(VOCAB, R_OK) != 0) {
-        printf("    skipped: %s is absent\n", VOCAB);
+    char vocab_path[1024], golden_path[1024];
+    snprintf(vocab_path, sizeof vocab_path,
+             "tests/models/gguf/vocab/ggml-vocab-%s.gguf", name);
+    snprintf(golden_path, sizeof golden_path, "%s/spm/%s.json", golden_dir(),
+             name);
+    if (access(vocab_path, R_OK) != 0) {
+        printf("    skipped: %s is absent\n", vocab_path);
         skip();
     }
     size_t len;
-    char *bytes = test_read_file(VOCAB, &len);
+    char *bytes = test_read_file(vocab_path, &len);
     struct gguf_file g;
     char gerr[256];
     if (!gguf_parse((const uint8_t *)bytes, len, &g, gerr, sizeof gerr))
-        fail_msg("%s: %s", VOCAB, gerr);
+        fail_msg("%s: %s", vocab_path, gerr);
     struct vocab v;
     vocab_read(&g, &v);
-    assert_int_equal(v.spec.n_tokens, 32000);
+    assert_int_equal(v.spec.n_tokens, n_tokens);
     struct tokenizer t;
     struct attn_error err = {0};
     if (spm_tokenizer_new(&v.spec, &t, &err) != ATTN_OK)
-        fail_msg("%s: %s", VOCAB, err.message);
+        fail_msg("%s: %s", vocab_path, err.message);
 
-    // a glance at the vocabulary as the interface shows it
+    // the tokens every one of them has, as the interface shows them
     assert_string_equal(tok_token_text(&t, 1), "<s>");
     assert_true(tok_token_special(&t, 1));
-    assert_string_equal(tok_token_text(&t, 13), "\n"); // <0x0A>
-    assert_string_equal(tok_token_text(&t, 29871), " ");
-    char out[16];
-    assert_int_equal(tok_token_bytes(&t, 15043, out, sizeof out), 6);
-    assert_memory_equal(out, " Hello", 6);
+    const int64_t e2 = tok_token_id(&t, "<0xE2>", 6);
+    assert_true(e2 >= 0);
+    char out[8];
+    assert_int_equal(tok_token_bytes(&t, (uint32_t)e2, out, sizeof out), 1);
+    assert_int_equal((unsigned char)out[0], 0xE2);
 
-    char path[1024];
-    snprintf(path, sizeof path, "%s/spm/llama-spm.json", golden_dir());
-    cJSON *doc = test_read_json(path);
+    cJSON *doc = test_read_json(golden_path);
     const cJSON *cases = cJSON_GetObjectItem(doc, "cases");
     assert_true(cJSON_GetArraySize(cases) >= 100);
     size_t bad = 0, count = 0;
@@ -225,15 +287,36 @@ static void test_llama_spm(void **state)
     gguf_free(&g);
     free(bytes);
     if (bad)
-        fail_msg("%zu of %zu encodings differ from llama.cpp's", bad,
+        fail_msg("%s: %zu of %zu encodings differ from llama.cpp's", name, bad,
                  2 * count);
-    printf("    %zu texts, with and without the BOS, as llama.cpp\n", count);
+    printf("    %s: %zu texts, with and without the BOS, as llama.cpp\n", name,
+           count);
+}
+
+static void test_llama_spm(void **state)
+{
+    (void)state;
+    check_vocab("llama-spm", 32000);
+}
+
+static void test_phi_3(void **state)
+{
+    (void)state;
+    check_vocab("phi-3", 32064);
+}
+
+static void test_baichuan(void **state)
+{
+    (void)state;
+    check_vocab("baichuan", 64000);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_spm),
+        cmocka_unit_test(test_phi_3),
+        cmocka_unit_test(test_baichuan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,18 +5,21 @@ its llama-tokenize tool.
 
 Small SentencePiece vocabularies are made here (byte fallback, merges by
 score and their ties, control and user-defined tokens, Phi-3's and
-ModernBERT's stripping, UNUSED tokens, an empty token, a repeated token),
+ModernBERT's stripping, UNUSED tokens, an empty token),
 each written as a vocabulary-only GGUF file in a temporary folder with
 gguf-py, and every text of its list tokenized by llama-tokenize, with and
 without --no-bos (add_special = false: neither BOS nor EOS). Each goes to
 tests/golden/spm/<name>.json with the vocabulary itself, which test_spm.c
-builds its struct spm_spec from. Then the texts of llama-spm.json are
-tokenized with the real Llama 2 vocabulary of llama.cpp's models/ folder
-(ggml-vocab-llama-spm.gguf) and written there.
+builds its struct spm_spec from. Then texts are tokenized with the real
+vocabularies of llama.cpp's models/ folder given (Llama 2's, Phi-3's,
+Baichuan's) and written to tests/golden/spm/<name>.json (llama-spm.json,
+...) for tests/server/test_spm_vocab.c.
 
+    M=$LLAMA/models
     PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tests/unit/spm_goldens.py \\
-        --tokenize $BUILD/bin/llama-tokenize \\
-        --vocab $LLAMA/models/ggml-vocab-llama-spm.gguf
+        --tokenize $BUILD/bin/llama-tokenize --vocab \\
+        $M/ggml-vocab-llama-spm.gguf $M/ggml-vocab-phi-3.gguf \\
+        $M/ggml-vocab-baichuan.gguf
 
 Texts go to the tool through a file read verbatim (-f, --no-escape); the
 ids are the last line of its --ids output.
@@ -250,7 +253,7 @@ def vocabularies():
         "<s>[INST] hi [/INST]</s>", "a" + META + "b", META,
     ] + random_texts(1, 150)))
 
-    v = Vocab("phi3", "Phi-3: llama.cpp strips the whitespace after its "
+    v = Vocab("phi3_strip", "Phi-3: llama.cpp strips the whitespace after its "
               "special tokens, but <unk>, <s> and <|endoftext|>")
     v.general_name = "Phi-3-toy"
     base(v)
@@ -302,8 +305,9 @@ def vocabularies():
     return out
 
 
-# The texts llama-spm.json holds, besides the ones llama.cpp's own test
-# reads (models/ggml-vocab-llama-spm.gguf.inp).
+# The texts each real vocabulary's golden holds, besides the ones
+# llama.cpp's own test reads (models/ggml-vocab-*.gguf.inp) and random
+# ones.
 LLAMA_TEXTS = [
     "", " ", "  ", "    ", "\t", "\t\t", "\n", "\n\n\n", "\r\n", " \n ",
     "Hello world", " Hello world", "Hello world ", "  Hello  world  ",
@@ -321,6 +325,9 @@ LLAMA_TEXTS = [
     "   leading", "trailing   ", "  both  ", "x" * 100, " " * 40,
     "\u00a0non-breaking", "zero\u200bwidth", "ﬁ ligature",
     META + "already escaped", "a" + META + META + "b",
+    "<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n",
+    "<|system|>  You are helpful.<|end|>  \n<|user|>", "<|endoftext|>  x",
+    "[PAD32011]  [PAD32012]", "<|placeholder1|> a", "a <|end|>\t\t b",
 ]
 
 
@@ -358,6 +365,8 @@ def random_texts(seed, count):
 
 
 def read_inp(path):
+    if not os.path.exists(path):
+        return []
     with open(path, "rb") as f:
         data = f.read().decode()
     return data.split("\n__ggml_vocab_test__\n")[:-1] if data else []
@@ -367,7 +376,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenize", required=True,
                     help="llama.cpp's llama-tokenize")
-    ap.add_argument("--vocab", help="ggml-vocab-llama-spm.gguf")
+    ap.add_argument("--vocab", nargs="*", default=[],
+                    help="real vocabularies: ggml-vocab-llama-spm.gguf, "
+                         "ggml-vocab-phi-3.gguf, ggml-vocab-baichuan.gguf")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -391,18 +402,18 @@ def main():
                 json.dump(doc, f, ensure_ascii=False, indent=1)
                 f.write("\n")
             print(path, len(texts), "texts")
-        if args.vocab:
-            texts = read_inp(args.vocab + ".inp")
+        for model in args.vocab:
+            name = os.path.basename(model)[len("ggml-vocab-"):-len(".gguf")]
+            texts = read_inp(model + ".inp")
             texts += [t for t in LLAMA_TEXTS if t not in texts]
             texts += [t for t in random_texts(2, 250) if t not in texts]
             doc = {
-                "what": "llama.cpp's ids with the Llama 2 vocabulary of its "
-                        "models/ggml-vocab-llama-spm.gguf",
-                "vocab": "tests/models/gguf/vocab/ggml-vocab-llama-spm.gguf",
-                "cases": [case(args.tokenize, args.vocab, t, tmp)
-                          for t in texts],
+                "what": "llama.cpp's ids with the vocabulary of its "
+                        "models/" + os.path.basename(model),
+                "vocab": "tests/models/gguf/vocab/" + os.path.basename(model),
+                "cases": [case(args.tokenize, model, t, tmp) for t in texts],
             }
-            path = os.path.join(OUT, "llama-spm.json")
+            path = os.path.join(OUT, name + ".json")
             with open(path, "w") as f:
                 json.dump(doc, f, ensure_ascii=False, indent=1)
                 f.write("\n")

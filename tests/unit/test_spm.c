@@ -248,10 +248,10 @@ static void test_golden_special(void **state)
     check_golden("special");
 }
 
-static void test_golden_phi3(void **state)
+static void test_golden_phi3_strip(void **state)
 {
     (void)state;
-    check_golden("phi3");
+    check_golden("phi3_strip");
 }
 
 static void test_golden_mask_lstrip(void **state)
@@ -696,7 +696,7 @@ int main(void)
         cmocka_unit_test(test_golden_no_prefix),
         cmocka_unit_test(test_golden_eos),
         cmocka_unit_test(test_golden_special),
-        cmocka_unit_test(test_golden_phi3),
+        cmocka_unit_test(test_golden_phi3_strip),
         cmocka_unit_test(test_golden_mask_lstrip),
         cmocka_unit_test(test_golden_raw_bytes),
         cmocka_unit_test(test_golden_odd_tokens),
