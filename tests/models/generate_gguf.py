@@ -156,6 +156,32 @@ class FileTokenizer:
                 if content is not None:
                     self.added[self.vocab[content]] = _Added(content, True, False)
 
+        # what LlamaHfVocab (the converter's path for a SentencePiece-style
+        # BPE tokenizer.json with byte fallback, no tokenizer.model) asks:
+        # the base vocabulary's size (added tokens past it excluded) and the
+        # special tokens tokenizer_config.json names
+        self.is_fast = True
+        self.vocab_size = len(self.vocab) if not os.path.exists(tj) else \
+            len(tok["model"]["vocab"])
+        specials = []
+        cp = os.path.join(path, "tokenizer_config.json")
+        if os.path.exists(cp):
+            with open(cp, encoding="utf-8") as fp:
+                cfg = json.load(fp)
+            for key in ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                        "cls_token", "mask_token"):
+                t = cfg.get(key)
+                if isinstance(t, dict):
+                    t = t.get("content")
+                if t is not None and t not in specials:
+                    specials.append(t)
+            for t in cfg.get("additional_special_tokens") or []:
+                t = t.get("content") if isinstance(t, dict) else t
+                if t not in specials:
+                    specials.append(t)
+        self.all_special_tokens = [t for t in specials if t in self.vocab]
+        self.all_special_ids = [self.vocab[t] for t in self.all_special_tokens]
+
     def get_vocab(self):
         return dict(self.vocab)
 
@@ -183,7 +209,16 @@ def convert(src, folder, outtype, outfile, pre):
 
     class AutoConfig:
         @staticmethod
-        def from_pretrained(*args, **kwargs):
+        def from_pretrained(path, *args, **kwargs):
+            # LlamaConfig (and MistralConfig) fill a missing
+            # num_key_value_heads with num_attention_heads, which the
+            # converter's q/k permutation reads; llama2/ leaves it out.
+            # Every other config.json is read as it is.
+            with open(os.path.join(str(path), "config.json"), encoding="utf-8") as fp:
+                cfg = json.load(fp)
+            if cfg.get("model_type") in ("llama", "mistral") and "num_key_value_heads" not in cfg:
+                cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+                return types.SimpleNamespace(to_dict=lambda: cfg)
             raise OSError("transformers is not installed: config.json is read as it is")
 
     class AutoTokenizer:
@@ -233,9 +268,37 @@ def convert(src, folder, outtype, outfile, pre):
     sys.path[:0] = [src, os.path.join(src, "gguf-py")]
     import convert_hf_to_gguf as conv
     from conversion.base import TextModel
-    TextModel.get_vocab_base_pre = lambda self, tokenizer: pre
+    def vocab_pre(self, tokenizer):
+        if pre == "-":
+            raise RuntimeError("the converter took the byte-level BPE path, for which no "
+                               "pre-tokenizer name is given")
+        return pre
+
+    TextModel.get_vocab_base_pre = vocab_pre
     sys.argv = ["convert_hf_to_gguf.py", folder, "--outtype", outtype, "--outfile", outfile]
     conv.main()
+
+
+# The other families' existing test checkpoints (generate_decoders.py,
+# generate_gemma.py, generate_neox_phi3_olmo2.py), each converted to one F32
+# GGUF under gguf/more/ as it is, with llama.cpp's ids and logits for the
+# sentences of its golden (golden/<folder>.json) in golden/gguf/more/.
+# pre: tokenizer.ggml.pre for a byte-level BPE vocabulary ("-": the converter
+# must not take that path); refused: why the converter cannot take the
+# folder, checked by running it (the run must fail with that message).
+MORE = [
+    dict(folder="qwen3", pre="qwen2"),
+    dict(folder="mistral", pre="-"),
+    dict(folder="llama2", pre="-"),
+    # Llama 3's regex (digits by three): llama.cpp's "dbrx" has that regex
+    # ("olmo" is GPT-2's)
+    dict(folder="olmo2", pre="dbrx"),
+    dict(folder="gemma", pre="-", refused="File not found: .*tokenizer.model"),
+    dict(folder="gemma2", pre="-", refused="File not found: .*tokenizer.model"),
+    dict(folder="gemma3", pre="-", refused="byte-level BPE path"),
+    dict(folder="phi3", pre="-", refused="Missing .*tokenizer.model"),
+    dict(folder="phi3_longrope", pre="-", refused="Missing .*tokenizer.model"),
+]
 
 
 # ------------------------------------------------------------- the texts
@@ -409,6 +472,168 @@ def hf_weights(a, tensors):
     return w
 
 
+# ------------------------------------------------ the other families (more/)
+
+def read_safetensors(path):
+    """name -> float64 array of one model.safetensors (F32, F16, BF16)."""
+    import struct
+    with open(path, "rb") as fp:
+        n = struct.unpack("<Q", fp.read(8))[0]
+        header = json.loads(fp.read(n))
+        data = fp.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        raw = data[t["data_offsets"][0]:t["data_offsets"][1]]
+        if t["dtype"] == "BF16":
+            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            a = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2"}[t["dtype"]])
+        out[name] = (t["dtype"], a.astype(np.float64).reshape(t["shape"]))
+    return out
+
+
+def field_value(f):
+    """A metadata field's value; the tokenizer's arrays by their length."""
+    v = f.contents()
+    if isinstance(v, list) and len(v) > 64:
+        return {"array of": len(v)}
+    if isinstance(v, float):
+        return float("%.9g" % v)
+    return v
+
+
+def tensor_origin(name, g, hf, cfg):
+    """How the GGUF tensor g came from the checkpoint's tensors hf (float64
+    values as stored): the first of the relations below that holds
+    exactly."""
+    heads = cfg["num_attention_heads"]
+    kv = cfg.get("num_key_value_heads") or heads
+    tries = []
+    for h, (dt, w) in sorted(hf.items()):
+        if w.shape == g.shape:
+            tries += [(h, "equal", w)]
+            if w.ndim == 1:
+                tries += [(h, "plus 1 (in float32)", (w.astype(np.float32) + np.float32(1))
+                           .astype(np.float64))]
+                if dt == "BF16":
+                    import torch
+                    t = torch.tensor(w, dtype=torch.float64).to(torch.bfloat16) + 1
+                    tries += [(h, "plus 1 (in bfloat16)", t.to(torch.float64).numpy())]
+                if dt == "F16":
+                    tries += [(h, "plus 1 (in float16)", (w.astype(np.float16) + np.float16(1))
+                               .astype(np.float64))]
+            if w.ndim == 2:
+                for n in sorted({heads, kv}):
+                    if w.shape[0] % (2 * n) == 0:
+                        tries += [(h, "rows permuted (%d heads)" % n,
+                                   w.reshape(n, 2, w.shape[0] // n // 2, -1).swapaxes(1, 2)
+                                   .reshape(w.shape))]
+        elif w.ndim == 2 and g.ndim == 2 and w.shape[1] == g.shape[1] and w.shape[0] > g.shape[0]:
+            tries += [(h, "its first %d rows" % g.shape[0], w[:g.shape[0]])]
+    for h, how, w in tries:
+        if np.array_equal(g, w):
+            return {"from": h, "as": how}
+    return {"from": None}
+
+
+def build_more(out, src, build, exe, gguf):
+    """gguf/more/<folder>-F32.gguf and golden/gguf/more/<folder>.json for
+    MORE; returns the report's lines."""
+    gdir = os.path.join(out, "gguf", "more")
+    golden = os.path.join(out, "golden", "gguf", "more")
+    os.makedirs(gdir, exist_ok=True)
+    os.makedirs(golden, exist_ok=True)
+    for d in (gdir, golden):
+        for f in os.listdir(d):
+            os.remove(os.path.join(d, f))
+    report = []
+    for m in MORE:
+        folder = os.path.join(out, m["folder"])
+        path = os.path.join(gdir, "%s-F32.gguf" % m["folder"])
+        cmd = [sys.executable, os.path.abspath(__file__), "--convert", src, folder, "f32",
+               path, m["pre"]]
+        r = subprocess.run(cmd, capture_output=True)
+        if m.get("refused"):
+            import re
+            err = r.stderr.decode(errors="replace")
+            if r.returncode == 0 or not re.search(m["refused"], err):
+                sys.exit("generate_gguf.py: %s: the converter was expected to refuse (%s):\n%s"
+                         % (m["folder"], m["refused"], err[-3000:]))
+            if os.path.exists(path):
+                os.remove(path)
+            report.append("%s: refused by the converter (%s)" % (m["folder"],
+                                                                 err.strip().splitlines()[-1]))
+            continue
+        if r.returncode != 0:
+            sys.exit("generate_gguf.py: converting %s failed:\n%s"
+                     % (m["folder"], r.stderr.decode(errors="replace")[-4000:]))
+        with open(os.path.join(out, "golden", m["folder"] + ".json"), encoding="utf-8") as fp:
+            ref = json.load(fp)
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as fp:
+            cfg = json.load(fp)
+        hf = read_safetensors(os.path.join(folder, "model.safetensors"))
+        reader = gguf.GGUFReader(path)
+        meta = {}
+        for key, f in reader.fields.items():
+            if not key.startswith("GGUF."):
+                meta[key] = field_value(f)
+        arch = meta["general.architecture"]
+        tensors = {}
+        for t in reader.tensors:
+            shape = tuple(int(x) for x in reversed(t.shape))
+            g = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type),
+                           dtype=np.float64).reshape(shape)
+            info = {"type": t.tensor_type.name, "ne": [int(x) for x in t.shape]}
+            info.update(tensor_origin(t.name, g, hf, cfg))
+            if info["from"] is None and g.ndim == 1:
+                info["values"] = [float("%.9g" % x) for x in g]
+            tensors[t.name] = info
+        cases, diffs = [], []
+        for c in ref["cases"]:
+            ids = json.loads(run([exe, "--tokenize", path],
+                                 input=c["sentence"].encode("utf-8")).decode())
+            got = json.loads(run([exe, path, "0"] + [str(i) for i in c["ids"]]).decode())
+            cpp = np.array(got["logits"], dtype=np.float64)
+            want = np.array(c["logits"], dtype=np.float64)
+            if cpp.shape != want.shape:
+                sys.exit("generate_gguf.py: %s: llama.cpp has %d logits, the golden %d"
+                         % (m["folder"], cpp.size, want.size))
+            d = float(np.max(np.abs(cpp - want)))
+            diffs.append(d)
+            cases.append({"sentence": c["sentence"], "ids": ids, "golden_ids": c["ids"],
+                          "ids_equal": ids == c["ids"],
+                          "llamacpp_logits": [float("%.9g" % x) for x in cpp],
+                          "max_abs_diff": float("%.3g" % d),
+                          "max_abs_logit": float("%.3g" % np.max(np.abs(want)))})
+        prompt = ref["cases"][0]["ids"]
+        n_new = len(ref["greedy"]["new"]) if ref["greedy"]["prompt"] == prompt else 6
+        got = json.loads(run([exe, path, str(n_new)] + [str(i) for i in prompt]).decode())
+        greedy = {"prompt": prompt, "new": got["greedy"]["new"],
+                  "margins": [float("%.3g" % x) for x in got["greedy"]["margins"]]}
+        same = ref["greedy"]["prompt"] == prompt and ref["greedy"]["new"] == greedy["new"]
+        write_json(os.path.join(golden, m["folder"] + ".json"), {
+            "file": "gguf/more/%s-F32.gguf" % m["folder"], "arch": arch,
+            "checkpoint": m["folder"], "golden": "golden/%s.json" % m["folder"],
+            "about": "llama.cpp on the F32 GGUF that convert_hf_to_gguf.py makes of the "
+                     "checkpoint: per case its ids of the sentence (ids; ids_equal: whether "
+                     "they are the golden's, the tokenizers library's), its last-position "
+                     "logits for the golden's ids (KV cache F32) and their largest distance to "
+                     "the golden's float64 logits; its greedy continuation of the first case's "
+                     "golden ids; the file's metadata (the tokenizer's arrays by length) and "
+                     "tensors (type, ne, and from which checkpoint tensor, how, exactly)",
+            "metadata": meta, "tensors": tensors, "cases": cases,
+            "llamacpp_greedy": greedy, "greedy_equal": same})
+        report.append("%-14s %s, %d tensors; ids equal %s; max |llama.cpp - golden| %s "
+                      "(max |logit| %s); greedy %s %s"
+                      % (m["folder"], arch, len(tensors), [c["ids_equal"] for c in cases],
+                         ["%.3g" % d for d in diffs], [c["max_abs_logit"] for c in cases],
+                         "equal" if same else "DIFFERS (golden %s)" % ref["greedy"]["new"],
+                         greedy["new"]))
+    return report
+
+
 def tokenize_cpp(build, path, text):
     out = run([os.path.join(build, "bin", "llama-tokenize"), "-m", path] + TOKENIZE_FLAGS,
               input=text.encode("utf-8"))
@@ -442,6 +667,17 @@ def main(argv):
                      "CMake build with the targets llama-quantize, llama-tokenize, llama-gguf-split "
                      "and llama)" % p)
     src, build = os.path.abspath(src), os.path.abspath(build)
+    if os.environ.get("GGUF_MORE_ONLY"):
+        scratch = tempfile.mkdtemp(prefix="attnd-gguf.")
+        exe = os.path.join(scratch, "gguf_logits")
+        run(["cc", "-O2", "-o", exe, os.path.join(HERE, "gguf_logits.c"),
+             "-I", os.path.join(src, "include"), "-I", os.path.join(src, "ggml", "include"),
+             "-L", os.path.join(build, "bin"), "-lllama", "-lm",
+             "-Wl,-rpath," + os.path.join(build, "bin")])
+        for line in build_more(os.path.abspath(args[0]), src, build, exe, gguf_module(src)):
+            print("  " + line)
+        shutil.rmtree(scratch)
+        return
     build_all(os.path.abspath(args[0]), src, build)
 
 
@@ -603,6 +839,7 @@ def build_all(out, src, build):
                              "agrees" if agree else "DIFFERS: ref %s cpp %s"
                              % (greedy_golden["new"], cpp_greedy["new"]),
                              greedy_golden["margins"], dict(sorted(counts.items()))))
+    report += build_more(out, src, build, exe, gguf)
     shutil.rmtree(scratch)
     print("generate_gguf.py:")
     for line in report:
