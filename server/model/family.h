@@ -118,20 +118,40 @@ struct gguf_key {
     const char *config, *gguf;
 };
 
+struct shards;
+
 /* How llama.cpp's GGUF files hold a family: what the loader
  * (gguf_model.c) needs to read one as the family's own config.json and
- * tensors, so that the family's code serves both containers. */
+ * tensors, so that the family's code serves both containers. Each list
+ * ends with an entry of NULLs. */
 struct family_gguf {
     const char *arch; /* general.architecture, e.g. "qwen2" */
     const struct gguf_key *keys;
-    size_t n_keys;
+    const struct gguf_key *more_keys; /* NULL, or these too (a family's
+                                         own beside LLaMA's) */
+    /* the names, overrides first (a name found there is not looked up in
+     * names): families that share most of LLaMA's names */
+    const struct gguf_name *overrides;
     const struct gguf_name *names;
-    size_t n_names;
     /* llama.cpp's converter permuted q's and k's rows so that its
      * rotation pairs values (2i, 2i + 1) (the llama architecture's); the
      * weights are read as stored, with that pairing */
     bool rope_interleaved;
+    /* the converter stored Gemma's norms as applied, 1 + w: the family's
+     * add is not made again */
+    bool norms_folded;
+    /* NULL, or what follows from the file in ways a key-for-key list
+     * cannot say (Gemma's attention scale, Phi-3's longrope factors),
+     * into config as config.json would say it. False with one line in
+     * err. */
+    bool (*config)(cJSON *config, const struct shards *s, const char *arch,
+                   char *err, size_t err_len);
 };
+
+/* The keys and tensor names of LLaMA-style blocks in llama.cpp's files
+ * (family_llama.c), which other families' rows share. */
+extern const struct gguf_key gguf_llama_keys[];
+extern const struct gguf_name gguf_llama_names[];
 
 struct family {
     const char *model_type; /* config.json's, e.g. "bert" */

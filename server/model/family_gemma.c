@@ -30,6 +30,7 @@
 #include "config_keys.h"
 #include "family.h"
 #include "fail.h"
+#include "gguf.h"
 #include "shards.h"
 #include "tokenizer_json.h"
 
@@ -362,16 +363,107 @@ static const char *prefix(const struct shards *s)
     return "";
 }
 
-#define ROW(type, name)                                                        \
+/* ------------------------------------------------------------ in GGUF */
+
+/* Gemma's keys beyond LLaMA's, as llama.cpp's converter writes them. */
+static const struct gguf_key gguf_keys[] = {
+    {"attn_logit_softcapping", "attn_logit_softcapping"},
+    {"final_logit_softcapping", "final_logit_softcapping"},
+    {"sliding_window", "attention.sliding_window"},
+    {"rope_local_base_freq", "rope.freq_base_swa"},
+    {NULL, NULL},
+};
+
+/* Gemma 2's and 3's four norms a layer. */
+static const struct gguf_name gguf_names[] = {
+    {"layers.%zu.post_attention_layernorm.weight",
+     "blk.%zu.post_attention_norm.weight"},
+    {"layers.%zu.pre_feedforward_layernorm.weight", "blk.%zu.ffn_norm.weight"},
+    {"layers.%zu.post_feedforward_layernorm.weight",
+     "blk.%zu.post_ffw_norm.weight"},
+    {NULL, NULL},
+};
+
+/* What llama.cpp decides beside the keys: the scores' scale, head_dim^-1/2
+ * but (hidden / heads)^-1/2 for the 27B models (46 layers of Gemma 2, 62
+ * of Gemma 3), as query_pre_attn_scalar; Gemma 3's sliding layers, a
+ * period (sliding_window_pattern) or each layer's flag, and none at all
+ * without a window. */
+static bool gguf_config(cJSON *config, const struct shards *s, const char *arch,
+                        char *err, size_t err_len)
+{
+    const struct gguf_file *g = &s->shard[0].gguf;
+    const cJSON *layers = cJSON_GetObjectItem(config, "num_hidden_layers");
+    const cJSON *hidden = cJSON_GetObjectItem(config, "hidden_size");
+    const cJSON *heads = cJSON_GetObjectItem(config, "num_attention_heads");
+    const cJSON *head_dim = cJSON_GetObjectItem(config, "head_dim");
+    if (!cJSON_IsNumber(layers) || !cJSON_IsNumber(hidden) ||
+        !cJSON_IsNumber(heads) || !cJSON_IsNumber(head_dim) ||
+        heads->valuedouble < 1)
+        return true; /* the family's reading names what is missing */
+    const bool big = (!strcmp(arch, "gemma2") && layers->valuedouble == 46) ||
+                     (!strcmp(arch, "gemma3") && layers->valuedouble == 62);
+    const double scalar = big ? floor(hidden->valuedouble / heads->valuedouble)
+                              : head_dim->valuedouble;
+    if (!cJSON_AddNumberToObject(config, "query_pre_attn_scalar", scalar))
+        return model_fail(err, err_len, "out of memory");
+    if (strcmp(arch, "gemma3"))
+        return true;
+    char key[96];
+    snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+    if (!gguf_find(g, key))
+        return cJSON_AddNumberToObject(config, "sliding_window_pattern", 1) ||
+               model_fail(err, err_len, "out of memory");
+    snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+    const struct gguf_kv *kv = gguf_find(g, key);
+    if (!kv)
+        return true;
+    uint32_t period;
+    if (kv->type != GGUF_TYPE_ARRAY)
+        return gguf_get_u32(g, key, &period, err, err_len) &&
+               (cJSON_AddNumberToObject(config, "sliding_window_pattern",
+                                        period) ||
+                model_fail(err, err_len, "out of memory"));
+    if (kv->elem_type != GGUF_TYPE_BOOL)
+        return model_fail(err, err_len,
+                          "key '%s' is an array of %s, not of "
+                          "BOOL",
+                          key, gguf_type_name(kv->elem_type));
+    cJSON *types = cJSON_AddArrayToObject(config, "layer_types");
+    for (uint64_t i = 0; types && i < kv->count; i++)
+        if (!cJSON_AddItemToArray(
+                types, cJSON_CreateString(kv->value[i] ? "sliding_attention"
+                                                       : "full_attention")))
+            types = NULL;
+    return types || model_fail(err, err_len, "out of memory");
+}
+
+#define GGUF_ROW(name, norms, hook)                                            \
+    {                                                                          \
+        .arch = name, .keys = gguf_llama_keys, .more_keys = gguf_keys,         \
+        .overrides = norms, .names = gguf_llama_names, .norms_folded = true,   \
+        .config = hook,                                                        \
+    }
+static const struct family_gguf gguf_gemma = GGUF_ROW("gemma", NULL, NULL);
+static const struct family_gguf gguf_gemma2 =
+    GGUF_ROW("gemma2", gguf_names, gguf_config);
+static const struct family_gguf gguf_gemma3 =
+    GGUF_ROW("gemma3", gguf_names, gguf_config);
+#undef GGUF_ROW
+
+#define ROW(type, name, in_gguf)                                               \
     {                                                                          \
         .model_type = type, .network = name, .decoder = true,                  \
         .read_config = read_config, .name_tensors = name_tensors,              \
         .after_tensors = model_tie_head, .prefix = prefix,                     \
         .in_network = model_llama_namespace,                                   \
-        .open_tokenizer = tokenizer_json_open,                                 \
+        .open_tokenizer = tokenizer_json_open, .gguf = in_gguf,                \
     }
 
-const struct family family_gemma = ROW("gemma", "Gemma decoder");
-const struct family family_gemma2 = ROW("gemma2", "Gemma 2 decoder");
-const struct family family_gemma3_text = ROW("gemma3_text", "Gemma 3 decoder");
-const struct family family_gemma3 = ROW("gemma3", "Gemma 3 language model");
+const struct family family_gemma = ROW("gemma", "Gemma decoder", &gguf_gemma);
+const struct family family_gemma2 =
+    ROW("gemma2", "Gemma 2 decoder", &gguf_gemma2);
+const struct family family_gemma3_text =
+    ROW("gemma3_text", "Gemma 3 decoder", &gguf_gemma3);
+const struct family family_gemma3 =
+    ROW("gemma3", "Gemma 3 language model", NULL);

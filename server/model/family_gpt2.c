@@ -176,6 +176,7 @@ static const struct gguf_key gguf_keys[] = {
     {"n_inner", "feed_forward_length"},
     {"n_positions", "context_length"},
     {"layer_norm_epsilon", "attention.layer_norm_epsilon"},
+    {NULL, NULL},
 };
 
 #define BLOCK(hf, gguf)                                                        \
@@ -200,15 +201,14 @@ static const struct gguf_name gguf_names[] = {
     BLOCK("mlp.c_fc.bias", "ffn_up.bias"),
     BLOCK("mlp.c_proj.weight", "ffn_down.weight"),
     BLOCK("mlp.c_proj.bias", "ffn_down.bias"),
+    {NULL, NULL},
 };
 #undef BLOCK
 
 static const struct family_gguf gguf = {
     .arch = "gpt2",
     .keys = gguf_keys,
-    .n_keys = sizeof gguf_keys / sizeof gguf_keys[0],
     .names = gguf_names,
-    .n_names = sizeof gguf_names / sizeof gguf_names[0],
 };
 
 const struct family family_gpt2 = {

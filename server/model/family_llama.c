@@ -267,7 +267,7 @@ static const char *prefix(const struct shards *s)
 /* llama.cpp's names of the keys and tensors of LLaMA-style blocks: the
  * llama, qwen2 and qwen3 architectures (Qwen's biases and Qwen3's q and k
  * norms among them). */
-static const struct gguf_key gguf_llama_keys[] = {
+const struct gguf_key gguf_llama_keys[] = {
     {"hidden_size", "embedding_length"},
     {"num_hidden_layers", "block_count"},
     {"intermediate_size", "feed_forward_length"},
@@ -277,13 +277,14 @@ static const struct gguf_key gguf_llama_keys[] = {
     {"rms_norm_eps", "attention.layer_norm_rms_epsilon"},
     {"rope_theta", "rope.freq_base"},
     {"max_position_embeddings", "context_length"},
+    {NULL, NULL},
 };
 
 #define BLOCK(hf, gguf)                                                        \
     {                                                                          \
         "layers.%zu." hf, "blk.%zu." gguf                                      \
     }
-static const struct gguf_name gguf_llama_names[] = {
+const struct gguf_name gguf_llama_names[] = {
     {"embed_tokens.weight", "token_embd.weight"},
     {"norm.weight", "output_norm.weight"},
     {"lm_head.weight", "output.weight"},
@@ -305,20 +306,33 @@ static const struct gguf_name gguf_llama_names[] = {
     BLOCK("mlp.gate_proj.bias", "ffn_gate.bias"),
     BLOCK("mlp.up_proj.bias", "ffn_up.bias"),
     BLOCK("mlp.down_proj.bias", "ffn_down.bias"),
+    {NULL, NULL},
 };
 #undef BLOCK
 
+/* OLMo 2's norms are on the sublayers' outputs. */
+static const struct gguf_name olmo2_names[] = {
+    {"layers.%zu.post_attention_layernorm.weight",
+     "blk.%zu.post_attention_norm.weight"},
+    {"layers.%zu.post_feedforward_layernorm.weight",
+     "blk.%zu.post_ffw_norm.weight"},
+    {NULL, NULL},
+};
+
 #define GGUF_ROW(name, interleaved)                                            \
     {                                                                          \
-        .arch = name, .keys = gguf_llama_keys,                                 \
-        .n_keys = sizeof gguf_llama_keys / sizeof gguf_llama_keys[0],          \
-        .names = gguf_llama_names,                                             \
-        .n_names = sizeof gguf_llama_names / sizeof gguf_llama_names[0],       \
+        .arch = name, .keys = gguf_llama_keys, .names = gguf_llama_names,      \
         .rope_interleaved = interleaved,                                       \
     }
 static const struct family_gguf gguf_llama = GGUF_ROW("llama", true);
 static const struct family_gguf gguf_qwen2 = GGUF_ROW("qwen2", false);
 static const struct family_gguf gguf_qwen3 = GGUF_ROW("qwen3", false);
+static const struct family_gguf gguf_olmo2 = {
+    .arch = "olmo2",
+    .keys = gguf_llama_keys,
+    .overrides = olmo2_names,
+    .names = gguf_llama_names,
+};
 #undef GGUF_ROW
 
 #define ROW(type, name, in_gguf)                                               \
@@ -334,4 +348,4 @@ const struct family family_llama = ROW("llama", "LLaMA decoder", &gguf_llama);
 const struct family family_mistral = ROW("mistral", "Mistral decoder", NULL);
 const struct family family_qwen2 = ROW("qwen2", "Qwen2 decoder", &gguf_qwen2);
 const struct family family_qwen3 = ROW("qwen3", "Qwen3 decoder", &gguf_qwen3);
-const struct family family_olmo2 = ROW("olmo2", "OLMo 2 decoder", NULL);
+const struct family family_olmo2 = ROW("olmo2", "OLMo 2 decoder", &gguf_olmo2);

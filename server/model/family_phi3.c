@@ -40,9 +40,11 @@
 #include "config_keys.h"
 #include "family.h"
 #include "fail.h"
+#include "gguf_model.h"
 #include "tokenizer_json.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -276,6 +278,95 @@ static const char *prefix(const struct shards *s)
     return shards_find(s, "model.embed_tokens.weight", &in) ? "model." : "";
 }
 
+/* ------------------------------------------------------------ in GGUF */
+
+/* Phi-3's fused projections, as llama.cpp's converter keeps them. */
+static const struct gguf_name gguf_names[] = {
+    {"layers.%zu.self_attn.qkv_proj.weight", "blk.%zu.attn_qkv.weight"},
+    {"layers.%zu.mlp.gate_up_proj.weight", "blk.%zu.ffn_up.weight"},
+    {NULL, NULL},
+};
+
+/* A JSON list of the values of the F32 tensor name. */
+static cJSON *floats_list(const struct shards *s, const char *name)
+{
+    size_t n;
+    const float *v = gguf_model_floats(s, name, &n);
+    cJSON *list = v ? cJSON_CreateArray() : NULL;
+    for (size_t i = 0; list && i < n; i++)
+        if (!cJSON_AddItemToArray(list, cJSON_CreateNumber(v[i]))) {
+            cJSON_Delete(list);
+            list = NULL;
+        }
+    return list;
+}
+
+/* What llama.cpp reads beside the keys: the rotary's share of each head
+ * (rope.dimension_count, as partial_rotary_factor), and longrope from
+ * the factor tensors its converter writes (rope_factors_short and
+ * _long) with rope.scaling.original_context_length and attn_factor. The
+ * sliding window is not read: llama.cpp computes Phi-3 without one. */
+static bool gguf_config(cJSON *config, const struct shards *s, const char *arch,
+                        char *err, size_t err_len)
+{
+    const struct gguf_file *g = &s->shard[0].gguf;
+    char key[96];
+    uint32_t dims;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    const cJSON *hidden = cJSON_GetObjectItem(config, "hidden_size");
+    const cJSON *heads = cJSON_GetObjectItem(config, "num_attention_heads");
+    if (gguf_find(g, key) && cJSON_IsNumber(hidden) && cJSON_IsNumber(heads) &&
+        heads->valuedouble >= 1) {
+        if (!gguf_get_u32(g, key, &dims, err, err_len))
+            return false;
+        const double head_dim = floor(hidden->valuedouble / heads->valuedouble);
+        if (!cJSON_AddNumberToObject(config, "partial_rotary_factor",
+                                     dims / head_dim))
+            return model_fail(err, err_len, "out of memory");
+    }
+    cJSON *short_f = floats_list(s, "rope_factors_short.weight");
+    cJSON *long_f = floats_list(s, "rope_factors_long.weight");
+    if (!short_f && !long_f)
+        return true;
+    cJSON *r = cJSON_AddObjectToObject(config, "rope_scaling");
+    bool ok = r && short_f && long_f &&
+              cJSON_AddStringToObject(r, "rope_type", "longrope") &&
+              cJSON_AddItemToObject(r, "short_factor", short_f) &&
+              cJSON_AddItemToObject(r, "long_factor", long_f);
+    if (!ok) {
+        if (!r || !cJSON_IsArray(cJSON_GetObjectItem(r, "short_factor")))
+            cJSON_Delete(short_f);
+        if (!r || !cJSON_IsArray(cJSON_GetObjectItem(r, "long_factor")))
+            cJSON_Delete(long_f);
+        return model_fail(err, err_len,
+                          "rope_factors_short and rope_factors_long come "
+                          "together, each an F32 list");
+    }
+    const struct gguf_kv *kv;
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
+    float factor;
+    if ((kv = gguf_find(g, key)) &&
+        (!gguf_get_f32(g, key, &factor, err, err_len) ||
+         !cJSON_AddNumberToObject(r, "attention_factor", factor)))
+        return err[0] ? false : model_fail(err, err_len, "out of memory");
+    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+    uint32_t original;
+    if ((kv = gguf_find(g, key)) &&
+        (!gguf_get_u32(g, key, &original, err, err_len) ||
+         !cJSON_AddNumberToObject(config, "original_max_position_embeddings",
+                                  original)))
+        return err[0] ? false : model_fail(err, err_len, "out of memory");
+    return true;
+}
+
+static const struct family_gguf gguf = {
+    .arch = "phi3",
+    .keys = gguf_llama_keys,
+    .overrides = gguf_names,
+    .names = gguf_llama_names,
+    .config = gguf_config,
+};
+
 const struct family family_phi3 = {
     .model_type = "phi3",
     .network = "Phi-3 decoder",
@@ -286,4 +377,5 @@ const struct family family_phi3 = {
     .prefix = prefix,
     .in_network = model_llama_namespace,
     .open_tokenizer = tokenizer_json_open,
+    .gguf = &gguf,
 };

@@ -24,7 +24,11 @@ bool gguf_path(const char *path)
 
 bool gguf_loader_tensor(const char *name)
 {
-    return !strcmp(name, ROPE_FREQS);
+    // rope_freqs is read here; Phi-3's longrope factors by its family's
+    // config hook
+    return !strcmp(name, ROPE_FREQS) ||
+           !strcmp(name, "rope_factors_long.weight") ||
+           !strcmp(name, "rope_factors_short.weight");
 }
 
 const char *gguf_file_type_name(uint32_t file_type)
@@ -177,6 +181,18 @@ static bool open_files(struct shards *s, const char *file,
 
 /* ----------------------------------------------------------- the config */
 
+const float *gguf_model_floats(const struct shards *s, const char *name,
+                               size_t *count)
+{
+    size_t in;
+    const struct shard_tensor *t = shards_find(s, name, &in);
+    if (!t || t->dtype != ATTN_F32 || t->ndim != 1 || t->offset % 4)
+        return NULL;
+    *count = (size_t)t->shape[0];
+    return (const float *)(const void *)((const char *)s->shard[in].map +
+                                         t->offset);
+}
+
 /* The kv key of the first part as a cJSON value, or NULL (an array, or
  * out of memory: *why says which). */
 static cJSON *json_value(const struct gguf_kv *kv, const char **why)
@@ -272,10 +288,12 @@ static cJSON *config_of(const struct model *m, const struct shards *s,
     bool ok = config && cJSON_AddStringToObject(config, "model_type",
                                                 m->family->model_type);
     char key[GGUF_MAX_KEY + 1];
-    for (size_t i = 0; ok && i < fg->n_keys; i++) {
-        snprintf(key, sizeof key, "%s.%s", arch, fg->keys[i].gguf);
-        ok = put_key(config, fg->keys[i].config, g, key, err, err_len);
-    }
+    const struct gguf_key *lists[] = {fg->keys, fg->more_keys};
+    for (size_t l = 0; l < 2; l++)
+        for (const struct gguf_key *k = lists[l]; ok && k && k->config; k++) {
+            snprintf(key, sizeof key, "%s.%s", arch, k->gguf);
+            ok = put_key(config, k->config, g, key, err, err_len);
+        }
     snprintf(key, sizeof key, "%s.vocab_size", arch);
     const struct gguf_kv *tokens = gguf_find(g, "tokenizer.ggml.tokens");
     if (ok && gguf_find(g, key))
@@ -298,6 +316,7 @@ static cJSON *config_of(const struct model *m, const struct shards *s,
         snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
         ok = ok && put_key(r, "factor", g, key, err, err_len);
     }
+    ok = ok && (!fg->config || fg->config(config, s, arch, err, err_len));
     if (!ok) {
         if (!err[0])
             model_fail(err, err_len, "out of memory");

@@ -37,6 +37,11 @@ bool gguf_model_load(struct model *m, const struct family_table *families,
  * family naming it (rope_freqs.weight, llama.cpp's scaled frequencies). */
 bool gguf_loader_tensor(const char *name);
 
+/* The values of name, a 1-D F32 tensor of s, in place, and their count;
+ * NULL when s has no such tensor. */
+const float *gguf_model_floats(const struct shards *s, const char *name,
+                               size_t *count);
+
 /* llama.cpp's name of a general.file_type ("Q4_K_M", "F16"), or NULL for
  * a number it does not name. */
 const char *gguf_file_type_name(uint32_t file_type);

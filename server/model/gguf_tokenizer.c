@@ -106,6 +106,8 @@ static const struct pre pres[] = {
     {"llama-bpe", BPE_PATTERN_LLAMA3, true, true},
     {"llama3", BPE_PATTERN_LLAMA3, true, true},
     {"llama-v3", BPE_PATTERN_LLAMA3, true, true},
+    {"dbrx", BPE_PATTERN_LLAMA3, false, false},
+    {"smaug-bpe", BPE_PATTERN_LLAMA3, false, false},
     {"qwen2", BPE_PATTERN_QWEN2, false, false},
     {"deepseek-r1-qwen", BPE_PATTERN_QWEN2, false, false},
     {"gpt-2", BPE_PATTERN_GPT2, false, false},

@@ -173,18 +173,18 @@ static size_t slot_elements(const struct model_tensor *w)
 /* The name a GGUF file gives the tensor the family calls hf, from the
  * family's table ("%zu" standing for a layer's number), into out; false
  * when the table has none. */
-static bool gguf_name(const struct family_gguf *g, const char *hf, char *out,
-                      size_t out_len)
+static bool name_in(const struct gguf_name *names, const char *hf, char *out,
+                    size_t out_len)
 {
-    for (size_t i = 0; g && i < g->n_names; i++) {
-        const char *pat = g->names[i].hf, *mark = strstr(pat, "%zu");
+    for (size_t i = 0; names && names[i].hf; i++) {
+        const char *pat = names[i].hf, *mark = strstr(pat, "%zu");
         const size_t head = mark ? (size_t)(mark - pat) : strlen(pat);
         if (strncmp(hf, pat, head))
             continue;
         if (!mark) {
             if (hf[head])
                 continue;
-            snprintf(out, out_len, "%s", g->names[i].gguf);
+            snprintf(out, out_len, "%s", names[i].gguf);
             return true;
         }
         const char *digits = hf + head, *end = digits;
@@ -193,12 +193,19 @@ static bool gguf_name(const struct family_gguf *g, const char *hf, char *out,
         if (end == digits || (end - digits > 1 && *digits == '0') ||
             strcmp(end, mark + 3))
             continue;
-        const char *gm = strstr(g->names[i].gguf, "%zu");
-        snprintf(out, out_len, "%.*s%.*s%s", (int)(gm - g->names[i].gguf),
-                 g->names[i].gguf, (int)(end - digits), digits, gm + 3);
+        const char *gm = strstr(names[i].gguf, "%zu");
+        snprintf(out, out_len, "%.*s%.*s%s", (int)(gm - names[i].gguf),
+                 names[i].gguf, (int)(end - digits), digits, gm + 3);
         return true;
     }
     return false;
+}
+
+static bool gguf_name(const struct family_gguf *g, const char *hf, char *out,
+                      size_t out_len)
+{
+    return name_in(g->overrides, hf, out, out_len) ||
+           name_in(g->names, hf, out, out_len);
 }
 
 /* The names of the types a container's tensors may have. */
@@ -226,6 +233,8 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
             w->cols = rows;
             w->in_out = false;
         }
+        if (fam->gguf->norms_folded)
+            w->add = 0.0f;
     } else {
         snprintf(full, sizeof full, "%s%s", w->bare ? "" : prefix, w->name);
     }

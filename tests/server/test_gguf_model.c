@@ -90,6 +90,14 @@ static double *doubles(const cJSON *arr, size_t *n)
     return out;
 }
 
+static const cJSON *get_item(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v)
+        fail_msg("no \"%s\" in the golden", key);
+    return v;
+}
+
 static double number(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItem(o, key);
@@ -443,6 +451,104 @@ static void test_split(void **state)
     model_free(split);
 }
 
+/* ------------------------------------------------------- more families */
+
+/* A family's small checkpoint converted to an F32 GGUF by llama.cpp's
+ * converter (tests/models/gguf/more/), held to llama.cpp's logits for the
+ * safetensors golden's ids, and where llama.cpp computes the network as
+ * transformers does, to that golden too. */
+struct more_file {
+    const char *folder;
+    bool as_transformers; /* false: llama.cpp computes it otherwise */
+    double peer_rtol;     /* llama.cpp's logits, of the largest |logit| */
+};
+
+static const struct more_file more_files[] = {
+    {"qwen3", true, 1e-5},
+    {"llama2", true, 1e-5},
+    /* the llama architecture has no sliding window: this checkpoint's (5)
+     * is shorter than every sentence */
+    {"mistral", false, 1e-5},
+    {"olmo2", true, 1e-5},
+};
+
+static void check_more(const struct more_file *mf)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/models/gguf/more/%s-F32.gguf",
+             mf->folder);
+    struct model *m = load_ok(path);
+    snprintf(path, sizeof path, "tests/models/golden/gguf/more/%s.json",
+             mf->folder);
+    cJSON *peer = test_read_json(path);
+    snprintf(path, sizeof path, "tests/models/golden/%s.json", mf->folder);
+    cJSON *hf = test_read_json(path);
+    const struct xf_model *x = &m->xf;
+    for (int k = 0; k < cJSON_GetArraySize(get_item(peer, "cases")); k++) {
+        const cJSON *pc = cJSON_GetArrayItem(get_item(peer, "cases"), k);
+        const cJSON *hc = cJSON_GetArrayItem(get_item(hf, "cases"), k);
+        // llama.cpp's ids of the sentence
+        const char *text = get_item(pc, "sentence")->valuestring;
+        struct tok_encoding enc;
+        struct attn_error err = {0};
+        if (tok_encode(&m->tokenizer, text, strlen(text), NULL, 0,
+                       &(struct tok_options){.max_tokens = 4096}, &enc, &err))
+            fail_msg("%s: %s", mf->folder, err.message);
+        size_t n;
+        double *want = doubles(get_item(pc, "ids"), &n);
+        assert_int_equal(enc.count, n);
+        for (size_t i = 0; i < n; i++)
+            if (enc.ids[i] != (uint32_t)want[i])
+                fail_msg("%s case %d: token %zu is %u, llama.cpp's %.0f",
+                         mf->folder, k, i, (unsigned)enc.ids[i], want[i]);
+        free(want);
+        tok_encoding_free(&enc);
+        // a pass over the golden's ids
+        double *ids = doubles(get_item(hc, "ids"), &n);
+        uint32_t *tok = malloc(n * sizeof *tok);
+        for (size_t i = 0; i < n; i++)
+            tok[i] = (uint32_t)ids[i];
+        struct xf_result r;
+        forward(m, tok, n, XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS,
+                &r);
+        size_t nl;
+        double *lg = doubles(get_item(pc, "llamacpp_logits"), &nl);
+        assert_int_equal(nl, x->vocab_size);
+        check_close("llama.cpp's logit", mf->folder, (size_t)k, r.logits, lg,
+                    nl, 1e-4, mf->peer_rtol, true);
+        free(lg);
+        if (mf->as_transformers) {
+            double *w = doubles(get_item(hc, "attentions"), &nl);
+            check_close("attention weight", mf->folder, (size_t)k, r.weights, w,
+                        nl, WEIGHT_TOL, 0, false);
+            free(w);
+            double *h = doubles(get_item(hc, "hidden_states"), &nl);
+            check_close("hidden state", mf->folder, (size_t)k, r.hidden_states,
+                        h, nl, HIDDEN_ATOL, HIDDEN_RTOL, false);
+            free(h);
+            double *l = doubles(get_item(hc, "logits"), &nl);
+            check_close("logit", mf->folder, (size_t)k, r.logits, l, nl,
+                        HIDDEN_ATOL, HIDDEN_RTOL, true);
+            free(l);
+        }
+        xf_result_free(&r);
+        free(tok);
+        free(ids);
+    }
+    check_greedy(m, mf->folder, get_item(peer, "llamacpp_greedy"),
+                 fmax(NEAR_TIE, 2 * mf->peer_rtol));
+    cJSON_Delete(hf);
+    cJSON_Delete(peer);
+    model_free(m);
+}
+
+static void test_more_families(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof more_files / sizeof more_files[0]; i++)
+        check_more(&more_files[i]);
+}
+
 /* ------------------------------------------------------------ token ids */
 
 /* The tokenizer of a GGUF file, its metadata read in place. */
@@ -709,6 +815,7 @@ int main(void)
         cmocka_unit_test(test_llama_pairing_matters),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_more_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
