@@ -2,6 +2,11 @@
  * quant_dot_avx2.c - the AVX2 build of the quantized kernels
  * (quant_product.h): one row's dot products, in quant_dot.c's order of
  * sums, and the decoding of blocks into a panel.
+ *
+ * As quant_dot_avx512.c's, a piece of 64 values at a time, each vector
+ * of sixteen as two of eight; a row of W at a time, as the sums take
+ * half of the sixteen registers. Quants are converted and scaled (AVX2
+ * has no look-up across a vector of sixteen), to quant_widen()'s values.
  */
 #include "quant_product.h"
 
@@ -255,6 +260,85 @@ INLINE int q6_k_vec(int p, int t)
     return 8 * (p / 2) + 2 * t + p % 2;
 }
 
+/* ---------------------------------------- Q4_0, Q4_1, Q5_0, Q5_1 */
+
+/* Two blocks of 32 are one piece, as for Q8_0. Value j < 16 of a block
+ * is the low nibble of qs[j], 16 + j its high nibble, with (Q5_*) bit j
+ * of qh above; Q4_0 (q - 8) d and Q5_0 (q - 16) d as ggml, Q4_1 and
+ * Q5_1 q d + m fused (q d is exact, as in quant_dot_avx512.c). */
+INLINE int pair_vec(int p, int t)
+{
+    (void)p;
+    return t;
+}
+
+struct pair_state {
+    char unused;
+};
+
+INLINE void pair_prep(const unsigned char *b, struct pair_state *st)
+{
+    (void)b, (void)st;
+}
+
+/* One block's two vectors: bits 5 (0 or 5) bits to a quant, m_off the
+ * min's place (< 0: none, the quant offset by 8 or 16 instead). */
+INLINE void small_block(const unsigned char *b, int bits, int m_off, v16 w[2])
+{
+    const __m256 d = _mm256_set1_ps(half_at(b));
+    const __m256 m = _mm256_set1_ps(m_off < 0 ? 0.0f : half_at(b + m_off));
+    const unsigned char *qs = b + (m_off < 0 ? 2 : 4) + (bits == 5 ? 4 : 0);
+    uint32_t qh = 0;
+    if (bits == 5)
+        memcpy(&qh, b + (m_off < 0 ? 2 : 4), sizeof qh);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i m15 = _mm256_set1_epi32(15), m16 = _mm256_set1_epi32(16);
+    const __m256i offset = _mm256_set1_epi32(bits == 5 ? 16 : 8);
+#pragma GCC unroll 2
+    for (int e = 0; e < 2; e++) { /* lanes 0-7, 8-15 of both vectors */
+        const __m256i q = bytes_u32(qs + 8 * e);
+        __m256i lo = _mm256_and_si256(q, m15), hi = _mm256_srli_epi32(q, 4);
+        if (bits == 5) {
+            const __m256i at = _mm256_add_epi32(lane, _mm256_set1_epi32(8 * e));
+            const __m256i h = _mm256_srlv_epi32(_mm256_set1_epi32((int)qh), at);
+            lo = _mm256_or_si256(
+                lo, _mm256_and_si256(_mm256_slli_epi32(h, 4), m16));
+            hi = _mm256_or_si256(
+                hi, _mm256_and_si256(_mm256_srli_epi32(h, 12), m16));
+        }
+        __m256 v[2];
+        if (m_off < 0) {
+            v[0] = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(_mm256_sub_epi32(lo, offset)), d);
+            v[1] = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(_mm256_sub_epi32(hi, offset)), d);
+        } else {
+            v[0] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(lo), m);
+            v[1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(hi), m);
+        }
+        for (int h = 0; h < 2; h++) {
+            if (e)
+                w[h].hi = v[h];
+            else
+                w[h].lo = v[h];
+        }
+    }
+}
+
+#define PAIR_PIECE(name, bits, bytes, m_off)                                   \
+    INLINE void name##_piece(const unsigned char *b,                           \
+                             const struct pair_state *st, int p, v16 w[4])     \
+    {                                                                          \
+        (void)st, (void)p;                                                     \
+        small_block(b, bits, m_off, w);                                        \
+        small_block(b + (bytes), bits, m_off, w + 2);                          \
+    }
+PAIR_PIECE(q4_0, 4, 18, -1)
+PAIR_PIECE(q4_1, 4, 20, 2)
+PAIR_PIECE(q5_0, 5, 22, -1)
+PAIR_PIECE(q5_1, 5, 24, 2)
+#undef PAIR_PIECE
+
 /* ---------------------------------------------------------- kernels */
 
 /* As quant_dot_avx512.c's, a row at a time (the sums take half of the
@@ -316,10 +400,15 @@ KERNELS(q8_0, q8_0_state, q8_0_prep, q8_0_vec, 64, 68, 1)
 KERNELS(q4_k, k4_state, k4_prep, k4_vec, 256, 144, 4)
 KERNELS(q5_k, k4_state, k4_prep, k4_vec, 256, 176, 4)
 KERNELS(q6_k, q6_k_state, q6_k_prep, q6_k_vec, 256, 210, 4)
+KERNELS(q4_0, pair_state, pair_prep, pair_vec, 64, 36, 1)
+KERNELS(q4_1, pair_state, pair_prep, pair_vec, 64, 40, 1)
+KERNELS(q5_0, pair_state, pair_prep, pair_vec, 64, 44, 1)
+KERNELS(q5_1, pair_state, pair_prep, pair_vec, 64, 48, 1)
 #undef KERNELS
 
-/* Any other type (and Q8_0 rows of an odd number of blocks): widened by
- * quant_widen() a few blocks at a time, then summed in order. */
+/* Rows of an odd number of 32-value blocks (which the kernels take in
+ * pairs): decoded a few blocks at a time into memory, then summed in
+ * order. */
 TARGET static void widened_dots(quant_type type, const float *x,
                                 const unsigned char *w, size_t row_bytes,
                                 size_t in, size_t n, float *dots)
@@ -335,7 +424,7 @@ TARGET static void widened_dots(quant_type type, const float *x,
             acc[s][0] = acc[s][1] = _mm256_setzero_ps();
         for (size_t k0 = 0; k0 < in; k0 += PIECE) {
             const size_t len = in - k0 < PIECE ? in - k0 : PIECE;
-            quant_widen(row + k0 / values * bytes, type, len, piece);
+            quant_decode_avx2(type, row + k0 / values * bytes, len, piece);
             for (size_t v = 0; v < len / 16; v++)
                 for (int h = 0; h < 2; h++)
                     acc[v % QUANT_SUMS][h] = _mm256_fmadd_ps(
@@ -350,40 +439,56 @@ TARGET static void widened_dots(quant_type type, const float *x,
 TARGET void quant_dots_avx2(quant_type type, const float *x, const void *w,
                             size_t row_bytes, size_t in, size_t n, float *dots)
 {
-    switch (type) {
-    case QUANT_Q8_0:
-        if (in / 32 % 2 == 0)
-            q8_0_dots(x, w, row_bytes, in / 64, n, dots);
-        else
-            widened_dots(type, x, w, row_bytes, in, n, dots);
+    const size_t blocks = in / quant_block_values((int)type);
+    if (quant_block_values((int)type) == 32 && blocks % 2) {
+        widened_dots(type, x, w, row_bytes, in, n, dots); /* no pairs */
         return;
-    case QUANT_Q4_K: q4_k_dots(x, w, row_bytes, in / 256, n, dots); return;
-    case QUANT_Q5_K: q5_k_dots(x, w, row_bytes, in / 256, n, dots); return;
-    case QUANT_Q6_K: q6_k_dots(x, w, row_bytes, in / 256, n, dots); return;
-    default: widened_dots(type, x, w, row_bytes, in, n, dots); return;
     }
+    switch (type) {
+    case QUANT_Q8_0: q8_0_dots(x, w, row_bytes, blocks / 2, n, dots); return;
+    case QUANT_Q4_0: q4_0_dots(x, w, row_bytes, blocks / 2, n, dots); return;
+    case QUANT_Q4_1: q4_1_dots(x, w, row_bytes, blocks / 2, n, dots); return;
+    case QUANT_Q5_0: q5_0_dots(x, w, row_bytes, blocks / 2, n, dots); return;
+    case QUANT_Q5_1: q5_1_dots(x, w, row_bytes, blocks / 2, n, dots); return;
+    case QUANT_Q4_K: q4_k_dots(x, w, row_bytes, blocks, n, dots); return;
+    case QUANT_Q5_K: q5_k_dots(x, w, row_bytes, blocks, n, dots); return;
+    case QUANT_Q6_K: q6_k_dots(x, w, row_bytes, blocks, n, dots); return;
+    }
+    widened_dots(type, x, w, row_bytes, in, n, dots);
 }
 
 TARGET void quant_decode_avx2(quant_type type, const void *src, size_t count,
                               float *dst)
 {
     const unsigned char *b = src;
+    const size_t blocks = count / quant_block_values((int)type);
+    const size_t pairs = blocks / 2, bytes = quant_block_bytes((int)type);
     switch (type) {
-    case QUANT_Q8_0:
-        q8_0_decode(b, count / 64, dst);
-        if (count / 32 % 2) {
-            v16 v[2];
-            q8_0_block(b + count / 64 * 68, v);
-            for (int h = 0; h < 2; h++) {
-                _mm256_storeu_ps(dst + count - 32 + 16 * h, v[h].lo);
-                _mm256_storeu_ps(dst + count - 24 + 16 * h, v[h].hi);
-            }
-        }
-        return;
-    case QUANT_Q4_K: q4_k_decode(b, count / 256, dst); return;
-    case QUANT_Q5_K: q5_k_decode(b, count / 256, dst); return;
-    case QUANT_Q6_K: q6_k_decode(b, count / 256, dst); return;
+    case QUANT_Q8_0: q8_0_decode(b, pairs, dst); break;
+    case QUANT_Q4_0: q4_0_decode(b, pairs, dst); break;
+    case QUANT_Q4_1: q4_1_decode(b, pairs, dst); break;
+    case QUANT_Q5_0: q5_0_decode(b, pairs, dst); break;
+    case QUANT_Q5_1: q5_1_decode(b, pairs, dst); break;
+    case QUANT_Q4_K: q4_k_decode(b, blocks, dst); return;
+    case QUANT_Q5_K: q5_k_decode(b, blocks, dst); return;
+    case QUANT_Q6_K: q6_k_decode(b, blocks, dst); return;
     default: quant_widen(src, type, count, dst); return;
+    }
+    if (blocks % 2 == 0)
+        return;
+    /* the last block of an odd number */
+    const unsigned char *last = b + 2 * pairs * bytes;
+    v16 v[2];
+    switch (type) {
+    case QUANT_Q4_0: small_block(last, 4, -1, v); break;
+    case QUANT_Q4_1: small_block(last, 4, 2, v); break;
+    case QUANT_Q5_0: small_block(last, 5, -1, v); break;
+    case QUANT_Q5_1: small_block(last, 5, 2, v); break;
+    default: q8_0_block(last, v); break;
+    }
+    for (int h = 0; h < 2; h++) {
+        _mm256_storeu_ps(dst + 64 * pairs + 16 * h, v[h].lo);
+        _mm256_storeu_ps(dst + 64 * pairs + 16 * h + 8, v[h].hi);
     }
 }
 #endif
