@@ -7,6 +7,9 @@
  *   bench_quant [runs [W ...]]   runs (default 7): each figure the median
  *                                of that many; W: only these (Q4_K, F32 ...)
  *
+ * QUANT_ISA=avx2 (or plain) in the environment takes that build of the
+ * quantized kernels instead of the widest the CPU runs.
+ *
  * One row of x (a token after a KV cache) is memory-bound: it is given in
  * GB/s of weight bytes read, with the matrix in enough copies (256 MiB
  * or more, taken in turn) that it comes from memory, not from a cache,
@@ -42,6 +45,9 @@ static const struct kind kinds[] = {
 };
 
 static uint64_t rng = 0x9E3779B97F4A7C15u;
+
+/* The build of the quantized kernels measured. */
+static enum vec_isa isa;
 
 static uint32_t rand_u32(void)
 {
@@ -110,7 +116,7 @@ static void product(const struct kind *k, const float *x, size_t rows,
                                         .out = out,
                                         .y = y,
                                         .ldy = out};
-        quant_product(&p, 0.0f, panel);
+        quant_product_isa(isa, &p, 0.0f, panel);
         return;
     }
     if (k->tag == KIND_F32 && rows == 1) {
@@ -220,11 +226,17 @@ int main(int argc, char **argv)
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
     if (!panel)
         return 1;
-    const char *isa = vec_isa_best() == VEC_ISA_AVX512 ? "AVX-512"
-                      : vec_isa_best() == VEC_ISA_AVX2 ? "AVX2"
-                                                       : "plain";
+    const char *want = getenv("QUANT_ISA");
+    isa = vec_isa_best();
+    if (want && strcmp(want, "plain") == 0)
+        isa = VEC_ISA_PLAIN;
+    else if (want && strcmp(want, "avx2") == 0 && isa == VEC_ISA_AVX512)
+        isa = VEC_ISA_AVX2;
+    const char *isa_name = isa == VEC_ISA_AVX512 ? "AVX-512"
+                           : isa == VEC_ISA_AVX2 ? "AVX2"
+                                                 : "plain C";
     printf("OpenBLAS core: %s, 1 thread; kernels: %s; medians of %ld runs\n",
-           openblas_get_corename(), isa, runs);
+           openblas_get_corename(), isa_name, runs);
     printf("plain read of memory on one core (cblas_sasum, 256 MiB): %.1f "
            "GB/s\n",
            read_gbs(runs));
