@@ -13,13 +13,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define ROPE_FREQS "rope_freqs.weight"
 
 bool gguf_path(const char *path)
 {
     const size_t n = strlen(path);
-    return n > 5 && !strcmp(path + n - 5, ".gguf");
+    if (n > 5 && !strcmp(path + n - 5, ".gguf"))
+        return true;
+    // a file of another name (Ollama's blobs have none) by its magic
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    char magic[4] = "";
+    FILE *f = fopen(path, "rb");
+    const bool is =
+        f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    if (f)
+        fclose(f);
+    return is;
 }
 
 bool gguf_loader_tensor(const char *name)

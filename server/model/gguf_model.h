@@ -22,7 +22,9 @@
 
 struct family_table;
 
-/* Whether path names a GGUF file (it ends in ".gguf"). */
+/* Whether path names a GGUF file: it ends in ".gguf", or it is a file
+ * (not a folder) that starts with GGUF's magic, whatever its name (an
+ * Ollama blob). */
 bool gguf_path(const char *path);
 
 /*

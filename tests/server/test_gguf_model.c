@@ -804,6 +804,27 @@ static void test_refusals(void **state)
     patched_done(&p);
 }
 
+/* A GGUF file of another name (an Ollama blob, sha256-...) is known by
+ * its magic. */
+static void test_known_by_magic(void **state)
+{
+    (void)state;
+    struct patched p;
+    patched_read(&p, "qwen2-Q6_K.gguf");
+    char path[256];
+    snprintf(path, sizeof path, "%s/sha256-0123abcd", p.dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p.bytes, 1, p.len, f), p.len);
+    fclose(f);
+    struct model *m = load_ok(path);
+    assert_string_equal(m->source.container, "gguf");
+    assert_string_equal(m->source.file_type, "Q6_K");
+    model_free(m);
+    unlink(path);
+    patched_done(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_llama_pairing_matters),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_known_by_magic),
         cmocka_unit_test(test_more_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
