@@ -31,7 +31,7 @@
 enum { ROWS = 64, GROUP = 6 };
 
 /* The panel holds the packed rows and then a group's decoded columns. */
-_Static_assert(ROWS *QUANT_COLS + GROUP * QUANT_COLS <= WIDEN_PANEL_FLOATS,
+_Static_assert((ROWS + GROUP) * QUANT_COLS <= WIDEN_PANEL_FLOATS,
                "a block of rows and a group's columns fit a panel");
 _Static_assert(QUANT_COLS % QUANT_CHUNK == 0 && QUANT_CHUNK % 256 == 0,
                "chunks and panels hold whole blocks of every type");
