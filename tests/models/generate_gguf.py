@@ -202,6 +202,129 @@ class FileTokenizer:
         return "".join(self.added[i].content for i in ids)
 
 
+# --------------------------------------------- SentencePiece's tokenizer.model
+
+# SentencePiece's piece types (sentencepiece_model.proto)
+SP_NORMAL, SP_UNKNOWN, SP_CONTROL, SP_USER_DEFINED, SP_UNUSED, SP_BYTE = 1, 2, 3, 4, 5, 6
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number, wire, payload):
+    key = _varint(number << 3 | wire)
+    if wire == 2:
+        return key + _varint(len(payload)) + payload
+    return key + payload
+
+
+def model_proto(tok_json):
+    """A SentencePiece ModelProto (BPE, byte fallback) holding a
+    SentencePiece-style tokenizer.json's model vocabulary, id for id: each
+    piece's type (UNKNOWN for the model's unk_token, CONTROL for a special
+    added token, BYTE for <0xNN>, NORMAL otherwise) and score (the piece
+    made by merge r scores -r, so that SentencePiece's BPE, which joins the
+    best-scoring pair, follows the merges' order; a piece no merge makes
+    scores 0). trainer_spec: model_type BPE (3 = 2), byte_fallback (35);
+    normalizer_spec: name "identity" (1), add_dummy_prefix (3) as the
+    tokenizer's Prepend("▁") says, remove_extra_whitespaces (4) false."""
+    import struct
+    model = tok_json["model"]
+    inv = {i: p for p, i in model["vocab"].items()}
+    special = {t["content"] for t in tok_json["added_tokens"] if t["special"]}
+    score = {}
+    for r, m in enumerate(model["merges"]):
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        score.setdefault(a + b, -float(r))
+    out = b""
+    for i in range(len(inv)):
+        p = inv[i]
+        if p == model.get("unk_token"):
+            t = SP_UNKNOWN
+        elif p in special:
+            t = SP_CONTROL
+        elif len(p) == 6 and p.startswith("<0x") and p.endswith(">"):
+            t = SP_BYTE
+        else:
+            t = SP_NORMAL
+        sc = score.get(p, 0.0) if t == SP_NORMAL else 0.0
+        piece = (_field(1, 2, p.encode("utf-8")) + _field(2, 5, struct.pack("<f", sc))
+                 + _field(3, 0, _varint(t)))
+        out += _field(1, 2, piece)
+    prefix = "Prepend" in json.dumps(tok_json.get("normalizer"))
+    out += _field(2, 2, _field(3, 0, _varint(2)) + _field(35, 0, _varint(1)))
+    out += _field(3, 2, _field(1, 2, b"identity") + _field(3, 0, _varint(int(prefix)))
+                  + _field(4, 0, _varint(0)))
+    return out
+
+
+def read_model_proto(data):
+    """[(piece, score, type)] of a ModelProto's field 1."""
+    import struct
+
+    def fields(buf):
+        i = 0
+        while i < len(buf):
+            key, shift = 0, 0
+            while True:
+                b = buf[i]
+                i += 1
+                key |= (b & 0x7F) << shift
+                shift += 7
+                if b < 0x80:
+                    break
+            number, wire = key >> 3, key & 7
+            if wire == 0:
+                v, shift = 0, 0
+                while True:
+                    b = buf[i]
+                    i += 1
+                    v |= (b & 0x7F) << shift
+                    shift += 7
+                    if b < 0x80:
+                        break
+            elif wire == 5:
+                v, i = buf[i:i + 4], i + 4
+            elif wire == 1:
+                v, i = buf[i:i + 8], i + 8
+            elif wire == 2:
+                n, shift = 0, 0
+                while True:
+                    b = buf[i]
+                    i += 1
+                    n |= (b & 0x7F) << shift
+                    shift += 7
+                    if b < 0x80:
+                        break
+                v, i = buf[i:i + n], i + n
+            else:
+                raise ValueError("tokenizer.model: wire type %d" % wire)
+            yield number, v
+
+    pieces = []
+    for number, v in fields(data):
+        if number == 1:
+            piece, score, typ = "", 0.0, SP_NORMAL
+            for n2, v2 in fields(v):
+                if n2 == 1:
+                    piece = v2.decode("utf-8")
+                elif n2 == 2:
+                    score = struct.unpack("<f", v2)[0]
+                elif n2 == 3:
+                    typ = v2
+            pieces.append((piece, score, typ))
+    return pieces
+
+
 def convert(src, folder, outtype, outfile, pre):
     """Run convert_hf_to_gguf.py's main() on folder (in this process; the
     caller runs it in a child)."""
@@ -230,8 +353,35 @@ def convert(src, folder, outtype, outfile, pre):
     sp = types.ModuleType("sentencepiece")
 
     class SentencePieceProcessor:
-        def __init__(self):
-            raise FileNotFoundError("no tokenizer.model")
+        """The calls the converter makes, answered from the pieces of a
+        tokenizer.model (a SentencePiece ModelProto: piece, score, type).
+        The folders that have none make the converter stop, as before, at
+        its own check that the file exists."""
+
+        def LoadFromFile(self, path):
+            with open(path, "rb") as fp:
+                self.pieces = read_model_proto(fp.read())
+
+        def vocab_size(self):
+            return len(self.pieces)
+
+        def IdToPiece(self, i):
+            return self.pieces[i][0]
+
+        def GetScore(self, i):
+            return self.pieces[i][1]
+
+        def IsUnknown(self, i):
+            return self.pieces[i][2] == SP_UNKNOWN
+
+        def IsControl(self, i):
+            return self.pieces[i][2] == SP_CONTROL
+
+        def IsUnused(self, i):
+            return self.pieces[i][2] == SP_UNUSED
+
+        def IsByte(self, i):
+            return self.pieces[i][2] == SP_BYTE
 
     sp.SentencePieceProcessor = SentencePieceProcessor
     sys.modules["transformers"] = tf
@@ -293,6 +443,13 @@ MORE = [
     # Llama 3's regex (digits by three): llama.cpp's "dbrx" has that regex
     # ("olmo" is GPT-2's)
     dict(folder="olmo2", pre="dbrx"),
+    # Gemma's and Phi-3's converters read SentencePiece's tokenizer.model,
+    # which the Hub's folders have and these do not: as they are, the
+    # converter refuses them (Gemma 3's takes the byte-level BPE path
+    # instead, whose pre-tokenizer it finds by hashing; none matches a
+    # SentencePiece vocabulary). refused: its message, checked; then the
+    # folder is copied with a tokenizer.model of its tokenizer.json's
+    # vocabulary (model_proto) and converted.
     dict(folder="gemma", pre="-", refused="File not found: .*tokenizer.model"),
     dict(folder="gemma2", pre="-", refused="File not found: .*tokenizer.model"),
     dict(folder="gemma3", pre="-", refused="byte-level BPE path"),
@@ -549,12 +706,14 @@ def build_more(out, src, build, exe, gguf):
         for f in os.listdir(d):
             os.remove(os.path.join(d, f))
     report = []
+    scratch = tempfile.mkdtemp(prefix="attnd-gguf-more.")
     for m in MORE:
         folder = os.path.join(out, m["folder"])
         path = os.path.join(gdir, "%s-F32.gguf" % m["folder"])
         cmd = [sys.executable, os.path.abspath(__file__), "--convert", src, folder, "f32",
                path, m["pre"]]
         r = subprocess.run(cmd, capture_output=True)
+        refusal = None
         if m.get("refused"):
             import re
             err = r.stderr.decode(errors="replace")
@@ -563,9 +722,19 @@ def build_more(out, src, build, exe, gguf):
                          % (m["folder"], m["refused"], err[-3000:]))
             if os.path.exists(path):
                 os.remove(path)
-            report.append("%s: refused by the converter (%s)" % (m["folder"],
-                                                                 err.strip().splitlines()[-1]))
-            continue
+            refusal = err.strip().splitlines()[-1].replace(out + os.sep, "")
+            # the folder with a tokenizer.model, under its own name (the
+            # converter names the model after it)
+            copy = os.path.join(scratch, m["folder"])
+            os.makedirs(copy)
+            for name in sorted(os.listdir(folder)):
+                shutil.copyfile(os.path.join(folder, name), os.path.join(copy, name))
+            with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as fp:
+                proto = model_proto(json.load(fp))
+            with open(os.path.join(copy, "tokenizer.model"), "wb") as fp:
+                fp.write(proto)
+            cmd[4] = copy
+            r = subprocess.run(cmd, capture_output=True)
         if r.returncode != 0:
             sys.exit("generate_gguf.py: converting %s failed:\n%s"
                      % (m["folder"], r.stderr.decode(errors="replace")[-4000:]))
@@ -623,6 +792,11 @@ def build_more(out, src, build, exe, gguf):
                      "the golden's float64 logits; its greedy continuation of the first case's "
                      "golden ids; the file's metadata (the tokenizer's arrays by length) and "
                      "tensors (type, ne, and from which checkpoint tensor, how, exactly)",
+            "tokenizer_model": None if refusal is None else
+            "the folder has no tokenizer.model, and the converter stops without one (%s); "
+            "converted from a copy with one written by generate_gguf.py: a SentencePiece "
+            "ModelProto (BPE, byte fallback) of tokenizer.json's model vocabulary id for id, "
+            "the piece made by merge r scored -r, the others 0" % refusal,
             "metadata": meta, "tensors": tensors, "cases": cases,
             "llamacpp_greedy": greedy, "greedy_equal": same})
         report.append("%-14s %s, %d tensors; ids equal %s; max |llama.cpp - golden| %s "
@@ -631,6 +805,9 @@ def build_more(out, src, build, exe, gguf):
                          ["%.3g" % d for d in diffs], [c["max_abs_logit"] for c in cases],
                          "equal" if same else "DIFFERS (golden %s)" % ref["greedy"]["new"],
                          greedy["new"]))
+        if refusal is not None:
+            report.append("%-14s (as the folder is: %s)" % ("", refusal))
+    shutil.rmtree(scratch)
     return report
 
 
