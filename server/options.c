@@ -75,7 +75,8 @@ static const struct flag flags[] = {
     {"font", K_STRING, FIELD(font), 0, 0, "TrueType font for image labels"},
     {"quiet", K_BOOL, FIELD(quiet), 0, 1, "no access log"},
     {"model", K_LIST, FIELD(models), 0, 0,
-     "NAME=DIR: load the checkpoint in DIR as model NAME; repeatable, the "
+     "NAME=DIR: load the checkpoint in DIR (or the GGUF file DIR names) as "
+     "model NAME; repeatable, the "
      "variable lists them separated by commas; without one, random weights "
      "only"},
 };
