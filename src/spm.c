@@ -220,11 +220,9 @@ static attn_status build_strings(struct spm_tokenizer *t,
                                  struct attn_error *err)
 {
     const size_t n = t->n_tokens;
-    char key[SPM_MAX_TOKEN_BYTES];
     size_t key_total = 0;
     for (size_t i = 0; i < n; i++)
-        key_total +=
-            spec->tokens[i].len ? spec->tokens[i].len : spec_key(spec, i, key);
+        key_total += spec_key(spec, i, NULL);
     // n <= 2^20 tokens of <= 2^10 bytes: no overflow; 6 readable bytes
     // a byte and a NUL
     t->keys.bytes = malloc(key_total);
@@ -267,9 +265,9 @@ static attn_status build_strings(struct spm_tokenizer *t,
     return ATTN_OK;
 }
 
-/* The keys (each once) and the readable texts (the lowest id of
- * each, BYTE tokens after every other) into their indexes; each byte's
- * fallback token. */
+/* The keys (each once: a repeated one is refused, as llama.cpp asserts)
+ * and the readable texts (the lowest id of each, BYTE tokens after every
+ * other) into their indexes; each byte's fallback token. */
 static attn_status build_indexes(struct spm_tokenizer *t,
                                  struct attn_error *err)
 {
