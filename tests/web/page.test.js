@@ -25,7 +25,8 @@ before(async () => {
     '--model', `bf=${root}tests/models/bf16_legacy`,
     '--model', `llama=${root}tests/models/llama3`, '--model', `mistral=${root}tests/models/mistral`,
     '--model', `gemma2=${root}tests/models/gemma2`,
-    '--model', `llama16=${root}tests/models/llama_16x32`, '--model', `qwen24=${root}tests/models/qwen2_24x14`]);
+    '--model', `llama16=${root}tests/models/llama_16x32`, '--model', `qwen24=${root}tests/models/qwen2_24x14`,
+    '--model', `q4=${root}tests/models/gguf/llama-Q4_K_M.gguf`]);
   browser = await launchBrowser();
   mkdirSync(shots, { recursive: true });
 });
@@ -427,6 +428,23 @@ test('a decoder shows every layer × head, takes one text, and hides its BOS', a
   await page.waitForFunction((n) => document.querySelectorAll('#lines text.token').length === n - 2,
     all.length);
   assert.equal((await words()).some((w) => w.startsWith('<|begin')), false);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a GGUF file (Q4_K_M) is picked and browsed as a folder is, its weights those /attention gives', async () => {
+  // tests/models/gguf/llama-Q4_K_M.gguf: 2 layers of 4 query heads, hidden 256
+  const sentence = 'The cat sat on the mat';
+  const page = await openModelPage(`model=q4&sentence=${encodeURIComponent(sentence)}`);
+  assert.match(await page.textContent('#model option[value=q4]'), /2 layers × 4 heads, hidden 256, Q4_K_M GGUF/);
+  assert.equal(await page.textContent('#results-title'), 'Every layer and head (2 × 4)');
+  const r = await fetch(`${models.url}/attention?model=q4&layer=all&return=weights&sentence=${encodeURIComponent(sentence)}`);
+  assert.equal(r.status, 200);
+  const weights = (await r.json()).weights;
+  // the enlarged head (layer 0, head 0): the tooltip of its last row's first cell
+  const n = weights[0][0].length;
+  const text = await hoverCell(page, n - 1, 0);
+  assert.equal(Number(text.split(': ').pop()), weights[0][0][n - 1][0]);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

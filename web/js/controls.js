@@ -44,8 +44,11 @@ export function setUpControls() {
 export function setUpModels() {
   const list = models();
   const none = new Option('none: random weights', '');
+  // a GGUF file's type says what its weights are (Q4_K_M, Q8_0, ...)
+  const gguf = (m) => (m.source?.container === 'gguf'
+    ? `, ${m.source.file_type ?? 'GGUF'} GGUF` : '');
   $('model').replaceChildren(none, ...list.map((m) =>
-    new Option(`${m.name} (${m.layers} layers × ${m.heads} heads, hidden ${m.hidden})`, m.name)));
+    new Option(`${m.name} (${m.layers} layers × ${m.heads} heads, hidden ${m.hidden}${gguf(m)})`, m.name)));
   $('model-field').hidden = list.length === 0;
 }
 
