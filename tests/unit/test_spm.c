@@ -6,12 +6,14 @@
  * text (longest first, equal lengths by id, the space prefix after each),
  * Phi-3's and ModernBERT's stripping, one-byte fallback tokens, UNUSED and
  * empty tokens, the BOS and EOS. The goldens, vocabularies included, are
- * in tests/golden/spm/ (a JSON file each), written by tests/unit/spm_goldens.py
- * with llama.cpp's llama-tokenize. Then, written here: the unk token where
- * llama.cpp has no answer, max_tokens, invalid UTF-8, every refusal,
- * readable texts and decoded bytes, and a 1 MiB text that must encode in
- * well under a second (the time is printed). Llama 2's real vocabulary is
- * held to llama.cpp's ids by tests/server/test_spm_vocab.c.
+ * in tests/golden/spm/ (a JSON file each), written by
+ * tests/unit/spm_goldens.py with llama.cpp's llama-tokenize. Then, written
+ * here: the unk token where llama.cpp has no answer, max_tokens, invalid
+ * UTF-8, every refusal, readable texts and decoded bytes, and 1 MiB texts
+ * that must encode in a fraction of a second (the time is printed; a
+ * quadratic merge would take minutes). Real vocabularies (Llama 2's,
+ * Phi-3's, Baichuan's) are held to llama.cpp's ids by
+ * tests/server/test_spm_vocab.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -636,9 +638,8 @@ static void test_token_texts(void **state)
     tok_free(&t);
 }
 
-/* A 1 MiB text of one character merged down pair by pair, and 1 MiB
- * thick with special tokens of many lengths: each in well under a
- * second. */
+/* A 1 MiB text of one character merged down pair by pair, one of nested
+ * special tokens, and one of both: each in a fraction of a second. */
 static void test_long_text(void **state)
 {
     (void)state;
@@ -681,7 +682,7 @@ static void test_long_text(void **state)
         printf("    1 MiB text %d: %zu tokens in %.3f s\n", run, enc.count,
                secs);
         assert_true(secs < 5.0); // quadratic would be minutes
-        if (run == 1) // 24 '<' at a time, the longest first
+        if (run == 1)            // 24 '<' at a time, the longest first
             assert_int_equal(enc.count, 1 + n / 24 + 1);
         tok_encoding_free(&enc);
     }
