@@ -274,6 +274,39 @@ static void test_golden_odd_tokens(void **state)
     check_golden("odd_tokens");
 }
 
+/* The EOS without the BOS: llama.cpp's llama_tokenize(add_special = true)
+ * gives "hello world" in the basic vocabulary as 291 297 2 (its
+ * llama-tokenize tool asks for the EOS only with the BOS, so the goldens
+ * cannot show it). */
+static void test_eos_without_bos(void **state)
+{
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/spm/basic.json", golden_dir());
+    cJSON *doc = test_read_json(path);
+    struct golden_vocab g;
+    golden_vocab_read(doc, &g);
+    g.spec.add_bos = false;
+    g.spec.add_eos = true;
+    struct tokenizer t;
+    struct attn_error err = {0};
+    if (spm_tokenizer_new(&g.spec, &t, &err) != ATTN_OK)
+        fail_msg("%s", err.message);
+    struct tok_encoding enc;
+    assert_int_equal(
+        tok_encode(&t, "hello world", 11, NULL, 0, NULL, &enc, &err), ATTN_OK);
+    assert_int_equal(enc.count, 3);
+    assert_int_equal(enc.ids[0], 291);
+    assert_int_equal(enc.ids[1], 297);
+    assert_int_equal(enc.ids[2], 2);
+    assert_int_equal(enc.added[0], 0);
+    assert_int_equal(enc.added[2], 1);
+    tok_encoding_free(&enc);
+    tok_free(&t);
+    golden_vocab_free(&g);
+    cJSON_Delete(doc);
+}
+
 /* ---------------------------------------------------- made here */
 
 /* A vocabulary being made: token texts by id. */
@@ -701,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_golden_mask_lstrip),
         cmocka_unit_test(test_golden_raw_bytes),
         cmocka_unit_test(test_golden_odd_tokens),
+        cmocka_unit_test(test_eos_without_bos),
         cmocka_unit_test(test_unknown),
         cmocka_unit_test(test_max_tokens),
         cmocka_unit_test(test_bad_input),
