@@ -408,6 +408,32 @@ static void test_builds_same_bits(void **state)
     free(panel);
 }
 
+/* One row needs no panel (the header lets it be NULL): the same bits as
+ * with one; and a product of no columns sets y to 0 at beta 0. */
+static void test_one_row_no_panel(void **state)
+{
+    (void)state;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        struct operands o;
+        operands_init(&o, types[t], 1, 9, 13, false);
+        struct quant_product p = product_of(&o);
+        float with[13];
+        quant_product(&p, 0.0f, panel);
+        memcpy(with, o.y, sizeof with);
+        fill_y(&o, 0.0f);
+        quant_product(&p, 0.0f, NULL);
+        assert_memory_equal(with, o.y, sizeof with);
+        p.in = 0;
+        quant_product(&p, 0.0f, NULL);
+        for (size_t j = 0; j < 13; j++)
+            assert_true(o.y[j] == 0.0f);
+        operands_free(&o);
+    }
+    free(panel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_split_same_bits),
         cmocka_unit_test(test_builds_same_bits),
+        cmocka_unit_test(test_one_row_no_panel),
     };
     return cmocka_run_group_tests_name("quant_product", tests, NULL, NULL);
 }
