@@ -322,6 +322,58 @@ static bool id_or(const struct gguf_file *g, const char *key, size_t n,
     return true;
 }
 
+/* The id of the token text among n, or -1. */
+static int64_t token_of(const struct spm_string *texts, size_t n,
+                        const char *text)
+{
+    const size_t len = strlen(text);
+    for (size_t i = 0; i < n; i++)
+        if (texts[i].len == len && !memcmp(texts[i].text, text, len))
+            return (int64_t)i;
+    return -1;
+}
+
+/* The whitespace llama.cpp strips beside special tokens, which it decides
+ * by the model's general.name: a Phi-3's special tokens and </s> strip
+ * what follows them (but <unk>, <s> and <|endoftext|>), a ModernBERT's
+ * [MASK] what precedes it. strip is [n] zeroed. */
+static void strip_by_name(const struct gguf_file *g,
+                          const struct spm_string *texts, const int32_t *types,
+                          size_t n, uint8_t *strip)
+{
+    const char *name = "";
+    size_t len = 0;
+    char why[200], lower[256];
+    if (gguf_find(g, "general.name") &&
+        !gguf_get_string(g, "general.name", &name, &len, why, sizeof why))
+        return;
+    len = len < sizeof lower ? len : sizeof lower - 1;
+    for (size_t i = 0; i < len; i++)
+        lower[i] =
+            name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] + 32) : name[i];
+    lower[len] = '\0';
+    if (strstr(lower, "phi-3") || strstr(lower, "phi3")) {
+        for (size_t i = 0; i < n; i++)
+            if (types[i] == SPM_TOKEN_CONTROL ||
+                types[i] == SPM_TOKEN_USER_DEFINED ||
+                types[i] == SPM_TOKEN_UNKNOWN)
+                strip[i] |= SPM_STRIP_RIGHT;
+        const int64_t eos = token_of(texts, n, "</s>");
+        if (eos >= 0)
+            strip[eos] |= SPM_STRIP_RIGHT;
+        static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
+            const int64_t id = token_of(texts, n, keep[k]);
+            if (id >= 0)
+                strip[id] &= (uint8_t)~SPM_STRIP_RIGHT;
+        }
+    } else if (strstr(lower, "modern-bert")) {
+        const int64_t mask = token_of(texts, n, "[MASK]");
+        if (mask >= 0)
+            strip[mask] |= SPM_STRIP_LEFT;
+    }
+}
+
 /* The SentencePiece tokenizer of a "llama" model: tokens, scores and
  * types (spm.h). */
 static bool open_spm(const struct gguf_file *g, size_t vocab_size,
@@ -369,7 +421,8 @@ static bool open_spm(const struct gguf_file *g, size_t vocab_size,
     struct spm_string *texts = calloc(n, sizeof *texts);
     float *score = scores ? malloc(n * sizeof *score) : NULL;
     int32_t *types = calloc(n, sizeof *types);
-    bool ok = texts && types && (score || !scores);
+    uint8_t *strip = calloc(n, 1);
+    bool ok = texts && types && strip && (score || !scores);
     if (!ok)
         model_fail(err, err_len, "out of memory");
     ok = ok && token_types(g, n, types, err, err_len);
@@ -381,9 +434,11 @@ static bool open_spm(const struct gguf_file *g, size_t vocab_size,
     if (ok && scores)
         memcpy(score, scores, n * sizeof *score);
     if (ok) {
+        strip_by_name(g, texts, types, n, strip);
         spec.tokens = texts;
         spec.scores = score;
         spec.types = types;
+        spec.strip = strip;
         struct attn_error aerr = {0};
         if (spm_tokenizer_new(&spec, out, &aerr))
             ok = model_fail(err, err_len, "the tokenizer: %s", aerr.message);
@@ -391,6 +446,7 @@ static bool open_spm(const struct gguf_file *g, size_t vocab_size,
     free(texts);
     free(score);
     free(types);
+    free(strip);
     return ok;
 }
 

@@ -11,15 +11,14 @@ gguf-py, and every text of its list tokenized by llama-tokenize, with and
 without --no-bos (add_special = false: neither BOS nor EOS). Each goes to
 tests/golden/spm/<name>.json with the vocabulary itself, which test_spm.c
 builds its struct spm_spec from. Then texts are tokenized with the real
-vocabularies of llama.cpp's models/ folder given (Llama 2's, Phi-3's,
-Baichuan's) and written to tests/golden/spm/<name>.json (llama-spm.json,
+vocabularies of llama.cpp's models/ folder given (Llama 2's, Phi-3's)
+and written to tests/golden/spm/<name>.json (llama-spm.json,
 ...) for tests/server/test_spm_vocab.c.
 
     M=$LLAMA/models
     PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tests/unit/spm_goldens.py \\
         --tokenize $BUILD/bin/llama-tokenize --vocab \\
-        $M/ggml-vocab-llama-spm.gguf $M/ggml-vocab-phi-3.gguf \\
-        $M/ggml-vocab-baichuan.gguf
+        $M/ggml-vocab-llama-spm.gguf $M/ggml-vocab-phi-3.gguf
 
 Texts go to the tool through a file read verbatim (-f, --no-escape); the
 ids are the last line of its --ids output.
@@ -305,9 +304,7 @@ def vocabularies():
     return out
 
 
-# The texts each real vocabulary's golden holds, besides the ones
-# llama.cpp's own test reads (models/ggml-vocab-*.gguf.inp) and random
-# ones.
+# The texts each real vocabulary's golden holds, besides random ones.
 LLAMA_TEXTS = [
     "", " ", "  ", "    ", "\t", "\t\t", "\n", "\n\n\n", "\r\n", " \n ",
     "Hello world", " Hello world", "Hello world ", "  Hello  world  ",
@@ -364,21 +361,13 @@ def random_texts(seed, count):
     return out
 
 
-def read_inp(path):
-    if not os.path.exists(path):
-        return []
-    with open(path, "rb") as f:
-        data = f.read().decode()
-    return data.split("\n__ggml_vocab_test__\n")[:-1] if data else []
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokenize", required=True,
                     help="llama.cpp's llama-tokenize")
     ap.add_argument("--vocab", nargs="*", default=[],
                     help="real vocabularies: ggml-vocab-llama-spm.gguf, "
-                         "ggml-vocab-phi-3.gguf, ggml-vocab-baichuan.gguf")
+                         "ggml-vocab-phi-3.gguf")
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -404,8 +393,7 @@ def main():
             print(path, len(texts), "texts")
         for model in args.vocab:
             name = os.path.basename(model)[len("ggml-vocab-"):-len(".gguf")]
-            texts = read_inp(model + ".inp")
-            texts += [t for t in LLAMA_TEXTS if t not in texts]
+            texts = list(LLAMA_TEXTS)
             texts += [t for t in random_texts(2, 250) if t not in texts]
             doc = {
                 "what": "llama.cpp's ids with the vocabulary of its "
