@@ -8,7 +8,11 @@
 #                   PyTorch (on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
 #                   and a Gemma-2-2B-sized one, 5.2 GB, written into build/
 #                   once), activation patching over heads
-#                   on them against TransformerLens's loop in PyTorch, then
+#                   on them against TransformerLens's loop in PyTorch, the
+#                   Llama-3.2-1B-sized checkpoint as Q8_0 and Q4_K_M GGUF
+#                   files against llama.cpp's llama-bench (built from the
+#                   source node-llama-cpp ships; skipped, with a line, when
+#                   it cannot be had; build/bench_gguf.json), then
 #                   small requests' latency beside the largest computations,
 #                   and attnd's HTTP rate against nginx's (wrk)
 #   make load       a mixed load on a real server (LOAD_SECONDS=120,
@@ -108,6 +112,7 @@ BENCH_BERT := $(BUILD)/bench_bert
 BENCH_DECODER := $(BUILD)/bench_decoder
 BENCH_PATCH := $(BUILD)/bench_patch
 BENCH_GEMMA := $(BUILD)/bench_gemma
+BENCH_GGUF := $(BUILD)/bench_gguf
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
 # random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
@@ -116,6 +121,13 @@ LLAMA_1B := $(BUILD)/llama-1b
 # a random BF16 checkpoint of Gemma-2-2B's sizes for bench_gemma (5.2 GB,
 # NumPy, about a minute), written once: remove the folder to write it anew
 GEMMA2_2B := $(BUILD)/gemma2-2b
+# llama.cpp for bench_gguf, fetched and built by tests/bench/llama_cpp.sh,
+# and the F32 checkpoint as GGUF files: $(GGUF_1B)-Q8_0.gguf (1.3 GB) and
+# $(GGUF_1B)-Q4_K_M.gguf (0.8 GB), made once
+LLAMA_CPP_SRC := $(BUILD)/llama.cpp-src
+LLAMA_CPP_BIN := $(BUILD)/llama.cpp-build/bin
+GGUF_1B := $(BUILD)/llama-1b
+GGUF_QUANTS := $(GGUF_1B)-Q8_0.gguf $(GGUF_1B)-Q4_K_M.gguf
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test client-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
@@ -379,6 +391,34 @@ $(BENCH_PATCH): $(BUILD)/bench/bench_patch.o $(BUILD)/bench/bench_torch.o $(SERV
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
+# attnd on GGUF files against llama.cpp's llama-bench on the same files.
+$(BUILD)/bench/bench_gguf.o: tests/bench/bench_gguf.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/chat $(call pc_cflags,$(PKG_CORE) libcjson) -c $< -o $@
+
+$(BENCH_GGUF): $(BUILD)/bench/bench_gguf.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o \
+               $(SERVER_LIB) $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
+
+# llama.cpp's source and tools; the script does nothing when they are there.
+$(LLAMA_CPP_BIN)/llama-quantize $(LLAMA_CPP_BIN)/llama-bench:
+	tests/bench/llama_cpp.sh $(BUILD)
+
+# The F32 checkpoint through llama.cpp's own converter (with
+# generate_gguf.py's stand-ins for the Python packages it would import),
+# then its llama-quantize; the 4.9 GB F32 file is removed once both are made.
+$(GGUF_1B)-F32.gguf: $(LLAMA_1B)-f32/model.safetensors | $(LLAMA_CPP_BIN)/llama-quantize
+	$(PYTHON) tests/models/generate_gguf.py --convert $(LLAMA_CPP_SRC) $(LLAMA_1B)-f32 f32 $@.tmp llama-bpe
+	@mv $@.tmp $@
+
+$(GGUF_QUANTS): $(GGUF_1B)-%.gguf: $(GGUF_1B)-F32.gguf | $(LLAMA_CPP_BIN)/llama-quantize
+	$(LLAMA_CPP_BIN)/llama-quantize $< $@.tmp $* $$(nproc) > $@.log 2>&1 || { tail -n 5 $@.log; exit 1; }
+	@mv $@.tmp $@
+
+.INTERMEDIATE: $(GGUF_1B)-F32.gguf
+
 $(BERT_BASE)/model.safetensors: tests/models/generate.py
 	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
 
@@ -390,11 +430,16 @@ $(GEMMA2_2B)/model.safetensors:
 
 bench: deps-bench
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
-	    $(BENCH_GEMMA) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
+	    $(BENCH_GEMMA) $(BENCH_GGUF) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
 	    $(LLAMA_1B)-bf16/model.safetensors $(GEMMA2_2B)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
+	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_QUANTS) \
+	    || echo "bench_gguf: no llama.cpp (above): llama-bench is skipped, and GGUF files are made only with it"
+	@if [ -f $(GGUF_1B)-Q8_0.gguf ] && [ -f $(GGUF_1B)-Q4_K_M.gguf ]; then \
+	    set -x; $(BENCH_GGUF) $(GGUF_QUANTS) --llama-bench $(LLAMA_CPP_BIN)/llama-bench --json $(BUILD)/bench_gguf.json; \
+	else echo "bench_gguf: skipped: no GGUF files"; fi
 	$(BENCH_GEMMA) tests/models/gemma2 $(GEMMA2_2B) --json $(BUILD)/bench_gemma.json
 	$(BENCH_PATCH) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_patch.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
