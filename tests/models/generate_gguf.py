@@ -31,7 +31,17 @@ It writes, under OUT_DIR (tests/models):
   shape, the float64 reference run over the weights as gguf-py
   dequantizes them from that file (mapped back to the Hugging Face
   layout), with llama.cpp's last-position logits per case and its greedy
-  continuation (tests/models/gguf_logits.c, compiled here against BUILD).
+  continuation (tests/models/gguf_logits.c, compiled here against BUILD);
+- gguf/more/<folder>-F32.gguf: the converter run on nine of the other
+  generators' test checkpoints (MORE: qwen3, mistral, llama2, olmo2,
+  gemma, gemma2, gemma3, phi3, phi3_longrope), and
+  golden/gguf/more/<folder>.json: the file's metadata and tensors (each
+  traced to the checkpoint tensor it holds), llama.cpp's ids of the
+  golden's sentences, its logits for the golden's ids beside the golden's
+  float64 ones, and its greedy continuation. Gemma's and Phi-3's converters
+  need SentencePiece's tokenizer.model, which those folders lack: the
+  script checks that the converter refuses them as they are, then converts
+  a copy with a tokenizer.model of tokenizer.json's vocabulary.
 
 The converter imports transformers (AutoConfig, AutoTokenizer) and
 sentencepiece; neither is installed here. The stand-ins this script puts
