@@ -539,6 +539,11 @@ $(BUILD)/tests/test_bpe_memory: $(BUILD)/tests/test_bpe_memory.o $(BUILD)/tests/
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
 
+# test_spm_memory, the same for the SentencePiece tokenizer's encode.
+$(BUILD)/tests/test_spm_memory: $(BUILD)/tests/test_spm_memory.o $(BUILD)/tests/alloc_count.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(ALLOC_WRAP) $(call pc_libs,$(PKG_TEST)) $(CORE_LIBS)
+
 # The small random checkpoints in the Hub's layout and their goldens: BERT's,
 # then the decoders' (whose token ids come from the tokenizers library).
 .PHONY: models-golden models-golden-files
