@@ -341,6 +341,13 @@ PAIR_PIECE(q5_1, 5, 24, 2)
 
 /* ---------------------------------------------------------- kernels */
 
+/* While a row is read, the same block of the next row is fetched into
+ * the second-level cache: a row's length ahead, whatever it is (see
+ * quant_dot_avx512.c). */
+#define PREFETCH(b, row_bytes, at)                                             \
+    _mm_prefetch((const char *)((uintptr_t)(b) + (row_bytes) + (at)),          \
+                 _MM_HINT_T1)
+
 /* As quant_dot_avx512.c's, a row at a time (the sums take half of the
  * sixteen registers). */
 #define KERNELS(name, state, prep, vec, values, bytes, pieces)                 \
@@ -357,7 +364,7 @@ PAIR_PIECE(q5_1, 5, 24, 2)
             for (size_t i = 0; i < blocks; i++, b += (bytes), x += (values)) { \
                 struct state st;                                               \
                 for (int at = 0; at < (bytes); at += 64)                       \
-                    _mm_prefetch((const char *)b + 1024 + at, _MM_HINT_T0);    \
+                    PREFETCH(b, row_bytes, at);                                \
                 prep(b, &st);                                                  \
                 _Pragma("GCC unroll 4") for (int p = 0; p < (pieces); p++)     \
                 {                                                              \
