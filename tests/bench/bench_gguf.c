@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,8 +83,10 @@ struct file_bench {
     double cpp_pp[N_LENGTHS][N_FA][BENCH_MAX_ROUNDS];
     double cpp_tg[N_FA][BENCH_MAX_ROUNDS];
     double bytes_per_token;
+    double others[BENCH_MAX_ROUNDS]; /* the cores' share other processes
+                                        took during each round */
     /* medians */
-    double pp_ts[N_LENGTHS], tg_ts, gbs, bound_ts;
+    double pp_ts[N_LENGTHS], tg_ts, gbs, bound_ts, others_share;
     double cpp_pp_ts[N_LENGTHS][N_FA], cpp_tg_ts[N_FA];
     bool with_cpp;
 };
@@ -99,6 +102,40 @@ static size_t self_status(const char *field)
     if (f)
         fclose(f);
     return kib * 1024;
+}
+
+/* CPU seconds the machine's cores have spent busy, from /proc/stat's
+ * first line; -1 when it cannot be read. */
+static double machine_busy_seconds(void)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    const int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
+                               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                               &v[7])
+                      : 0;
+    if (f)
+        fclose(f);
+    if (got != 8)
+        return -1.0;
+    /* all but idle (v[3]) and iowait (v[4]) */
+    const unsigned long long busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+    return (double)busy / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of this process and of the children it has waited for
+ * (llama-bench). */
+static double own_seconds(void)
+{
+    struct rusage self, children;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    const struct rusage *u[2] = {&self, &children};
+    double s = 0.0;
+    for (int i = 0; i < 2; i++)
+        s += (double)u[i]->ru_utime.tv_sec + u[i]->ru_utime.tv_usec * 1e-6 +
+             (double)u[i]->ru_stime.tv_sec + u[i]->ru_stime.tv_usec * 1e-6;
+    return s;
 }
 
 /* VmHWM from here on: writing 5 to clear_refs resets it to VmRSS. */
@@ -313,6 +350,8 @@ static void take_medians(struct file_bench *f, int rounds)
     memcpy(v, f->read_gbs, n * sizeof *v);
     f->gbs = median(v, n);
     f->bound_ts = f->gbs * 1e9 / f->bytes_per_token;
+    memcpy(v, f->others, n * sizeof *v);
+    f->others_share = median(v, n);
     for (int k = 0; f->with_cpp && k < N_FA; k++) {
         memcpy(v, f->cpp_tg[k], n * sizeof *v);
         f->cpp_tg_ts[k] = median(v, n);
@@ -356,7 +395,15 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
     if (f->with_cpp)
         printf("llama.cpp: %s\n           %s\n", cmd[0], cmd[1]);
     for (int r = 0; ok && r < rounds; r++) {
+        const double busy0 = machine_busy_seconds(), own0 = own_seconds(),
+                     t0 = now_seconds();
         ok = attnd_round(m, f, r) && (!f->with_cpp || cpp_round(f, cmd, r));
+        /* what the rest of the machine ran meanwhile: a neighbour slows
+         * llama.cpp's spinning threads more than attnd's */
+        f->others[r] = (machine_busy_seconds() - busy0 - (own_seconds() - own0)) /
+                       ((now_seconds() - t0) * cores());
+        if (f->others[r] < 0 || busy0 < 0)
+            f->others[r] = 0;
         if (ok) {
             printf("round %d: attnd pp%zu %.1f, pp%zu %.1f, tg%d %.2f "
                    "tokens/s (%.1f GB/s)",
@@ -369,7 +416,8 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
                        lengths[0], f->cpp_pp[0][0][r], f->cpp_pp[0][1][r],
                        lengths[1], f->cpp_pp[1][0][r], f->cpp_pp[1][1][r],
                        DECODE_TOKENS, f->cpp_tg[0][r], f->cpp_tg[1][r]);
-            printf("\n");
+            printf("; other processes took %.0f%% of the cores\n",
+                   100 * f->others[r]);
             fflush(stdout);
         }
     }
@@ -410,9 +458,9 @@ static void print_table(const struct file_bench *fs, int count)
                        "-");
         }
         printf("%-7.*s bound    | %9.2f  (%.1f GB/s over %.1f MB of matrices "
-               "a token)\n",
+               "a token; other processes took %.0f%% of the cores)\n",
                (int)strcspn(name, "."), name, f->bound_ts, f->gbs,
-               f->bytes_per_token / 1e6);
+               f->bytes_per_token / 1e6, 100 * f->others_share);
     }
 }
 
@@ -485,7 +533,8 @@ static bool write_json(const char *path, const struct file_bench *fs,
                 "\"pass_tokens\": %zu, \"within\": %s},\n  \"attnd\": "
                 "{\"pp128_ts\": %.3f, \"pp512_ts\": %.3f, \"tg32_ts\": %.3f, "
                 "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
-                "\"bound_ts\": %.3f, \"of_bound\": %.4f}",
+                "\"bound_ts\": %.3f, \"of_bound\": %.4f}, "
+                "\"others_busy\": %.3f",
                 i ? "," : "", f->path, f->dtype, f->file_bytes,
                 f->mem.baseline, f->mem.loaded, f->mem.after_pass, f->mem.peak,
                 f->mem.workspace, lengths[1],
@@ -495,7 +544,7 @@ static bool write_json(const char *path, const struct file_bench *fs,
                     ? "true"
                     : "false",
                 f->pp_ts[0], f->pp_ts[1], f->tg_ts, f->gbs, f->bytes_per_token,
-                f->bound_ts, f->tg_ts / f->bound_ts);
+                f->bound_ts, f->tg_ts / f->bound_ts, f->others_share);
         if (f->with_cpp) {
             fprintf(fp, ",\n  \"llama_cpp\": {\"commands\": [");
             for (int c = 0; c < 2; c++) {
