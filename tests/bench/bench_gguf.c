@@ -57,9 +57,9 @@
 #define MAX_COMMAND 8192
 
 /* The targets. */
-#define TARGET_DECODE 0.9   /* attnd's tokens/s decoding, of llama.cpp's */
-#define TARGET_PROMPT 0.8   /* attnd's prompt tokens/s, of llama.cpp's */
-#define TARGET_BOUND 0.7    /* attnd's decoding, of the bandwidth bound */
+#define TARGET_DECODE 0.9    /* attnd's tokens/s decoding, of llama.cpp's */
+#define TARGET_PROMPT 0.8    /* attnd's prompt tokens/s, of llama.cpp's */
+#define TARGET_BOUND 0.7     /* attnd's decoding, of the bandwidth bound */
 #define TARGET_RESIDENT 1.05 /* x the file, + the pass's workspace */
 
 static const size_t lengths[] = {128, 512};
@@ -110,10 +110,10 @@ static double machine_busy_seconds(void)
 {
     unsigned long long v[8] = {0};
     FILE *f = fopen("/proc/stat", "r");
-    const int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu",
-                               &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                               &v[7])
-                      : 0;
+    const int got =
+        f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7])
+          : 0;
     if (f)
         fclose(f);
     if (got != 8)
@@ -270,8 +270,9 @@ static bool cpp_round(struct file_bench *f, char cmd[2][MAX_COMMAND], int r)
         }
         cJSON_Delete(j);
         if (found != (c == 0 ? N_LENGTHS * N_FA : N_FA)) {
-            fprintf(stderr, "bench_gguf: llama-bench gave %d of its tests: %s\n",
-                    found, cmd[c]);
+            fprintf(stderr,
+                    "bench_gguf: llama-bench gave %d of its tests: %s\n", found,
+                    cmd[c]);
             return false;
         }
     }
@@ -294,8 +295,8 @@ static bool bench_memory(const struct xf_model *m, struct file_bench *f,
         return false;
     f->mem.after_pass = self_status("VmRSS:");
     f->mem.peak = self_status("VmHWM:");
-    const double limit = TARGET_RESIDENT * (double)f->file_bytes +
-                         (double)f->mem.workspace;
+    const double limit =
+        TARGET_RESIDENT * (double)f->file_bytes + (double)f->mem.workspace;
     printf("resident, less the %.1f MiB before loading: %.1f MiB loaded, "
            "%.1f MiB after a %zu-token pass (peak %.1f MiB); the file "
            "%.1f MiB, the pass's workspace %.1f MiB: %.3f x the file, "
@@ -400,8 +401,9 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
         ok = attnd_round(m, f, r) && (!f->with_cpp || cpp_round(f, cmd, r));
         /* what the rest of the machine ran meanwhile: a neighbour slows
          * llama.cpp's spinning threads more than attnd's */
-        f->others[r] = (machine_busy_seconds() - busy0 - (own_seconds() - own0)) /
-                       ((now_seconds() - t0) * cores());
+        f->others[r] =
+            (machine_busy_seconds() - busy0 - (own_seconds() - own0)) /
+            ((now_seconds() - t0) * cores());
         if (f->others[r] < 0 || busy0 < 0)
             f->others[r] = 0;
         if (ok) {
@@ -437,8 +439,8 @@ static void print_table(const struct file_bench *fs, int count)
            "llama.cpp", "ratio", "fa off", "fa on");
     for (int i = 0; i < count; i++) {
         const struct file_bench *f = &fs[i];
-        const char *name = strrchr(f->path, '-') ? strrchr(f->path, '-') + 1
-                                                 : f->path;
+        const char *name =
+            strrchr(f->path, '-') ? strrchr(f->path, '-') + 1 : f->path;
         for (int l = 0; l <= N_LENGTHS; l++) {
             char test[16];
             const double mine = l < N_LENGTHS ? f->pp_ts[l] : f->tg_ts;
@@ -474,8 +476,8 @@ static void print_targets(const struct file_bench *fs, int count)
     printf("\ntargets:\n");
     for (int i = 0; i < count; i++) {
         const struct file_bench *f = &fs[i];
-        const char *name = strrchr(f->path, '/') ? strrchr(f->path, '/') + 1
-                                                 : f->path;
+        const char *name =
+            strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path;
         if (f->with_cpp) {
             const double tg = f->tg_ts / better(f->cpp_tg_ts);
             printf("  %s decoding >= %.1f x llama.cpp's: %.3f: %s\n", name,
@@ -491,14 +493,14 @@ static void print_targets(const struct file_bench *fs, int count)
                    name);
         }
         const double b = f->tg_ts / f->bound_ts;
-        printf("  %s decoding >= %.1f of the bandwidth bound: %.3f%s: %s\n",
-               name, TARGET_BOUND, b, "", verdict(b >= TARGET_BOUND));
+        printf("  %s decoding >= %.1f of the bandwidth bound: %.3f: %s\n", name,
+               TARGET_BOUND, b, verdict(b >= TARGET_BOUND));
         if (f->with_cpp)
             printf("  %s (llama.cpp's decoding: %.3f of the bound)\n", name,
                    better(f->cpp_tg_ts) / f->bound_ts);
         const double held = (double)(f->mem.after_pass - f->mem.baseline);
-        const double limit = TARGET_RESIDENT * (double)f->file_bytes +
-                             (double)f->mem.workspace;
+        const double limit =
+            TARGET_RESIDENT * (double)f->file_bytes + (double)f->mem.workspace;
         printf("  %s resident after a pass <= %.2f x the file + the "
                "workspace: %.1f <= %.1f MiB: %s\n",
                name, TARGET_RESIDENT, held / MIB, limit / MIB,
@@ -506,8 +508,8 @@ static void print_targets(const struct file_bench *fs, int count)
     }
 }
 
-static bool write_json(const char *path, const struct file_bench *fs,
-                       int count, int rounds, const char *llama_bench)
+static bool write_json(const char *path, const struct file_bench *fs, int count,
+                       int rounds, const char *llama_bench)
 {
     FILE *fp = fopen(path, "w");
     if (!fp) {
@@ -535,9 +537,9 @@ static bool write_json(const char *path, const struct file_bench *fs,
                 "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
                 "\"bound_ts\": %.3f, \"of_bound\": %.4f}, "
                 "\"others_busy\": %.3f",
-                i ? "," : "", f->path, f->dtype, f->file_bytes,
-                f->mem.baseline, f->mem.loaded, f->mem.after_pass, f->mem.peak,
-                f->mem.workspace, lengths[1],
+                i ? "," : "", f->path, f->dtype, f->file_bytes, f->mem.baseline,
+                f->mem.loaded, f->mem.after_pass, f->mem.peak, f->mem.workspace,
+                lengths[1],
                 (double)(f->mem.after_pass - f->mem.baseline) <=
                         TARGET_RESIDENT * (double)f->file_bytes +
                             (double)f->mem.workspace
