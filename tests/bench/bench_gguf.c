@@ -28,7 +28,10 @@
  *   attnd a team of cores() threads with one BLAS thread each,
  *   llama-bench -t cores(). The prompts' tokens differ from round to
  *   round, as real traffic's do; each side's first pass of a round wakes
- *   its threads and is not timed.
+ *   its threads and is not timed. Each round also measures the share of
+ *   the cores other processes took meanwhile (/proc/stat less this
+ *   process and llama-bench): a busy neighbour slows llama.cpp, whose
+ *   threads wait for each other at every operation, far more than attnd.
  *
  * It prints the medians, the ratios against the issue's targets and the
  * commands run, and writes them to --json. Without llama-bench (no PATH,
