@@ -113,6 +113,7 @@ BENCH_DECODER := $(BUILD)/bench_decoder
 BENCH_PATCH := $(BUILD)/bench_patch
 BENCH_GEMMA := $(BUILD)/bench_gemma
 BENCH_GGUF := $(BUILD)/bench_gguf
+BENCH_QUANT := $(BUILD)/bench_quant
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
 # random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
@@ -419,6 +420,12 @@ $(GGUF_QUANTS): $(GGUF_1B)-%.gguf: $(GGUF_1B)-F32.gguf | $(LLAMA_CPP_BIN)/llama-
 
 .INTERMEDIATE: $(GGUF_1B)-F32.gguf
 
+# The quantized products alone: one row in GB/s, 128 and 512 rows in
+# GFLOP/s, beside float32 and bfloat16 (tests/bench/bench_quant.c).
+$(BENCH_QUANT): $(BUILD)/bench/bench_quant.o $(CORE_LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $^ -o $@ $(CORE_LIBS)
+
 $(BERT_BASE)/model.safetensors: tests/models/generate.py
 	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
 
@@ -430,7 +437,7 @@ $(GEMMA2_2B)/model.safetensors:
 
 bench: deps-bench
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
-	    $(BENCH_GEMMA) $(BENCH_GGUF) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
+	    $(BENCH_GEMMA) $(BENCH_GGUF) $(BENCH_QUANT) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
 	    $(LLAMA_1B)-bf16/model.safetensors $(GEMMA2_2B)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
 	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
@@ -440,6 +447,7 @@ bench: deps-bench
 	@if [ -f $(GGUF_1B)-Q8_0.gguf ] && [ -f $(GGUF_1B)-Q4_K_M.gguf ]; then \
 	    set -x; $(BENCH_GGUF) $(GGUF_QUANTS) --llama-bench $(LLAMA_CPP_BIN)/llama-bench --json $(BUILD)/bench_gguf.json; \
 	else echo "bench_gguf: skipped: no GGUF files"; fi
+	$(BENCH_QUANT)
 	$(BENCH_GEMMA) tests/models/gemma2 $(GEMMA2_2B) --json $(BUILD)/bench_gemma.json
 	$(BENCH_PATCH) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_patch.json
 	ATTND_BIN=$(ATTND) $(BENCH_SERVICE) fairness
@@ -568,7 +576,7 @@ clean:
 
 # Every binary: defined last, so that each list it names is complete.
 build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE) \
-           $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH)
+           $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) $(BENCH_GGUF) $(BENCH_QUANT)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
