@@ -412,7 +412,7 @@ static attn_status check_splits(const struct bpe_spec *spec,
                          "pattern %d is not a known one", (int)spec->pattern);
     for (size_t i = 0; i < spec->n_splits; i++) {
         const struct bpe_split *sp = &spec->splits[i];
-        if (sp->pattern > BPE_PATTERN_O200K ||
+        if (sp->pattern > BPE_PATTERN_DIGIT ||
             sp->behavior > BPE_SPLIT_CONTIGUOUS)
             return attn_fail_at(err, ATTN_E_INVALID, "splits", 1, &i,
                                 "splits[%zu] has no known pattern or "

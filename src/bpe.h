@@ -94,6 +94,11 @@ enum bpe_pattern {
     BPE_PATTERN_LLAMA3, /* Llama 3's and cl100k's: digits in threes */
     BPE_PATTERN_QWEN2,  /* Qwen2's: one digit per token */
     BPE_PATTERN_O200K,  /* o200k's (GPT-4o): words by case, marks kept */
+    /* \p{N}: each number character alone, what lies between them the
+     * gaps; a split's pattern only, whose matches do not cover the text
+     * (the library's Digits with individual_digits, llama.cpp's first
+     * regex for SmolLM) */
+    BPE_PATTERN_DIGIT,
 };
 
 /* What a split does with the matches of its pattern and the text between

@@ -587,6 +587,7 @@ size_t bpe_pretok_end(enum bpe_pattern pattern, const char *s, size_t n,
     case BPE_PATTERN_LLAMA3: return llama3_end(s, n, at, 3);
     case BPE_PATTERN_QWEN2: return llama3_end(s, n, at, 1);
     case BPE_PATTERN_O200K: return o200k_end(s, n, at);
+    case BPE_PATTERN_DIGIT: return n; /* a split's only (segment()) */
     }
     return n;
 }
@@ -616,8 +617,15 @@ static size_t find_literal(const struct bpe_string *lit, const char *s,
 static size_t segment(const struct bpe_split *sp, const char *s, size_t n,
                       size_t at, bool *match)
 {
-    size_t end;
-    if (sp->pattern != BPE_PATTERN_NONE) {
+    size_t end, len;
+    if (sp->pattern == BPE_PATTERN_DIGIT) {
+        // one number character, or the run of others up to the next
+        *match = class_at(s, n, at, &len, NULL) == UNICODE_BPE_NUMBER;
+        end = at + len;
+        while (!*match && end < n &&
+               class_at(s, n, end, &len, NULL) != UNICODE_BPE_NUMBER)
+            end += len;
+    } else if (sp->pattern != BPE_PATTERN_NONE) {
         // a scanner's matches cover the text
         end = bpe_pretok_end(sp->pattern, s, n, at);
         *match = true;

@@ -100,18 +100,21 @@ struct pre {
     enum bpe_pattern pattern;
     bool ignore_merges; /* a pre-token in the vocabulary is one token */
     bool add_bos;       /* llama.cpp's default without add_bos_token */
+    bool digits_first;  /* each number character split off alone first,
+                           then pattern on the rest (SmolLM's) */
 };
 
 static const struct pre pres[] = {
-    {"llama-bpe", BPE_PATTERN_LLAMA3, true, true},
-    {"llama3", BPE_PATTERN_LLAMA3, true, true},
-    {"llama-v3", BPE_PATTERN_LLAMA3, true, true},
-    {"dbrx", BPE_PATTERN_LLAMA3, false, false},
-    {"smaug-bpe", BPE_PATTERN_LLAMA3, false, false},
-    {"qwen2", BPE_PATTERN_QWEN2, false, false},
-    {"deepseek-r1-qwen", BPE_PATTERN_QWEN2, false, false},
-    {"gpt-2", BPE_PATTERN_GPT2, false, false},
-    {"phi-2", BPE_PATTERN_GPT2, false, false},
+    {"llama-bpe", BPE_PATTERN_LLAMA3, true, true, false},
+    {"llama3", BPE_PATTERN_LLAMA3, true, true, false},
+    {"llama-v3", BPE_PATTERN_LLAMA3, true, true, false},
+    {"dbrx", BPE_PATTERN_LLAMA3, false, false, false},
+    {"smaug-bpe", BPE_PATTERN_LLAMA3, false, false, false},
+    {"qwen2", BPE_PATTERN_QWEN2, false, false, false},
+    {"deepseek-r1-qwen", BPE_PATTERN_QWEN2, false, false, false},
+    {"smollm", BPE_PATTERN_GPT2, false, false, true},
+    {"gpt-2", BPE_PATTERN_GPT2, false, false, false},
+    {"phi-2", BPE_PATTERN_GPT2, false, false, false},
 };
 
 /* Every name of pres, for a message. */
@@ -287,18 +290,25 @@ static bool open_bpe(const struct gguf_file *g, size_t vocab_size,
         rules[i].b =
             (struct bpe_string){space + 1, len - (size_t)(space - rule) - 1};
     }
+    const struct bpe_split digits_then[] = {
+        {.pattern = BPE_PATTERN_DIGIT, .behavior = BPE_SPLIT_ISOLATED},
+        {.pattern = pre->pattern, .behavior = BPE_SPLIT_ISOLATED},
+    };
     if (ok) {
-        const struct bpe_spec spec = {.vocab = vocab,
-                                      .n_vocab = n,
-                                      .merges = rules,
-                                      .n_merges = merges->count,
-                                      .added = added,
-                                      .n_added = n_added,
-                                      .byte_level = true,
-                                      .pattern = pre->pattern,
-                                      .ignore_merges = pre->ignore_merges,
-                                      .unk_id = unk,
-                                      .bos_id = add_bos ? bos : -1};
+        const struct bpe_spec spec = {
+            .vocab = vocab,
+            .n_vocab = n,
+            .merges = rules,
+            .n_merges = merges->count,
+            .added = added,
+            .n_added = n_added,
+            .byte_level = true,
+            .pattern = pre->digits_first ? BPE_PATTERN_NONE : pre->pattern,
+            .splits = pre->digits_first ? digits_then : NULL,
+            .n_splits = pre->digits_first ? 2 : 0,
+            .ignore_merges = pre->ignore_merges,
+            .unk_id = unk,
+            .bos_id = add_bos ? bos : -1};
         struct attn_error aerr = {0};
         if (bpe_tokenizer_new(&spec, out, &aerr))
             ok = model_fail(err, err_len, "the tokenizer: %s", aerr.message);

@@ -1,9 +1,10 @@
 /*
  * fuzz_bpe.c - libFuzzer target for the BPE tokenizer (src/bpe.h): the
- * input's first byte picks one of six small tokenizers (byte-level with
- * GPT-2's, Llama 3's or Qwen2's pattern, with or without NFC; or
- * SentencePiece-style with byte fallback and a BOS) and a cap on the
- * tokens; the rest is the sentence.
+ * input's first byte picks one of seven small tokenizers (byte-level with
+ * GPT-2's, Llama 3's or Qwen2's pattern, with or without NFC, or with
+ * each number character split off first and then GPT-2's pattern, as
+ * SmolLM's; or SentencePiece-style with byte fallback and a BOS) and a
+ * cap on the tokens; the rest is the sentence.
  *
  * Checks beyond the sanitizers: a refusal is ATTN_E_INPUT naming
  * "sentence" exactly when the sentence is not UTF-8, or ATTN_E_TOO_BIG
@@ -23,7 +24,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { KINDS = 6 };
+enum { KINDS = 7 };
 
 static void fail(const char *what)
 {
@@ -127,6 +128,24 @@ static void build_all(void)
         if (bpe_tokenizer_new(&spec, &kinds[k], &err))
             fail(err.message);
     }
+    // as SmolLM's: each number character alone, then GPT-2's pattern
+    const struct bpe_split digits_then[] = {
+        {.pattern = BPE_PATTERN_DIGIT, .behavior = BPE_SPLIT_ISOLATED},
+        {.pattern = BPE_PATTERN_GPT2, .behavior = BPE_SPLIT_ISOLATED},
+    };
+    const struct bpe_spec digits = {.vocab = vocab,
+                                    .n_vocab = n,
+                                    .merges = merges,
+                                    .n_merges = n_merges,
+                                    .added = byte_added,
+                                    .n_added = 3,
+                                    .byte_level = true,
+                                    .splits = digits_then,
+                                    .n_splits = 2,
+                                    .unk_id = -1,
+                                    .bos_id = -1};
+    if (bpe_tokenizer_new(&digits, &kinds[6], &err))
+        fail(err.message);
     n = 0;
     token(&n, "<unk>");
     token(&n, "<s>");
@@ -213,7 +232,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool strips = false;
     for (size_t i = 0; i + 3 <= len && !strips; i++)
         strips = memcmp(text + i, "<m>", 3) == 0;
-    if (kind < 3 && !strips && (at != len || memcmp(joined, text, len) != 0))
+    if ((kind < 3 || kind == 6) && !strips &&
+        (at != len || memcmp(joined, text, len) != 0))
         fail("the tokens' bytes are not the sentence");
     free(joined);
     tok_encoding_free(&enc);

@@ -821,6 +821,46 @@ def build_more(out, src, build, exe, gguf):
     return report
 
 
+# Pre-tokenizers that only a vocabulary-only file exercises here: each the
+# gpt2 test model's vocabulary (gguf/gpt2-F32.gguf) under another
+# tokenizer.ggml.pre, in gguf/vocab/gpt2-<pre>.gguf, with llama.cpp's ids
+# of TEXTS in golden/gguf/pre_variants.json.
+PRE_VARIANTS = ["smollm"]
+
+
+def pre_variants(out, build, gguf):
+    gdir = os.path.join(out, "gguf")
+    r = gguf.GGUFReader(os.path.join(gdir, "gpt2-F32.gguf"))
+    files = {}
+    for pre in PRE_VARIANTS:
+        path = os.path.join(gdir, "vocab", "gpt2-%s.gguf" % pre)
+        w = gguf.GGUFWriter(path, "gpt2")
+        w.add_name("gpt2 vocabulary, pre-tokenizer %s" % pre)
+        for name, f in r.fields.items():
+            if not name.startswith("tokenizer.") or name == "tokenizer.chat_template":
+                continue
+            if name == "tokenizer.ggml.pre":
+                w.add_tokenizer_pre(pre)
+                continue
+            if f.types[0] == gguf.GGUFValueType.ARRAY:
+                w.add_array(name, f.contents())
+            else:
+                w.add_key_value(name, f.contents(), f.types[0])
+        for key in ("gpt2.context_length", "gpt2.embedding_length", "gpt2.block_count"):
+            if key in r.fields:
+                w.add_key_value(key, r.fields[key].contents(), r.fields[key].types[0])
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+        files["vocab/gpt2-%s.gguf" % pre] = [tokenize_cpp(build, path, t) for t in TEXTS]
+    write_json(os.path.join(out, "golden", "gguf", "pre_variants.json"), {
+        "tool": "llama-tokenize -m FILE " + " ".join(TOKENIZE_FLAGS) + " < TEXT",
+        "about": "the gpt2 test vocabulary under other pre-tokenizers, tokenized by llama.cpp",
+        "texts": TEXTS, "files": files})
+    return sorted(files)
+
+
 def tokenize_cpp(build, path, text):
     out = run([os.path.join(build, "bin", "llama-tokenize"), "-m", path] + TOKENIZE_FLAGS,
               input=text.encode("utf-8"))
@@ -854,6 +894,9 @@ def main(argv):
                      "CMake build with the targets llama-quantize, llama-tokenize, llama-gguf-split "
                      "and llama)" % p)
     src, build = os.path.abspath(src), os.path.abspath(build)
+    if os.environ.get("GGUF_PRE_ONLY"):
+        print("  " + ", ".join(pre_variants(os.path.abspath(args[0]), build, gguf_module(src))))
+        return
     if os.environ.get("GGUF_MORE_ONLY"):
         scratch = tempfile.mkdtemp(prefix="attnd-gguf.")
         exe = os.path.join(scratch, "gguf_logits")
