@@ -189,6 +189,26 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     }
 }
 
+/* The heads of one step, which the team shares out: head a's scores go
+ * into its row of weights when the caller keeps them, else into the
+ * member's panel (which no product is using meanwhile). */
+struct heads {
+    const struct xf_cache *c;
+    size_t l, group, D, lo, pos, keys;
+    float scale, softcap;
+    const float *q;
+    float *weights, *panels, *out;
+};
+
+static void head_unit(void *arg, size_t a, unsigned member)
+{
+    const struct heads *hs = arg;
+    float *w = hs->weights ? hs->weights + a * hs->keys
+                           : widen_panel(hs->panels, member);
+    step_head(hs->c, hs->l, a / hs->group, hs->q + a * hs->D, hs->D, hs->lo,
+              hs->pos, hs->scale, hs->softcap, w, hs->out + a * hs->D);
+}
+
 static bool all_finite(const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -234,13 +254,38 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     const float scale = attn_config_scale(cfg);
     if (io->mean_weights)
         memset(io->mean_weights, 0, keys * sizeof(float));
-    for (size_t a = 0; a < h; a++) {
-        float *w = io->weights ? io->weights + a * keys : row;
-        step_head(c, l, a / group, q + a * D, D, lo, pos, scale, cfg->softcap,
-                  w, heads + a * D);
+    // each head on its own, so that any member may take it: a row of
+    // scores of each member's, or the caller's rows (which the mean then
+    // adds in the order of heads, as one thread would); one thread when
+    // neither is there
+    struct heads hs = {.c = c,
+                       .l = l,
+                       .group = group,
+                       .D = D,
+                       .lo = lo,
+                       .pos = pos,
+                       .keys = keys,
+                       .scale = scale,
+                       .softcap = cfg->softcap,
+                       .q = q,
+                       .weights = io->weights,
+                       .panels = io->panels,
+                       .out = heads};
+    if (io->weights ||
+        (io->panels && !io->mean_weights && keys <= WIDEN_PANEL_FLOATS)) {
+        pool_phase(team, head_unit, &hs, h);
         if (io->mean_weights)
-            for (size_t j = 0; j < keys; j++)
-                io->mean_weights[j] += w[j];
+            for (size_t a = 0; a < h; a++)
+                for (size_t j = 0; j < keys; j++)
+                    io->mean_weights[j] += io->weights[a * keys + j];
+    } else {
+        for (size_t a = 0; a < h; a++) {
+            step_head(c, l, a / group, q + a * D, D, lo, pos, scale,
+                      cfg->softcap, row, heads + a * D);
+            if (io->mean_weights)
+                for (size_t j = 0; j < keys; j++)
+                    io->mean_weights[j] += row[j];
+        }
     }
     if (io->mean_weights)
         for (size_t j = 0; j < keys; j++)
