@@ -153,22 +153,42 @@ static void out_unit(void *arg, size_t u, unsigned member)
               m->hidden, u, s->out, member);
 }
 
+/* Keys whose scores a head sums at once. */
+enum { STEP_KEYS = 8 };
+
+/* Four floats, the vector every x86-64 has. */
+typedef float v4f __attribute__((vector_size(16)));
+
 /* Head a of the token at position pos against keys lo..pos of its KV
  * head: softmax(q k^T * scale), soft-capped, into w[0 .. pos] (0 before
  * lo), and the
  * weighted values into out [D]. */
+
 static void step_head(const struct xf_cache *c, size_t l, size_t g,
                       const float *q, size_t D, size_t lo, size_t pos,
                       float scale, float softcap, float *w, float *out)
 {
     const float *k = c->k + l * c->capacity * c->row + g * D;
     const float *v = c->v + l * c->capacity * c->row + g * D;
+    const size_t row = c->row;
     float top = -INFINITY;
-    for (size_t j = lo; j <= pos; j++) {
+    // each key's q . k in the order of e; STEP_KEYS keys side by side, so
+    // that their sums do not wait on one another (the same bits)
+    size_t j0 = lo;
+    for (; j0 + STEP_KEYS <= pos + 1; j0 += STEP_KEYS) {
+        float dot[STEP_KEYS] = {0};
+        for (size_t e = 0; e < D; e++)
+#pragma GCC unroll 8
+            for (size_t i = 0; i < STEP_KEYS; i++)
+                dot[i] += q[e] * k[(j0 + i) * row + e];
+        for (size_t i = 0; i < STEP_KEYS; i++)
+            w[j0 + i] = dot[i] * scale;
+    }
+    for (; j0 <= pos; j0++) {
         float dot = 0.0f;
         for (size_t e = 0; e < D; e++)
-            dot += q[e] * k[j * c->row + e];
-        w[j] = dot * scale;
+            dot += q[e] * k[j0 * row + e];
+        w[j0] = dot * scale;
     }
     if (softcap > 0.0f)
         softmax_softcap(w + lo, pos + 1 - lo, softcap);
@@ -181,11 +201,29 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     }
     const float inv = (float)(1.0 / sum);
     memset(w, 0, lo * sizeof *w);
-    memset(out, 0, D * sizeof *out);
-    for (size_t j = lo; j <= pos; j++) {
+    for (size_t j = lo; j <= pos; j++)
         w[j] *= inv;
-        for (size_t e = 0; e < D; e++)
-            out[e] += w[j] * v[j * c->row + e];
+    // out[e] = sum of w[j] v[j][e] in the order of j, from zero; sixteen
+    // of out's values at a time, held while the keys go by
+    size_t e0 = 0;
+    for (; e0 + 16 <= D; e0 += 16) {
+        v4f o[4] = {{0}};
+        for (size_t j = lo; j <= pos; j++) {
+            const v4f wj = {w[j], w[j], w[j], w[j]};
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++) {
+                v4f x;
+                memcpy(&x, v + j * row + e0 + 4 * i, sizeof x);
+                o[i] += wj * x;
+            }
+        }
+        memcpy(out + e0, o, sizeof o);
+    }
+    for (; e0 < D; e0++) {
+        float o = 0.0f;
+        for (size_t j = lo; j <= pos; j++)
+            o += w[j] * v[j * row + e0];
+        out[e0] = o;
     }
 }
 
