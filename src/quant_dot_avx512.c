@@ -126,17 +126,30 @@ struct k4_state {
 
 INLINE void k4_prep(const unsigned char *b, struct k4_state *st)
 {
-    uint32_t u[3];
-    memcpy(u, b + 4, sizeof u);
-    const uint32_t sc_lo = u[0] & 0x3f3f3f3fu, m_lo = u[1] & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (u[2] & 0x0f0f0f0fu) | (u[0] >> 6 & 0x03030303u)
-                                                      << 4;
-    const uint32_t m_hi = (u[2] >> 4 & 0x0f0f0f0fu) | (u[1] >> 6 & 0x03030303u)
-                                                          << 4;
-    const __m128i fields =
-        _mm_setr_epi32((int)sc_lo, (int)sc_hi, (int)m_lo, (int)m_hi);
-    const __m512 by = _mm512_mask_mov_ps(_mm512_set1_ps(half_at(b)), 0xff00,
-                                         _mm512_set1_ps(-half_at(b + 2)));
+    const __m128i v = _mm_loadu_si128((const __m128i *)b);
+    // bytes 0-3 and 8-11 the low six bits of scales 0-3 and mins 0-3;
+    // bytes 4-7 the low nibbles of scales 4-7, 12-15 the high ones (mins
+    // 4-7), shifted down; and the top two bits of bytes 0-3 (4-7) of the
+    // 12 under 4-7 (12-15), as bits 4-5
+    const __m128i a = _mm_srlv_epi32(
+        _mm_shuffle_epi8(v, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10,
+                                          11, 12, 13, 14, 15)),
+        _mm_setr_epi32(0, 0, 0, 4));
+    const __m128i top =
+        _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1,
+                                          -1, -1, 8, 9, 10, 11));
+    const __m128i fields = _mm_ternarylogic_epi32(
+        a, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f),
+        _mm_and_si128(_mm_srli_epi32(top, 2), _mm_set1_epi8(0x30)), 0xea);
+    // d for the scales, -dmin for the mins
+    const __m512 dd = _mm512_castps128_ps512(_mm_cvtph_ps(v));
+    const __m512 by = _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(_mm512_permutexvar_ps(
+            _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+            dd)),
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, INT32_MIN, INT32_MIN,
+                          INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN,
+                          INT32_MIN)));
     _mm512_storeu_ps(
         st->s,
         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(fields)), by));
