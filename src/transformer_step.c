@@ -153,11 +153,51 @@ static void out_unit(void *arg, size_t u, unsigned member)
               m->hidden, u, s->out, member);
 }
 
-/* Keys whose scores a head sums at once. */
-enum { STEP_KEYS = 8 };
-
 /* Four floats, the vector every x86-64 has. */
 typedef float v4f __attribute__((vector_size(16)));
+
+/* Rows r[0 .. 3] as columns: r[i][e] goes to lane i of r[e]. */
+static inline void transpose4(v4f r[4])
+{
+    const v4f t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+    const v4f t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    const v4f t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+    const v4f t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    r[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+    r[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+    r[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+    r[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+/* dot[i] = q . k[i row ..] for eight keys, each sum from zero in the
+ * order of e, as one key alone would take it: the keys are lanes of two
+ * vectors, four values of each at a time turned into columns. */
+static void dots8(const float *q, const float *k, size_t row, size_t D,
+                  float *dot)
+{
+    v4f acc[2] = {{0}};
+    size_t e = 0;
+    for (; e + 4 <= D; e += 4)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            v4f r[4];
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; i++)
+                memcpy(&r[i], k + (4 * (size_t)h + (size_t)i) * row + e,
+                       sizeof r[i]);
+            transpose4(r);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++)
+                acc[h] += q[e + (size_t)t] * r[t];
+        }
+    for (; e < D; e++)
+        for (int h = 0; h < 2; h++) {
+            const float *at = k + 4 * (size_t)h * row + e;
+            const v4f col = {at[0], at[row], at[2 * row], at[3 * row]};
+            acc[h] += q[e] * col;
+        }
+    memcpy(dot, acc, sizeof acc);
+}
 
 /* Head a of the token at position pos against keys lo..pos of its KV
  * head: softmax(q k^T * scale), soft-capped, into w[0 .. pos] (0 before
@@ -172,16 +212,13 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     const float *v = c->v + l * c->capacity * c->row + g * D;
     const size_t row = c->row;
     float top = -INFINITY;
-    // each key's q . k in the order of e; STEP_KEYS keys side by side, so
+    // each key's q . k in the order of e; eight keys side by side, so
     // that their sums do not wait on one another (the same bits)
     size_t j0 = lo;
-    for (; j0 + STEP_KEYS <= pos + 1; j0 += STEP_KEYS) {
-        float dot[STEP_KEYS] = {0};
-        for (size_t e = 0; e < D; e++)
-#pragma GCC unroll 8
-            for (size_t i = 0; i < STEP_KEYS; i++)
-                dot[i] += q[e] * k[(j0 + i) * row + e];
-        for (size_t i = 0; i < STEP_KEYS; i++)
+    for (; j0 + 8 <= pos + 1; j0 += 8) {
+        float dot[8];
+        dots8(q, k + j0 * row, row, D, dot);
+        for (size_t i = 0; i < 8; i++)
             w[j0 + i] = dot[i] * scale;
     }
     for (; j0 <= pos; j0++) {
