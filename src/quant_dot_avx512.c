@@ -224,11 +224,13 @@ INLINE void q5_k_piece(const unsigned char *b, const struct k4_state *st, int c,
 
 /* ------------------------------------------------------------- Q6_K */
 
-/* A block's scales and quants: ds[v] = d sc[v], the scale of values
- * 16 v .. 16 v + 15, as ggml's d * sc; q[k] = q - 32 for the quant q
- * (0 .. 63) of value k, a signed byte each, put together 64 at a time in the
- * prep, so that a piece only widens them (which takes a third fewer operations
- * than putting each vector's bits together there). */
+/* A block's scales and quants: ds[v] = d sc[v] / 4, a quarter of the
+ * scale of values 16 v .. 16 v + 15 (ggml's d * sc, exact, and a quarter
+ * of it exact too: it is at least 2^-26), and q[k] = 4 (q - 32) for the
+ * quant q (0 .. 63) of value k, a signed byte each: q - 32 is the six
+ * bits of q with bit 5 flipped, read as a signed number, and in a byte's
+ * top six bits it is four times that. They are put together 64 at a time
+ * in the prep, so that a piece only widens them. */
 struct q6_k_state {
     float ds[16];
     int8_t q[256];
@@ -240,17 +242,18 @@ struct q6_k_state {
  * the 64 bytes of ql give values 0-63 from their low nibbles and 64-127
  * from their high ones, and qh, once in each half of a vector and the
  * upper half shifted down by two, gives their bits 4-5 from its bits
- * 0-1 (shifted up by four) and 4-5. A 32-bit shift stands for a byte's
- * (the bits it brings in from the next byte are masked off). */
+ * 0-1 and 4-5. Each goes to bits 2-7 of its byte. A 32-bit shift stands
+ * for a byte's (the bits it brings in from the next byte are masked
+ * off). */
 INLINE void q6_k_prep(const unsigned char *b, struct q6_k_state *st)
 {
     const __m512i sc =
         _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 192)));
-    _mm512_storeu_ps(st->ds, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 208)),
-                                           _mm512_cvtepi32_ps(sc)));
-    const __m512i low = _mm512_set1_epi32(0x0f0f0f0f);
-    const __m512i six = _mm512_set1_epi32(0x3f3f3f3f);
-    const __m512i k96 = _mm512_set1_epi32(0x60606060);
+    _mm512_storeu_ps(st->ds,
+                     _mm512_mul_ps(_mm512_set1_ps(half_at(b + 208) * 0.25f),
+                                   _mm512_cvtepi32_ps(sc)));
+    const __m512i nibble = _mm512_set1_epi32(0x3c3c3c3c);
+    const __m512i six = _mm512_set1_epi32((int)0xfcfcfcfcu);
     const __m512i flip = _mm512_set1_epi32((int)0x80808080u);
     const __m512i by =
         _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi32(2), 1);
@@ -261,25 +264,25 @@ INLINE void q6_k_prep(const unsigned char *b, struct q6_k_state *st)
             _mm512_srlv_epi32(_mm512_broadcast_i64x4(_mm256_loadu_si256(
                                   (const __m256i *)(b + 128 + 32 * n))),
                               by);
-        // (l & 15) | (h' & ~15), the six bits, then q - 32 as a signed
-        // byte: q + 96 (no carry leaves a byte) with its top bit flipped
-        const __m512i q0 = _mm512_and_si512(
-            _mm512_ternarylogic_epi32(l, _mm512_slli_epi32(h, 4), low, 0xe4),
-            six);
-        const __m512i q1 = _mm512_and_si512(
-            _mm512_ternarylogic_epi32(_mm512_srli_epi32(l, 4), h, low, 0xe4),
-            six);
+        // the nibble into bits 2-5, qh's two bits into 6-7 (the nibble
+        // where the mask is set, the rest of the other), then bits 0-1
+        // cleared and bit 7 flipped: (t & six) ^ flip
+        const __m512i q0 = _mm512_ternarylogic_epi32(
+            _mm512_slli_epi32(l, 2), _mm512_slli_epi32(h, 6), nibble, 0xe4);
+        const __m512i q1 = _mm512_ternarylogic_epi32(
+            _mm512_srli_epi32(l, 2), _mm512_slli_epi32(h, 2), nibble, 0xe4);
         _mm512_storeu_si512(st->q + 128 * n,
-                            _mm512_xor_si512(_mm512_add_epi32(q0, k96), flip));
+                            _mm512_ternarylogic_epi32(q0, six, flip, 0x6a));
         _mm512_storeu_si512(st->q + 128 * n + 64,
-                            _mm512_xor_si512(_mm512_add_epi32(q1, k96), flip));
+                            _mm512_ternarylogic_epi32(q1, six, flip, 0x6a));
     }
     FROM_MEMORY();
 }
 
 /* Piece p = 2 n + g of a Q6_K block: lanes 16 g .. 16 g + 15 of half
  * n's four runs of 32, vector 8 n + 2 t + g for run t. y = (d sc)
- * (q - 32), as ggml. */
+ * (q - 32), as ggml, taken as (d sc / 4) (4 (q - 32)): the same exact
+ * product, rounded once. */
 INLINE void q6_k_piece(const unsigned char *b, const struct q6_k_state *st,
                        int p, __m512 w[4])
 {
