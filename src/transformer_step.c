@@ -9,6 +9,7 @@
 #include "softmax.h"
 #include "transformer_step.h"
 #include "transformer_units.h"
+#include "vecmath.h"
 #include "widen.h"
 
 #include <math.h>
@@ -199,6 +200,24 @@ static void dots8(const float *q, const float *k, size_t row, size_t D,
     memcpy(dot, acc, sizeof acc);
 }
 
+/* out[0 .. 4 n) = the sum of w[j] v[j * row + e] over j = lo .. pos, in
+ * that order, from zero, for n of at most 8 vectors of four. */
+ALWAYS_INLINE void weigh(const float *w, const float *v, size_t row, size_t lo,
+                         size_t pos, int n, float *out)
+{
+    v4f o[8] = {{0}};
+    for (size_t j = lo; j <= pos; j++) {
+        const v4f wj = {w[j], w[j], w[j], w[j]};
+#pragma GCC unroll 8
+        for (int i = 0; i < n; i++) {
+            v4f x;
+            memcpy(&x, v + j * row + 4 * (size_t)i, sizeof x);
+            o[i] += wj * x;
+        }
+    }
+    memcpy(out, o, (size_t)n * sizeof o[0]);
+}
+
 /* Head a of the token at position pos against keys lo..pos of its KV
  * head: softmax(q k^T * scale), soft-capped, into w[0 .. pos] (0 before
  * lo), and the
@@ -240,22 +259,13 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     memset(w, 0, lo * sizeof *w);
     for (size_t j = lo; j <= pos; j++)
         w[j] *= inv;
-    // out[e] = sum of w[j] v[j][e] in the order of j, from zero; sixteen
-    // of out's values at a time, held while the keys go by
+    // out[e] = sum of w[j] v[j][e] in the order of j, from zero; 32 of
+    // out's values at a time, held while the keys go by
     size_t e0 = 0;
-    for (; e0 + 16 <= D; e0 += 16) {
-        v4f o[4] = {{0}};
-        for (size_t j = lo; j <= pos; j++) {
-            const v4f wj = {w[j], w[j], w[j], w[j]};
-#pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                v4f x;
-                memcpy(&x, v + j * row + e0 + 4 * i, sizeof x);
-                o[i] += wj * x;
-            }
-        }
-        memcpy(out + e0, o, sizeof o);
-    }
+    for (; e0 + 32 <= D; e0 += 32)
+        weigh(w, v + e0, row, lo, pos, 8, out + e0);
+    for (; e0 + 4 <= D; e0 += 4)
+        weigh(w, v + e0, row, lo, pos, 1, out + e0);
     for (; e0 < D; e0++) {
         float o = 0.0f;
         for (size_t j = lo; j <= pos; j++)
@@ -275,13 +285,17 @@ struct heads {
     float *weights, *panels, *out;
 };
 
-static void head_unit(void *arg, size_t a, unsigned member)
+/* KV head g's query heads, one after another: the first brings its keys
+ * and values into the core's caches, the others find them there. */
+static void head_unit(void *arg, size_t g, unsigned member)
 {
     const struct heads *hs = arg;
-    float *w = hs->weights ? hs->weights + a * hs->keys
-                           : widen_panel(hs->panels, member);
-    step_head(hs->c, hs->l, a / hs->group, hs->q + a * hs->D, hs->D, hs->lo,
-              hs->pos, hs->scale, hs->softcap, w, hs->out + a * hs->D);
+    for (size_t a = g * hs->group; a < (g + 1) * hs->group; a++) {
+        float *w = hs->weights ? hs->weights + a * hs->keys
+                               : widen_panel(hs->panels, member);
+        step_head(hs->c, hs->l, g, hs->q + a * hs->D, hs->D, hs->lo, hs->pos,
+                  hs->scale, hs->softcap, w, hs->out + a * hs->D);
+    }
 }
 
 static bool all_finite(const float *x, size_t n)
@@ -329,10 +343,10 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     const float scale = attn_config_scale(cfg);
     if (io->mean_weights)
         memset(io->mean_weights, 0, keys * sizeof(float));
-    // each head on its own, so that any member may take it: a row of
-    // scores of each member's, or the caller's rows (which the mean then
-    // adds in the order of heads, as one thread would); one thread when
-    // neither is there
+    // each KV head's query heads on their own, so that any member may
+    // take them: a row of scores of each member's, or the caller's rows
+    // (which the mean then adds in the order of heads, as one thread
+    // would); one thread when neither is there
     struct heads hs = {.c = c,
                        .l = l,
                        .group = group,
@@ -348,7 +362,7 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
                        .out = heads};
     if (io->weights ||
         (io->panels && !io->mean_weights && keys <= WIDEN_PANEL_FLOATS)) {
-        pool_phase(team, head_unit, &hs, h);
+        pool_phase(team, head_unit, &hs, m->kv_heads);
         if (io->mean_weights)
             for (size_t a = 0; a < h; a++)
                 for (size_t j = 0; j < keys; j++)
