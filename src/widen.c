@@ -238,8 +238,8 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
         return;
     }
     const size_t blk = attn_dtype_block(p->dtype);
-    if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 && panel &&
-        (beta == 0.0f || beta == 1.0f)) {
+    if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 &&
+        (panel || p->rows == 1) && (beta == 0.0f || beta == 1.0f)) {
         const struct quant_product q = {
             .x = p->x,
             .ldx = p->ldx,

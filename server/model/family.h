@@ -140,6 +140,11 @@ struct family_gguf {
     /* the converter stored Gemma's norms as applied, 1 + w: the family's
      * add is not made again */
     bool norms_folded;
+    /* the tensors beside the family's own that a file may hold, which the
+     * loader or the config hook reads: rope_freqs.weight (LLaMA 3's
+     * scaled frequencies), Phi-3's rope_factors_{short,long}.weight;
+     * every other tensor must be one the family names */
+    bool rope_freqs, longrope_factors;
     /* NULL, or what follows from the file in ways a key-for-key list
      * cannot say (Gemma's attention scale, Phi-3's longrope factors),
      * into config as config.json would say it. False with one line in

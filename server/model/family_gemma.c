@@ -424,11 +424,12 @@ static bool gguf_config(cJSON *config, const struct shards *s, const char *arch,
                (cJSON_AddNumberToObject(config, "sliding_window_pattern",
                                         period) ||
                 model_fail(err, err_len, "out of memory"));
-    if (kv->elem_type != GGUF_TYPE_BOOL)
+    if (kv->elem_type != GGUF_TYPE_BOOL || kv->count != layers->valuedouble)
         return model_fail(err, err_len,
-                          "key '%s' is an array of %s, not of "
-                          "BOOL",
-                          key, gguf_type_name(kv->elem_type));
+                          "key '%s' is %llu values of %s; %.0f BOOL (one a "
+                          "layer) expected",
+                          key, (unsigned long long)kv->count,
+                          gguf_type_name(kv->elem_type), layers->valuedouble);
     cJSON *types = cJSON_AddArrayToObject(config, "layer_types");
     for (uint64_t i = 0; types && i < kv->count; i++)
         if (!cJSON_AddItemToArray(

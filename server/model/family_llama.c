@@ -324,7 +324,13 @@ static const struct gguf_name olmo2_names[] = {
         .arch = name, .keys = gguf_llama_keys, .names = gguf_llama_names,      \
         .rope_interleaved = interleaved,                                       \
     }
-static const struct family_gguf gguf_llama = GGUF_ROW("llama", true);
+static const struct family_gguf gguf_llama = {
+    .arch = "llama",
+    .keys = gguf_llama_keys,
+    .names = gguf_llama_names,
+    .rope_interleaved = true,
+    .rope_freqs = true,
+};
 static const struct family_gguf gguf_qwen2 = GGUF_ROW("qwen2", false);
 static const struct family_gguf gguf_qwen3 = GGUF_ROW("qwen3", false);
 static const struct family_gguf gguf_olmo2 = {

@@ -40,7 +40,6 @@
 #include "config_keys.h"
 #include "family.h"
 #include "fail.h"
-#include "gguf_model.h"
 #include "tokenizer_json.h"
 
 #include <math.h>
@@ -287,18 +286,35 @@ static const struct gguf_name gguf_names[] = {
     {NULL, NULL},
 };
 
-/* A JSON list of the values of the F32 tensor name. */
-static cJSON *floats_list(const struct shards *s, const char *name)
+/* The F32 tensor name of pairs values as a JSON list into *list (NULL
+ * when the file has no such tensor); false with one line in err when it
+ * has one of another type or size. */
+static bool factors_list(const struct shards *s, const char *name, size_t pairs,
+                         cJSON **list, char *err, size_t err_len)
 {
-    size_t n;
-    const float *v = gguf_model_floats(s, name, &n);
-    cJSON *list = v ? cJSON_CreateArray() : NULL;
-    for (size_t i = 0; list && i < n; i++)
-        if (!cJSON_AddItemToArray(list, cJSON_CreateNumber(v[i]))) {
-            cJSON_Delete(list);
-            list = NULL;
+    *list = NULL;
+    size_t in;
+    const struct shard_tensor *t = shards_find(s, name, &in);
+    if (!t)
+        return true;
+    if (t->dtype != ATTN_F32 || t->ndim != 1 || t->shape[0] != pairs)
+        return model_fail(err, err_len,
+                          "tensor '%s' is %s of %llu values; F32 of %zu (the "
+                          "rotary pairs) expected",
+                          name, t->type, (unsigned long long)t->shape[0],
+                          pairs);
+    const unsigned char *at =
+        (const unsigned char *)s->shard[in].map + t->offset;
+    *list = cJSON_CreateArray();
+    for (size_t i = 0; *list && i < pairs; i++) {
+        float v;
+        memcpy(&v, at + 4 * i, sizeof v); /* any alignment */
+        if (!cJSON_AddItemToArray(*list, cJSON_CreateNumber(v))) {
+            cJSON_Delete(*list);
+            *list = NULL;
         }
-    return list;
+    }
+    return *list || model_fail(err, err_len, "out of memory");
 }
 
 /* What llama.cpp reads beside the keys: the rotary's share of each head
@@ -311,47 +327,70 @@ static bool gguf_config(cJSON *config, const struct shards *s, const char *arch,
 {
     const struct gguf_file *g = &s->shard[0].gguf;
     char key[96];
-    uint32_t dims;
-    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
     const cJSON *hidden = cJSON_GetObjectItem(config, "hidden_size");
     const cJSON *heads = cJSON_GetObjectItem(config, "num_attention_heads");
-    if (gguf_find(g, key) && cJSON_IsNumber(hidden) && cJSON_IsNumber(heads) &&
-        heads->valuedouble >= 1) {
-        if (!gguf_get_u32(g, key, &dims, err, err_len))
+    if (!cJSON_IsNumber(hidden) || !cJSON_IsNumber(heads) ||
+        !(heads->valuedouble >= 1 && heads->valuedouble <= XF_MAX_DIM) ||
+        !(hidden->valuedouble >= 1 && hidden->valuedouble <= XF_MAX_DIM))
+        return true; /* the family's reading names what is wrong */
+    const size_t head_dim =
+        (size_t)hidden->valuedouble / (size_t)heads->valuedouble;
+    size_t dims = head_dim;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    if (gguf_find(g, key)) {
+        uint32_t n;
+        if (!gguf_get_u32(g, key, &n, err, err_len))
             return false;
-        const double head_dim = floor(hidden->valuedouble / heads->valuedouble);
+        if (n == 0 || n > head_dim || n % 2)
+            return model_fail(err, err_len,
+                              "key '%s' is %u; an even count of a head's %zu "
+                              "values expected",
+                              key, n, head_dim);
+        dims = n;
         if (!cJSON_AddNumberToObject(config, "partial_rotary_factor",
-                                     dims / head_dim))
+                                     (double)n / (double)head_dim))
             return model_fail(err, err_len, "out of memory");
     }
-    cJSON *short_f = floats_list(s, "rope_factors_short.weight");
-    cJSON *long_f = floats_list(s, "rope_factors_long.weight");
+    cJSON *short_f, *long_f;
+    if (!factors_list(s, "rope_factors_short.weight", dims / 2, &short_f, err,
+                      err_len))
+        return false;
+    if (!factors_list(s, "rope_factors_long.weight", dims / 2, &long_f, err,
+                      err_len)) {
+        cJSON_Delete(short_f);
+        return false;
+    }
     if (!short_f && !long_f)
         return true;
-    cJSON *r = cJSON_AddObjectToObject(config, "rope_scaling");
-    bool ok = r && short_f && long_f &&
-              cJSON_AddStringToObject(r, "rope_type", "longrope") &&
-              cJSON_AddItemToObject(r, "short_factor", short_f) &&
-              cJSON_AddItemToObject(r, "long_factor", long_f);
-    if (!ok) {
-        if (!r || !cJSON_IsArray(cJSON_GetObjectItem(r, "short_factor")))
-            cJSON_Delete(short_f);
-        if (!r || !cJSON_IsArray(cJSON_GetObjectItem(r, "long_factor")))
-            cJSON_Delete(long_f);
+    if (!short_f || !long_f) {
+        cJSON_Delete(short_f);
+        cJSON_Delete(long_f);
         return model_fail(err, err_len,
                           "rope_factors_short and rope_factors_long come "
-                          "together, each an F32 list");
+                          "together, or neither");
     }
-    const struct gguf_kv *kv;
+    // the factors are longrope's, whatever rope.scaling.type said
+    cJSON_DeleteItemFromObjectCaseSensitive(config, "rope_scaling");
+    cJSON *r = cJSON_AddObjectToObject(config, "rope_scaling");
+    if (!r || !cJSON_AddStringToObject(r, "rope_type", "longrope") ||
+        !cJSON_AddItemToObject(r, "short_factor", short_f)) {
+        cJSON_Delete(short_f);
+        cJSON_Delete(long_f);
+        return model_fail(err, err_len, "out of memory");
+    }
+    if (!cJSON_AddItemToObject(r, "long_factor", long_f)) {
+        cJSON_Delete(long_f);
+        return model_fail(err, err_len, "out of memory");
+    }
     snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
     float factor;
-    if ((kv = gguf_find(g, key)) &&
+    if (gguf_find(g, key) &&
         (!gguf_get_f32(g, key, &factor, err, err_len) ||
          !cJSON_AddNumberToObject(r, "attention_factor", factor)))
         return err[0] ? false : model_fail(err, err_len, "out of memory");
     snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
     uint32_t original;
-    if ((kv = gguf_find(g, key)) &&
+    if (gguf_find(g, key) &&
         (!gguf_get_u32(g, key, &original, err, err_len) ||
          !cJSON_AddNumberToObject(config, "original_max_position_embeddings",
                                   original)))
@@ -364,6 +403,7 @@ static const struct family_gguf gguf = {
     .keys = gguf_llama_keys,
     .overrides = gguf_names,
     .names = gguf_llama_names,
+    .longrope_factors = true,
     .config = gguf_config,
 };
 

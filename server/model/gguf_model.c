@@ -20,11 +20,14 @@
 bool gguf_path(const char *path)
 {
     const size_t n = strlen(path);
+    struct stat st;
+    const bool there = stat(path, &st) == 0;
+    if (there && S_ISDIR(st.st_mode))
+        return false;
     if (n > 5 && !strcmp(path + n - 5, ".gguf"))
         return true;
     // a file of another name (Ollama's blobs have none) by its magic
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    if (!there || !S_ISREG(st.st_mode))
         return false;
     char magic[4] = "";
     FILE *f = fopen(path, "rb");
@@ -35,13 +38,14 @@ bool gguf_path(const char *path)
     return is;
 }
 
-bool gguf_loader_tensor(const char *name)
+bool gguf_loader_tensor(const struct family_gguf *g, const char *name)
 {
     // rope_freqs is read here; Phi-3's longrope factors by its family's
     // config hook
-    return !strcmp(name, ROPE_FREQS) ||
-           !strcmp(name, "rope_factors_long.weight") ||
-           !strcmp(name, "rope_factors_short.weight");
+    return (g->rope_freqs && !strcmp(name, ROPE_FREQS)) ||
+           (g->longrope_factors &&
+            (!strcmp(name, "rope_factors_long.weight") ||
+             !strcmp(name, "rope_factors_short.weight")));
 }
 
 const char *gguf_file_type_name(uint32_t file_type)
@@ -121,9 +125,13 @@ static bool split_key(const struct shard *p, const char *key, uint64_t *out,
     case GGUF_TYPE_UINT16:
         *out = (uint64_t)kv->value[0] | (uint64_t)kv->value[1] << 8;
         return true;
-    case GGUF_TYPE_UINT32: {
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32: {
         uint32_t v;
         memcpy(&v, kv->value, 4);
+        if (kv->type == GGUF_TYPE_INT32 && v >> 31)
+            return model_files_fail(files, p->file, "key '%s' is negative",
+                                    key);
         *out = v;
         return true;
     }
@@ -156,6 +164,31 @@ static bool open_split(struct shards *s, const char *file, size_t stem,
                                     (unsigned long long)count,
                                     (unsigned long long)no, k + 1, parts);
     }
+    // every tensor in one part only, as many as the first part says
+    size_t total = 0;
+    for (size_t k = 0; k < s->count; k++) {
+        const struct shard *p = &s->shard[k];
+        total += p->count;
+        for (size_t i = 0; i < p->count; i++) {
+            size_t in;
+            const struct shard_tensor *t =
+                shards_find(s, p->tensors[i].name, &in);
+            if (t != &p->tensors[i])
+                return model_files_fail(files, p->file,
+                                        "tensor '%s' is in '%s' too",
+                                        p->tensors[i].name, s->shard[in].file);
+        }
+    }
+    uint64_t listed;
+    if (!gguf_find(&s->shard[0].gguf, "split.tensors.count"))
+        return true;
+    if (!split_key(&s->shard[0], "split.tensors.count", &listed, files))
+        return false;
+    if (listed != total)
+        return model_files_fail(files, s->shard[0].file,
+                                "split.tensors.count is %llu; the parts hold "
+                                "%zu tensors",
+                                (unsigned long long)listed, total);
     return true;
 }
 
@@ -168,11 +201,15 @@ static bool open_files(struct shards *s, const char *file,
     const size_t n = strlen(file);
     unsigned first = 0, parts = 0;
     int used = 0;
-    // NAME-00001-of-00003.gguf: 20 bytes after the name
-    const bool split = n > 20 &&
-                       sscanf(file + n - 20, "-%5u-of-%5u.gguf%n", &first,
-                              &parts, &used) == 2 &&
-                       used == 20;
+    // NAME-00001-of-00003.gguf: 20 bytes after the name, the numbers five
+    // digits each
+    bool split = n > 20 &&
+                 sscanf(file + n - 20, "-%5u-of-%5u.gguf%n", &first, &parts,
+                        &used) == 2 &&
+                 used == 20;
+    for (size_t i = 0; split && i < 5; i++)
+        split = file[n - 19 + i] >= '0' && file[n - 19 + i] <= '9' &&
+                file[n - 10 + i] >= '0' && file[n - 10 + i] <= '9';
     if (split && (first != 1 || parts == 0 || parts > SHARDS_MAX))
         return model_files_fail(files, file,
                                 "a split is loaded from its first part "
@@ -193,18 +230,6 @@ static bool open_files(struct shards *s, const char *file,
 }
 
 /* ----------------------------------------------------------- the config */
-
-const float *gguf_model_floats(const struct shards *s, const char *name,
-                               size_t *count)
-{
-    size_t in;
-    const struct shard_tensor *t = shards_find(s, name, &in);
-    if (!t || t->dtype != ATTN_F32 || t->ndim != 1 || t->offset % 4)
-        return NULL;
-    *count = (size_t)t->shape[0];
-    return (const float *)(const void *)((const char *)s->shard[in].map +
-                                         t->offset);
-}
 
 /* The kv key of the first part as a cJSON value, or NULL (an array, or
  * out of memory: *why says which). */
@@ -269,11 +294,13 @@ static bool put_key(cJSON *config, const char *name, const struct gguf_file *g,
     const struct gguf_kv *kv = gguf_find(g, key);
     if (!kv)
         return true;
-    const char *why = "out of memory";
+    const char *why = NULL;
     cJSON *v = json_value(kv, &why);
     if (!v || !cJSON_AddItemToObject(config, name, v)) {
         cJSON_Delete(v);
-        return model_fail(err, err_len, "key '%s' is %s", key, why);
+        return why ? model_fail(err, err_len, "key '%s' is %s", key, why)
+                   : model_fail(err, err_len, "out of memory reading key '%s'",
+                                key);
     }
     return true;
 }
@@ -322,6 +349,9 @@ static cJSON *config_of(const struct model *m, const struct shards *s,
         ok = cJSON_AddNumberToObject(config, "bos_token_id", (double)bos);
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     const struct gguf_kv *scaling = gguf_find(g, key);
+    if (ok && scaling && scaling->type != GGUF_TYPE_STRING)
+        ok = model_fail(err, err_len, "key '%s' is a %s, not a STRING", key,
+                        gguf_type_name(scaling->type));
     if (ok && scaling && scaling->type == GGUF_TYPE_STRING &&
         !(scaling->str_len == 4 && !memcmp(scaling->str, "none", 4))) {
         cJSON *r = cJSON_AddObjectToObject(config, "rope_scaling");
@@ -339,6 +369,45 @@ static cJSON *config_of(const struct model *m, const struct shards *s,
     return config;
 }
 
+/* Where a family's message names a config.json key the file gave under
+ * another name, that name, for the line: " (the file's KEY)", or "". */
+static const char *key_hint(const struct family_gguf *fg, const char *arch,
+                            const char *why)
+{
+    static _Thread_local char hint[GGUF_MAX_KEY + 32];
+    const struct gguf_key *lists[] = {fg->keys, fg->more_keys};
+    for (size_t l = 0; l < 2; l++)
+        for (const struct gguf_key *k = lists[l]; k && k->config; k++) {
+            const char *at = strstr(why, k->config);
+            const size_t n = strlen(k->config);
+            // the whole key, not a part of a longer one
+            const bool word =
+                at &&
+                (at == why ||
+                 !(at[-1] == '_' || (at[-1] >= 'a' && at[-1] <= 'z'))) &&
+                !(at[n] == '_' || (at[n] >= 'a' && at[n] <= 'z'));
+            if (word) {
+                snprintf(hint, sizeof hint, " (the file's %s.%s)", arch,
+                         k->gguf);
+                return hint;
+            }
+        }
+    return "";
+}
+
+/* The architectures of families, for a message. */
+static void gguf_archs(const struct family_table *t, char *out, size_t len)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < t->count && at < len; i++)
+        if (t->row[i]->gguf) {
+            const int n = snprintf(out + at, len - at, "%s%s", at ? ", " : "",
+                                   t->row[i]->gguf->arch);
+            at += n > 0 ? (size_t)n : 0;
+        }
+}
+
 static bool read_config(struct model *m, const struct family_table *families,
                         const struct model_files *files)
 {
@@ -350,12 +419,18 @@ static bool read_config(struct model *m, const struct family_table *families,
     if (!gguf_get_string(g, "general.architecture", &arch, &arch_len, why,
                          sizeof why))
         return model_files_fail(files, first->file, "%s", why);
-    m->family = family_find_gguf(families, arch, arch_len);
-    if (!m->family)
+    m->family = memchr(arch, '\0', arch_len)
+                    ? NULL
+                    : family_find_gguf(families, arch, arch_len);
+    if (!m->family) {
+        char known[200];
+        gguf_archs(families, known, sizeof known);
         return model_files_fail(files, first->file,
                                 "general.architecture '%.*s' is not "
-                                "supported (llama, qwen2, qwen3, gpt2)",
-                                (int)(arch_len < 64 ? arch_len : 64), arch);
+                                "supported (%s)",
+                                (int)(arch_len < 64 ? arch_len : 64), arch,
+                                known);
+    }
     char arch_z[65];
     snprintf(arch_z, sizeof arch_z, "%.*s", (int)arch_len, arch);
     cJSON *config = config_of(m, &m->shards, arch_z, why, sizeof why);
@@ -363,7 +438,23 @@ static bool read_config(struct model *m, const struct family_table *families,
         config && m->family->read_config(config, m, why, sizeof why);
     cJSON_Delete(config);
     if (!ok)
-        return model_files_fail(files, first->file, "%s", why);
+        return model_files_fail(files, first->file, "%s%s", why,
+                                key_hint(m->family->gguf, arch_z, why));
+    // a rotary over part of each head only where the family has one
+    char key[96];
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch_z);
+    uint32_t dims;
+    const struct attn_rotary *rope = &m->xf.kind[0].rope;
+    if (m->xf.arch.positions == XF_POS_ROTARY && gguf_find(g, key)) {
+        if (!gguf_get_u32(g, key, &dims, why, sizeof why))
+            return model_files_fail(files, first->file, "%s", why);
+        const size_t turned = rope->dims ? rope->dims : m->xf.head_dim;
+        if (dims != turned)
+            return model_files_fail(files, first->file,
+                                    "key '%s' is %u; the %s turns %zu values "
+                                    "of each head",
+                                    key, dims, m->family->network, turned);
+    }
     if (m->family->gguf->rope_interleaved)
         for (size_t k = 0; k < XF_MAX_LAYER_KINDS; k++) {
             m->xf.kind[k].rope.pairing = ATTN_ROPE_INTERLEAVED;

@@ -22,9 +22,8 @@
 
 struct family_table;
 
-/* Whether path names a GGUF file: it ends in ".gguf", or it is a file
- * (not a folder) that starts with GGUF's magic, whatever its name (an
- * Ollama blob). */
+/* Whether path names a GGUF file, not a folder: it ends in ".gguf", or
+ * it starts with GGUF's magic, whatever its name (an Ollama blob). */
 bool gguf_path(const char *path);
 
 /*
@@ -35,14 +34,11 @@ bool gguf_path(const char *path);
 bool gguf_model_load(struct model *m, const struct family_table *families,
                      const struct model_files *files, const char *file);
 
-/* Whether a GGUF tensor is one the loader reads itself rather than a
- * family naming it (rope_freqs.weight, llama.cpp's scaled frequencies). */
-bool gguf_loader_tensor(const char *name);
-
-/* The values of name, a 1-D F32 tensor of s, in place, and their count;
- * NULL when s has no such tensor. */
-const float *gguf_model_floats(const struct shards *s, const char *name,
-                               size_t *count);
+/* Whether a GGUF tensor is one the loader or the family's config hook
+ * reads itself rather than a family naming it, for a family whose GGUF
+ * row allows it (rope_freqs.weight, rope_factors_{short,long}.weight). */
+struct family_gguf;
+bool gguf_loader_tensor(const struct family_gguf *g, const char *name);
 
 /* llama.cpp's name of a general.file_type ("Q4_K_M", "F16"), or NULL for
  * a number it does not name. */

@@ -3,7 +3,7 @@
  * model.safetensors, or the shards model-0000K-of-0000N.safetensors that
  * model.safetensors.index.json lists, each with its header read and
  * checked (safetensors.h); or a GGUF file and the other parts of its
- * split (gguf_shards.h). Either way each tensor is seen the same way
+ * split (gguf_model.h). Either way each tensor is seen the same way
  * (struct shard_tensor) and looked up by name across the files.
  */
 #ifndef ATTND_SHARDS_H

@@ -224,9 +224,10 @@ static bool find_tensor(const struct taker *tk, const char *prefix,
     if (tk->s->gguf) {
         // llama.cpp's names, and every matrix [out][in] (its converter
         // turns GPT-2's Conv1D weights round)
-        const bool named = gguf_name(fam->gguf, w->name, full, sizeof full);
-        assert(named); /* each family's table names all its tensors */
-        (void)named;
+        if (!gguf_name(fam->gguf, w->name, full, sizeof full))
+            return fail_tensor(tk, 0, w->name,
+                               "the %s's GGUF row has no name for it",
+                               fam->network);
         if (w->in_out) {
             const size_t rows = w->rows;
             w->rows = w->cols;
@@ -316,7 +317,7 @@ static bool check_unused(const struct taker *tk, const char *prefix,
             const char *name = sh->tensors[i].name;
             if (used[s][i] || strncmp(name, prefix, pl) != 0)
                 continue;
-            if (tk->s->gguf ? !gguf_loader_tensor(name)
+            if (tk->s->gguf ? !gguf_loader_tensor(tk->m->family->gguf, name)
                             : tk->m->family->in_network(name + pl))
                 return fail_tensor(tk, s, name,
                                    "not part of a %s of %zu layers as %s "

@@ -697,15 +697,11 @@ static void replace(struct patched *p, const char *from, const char *to)
 
 /* Write p as file (its first len bytes) and load it: it must fail with a
  * line holding each of the wanted texts. */
-static void refused(struct patched *p, const char *file, size_t len,
-                    const char *want1, const char *want2)
+static void load_refused(const struct patched *p, const char *file,
+                         const char *want1, const char *want2)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", p->dir, file);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(p->bytes, 1, len, f), len);
-    fclose(f);
     struct model *m = NULL;
     char err[600] = "";
     if (model_load("bad", path, &m, err, sizeof err))
@@ -716,6 +712,18 @@ static void refused(struct patched *p, const char *file, size_t len,
                  want2 ? " and " : "", want2 ? want2 : "");
     assert_non_null(strstr(err, "model 'bad'"));
     assert_null(strchr(err, '\n'));
+}
+
+static void refused(struct patched *p, const char *file, size_t len,
+                    const char *want1, const char *want2)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p->bytes, 1, len, f), len);
+    fclose(f);
+    load_refused(p, file, want1, want2);
     unlink(path);
 }
 
@@ -723,6 +731,39 @@ static void patched_done(struct patched *p)
 {
     rmdir(p->dir);
     free(p->bytes);
+}
+
+/* Free p's bytes but keep its folder, for patched_reread(). */
+static void patched_done_keep(struct patched *p)
+{
+    free(p->bytes);
+    p->bytes = NULL;
+}
+
+/* Another fixture's bytes into p, in the same folder. */
+static void patched_reread(struct patched *p, const char *fixture)
+{
+    char path[256];
+    snprintf(path, sizeof path, "tests/models/gguf/%s", fixture);
+    p->bytes = test_read_file(path, &p->len);
+}
+
+/* p's bytes written as file in its folder, left there. */
+static void write_part(const struct patched *p, const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p->bytes, 1, p->len, f), p->len);
+    fclose(f);
+}
+
+static void unlink_in(const struct patched *p, const char *file)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", p->dir, file);
+    unlink(path);
 }
 
 /* A u32 metadata value, found by its key. */
@@ -733,6 +774,16 @@ static void set_u32(struct patched *p, const char *key, uint32_t v)
     memcpy(&type, p->bytes + at, 4);
     assert_int_equal(type, 4); /* UINT32 */
     memcpy(p->bytes + at + 4, &v, 4);
+}
+
+/* A u16 metadata value, found by its key. */
+static void set_u16(struct patched *p, const char *key, uint16_t v)
+{
+    const size_t at = find(p, key) + strlen(key);
+    uint32_t type;
+    memcpy(&type, p->bytes + at, 4);
+    assert_int_equal(type, 2); /* UINT16 */
+    memcpy(p->bytes + at + 4, &v, 2);
 }
 
 /* A STRING metadata value, found by its key, rewritten as long. */
@@ -826,6 +877,44 @@ static void test_refusals(void **state)
     refused(&p, "m-00002-of-00003.gguf", p.len, "from its first part", NULL);
     refused(&p, "m-00001-of-00003.gguf", p.len, "m-00001-of-00003.gguf",
             "no key 'split.count'");
+    patched_done(&p);
+    // the key a family's message names, as the file names it
+    patched_read(&p, "llama-F32.gguf");
+    set_u32(&p, "llama.attention.head_count", 5);
+    refused(&p, "heads.gguf", p.len, "num_attention_heads",
+            "(the file's llama.attention.head_count)");
+    patched_done(&p);
+    // a rotary over part of each head, which the llama architecture has not
+    patched_read(&p, "llama-F32.gguf");
+    set_u32(&p, "llama.rope.dimension_count", 32);
+    refused(&p, "rot.gguf", p.len, "key 'llama.rope.dimension_count' is 32",
+            "turns 64 values");
+    patched_done(&p);
+    // longrope's factors of another type
+    patched_read(&p, "more/phi3_longrope-F32.gguf");
+    set_tensor_type(&p, "rope_factors_long.weight", 26);
+    refused(&p, "lr.gguf", p.len,
+            "tensor 'rope_factors_long.weight' is I32 of 6 values", NULL);
+    patched_done(&p);
+    // llama.cpp's frequencies under another name: not the network's
+    patched_read(&p, "llama-Q8_0.gguf");
+    replace(&p, "rope_freqs.weight", "rope_freqx.weight");
+    refused(&p, "rf.gguf", p.len, "tensor 'rope_freqx.weight': not part of",
+            NULL);
+    patched_done(&p);
+    // a split whose third part holds the second's tensors again
+    patched_read(&p, "split/llama-Q4_K_M-00001-of-00003.gguf");
+    write_part(&p, "d-00001-of-00003.gguf");
+    patched_done_keep(&p);
+    patched_reread(&p, "split/llama-Q4_K_M-00002-of-00003.gguf");
+    write_part(&p, "d-00002-of-00003.gguf");
+    set_u16(&p, "split.no", 2);
+    write_part(&p, "d-00003-of-00003.gguf");
+    load_refused(&p, "d-00001-of-00003.gguf", "d-00003-of-00003.gguf",
+                 "is in 'd-00002-of-00003.gguf' too");
+    unlink_in(&p, "d-00003-of-00003.gguf");
+    unlink_in(&p, "d-00001-of-00003.gguf");
+    unlink_in(&p, "d-00002-of-00003.gguf");
     patched_done(&p);
     // a split's second part missing
     patched_read(&p, "split/llama-Q4_K_M-00001-of-00003.gguf");

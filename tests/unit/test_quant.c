@@ -24,6 +24,7 @@
 
 #include "files.h"
 #include "quant.h"
+#include "widen.h"
 
 static const char *golden_dir(void)
 {
@@ -188,14 +189,110 @@ static void test_block_sizes(void **state)
     }
 }
 
+/* ---------------------------------------- products through a slice */
+
+/* xorshift64* bytes */
+static uint8_t next_byte(uint64_t *r)
+{
+    *r ^= *r >> 12;
+    *r ^= *r << 25;
+    *r ^= *r >> 27;
+    return (uint8_t)((*r * 0x2545F4914F6CDD1Dull) >> 56);
+}
+
+/* widen_product() through columns [col0, col0 + in) of a quantized W:
+ * slices that start and end inside a block (a head's columns of W_O),
+ * whole-block ones (quant_product()), one row and several, beta 0 and 1,
+ * against a float64 product over quant_widen()'s values. */
+static void test_product_slices(void **state)
+{
+    (void)state;
+    static const attn_dtype types[] = {ATTN_Q8_0, ATTN_Q4_K, ATTN_Q6_K};
+    static const size_t shapes[][4] = {
+        /* ldw, col0, in, out */
+        {512, 0, 512, 7},   {512, 64, 64, 5},   {512, 200, 100, 3},
+        {512, 256, 256, 9}, {768, 300, 400, 4}, {256, 31, 1, 2},
+    };
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (size_t t = 0; t < 3; t++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            const attn_dtype dt = types[t];
+            const size_t ldw = shapes[k][0], col0 = shapes[k][1],
+                         in = shapes[k][2], out = shapes[k][3];
+            const size_t row_bytes = attn_dtype_bytes(dt, ldw);
+            unsigned char *w = malloc(out * row_bytes);
+            float *wide = malloc(out * ldw * sizeof *wide);
+            assert_non_null(w);
+            assert_non_null(wide);
+            for (size_t i = 0; i < out * row_bytes; i++)
+                w[i] = next_byte(&r);
+            // finite, modest scales: each block's fp16 d (and dmin) 1/16
+            const size_t blk = attn_dtype_block(dt);
+            const size_t bb = attn_dtype_bytes(dt, blk);
+            for (size_t b = 0; b < out * ldw / blk; b++) {
+                unsigned char *at = w + b * bb + (dt == ATTN_Q6_K ? bb - 2 : 0);
+                at[0] = 0x00, at[1] = 0x2c;
+                if (dt == ATTN_Q4_K)
+                    at[2] = 0x00, at[3] = 0x2c;
+            }
+            attn_widen(w, dt, out * ldw, wide);
+            for (size_t rows = 1; rows <= 3; rows += 2)
+                for (int beta = 0; beta < 2; beta++) {
+                    float x[3 * 768], y[3 * 16];
+                    for (size_t i = 0; i < rows * in; i++)
+                        x[i] = (float)(next_byte(&r) - 128) / 64.0f;
+                    for (size_t i = 0; i < rows * out; i++)
+                        y[i] = beta ? 0.5f : NAN;
+                    const struct widen_product pr = {.x = x,
+                                                     .ldx = in,
+                                                     .rows = rows,
+                                                     .in = in,
+                                                     .w = w,
+                                                     .dtype = dt,
+                                                     .ldw = ldw,
+                                                     .out = out,
+                                                     .y = y,
+                                                     .ldy = out,
+                                                     .col0 = col0};
+                    widen_product(&pr, (float)beta, panel);
+                    for (size_t i = 0; i < rows; i++)
+                        for (size_t o = 0; o < out; o++) {
+                            double want = beta ? 0.5 : 0.0, mag = 0.0;
+                            for (size_t c = 0; c < in; c++) {
+                                const double v = (double)x[i * in + c] *
+                                                 wide[o * ldw + col0 + c];
+                                want += v;
+                                mag += fabs(v);
+                            }
+                            const double got = y[i * out + o];
+                            if (!(fabs(got - want) <= 1e-5 * (mag + 1.0)))
+                                fail_msg("%s ldw %zu col0 %zu in %zu: row %zu "
+                                         "output %zu is %.9g, want %.9g",
+                                         attn_dtype_name(dt), ldw, col0, in, i,
+                                         o, got, want);
+                        }
+                }
+            free(w);
+            free(wide);
+        }
+    free(panel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_q8_0),        cmocka_unit_test(test_q4_0),
-        cmocka_unit_test(test_q4_1),        cmocka_unit_test(test_q5_0),
-        cmocka_unit_test(test_q5_1),        cmocka_unit_test(test_q4_k),
-        cmocka_unit_test(test_q5_k),        cmocka_unit_test(test_q6_k),
+        cmocka_unit_test(test_q8_0),
+        cmocka_unit_test(test_q4_0),
+        cmocka_unit_test(test_q4_1),
+        cmocka_unit_test(test_q5_0),
+        cmocka_unit_test(test_q5_1),
+        cmocka_unit_test(test_q4_k),
+        cmocka_unit_test(test_q5_k),
+        cmocka_unit_test(test_q6_k),
         cmocka_unit_test(test_block_sizes),
+        cmocka_unit_test(test_product_slices),
     };
     return cmocka_run_group_tests_name("quant", tests, NULL, NULL);
 }
