@@ -6,7 +6,8 @@
  * within the header's bound; the same bits for an output whether computed
  * alone or among many, and on every run; y not read at beta 0; and each
  * build (plain C, AVX2, AVX-512) to the same bits as the plain one, also
- * on infinite and NaN scales.
+ * on infinite and NaN scales, and each build's decoding of blocks to
+ * quant_widen()'s bits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -408,6 +409,37 @@ static void test_builds_same_bits(void **state)
     free(panel);
 }
 
+/* Each build's decoding of blocks (what the panels hold for two rows or
+ * more) is quant_widen()'s, bit for bit, zeros' signs and all, on every
+ * type, on runs of one to nine blocks, also with infinite and NaN
+ * scales. */
+static void test_decode_is_widen(void **state)
+{
+    (void)state;
+    enum { MAX_BLOCKS = 9, MAX_VALUES = MAX_BLOCKS * 256 };
+    static unsigned char blocks[MAX_BLOCKS * 256];
+    static float want[MAX_VALUES], got[MAX_VALUES];
+    for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_isa_available((enum vec_isa)isa))
+            continue;
+        for (size_t t = 0; t < N_TYPES; t++)
+            for (size_t n = 1; n <= MAX_BLOCKS; n++)
+                for (int round = 0; round < 8; round++) {
+                    const size_t count = n * quant_block_values((int)types[t]);
+                    fill_blocks(types[t], blocks, n, round % 2);
+                    quant_widen(blocks, types[t], count, want);
+                    quant_decode((enum vec_isa)isa, types[t], blocks, count,
+                                 got);
+                    for (size_t i = 0; i < count; i++)
+                        if (!same_bits(&got[i], &want[i]))
+                            fail_msg("%s build %d, %zu blocks: value %zu "
+                                     "%.9g, quant_widen() %.9g",
+                                     quant_type_name((int)types[t]), isa, n, i,
+                                     (double)got[i], (double)want[i]);
+                }
+    }
+}
+
 /* One row needs no panel (the header lets it be NULL): the same bits as
  * with one; and a product of no columns sets y to 0 at beta 0. */
 static void test_one_row_no_panel(void **state)
@@ -448,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_long_rows),
         cmocka_unit_test(test_split_same_bits),
         cmocka_unit_test(test_builds_same_bits),
+        cmocka_unit_test(test_decode_is_widen),
         cmocka_unit_test(test_one_row_no_panel),
     };
     return cmocka_run_group_tests_name("quant_product", tests, NULL, NULL);
