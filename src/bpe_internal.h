@@ -19,6 +19,13 @@
 /* The length of the valid UTF-8 prefix of s[0..n): n when all of it is. */
 size_t bpe_utf8_valid(const char *s, size_t n);
 
+/* The readable form of a token's bytes s[0..len) into out (room for 6
+ * bytes a byte; NULL: only count): whole characters as they are, U+2581
+ * as a space when sentencepiece, a NUL and every byte of a broken
+ * character as <0xNN>. Its length. The BPE and SentencePiece tokenizers'
+ * token texts alike. */
+size_t bpe_readable(const char *s, size_t len, bool sentencepiece, char *out);
+
 /* The code point at s[at] (valid UTF-8, at < n) into *cp; its length. */
 size_t bpe_utf8_next(const char *s, size_t n, size_t at, uint32_t *cp);
 

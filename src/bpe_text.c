@@ -14,6 +14,7 @@
 #include "checked.h"
 #include "unicode.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ UTF-8 */
@@ -694,4 +695,45 @@ bool bpe_split_next(const struct bpe_split *sp, const char *s, size_t n,
         return true;
     }
     return false;
+}
+
+/* ----------------------------------------------------------- readable */
+
+/* The length of the whole UTF-8 character at s[at], or 0 when the bytes
+ * there are not one. */
+static size_t whole_char(const char *s, size_t n, size_t at)
+{
+    const unsigned c = (unsigned char)s[at];
+    const size_t want = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    const size_t room = n - at < 4 ? n - at : 4;
+    return bpe_utf8_valid(s + at, room) >= want ? want : 0;
+}
+
+/* The readable form of key bytes s[0..len) into out (NULL: only count):
+ * whole characters as they are, U+2581 as a space when sentencepiece, NUL
+ * and every byte of a broken character as <0xNN>. Its length. */
+size_t bpe_readable(const char *s, size_t len, bool sentencepiece, char *out)
+{
+    size_t o = 0;
+    for (size_t at = 0; at < len;) {
+        const size_t k = whole_char(s, len, at);
+        if (k == 0 || s[at] == 0) {
+            if (out)
+                snprintf(out + o, 7, "<0x%02X>", (unsigned char)s[at]);
+            o += 6;
+            at++;
+        } else if (sentencepiece && k == 3 &&
+                   memcmp(s + at, "\xe2\x96\x81", 3) == 0) {
+            if (out)
+                out[o] = ' ';
+            o++;
+            at += 3;
+        } else {
+            if (out)
+                memcpy(out + o, s + at, k);
+            o += k;
+            at += k;
+        }
+    }
+    return o;
 }

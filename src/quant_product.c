@@ -13,6 +13,7 @@
  * in registers. Decoding is paid once per ROWS rows of x.
  */
 #include "quant_product.h"
+#include "stream_product.h"
 #include "widen.h"
 
 #include <assert.h>
@@ -35,41 +36,6 @@ _Static_assert((ROWS + GROUP) * QUANT_COLS <= WIDEN_PANEL_FLOATS,
                "a block of rows and a group's columns fit a panel");
 _Static_assert(QUANT_COLS % QUANT_CHUNK == 0 && QUANT_CHUNK % 256 == 0,
                "chunks and panels hold whole blocks of every type");
-
-/* Rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as packed[k][r],
- * width rows to a column, rows past x's zero; sixteen columns at a time,
- * so that the writes stay within a few cache lines. */
-static void pack_rows(const struct quant_product *p, size_t r0, size_t rows,
-                      size_t k0, size_t cols, size_t width, float *packed)
-{
-    for (size_t kb = 0; kb < cols; kb += 16) {
-        const size_t ke = cols - kb < 16 ? cols : kb + 16;
-        for (size_t r = 0; r < width; r++) {
-            if (r >= rows) {
-                for (size_t k = kb; k < ke; k++)
-                    packed[k * width + r] = 0.0f;
-                continue;
-            }
-            const float *src = p->x + (r0 + r) * p->ldx + k0;
-            for (size_t k = kb; k < ke; k++)
-                packed[k * width + r] = src[k];
-        }
-    }
-}
-
-/* The group's sums (sums[j][r], ROWS to an output) into y: set when set,
- * added otherwise. */
-static void add_sums(const struct quant_product *p, size_t r0, size_t rows,
-                     size_t o0, size_t outs, const float *sums, bool set)
-{
-    for (size_t r = 0; r < rows; r++) {
-        float *y = p->y + (r0 + r) * p->ldy + o0;
-        for (size_t j = 0; j < outs; j++) {
-            const float s = sums[j * ROWS + r];
-            y[j] = set ? s : y[j] + s;
-        }
-    }
-}
 
 /*
  * The kernels: sums[j][r] = sum over k < cols of packed[k][r] w[j][k],
@@ -221,7 +187,7 @@ static void product_panels(enum vec_isa isa, const struct quant_product *p,
             const size_t cols =
                 p->in - k0 < QUANT_COLS ? p->in - k0 : QUANT_COLS;
             const size_t at = k0 / values * bytes;
-            pack_rows(p, r0, rows, k0, cols, width, packed);
+            stream_pack_rows(p->x, p->ldx, r0, rows, k0, cols, width, packed);
             for (size_t o0 = 0; o0 < p->out; o0 += GROUP) {
                 const size_t outs = p->out - o0 < GROUP ? p->out - o0 : GROUP;
                 // a last group short of GROUP repeats its last row, whose
@@ -236,7 +202,8 @@ static void product_panels(enum vec_isa isa, const struct quant_product *p,
                                      decoded + j * QUANT_COLS);
                 }
                 kernel(isa, packed, width, rows_of, cols, sums);
-                add_sums(p, r0, rows, o0, outs, sums, k0 == 0 && beta == 0.0f);
+                stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, ROWS,
+                                k0 == 0 && beta == 0.0f);
             }
         }
     }

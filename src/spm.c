@@ -73,42 +73,6 @@ int64_t spm_key_id(const struct spm_tokenizer *t, const char *s, size_t len)
     return id == EMPTY_SLOT ? -1 : (int64_t)id;
 }
 
-/* ------------------------------------------------------------ readable */
-
-/* The length of the whole UTF-8 character at s[at], or 0 when the bytes
- * there are not one. */
-static size_t whole_char(const char *s, size_t n, size_t at)
-{
-    const unsigned c = (unsigned char)s[at];
-    const size_t want = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    const size_t room = n - at < 4 ? n - at : 4;
-    return bpe_utf8_valid(s + at, room) >= want ? want : 0;
-}
-
-/* The readable form of s[0..len) into out (room for 6 bytes a byte):
- * whole characters as they are, U+2581 as a space when meta, a NUL and
- * every byte of a broken character as <0xNN>. Its length. */
-static size_t readable(const char *s, size_t len, bool meta, char *out)
-{
-    size_t o = 0;
-    for (size_t at = 0; at < len;) {
-        const size_t k = whole_char(s, len, at);
-        if (k == 0 || s[at] == 0) {
-            snprintf(out + o, 7, "<0x%02X>", (unsigned char)s[at]);
-            o += 6;
-            at++;
-        } else if (meta && k == 3 && memcmp(s + at, "\xe2\x96\x81", 3) == 0) {
-            out[o++] = ' ';
-            at += 3;
-        } else {
-            memcpy(out + o, s + at, k);
-            o += k;
-            at += k;
-        }
-    }
-    return o;
-}
-
 /* The byte of a BYTE token's text "<0xNN>" (either case), or -1. */
 static int byte_of(const char *s, size_t len)
 {
@@ -246,10 +210,10 @@ static attn_status build_strings(struct spm_tokenizer *t,
         if (type == SPM_TOKEN_BYTE) {
             // its byte when that is a whole character, else <0xNN>
             const char b = (char)byte_of(t->keys.bytes + k, len);
-            r += readable(&b, 1, false, t->readable.bytes + r);
+            r += bpe_readable(&b, 1, false, t->readable.bytes + r);
         } else {
-            r += readable(t->keys.bytes + k, len, type == SPM_TOKEN_NORMAL,
-                          t->readable.bytes + r);
+            r += bpe_readable(t->keys.bytes + k, len, type == SPM_TOKEN_NORMAL,
+                              t->readable.bytes + r);
         }
         t->readable.bytes[r++] = 0;
         k += len;

@@ -35,10 +35,7 @@ bool stream_product_can(const struct widen_product *p)
            vec_isa_best() == VEC_ISA_AVX512;
 }
 
-/* A block's rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as
- * packed[k][r], width rows to a column, rows past x's zero. Sixteen
- * columns at a time, so the writes stay within a few cache lines. */
-static void pack_rows(const struct widen_product *p, size_t r0, size_t rows,
+void stream_pack_rows(const float *x, size_t ldx, size_t r0, size_t rows,
                       size_t k0, size_t cols, size_t width, float *packed)
 {
     for (size_t kb = 0; kb < cols; kb += 16) {
@@ -49,23 +46,21 @@ static void pack_rows(const struct widen_product *p, size_t r0, size_t rows,
                     packed[k * width + r] = 0.0f;
                 continue;
             }
-            const float *src = p->x + (r0 + r) * p->ldx + k0;
+            const float *src = x + (r0 + r) * ldx + k0;
             for (size_t k = kb; k < ke; k++)
                 packed[k * width + r] = src[k];
         }
     }
 }
 
-/* The group's sums (sums[j][r], STREAM_ROWS to an output) into y: set on
- * the first block of columns when beta is 0, added otherwise. */
-static void add_sums(const struct widen_product *p, size_t r0, size_t rows,
-                     size_t o0, size_t outs, const float *sums, bool set)
+void stream_add_sums(float *y, size_t ldy, size_t r0, size_t rows, size_t o0,
+                     size_t outs, const float *sums, size_t stride, bool set)
 {
     for (size_t r = 0; r < rows; r++) {
-        float *y = p->y + (r0 + r) * p->ldy + o0;
+        float *row = y + (r0 + r) * ldy + o0;
         for (size_t j = 0; j < outs; j++) {
-            const float s = sums[j * STREAM_ROWS + r];
-            y[j] = set ? s : y[j] + s;
+            const float s = sums[j * stride + r];
+            row[j] = set ? s : row[j] + s;
         }
     }
 }
@@ -167,7 +162,7 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
         for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
             const size_t cols =
                 p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
-            pack_rows(p, r0, rows, k0, cols, 16 * nv, panel);
+            stream_pack_rows(p->x, p->ldx, r0, rows, k0, cols, 16 * nv, panel);
             for (size_t o0 = 0; o0 < p->out; o0 += GROUP) {
                 const size_t outs = p->out - o0 < GROUP ? p->out - o0 : GROUP;
                 // a last group short of GROUP repeats its last row, whose
@@ -179,7 +174,8 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
                            attn_dtype_bytes(p->dtype, o * p->ldw + k0);
                 }
                 kernel(panel, w, cols, sums);
-                add_sums(p, r0, rows, o0, outs, sums, k0 == 0 && beta == 0.0f);
+                stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums,
+                                STREAM_ROWS, k0 == 0 && beta == 0.0f);
             }
         }
     }

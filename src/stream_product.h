@@ -19,6 +19,20 @@
  * at a time: as many as a panel holds at that many rows. */
 enum { STREAM_ROWS = 64, STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS };
 
+/* Rows [r0, r0 + rows) of x (rows ldx apart), columns [k0, k0 + cols),
+ * packed column by column into packed[k][r], width rows to a column, the
+ * rows past x's zero; sixteen columns at a time, so that the writes stay
+ * within a few cache lines. The quantized products pack x the same way
+ * (quant_product.c). */
+void stream_pack_rows(const float *x, size_t ldx, size_t r0, size_t rows,
+                      size_t k0, size_t cols, size_t width, float *packed);
+
+/* A group's sums (sums[j][r], stride to an output) into rows
+ * [r0, r0 + rows) and outputs [o0, o0 + outs) of y (rows ldy apart): set
+ * when set, else added. */
+void stream_add_sums(float *y, size_t ldy, size_t r0, size_t rows, size_t o0,
+                     size_t outs, const float *sums, size_t stride, bool set);
+
 /* Can p go through stream_product() on this CPU? A float32 or bfloat16
  * matrix, two rows or more, and AVX-512. */
 bool stream_product_can(const struct widen_product *p);
