@@ -422,8 +422,10 @@ test('a decoder shows every layer × head, takes one text, and hides its BOS', a
   assert.equal(await page.isHidden('#sentence_b'), true);
   const words = () => page.$$eval('#lines text.token', (ts) => ts.map((t) => t.textContent));
   const all = await words();
-  // the BOS first (its label cut short with an ellipsis)
+  // the BOS first (its label cut short with an ellipsis), and the toggle
+  // names it
   assert.match(all[0], /^<\|begin_of_te/);
+  assert.equal(await page.textContent('#hide_special_text'), 'hide <|begin_of_text|>');
   await page.check('#hide_special');
   await page.waitForFunction((n) => document.querySelectorAll('#lines text.token').length === n - 2,
     all.length);
@@ -695,6 +697,7 @@ test('hiding [CLS] and [SEP] leaves out their rows and columns, weights not reno
   const words = TOKENS_AB.filter((t) => t !== '[CLS]' && t !== '[SEP]');
   const kept = TOKENS_AB.map((t, i) => i).filter((i) => TOKENS_AB[i] !== '[CLS]' && TOKENS_AB[i] !== '[SEP]');
   assert.match(await page.textContent('#hide-note'), /not renormalised/);
+  assert.equal(await page.textContent('#hide_special_text'), 'hide [CLS] and [SEP]');
   await page.click('#grid button.thumb[data-layer="1"][data-head="1"]');
   const links = ['#dl-head', '#dl-grid', '#dl-rollout'];
   for (const id of links) assert.doesNotMatch(await page.getAttribute(id, 'href'), /special=/);

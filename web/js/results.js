@@ -164,8 +164,22 @@ function keep() {
   history.replaceState(null, '', pageUrl(state));
 }
 
+// The hide toggle names what it hides for the model on screen: the
+// tokens its tokenizer added to this text ([CLS] and [SEP], a decoder's
+// BOS), or says there are none.
+function nameHidden() {
+  const d = result.data;
+  if (d.model === undefined) return;
+  const added = [...new Set(d.tokens.filter((t, i) => addedByTokenizer(d, i)))];
+  const list = added.length > 1
+    ? `${added.slice(0, -1).join(', ')} and ${added[added.length - 1]}` : added[0];
+  $('hide_special_text').textContent = added.length
+    ? `hide ${list}` : 'hide the tokens the tokenizer adds (none here)';
+}
+
 export function render() {
   const sh = shape();
+  nameHidden();
   $('results').hidden = false;
   const room = measureRoom(); // before the grid changes, so the page is laid out once
   if (state.head !== 'mean' && !(Number(state.head) < sh.count)) state.head = '0';
