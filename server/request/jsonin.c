@@ -587,9 +587,71 @@ static cJSON *parse_document(const char *body, size_t len, struct problem *pb)
     return root;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    const cJSON *const *x = a, *const *y = b;
+    return strcmp((*x)->string, (*y)->string);
+}
+
+/* The first key that node (at path) or any object inside
+ * it holds twice, refused as I-JSON (RFC 7493) refuses it: one reader
+ * taking the first and another the last would read two requests. Each
+ * object's keys are sorted, so the work is n log n in the body's keys;
+ * the nesting is cJSON's, at most CJSON_NESTING_LIMIT deep. */
+static bool keys_once(const cJSON *node, const struct jpath *path,
+                      struct problem *pb)
+{
+    size_t n = 0;
+    const cJSON *c;
+    for (c = node->child; c; c = c->next)
+        n++;
+    if (cJSON_IsObject(node) && n > 1) {
+        const cJSON **keys = malloc(n * sizeof *keys);
+        if (!keys) {
+            problem_set(pb, 503, "", "out of memory reading the body");
+            pb->retry_after = 1;
+            return false;
+        }
+        size_t i = 0;
+        for (c = node->child; c; c = c->next)
+            keys[i++] = c;
+        qsort(keys, n, sizeof *keys, by_name);
+        for (i = 1; i < n && strcmp(keys[i - 1]->string, keys[i]->string); i++)
+            ;
+        if (i < n) {
+            struct jpath at;
+            jpath_key(&at, path, keys[i]->string);
+            free(keys);
+            return problem_set(pb, 400, at.pointer,
+                               "%s is given twice: a key may appear once in "
+                               "an object",
+                               at.name);
+        }
+        free(keys);
+    }
+    size_t index = 0;
+    for (c = node->child; c; c = c->next, index++) {
+        struct jpath at;
+        if (cJSON_IsObject(node))
+            jpath_key(&at, path, c->string);
+        else
+            jpath_index(&at, path, index);
+        if (c->child && !keys_once(c, &at, pb))
+            return false;
+    }
+    return true;
+}
+
 cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb)
 {
-    return strings_ok(body, len, pb) ? parse_document(body, len, pb) : NULL;
+    cJSON *root =
+        strings_ok(body, len, pb) ? parse_document(body, len, pb) : NULL;
+    const struct jpath top = {"", ""};
+    if (root && !keys_once(root, &top, pb)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
 }
 
 bool jsonin_flag(const cJSON *root, const char *name, bool fallback, bool *out,
