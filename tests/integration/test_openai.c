@@ -883,6 +883,12 @@ static void test_errors_in_openai_shape(void **state)
                  400, "max_tokens", NULL);
     expect_error("/v1/completions", "{\"model\":\"llama3\",\"prompt\":", 400,
                  NULL, NULL);
+    // a key twice: one reader taking the first and another the last would
+    // read two requests
+    expect_error("/v1/chat/completions",
+                 "{\"model\":\"llama3\",\"messages\":[{\"role\":\"user\","
+                 "\"content\":\"a\",\"role\":\"system\"}]}",
+                 400, "messages[0].role", "twice");
     expect_error("/v1/completions",
                  "{\"model\":\"llama3\",\"prompt\":\"x\",\"attention\":"
                  "{\"return\":[\"dla\"],\"dla_target\":3}}",
