@@ -87,6 +87,19 @@ export function freePort() {
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// Polls cond() (it may be async) every `every` ms until it is true;
+// resolves to true, or to false once `ms` have passed without it. A test
+// whose load is slowed by a busy machine waits here for what it needs,
+// up to a deadline it names in its own failure message.
+export async function waitFor(cond, ms, every = 25) {
+  const until = Date.now() + ms;
+  for (;;) {
+    if (await cond()) return true;
+    if (Date.now() >= until) return false;
+    await sleep(every);
+  }
+}
+
 // ------------------------------------------------------------- HTTP
 const direct = new http.Agent({ keepAlive: false });
 
@@ -125,6 +138,9 @@ export async function metric(base, name) {
 }
 
 // ------------------------------------------------------------- attnd
+// How long a replica or nginx may take to answer /healthz once started.
+const START_MS = 30000;
+
 // A replica: attnd on 127.0.0.1:port with the shipped environment, the
 // committed test checkpoints as its models, its access log in a file.
 export class Replica {
@@ -146,14 +162,15 @@ export class Replica {
     const fd = openSync(this.logPath(), 'w');
     this.child = track(spawn(ATTND, [], { env, stdio: ['ignore', fd, fd] }), false);
     closeSync(fd);
-    const until = Date.now() + 15000;
+    const until = Date.now() + START_MS;
     while (Date.now() < until) {
       const r = await request(`${this.base}/healthz`, { timeout: 1000 });
       if (r.status === 200) return;
       if (this.child.exitCode !== null) break;
       await sleep(25);
     }
-    throw new Error(`replica ${this.index} did not start: ${readFileSync(this.logPath(), 'utf8')}`);
+    throw new Error(`replica ${this.index} did not answer /healthz within ${START_MS / 1000} s ` +
+      `(exit ${this.child.exitCode}): ${readFileSync(this.logPath(), 'utf8')}`);
   }
 
   // The requests this start of the replica has answered: its access log's
@@ -216,14 +233,14 @@ export class Nginx {
     if (process.getuid() === 0) chownSync(this.accessLog, NOBODY, NOBODY);
     this.child = track(spawn(NGINX, this.args(), { stdio: ['ignore', fd, 'inherit'], detached: true, ...asUser() }), true);
     closeSync(fd);
-    const until = Date.now() + 10000;
+    const until = Date.now() + START_MS;
     while (Date.now() < until) {
       const r = await request(`${this.base}/healthz`, { timeout: 1000 });
       if (r.status === 200) return;
       if (this.child.exitCode !== null) break;
       await sleep(25);
     }
-    throw new Error(`nginx did not start: ${readFileSync(this.errorLog, 'utf8').slice(-2000)}`);
+    throw new Error(`nginx did not answer /healthz within ${START_MS / 1000} s: ${readFileSync(this.errorLog, 'utf8').slice(-2000)}`);
   }
 
   // The access log's lines, parsed (log_format attnd).

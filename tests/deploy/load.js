@@ -17,7 +17,10 @@ export const KINDS = [
   { name: 'small json', weight: 30, method: 'POST', variants: 16,
     make: (i) => json({ sentence: `The cat chased the mouse number ${i}`, seed: i }) },
   // 256 tokens of width 256: 0.8 MB of JSON, streamed as it is formatted
-  { name: 'large json', weight: 8, method: 'POST', variants: 3,
+  // (streamed: an answer whose first bytes leave before its last are
+  // made, which nginx cannot retry once they have: docs/deploy.md, "What
+  // nginx cannot hide")
+  { name: 'large json', weight: 8, method: 'POST', variants: 3, streamed: true,
     make: (i) => json({ sentence: words(256), d_model: 256, heads: 8, seed: i, return: ['output'] }) },
   // the BERT checkpoint's layers and heads
   { name: 'model json', weight: 14, method: 'POST', variants: 6,
@@ -40,7 +43,7 @@ function spec(kind, i) {
   const m = kind.make(i);
   return {
     kind: kind.name, method: kind.method, path: m.path || '/attention', body: m.body,
-    headers: m.headers || {}, key: `${kind.name}#${i}`,
+    headers: m.headers || {}, key: `${kind.name}#${i}`, streamed: Boolean(kind.streamed),
   };
 }
 
@@ -59,11 +62,13 @@ export async function reference(base, s) {
 }
 
 // Runs `clients` loops of requests through base until stop() is called;
-// every result goes into this.results: { key, kind, method, status, hash,
-// error, t0, t1 }.
+// every result goes into this.results: { seq, key, kind, method, status,
+// hash, error, t0, t1 }, seq counting from 0 in the order sent. sent counts
+// the requests sent, inFlight those not yet answered, streaming those of
+// them of a streamed kind.
 export class Load {
   constructor(base, clients, seed = 1) {
-    Object.assign(this, { base, clients, results: [], inFlight: 0, stopping: false, counter: 1000 * seed });
+    Object.assign(this, { base, clients, results: [], sent: 0, inFlight: 0, streaming: 0, stopping: false, counter: 1000 * seed });
     this.agent = new http.Agent({ keepAlive: true, maxSockets: clients });
     this.rng = seed;
     this.total = KINDS.reduce((a, k) => a + k.weight, 0);
@@ -92,14 +97,22 @@ export class Load {
     while (!this.stopping) {
       const s = this.next();
       const t0 = Date.now();
+      const seq = this.sent++;
       this.inFlight++;
+      if (s.streamed) this.streaming++;
       const r = await request(`${this.base}${s.path}`, { method: s.method, body: s.body, headers: s.headers, agent: this.agent });
       this.inFlight--;
+      if (s.streamed) this.streaming--;
       this.results.push({
-        key: s.key, kind: s.kind, method: s.method, status: r.status, error: r.error,
+        seq, key: s.key, kind: s.kind, method: s.method, status: r.status, error: r.error,
         hash: r.body ? sha(r.body) : null, t0, t1: Date.now(),
       });
     }
+  }
+
+  // Whether every request sent before the `n`th has been answered.
+  answeredBefore(n) {
+    return this.results.filter((x) => x.seq < n).length >= n;
   }
 
   start() {
