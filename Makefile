@@ -234,7 +234,8 @@ $(BUILD)/tests/server/%.o: tests/server/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) $(SERVER_INC) -Itests/unit $(call pc_cflags,$(PKG_SERVER) $(PKG_CORE) $(PKG_TEST)) -c $< -o $@
 
-$(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(BUILD)/tests/files.o $(BUILD)/tests/server/model_fixture.o $(SERVER_LIB) $(CORE_LIB)
+$(BUILD)/tests/server/test_%: $(BUILD)/tests/server/test_%.o $(BUILD)/tests/files.o $(BUILD)/tests/server/model_fixture.o \
+                              $(BUILD)/tests/server/goldens.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,$(PKG_TEST)) $(SERVER_LIBS) $(CORE_LIBS)
 

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "files.h"
+#include "goldens.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/family.h"
@@ -77,17 +78,6 @@ static struct model *load_ok(const char *path)
     if (!model_load("g", path, &m, err, sizeof err))
         fail_msg("model_load %s: %s", path, err);
     return m;
-}
-
-static double *doubles(const cJSON *arr, size_t *n)
-{
-    *n = (size_t)cJSON_GetArraySize(arr);
-    double *out = malloc(*n * sizeof *out + 1);
-    assert_non_null(out);
-    size_t i = 0;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, arr) out[i++] = v->valuedouble;
-    return out;
 }
 
 static const cJSON *get_item(const cJSON *o, const char *key)
@@ -178,54 +168,6 @@ static void check_config(const struct model *m, const cJSON *cfg,
                      cJSON_IsTrue(cJSON_GetObjectItem(cfg, "tied")));
 }
 
-/* The golden's greedy tokens through a KV cache, one at a time; a step
- * the golden marks closer than near_tie ends the comparison. */
-static void check_greedy(const struct model *m, const char *file,
-                         const cJSON *greedy, double near_tie)
-{
-    const struct xf_model *x = &m->xf;
-    size_t np, nn, nm;
-    double *prompt = doubles(cJSON_GetObjectItem(greedy, "prompt"), &np);
-    double *want = doubles(cJSON_GetObjectItem(greedy, "new"), &nn);
-    double *margins = doubles(cJSON_GetObjectItem(greedy, "margins"), &nm);
-    assert_int_equal(nm, nn);
-    uint32_t *ids = malloc((np + nn) * sizeof *ids);
-    struct xf_candidate *scratch = malloc(x->vocab_size * sizeof *scratch);
-    assert_non_null(ids);
-    assert_non_null(scratch);
-    for (size_t i = 0; i < np; i++)
-        ids[i] = (uint32_t)prompt[i];
-    struct xf_cache cache;
-    assert_int_equal(xf_cache_init(x, np + nn, &cache, NULL), ATTN_OK);
-    const struct xf_sampling g = {.temperature = 0, .top_p = 1};
-    struct xf_run run = {.ids = ids,
-                         .n = np,
-                         .want = XF_WANT_LOGITS,
-                         .layer = XF_ALL_LAYERS,
-                         .cache = &cache,
-                         .threads = 1};
-    for (size_t t = 0; t < nn && margins[t] >= near_tie; t++) {
-        struct xf_plan plan;
-        struct xf_result r;
-        struct attn_error err = {0};
-        if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
-            fail_msg("%s: greedy step %zu: %s", file, t, err.message);
-        ids[np + t] = xf_sample(r.logits, x->vocab_size, &g, t, scratch);
-        if (ids[np + t] != (uint32_t)want[t])
-            fail_msg("%s: greedy token %zu is %u, want %.0f", file, t,
-                     (unsigned)ids[np + t], want[t]);
-        xf_result_free(&r);
-        run.ids = ids + np + t;
-        run.n = 1;
-    }
-    xf_cache_free(&cache);
-    free(scratch);
-    free(ids);
-    free(want);
-    free(prompt);
-    free(margins);
-}
-
 /* One file against its golden. */
 static void check_file(const char *arch, const char *type)
 {
@@ -252,7 +194,7 @@ static void check_file(const char *arch, const char *type)
                        &(struct tok_options){.max_tokens = 4096}, &enc, &err))
             fail_msg("%s: tok_encode: %s", file, err.message);
         size_t n;
-        double *ids = doubles(cJSON_GetObjectItem(c, "ids"), &n);
+        double *ids = golden_doubles(cJSON_GetObjectItem(c, "ids"), &n);
         assert_int_equal(enc.count, n);
         for (size_t i = 0; i < n; i++)
             if (enc.ids[i] != ids[i])
@@ -262,22 +204,24 @@ static void check_file(const char *arch, const char *type)
         struct xf_result r;
         forward(m, enc.ids, enc.count,
                 XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS, &r);
-        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        double *w = golden_doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         assert_int_equal(n, r.layers * r.heads * r.n * r.n);
         check_close("attention weight", file, n_case, r.weights, w, n,
                     WEIGHT_TOL, 0, false);
         free(w);
-        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        double *hs =
+            golden_doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
         assert_int_equal(n, (r.layers + 1) * r.n * r.hidden);
         check_close("hidden state", file, n_case, r.hidden_states, hs, n,
                     HIDDEN_ATOL, HIDDEN_RTOL, false);
         free(hs);
-        double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+        double *lg = golden_doubles(cJSON_GetObjectItem(c, "logits"), &n);
         assert_int_equal(n, x->vocab_size);
         check_close("logit", file, n_case, r.logits, lg, n, HIDDEN_ATOL,
                     HIDDEN_RTOL, true);
         free(lg);
-        double *peer = doubles(cJSON_GetObjectItem(c, "llamacpp_logits"), &n);
+        double *peer =
+            golden_doubles(cJSON_GetObjectItem(c, "llamacpp_logits"), &n);
         assert_int_equal(n, x->vocab_size);
         const double worst = check_close("llama.cpp's logit", file, n_case,
                                          r.logits, peer, n, 1e-4, rtol, true);
@@ -289,11 +233,11 @@ static void check_file(const char *arch, const char *type)
         n_case++;
     }
     assert_true(n_case >= 3);
-    check_greedy(m, file, cJSON_GetObjectItem(golden, "greedy"), NEAR_TIE);
+    golden_greedy(m, file, cJSON_GetObjectItem(golden, "greedy"), NEAR_TIE);
     // llama.cpp's own steps: a tie within its difference from attnd may
     // go either way
-    check_greedy(m, file, cJSON_GetObjectItem(golden, "llamacpp_greedy"),
-                 fmax(NEAR_TIE, 2 * rtol));
+    golden_greedy(m, file, cJSON_GetObjectItem(golden, "llamacpp_greedy"),
+                  fmax(NEAR_TIE, 2 * rtol));
     model_free(m);
     cJSON_Delete(golden);
 }
@@ -393,11 +337,11 @@ static void test_llama_pairing_matters(void **state)
     const cJSON *c =
         cJSON_GetArrayItem(cJSON_GetObjectItem(golden, "cases"), 0);
     size_t n;
-    double *ids = doubles(cJSON_GetObjectItem(c, "ids"), &n);
+    double *ids = golden_doubles(cJSON_GetObjectItem(c, "ids"), &n);
     uint32_t *tok = malloc(n * sizeof *tok);
     for (size_t i = 0; i < n; i++)
         tok[i] = (uint32_t)ids[i];
-    double *want = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+    double *want = golden_doubles(cJSON_GetObjectItem(c, "logits"), &n);
     double moved[2] = {0, 0};
     for (int pairing = 0; pairing < 2; pairing++) {
         m->xf.kind[0].rope.pairing =
@@ -512,7 +456,7 @@ static void check_more(const struct more_file *mf)
                        &(struct tok_options){.max_tokens = 4096}, &enc, &err))
             fail_msg("%s: %s", mf->folder, err.message);
         size_t n;
-        double *want = doubles(get_item(pc, "ids"), &n);
+        double *want = golden_doubles(get_item(pc, "ids"), &n);
         assert_int_equal(enc.count, n);
         for (size_t i = 0; i < n; i++)
             if (enc.ids[i] != (uint32_t)want[i])
@@ -521,7 +465,7 @@ static void check_more(const struct more_file *mf)
         free(want);
         tok_encoding_free(&enc);
         // a pass over the golden's ids
-        double *ids = doubles(get_item(hc, "ids"), &n);
+        double *ids = golden_doubles(get_item(hc, "ids"), &n);
         uint32_t *tok = malloc(n * sizeof *tok);
         for (size_t i = 0; i < n; i++)
             tok[i] = (uint32_t)ids[i];
@@ -529,22 +473,22 @@ static void check_more(const struct more_file *mf)
         forward(m, tok, n, XF_WANT_WEIGHTS | XF_WANT_HIDDEN | XF_WANT_LOGITS,
                 &r);
         size_t nl;
-        double *lg = doubles(get_item(pc, "llamacpp_logits"), &nl);
+        double *lg = golden_doubles(get_item(pc, "llamacpp_logits"), &nl);
         assert_int_equal(nl, x->vocab_size);
         if (n > mf->peer_past)
             check_close("llama.cpp's logit", mf->folder, (size_t)k, r.logits,
                         lg, nl, 1e-4, mf->peer_rtol, true);
         free(lg);
         if (mf->as_transformers) {
-            double *w = doubles(get_item(hc, "attentions"), &nl);
+            double *w = golden_doubles(get_item(hc, "attentions"), &nl);
             check_close("attention weight", mf->folder, (size_t)k, r.weights, w,
                         nl, WEIGHT_TOL, 0, false);
             free(w);
-            double *h = doubles(get_item(hc, "hidden_states"), &nl);
+            double *h = golden_doubles(get_item(hc, "hidden_states"), &nl);
             check_close("hidden state", mf->folder, (size_t)k, r.hidden_states,
                         h, nl, HIDDEN_ATOL, HIDDEN_RTOL, false);
             free(h);
-            double *l = doubles(get_item(hc, "logits"), &nl);
+            double *l = golden_doubles(get_item(hc, "logits"), &nl);
             check_close("logit", mf->folder, (size_t)k, r.logits, l, nl,
                         HIDDEN_ATOL, HIDDEN_RTOL, true);
             free(l);
@@ -553,8 +497,8 @@ static void check_more(const struct more_file *mf)
         free(tok);
         free(ids);
     }
-    check_greedy(m, mf->folder, get_item(peer, "llamacpp_greedy"),
-                 fmax(NEAR_TIE, 2 * mf->peer_rtol));
+    golden_greedy(m, mf->folder, get_item(peer, "llamacpp_greedy"),
+                  fmax(NEAR_TIE, 2 * mf->peer_rtol));
     cJSON_Delete(hf);
     cJSON_Delete(peer);
     model_free(m);
@@ -621,7 +565,7 @@ static size_t check_ids(const char *golden)
                            &aerr))
                 fail_msg("%s text %d: %s", file->string, i, aerr.message);
             size_t n;
-            double *want = doubles(cJSON_GetArrayItem(file, i), &n);
+            double *want = golden_doubles(cJSON_GetArrayItem(file, i), &n);
             bool same = n == enc.count;
             for (size_t k = 0; same && k < n; k++)
                 same = enc.ids[k] == (uint32_t)want[k];

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "files.h"
+#include "goldens.h"
 #include "model/family.h"
 #include "model/model.h"
 #include "model/safetensors.h"
@@ -265,16 +266,6 @@ static bool max_abs_diff_ok(const float *got, const double *want, size_t n,
     return true;
 }
 
-static double *doubles(const cJSON *arr, size_t *n)
-{
-    *n = (size_t)cJSON_GetArraySize(arr);
-    double *out = malloc(*n * sizeof *out + 1);
-    size_t i = 0;
-    const cJSON *v;
-    cJSON_ArrayForEach(v, arr) out[i++] = v->valuedouble;
-    return out;
-}
-
 /* A case's attention flow against the reference's, a maximum flow found
  * by another algorithm (NetworkX's preflow-push) on the float64 weights:
  * the weights' tolerance, since a flow is a sum of their products. */
@@ -282,7 +273,7 @@ static void check_flow(const char *variant, size_t n_case, const cJSON *c,
                        const struct xf_result *r)
 {
     size_t n;
-    double *want = doubles(cJSON_GetObjectItem(c, "flow"), &n);
+    double *want = golden_doubles(cJSON_GetObjectItem(c, "flow"), &n);
     assert_int_equal(n, r->n * r->n);
     if (!max_abs_diff_ok(r->flow, want, n, WEIGHT_TOL))
         fail_msg("%s case %zu: the attention flow differs", variant, n_case);
@@ -308,7 +299,7 @@ static void check_value_weighted(const char *variant, size_t n_case,
     };
     for (size_t k = 0; k < 2; k++) {
         size_t n;
-        double *want = doubles(cJSON_GetObjectItem(c, parts[k].key), &n);
+        double *want = golden_doubles(cJSON_GetObjectItem(c, parts[k].key), &n);
         assert_int_equal(n, parts[k].count);
         for (size_t i = 0; i < n; i++)
             if (!(fabs(parts[k].got[i] - want[i]) <=
@@ -374,12 +365,13 @@ static void check_goldens(const struct model *m, const char *variant)
         size_t n;
         check_value_weighted(variant, n_cases, c, &r);
         check_flow(variant, n_cases, c, &r);
-        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        double *w = golden_doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         assert_int_equal(n, r.layers * r.heads * r.n * r.n);
         if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
             fail_msg("%s case %zu: attentions differ", variant, n_cases);
         free(w);
-        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        double *hs =
+            golden_doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
         assert_int_equal(n, (r.layers + 1) * r.n * r.hidden);
         for (size_t i = 0; i < n; i++)
             if (!(fabs(r.hidden_states[i] - hs[i]) <=
@@ -388,7 +380,7 @@ static void check_goldens(const struct model *m, const char *variant)
                          variant, n_cases, i, (double)r.hidden_states[i],
                          hs[i]);
         free(hs);
-        double *roll = doubles(cJSON_GetObjectItem(c, "rollout"), &n);
+        double *roll = golden_doubles(cJSON_GetObjectItem(c, "rollout"), &n);
         assert_int_equal(n, r.n * r.n);
         if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
             fail_msg("%s case %zu: rollout differs", variant, n_cases);
@@ -446,55 +438,6 @@ static double golden_number(const cJSON *config, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItem(config, key);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-/* transformers' generate(do_sample=False) from the golden's prompt: the
- * prompt starts a KV cache, then each greedy token goes through it alone,
- * on one thread or two; the ids are the float64 reference's (which keeps
- * clear of near-ties: generate_decoders.py). */
-static void check_greedy(const struct model *m, const char *variant,
-                         const cJSON *greedy)
-{
-    const struct xf_model *x = &m->xf;
-    size_t np, nn;
-    double *prompt = doubles(cJSON_GetObjectItem(greedy, "prompt"), &np);
-    double *want = doubles(cJSON_GetObjectItem(greedy, "new"), &nn);
-    assert_true(nn >= 4);
-    uint32_t *ids = malloc((np + nn) * sizeof *ids);
-    struct xf_candidate *scratch = malloc(x->vocab_size * sizeof *scratch);
-    assert_non_null(ids);
-    assert_non_null(scratch);
-    for (size_t i = 0; i < np; i++)
-        ids[i] = (uint32_t)prompt[i];
-    struct xf_cache cache;
-    assert_int_equal(xf_cache_init(x, np + nn, &cache, NULL), ATTN_OK);
-    const struct xf_sampling g = {.temperature = 0, .top_p = 1};
-    struct xf_run run = {.ids = ids,
-                         .n = np,
-                         .want = XF_WANT_LOGITS,
-                         .layer = XF_ALL_LAYERS,
-                         .cache = &cache};
-    for (size_t t = 0; t < nn; t++) {
-        run.threads = 1 + t % 2;
-        struct xf_plan plan;
-        struct xf_result r;
-        struct attn_error err = {0};
-        if (xf_plan(x, &run, &plan, &err) || xf_forward(&plan, NULL, &r, &err))
-            fail_msg("%s: greedy step %zu: %s", variant, t, err.message);
-        ids[np + t] = xf_sample(r.logits, x->vocab_size, &g, t, scratch);
-        if (ids[np + t] != (uint32_t)want[t])
-            fail_msg("%s: greedy token %zu is %u, want %.0f", variant, t,
-                     (unsigned)ids[np + t], want[t]);
-        xf_result_free(&r);
-        run.ids = ids + np + t;
-        run.n = 1;
-    }
-    assert_int_equal(cache.len, np + nn - 1);
-    xf_cache_free(&cache);
-    free(scratch);
-    free(ids);
-    free(want);
-    free(prompt);
 }
 
 /* Phi-3's longrope as its golden records it (null: none): the short
@@ -668,7 +611,7 @@ static void check_decoder(const struct model *m, const char *variant)
         size_t n;
         check_value_weighted(variant, n_cases, c, &r);
         check_flow(variant, n_cases, c, &r);
-        double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+        double *w = golden_doubles(cJSON_GetObjectItem(c, "attentions"), &n);
         const size_t N = r.n;
         assert_int_equal(n, r.layers * r.heads * N * N);
         if (!(max_abs_diff_ok(r.weights, w, n, WEIGHT_TOL)))
@@ -682,7 +625,8 @@ static void check_decoder(const struct model *m, const char *variant)
                 assert_true(r.weights[e] == 0.0f);
         }
         free(w);
-        double *hs = doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
+        double *hs =
+            golden_doubles(cJSON_GetObjectItem(c, "hidden_states"), &n);
         assert_int_equal(n, (r.layers + 1) * N * r.hidden);
         for (size_t i = 0; i < n; i++)
             if (!(fabs(r.hidden_states[i] - hs[i]) <=
@@ -691,13 +635,13 @@ static void check_decoder(const struct model *m, const char *variant)
                          variant, n_cases, i, (double)r.hidden_states[i],
                          hs[i]);
         free(hs);
-        double *roll = doubles(cJSON_GetObjectItem(c, "rollout"), &n);
+        double *roll = golden_doubles(cJSON_GetObjectItem(c, "rollout"), &n);
         assert_int_equal(n, N * N);
         if (!(max_abs_diff_ok(r.rollout, roll, n, WEIGHT_TOL)))
             fail_msg("%s case %zu: rollout differs", variant, n_cases);
         free(roll);
         // the last token's logits, through lm_head (tied or not)
-        double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+        double *lg = golden_doubles(cJSON_GetObjectItem(c, "logits"), &n);
         assert_int_equal(n, x->vocab_size);
         for (size_t i = 0; i < n; i++)
             if (!(fabs(r.logits[i] - lg[i]) <=
@@ -710,7 +654,10 @@ static void check_decoder(const struct model *m, const char *variant)
         n_cases++;
     }
     assert_true(n_cases >= 3);
-    check_greedy(m, variant, cJSON_GetObjectItem(golden, "greedy"));
+    const cJSON *greedy = cJSON_GetObjectItem(golden, "greedy");
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(greedy, "new")) >= 4);
+    // the float64 reference's ids, clear of near ties (generate_decoders.py)
+    golden_greedy(m, variant, greedy, 0);
     cJSON_Delete(golden);
 }
 
@@ -1052,7 +999,7 @@ static void check_case_end(const cJSON *c, const struct xf_result *r,
                            size_t keys, const char *what)
 {
     size_t n;
-    double *w = doubles(cJSON_GetObjectItem(c, "attentions"), &n);
+    double *w = golden_doubles(cJSON_GetObjectItem(c, "attentions"), &n);
     assert_int_equal(n, r->layers * r->heads * keys * keys);
     for (size_t lh = 0; lh < r->layers * r->heads; lh++) {
         const float *got = r->weights + (lh * r->n + r->n - 1) * keys;
@@ -1061,7 +1008,7 @@ static void check_case_end(const cJSON *c, const struct xf_result *r,
             fail_msg("%s: the last row of layer x head %zu differs", what, lh);
     }
     free(w);
-    double *lg = doubles(cJSON_GetObjectItem(c, "logits"), &n);
+    double *lg = golden_doubles(cJSON_GetObjectItem(c, "logits"), &n);
     assert_int_equal(n, r->vocab);
     for (size_t i = 0; i < n; i++)
         if (!(fabs(r->logits[i] - lg[i]) <=
@@ -1092,8 +1039,8 @@ static void test_longrope_boundary(void **state)
     const cJSON *at12 = cJSON_GetArrayItem(cases, 1);
     const cJSON *at13 = cJSON_GetArrayItem(cases, 2);
     size_t n12, n13;
-    double *ids12 = doubles(cJSON_GetObjectItem(at12, "ids"), &n12);
-    double *ids13 = doubles(cJSON_GetObjectItem(at13, "ids"), &n13);
+    double *ids12 = golden_doubles(cJSON_GetObjectItem(at12, "ids"), &n12);
+    double *ids13 = golden_doubles(cJSON_GetObjectItem(at13, "ids"), &n13);
     const size_t after = x->kind[0].long_after;
     assert_int_equal(after, 12);
     assert_int_equal(n12, after);
