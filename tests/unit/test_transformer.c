@@ -24,6 +24,7 @@
 
 #include "head_stats.h"
 #include "sampling.h"
+#include "random_model.h"
 #include "support.h"
 #include "transformer.h"
 #include "vecmath.h"
@@ -83,132 +84,6 @@ static void test_silu_values(void **state)
         xf_activation_isa(isa, XF_ACT_SILU, other, 1003);
         assert_memory_equal(other, got8, sizeof got8);
     }
-}
-
-/* -------------------------------------------- a model of any arch */
-
-struct owned {
-    struct xf_model m;
-    struct xf_layer *layers;
-    float *block;
-    size_t used, size;
-};
-
-static float *take(struct owned *o, size_t count, float scale, float offset)
-{
-    assert_true(o->used + count <= o->size);
-    float *p = o->block + o->used;
-    for (size_t i = 0; i < count; i++)
-        p[i] = offset + scale * p[i];
-    o->used += count;
-    return p;
-}
-
-/* A random model of arch a: weights ~ N(0, 1/sqrt(fan_in)), norm weights
- * near 1, biases small; tensors only where the arch has them. */
-static void model_make(struct owned *o, const struct xf_arch *a, size_t layers,
-                       size_t heads, size_t kv_heads, size_t head_dim,
-                       size_t hidden, size_t inter, uint64_t seed)
-{
-    const size_t H = hidden, J = inter, D = head_dim;
-    const size_t vocab = 40, positions = 80, types = 2;
-    memset(o, 0, sizeof *o);
-    o->size = (vocab + positions + types + 4) * H +
-              layers * (2 * heads * D * H + 2 * kv_heads * D * H +
-                        2 * heads * D + 2 * kv_heads * D + 6 * H + 3 * J * H +
-                        2 * J + H + (heads + kv_heads) * D);
-    o->block = malloc(o->size * sizeof(float));
-    o->layers = calloc(layers, sizeof *o->layers);
-    fill_normal(o->block, o->size, seed, 1.0f);
-    const bool ln = a->norm == XF_NORM_LAYER;
-    struct xf_model *m = &o->m;
-    *m = (struct xf_model){.arch = *a,
-                           .layers = layers,
-                           .heads = heads,
-                           .kv_heads = kv_heads,
-                           .head_dim = D,
-                           .hidden = H,
-                           .intermediate = J,
-                           .vocab_size = vocab,
-                           .max_positions = positions,
-                           .type_vocab_size = a->token_types ? types : 0,
-                           .norm_eps = 1e-6f,
-                           .layer = o->layers};
-    if (a->positions == XF_POS_ROTARY)
-        m->kind[0].rope =
-            (struct attn_rotary){.base = 500.0, .pairing = ATTN_ROPE_HALF};
-    m->word_emb = test_f32(take(o, vocab * H, 1.0f, 0.0f));
-    if (a->positions == XF_POS_LEARNED)
-        m->pos_emb = test_f32(take(o, positions * H, 0.5f, 0.0f));
-    if (a->token_types)
-        m->type_emb = test_f32(take(o, types * H, 0.5f, 0.0f));
-    if (a->embed_norm) {
-        m->embed_norm_w = take(o, H, 0.1f, 1.0f);
-        m->embed_norm_b = ln ? take(o, H, 0.1f, 0.0f) : NULL;
-    }
-    if (a->final_norm) {
-        m->final_norm_w = take(o, H, 0.1f, 1.0f);
-        m->final_norm_b = ln ? take(o, H, 0.1f, 0.0f) : NULL;
-    }
-    const float sh = 1.0f / sqrtf((float)H),
-                sd = 1.0f / sqrtf((float)(heads * D));
-    for (size_t l = 0; l < layers; l++) {
-        struct xf_layer *y = &o->layers[l];
-        y->q_w = test_f32(take(o, heads * D * H, 1.5f * sh, 0.0f));
-        y->k_w = test_f32(take(o, kv_heads * D * H, 1.5f * sh, 0.0f));
-        y->v_w = test_f32(take(o, kv_heads * D * H, sh, 0.0f));
-        y->o_w = test_f32(take(o, H * heads * D, sd, 0.0f));
-        if (a->qkv_bias) {
-            y->q_b = take(o, heads * D, 0.2f, 0.0f);
-            y->k_b = take(o, kv_heads * D, 0.2f, 0.0f);
-            y->v_b = take(o, kv_heads * D, 0.1f, 0.0f);
-        }
-        if (a->out_bias)
-            y->o_b = take(o, H, 0.1f, 0.0f);
-        const bool in_norms = a->norm_place != XF_NORM_OUTPUT;
-        const bool out_norms = a->norm_place == XF_NORM_SANDWICH ||
-                               a->norm_place == XF_NORM_OUTPUT;
-        if (in_norms) {
-            y->attn_norm_w = take(o, H, 0.1f, 1.0f);
-            y->ffn_norm_w = take(o, H, 0.1f, 1.0f);
-        }
-        if (out_norms) {
-            y->attn_out_norm_w = take(o, H, 0.3f, 1.0f);
-            y->ffn_out_norm_w = take(o, H, 0.3f, 1.0f);
-        }
-        if (a->qk_norm) {
-            y->q_norm_w = take(o, D, 0.3f, 1.0f);
-            y->k_norm_w = take(o, D, 0.3f, 1.0f);
-        }
-        if (a->qk_norm_whole) {
-            y->q_norm_w = take(o, heads * D, 0.3f, 1.0f);
-            y->k_norm_w = take(o, kv_heads * D, 0.3f, 1.0f);
-        }
-        if (ln && in_norms) {
-            y->attn_norm_b = take(o, H, 0.1f, 0.0f);
-            y->ffn_norm_b = take(o, H, 0.1f, 0.0f);
-        }
-        if (ln && out_norms) {
-            y->attn_out_norm_b = take(o, H, 0.1f, 0.0f);
-            y->ffn_out_norm_b = take(o, H, 0.1f, 0.0f);
-        }
-        y->up_w = test_f32(take(o, J * H, sh, 0.0f));
-        y->down_w = test_f32(take(o, H * J, 1.0f / sqrtf((float)J), 0.0f));
-        if (a->ffn == XF_FFN_GATED)
-            y->gate_w = test_f32(take(o, J * H, sh, 0.0f));
-        if (a->ffn_bias) {
-            y->up_b = take(o, J, 0.1f, 0.0f);
-            y->down_b = take(o, H, 0.1f, 0.0f);
-            if (a->ffn == XF_FFN_GATED)
-                y->gate_b = take(o, J, 0.1f, 0.0f);
-        }
-    }
-}
-
-static void model_free(struct owned *o)
-{
-    free(o->block);
-    free(o->layers);
 }
 
 /* ---------------------------------------- a plain float64 stack */
@@ -440,31 +315,6 @@ static void ref_stack(const struct xf_model *m, const uint32_t *ids,
 
 /* --------------------------------------------------------- the archs */
 
-static struct xf_arch gpt2_arch(void)
-{
-    return (struct xf_arch){.norm = XF_NORM_LAYER,
-                            .norm_place = XF_NORM_BEFORE,
-                            .ffn = XF_FFN_PLAIN,
-                            .act = XF_ACT_GELU_TANH,
-                            .positions = XF_POS_LEARNED,
-                            .final_norm = true,
-                            .causal = true,
-                            .qkv_bias = true,
-                            .out_bias = true,
-                            .ffn_bias = true};
-}
-
-static struct xf_arch llama_arch(void)
-{
-    return (struct xf_arch){.norm = XF_NORM_RMS,
-                            .norm_place = XF_NORM_BEFORE,
-                            .ffn = XF_FFN_GATED,
-                            .act = XF_ACT_SILU,
-                            .positions = XF_POS_ROTARY,
-                            .final_norm = true,
-                            .causal = true};
-}
-
 /* What check_arch() gives the model besides its arch: kind 0's rotary
  * pairing, frequencies and window, and with alternate, a second kind of
  * layer (every odd one) with its own window and rotary base; with
@@ -479,8 +329,8 @@ static float attn_scale, attn_softcap, embed_scale;
 static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
                        size_t head_dim, size_t n, unsigned threads)
 {
-    struct owned o;
-    model_make(&o, a, 3, heads, kv_heads, head_dim, 24, 40, 17 + n);
+    struct test_model o;
+    test_model_make(&o, a, 3, heads, kv_heads, head_dim, 24, 40, 17 + n);
     static const uint8_t odd_layers[3] = {0, 1, 0};
     if (a->positions == XF_POS_ROTARY)
         o.m.kind[0].rope = (struct attn_rotary){
@@ -546,7 +396,7 @@ static void check_arch(const struct xf_arch *a, size_t heads, size_t kv_heads,
     xf_result_free(&r);
     free(w);
     free(hs);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 static void test_bert_block(void **state)
@@ -560,7 +410,7 @@ static void test_bert_block(void **state)
 static void test_gpt2_arch(void **state)
 {
     (void)state;
-    const struct xf_arch a = gpt2_arch();
+    const struct xf_arch a = random_gpt2_arch();
     check_arch(&a, 4, 4, 6, 11, 1);
     check_arch(&a, 4, 4, 6, 66, 2);
 }
@@ -569,7 +419,7 @@ static void test_llama_arch(void **state)
 {
     (void)state;
     // grouped KV heads, a head size apart from hidden / heads
-    const struct xf_arch a = llama_arch();
+    const struct xf_arch a = random_llama_arch();
     check_arch(&a, 4, 2, 8, 12, 1);
     check_arch(&a, 6, 1, 4, 67, 2);
     // the interleaved pairing is a choice too
@@ -587,7 +437,7 @@ static void test_llama_arch(void **state)
 static void test_window(void **state)
 {
     (void)state;
-    const struct xf_arch a = llama_arch();
+    const struct xf_arch a = random_llama_arch();
     window = 4;
     check_arch(&a, 4, 2, 8, 13, 1);
     check_arch(&a, 4, 2, 8, 70, 2);
@@ -599,7 +449,7 @@ static void test_window(void **state)
 static void test_qk_norm(void **state)
 {
     (void)state;
-    struct xf_arch a = llama_arch();
+    struct xf_arch a = random_llama_arch();
     a.qk_norm = true;
     check_arch(&a, 4, 2, 16, 15, 1);
     a.qkv_bias = true; /* Qwen2's biases, which come before the norm */
@@ -612,7 +462,7 @@ static void test_qk_norm(void **state)
 static void test_qk_norm_whole(void **state)
 {
     (void)state;
-    struct xf_arch a = llama_arch();
+    struct xf_arch a = random_llama_arch();
     a.qk_norm_whole = true;
     a.norm_place = XF_NORM_OUTPUT;
     check_arch(&a, 4, 2, 8, 15, 1);
@@ -630,7 +480,7 @@ static void test_qk_norm_whole(void **state)
 static void test_layer_kinds_and_sandwich(void **state)
 {
     (void)state;
-    struct xf_arch a = llama_arch();
+    struct xf_arch a = random_llama_arch();
     a.norm_place = XF_NORM_SANDWICH;
     a.act = XF_ACT_GELU_TANH;
     alternate = true;
@@ -684,7 +534,7 @@ static void test_parallel_residual(void **state)
     a.parallel = false;
     check_arch(&a, 3, 3, 8, 14, 2);
     rope_dims = 0;
-    a = llama_arch();
+    a = random_llama_arch();
     a.parallel = true;
     check_arch(&a, 4, 2, 8, 12, 1);
 }
@@ -702,8 +552,8 @@ static void test_parallel_activations(void **state)
     for (int parallel = 1; parallel >= 0; parallel--) {
         struct xf_arch a = neox_arch();
         a.parallel = parallel;
-        struct owned o;
-        model_make(&o, &a, L, 4, 4, 6, H, 40, 61);
+        struct test_model o;
+        test_model_make(&o, &a, L, 4, 4, 6, H, 40, 61);
         o.m.kind[0].rope = (struct attn_rotary){
             .base = 500.0, .pairing = ATTN_ROPE_HALF, .dims = 2};
         const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2, 6, 5};
@@ -762,7 +612,7 @@ static void test_parallel_activations(void **state)
         ref_attn_out = ref_mlp_out = NULL;
         free(w);
         free(hs);
-        model_free(&o);
+        test_model_free(&o);
     }
 }
 
@@ -773,9 +623,9 @@ static void test_value_weighted_hooked(void **state)
 {
     (void)state;
     enum { L = 3, N = 7 };
-    const struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, 4, 2, 8, 24, 40, 29);
+    const struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, 4, 2, 8, 24, 40, 29);
     const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2};
     struct xf_run run = {.ids = ids,
                          .n = N,
@@ -801,7 +651,7 @@ static void test_value_weighted_hooked(void **state)
     assert_true(far < 1e-5);
     xf_result_free(&plain);
     xf_result_free(&hooked);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* Phi-3's longrope: a partial rotary whose frequencies and factor are
@@ -814,7 +664,7 @@ static const double short_freq[2] = {1.0, 0.05}, long_freqs[2] = {0.6, 0.01};
 static void test_longrope(void **state)
 {
     (void)state;
-    const struct xf_arch a = llama_arch();
+    const struct xf_arch a = random_llama_arch();
     rope_dims = 4;
     inv_freq = short_freq;
     rope_factor = 1.2;
@@ -827,8 +677,8 @@ static void test_longrope(void **state)
     check_arch(&a, 4, 2, 8, 66, 2);
     window = 0;
     // the same model and input under its two rotaries
-    struct owned o;
-    model_make(&o, &a, 2, 4, 2, 8, 24, 40, 8);
+    struct test_model o;
+    test_model_make(&o, &a, 2, 4, 2, 8, 24, 40, 8);
     o.m.kind[0].rope = (struct attn_rotary){.base = 500.0,
                                             .pairing = ATTN_ROPE_HALF,
                                             .dims = 4,
@@ -864,7 +714,7 @@ static void test_longrope(void **state)
     o.m.kind[0].long_after = 0; /* a long rotary without its length */
     assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "long_rope");
-    model_free(&o);
+    test_model_free(&o);
     rope_dims = 0;
     inv_freq = long_freq = NULL;
     rope_factor = long_factor = 0.0;
@@ -898,9 +748,9 @@ static void test_each_choice(void **state)
 static void test_conventions_have_teeth(void **state)
 {
     (void)state;
-    struct xf_arch a = gpt2_arch();
-    struct owned o;
-    model_make(&o, &a, 2, 4, 4, 6, 24, 40, 3);
+    struct xf_arch a = random_gpt2_arch();
+    struct test_model o;
+    test_model_make(&o, &a, 2, 4, 4, 6, 24, 40, 3);
     const uint32_t ids[] = {1, 2, 3, 4, 5, 6};
     const struct xf_run run = {
         .ids = ids, .n = 6, .want = XF_WANT_HIDDEN, .layer = XF_ALL_LAYERS};
@@ -933,16 +783,16 @@ static void test_conventions_have_teeth(void **state)
     xf_result_free(&pre);
     xf_result_free(&post);
     xf_result_free(&no_final);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* A tensor the arch has no place for, or lacks, is refused. */
 static void test_arch_refusals(void **state)
 {
     (void)state;
-    struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, 2, 4, 2, 8, 24, 40, 5);
+    struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, 2, 4, 2, 8, 24, 40, 5);
     const uint32_t ids[] = {1, 2, 3};
     const struct xf_run run = {.ids = ids, .n = 3, .layer = XF_ALL_LAYERS};
     struct xf_plan plan;
@@ -1010,7 +860,7 @@ static void test_arch_refusals(void **state)
     typed.type_ids = types; /* no token types in this arch */
     assert_int_equal(xf_plan(&o.m, &typed, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "type_ids");
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* 16-bit values widen exactly. */
@@ -1126,32 +976,6 @@ static void test_widen_product(void **state)
 }
 
 /* x rounded to the nearest bfloat16 (ties to even), and its bits. */
-static uint16_t to_bf16(float *x)
-{
-    uint32_t bits;
-    memcpy(&bits, x, sizeof bits);
-    bits += 0x7fff + (bits >> 16 & 1);
-    const uint16_t h = (uint16_t)(bits >> 16);
-    bits = (uint32_t)h << 16;
-    memcpy(x, &bits, sizeof bits);
-    return h;
-}
-
-/* A matrix of count values rounded to bfloat16 in place, and a copy of
- * it stored as bfloat16 (from store, which advances). */
-static struct xf_matrix as_bf16(struct xf_matrix w, size_t count,
-                                uint16_t **store)
-{
-    if (!w.data)
-        return w;
-    float *values = (float *)w.data; /* the test's own block */
-    uint16_t *h = *store;
-    for (size_t i = 0; i < count; i++)
-        h[i] = to_bf16(&values[i]);
-    *store += count;
-    return (struct xf_matrix){.data = h, .dtype = ATTN_BF16};
-}
-
 /* Weights stored as bfloat16, widened inside the pass, give the bits of
  * the same values stored as float32: the widening is exact and, at these
  * sizes, a panel holds a whole matrix, so the products are the same
@@ -1159,28 +983,28 @@ static struct xf_matrix as_bf16(struct xf_matrix w, size_t count,
 static void test_stored_width_same_bits(void **state)
 {
     (void)state;
-    const struct xf_arch archs[] = {llama_arch(), gpt2_arch(),
+    const struct xf_arch archs[] = {random_llama_arch(), random_gpt2_arch(),
                                     test_bert_arch(XF_ACT_GELU)};
     for (size_t k = 0; k < 3; k++) {
-        struct owned o;
-        model_make(&o, &archs[k], 2, 4, k == 0 ? 2 : 4, 6, 24, 40, 9 + k);
+        struct test_model o;
+        test_model_make(&o, &archs[k], 2, 4, k == 0 ? 2 : 4, 6, 24, 40, 9 + k);
         struct xf_model half = o.m;
         struct xf_layer *hl = calloc(2, sizeof *hl);
         uint16_t *store = malloc(o.size * sizeof *store), *at = store;
         const size_t H = 24, J = 40, hd = 24, gd = (k == 0 ? 2 : 4) * 6;
-        half.word_emb = as_bf16(o.m.word_emb, 40 * H, &at);
-        half.pos_emb = as_bf16(o.m.pos_emb, 80 * H, &at);
-        half.type_emb = as_bf16(o.m.type_emb, 2 * H, &at);
+        half.word_emb = test_as_bf16(o.m.word_emb, 40 * H, &at);
+        half.pos_emb = test_as_bf16(o.m.pos_emb, 80 * H, &at);
+        half.type_emb = test_as_bf16(o.m.type_emb, 2 * H, &at);
         for (size_t l = 0; l < 2; l++) {
             const struct xf_layer *y = &o.layers[l];
             hl[l] = *y;
-            hl[l].q_w = as_bf16(y->q_w, hd * H, &at);
-            hl[l].k_w = as_bf16(y->k_w, gd * H, &at);
-            hl[l].v_w = as_bf16(y->v_w, gd * H, &at);
-            hl[l].o_w = as_bf16(y->o_w, H * hd, &at);
-            hl[l].up_w = as_bf16(y->up_w, J * H, &at);
-            hl[l].gate_w = as_bf16(y->gate_w, J * H, &at);
-            hl[l].down_w = as_bf16(y->down_w, H * J, &at);
+            hl[l].q_w = test_as_bf16(y->q_w, hd * H, &at);
+            hl[l].k_w = test_as_bf16(y->k_w, gd * H, &at);
+            hl[l].v_w = test_as_bf16(y->v_w, gd * H, &at);
+            hl[l].o_w = test_as_bf16(y->o_w, H * hd, &at);
+            hl[l].up_w = test_as_bf16(y->up_w, J * H, &at);
+            hl[l].gate_w = test_as_bf16(y->gate_w, J * H, &at);
+            hl[l].down_w = test_as_bf16(y->down_w, H * J, &at);
         }
         half.layer = hl;
         const uint32_t ids[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5};
@@ -1210,7 +1034,7 @@ static void test_stored_width_same_bits(void **state)
         xf_result_free(&b);
         free(store);
         free(hl);
-        model_free(&o);
+        test_model_free(&o);
     }
 }
 
@@ -1235,13 +1059,13 @@ static void test_cache_continues_a_pass(void **state)
     (void)state;
     enum { T = 9, P = 5, L = 2, HEADS = 4, D = 6, H = 24 };
     for (int k = 0; k < 5; k++) {
-        struct xf_arch a = k == 3 ? gpt2_arch() : llama_arch();
+        struct xf_arch a = k == 3 ? random_gpt2_arch() : random_llama_arch();
         a.qk_norm = k == 1;
         a.qk_norm_whole = k == 4;
         if (k == 4)
             a.norm_place = XF_NORM_OUTPUT;
-        struct owned o;
-        model_make(&o, &a, L, HEADS, k == 0 || k == 4 ? 2 : 4, D, H, 40,
+        struct test_model o;
+        test_model_make(&o, &a, L, HEADS, k == 0 || k == 4 ? 2 : 4, D, H, 40,
                    31 + k);
         o.m.kind[0].window = k == 1 ? 3 : 0;
         o.m.lm_head = o.m.word_emb;
@@ -1254,16 +1078,16 @@ static void test_cache_continues_a_pass(void **state)
             for (size_t l = 0; l < L; l++) {
                 const struct xf_layer *y = &o.layers[l];
                 half[l] = *y;
-                half[l].q_w = as_bf16(y->q_w, HEADS * D * H, &at);
-                half[l].k_w = as_bf16(y->k_w, 4 * D * H, &at);
-                half[l].v_w = as_bf16(y->v_w, 4 * D * H, &at);
-                half[l].o_w = as_bf16(y->o_w, H * HEADS * D, &at);
-                half[l].up_w = as_bf16(y->up_w, 40 * H, &at);
-                half[l].gate_w = as_bf16(y->gate_w, 40 * H, &at);
-                half[l].down_w = as_bf16(y->down_w, H * 40, &at);
+                half[l].q_w = test_as_bf16(y->q_w, HEADS * D * H, &at);
+                half[l].k_w = test_as_bf16(y->k_w, 4 * D * H, &at);
+                half[l].v_w = test_as_bf16(y->v_w, 4 * D * H, &at);
+                half[l].o_w = test_as_bf16(y->o_w, H * HEADS * D, &at);
+                half[l].up_w = test_as_bf16(y->up_w, 40 * H, &at);
+                half[l].gate_w = test_as_bf16(y->gate_w, 40 * H, &at);
+                half[l].down_w = test_as_bf16(y->down_w, H * 40, &at);
             }
             o.m.layer = half;
-            o.m.lm_head = o.m.word_emb = as_bf16(o.m.word_emb, 40 * H, &at);
+            o.m.lm_head = o.m.word_emb = test_as_bf16(o.m.word_emb, 40 * H, &at);
         }
         const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5};
         struct xf_result whole;
@@ -1331,7 +1155,7 @@ static void test_cache_continues_a_pass(void **state)
         xf_result_free(&whole);
         free(half);
         free(store);
-        model_free(&o);
+        test_model_free(&o);
     }
 }
 
@@ -1343,9 +1167,9 @@ static void test_all_logits(void **state)
 {
     (void)state;
     enum { T = 7, L = 2, HEADS = 4, D = 6, H = 24, V = 40 };
-    struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, HEADS, 2, D, H, V, 77);
+    struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, HEADS, 2, D, H, V, 77);
     o.m.lm_head = o.m.word_emb;
     const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2};
     struct xf_run run = {.ids = ids,
@@ -1379,7 +1203,7 @@ static void test_all_logits(void **state)
     run.want = XF_WANT_ALL_LOGITS;
     assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "want");
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* The logit lens: each layer's output through the final norm and the
@@ -1391,9 +1215,9 @@ static void test_logit_lens(void **state)
 {
     (void)state;
     enum { L = 3, H = 24, V = 40, N = 7, K = 4 };
-    const struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, 4, 2, 6, H, 40, 77);
+    const struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, 4, 2, 6, H, 40, 77);
     o.m.lm_head = o.m.word_emb;
     const uint32_t ids[N] = {2, 7, 1, 8, 2, 8, 1};
     const struct xf_run run = {.ids = ids,
@@ -1459,7 +1283,7 @@ static void test_logit_lens(void **state)
     o.m.lm_head = (struct xf_matrix){0};
     assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "want");
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* A token after the cache has the same bits on one thread as on two, so
@@ -1468,9 +1292,9 @@ static void test_cache_same_bits_any_team(void **state)
 {
     (void)state;
     enum { P = 5, STEPS = 4, V = 40 };
-    const struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, 2, 4, 2, 6, 24, 40, 91);
+    const struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, 2, 4, 2, 6, 24, 40, 91);
     o.m.lm_head = o.m.word_emb;
     float logits[2][STEPS + 1][V];
     for (unsigned team = 1; team <= 2; team++) {
@@ -1501,7 +1325,7 @@ static void test_cache_same_bits_any_team(void **state)
         xf_cache_free(&cache);
     }
     assert_memory_equal(logits[0], logits[1], sizeof logits[0]);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* The head measures of a pass are those of the weights it returns, for
@@ -1510,9 +1334,9 @@ static void test_head_stats_of_a_pass(void **state)
 {
     (void)state;
     enum { L = 2, HEADS = 4, N = 9 };
-    struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 17);
+    struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 17);
     o.m.kind[0].window = 4;
     const uint32_t ids[N] = {3, 1, 4, 1, 5, 9, 2, 6, 1};
     struct xf_run run = {.ids = ids,
@@ -1541,7 +1365,7 @@ static void test_head_stats_of_a_pass(void **state)
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
     assert_memory_equal(r.measures.head_stats, all, sizeof all);
     xf_result_free(&r);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* The induction probe's scores of a pass are the stripes of the weights
@@ -1550,9 +1374,9 @@ static void test_induction_of_a_pass(void **state)
 {
     (void)state;
     enum { L = 2, HEADS = 4, N = 11, START = 1, PERIOD = 5 };
-    struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 23);
+    struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, HEADS, 2, 6, 24, 40, 23);
     const uint32_t ids[N] = {1, 7, 3, 9, 4, 12, 7, 3, 9, 4, 12};
     struct xf_run run = {.ids = ids,
                          .n = N,
@@ -1575,16 +1399,16 @@ static void test_induction_of_a_pass(void **state)
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
     assert_string_equal(err.field, "ids");
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* What a run with a cache refuses. */
 static void test_cache_refusals(void **state)
 {
     (void)state;
-    struct owned o;
-    const struct xf_arch a = llama_arch();
-    model_make(&o, &a, 2, 4, 2, 6, 24, 40, 5);
+    struct test_model o;
+    const struct xf_arch a = random_llama_arch();
+    test_model_make(&o, &a, 2, 4, 2, 6, 24, 40, 5);
     struct xf_cache cache;
     struct attn_error err;
     assert_int_equal(xf_cache_init(&o.m, 0, &cache, &err), ATTN_E_INVALID);
@@ -1622,20 +1446,20 @@ static void test_cache_refusals(void **state)
     assert_string_equal(err.field, "cache");
     assert_null(r.weights);
     // another model's cache
-    struct owned other;
-    model_make(&other, &a, 3, 4, 2, 6, 24, 40, 6);
+    struct test_model other;
+    test_model_make(&other, &a, 3, 4, 2, 6, 24, 40, 6);
     run.want = 0;
     assert_int_equal(xf_plan(&other.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "cache");
-    model_free(&other);
+    test_model_free(&other);
     // an encoder has none
     const struct xf_arch bert = test_bert_arch(XF_ACT_GELU);
-    model_make(&other, &bert, 2, 4, 4, 6, 24, 40, 7);
+    test_model_make(&other, &bert, 2, 4, 4, 6, 24, 40, 7);
     assert_int_equal(xf_plan(&other.m, &run, &plan, &err), ATTN_E_INVALID);
     assert_string_equal(err.field, "cache");
-    model_free(&other);
+    test_model_free(&other);
     xf_cache_free(&cache);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* A longrope model's generation through a cache: a prompt of up to
@@ -1649,9 +1473,9 @@ static void test_longrope_cache(void **state)
 {
     (void)state;
     enum { T = 11, P = 4, AFTER = 6, L = 2, HEADS = 4, H = 24 };
-    const struct xf_arch a = llama_arch();
-    struct owned o;
-    model_make(&o, &a, L, HEADS, 2, 8, H, 40, 12);
+    const struct xf_arch a = random_llama_arch();
+    struct test_model o;
+    test_model_make(&o, &a, L, HEADS, 2, 8, H, 40, 12);
     o.m.lm_head = o.m.word_emb;
     o.m.kind[0].rope = (struct attn_rotary){.base = 500.0,
                                             .pairing = ATTN_ROPE_HALF,
@@ -1716,7 +1540,7 @@ static void test_longrope_cache(void **state)
     }
     assert_int_equal(reruns, 1);
     xf_cache_free(&cache);
-    model_free(&o);
+    test_model_free(&o);
 }
 
 /* The enums' names, as /models and the config echo print them. */
