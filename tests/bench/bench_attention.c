@@ -4,6 +4,7 @@
  * nn.MultiheadAttention in the same run.
  *
  *   bench_attention [--json FILE] [--quick] [--torch SCRIPT | --no-torch]
+ *                   [--shape N D_MODEL HEADS] [--rounds R]
  *   bench_attention --rss N D_MODEL HEADS   (one forward; prints peak RSS)
  *
  * For each shape it reports the median time of a forward pass with and
@@ -312,8 +313,8 @@ static void torch_best(double ms[2], double *best, int *threads)
 }
 
 static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
-                        const char *torch_script, struct attn_pool *pool,
-                        struct row *out)
+                        int min_rounds_asked, const char *torch_script,
+                        struct attn_pool *pool, struct row *out)
 {
     const size_t nx = sh.n * sh.d_model;
     float *x = malloc(nx * sizeof *x);
@@ -366,8 +367,10 @@ static bool bench_shape(struct shape sh, struct sgemm_ctx *sg, bool quick,
 
     /* rounds until min_rounds are done and budget seconds spent */
     enum { MAX_ROUNDS = 41 };
-    const int min_rounds = quick ? 3 : 7;
-    const double budget = quick ? 0.5 : 4.0;
+    const int min_rounds = min_rounds_asked > 0 ? min_rounds_asked
+                           : quick              ? 3
+                                                : 7;
+    const double budget = min_rounds_asked > 0 ? 0.0 : quick ? 0.5 : 4.0;
     double sgemm_s[MAX_ROUNDS], plain_s[MAX_ROUNDS], weights_s[MAX_ROUNDS];
     double torch_s[2][2][MAX_ROUNDS]; /* [weights][threads - 1][round] */
     int rounds = 0;
@@ -491,6 +494,8 @@ int main(int argc, char **argv)
     const char *json_path = NULL;
     const char *torch_script = "tests/bench/mha_torch.py";
     bool quick = false;
+    struct shape only = {0, 0, 0}; /* --shape: this one alone */
+    int min_rounds = 0;            /* --rounds: exactly this many */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--rss") && i + 3 < argc)
             return rss_child(strtoul(argv[i + 1], NULL, 10),
@@ -504,20 +509,31 @@ int main(int argc, char **argv)
             torch_script = argv[++i];
         else if (!strcmp(argv[i], "--no-torch"))
             torch_script = NULL;
-        else {
+        else if (!strcmp(argv[i], "--shape") && i + 3 < argc) {
+            only.n = strtoul(argv[i + 1], NULL, 10);
+            only.d_model = strtoul(argv[i + 2], NULL, 10);
+            only.heads = strtoul(argv[i + 3], NULL, 10);
+            i += 3;
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            min_rounds = (int)strtol(argv[++i], NULL, 10);
+            if (min_rounds > 41)
+                min_rounds = 41; /* MAX_ROUNDS */
+        } else {
             fprintf(stderr,
                     "usage: %s [--json FILE] [--quick] [--torch SCRIPT | "
-                    "--no-torch]\n",
+                    "--no-torch] [--shape N D_MODEL HEADS] [--rounds R]\n",
                     argv[0]);
             return 2;
         }
     }
     attn_blas_single_thread();
-    const struct shape shapes[] = {
+    const struct shape all_shapes[] = {
         {10, 64, 8},     {128, 256, 8},  {512, 768, 12},
         {1024, 768, 12}, {4096, 512, 8},
     };
-    enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
+    enum { N_ALL = sizeof all_shapes / sizeof all_shapes[0] };
+    const struct shape *shapes = only.n ? &only : all_shapes;
+    const int N_SHAPES = only.n ? 1 : N_ALL;
     struct sgemm_ctx sg = {.n = CEILING_SIZE};
     const size_t sq = (size_t)CEILING_SIZE * CEILING_SIZE;
     sg.a = malloc(sq * sizeof(float));
@@ -551,9 +567,10 @@ int main(int argc, char **argv)
            "N", "d", "heads", "GFLOP", "ms(weights)", "GFLOP/s", "ms(no wts)",
            "GFLOP/s", "sgemm GF/s", "ratio", "ratio_w", "torch no wts", "x",
            "torch wts", "x_w");
-    struct row rows[N_SHAPES];
+    struct row rows[N_ALL];
     for (int i = 0; i < N_SHAPES; i++) {
-        if (!bench_shape(shapes[i], &sg, quick, torch_script, pool, &rows[i]))
+        if (!bench_shape(shapes[i], &sg, quick, min_rounds, torch_script, pool,
+                         &rows[i]))
             return 1;
         const struct row *r = &rows[i];
         const double gf_w = r->flops / (r->ms_weights * 1e-3) * 1e-9;
@@ -575,9 +592,12 @@ int main(int argc, char **argv)
     }
     const struct shape mem_shape = {16384, 256, 4};
     long before = -1, peak = -1;
+    /* one shape asked for: its speed alone */
     const bool have_rss =
-        measure_rss("/proc/self/exe", mem_shape, &before, &peak);
-    if (have_rss)
+        !only.n && measure_rss("/proc/self/exe", mem_shape, &before, &peak);
+    if (only.n)
+        ;
+    else if (have_rss)
         printf("memory: N=%zu d=%zu heads=%zu without weights: peak RSS %.1f "
                "MiB; %.1f MiB before the call (program and the %.1f MiB "
                "input), so the call added %.1f MiB\n",
