@@ -116,7 +116,8 @@ static bool holds_stored(const struct attn_params *p)
 }
 
 /* y[r] = x[r] * w^T + bias for r < rows.  x: [rows][in] (ld in),
- * w: [out][in], y: [rows][ldy]; panel: the thread's, for a 16-bit w. */
+ * w: [out][in], y: [rows][ldy]; panel: the thread's (forward_panel_floats()),
+ * or NULL. */
 static void linear(const float *x, size_t rows, size_t in, struct held w,
                    const float *bias, size_t out, float *y, size_t ldy,
                    float *panel)

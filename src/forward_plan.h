@@ -29,9 +29,10 @@ struct scratch {
     struct softmax_online *online; /* [query_rows] */
     float *out;   /* [query_rows][d_out] when head outputs are projected
                      in place (key-outer) */
-    float *panel; /* [WIDEN_PANEL_FLOATS] with stored_matrices: the
-                     16-bit weights widened a panel at a time, or the rows
-                     a streamed product packs (stream_product.h) */
+    float *panel; /* [forward_panel_floats()]: with stored_matrices the
+                     16-bit weights widened a panel at a time; the rows a
+                     streamed product packs (stream_product.h); NULL
+                     where neither applies */
 };
 
 /* Which way a pass goes and how it is cut, from the config alone. */
@@ -88,6 +89,10 @@ struct workspace_plan {
  * (the first thread's, for a per-thread part). */
 void forward_workspace(const struct attn_config *c, const struct paths *p,
                        unsigned threads, struct workspace_plan *w);
+
+/* Floats of each thread's panel (struct scratch) in a projected pass of
+ * resolved config c: what widen_product() needs of it for c's matrices. */
+size_t forward_panel_floats(const struct attn_config *c);
 
 /* The arrays a result may hold, with their sizes; slots point into res. */
 struct result_part {
