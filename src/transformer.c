@@ -85,6 +85,7 @@ struct pass {
     struct xf_matrix w;
     const float *b;
     float *panels;     /* a panel per member, for 16-bit weights (widen.h) */
+    bool alone;        /* each row a token of its own (a step) */
     const float *z;    /* [n][heads D] a hooked layer's head values */
     float *hooked_out; /* [n][H] a hooked layer's projected attention */
     atomic_bool overflowed;
@@ -171,7 +172,8 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .ldw = H,
                                      .out = t->width,
                                      .y = o,
-                                     .ldy = IW};
+                                     .ldy = IW,
+                                     .alone = p->alone};
     widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
 }
 
@@ -234,7 +236,8 @@ static void output_tile(void *arg, size_t u, unsigned member)
                                      .ldw = IW,
                                      .out = t.width,
                                      .y = out,
-                                     .ldy = H};
+                                     .ldy = H,
+                                     .alone = p->alone};
     widen_product(&pr, 1.0f, widen_panel(p->panels, member));
 }
 
@@ -320,14 +323,16 @@ static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
                H, out);
 }
 
-/* The embeddings of the run's tokens into h, at positions pos0 on; rows:
- * [2][H] scratch. */
+/* The embeddings of the run's tokens into h, at positions pos0 on, or
+ * each at its sequence's position in a batched step; rows: [2][H]
+ * scratch. */
 static void embed(const struct xf_model *m, const struct xf_run *run,
                   size_t pos0, float *h, float *rows)
 {
     const size_t H = m->hidden;
+    const size_t count = run->seqs ? run->batch : run->n;
     float *p = rows, *t = rows + H;
-    for (size_t i = 0; i < run->n; i++) {
+    for (size_t i = 0; i < count; i++) {
         float *hi = h + i * H;
         embedding_row(m->word_emb, run->ids[i], H, hi);
         if (m->embed_scale > 0.0f)
@@ -335,7 +340,8 @@ static void embed(const struct xf_model *m, const struct xf_run *run,
                 hi[c] *= m->embed_scale;
         if (m->arch.positions == XF_POS_ROTARY)
             continue; /* positions enter at q and k */
-        embedding_row(m->pos_emb, pos0 + i, H, p);
+        const size_t pos = run->seqs ? run->seqs[i].cache->len : pos0 + i;
+        embedding_row(m->pos_emb, pos, H, p);
         if (!m->arch.token_types) {
             for (size_t c = 0; c < H; c++)
                 hi[c] = hi[c] + p[c];
@@ -347,7 +353,7 @@ static void embed(const struct xf_model *m, const struct xf_run *run,
             hi[c] = (hi[c] + t[c]) + p[c];
     }
     if (m->arch.embed_norm)
-        xf_norm_rows(m, h, run->n, m->embed_norm_w, m->embed_norm_b, h);
+        xf_norm_rows(m, h, count, m->embed_norm_w, m->embed_norm_b, h);
 }
 
 /* r = Ahat r (r = Ahat for the first layer), Ahat = 0.5 mean + 0.5 I with
@@ -620,25 +626,27 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     return ATTN_OK;
 }
 
-/* Layer l's attention of the one token after the cache, on x: its rows
- * of weights and mean weights into the result; its output returned. */
+/* Layer l's attention of each sequence's token after its cache, on x:
+ * the rows of weights and mean weights kept; its output returned. A run
+ * of one token after run.cache is a step of one sequence, whose rows go
+ * into the result. */
 static float *cached_attention(struct stack *s, size_t l, const float *x)
 {
     const struct xf_plan *plan = s->plan;
-    const size_t keys = plan->keys, h = plan->m->heads;
-    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
-    const bool returned = xf_returns_layer(plan, l);
-    const struct step_io io = {
-        .plan = plan,
-        .layer = l,
-        .x = x,
-        .scratch = s->step,
-        .panels = s->panels,
-        .weights = s->out->weights && returned ? s->out->weights + at * h * keys
-                                               : NULL,
-        .mean_weights = s->out->mean_weights && returned
-                            ? s->out->mean_weights + at * keys
-                            : NULL};
+    const struct xf_run *run = &plan->run;
+    const struct xf_seq one = {.cache = run->cache,
+                               .edits = run->edits,
+                               .n_edits = run->n_edits,
+                               .layer = run->layer,
+                               .weights = s->out->weights,
+                               .mean_weights = s->out->mean_weights};
+    const struct step_io io = {.plan = plan,
+                               .layer = l,
+                               .x = x,
+                               .rows = plan->rows,
+                               .seqs = run->seqs ? run->seqs : &one,
+                               .scratch = s->step,
+                               .panels = s->panels};
     if (s->team.pool)
         pool_acquire(s->team.pool);
     float *out = step_attention(&io, &s->team);
@@ -748,7 +756,8 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                      .gate = gated ? s->ffn + n * (H + IW + before * H) : NULL,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b,
-                     .panels = s->panels};
+                     .panels = s->panels,
+                     .alone = plan->step};
     atomic_init(&p.overflowed, false);
     if (before) {
         if (s->team.pool)
@@ -762,7 +771,7 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
         p.attn_out = cached_attention(s, l, x);
         if (!p.attn_out)
             return attn_fail_at(err, ATTN_E_INPUT, "layer", 1, &l,
-                                "layer %zu: the token's projections overflow "
+                                "layer %zu: a token's projections overflow "
                                 "float32; the model's weights are too large",
                                 l);
     } else {
@@ -821,12 +830,21 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     memset(out, 0, sizeof *out);
     const struct xf_model *m = plan->m;
     const struct xf_run *run = &plan->run;
-    // the sizes were planned for the cache as it was then
+    // the sizes were planned for the caches as they were then
     if (run->cache && run->cache->len != plan->cache_len)
         return attn_fail(err, ATTN_E_INVALID, "cache",
                          "the cache holds %zu positions, not the %zu it was "
                          "planned with: plan the run again",
                          run->cache->len, plan->cache_len);
+    for (size_t b = 0; run->seqs && b < plan->batch; b++) {
+        const struct xf_cache *c = run->seqs[b].cache;
+        if (c->len + 1 > plan->keys || c->len >= c->capacity)
+            return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                "seqs[%zu]: the cache holds %zu positions, "
+                                "more than it was planned with: plan the "
+                                "step again",
+                                b, c->len);
+    }
     struct stack s = {.plan = plan,
                       .cancel = cancel,
                       .out = out,
@@ -906,20 +924,24 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     if (!st && out->logits) {
         // one sequence's last row where it lies (or all of its rows), a
         // batch's together
+        // (a batched step's rows are its sequences' last ones)
         const bool every = plan->want & XF_WANT_ALL_LOGITS;
-        const float *last = plan->batch > 1 ? out->last_rows
-                            : every
-                                ? STATE(m->layers)
+        const float *last =
+            run->seqs           ? STATE(m->layers)
+            : plan->batch > 1   ? out->last_rows
+            : every             ? STATE(m->layers)
                                 : STATE(m->layers) + (run->n - 1) * m->hidden;
         if (s.team.pool)
             pool_acquire(s.team.pool);
         head_logits(&s.team, m, last, every ? run->n : plan->batch, out->logits,
-                    s.panels);
+                    s.panels, plan->step);
         if (s.team.pool)
             pool_release(s.team.pool);
     }
     if (!st && run->cache)
         run->cache->len += run->n;
+    for (size_t b = 0; !st && run->seqs && b < plan->batch; b++)
+        run->seqs[b].cache->len++;
 #undef STATE
     pool_give_back(s.team.pool, own_pool);
     free(block);

@@ -324,6 +324,28 @@ attn_status xf_cache_init(const struct xf_model *m, size_t capacity,
                           struct xf_cache *out, struct attn_error *err);
 void xf_cache_free(struct xf_cache *cache);
 
+/*
+ * One sequence of a batched decoding step (xf_run.seqs). The step reads
+ * every weight once for all its sequences, and each sequence's logits,
+ * rows of weights and cache are the same bits as a run of its token
+ * alone after its cache, with its edits and its layer, would give
+ * (row_product.h says how the products keep to that).
+ */
+struct xf_seq {
+    struct xf_cache *cache; /* holding 1 or more positions, with room for
+                               one more; its len grows by one */
+    /* its edits: ZERO and MEAN at XF_SITE_Z, of sequence 0 (the means
+     * are the cache's) */
+    const struct xf_edit *edits;
+    size_t n_edits;
+    /* the layer whose row of weights is kept, or XF_ALL_LAYERS */
+    size_t layer;
+    /* NULL, or the caller's arrays for the token's row of each kept
+     * layer, keys = cache->len + 1 before the step:
+     * [Lw][heads][keys] and [Lw][keys] (Lw as xf_result says) */
+    float *weights, *mean_weights;
+};
+
 /* A token and its score (a logit or a probability). */
 struct xf_candidate {
     uint32_t id;
@@ -375,8 +397,13 @@ struct xf_run {
     size_t mean_over;
     /* batch sequences (0 means 1) of the same n ids, each its own
      * sequence with its own edits (xf_edit.sequence); more than one only
-     * with start, asking for XF_WANT_LAST_ROWS alone */
+     * with start, asking for XF_WANT_LAST_ROWS alone, or with seqs */
     size_t batch;
+    /* NULL, or a batched decoding step: [batch] sequences, each taking
+     * its token ids[b] after its own cache (struct xf_seq); n is 1, cache
+     * and edits are not given (each sequence has its own), and want is
+     * XF_WANT_LOGITS alone: logits [batch][vocab_size] */
+    const struct xf_seq *seqs;
     /* NULL, or [n][H] the residual stream entering layer first_layer,
      * where every sequence then starts: the embeddings and the layers
      * below are not run (a patched run resumes a cached one). first_layer

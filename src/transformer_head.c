@@ -18,6 +18,7 @@ struct head_pass {
     size_t rows;
     float *y; /* [rows][vocab] */
     float *panels;
+    bool alone; /* each row a token of its own */
 };
 
 /* Columns [u * LOGIT_TILE, ...) of the product: a tile of the
@@ -38,7 +39,8 @@ static void logit_unit(void *arg, size_t u, unsigned member)
                                      .ldw = H,
                                      .out = width,
                                      .y = hp->y + c0,
-                                     .ldy = V};
+                                     .ldy = V,
+                                     .alone = hp->alone};
     widen_product(&pr, 0.0f, widen_panel(hp->panels, member));
     if (m->final_softcap > 0.0f)
         for (size_t r = 0; r < hp->rows; r++)
@@ -53,10 +55,15 @@ double head_capped(const struct xf_model *m, double logit)
 }
 
 void head_logits(struct pool_team *team, const struct xf_model *m,
-                 const float *x, size_t rows, float *y, float *panels)
+                 const float *x, size_t rows, float *y, float *panels,
+                 bool alone)
 {
-    struct head_pass hp = {
-        .m = m, .x = x, .rows = rows, .y = y, .panels = panels};
+    struct head_pass hp = {.m = m,
+                           .x = x,
+                           .rows = rows,
+                           .y = y,
+                           .panels = panels,
+                           .alone = alone};
     pool_phase(team, logit_unit, &hp,
                (m->vocab_size + LOGIT_TILE - 1) / LOGIT_TILE);
 }
@@ -83,7 +90,7 @@ void head_lens(struct pool_team *team, const struct xf_model *m, const float *h,
             xf_norm_rows(m, x, rows, m->final_norm_w, m->final_norm_b, normed);
             x = normed;
         }
-        head_logits(team, m, x, rows, logits, panels);
+        head_logits(team, m, x, rows, logits, panels, false);
         for (size_t r = 0; r < rows; r++) {
             struct xf_candidate *top = out + (r0 + r) * k;
             // fewer only when logits are not finite, which a pass refuses

@@ -344,19 +344,85 @@ static attn_status check_resumed(const struct xf_model *m,
     return intervene_check(m, run, batch, err);
 }
 
+/* Is c one of m's caches? */
+static bool cache_fits(const struct xf_model *m, const struct xf_cache *c)
+{
+    return c->layers == m->layers && c->row == m->kv_heads * m->head_dim &&
+           c->k && c->v && c->z_mean && c->capacity <= m->max_positions &&
+           c->len <= c->capacity;
+}
+
+/* A batched step's sequences: each a token after its own cache, with
+ * room for it, its layer and its edits as a run of that token alone
+ * would be checked. Fails naming "seqs" with the sequence's index. */
+static attn_status check_seqs(const struct xf_model *m,
+                              const struct xf_run *run, struct attn_error *err)
+{
+    const size_t batch = run->batch;
+    if (batch == 0 || batch > XF_MAX_BATCH)
+        return attn_fail(err, ATTN_E_INVALID, "batch",
+                         "a batched step takes 1 to %d sequences, not %zu",
+                         XF_MAX_BATCH, batch);
+    if (run->n != 1 || run->cache || run->start || run->n_edits ||
+        run->want != XF_WANT_LOGITS || !run->ids)
+        return attn_fail(err, ATTN_E_INVALID, "seqs",
+                         "a batched step takes one token of each sequence "
+                         "after its own cache, with its own edits, and "
+                         "returns the logits alone");
+    if (!m->arch.causal || !m->lm_head.data)
+        return attn_fail(err, ATTN_E_INVALID, "seqs",
+                         "a batched step needs a causal model with an "
+                         "output head");
+    for (size_t b = 0; b < batch; b++) {
+        const struct xf_seq *q = &run->seqs[b];
+        const struct xf_cache *c = q->cache;
+        if (run->ids[b] >= m->vocab_size)
+            return attn_fail_at(err, ATTN_E_INVALID, "ids", 1, &b,
+                                "ids[%zu] (%u) is not below vocab_size (%zu)",
+                                b, (unsigned)run->ids[b], m->vocab_size);
+        if (!c || !cache_fits(m, c) || c->len == 0 || c->len >= c->capacity)
+            return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                "seqs[%zu]: the cache is not one of this "
+                                "model's, or holds nothing, or is full",
+                                b);
+        if (xf_cache_outgrown(m, c, 1))
+            return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                "seqs[%zu]: the cache's keys were turned by "
+                                "the short rotary, and the next position "
+                                "turns by the long one: run the whole "
+                                "sequence again",
+                                b);
+        if (q->layer != XF_ALL_LAYERS && q->layer >= m->layers)
+            return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                "seqs[%zu]: layer (%zu) must be below the "
+                                "model's %zu layers",
+                                b, q->layer, m->layers);
+        const struct xf_run alone = {.ids = &run->ids[b],
+                                     .n = 1,
+                                     .want = XF_WANT_LOGITS,
+                                     .cache = q->cache,
+                                     .edits = q->edits,
+                                     .n_edits = q->n_edits};
+        attn_status st = intervene_check(m, &alone, 1, err);
+        if (st)
+            return st;
+    }
+    return ATTN_OK;
+}
+
 static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
                              struct attn_error *err)
 {
     if (run->n == 0)
         return attn_fail(err, ATTN_E_INVALID, "ids", "the input has no tokens");
+    if (run->seqs)
+        return check_seqs(m, run, err);
     const struct xf_cache *c = run->cache;
     if (c) {
         if (!m->arch.causal)
             return attn_fail(err, ATTN_E_INVALID, "cache",
                              "a cache needs a causal model");
-        if (c->layers != m->layers || c->row != m->kv_heads * m->head_dim ||
-            !c->k || !c->v || !c->z_mean || c->capacity > m->max_positions ||
-            c->len > c->capacity)
+        if (!cache_fits(m, c))
             return attn_fail(err, ATTN_E_INVALID, "cache",
                              "the cache is not one of this model's");
     }
@@ -685,10 +751,19 @@ static bool plan_workspace(struct xf_plan *p)
         ok = ok && size_mul(rows, m->hidden, &p->ws_count[XF_WS_HOOK]) &&
              size_add_to(&p->ws_count[XF_WS_HOOK],
                          p->batch * m->heads * m->head_dim);
+    // a step's rows of q, k, v, head outputs and attention output, a
+    // row of scores per member, and where each row's units begin
     if (p->step) {
         const size_t hd = m->heads * m->head_dim;
         const size_t gd = m->kv_heads * m->head_dim;
-        p->ws_count[XF_WS_STEP] = 2 * hd + 2 * gd + m->hidden + p->keys;
+        size_t scores;
+        ok = ok &&
+             size_mul(rows, 2 * hd + 2 * gd + m->hidden,
+                      &p->ws_count[XF_WS_STEP]) &&
+             size_mul(p->team, p->keys, &scores) &&
+             size_add_to(&p->ws_count[XF_WS_STEP], scores) &&
+             size_add_to(&p->ws_count[XF_WS_STEP],
+                         (rows + 1) * (sizeof(size_t) / sizeof(float)));
     }
     struct ws_plan w = {0, false};
     for (int i = 0; i < XF_WS_PARTS && ok; i++)
@@ -826,6 +901,14 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->cache_len = run->cache ? run->cache->len : 0;
     out->keys = run->n + out->cache_len;
     out->step = run->cache && run->cache->len > 0;
+    if (run->seqs) {
+        // the longest sequence's keys: a row of scores holds them
+        out->step = true;
+        out->keys = 0;
+        for (size_t b = 0; b < out->batch; b++)
+            if (run->seqs[b].cache->len + 1 > out->keys)
+                out->keys = run->seqs[b].cache->len + 1;
+    }
     out->team = pool_team_size(run->threads, xf_widest_phase(out));
     if (!plan_workspace(out))
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
@@ -876,10 +959,16 @@ double xf_plan_flops(const struct xf_plan *p)
     // token after a cache: its projections, and its scores and values
     // over every position
     double total = 0;
-    if (p->step)
-        total =
-            (2.0 * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * (double)p->keys * hd) *
-            (double)p->layers_run;
+    if (p->step) {
+        double keys = (double)p->keys;
+        if (p->run.seqs) {
+            keys = 0;
+            for (size_t b = 0; b < p->batch; b++)
+                keys += (double)(p->run.seqs[b].cache->len + 1);
+        }
+        total = (2.0 * n * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * keys * hd) *
+                (double)p->layers_run;
+    }
     else
         for (size_t l = p->run.first_layer; l < p->layers_run; l++)
             total += attn_flops(xf_layer_attn(p, l));

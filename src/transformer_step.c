@@ -99,32 +99,36 @@ void xf_cache_free(struct xf_cache *cache)
 struct step {
     const struct xf_model *m;
     const struct xf_layer *y;
-    const float *x;     /* [H] */
-    float *q, *k, *v;   /* [h D], [g D], [g D] */
-    const float *heads; /* [h D] the heads' outputs */
-    float *out;         /* [H] */
+    size_t rows;
+    const float *x;     /* [rows][H] */
+    float *q, *k, *v;   /* [rows][h D], [rows][g D], [rows][g D] */
+    const float *heads; /* [rows][h D] the heads' outputs */
+    float *out;         /* [rows][H] */
     float *panels;
 };
 
-/* y[c0 .. c0 + width) = x W[c0 ..]^T + b[c0 ..] for a tile of a product
- * with in inputs, through the member's panel. */
+/* y[r][c0 .. c0 + width) = x[r] W[c0 ..]^T + b[c0 ..] for a tile of a
+ * product with in inputs, each row as it would go alone, through the
+ * member's panel. */
 static void step_tile(const struct step *s, const float *x, size_t in,
                       struct xf_matrix w, const float *b, size_t cols, size_t u,
                       float *y, unsigned member)
 {
-    const struct xf_tile t = xf_tile_at(1, cols, u);
+    const struct xf_tile t = xf_tile_at(s->rows, cols, u);
     if (b)
-        memcpy(y + t.c0, b + t.c0, t.width * sizeof *y);
-    const struct widen_product pr = {.x = x,
+        for (size_t r = 0; r < t.rows; r++)
+            memcpy(y + (t.r0 + r) * cols + t.c0, b + t.c0, t.width * sizeof *y);
+    const struct widen_product pr = {.x = x + t.r0 * in,
                                      .ldx = in,
-                                     .rows = 1,
+                                     .rows = t.rows,
                                      .in = in,
                                      .w = xf_matrix_rows(w, t.c0, in),
                                      .dtype = w.dtype,
                                      .ldw = in,
                                      .out = t.width,
-                                     .y = y + t.c0,
-                                     .ldy = cols};
+                                     .y = y + t.r0 * cols + t.c0,
+                                     .ldy = cols,
+                                     .alone = true};
     widen_product(&pr, b ? 1.0f : 0.0f, widen_panel(s->panels, member));
 }
 
@@ -135,7 +139,8 @@ static void qkv_unit(void *arg, size_t u, unsigned member)
     const struct xf_model *m = s->m;
     const size_t H = m->hidden, hd = m->heads * m->head_dim,
                  gd = m->kv_heads * m->head_dim;
-    const size_t tq = xf_tile_count(1, hd), tk = xf_tile_count(1, gd);
+    const size_t tq = xf_tile_count(s->rows, hd),
+                 tk = xf_tile_count(s->rows, gd);
     if (u < tq)
         step_tile(s, s->x, H, s->y->q_w, s->y->q_b, hd, u, s->q, member);
     else if (u < tq + tk)
@@ -274,28 +279,72 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
     }
 }
 
-/* The heads of one step, which the team shares out: head a's scores go
- * into its row of weights when the caller keeps them, else into the
- * member's panel (which no product is using meanwhile). */
+/* The heads of one step, which the team shares out. A sequence whose
+ * rows of weights are kept has a unit per KV head, each head's scores
+ * going into its row of them; one whose mean weights alone are kept has
+ * one unit for all its heads, which adds each head's scores (in a row of
+ * the member's) to the mean in the order of heads, as the mean of kept
+ * rows is added; one that keeps nothing has a unit per KV head too. */
 struct heads {
-    const struct xf_cache *c;
-    size_t l, group, D, lo, pos, keys;
-    float scale, softcap;
+    const struct xf_model *m;
+    const struct xf_seq *seqs;
+    const size_t *first; /* [rows + 1]: each sequence's first unit */
+    size_t l, at_all, group, D;
+    const struct attn_config *cfg;
     const float *q;
-    float *weights, *panels, *out;
+    float *scores; /* [team][keys] */
+    size_t keys;   /* a row of scores */
+    float *out;    /* [rows][h D] */
 };
 
-/* KV head g's query heads, one after another: the first brings its keys
- * and values into the core's caches, the others find them there. */
-static void head_unit(void *arg, size_t g, unsigned member)
+/* Where layer l's row of weights (per head: heads rows) of sequence q
+ * goes, or NULL when the sequence keeps none of l. */
+static float *kept_row(const struct xf_seq *q, float *base, size_t l,
+                       size_t per_layer)
+{
+    if (!base || (q->layer != XF_ALL_LAYERS && q->layer != l))
+        return NULL;
+    return base + (q->layer == XF_ALL_LAYERS ? l : 0) * per_layer;
+}
+
+/* Head a of sequence b: its scores into w, its output into out. */
+static void one_head(const struct heads *hs, size_t b, size_t a, float *w)
+{
+    const struct xf_seq *q = &hs->seqs[b];
+    const size_t pos = q->cache->len, keys = pos + 1;
+    const size_t window = hs->cfg->window;
+    const size_t lo = window && keys > window ? keys - window : 0;
+    const size_t hd = hs->m->heads * hs->D;
+    step_head(q->cache, hs->l, a / hs->group, hs->q + b * hd + a * hs->D, hs->D,
+              lo, pos, attn_config_scale(hs->cfg), hs->cfg->softcap, w,
+              hs->out + b * hd + a * hs->D);
+}
+
+static void head_unit(void *arg, size_t u, unsigned member)
 {
     const struct heads *hs = arg;
-    for (size_t a = g * hs->group; a < (g + 1) * hs->group; a++) {
-        float *w = hs->weights ? hs->weights + a * hs->keys
-                               : widen_panel(hs->panels, member);
-        step_head(hs->c, hs->l, g, hs->q + a * hs->D, hs->D, hs->lo, hs->pos,
-                  hs->scale, hs->softcap, w, hs->out + a * hs->D);
+    size_t b = 0;
+    while (hs->first[b + 1] <= u)
+        b++;
+    const struct xf_seq *q = &hs->seqs[b];
+    const size_t h = hs->m->heads, keys = q->cache->len + 1;
+    float *weights = kept_row(q, q->weights, hs->l, h * keys);
+    float *mean = kept_row(q, q->mean_weights, hs->l, keys);
+    float *own = hs->scores + member * hs->keys;
+    if (weights || !mean) {
+        const size_t g = u - hs->first[b];
+        for (size_t a = g * hs->group; a < (g + 1) * hs->group; a++)
+            one_head(hs, b, a, weights ? weights + a * keys : own);
+        return;
     }
+    memset(mean, 0, keys * sizeof *mean);
+    for (size_t a = 0; a < h; a++) {
+        one_head(hs, b, a, own);
+        for (size_t j = 0; j < keys; j++)
+            mean[j] += own[j];
+    }
+    for (size_t j = 0; j < keys; j++)
+        mean[j] /= (float)h;
 }
 
 static bool all_finite(const float *x, size_t n)
@@ -310,14 +359,17 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
 {
     const struct xf_plan *plan = io->plan;
     const struct xf_model *m = plan->m;
-    struct xf_cache *c = plan->run.cache;
     const size_t l = io->layer, D = m->head_dim, h = m->heads;
-    const size_t hd = h * D, gd = m->kv_heads * D, pos = c->len;
-    // the scratch: q, k, v, the heads' outputs, the output, a row of scores
-    float *q = io->scratch, *k = q + hd, *v = k + gd, *heads = v + gd,
-          *out = heads + hd, *row = out + m->hidden;
+    const size_t rows = io->rows, hd = h * D, gd = m->kv_heads * D;
+    // the scratch: where each row's units begin, then q, k, v, the
+    // heads' outputs, the output, and a row of scores per member
+    size_t *first = (size_t *)(void *)io->scratch;
+    float *q = io->scratch + (rows + 1) * (sizeof(size_t) / sizeof(float));
+    float *k = q + rows * hd, *v = k + rows * gd, *heads = v + rows * gd,
+          *out = heads + rows * hd, *scores = out + rows * m->hidden;
     struct step s = {.m = m,
                      .y = &m->layer[l],
+                     .rows = rows,
                      .x = io->x,
                      .q = q,
                      .k = k,
@@ -326,62 +378,68 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
                      .out = out,
                      .panels = io->panels};
     pool_phase(team, qkv_unit, &s,
-               xf_tile_count(1, hd) + 2 * xf_tile_count(1, gd));
-    // as attn_forward() places q and k: the same config, one row
+               xf_tile_count(rows, hd) + 2 * xf_tile_count(rows, gd));
+    // as attn_forward() places q and k: the same config, one row each at
+    // its sequence's position
     const struct attn_config *cfg = xf_layer_attn(plan, l);
-    attn_place_heads(cfg, q, 1, h, s.y->q_norm_w, pos);
-    attn_place_heads(cfg, k, 1, m->kv_heads, s.y->k_norm_w, pos);
-    // nothing that float32 cannot hold goes into the cache
-    if (!all_finite(q, hd) || !all_finite(k, gd) || !all_finite(v, gd))
-        return NULL;
-    memcpy(c->k + (l * c->capacity + pos) * c->row, k, gd * sizeof *k);
-    memcpy(c->v + (l * c->capacity + pos) * c->row, v, gd * sizeof *v);
-
-    const size_t keys = pos + 1, group = h / m->kv_heads;
-    const size_t window = cfg->window;
-    const size_t lo = window && keys > window ? keys - window : 0;
-    const float scale = attn_config_scale(cfg);
-    if (io->mean_weights)
-        memset(io->mean_weights, 0, keys * sizeof(float));
-    // each KV head's query heads on their own, so that any member may
-    // take them: a row of scores of each member's, or the caller's rows
-    // (which the mean then adds in the order of heads, as one thread
-    // would); one thread when neither is there
-    struct heads hs = {.c = c,
-                       .l = l,
-                       .group = group,
-                       .D = D,
-                       .lo = lo,
-                       .pos = pos,
-                       .keys = keys,
-                       .scale = scale,
-                       .softcap = cfg->softcap,
-                       .q = q,
-                       .weights = io->weights,
-                       .panels = io->panels,
-                       .out = heads};
-    if (io->weights ||
-        (io->panels && !io->mean_weights && keys <= WIDEN_PANEL_FLOATS)) {
-        pool_phase(team, head_unit, &hs, m->kv_heads);
-        if (io->mean_weights)
-            for (size_t a = 0; a < h; a++)
-                for (size_t j = 0; j < keys; j++)
-                    io->mean_weights[j] += io->weights[a * keys + j];
-    } else {
-        for (size_t a = 0; a < h; a++) {
-            step_head(c, l, a / group, q + a * D, D, lo, pos, scale,
-                      cfg->softcap, row, heads + a * D);
-            if (io->mean_weights)
-                for (size_t j = 0; j < keys; j++)
-                    io->mean_weights[j] += row[j];
-        }
+    for (size_t b = 0; b < rows; b++) {
+        const size_t pos = io->seqs[b].cache->len;
+        attn_place_heads(cfg, q + b * hd, 1, h, s.y->q_norm_w, pos);
+        attn_place_heads(cfg, k + b * gd, 1, m->kv_heads, s.y->k_norm_w, pos);
     }
-    if (io->mean_weights)
+    // nothing that float32 cannot hold goes into a cache
+    if (!all_finite(q, rows * hd) || !all_finite(k, rows * gd) ||
+        !all_finite(v, rows * gd))
+        return NULL;
+    for (size_t b = 0; b < rows; b++) {
+        struct xf_cache *c = io->seqs[b].cache;
+        memcpy(c->k + (l * c->capacity + c->len) * c->row, k + b * gd,
+               gd * sizeof *k);
+        memcpy(c->v + (l * c->capacity + c->len) * c->row, v + b * gd,
+               gd * sizeof *v);
+    }
+    first[0] = 0;
+    for (size_t b = 0; b < rows; b++) {
+        const struct xf_seq *sq = &io->seqs[b];
+        const bool mean_alone = kept_row(sq, sq->mean_weights, l, 1) &&
+                                !kept_row(sq, sq->weights, l, 1);
+        first[b + 1] = first[b] + (mean_alone ? 1 : m->kv_heads);
+    }
+    const struct heads hs = {.m = m,
+                             .seqs = io->seqs,
+                             .first = first,
+                             .l = l,
+                             .group = h / m->kv_heads,
+                             .D = D,
+                             .cfg = cfg,
+                             .q = q,
+                             .scores = scores,
+                             .keys = plan->keys,
+                             .out = heads};
+    pool_phase(team, head_unit, (void *)&hs, first[rows]);
+    // a sequence's kept rows: their mean, added in the order of heads
+    for (size_t b = 0; b < rows; b++) {
+        const struct xf_seq *sq = &io->seqs[b];
+        const size_t keys = sq->cache->len + 1;
+        const float *w = kept_row(sq, sq->weights, l, h * keys);
+        float *mean = kept_row(sq, sq->mean_weights, l, keys);
+        if (!w || !mean)
+            continue;
+        memset(mean, 0, keys * sizeof *mean);
+        for (size_t a = 0; a < h; a++)
+            for (size_t j = 0; j < keys; j++)
+                mean[j] += w[a * keys + j];
         for (size_t j = 0; j < keys; j++)
-            io->mean_weights[j] /= (float)h;
-    // the run's ablations of this position, the means the prompt's
-    intervene_apply(&plan->run, l, XF_SITE_Z, heads, NULL, 1, hd, D, pos,
-                    c->z_mean + l * hd);
-    pool_phase(team, out_unit, &s, xf_tile_count(1, m->hidden));
+            mean[j] /= (float)h;
+    }
+    // each sequence's ablations of this position, the means its prompt's
+    for (size_t b = 0; b < rows; b++) {
+        const struct xf_seq *sq = &io->seqs[b];
+        const struct xf_run edits = {.edits = sq->edits,
+                                     .n_edits = sq->n_edits};
+        intervene_apply(&edits, l, XF_SITE_Z, heads + b * hd, NULL, 1, hd, D,
+                        sq->cache->len, sq->cache->z_mean + l * hd);
+    }
+    pool_phase(team, out_unit, &s, xf_tile_count(rows, m->hidden));
     return out;
 }

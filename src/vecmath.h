@@ -53,6 +53,20 @@ enum vec_isa vec_isa_best(void);
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+typedef uint16_t v16h __attribute__((vector_size(32)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
+
+/* 16 bfloat16s of h as floats: each a float's upper half, widened and
+ * shifted in registers (a vector cast keeps the bits; going through
+ * memory instead would stall on every load). */
+ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
+{
+    v16h half;
+    __builtin_memcpy(&half, h, sizeof half);
+    const v16u bits = __builtin_convertvector(half, v16u) << 16;
+    *out = (v16f)bits;
+}
+
 /* Below this exp(x) is under FLT_MIN; it is returned as exactly 0. */
 #define EXP_FLOOR -87.0f
 

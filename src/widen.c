@@ -4,6 +4,7 @@
  */
 #include "quant.h"
 #include "quant_product.h"
+#include "row_product.h"
 #include "stream_product.h"
 #include "vecmath.h"
 #include "widen.h"
@@ -45,23 +46,14 @@ size_t attn_dtype_bytes(attn_dtype dtype, size_t count)
     return count * (dtype == ATTN_F32 ? 4 : 2);
 }
 
+int widen_quant_type(attn_dtype dtype)
+{
+    return widths[dtype].quant;
+}
+
 const char *attn_dtype_name(int dtype)
 {
     return dtype >= 0 && dtype < ATTN_DTYPES ? widths[dtype].name : NULL;
-}
-
-typedef uint16_t v16h __attribute__((vector_size(32)));
-typedef uint32_t v16u __attribute__((vector_size(64)));
-
-/* 16 bfloat16s of h as floats: each a float's upper half, widened and
- * shifted in registers (a vector cast keeps the bits; going through
- * memory instead would stall on every load). */
-ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
-{
-    v16h half;
-    memcpy(&half, h, sizeof half);
-    const v16u bits = __builtin_convertvector(half, v16u) << 16;
-    *out = (v16f)bits;
 }
 
 /* dst[0 .. count) from bfloat16 src: sixteen at a time in registers, the
@@ -131,54 +123,6 @@ void attn_widen(const void *src, attn_dtype dtype, size_t count, float *dst)
         dst[i] = half_to_float(h[i]);
 }
 
-/* ------------------------------------------------- a row of bfloat16s */
-
-/* x . w over n values, w bfloat16: thirty-two products at a time in two
- * sixteen-wide sums, then the tail, then the lanes in a fixed order, so
- * every build gives the same bits. */
-ALWAYS_INLINE float dot_bf16_body(const float *x, const uint16_t *w, size_t n)
-{
-    v16f a0 = {0}, a1 = {0};
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        v16f x0, x1, w0, w1;
-        memcpy(&x0, x + i, sizeof x0);
-        memcpy(&x1, x + i + 16, sizeof x1);
-        bf16x16(w + i, &w0);
-        bf16x16(w + i + 16, &w1);
-        a0 += x0 * w0;
-        a1 += x1 * w1;
-    }
-    a0 += a1;
-    float sum = 0.0f;
-    for (int k = 0; k < 16; k++)
-        sum += a0[k];
-    for (; i < n; i++) {
-        const uint32_t bits = (uint32_t)w[i] << 16;
-        float v;
-        memcpy(&v, &bits, sizeof v);
-        sum += x[i] * v;
-    }
-    return sum;
-}
-
-static float dot_bf16_plain(const float *x, const uint16_t *w, size_t n)
-{
-    return dot_bf16_body(x, w, n);
-}
-#if HAVE_AVX2_BUILD
-AVX2_TARGET static float dot_bf16_avx2(const float *x, const uint16_t *w,
-                                       size_t n)
-{
-    return dot_bf16_body(x, w, n);
-}
-AVX512_TARGET static float dot_bf16_avx512(const float *x, const uint16_t *w,
-                                           size_t n)
-{
-    return dot_bf16_body(x, w, n);
-}
-#endif
-
 /* The blocks of a row of W that hold columns [c0, c0 + n): they start
  * at *b0 and span *width values. */
 static void covering(const struct widen_product *p, size_t c0, size_t n,
@@ -193,32 +137,6 @@ static void covering(const struct widen_product *p, size_t c0, size_t n,
 static const void *w_at(const struct widen_product *p, size_t o, size_t v0)
 {
     return (const char *)p->w + attn_dtype_bytes(p->dtype, o * p->ldw + v0);
-}
-
-/* One row of x: a product that only streams W, which a panel would write
- * and read again for nothing. float32 goes to cblas_sgemv; bfloat16 is
- * widened in registers; an IEEE half or a quantized row a row at a time
- * into the panel. */
-static void product_row(const struct widen_product *p, float beta, float *panel)
-{
-    if (p->dtype == ATTN_F32) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)p->out, (int)p->in, 1.0f,
-                    p->w, (int)p->ldw, p->x, 1, beta, p->y, 1);
-        return;
-    }
-    const enum vec_isa isa = vec_isa_best();
-    size_t b0, width;
-    covering(p, p->col0, p->in, &b0, &width);
-    for (size_t o = 0; o < p->out; o++) {
-        float dot;
-        if (p->dtype == ATTN_BF16) {
-            dot = VEC_DISPATCH(isa, dot_bf16, p->x, w_at(p, o, 0), p->in);
-        } else {
-            attn_widen(w_at(p, o, b0), p->dtype, width, panel);
-            dot = cblas_sdot((int)p->in, p->x, 1, panel + (p->col0 - b0), 1);
-        }
-        p->y[o] = beta == 0.0f ? dot : beta * p->y[o] + dot;
-    }
 }
 
 /* ------------------------------------------------------- the products */
@@ -237,9 +155,13 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
         widen_product(&at, beta, panel);
         return;
     }
+    if (p->rows == 1 || p->alone) {
+        row_product(p, beta, panel);
+        return;
+    }
     const size_t blk = attn_dtype_block(p->dtype);
     if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 &&
-        (panel || p->rows == 1) && (beta == 0.0f || beta == 1.0f)) {
+        panel && (beta == 0.0f || beta == 1.0f)) {
         const struct quant_product q = {
             .x = p->x,
             .ldx = p->ldx,
@@ -252,10 +174,6 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
             .y = p->y,
             .ldy = p->ldy};
         quant_product(&q, beta, panel);
-        return;
-    }
-    if (p->rows == 1) {
-        product_row(p, beta, panel);
         return;
     }
     if (panel && (beta == 0.0f || beta == 1.0f) && stream_product_can(p)) {

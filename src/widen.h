@@ -11,6 +11,7 @@
 
 #include "attention.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Floats of one panel: 2 MiB, a few of which stay in a shared cache. */
@@ -38,21 +39,31 @@ struct widen_product {
     float *y;
     size_t ldy;
     size_t col0;
+    /* each row of x is a token of its own (one token of each of several
+     * sequences decoded together): every row's outputs are then the
+     * bits that row would get alone (row_product.h) */
+    bool alone;
 };
 
 /*
- * y = beta y + x W^T. A block-quantized W (a GGUF file's) goes to
+ * y = beta y + x W^T. One row of x, or rows marked alone, go to
+ * row_product() (row_product.h): each row's outputs are the same bits
+ * whether it is alone or not. Otherwise a block-quantized W goes to
  * quant_product() (quant_product.h) when the slice is whole blocks and
  * beta is 0 or 1, else a panel of widened rows at a time through the
- * product, or one row at a time when x has one row. With a panel and beta 0 or
- * 1, two rows or more through a float32 or bfloat16 W on a CPU with AVX-512
- * stream W in place (stream_product.h, x's rows packed in the panel). Otherwise
- * a float32 W goes to one cblas_sgemm, and a 16-bit one by blocks of W's rows
- * and, within them, of its columns, each widened into panel (WIDEN_PANEL_FLOATS
- * floats) and added in. The blocks follow from the sizes alone, so the bits do
- * not depend on the thread. They do depend on the way taken: one row (a token
- * after a KV cache) goes another way and may differ in the last place.
+ * product. With a panel and beta 0 or 1, two rows or more through a
+ * float32 or bfloat16 W on a CPU with AVX-512 stream W in place
+ * (stream_product.h, x's rows packed in the panel). Otherwise a float32
+ * W goes to one cblas_sgemm, and a 16-bit one by blocks of W's rows and,
+ * within them, of its columns, each widened into panel
+ * (WIDEN_PANEL_FLOATS floats) and added in. The blocks follow from the
+ * sizes alone, so the bits do not depend on the thread. They do depend on
+ * the way taken: rows that are each their own token go another way than
+ * a prompt's rows and may differ in the last place.
  */
 void widen_product(const struct widen_product *p, float beta, float *panel);
+
+/* dtype's ggml type (quant.h), or 0 for a width that is not quantized. */
+int widen_quant_type(attn_dtype dtype);
 
 #endif

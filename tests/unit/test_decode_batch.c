@@ -1,0 +1,582 @@
+/*
+ * test_decode_batch.c - several sequences decoded in one step
+ * (transformer.h's struct xf_seq) give each sequence exactly what it gets
+ * alone, and the products that keep to that (row_product.h).
+ *
+ * Every comparison here is of bits: a sequence's logits, its rows of
+ * weights and mean weights, and its cache after a batched step equal
+ * those of the same token run alone after the same cache, whatever the
+ * other sequences are, when they join or leave, and on one thread or two.
+ * The products of rows that are each their own token are held to the
+ * same bits in every build and for every row beside any others, and to a
+ * float64 product within the bound row_product.h implies.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "random_model.h"
+#include "row_product.h"
+#include "support.h"
+#include "transformer.h"
+#include "vecmath.h"
+#include "widen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------- the products */
+
+/* n bytes of random data, deterministic in seed. */
+static void fill_bytes(uint8_t *b, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005u + 1442695040888963407u;
+        b[i] = (uint8_t)(seed >> 56);
+    }
+}
+
+/* A matrix [out][in] of dtype from random values: float32 as drawn,
+ * 16-bit ones from random bits of moderate exponent, Q8_0 blocks with a
+ * fixed scale. Returns the stored bytes (the caller's to free). */
+static void *random_matrix(attn_dtype dtype, size_t out, size_t in,
+                           uint64_t seed)
+{
+    const size_t count = out * in;
+    if (dtype == ATTN_F32) {
+        float *w = malloc(count * sizeof *w);
+        fill_normal(w, count, seed, 1.0f);
+        return w;
+    }
+    if (dtype == ATTN_Q8_0) {
+        const size_t blocks = count / 32;
+        uint8_t *w = malloc(blocks * 34);
+        fill_bytes(w, blocks * 34, seed);
+        for (size_t b = 0; b < blocks; b++) {
+            w[b * 34] = 0x00; /* the scale, a half: 0.0625 */
+            w[b * 34 + 1] = 0x2c;
+        }
+        return w;
+    }
+    uint16_t *w = malloc(count * sizeof *w);
+    fill_bytes((uint8_t *)w, count * sizeof *w, seed);
+    for (size_t i = 0; i < count; i++)
+        // sign and a few mantissa bits kept, the exponent near 1
+        w[i] = dtype == ATTN_BF16 ? (uint16_t)((w[i] & 0x807f) | 0x3f00)
+                                  : (uint16_t)((w[i] & 0x83ff) | 0x3800);
+    return w;
+}
+
+/* Each row of x through W, alone (rows 1) and beside the others (rows
+ * all, alone marked), in each build the CPU runs, with beta 0 and 1:
+ * every output the same bits; and within the rounding bound of the
+ * float64 product: (in / 16 + 16) 2^-24 sum |x w| for the order
+ * row_product.h gives. */
+static void test_rows_alone_same_bits(void **state)
+{
+    (void)state;
+    static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16, ATTN_F16,
+                                        ATTN_Q8_0};
+    static const size_t ins[] = {64, 96, 37, 256};
+    enum { OUT = 13, ROWS = 11 };
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+        for (size_t k = 0; k < sizeof ins / sizeof *ins; k++) {
+            const attn_dtype dtype = dtypes[d];
+            const size_t in = ins[k];
+            if (in % attn_dtype_block(dtype))
+                continue;
+            void *w = random_matrix(dtype, OUT, in, 7 + d * 10 + k);
+            float *wf = malloc(OUT * in * sizeof *wf);
+            attn_widen(w, dtype, OUT * in, wf);
+            float x[ROWS * 256];
+            fill_normal(x, ROWS * in, 100 + k, 1.0f);
+            float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+            float alone[ROWS][OUT], together[ROWS][OUT];
+            for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+                if (!vec_isa_available((enum vec_isa)isa))
+                    continue;
+                for (size_t r = 0; r < ROWS; r++) {
+                    const struct widen_product one = {.x = x + r * in,
+                                                      .ldx = in,
+                                                      .rows = 1,
+                                                      .in = in,
+                                                      .w = w,
+                                                      .dtype = dtype,
+                                                      .ldw = in,
+                                                      .out = OUT,
+                                                      .y = alone[r],
+                                                      .ldy = OUT};
+                    row_product_isa((enum vec_isa)isa, &one, 0.0f, panel);
+                }
+                // the rows together, their outputs cut in two calls
+                memset(together, 0, sizeof together);
+                for (size_t o0 = 0; o0 < OUT; o0 += 8) {
+                    const size_t outs = OUT - o0 < 8 ? OUT - o0 : 8;
+                    const struct widen_product all = {
+                        .x = x,
+                        .ldx = in,
+                        .rows = ROWS,
+                        .in = in,
+                        .w = (const char *)w + attn_dtype_bytes(dtype, o0 * in),
+                        .dtype = dtype,
+                        .ldw = in,
+                        .out = outs,
+                        .y = &together[0][o0],
+                        .ldy = OUT,
+                        .alone = true};
+                    widen_product(&all, 1.0f, panel);
+                }
+                assert_memory_equal(alone, together, sizeof alone);
+                for (size_t r = 0; r < ROWS; r++)
+                    for (size_t o = 0; o < OUT; o++) {
+                        double dot = 0.0, mag = 0.0;
+                        for (size_t i = 0; i < in; i++) {
+                            const double t =
+                                (double)x[r * in + i] * wf[o * in + i];
+                            dot += t;
+                            mag += fabs(t);
+                        }
+                        const double bound =
+                            ((double)in / 16 + 16) * ldexp(1.0, -24) * mag;
+                        if (fabs(alone[r][o] - dot) > bound)
+                            fail_msg("%s in %zu row %zu out %zu: %.9g, "
+                                     "float64 %.9g (bound %.3g)",
+                                     attn_dtype_name(dtype), in, r, o,
+                                     alone[r][o], dot, bound);
+                    }
+            }
+            // every build gives the plain build's bits
+            float plain[ROWS][OUT];
+            for (size_t r = 0; r < ROWS; r++) {
+                const struct widen_product one = {.x = x + r * in,
+                                                  .ldx = in,
+                                                  .rows = 1,
+                                                  .in = in,
+                                                  .w = w,
+                                                  .dtype = dtype,
+                                                  .ldw = in,
+                                                  .out = OUT,
+                                                  .y = plain[r],
+                                                  .ldy = OUT};
+                row_product_isa(VEC_ISA_PLAIN, &one, 0.0f, panel);
+            }
+            for (int isa = VEC_ISA_AVX2; isa <= VEC_ISA_AVX512; isa++) {
+                if (!vec_isa_available((enum vec_isa)isa))
+                    continue;
+                float got[ROWS][OUT];
+                const struct widen_product all = {.x = x,
+                                                  .ldx = in,
+                                                  .rows = ROWS,
+                                                  .in = in,
+                                                  .w = w,
+                                                  .dtype = dtype,
+                                                  .ldw = in,
+                                                  .out = OUT,
+                                                  .y = &got[0][0],
+                                                  .ldy = OUT,
+                                                  .alone = true};
+                row_product_isa((enum vec_isa)isa, &all, 0.0f, panel);
+                assert_memory_equal(plain, got, sizeof got);
+            }
+            free(panel);
+            free(wf);
+            free(w);
+        }
+}
+
+/* beta 1 adds into y, and beta 2 doubles it first. */
+static void test_rows_beta(void **state)
+{
+    (void)state;
+    enum { IN = 48, OUT = 5, ROWS = 3 };
+    float w[OUT * IN], x[ROWS * IN], y0[ROWS * OUT], y[ROWS * OUT],
+        dots[ROWS * OUT];
+    fill_normal(w, OUT * IN, 1, 1.0f);
+    fill_normal(x, ROWS * IN, 2, 1.0f);
+    fill_normal(y0, ROWS * OUT, 3, 1.0f);
+    struct widen_product p = {.x = x,
+                              .ldx = IN,
+                              .rows = ROWS,
+                              .in = IN,
+                              .w = w,
+                              .dtype = ATTN_F32,
+                              .ldw = IN,
+                              .out = OUT,
+                              .y = dots,
+                              .ldy = OUT,
+                              .alone = true};
+    widen_product(&p, 0.0f, NULL);
+    for (int beta = 1; beta <= 2; beta++) {
+        memcpy(y, y0, sizeof y);
+        p.y = y;
+        widen_product(&p, (float)beta, NULL);
+        for (size_t i = 0; i < ROWS * OUT; i++)
+            assert_true(y[i] == (float)beta * y0[i] + dots[i]);
+    }
+}
+
+/* ------------------------------------------------------ the stack */
+
+enum { L = 2, HEADS = 4, D = 8, H = 32, J = 48, V = 40 };
+enum { SEQS = 5, STEPS = 6, CAP = 24 };
+
+/* What a sequence keeps of each token, as a case says. */
+struct keeps {
+    unsigned want; /* 0, XF_WANT_WEIGHTS, XF_WANT_MEAN_WEIGHTS or both */
+    size_t layer;
+    bool ablate; /* head 1 of layer 1 zeroed, head 2 of layer 0 meaned */
+};
+
+static const struct keeps keeps_of[SEQS] = {
+    {0, XF_ALL_LAYERS, false},
+    {XF_WANT_WEIGHTS, XF_ALL_LAYERS, false},
+    {XF_WANT_MEAN_WEIGHTS, 1, true},
+    {XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS, 0, false},
+    {XF_WANT_MEAN_WEIGHTS, XF_ALL_LAYERS, false},
+};
+
+static const struct xf_edit ablations[2] = {{.site = XF_SITE_Z,
+                                             .op = XF_EDIT_ZERO,
+                                             .layer = 1,
+                                             .head = 1,
+                                             .position = XF_ALL},
+                                            {.site = XF_SITE_Z,
+                                             .op = XF_EDIT_MEAN,
+                                             .layer = 0,
+                                             .head = 2,
+                                             .position = XF_ALL}};
+
+/* One sequence's record: each step's logits, rows and cache. */
+struct record {
+    float logits[STEPS][V];
+    float weights[STEPS][L * HEADS * CAP];
+    float mean[STEPS][L * CAP];
+    uint32_t ids[CAP];
+    size_t n;
+};
+
+static size_t prompt_of(size_t b)
+{
+    return 1 + (b * 3) % 6;
+}
+
+/* A sequence's prompt into a fresh cache: its logits choose the first
+ * token. */
+static void start(const struct xf_model *m, size_t b, struct xf_cache *c,
+                  struct record *rec, unsigned threads)
+{
+    assert_int_equal(xf_cache_init(m, CAP, c, NULL), ATTN_OK);
+    rec->n = prompt_of(b);
+    for (size_t i = 0; i < rec->n; i++)
+        rec->ids[i] = (uint32_t)((b * 7 + i * 3 + 1) % V);
+    const struct keeps *k = &keeps_of[b];
+    const struct xf_run run = {.ids = rec->ids,
+                               .n = rec->n,
+                               .want = XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = threads,
+                               .cache = c,
+                               .edits = k->ablate ? ablations : NULL,
+                               .n_edits = k->ablate ? 2 : 0};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+    size_t best = 0;
+    for (size_t v = 1; v < V; v++)
+        best = r.logits[v] > r.logits[best] ? v : best;
+    rec->ids[rec->n++] = (uint32_t)best;
+    xf_result_free(&r);
+}
+
+/* The greedy next token after logits. */
+static uint32_t greedy(const float *logits)
+{
+    size_t best = 0;
+    for (size_t v = 1; v < V; v++)
+        best = logits[v] > logits[best] ? v : best;
+    return (uint32_t)best;
+}
+
+/* Sequence b alone: STEPS tokens, each run after its cache. */
+static void alone(const struct xf_model *m, size_t b, struct record *rec,
+                  unsigned threads)
+{
+    struct xf_cache c;
+    start(m, b, &c, rec, threads);
+    const struct keeps *k = &keeps_of[b];
+    for (size_t t = 0; t < STEPS; t++) {
+        const struct xf_run run = {.ids = &rec->ids[rec->n - 1],
+                                   .n = 1,
+                                   .want = XF_WANT_LOGITS | k->want,
+                                   .layer = k->layer,
+                                   .threads = threads,
+                                   .cache = &c,
+                                   .edits = k->ablate ? ablations : NULL,
+                                   .n_edits = k->ablate ? 2 : 0};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+        memcpy(rec->logits[t], r.logits, sizeof rec->logits[t]);
+        const size_t lw = k->layer == XF_ALL_LAYERS ? L : 1;
+        if (r.weights)
+            memcpy(rec->weights[t], r.weights,
+                   lw * HEADS * r.keys * sizeof(float));
+        if (r.mean_weights)
+            memcpy(rec->mean[t], r.mean_weights, lw * r.keys * sizeof(float));
+        rec->ids[rec->n++] = greedy(r.logits);
+        xf_result_free(&r);
+    }
+    xf_cache_free(&c);
+}
+
+/* Every sequence together: sequence b joins at step b % 3 (its prompt
+ * run then) and the batch's members change every step; the records as
+ * alone() makes them. */
+static void together(const struct xf_model *m, struct record *recs,
+                     unsigned threads)
+{
+    struct xf_cache caches[SEQS];
+    size_t done[SEQS] = {0};
+    bool started[SEQS] = {false};
+    for (size_t step = 0;; step++) {
+        struct xf_seq seqs[SEQS];
+        uint32_t ids[SEQS];
+        size_t who[SEQS], n = 0;
+        for (size_t b = 0; b < SEQS; b++) {
+            if (!started[b] && step >= b % 3) {
+                start(m, b, &caches[b], &recs[b], threads);
+                started[b] = true;
+            }
+            if (!started[b] || done[b] == STEPS)
+                continue;
+            const struct keeps *k = &keeps_of[b];
+            const size_t t = done[b];
+            seqs[n] = (struct xf_seq){
+                .cache = &caches[b],
+                .edits = k->ablate ? ablations : NULL,
+                .n_edits = k->ablate ? 2 : 0,
+                .layer = k->layer,
+                .weights =
+                    k->want & XF_WANT_WEIGHTS ? recs[b].weights[t] : NULL,
+                .mean_weights =
+                    k->want & XF_WANT_MEAN_WEIGHTS ? recs[b].mean[t] : NULL};
+            ids[n] = recs[b].ids[recs[b].n - 1];
+            who[n++] = b;
+        }
+        if (n == 0)
+            break;
+        const struct xf_run run = {.ids = ids,
+                                   .n = 1,
+                                   .want = XF_WANT_LOGITS,
+                                   .layer = XF_ALL_LAYERS,
+                                   .threads = threads,
+                                   .batch = n,
+                                   .seqs = seqs};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+        for (size_t i = 0; i < n; i++) {
+            struct record *rec = &recs[who[i]];
+            memcpy(rec->logits[done[who[i]]], r.logits + i * V,
+                   sizeof rec->logits[0]);
+            rec->ids[rec->n++] = greedy(r.logits + i * V);
+            done[who[i]]++;
+        }
+        xf_result_free(&r);
+    }
+    for (size_t b = 0; b < SEQS; b++)
+        xf_cache_free(&caches[b]);
+}
+
+/* The model of case k: LLaMA with grouped KV heads; with a window, q/k
+ * norms and bfloat16 weights; GPT-2's learned positions; Gemma's score
+ * and logit caps with an embedding scale. */
+static void model_of(int k, struct test_model *o, uint16_t **store,
+                     struct xf_layer **half)
+{
+    struct xf_arch a = k == 2 ? random_gpt2_arch() : random_llama_arch();
+    a.qk_norm = k == 1;
+    test_model_make(o, &a, L, HEADS, k == 0 ? 2 : 4, D, H, J, 50 + k);
+    o->m.lm_head = o->m.word_emb;
+    o->m.kind[0].window = k == 1 ? 4 : 0;
+    if (k == 3) {
+        o->m.attn_softcap = 5.0f;
+        o->m.final_softcap = 3.0f;
+        o->m.embed_scale = 2.0f;
+    }
+    *store = NULL;
+    *half = NULL;
+    if (k != 1)
+        return;
+    *store = malloc(o->size * sizeof **store);
+    *half = calloc(L, sizeof **half);
+    uint16_t *at = *store;
+    const size_t g = o->m.kv_heads;
+    for (size_t l = 0; l < L; l++) {
+        const struct xf_layer *y = &o->layers[l];
+        (*half)[l] = *y;
+        (*half)[l].q_w = test_as_bf16(y->q_w, HEADS * D * H, &at);
+        (*half)[l].k_w = test_as_bf16(y->k_w, g * D * H, &at);
+        (*half)[l].v_w = test_as_bf16(y->v_w, g * D * H, &at);
+        (*half)[l].o_w = test_as_bf16(y->o_w, H * HEADS * D, &at);
+        (*half)[l].up_w = test_as_bf16(y->up_w, J * H, &at);
+        (*half)[l].gate_w = test_as_bf16(y->gate_w, J * H, &at);
+        (*half)[l].down_w = test_as_bf16(y->down_w, H * J, &at);
+    }
+    o->m.layer = *half;
+    o->m.lm_head = o->m.word_emb = test_as_bf16(o->m.word_emb, V * H, &at);
+}
+
+static void test_batch_same_bits_as_alone(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        struct test_model o;
+        uint16_t *store;
+        struct xf_layer *half;
+        model_of(k, &o, &store, &half);
+        static struct record want[SEQS], got[SEQS];
+        for (unsigned threads = 1; threads <= 2; threads++) {
+            memset(want, 0, sizeof want);
+            memset(got, 0, sizeof got);
+            for (size_t b = 0; b < SEQS; b++)
+                alone(&o.m, b, &want[b], 3 - threads);
+            together(&o.m, got, threads);
+            for (size_t b = 0; b < SEQS; b++) {
+                assert_int_equal(got[b].n, want[b].n);
+                assert_memory_equal(got[b].ids, want[b].ids,
+                                    want[b].n * sizeof(uint32_t));
+                if (memcmp(got[b].logits, want[b].logits,
+                           sizeof want[b].logits))
+                    fail_msg("case %d, sequence %zu: the logits differ", k, b);
+                assert_memory_equal(got[b].weights, want[b].weights,
+                                    sizeof want[b].weights);
+                assert_memory_equal(got[b].mean, want[b].mean,
+                                    sizeof want[b].mean);
+            }
+        }
+        free(half);
+        free(store);
+        test_model_free(&o);
+    }
+}
+
+/* The ablations reach the batched sequence that asks for them and no
+ * other: its logits differ from an unablated run's, its neighbours' are
+ * as alone (above). */
+static void test_batch_edits_are_each_sequences(void **state)
+{
+    (void)state;
+    struct test_model o;
+    uint16_t *store;
+    struct xf_layer *half;
+    model_of(0, &o, &store, &half);
+    struct xf_cache c[2];
+    uint32_t prompt[3] = {5, 9, 11};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(xf_cache_init(&o.m, 8, &c[i], NULL), ATTN_OK);
+        const struct xf_run run = {.ids = prompt,
+                                   .n = 3,
+                                   .want = XF_WANT_LOGITS,
+                                   .cache = &c[i],
+                                   .edits = i ? ablations : NULL,
+                                   .n_edits = i ? 2 : 0};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+        xf_result_free(&r);
+    }
+    const struct xf_seq seqs[2] = {{.cache = &c[0], .layer = XF_ALL_LAYERS},
+                                   {.cache = &c[1],
+                                    .edits = ablations,
+                                    .n_edits = 2,
+                                    .layer = XF_ALL_LAYERS}};
+    const uint32_t ids[2] = {7, 7};
+    const struct xf_run run = {
+        .ids = ids, .n = 1, .want = XF_WANT_LOGITS, .batch = 2, .seqs = seqs};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, NULL), ATTN_OK);
+    assert_int_equal(c[0].len, 4);
+    assert_int_equal(c[1].len, 4);
+    double diff = 0.0;
+    for (size_t v = 0; v < V; v++)
+        diff = fmax(diff, fabs(r.logits[v] - r.logits[V + v]));
+    assert_true(diff > 1e-3);
+    xf_result_free(&r);
+    xf_cache_free(&c[0]);
+    xf_cache_free(&c[1]);
+    test_model_free(&o);
+}
+
+/* What a batched step refuses, each naming the field and the sequence,
+ * with every cache left as it was. */
+static void test_batch_refusals(void **state)
+{
+    (void)state;
+    struct test_model o;
+    uint16_t *store;
+    struct xf_layer *half;
+    model_of(0, &o, &store, &half);
+    struct xf_cache full, empty, fine;
+    assert_int_equal(xf_cache_init(&o.m, 2, &full, NULL), ATTN_OK);
+    assert_int_equal(xf_cache_init(&o.m, 4, &empty, NULL), ATTN_OK);
+    assert_int_equal(xf_cache_init(&o.m, 4, &fine, NULL), ATTN_OK);
+    full.len = 2;
+    fine.len = 1;
+    uint32_t ids[2] = {1, 2};
+    struct xf_seq seqs[2] = {{.cache = &fine, .layer = XF_ALL_LAYERS},
+                             {.cache = &full, .layer = XF_ALL_LAYERS}};
+    struct xf_run run = {
+        .ids = ids, .n = 1, .want = XF_WANT_LOGITS, .batch = 2, .seqs = seqs};
+    struct xf_result r;
+    struct attn_error err;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "seqs");
+    assert_non_null(strstr(err.message, "seqs[1]"));
+    seqs[1].cache = &empty;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "seqs[1]"));
+    seqs[1].cache = &fine;
+    seqs[1].layer = L;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "layer"));
+    seqs[1].layer = XF_ALL_LAYERS;
+    ids[1] = V;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "ids");
+    ids[1] = 2;
+    run.want = XF_WANT_LOGITS | XF_WANT_HIDDEN;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    run.want = XF_WANT_LOGITS;
+    const struct xf_edit resid = {.site = XF_SITE_RESID_PRE,
+                                  .op = XF_EDIT_ZERO,
+                                  .head = XF_ALL,
+                                  .position = XF_ALL};
+    seqs[0].edits = &resid;
+    seqs[0].n_edits = 1;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "edits");
+    assert_int_equal(fine.len, 1);
+    xf_cache_free(&full);
+    xf_cache_free(&empty);
+    xf_cache_free(&fine);
+    test_model_free(&o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rows_alone_same_bits),
+        cmocka_unit_test(test_rows_beta),
+        cmocka_unit_test(test_batch_same_bits_as_alone),
+        cmocka_unit_test(test_batch_edits_are_each_sequences),
+        cmocka_unit_test(test_batch_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
