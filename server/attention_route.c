@@ -32,9 +32,9 @@
 
 struct query_collect {
     struct request_param params[MAX_QUERY_PARAMS];
+    size_t len[MAX_QUERY_PARAMS]; /* each value's bytes, NULs included */
     size_t n;
     bool overflow;
-    const char *nul_key; /* a parameter whose value holds a NUL (%00) */
 };
 
 static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind,
@@ -48,11 +48,7 @@ static enum MHD_Result collect_param(void *cls, enum MHD_ValueKind kind,
         q->overflow = true;
         return MHD_NO;
     }
-    // the value as a C string would end at its NUL, losing the rest
-    if (value && strlen(value) != value_size) {
-        q->nul_key = key;
-        return MHD_NO;
-    }
+    q->len[q->n] = value ? value_size : 0;
     q->params[q->n++] = (struct request_param){key, value ? value : ""};
     return MHD_YES;
 }
@@ -63,17 +59,11 @@ static bool collect_query(struct MHD_Connection *conn, struct query_collect *q,
 {
     q->n = 0;
     q->overflow = false;
-    q->nul_key = NULL;
     MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_param, q);
     if (q->overflow)
         return problem_set(pb, 422, "", "more than %d query parameters",
                            MAX_QUERY_PARAMS);
-    if (q->nul_key)
-        return problem_set(pb, 422, "",
-                           "the query parameter '%.40s' holds a "
-                           "NUL character (%%00), which no field takes",
-                           q->nul_key);
-    return true;
+    return request_query_values_ok(q->params, q->len, q->n, pb);
 }
 
 /* The URL's image options, and the format the Accept header asks for. */
@@ -103,8 +93,12 @@ static bool query_etag(const struct query_collect *q, const struct exchange *ex,
     struct buf text;
     buf_init(&text, (size_t)1 << 20);
     bool ok = buf_append_str(&text, "attnd " ATTND_VERSION);
-    for (size_t i = 0; ok && i < q->n; i++)
-        ok = buf_printf(&text, "%s=%s&", order[i]->key, order[i]->value);
+    for (size_t i = 0; ok && i < q->n; i++) { /* a text's NULs too */
+        const size_t len = q->len[order[i] - q->params];
+        ok = buf_printf(&text, "%s=%zu:", order[i]->key, len) &&
+             buf_append(&text, order[i]->value, len) &&
+             buf_append(&text, "&", 1);
+    }
     // the format by its name's first letter: "j", "p" or "s"
     ok = ok && buf_append(&text, image_writers[ex->req.png.format].name, 1);
     ok = ok && ex->ops->tag(&ex->req, &text);
@@ -419,7 +413,7 @@ enum MHD_Result handle_attention_get(struct exchange *ex,
     struct request *req = begin_request(ex);
     const struct request_limits *lim = &ex->srv->limits;
     if (!parse_image(req, conn, &q, &pb) ||
-        !request_parse_query(req, q.params, q.n, lim, &pb) ||
+        !request_parse_query_n(req, q.params, q.len, q.n, lim, &pb) ||
         !plan_answer(ex, &pb))
         return reply_problem(ex, conn, &pb);
     if (!query_etag(&q, ex, ex->etag)) {

@@ -29,6 +29,8 @@ static const char *const tokenize_fields[] = {"model",
                                               "tools",
                                               "return_token_strs"};
 static const char *const detokenize_fields[] = {"model", "tokens"};
+/* The text a tokenizer reads whole, NULs included (jsonin.h). */
+static const char *const tokenize_texts[] = {"/prompt", NULL};
 
 static bool check_fields(const cJSON *root, const char *const *names, size_t n,
                          const char *route, struct problem *pb)
@@ -123,8 +125,7 @@ static bool tokenize(cJSON *root, const struct model *m,
             return problem_set(pb, 422, "/prompt",
                                "prompt is %s; expected a string",
                                jsonin_kind(prompt));
-        text = prompt->valuestring;
-        len = strlen(text);
+        text = jsonin_text(prompt, &len);
     } else {
         struct chat_fields f;
         struct timespec now;
@@ -161,7 +162,7 @@ enum MHD_Result handle_tokenize(struct exchange *ex,
         return reply_problem(ex, conn, &pb);
     const struct request_limits *lim = &ex->srv->limits;
     cJSON *root = jsonin_parse_body(ex->body.data ? ex->body.data : "",
-                                    ex->body.len, &pb);
+                                    ex->body.len, tokenize_texts, &pb);
     struct tok_encoding enc = {0};
     char *rendered = NULL;
     const struct model *m = NULL;
@@ -226,7 +227,7 @@ enum MHD_Result handle_detokenize(struct exchange *ex,
         return reply_problem(ex, conn, &pb);
     const struct request_limits *lim = &ex->srv->limits;
     cJSON *root = jsonin_parse_body(ex->body.data ? ex->body.data : "",
-                                    ex->body.len, &pb);
+                                    ex->body.len, NULL, &pb);
     const struct model *m = NULL;
     bool ok = root &&
               check_fields(root, detokenize_fields, 2, "/detokenize", &pb) &&

@@ -9,6 +9,7 @@
 #include "family.h"
 #include "jsonin.h"
 #include "models.h"
+#include "request_steps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,23 +111,36 @@ bool generate_read_stop(struct generate_request *g, const cJSON *v,
     return true;
 }
 
+/* The one text of a generation, which a tokenizer reads whole, NULs
+ * included: jsonin_parse_body() refuses a NUL anywhere else. */
+static const char *const texts[] = {"/prompt", NULL};
+
 /* What /attention's decoder should read: the shared fields as given and
- * the prompt as the sentence. */
-static char *prompt_body(const cJSON *root, const cJSON *prompt)
+ * the prompt as the sentence, every byte of it (cJSON_Duplicate() would
+ * copy it to its first NUL); NULL when out of memory. */
+static cJSON *prompt_body(const cJSON *root, const cJSON *prompt)
 {
     cJSON *body = cJSON_CreateObject();
     bool ok = body != NULL;
     for (size_t i = 0; ok && i < sizeof shared / sizeof *shared; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, shared[i]);
-        if (v)
-            ok = cJSON_AddItemToObject(body, shared[i],
-                                       cJSON_Duplicate(v, true));
+        cJSON *copy = v ? cJSON_Duplicate(v, true) : NULL;
+        ok = !v || (copy && cJSON_AddItemToObject(body, shared[i], copy));
+        if (!ok)
+            cJSON_Delete(copy);
     }
-    ok = ok &&
-         cJSON_AddItemToObject(body, "sentence", cJSON_Duplicate(prompt, true));
-    char *text = ok ? cJSON_PrintUnformatted(body) : NULL;
-    cJSON_Delete(body);
-    return text;
+    size_t len;
+    const char *text = jsonin_text(prompt, &len);
+    cJSON *sentence = ok ? jsonin_text_create(text, len) : NULL;
+    if (sentence && !cJSON_AddItemToObject(body, "sentence", sentence)) {
+        cJSON_Delete(sentence);
+        sentence = NULL;
+    }
+    if (!sentence) {
+        cJSON_Delete(body);
+        return NULL;
+    }
+    return body;
 }
 
 /* /attention's problems name the sentence; here it is the prompt: in the
@@ -153,7 +167,7 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
     memset(g, 0, sizeof *g);
     request_init(&g->req);
     g->req.hold = hold;
-    cJSON *root = jsonin_parse_body(body, len, pb);
+    cJSON *root = jsonin_parse_body(body, len, texts, pb);
     if (!root)
         return false;
     bool ok = cJSON_IsObject(root) ||
@@ -197,10 +211,10 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
                              "finished sequence there, with dla_target");
     // the prompt on the model, through /attention's own decoder
     if (ok) {
-        char *text = prompt_body(root, prompt);
-        ok = text ? request_parse_json(&g->req, text, strlen(text), lim, pb)
-                  : problem_set(pb, 503, "", "out of memory");
-        free(text);
+        cJSON *as_sentence = prompt_body(root, prompt);
+        ok = as_sentence ? request_decode(&g->req, as_sentence, lim, pb)
+                         : problem_set(pb, 503, "", "out of memory");
+        cJSON_Delete(as_sentence);
         if (!ok)
             as_prompt(pb);
     }

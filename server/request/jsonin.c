@@ -124,10 +124,11 @@ void jsonin_show(const cJSON *v, char *out, size_t len)
 {
     if (cJSON_IsNumber(v))
         snprintf(out, len, "%.17g", v->valuedouble);
-    else if (cJSON_IsString(v))
-        snprintf(out, len, "\"%.40s%s\"", v->valuestring,
-                 strlen(v->valuestring) > 40 ? "..." : "");
-    else if (cJSON_IsBool(v))
+    else if (cJSON_IsString(v)) {
+        size_t n;
+        const char *s = jsonin_text(v, &n);
+        jsonin_show_text(s, n, out, len);
+    } else if (cJSON_IsBool(v))
         snprintf(out, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
     else
         snprintf(out, len, "%s", jsonin_kind(v));
@@ -517,15 +518,15 @@ void jsonin_pointer_at(const struct jpath *at, const size_t *dims, int rank,
         jpath_index(out, out, index[k]);
 }
 
-/* Whether body's strings hold what attnd's strings cannot: a \u0000
- * escape (cJSON's strings end at their first NUL, which would cut a text
- * short without a word), or a control character written raw, which JSON
- * forbids in strings; a problem in pb naming the byte when they do. One
- * pass: a backslash escapes the byte after it, so "\\u0000" is no
- * escape. */
-static bool strings_ok(const char *body, size_t len, struct problem *pb)
+/* Whether body's strings are JSON's: no control character written raw,
+ * which JSON forbids in strings (a 400 naming the byte); *nul tells
+ * whether a string holds a \u0000 escape. One pass: a backslash escapes
+ * the byte after it, so "\\u0000" is no escape. */
+static bool strings_ok(const char *body, size_t len, bool *nul,
+                       struct problem *pb)
 {
     bool in_string = false;
+    *nul = false;
     for (size_t at = 0; at < len; at++) {
         const unsigned char c = (unsigned char)body[at];
         if (!in_string) {
@@ -542,13 +543,194 @@ static bool strings_ok(const char *body, size_t len, struct problem *pb)
                                c, at, len);
         } else if (c == '\\') {
             if (len - at >= 6 && !memcmp(body + at + 1, "u0000", 5))
-                return problem_set(pb, 422, "",
-                                   "the body holds a NUL character "
-                                   "(\\u0000) in a string at byte %zu; no "
-                                   "field takes one",
-                                   at);
+                *nul = true;
             at++; /* the escaped byte */
         }
+    }
+    return true;
+}
+
+bool jsonin_is_text(const char *const *texts, const char *pointer)
+{
+    for (size_t i = 0; texts && texts[i]; i++) {
+        const char *pat = texts[i], *p = pointer;
+        while (*pat) {
+            if (*pat == '*') { /* one whole key or index */
+                pat++;
+                while (*p && *p != '/')
+                    p++;
+            } else if (*pat++ != *p++) {
+                break;
+            }
+        }
+        if (!*pat && !*p)
+            return true;
+    }
+    return false;
+}
+
+const char *jsonin_text(const cJSON *v, size_t *len)
+{
+    *len = v->valuedouble > 0 ? (size_t)v->valuedouble : strlen(v->valuestring);
+    return v->valuestring;
+}
+
+cJSON *jsonin_text_create(const char *s, size_t len)
+{
+    cJSON *v = cJSON_CreateString("");
+    char *bytes = v ? cJSON_malloc(len + 1) : NULL;
+    if (!bytes) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    memcpy(bytes, s, len);
+    bytes[len] = '\0';
+    cJSON_free(v->valuestring);
+    v->valuestring = bytes;
+    v->valuedouble = memchr(s, 0, len) ? (double)len : 0;
+    return v;
+}
+
+void jsonin_show_text(const char *s, size_t len, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    char shown[256];
+    size_t n = 0;
+    shown[n++] = '"';
+    for (size_t i = 0; i < len && i < 40; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) {
+            const char esc[] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            memcpy(shown + n, esc, sizeof esc);
+            n += sizeof esc;
+        } else {
+            if (c == '"' || c == '\\')
+                shown[n++] = '\\';
+            shown[n++] = (char)c;
+        }
+    }
+    if (len > 40) {
+        memcpy(shown + n, "...", 3);
+        n += 3;
+    }
+    shown[n++] = '"';
+    shown[n] = '\0';
+    snprintf(out, cap, "%s", shown);
+}
+
+/* One string literal of a body, as cJSON decodes it: its bytes, and
+ * where its first NUL is among them (SIZE_MAX: none). */
+struct literal {
+    size_t bytes, first_nul;
+};
+
+static unsigned hex4(const char *p)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        const char c = p[i];
+        v = v << 4 | (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+    }
+    return v;
+}
+
+/* The next string literal of body from *at on, and *at past it. The
+ * body has parsed, so every literal is whole and its escapes valid (a
+ * high surrogate is followed by its low one): each \uXXXX is the UTF-8
+ * bytes of its code point, or 4 for a surrogate pair. */
+static struct literal next_literal(const char *body, size_t len, size_t *at)
+{
+    struct literal lit = {0, SIZE_MAX};
+    size_t i = *at;
+    while (i < len && body[i] != '"')
+        i++;
+    for (i++; i < len && body[i] != '"'; i++) {
+        if (body[i] != '\\') {
+            lit.bytes++;
+            continue;
+        }
+        if (body[++i] != 'u') {
+            lit.bytes++;
+            continue;
+        }
+        const unsigned cp = hex4(body + i + 1);
+        i += 4;
+        if (cp == 0 && lit.first_nul == SIZE_MAX)
+            lit.first_nul = lit.bytes;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            lit.bytes += 4;
+            i += 6; /* its low surrogate */
+        } else {
+            lit.bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+        }
+    }
+    *at = i + 1;
+    return lit;
+}
+
+struct text_walk {
+    const char *body;
+    size_t len, at; /* the body, and where its next literal starts */
+    const char *const *texts;
+};
+
+/* The texts' names, for a refusal: "sentence, context.sentence" */
+static void texts_named(const char *const *texts, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; texts && texts[i] && used < cap; i++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? ", " : "",
+                                 texts[i]);
+}
+
+/* Every string of node (at path) and below, in the body's order, its
+ * literal read alongside: a string holding a NUL is given its length when
+ * it is a text and refused otherwise; a key holding one is refused. */
+static bool walk_texts(struct text_walk *w, cJSON *node,
+                       const struct jpath *path, struct problem *pb)
+{
+    if (cJSON_IsString(node)) {
+        const struct literal lit = next_literal(w->body, w->len, &w->at);
+        if (lit.first_nul == SIZE_MAX)
+            return true;
+        // the literal read must be this string: its bytes to the NUL
+        if (lit.first_nul != strlen(node->valuestring))
+            return problem_set(pb, 500, path->pointer,
+                               "%s could not be read back from the body",
+                               path->name[0] ? path->name : "a string");
+        node->valuedouble = (double)lit.bytes;
+        if (jsonin_is_text(w->texts, path->pointer))
+            return true;
+        char shown[256], names[160];
+        jsonin_show_text(node->valuestring, lit.bytes, shown, sizeof shown);
+        texts_named(w->texts, names, sizeof names);
+        return problem_set(pb, 422, path->pointer,
+                           "%s (%s) holds a NUL character (\\u0000), which "
+                           "only a text a tokenizer reads may hold (%s)",
+                           path->name[0] ? path->name : "the body", shown,
+                           names[0] ? names : "none in this request");
+    }
+    size_t index = 0;
+    for (cJSON *c = node->child; c; c = c->next, index++) {
+        struct jpath at;
+        if (cJSON_IsObject(node)) {
+            const struct literal key = next_literal(w->body, w->len, &w->at);
+            jpath_key(&at, path, c->string);
+            if (key.first_nul != SIZE_MAX) {
+                char shown[256];
+                // cJSON's key holds its bytes past the NUL too
+                jsonin_show_text(c->string, key.bytes, shown, sizeof shown);
+                return problem_set(pb, 422, at.pointer,
+                                   "the key %s holds a NUL character "
+                                   "(\\u0000); a key may hold none",
+                                   shown);
+            }
+        } else {
+            jpath_index(&at, path, index);
+        }
+        if (!walk_texts(w, c, &at, pb))
+            return false;
     }
     return true;
 }
@@ -642,12 +824,17 @@ static bool keys_once(const cJSON *node, const struct jpath *path,
     return true;
 }
 
-cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb)
+cJSON *jsonin_parse_body(const char *body, size_t len, const char *const *texts,
+                         struct problem *pb)
 {
+    bool nul;
     cJSON *root =
-        strings_ok(body, len, pb) ? parse_document(body, len, pb) : NULL;
+        strings_ok(body, len, &nul, pb) ? parse_document(body, len, pb) : NULL;
     const struct jpath top = {"", ""};
-    if (root && !keys_once(root, &top, pb)) {
+    struct text_walk w = {body, len, 0, texts};
+    // NULs first: a key cut at its NUL could seem given twice
+    if (root && ((nul && !walk_texts(&w, root, &top, pb)) ||
+                 !keys_once(root, &top, pb))) {
         cJSON_Delete(root);
         return NULL;
     }

@@ -22,13 +22,43 @@ cJSON *jsonin_parse(const char *text, size_t len, const char **end,
                     bool *nomem);
 
 /*
- * A request's body as one JSON document: every \u0000 escape read as
- * \u0001 (cJSON's strings end at a NUL, which would cut a text short; the
- * tokenizers drop both control characters), nothing but space after the
- * value. NULL with pb set: 400 naming the byte, or 503 out of memory.
- * The caller frees the result with cJSON_Delete().
+ * A request's body as one JSON document, nothing but space after the
+ * value. NULL with pb set: 400 naming the byte, 422 naming the pointer,
+ * or 503 out of memory. The caller frees the result with cJSON_Delete().
+ *
+ * texts: the JSON pointers of the strings a tokenizer reads (a route's
+ * texts, e.g. "/prompt"), each "*" standing for any one key or index;
+ * NULL-terminated, or NULL for none. A text may hold any character,
+ * \u0000 included: read it with jsonin_text(), which gives its bytes and
+ * length (cJSON's strings end at their first NUL). Every other string
+ * holding a \u0000 (a key, a model's name, an enum value) is refused
+ * with a 422 naming its pointer and its value, so that no reader of a
+ * name sees it cut short.
  */
-cJSON *jsonin_parse_body(const char *body, size_t len, struct problem *pb);
+cJSON *jsonin_parse_body(const char *body, size_t len, const char *const *texts,
+                         struct problem *pb);
+
+/* Whether pointer is one of texts (as jsonin_parse_body() matches). */
+bool jsonin_is_text(const char *const *texts, const char *pointer);
+
+/*
+ * A string value's bytes and their count, NULs included. A string that
+ * holds a NUL carries its length in its node's valuedouble, which cJSON
+ * leaves unused for strings: jsonin_parse_body() and jsonin_text_create()
+ * write it, and only this reads it. cJSON_Duplicate() and cJSON's
+ * printers copy a string to its first NUL: a text is copied with
+ * jsonin_text_create().
+ */
+const char *jsonin_text(const cJSON *v, size_t *len);
+
+/* A new string node of s[0..len), NULs included, for jsonin_text(); NULL
+ * when out of memory. The caller owns it (cJSON_Delete(), or a parent). */
+cJSON *jsonin_text_create(const char *s, size_t len);
+
+/* s[0..len) for a message: at most 40 bytes, quoted, control characters,
+ * quotes and backslashes written as JSON escapes (\u0000), "..." when it
+ * is cut. out holds 256 bytes at least. */
+void jsonin_show_text(const char *s, size_t len, char *out, size_t cap);
 
 /* A JSON pointer (RFC 6901) under construction, and its dotted name for
  * messages: "/embeddings/3/5" and "embeddings[3][5]". */

@@ -262,6 +262,11 @@ static bool text_of_ids(struct openai_request *o, const struct model *m,
     return true;
 }
 
+/* The texts a tokenizer reads: a completion's prompt, alone or the one
+ * of an array. A chat's messages are rendered by a template, which reads
+ * C strings: a NUL in them is refused. */
+static const char *const openai_texts[] = {"/prompt", "/prompt/*", NULL};
+
 /* prompt: a string, an array of token ids, or either alone in an array
  * (OpenAI's batch form, of one). */
 static bool read_prompt(struct openai_request *o, const cJSON *root,
@@ -279,15 +284,16 @@ static bool read_prompt(struct openai_request *o, const cJSON *root,
                            cJSON_GetArraySize(p));
     struct tok_encoding *enc = &o->g.req.model.enc;
     if (cJSON_IsString(p)) {
-        const size_t len = strlen(p->valuestring);
+        size_t len;
+        const char *text = jsonin_text(p, &len);
         if (!request_reserve(&o->g.req, tok_encode_bytes(&m->tokenizer, len, 0),
                              "prompt", pb))
             return false;
         struct attn_error err;
         const struct tok_options opts = {.max_tokens = cap,
                                          .no_special = !special};
-        const attn_status st = tok_encode(&m->tokenizer, p->valuestring, len,
-                                          NULL, 0, &opts, enc, &err);
+        const attn_status st =
+            tok_encode(&m->tokenizer, text, len, NULL, 0, &opts, enc, &err);
         if (st == ATTN_E_TOO_BIG)
             return problem_set(pb, 422, "/prompt",
                                "the prompt is more than %zu tokens (%s)", cap,
@@ -296,8 +302,11 @@ static bool read_prompt(struct openai_request *o, const cJSON *root,
                                    : "--max-tokens");
         if (st != ATTN_OK)
             return problem_from_core(pb, st, &err, "/prompt");
-        o->prompt_text = strdup(p->valuestring);
-        o->prompt_len = len;
+        o->prompt_text = malloc(len + 1);
+        if (o->prompt_text) {
+            memcpy(o->prompt_text, text, len + 1);
+            o->prompt_len = len;
+        }
         return o->prompt_text || problem_set(pb, 503, "", "out of memory");
     }
     if (!cJSON_IsArray(p))
@@ -491,7 +500,7 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     struct generate_request *g = &o->g;
     request_init(&g->req);
     g->req.hold = hold;
-    cJSON *root = jsonin_parse_body(body, len, pb);
+    cJSON *root = jsonin_parse_body(body, len, openai_texts, pb);
     if (!root)
         return false;
     bool ok = cJSON_IsObject(root) ||

@@ -16,6 +16,12 @@ static const char *const fields[] = {
     "model", "clean",     "corrupted",          "metric",
     "over",  "direction", "add_special_tokens", "precision"};
 
+/* The texts a tokenizer reads: the two inputs and the metric's tokens
+ * given by their text. */
+static const char *const texts[] = {"/clean",          "/corrupted",
+                                    "/metric/correct", "/metric/incorrect",
+                                    "/metric/target",  NULL};
+
 static bool check_keys(const cJSON *root, struct problem *pb)
 {
     const cJSON *key;
@@ -77,7 +83,8 @@ static bool encode_text(const cJSON *root, const char *name,
     if (!cJSON_IsString(v))
         return problem_set(pb, 422, pointer, "%s is %s; expected a text", name,
                            v ? jsonin_kind(v) : "missing");
-    const size_t len = strlen(v->valuestring);
+    size_t len;
+    const char *text = jsonin_text(v, &len);
     if (hold && !budget_reserve(hold, tok_encode_bytes(&m->tokenizer, len, 0),
                                 name, false, pb))
         return false;
@@ -86,8 +93,8 @@ static bool encode_text(const cJSON *root, const char *name,
                            : lim->max_tokens;
     const struct tok_options opts = {.max_tokens = cap, .no_special = !special};
     struct attn_error err;
-    const attn_status st = tok_encode(&m->tokenizer, v->valuestring, len, NULL,
-                                      0, &opts, enc, &err);
+    const attn_status st =
+        tok_encode(&m->tokenizer, text, len, NULL, 0, &opts, enc, &err);
     if (st == ATTN_E_TOO_BIG)
         return problem_set(pb, 422, pointer,
                            "%s is more than %zu tokens of the model \"%s\" "
@@ -243,7 +250,7 @@ bool patch_parse(struct patch_request *p, const char *body, size_t len,
     memset(p, 0, sizeof *p);
     if (!read_params(p, params, n_params, accepted, pb))
         return false;
-    cJSON *root = jsonin_parse_body(body, len, pb);
+    cJSON *root = jsonin_parse_body(body, len, texts, pb);
     if (!root)
         return false;
     bool ok = cJSON_IsObject(root) ||

@@ -247,7 +247,7 @@ bool request_decode(struct request *req, const cJSON *root,
 bool request_parse_json(struct request *req, const char *body, size_t len,
                         const struct request_limits *lim, struct problem *pb)
 {
-    cJSON *root = jsonin_parse_body(body, len, pb);
+    cJSON *root = jsonin_parse_body(body, len, request_texts, pb);
     if (!root)
         return false;
     const bool ok = request_decode(req, root, lim, pb);

@@ -223,6 +223,23 @@ bool request_parse_query(struct request *req, const struct request_param *p,
                          size_t n, const struct request_limits *lim,
                          struct problem *pb);
 
+/* The same with each value's length, value_len[i] the bytes of
+ * p[i].value, NULs (%00) included: a text (sentence, sentence_b, context)
+ * keeps them all, and request_query_values_ok() is checked first.
+ * request_parse_query() reads each value to its first NUL. */
+bool request_parse_query_n(struct request *req, const struct request_param *p,
+                           const size_t *value_len, size_t n,
+                           const struct request_limits *lim,
+                           struct problem *pb);
+
+/* Whether only texts (sentence, sentence_b, context) among the
+ * parameters hold a NUL (%00): a 422 naming the first other one that does
+ * (every other reader takes a value as a C string, which would end
+ * there). For GET and POST alike, before request_parse_image(). */
+bool request_query_values_ok(const struct request_param *p,
+                             const size_t *value_len, size_t n,
+                             struct problem *pb);
+
 /* Whether key is one of the query parameters that shape a PNG answer:
  * format, head, view, batch, colormap, cell, labels, special,
  * color_scale. */

@@ -412,6 +412,10 @@ const struct request_return request_returns[] = {
 const size_t request_return_count =
     sizeof request_returns / sizeof request_returns[0];
 
+const char *const request_texts[] = {
+    "/sentence",   "/sentence_b",   "/context/sentence", "/value/sentence",
+    "/dla_target", "/dla_target/*", NULL};
+
 #define BODY FIELD_IN_BODY
 #define BOTH (FIELD_IN_BODY | FIELD_IN_QUERY)
 #define QUERY FIELD_IN_QUERY

@@ -140,14 +140,25 @@ size_t request_field_max(const struct request_field *f,
 bool request_fields_read(struct request *req, const cJSON *root,
                          const struct request_limits *lim, struct problem *pb);
 
+/* The JSON pointers of /attention's texts, the strings a tokenizer
+ * reads, for jsonin_parse_body(): only these may hold a NUL (\u0000 in
+ * a body, %00 in a URL). NULL-terminated. */
+extern const char *const request_texts[];
+
 /* "true" or "1", "false" or "0": a boolean in a URL. */
 bool request_bool_from_text(const char *text, bool *out);
 
-/* A query parameter's text as the JSON value its field takes (the caller
- * deletes it); NULL with pb set when the text cannot be that value, or
- * with pb left alone when memory ran out. */
+/* Whether f's value is a text (or, for "context", holds one). */
+bool request_field_is_text(const struct request_field *f);
+
+/* A query parameter's text, value[0..len), as the JSON value its field
+ * takes (the caller deletes it): a text with every byte, the others read
+ * to their first NUL (request_parse_query() refuses a NUL in them first).
+ * NULL with pb set when the text cannot be that value, or with pb left
+ * alone when memory ran out. */
 cJSON *request_field_from_query(const struct request_field *f,
-                                const char *value, struct problem *pb);
+                                const char *value, size_t len,
+                                struct problem *pb);
 
 /* The "config" object of an answer, as req's kind has it: the resolved
  * shape (a model's: its wordpieces' count), then every field the kind

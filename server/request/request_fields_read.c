@@ -95,19 +95,30 @@ bool request_bool_from_text(const char *text, bool *out)
     return true;
 }
 
+bool request_field_is_text(const struct request_field *f)
+{
+    return f->kind == FIELD_CONTEXT ||
+           jsonin_is_text(request_texts, f->pointer);
+}
+
 cJSON *request_field_from_query(const struct request_field *f,
-                                const char *value, struct problem *pb)
+                                const char *value, size_t len,
+                                struct problem *pb)
 {
     char *end = NULL;
-    switch (f->kind) {
-    case FIELD_CONTEXT: {
+    if (f->kind == FIELD_CONTEXT) {
         cJSON *ctx = cJSON_CreateObject();
-        if (ctx && !cJSON_AddStringToObject(ctx, "sentence", value)) {
+        cJSON *s = ctx ? jsonin_text_create(value, len) : NULL;
+        if (!s || !cJSON_AddItemToObject(ctx, "sentence", s)) {
+            cJSON_Delete(s);
             cJSON_Delete(ctx);
             ctx = NULL;
         }
         return ctx;
     }
+    if (request_field_is_text(f))
+        return jsonin_text_create(value, len);
+    switch (f->kind) {
     case FIELD_LAYER: /* "all", or a number as the body has it */
         if (!strcmp(value, "all"))
             return cJSON_CreateString(value);

@@ -44,12 +44,13 @@ static bool read_sentence(struct request *req, struct request_input *in,
     if (!cJSON_IsString(sentence))
         return problem_set(pb, 422, at->pointer, "%s is %s; expected a string",
                            at->name, jsonin_kind(sentence));
-    const char *text = sentence->valuestring;
-    if (!request_reserve(req, attn_tokenize_bytes(strlen(text)), at->name, pb))
+    size_t len;
+    const char *text = jsonin_text(sentence, &len);
+    if (!request_reserve(req, attn_tokenize_bytes(len), at->name, pb))
         return false;
     struct attn_error err;
-    const attn_status st = attn_tokenize(text, strlen(text), &opts,
-                                         lim->max_tokens, &in->tokens, &err);
+    const attn_status st =
+        attn_tokenize(text, len, &opts, lim->max_tokens, &in->tokens, &err);
     if (st == ATTN_E_TOO_BIG)
         return problem_set(pb, 422, at->pointer,
                            "%s has more than %zu tokens (--max-tokens)",

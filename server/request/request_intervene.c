@@ -26,8 +26,7 @@ void request_interventions_free(struct request_interventions *iv)
 /* ------------------------------------------------------------ a token */
 
 bool request_read_token(const cJSON *v, const struct jpath *at,
-                        const struct model *m, uint32_t *id,
-                        struct problem *pb)
+                        const struct model *m, uint32_t *id, struct problem *pb)
 {
     if (cJSON_IsNumber(v)) {
         size_t got;
@@ -45,14 +44,17 @@ bool request_read_token(const cJSON *v, const struct jpath *at,
     const struct tok_options opts = {.max_tokens = 64, .no_special = true};
     struct tok_encoding enc;
     struct attn_error err;
-    const char *text = v->valuestring;
-    const attn_status st = tok_encode(&m->tokenizer, text, strlen(text), NULL,
-                                      0, &opts, &enc, &err);
+    size_t len;
+    const char *text = jsonin_text(v, &len);
+    char shown_text[256];
+    jsonin_show_text(text, len, shown_text, sizeof shown_text);
+    const attn_status st =
+        tok_encode(&m->tokenizer, text, len, NULL, 0, &opts, &enc, &err);
     if (st == ATTN_E_TOO_BIG)
         return problem_set(pb, 422, at->pointer,
-                           "%s (\"%.40s\") is many tokens of the model \"%s\", "
+                           "%s (%s) is many tokens of the model \"%s\", "
                            "not one",
-                           at->name, text, m->name);
+                           at->name, shown_text, m->name);
     if (st == ATTN_E_NOMEM)
         return problem_set(pb, 503, at->pointer, "out of memory");
     if (st != ATTN_OK)
@@ -75,14 +77,14 @@ bool request_read_token(const cJSON *v, const struct jpath *at,
     tok_encoding_free(&enc);
     if (!count)
         return problem_set(pb, 422, at->pointer,
-                           "%s (\"%.40s\") gives no token of the model \"%s\"; "
+                           "%s (%s) gives no token of the model \"%s\"; "
                            "expected exactly one",
-                           at->name, text, m->name);
+                           at->name, shown_text, m->name);
     return problem_set(pb, 422, at->pointer,
-                       "%s (\"%.40s\") is %zu tokens of the model \"%s\" "
+                       "%s (%s) is %zu tokens of the model \"%s\" "
                        "(%s%s), not one: name a single token, by its text or "
                        "its id",
-                       at->name, text, count, m->name, shown,
+                       at->name, shown_text, count, m->name, shown,
                        count > SHOWN ? ", ..." : "");
 }
 
@@ -216,8 +218,8 @@ static void make_edits(struct request_interventions *iv)
     for (size_t k = 0; k < iv->n_ablate; k++) {
         const struct request_ablation *a = &iv->ablate[k];
         const struct xf_edit edit = {.site = XF_SITE_Z,
-                                     .op = a->mean ? XF_EDIT_MEAN
-                                                   : XF_EDIT_ZERO,
+                                     .op =
+                                         a->mean ? XF_EDIT_MEAN : XF_EDIT_ZERO,
                                      .layer = a->layer,
                                      .head = a->head,
                                      .position = XF_ALL};
@@ -306,7 +308,8 @@ static bool read_dla(struct request *req, const cJSON *root,
         cJSON_GetObjectItemCaseSensitive(root, "dla_position");
     if (!iv->dla) {
         if (target || position)
-            return problem_set(pb, 422, target ? "/dla_target" : "/dla_position",
+            return problem_set(pb, 422,
+                               target ? "/dla_target" : "/dla_position",
                                "%s is for direct logit attribution: add "
                                "\"dla\" to return, or leave it out",
                                target ? "dla_target" : "dla_position");
@@ -343,8 +346,7 @@ static bool read_dla(struct request *req, const cJSON *root,
     iv->dla_position = n - 1;
     if (position) {
         jpath_root(&at, "dla_position");
-        if (!jsonin_size(position, &at, 0, SIZE_MAX - 1, &iv->dla_position,
-                         pb))
+        if (!jsonin_size(position, &at, 0, SIZE_MAX - 1, &iv->dla_position, pb))
             return false;
         if (iv->dla_position >= n)
             return problem_set(pb, 422, at.pointer,

@@ -131,14 +131,14 @@ static bool read_layer(struct request *req, const cJSON *v,
 }
 
 static bool read_text(const cJSON *v, const char *name, const char **text,
-                      struct problem *pb)
+                      size_t *len, struct problem *pb)
 {
     struct jpath at;
     jpath_root(&at, name);
     if (!cJSON_IsString(v))
         return problem_set(pb, 422, at.pointer, "%s is %s; expected a string",
                            name, jsonin_kind(v));
-    *text = v->valuestring;
+    *text = jsonin_text(v, len);
     return true;
 }
 
@@ -260,8 +260,9 @@ static bool encode(struct request *req, const cJSON *root,
         return problem_set(pb, 422, "/sentence",
                            "a request on a model needs a sentence (and may "
                            "add sentence_b), or a probe");
-    if (!read_text(va, "sentence", &a, pb) ||
-        (vb && !read_text(vb, "sentence_b", &b, pb)))
+    size_t a_len = 0, b_len = 0;
+    if (!read_text(va, "sentence", &a, &a_len, pb) ||
+        (vb && !read_text(vb, "sentence_b", &b, &b_len, pb)))
         return false;
     if (b && !m->xf.arch.token_types)
         return problem_set(pb, 422, "/sentence_b",
@@ -274,7 +275,6 @@ static bool encode(struct request *req, const cJSON *root,
                            "(type_vocab_size 1): it takes no sentence_b",
                            m->name);
     req->model.pair = b != NULL;
-    const size_t a_len = strlen(a), b_len = b ? strlen(b) : 0;
     if (!request_reserve(req, tok_encode_bytes(&m->tokenizer, a_len, b_len),
                          "sentence", pb))
         return false;

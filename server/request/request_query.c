@@ -5,6 +5,7 @@
  * labels, special, color_scale, pool, pool_size) are read for GET and POST
  * alike.
  */
+#include "jsonin.h"
 #include "request_fields.h"
 #include "request_steps.h"
 
@@ -18,16 +19,48 @@ bool request_is_png_param(const char *key)
     return f && f->kind == FIELD_PNG;
 }
 
+bool request_query_values_ok(const struct request_param *p,
+                             const size_t *value_len, size_t n,
+                             struct problem *pb)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct request_field *f = request_field_find(p[i].key);
+        if (!memchr(p[i].value, 0, value_len[i]) ||
+            (f && request_field_is_text(f)))
+            continue;
+        char shown[256];
+        jsonin_show_text(p[i].value, value_len[i], shown, sizeof shown);
+        char at[80];
+        snprintf(at, sizeof at, "/%.70s", p[i].key);
+        return problem_set(pb, 422, at,
+                           "%.60s (%s) holds a NUL character (%%00), which "
+                           "only a text a tokenizer reads may hold "
+                           "(sentence, sentence_b, context)",
+                           p[i].key, shown);
+    }
+    return true;
+}
+
 bool request_parse_query(struct request *req, const struct request_param *p,
                          size_t n, const struct request_limits *lim,
                          struct problem *pb)
 {
+    return request_parse_query_n(req, p, NULL, n, lim, pb);
+}
+
+bool request_parse_query_n(struct request *req, const struct request_param *p,
+                           const size_t *value_len, size_t n,
+                           const struct request_limits *lim, struct problem *pb)
+{
+    if (value_len && !request_query_values_ok(p, value_len, n, pb))
+        return false;
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return problem_set(pb, 503, "", "out of memory");
     bool ok = true;
     for (size_t i = 0; i < n && ok; i++) {
         const struct request_field *f = request_field_find(p[i].key);
+        const size_t len = value_len ? value_len[i] : strlen(p[i].value);
         if (f && f->kind == FIELD_PNG)
             continue;
         if (!f || !(f->where & FIELD_IN_QUERY)) {
@@ -47,7 +80,7 @@ bool request_parse_query(struct request *req, const struct request_param *p,
             break;
         }
         problem_set(pb, 503, "", "out of memory");
-        cJSON *v = request_field_from_query(f, p[i].value, pb);
+        cJSON *v = request_field_from_query(f, p[i].value, len, pb);
         ok = v && cJSON_AddItemToObject(root, p[i].key, v);
         if (v && !ok)
             cJSON_Delete(v);

@@ -729,21 +729,21 @@ static void test_refusals(void **state)
     assert_int_equal(t.status, 400);
     assert_non_null(strstr(t.body, "unexpected data"));
     reply_free(&t);
-    // a NUL would cut a string short: refused, naming where it stands
+    // a NUL would cut a name short: refused, naming where it stands (a
+    // text keeps it: test_nul.c)
     assert_true(post_json(&srv, "/patch",
                           "{\"model\":\"llama3\\u0000x\",\"clean\":\"a\","
                           "\"corrupted\":\"b\",\"metric\":{\"kind\":"
                           "\"logprob\",\"target\":5}}",
                           &t));
     assert_int_equal(t.status, 422);
-    assert_non_null(strstr(t.body, "NUL character (\\\\u0000) in a string at "
-                                   "byte 16"));
+    assert_non_null(strstr(t.body, "\"pointer\":\"/model\""));
+    assert_non_null(strstr(t.body, "holds a NUL character (\\\\u0000)"));
     reply_free(&t);
     assert_true(http_call(
         &srv, "GET", "/attention?model=llama3&sentence=a%00b&return=", NULL, 0,
         NULL, &t));
-    assert_int_equal(t.status, 422);
-    assert_non_null(strstr(t.body, "'sentence' holds a NUL character (%00)"));
+    assert_int_equal(t.status, 200);
     reply_free(&t);
     // the diverging map is /patch's: weights are never negative
     struct reply r;
