@@ -23,6 +23,9 @@ const { Tokenizer } = tk;
 const pkgVersion = (name) =>
   JSON.parse(readFileSync(`node_modules/${name}/package.json`, "utf8")).version;
 
+// the C0 controls and DEL
+const CONTROLS = [...Array(32).keys(), 0x7f].map((c) => String.fromCharCode(c));
+
 const TEXTS = [
   "",
   "Hello world",
@@ -69,6 +72,14 @@ const TEXTS = [
   "\u01C5ungla \u01C8ubljana \u02B0\u02B2a \u216B\u217B \u00BD \u00B2 \u0660\u0661",
   "\u0928\u092E\u0938\u094D\u0924\u0947 \u0926\u0941\u0928\u093F\u092F\u093E \u0645\u064E\u0631\u0652\u062D\u064E\u0628\u064B\u0627 \u0E2A\u0E27\u0E31\u0E2A\u0E14\u0E35",
   "path/to/file.txt // c\n/* x */\n!!/\n\r\n?\n/ \u0301x \u0301 \u0300\u0301",
+  // NUL and every other control character (0x00-0x1F, 0x7F): alone, all
+  // together, inside words, next to spaces and at both ends
+  "\u0000",
+  "\u0000\u0000 \u0000",
+  "\u0000start mid\u0000dle end\u0000",
+  CONTROLS.join(""),
+  CONTROLS.map((c) => "w" + c + "w").join(" "),
+  CONTROLS.map((c) => " " + c + " x" + c).join(""),
 ];
 
 // GPT-2's bytes_to_unicode, inverted: a byte-level token's characters
