@@ -39,6 +39,7 @@
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
+#include "head_product.h"
 #include "row_measures.h"
 #include "value_weighted.h"
 #include "mask.h"
@@ -304,6 +305,7 @@ static attn_status workspace_init(struct forward *f, unsigned threads,
         s->online = PART(ONLINE);
         s->out = PART(OUT);
         s->panel = PART(PANEL);
+        s->kt = PART(KT);
         for (int i = Q; i < N_PARTS; i++)
             if (count[i]) {
                 size_t bytes = count[i] * elem[i] + WS_ALIGN - 1;
@@ -443,9 +445,8 @@ static void head_full(struct forward *f, const struct block *bk,
     float *s = (c->want & ATTN_WANT_SCORES) ? f->res->scores + at : w;
 
     // S = scale * Q_a * K_g^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)m,
-                (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, bk->k + g * dk,
-                (int)bk->ldk, 0.0f, s, (int)m);
+    head_scores(bk->q + a * dk, bk->ldq, bk->k + g * dk, bk->ldk, bk->rows, m,
+                dk, f->scale, s, m, sc->kt);
     if (c->softcap > 0.0f)
         for (size_t r = 0; r < bk->rows; r++)
             softmax_softcap(s + r * m, m, c->softcap);
@@ -487,28 +488,27 @@ static void head_full(struct forward *f, const struct block *bk,
     }
     if (f->paths.need_pv)
         // head_a = P * V_g
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk->rows,
-                    (int)dv, (int)m, 1.0f, w, (int)m, bk->v + g * dv,
-                    (int)bk->ldv, 0.0f, bk->heads + a * dv, (int)(h * dv));
+        head_values(w, m, bk->v + g * dv, bk->ldv, bk->rows, m, dv, 0.0f,
+                    bk->heads + a * dv, h * dv);
 }
 
 /* Streaming path, one block of keys for head a: fold keys [j0, j0 + nj)
  * into the running softmax of each row and into its head output.
  * k, v: the rows of key j0 in K and V (ld bk->ldk, bk->ldv); out: the
  * block's head a output (ld h * d_v); online: [rows]. */
-static void stream_keys(struct forward *f, const struct block *bk, float *tile,
-                        struct softmax_online *online, float *out, size_t a,
-                        size_t g, size_t j0, size_t nj, const float *k,
-                        const float *v)
+static void stream_keys(struct forward *f, const struct block *bk,
+                        struct scratch *sc, struct softmax_online *online,
+                        float *out, size_t a, size_t g, size_t j0, size_t nj,
+                        const float *k, const float *v)
 {
     const struct attn_config *c = f->cfg;
     const size_t dk = c->d_k, dv = c->d_v, ldh = c->heads * dv;
     const size_t ldt = f->tile_ld;
+    float *tile = sc->tile;
     const struct mask_view mv = mask_view_head(&bk->mv, a);
     // S = scale * Q_a * K_g[j0 : j0 + nj]^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)bk->rows, (int)nj,
-                (int)dk, f->scale, bk->q + a * dk, (int)bk->ldq, k + g * dk,
-                (int)bk->ldk, 0.0f, tile, (int)ldt);
+    head_scores(bk->q + a * dk, bk->ldq, k + g * dk, bk->ldk, bk->rows, nj, dk,
+                f->scale, tile, ldt, sc->kt);
     for (size_t r = 0; r < bk->rows; r++) {
         float *row = tile + r * ldt;
         const size_t i = bk->r0 + r;
@@ -528,9 +528,8 @@ static void stream_keys(struct forward *f, const struct block *bk, float *tile,
             dropout_row(f, bk->b, a, i, j0, row, nj);
     }
     // head_a += exp(S - max) * V_g[j0 : j0 + nj]
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)bk->rows,
-                (int)dv, (int)nj, 1.0f, tile, (int)ldt, v + g * dv,
-                (int)bk->ldv, 1.0f, out, (int)ldh);
+    head_values(tile, ldt, v + g * dv, bk->ldv, bk->rows, nj, dv, 1.0f, out,
+                ldh);
 }
 
 /* Whether a causal block has no key at or after j0 that any row sees;
@@ -577,7 +576,7 @@ static void head_streaming(struct forward *f, const struct block *bk,
     stream_start(bk, dv, c->heads * dv, sc->online, out);
     for (size_t j0 = 0; j0 < m && !keys_all_in_future(f, bk, j0); j0 += ldt) {
         const size_t nj = m - j0 < ldt ? m - j0 : ldt;
-        stream_keys(f, bk, sc->tile, sc->online, out, a, g, j0, nj,
+        stream_keys(f, bk, sc, sc->online, out, a, g, j0, nj,
                     bk->k + j0 * bk->ldk, bk->v + j0 * bk->ldv);
     }
     stream_finish(f, bk, sc->online, out);
@@ -908,7 +907,7 @@ static void key_outer_attend(struct forward *f, size_t unit, struct scratch *sc)
         return;
     const size_t group = c->heads / c->kv_heads;
     for (size_t a = 0; a < c->heads; a++)
-        stream_keys(f, &bk, sc->tile, f->online_seq + a * c->n_query + bk.r0,
+        stream_keys(f, &bk, sc, f->online_seq + a * c->n_query + bk.r0,
                     bk.heads + a * c->d_v, a, a / group, f->j0, f->nj, f->k,
                     f->v);
 }

@@ -7,6 +7,7 @@
 #define _DEFAULT_SOURCE
 
 #include "forward_plan.h"
+#include "head_product.h"
 #include "row_measures.h"
 #include "value_weighted.h"
 #include "widen.h"
@@ -154,6 +155,8 @@ void forward_workspace(const struct attn_config *c, const struct paths *p,
             count[TILE] = SIZE_MAX;
     if (projected)
         count[PANEL] = forward_panel_floats(c);
+    if (p->full_path || p->need_pv)
+        count[KT] = head_scores_scratch(c->d_k);
 
     struct ws_plan pl = {0, false};
     for (int i = 0; i < N_PARTS; i++) {

@@ -33,6 +33,8 @@ struct scratch {
                      16-bit weights widened a panel at a time; the rows a
                      streamed product packs (stream_product.h); NULL
                      where neither applies */
+    float *kt;    /* [d_k][HEAD_KEY_COLS] where head_scores() needs it:
+                     a block of keys transposed */
 };
 
 /* Which way a pass goes and how it is cut, from the config alone. */
@@ -74,6 +76,7 @@ enum {
     ONLINE,
     OUT,
     PANEL,
+    KT,
     N_PARTS
 };
 
