@@ -263,8 +263,8 @@ static bool text_of_ids(struct openai_request *o, const struct model *m,
 }
 
 /* The texts a tokenizer reads: a completion's prompt, alone or the one
- * of an array. A chat's messages are rendered by a template, which reads
- * C strings: a NUL in them is refused. */
+ * of an array. A chat has none: its messages are rendered by a template,
+ * which reads C strings, so a NUL in them is refused. */
 static const char *const openai_texts[] = {"/prompt", "/prompt/*", NULL};
 
 /* prompt: a string, an array of token ids, or either alone in an array
@@ -500,7 +500,8 @@ bool openai_parse(struct openai_request *o, enum openai_route route,
     struct generate_request *g = &o->g;
     request_init(&g->req);
     g->req.hold = hold;
-    cJSON *root = jsonin_parse_body(body, len, openai_texts, pb);
+    cJSON *root = jsonin_parse_body(
+        body, len, route == OPENAI_COMPLETIONS ? openai_texts : NULL, pb);
     if (!root)
         return false;
     bool ok = cJSON_IsObject(root) ||
