@@ -348,16 +348,23 @@ static void test_echoes_escape(void **state)
     assert_memory_equal(text, controls, n);
     cJSON_Delete(d);
     cJSON_Delete(t);
-    // NUL's own token reads <0x00> (docs/tokenizers.md)
+    // NUL's own token reads <0x00> (docs/tokenizers.md); decoded, U+FFFD
     t = post(
         "/tokenize",
-        "{\"model\":\"gpt2\",\"prompt\":\"\\u0000\",\"add_special_tokens\":"
+        "{\"model\":\"gpt2\",\"prompt\":\"a\\u0000\",\"add_special_tokens\":"
         "false,\"return_token_strs\":true}",
         200);
     assert_string_equal(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(t, "token_strs"), 0)
+        cJSON_GetArrayItem(cJSON_GetObjectItem(t, "token_strs"), 1)
             ->valuestring,
         "<0x00>");
+    ids = cJSON_PrintUnformatted(cJSON_GetObjectItem(t, "tokens"));
+    snprintf(body, sizeof body, "{\"model\":\"gpt2\",\"tokens\":%s}", ids);
+    free(ids);
+    d = post("/detokenize", body, 200);
+    assert_string_equal(cJSON_GetObjectItem(d, "prompt")->valuestring,
+                        "a\xEF\xBF\xBD");
+    cJSON_Delete(d);
     cJSON_Delete(t);
 }
 
