@@ -48,6 +48,7 @@
 #include "posenc.h"
 #include "rng.h"
 #include "softmax.h"
+#include "vecmath.h"
 #include "widen.h"
 #include "workspace.h"
 
@@ -196,26 +197,48 @@ static void note_overflow(struct forward *f, size_t b, size_t row)
     }
 }
 
-/* Whether a[0 .. count) holds no NaN and no infinity: four floats at a
- * time (a width every x86-64 has), with no branch per value, since the
- * answer is almost always yes. x - x is 0 for a finite x and NaN for the
- * others. */
-static bool rows_finite(const float *a, size_t count)
+/* Whether a[0 .. count) holds no NaN and no infinity: a vector of VF at
+ * a time, with no branch per value, since the answer is almost always
+ * yes. x - x is 0 for a finite x and NaN for the others. */
+#define ROWS_FINITE_BODY(VF, VI, LANES)                                        \
+    VF v;                                                                      \
+    VI bad = {0};                                                              \
+    size_t e = 0;                                                              \
+    for (; e + (LANES) <= count; e += (LANES)) {                               \
+        memcpy(&v, a + e, sizeof v);                                           \
+        v -= v;                                                                \
+        bad |= v != v;                                                         \
+    }                                                                          \
+    int32_t any = 0;                                                           \
+    for (int l = 0; l < (LANES); l++)                                          \
+        any |= bad[l];                                                         \
+    for (; e < count; e++)                                                     \
+        any |= !isfinite(a[e]);                                                \
+    return any == 0
+
+/* four floats at a time: a width every x86-64 has */
+static bool rows_finite_plain(const float *a, size_t count)
 {
     typedef float v4f __attribute__((vector_size(16)));
     typedef int32_t v4i __attribute__((vector_size(16)));
-    v4f v;
-    v4i bad = {0};
-    size_t e = 0;
-    for (; e + 4 <= count; e += 4) {
-        memcpy(&v, a + e, sizeof v);
-        v -= v;
-        bad |= v != v;
-    }
-    int32_t any = bad[0] | bad[1] | bad[2] | bad[3];
-    for (; e < count; e++)
-        any |= !isfinite(a[e]);
-    return any == 0;
+    ROWS_FINITE_BODY(v4f, v4i, 4);
+}
+
+#if HAVE_AVX2_BUILD
+AVX512_TARGET static bool rows_finite_avx512(const float *a, size_t count)
+{
+    ROWS_FINITE_BODY(v16f, v16i, 16);
+}
+#endif
+#undef ROWS_FINITE_BODY
+
+static bool rows_finite(const float *a, size_t count)
+{
+#if HAVE_AVX2_BUILD
+    if (vec_isa_best() == VEC_ISA_AVX512)
+        return rows_finite_avx512(a, count);
+#endif
+    return rows_finite_plain(a, count);
 }
 
 static const char *nonfinite_name(float v)
