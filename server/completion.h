@@ -28,7 +28,8 @@ struct completion {
     struct http_server *srv;
     struct openai_request o;
     struct decoding decoding;
-    /* whole: the exchange waiting, suspended, for its answer */
+    /* whole, or waiting for its place in the batch: the exchange,
+     * suspended, waiting for its answer */
     struct exchange *ex;
     struct MHD_Connection *conn;
     /* streamed: the chunks, and the reservation taken over from the
@@ -37,6 +38,10 @@ struct completion {
     struct budget_hold hold;
     struct xf_result result; /* the whole sequence's, for "attention" */
     double flops;
+    bool scored;                 /* the prompt's scoring, when asked, did
+                                    not fail ... */
+    struct problem score_problem; /* ... or how it failed */
+    struct batch_ticket ticket;   /* its place in the line for a slot */
     char id[48];
     long long created;
     size_t text_end;     /* bytes of the text that are the completion's: not
@@ -112,9 +117,15 @@ bool completion_choice(struct buf *b, const struct completion *c);
 
 /* ----------------------------------------------- completion_run.c */
 
-/* decoding's hooks: each new token, and whether its client is gone. */
+/* A streamed chunk's most bytes that a slow client must have room for
+ * before the next token is made for it. */
+#define COMPLETION_CHUNK_ROOM ((size_t)256 << 10)
+
+/* decoding's hooks: each new token, whether its client is gone, and
+ * whether it can take the next chunk now. */
 bool completion_token(void *arg, const struct decode_step *step);
 bool completion_gone(void *arg);
+bool completion_ready(void *arg);
 
 /* The compute pool's turn (struct job's run), and its refusal when the
  * pool closed first: the generation, then its answer or its chunks'

@@ -342,25 +342,19 @@ static void send_echo(struct completion *c)
         0;
 }
 
-void completion_run(struct job *job, double waited)
+/* The end (decoding.h's ended, or straight after the prompt when no
+ * token is asked for), on the compute pool: the answer, or the chunks'
+ * end, or the failure. */
+static void completion_ended(void *arg)
 {
-    struct completion *c = completion_of_job(job);
-    metrics_queue_wait(waited);
-    metrics_computation_started();
+    struct completion *c = arg;
     struct decoding *d = &c->decoding;
     struct models_entry *entry = c->o.g.req.model.entry;
     const double flops = c->flops;
     struct MHD_Connection *conn = c->conn;
     const bool whole = c->events == NULL;
-    struct problem pb;
-    const bool scored = !(c->o.echo && c->o.logprobs) || score_prompt(c, &pb);
-    if (scored && c->events && c->o.echo)
-        send_echo(c);
-    if (scored && c->o.g.max_new)
-        decoding_run(d);
-    else
-        d->why = DECODE_LENGTH;
-    if (!scored) {
+    struct problem pb = c->score_problem;
+    if (!c->scored) {
         if (whole) {
             reply_prepare_problem(c->ex, &pb);
             completion_free(c);
@@ -392,10 +386,38 @@ void completion_run(struct job *job, double waited)
         MHD_resume_connection(conn);
 }
 
+bool completion_ready(void *arg)
+{
+    const struct completion *c = arg;
+    return !c->events || event_stream_ready(c->events, COMPLETION_CHUNK_ROOM);
+}
+
+void completion_run(struct job *job, double waited)
+{
+    struct completion *c = completion_of_job(job);
+    metrics_queue_wait(waited);
+    metrics_computation_started();
+    struct decoding *d = &c->decoding;
+    d->ended = completion_ended;
+    d->ready = completion_ready;
+    c->scored =
+        !(c->o.echo && c->o.logprobs) || score_prompt(c, &c->score_problem);
+    if (c->scored && c->events && c->o.echo)
+        send_echo(c);
+    if (c->scored && c->o.g.max_new) {
+        decoding_start(d, c->srv->batcher, &c->srv->workers);
+        return;
+    }
+    batcher_release(c->srv->batcher);
+    d->why = DECODE_LENGTH;
+    completion_ended(c);
+}
+
 /* The pool closed before its turn: the server is stopping. */
 void completion_refuse(struct job *job)
 {
     struct completion *c = completion_of_job(job);
+    batcher_release(c->srv->batcher);
     if (c->events) {
         send_error(c, &c->srv->stopping);
         return;

@@ -1,6 +1,7 @@
 /*
  * decoding.c - a decoder's generation loop (decoding.h).
  */
+#include "batcher.h"
 #include "decoding.h"
 #include "exchange.h"
 #include "models.h"
@@ -66,8 +67,9 @@ size_t decoding_scratch_bytes(const struct decoding *d)
  * last position's row into row. An ablation's means are the prompt's,
  * also when the whole sequence runs again. */
 static attn_status cached(const struct decoding *d, struct xf_cache *cache,
-                          const uint32_t *ids, size_t n, float *out, float *row,
-                          size_t *keys, struct attn_error *err)
+                          const uint32_t *ids, size_t n, unsigned threads,
+                          float *out, float *row, size_t *keys,
+                          struct attn_error *err)
 {
     const struct xf_model *x = &d->g->req.model.entry->model->xf;
     const struct xf_run *asked = &d->g->req.model.run;
@@ -76,7 +78,7 @@ static attn_status cached(const struct decoding *d, struct xf_cache *cache,
                                .want = XF_WANT_LOGITS | d->row_want,
                                .layer =
                                    d->row_want ? asked->layer : XF_ALL_LAYERS,
-                               .threads = 1,
+                               .threads = threads,
                                .cache = cache,
                                .edits = asked->edits,
                                .n_edits = asked->n_edits,
@@ -103,83 +105,199 @@ static attn_status cached(const struct decoding *d, struct xf_cache *cache,
     return ATTN_OK;
 }
 
-void decoding_run(struct decoding *d)
+/* The token after logits: chosen, appended to the encoding and the
+ * text, handed to the route's hook, and checked against the stops.
+ * false when the generation has ended (its outcome set). */
+bool decoding_take(struct decoding *d, const float *logits)
 {
     struct generate_request *g = d->g;
     const struct model *m = g->req.model.entry->model;
-    const struct xf_model *x = &m->xf;
-    const size_t vocab = x->vocab_size;
     struct tok_encoding *enc = &g->req.model.enc;
-    float *logits = malloc(vocab * sizeof *logits);
-    struct xf_candidate *scratch = malloc(vocab * sizeof *scratch);
-    float *row =
-        d->row_want ? malloc(row_floats(d, d->capacity) * sizeof *row) : NULL;
-    struct xf_cache cache = {0};
-    d->st = logits && scratch && (row || !d->row_want)
-                ? xf_cache_init(x, d->capacity, &cache, &d->err)
+    const size_t t = d->run.made;
+    const uint32_t id =
+        xf_sample(logits, m->xf.vocab_size, &g->sampling, t, d->run.sort);
+    enc->ids[enc->count] = id;
+    enc->type_ids[enc->count] = 0;
+    enc->added[enc->count] = 0;
+    enc->count++;
+    d->run.made++;
+    const size_t before = d->text.len;
+    if (!(d->skip_special && tok_token_special(&m->tokenizer, id)) &&
+        !token_text_append(&d->text, m, id)) {
+        d->st = ATTN_E_NOMEM;
+        return false;
+    }
+    metrics_generated_token(seconds_since(&d->run.last));
+    clock_gettime(CLOCK_MONOTONIC, &d->run.last);
+    const struct decode_step step = {.index = t,
+                                     .id = id,
+                                     .logits = logits,
+                                     .row = d->run.row,
+                                     .keys = d->run.cache.len,
+                                     .text_before = before};
+    if (!d->token(d->arg, &step)) {
+        d->abandoned = true;
+        return false;
+    }
+    if (is_eos(m, id)) {
+        d->why = DECODE_EOS;
+        return false;
+    }
+    if (stopped(d, before, &d->stop_at)) {
+        d->why = DECODE_STOP;
+        return false;
+    }
+    return d->run.made < g->max_new;
+}
+
+bool decoding_alone(struct decoding *d, unsigned threads)
+{
+    struct tok_encoding *enc = &d->g->req.model.enc;
+    const uint32_t *next = &enc->ids[enc->count - 1];
+    size_t n = 1;
+    // a longrope model turns every position by its long factors once
+    // the sequence outgrows its original length: the cache's keys,
+    // turned by the short ones, are dropped and the whole sequence
+    // runs again, as transformers' Phi-3 drops its cache there
+    if (decoding_outgrown(d)) {
+        d->run.cache.len = 0;
+        next = enc->ids;
+        n = enc->count;
+    }
+    size_t keys = 0;
+    d->st = cached(d, &d->run.cache, next, n, threads, d->run.logits,
+                   d->run.row, &keys, &d->err);
+    return d->st == ATTN_OK && decoding_take(d, d->run.logits);
+}
+
+bool decoding_outgrown(const struct decoding *d)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    return xf_cache_outgrown(x, &d->run.cache, 1);
+}
+
+enum decode_turn decoding_turn(struct decoding *d)
+{
+    if (d->cancel && atomic_load(d->cancel)) {
+        d->st = ATTN_E_CANCELLED;
+        d->err = (struct attn_error){.message = "the computation was "
+                                                "cancelled"};
+        return DECODE_ENDED;
+    }
+    if (d->gone(d->arg)) {
+        d->abandoned = true;
+        return DECODE_ENDED;
+    }
+    return d->ready && !d->ready(d->arg) ? DECODE_WAITS : DECODE_TAKES;
+}
+
+void decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *id)
+{
+    const struct xf_run *asked = &d->g->req.model.run;
+    const struct tok_encoding *enc = &d->g->req.model.enc;
+    *seq = (struct xf_seq){
+        .cache = &d->run.cache,
+        .edits = asked->edits,
+        .n_edits = asked->n_edits,
+        .layer = d->row_want ? asked->layer : XF_ALL_LAYERS,
+        .weights = d->row_want == XF_WANT_WEIGHTS ? d->run.row : NULL,
+        .mean_weights =
+            d->row_want == XF_WANT_MEAN_WEIGHTS ? d->run.row : NULL};
+    *id = enc->ids[enc->count - 1];
+}
+
+void decoding_fail(struct decoding *d, attn_status st,
+                   const struct attn_error *err)
+{
+    d->st = st;
+    if (err)
+        d->err = *err;
+}
+
+static void run_ended(struct job *job, double waited)
+{
+    (void)waited;
+    struct decoding *d =
+        (struct decoding *)(void *)((char *)job -
+                                    offsetof(struct decoding, run.end_job));
+    d->ended(d->arg);
+}
+
+/* Its cache and scratch freed. */
+static void release(struct decoding *d)
+{
+    xf_cache_free(&d->run.cache);
+    free(d->run.row);
+    free(d->run.sort);
+    free(d->run.logits);
+    d->run.row = NULL;
+    d->run.sort = NULL;
+    d->run.logits = NULL;
+}
+
+void decoding_end(struct decoding *d)
+{
+    release(d);
+    d->run.end_job.run = run_ended;
+    d->run.end_job.refuse = NULL;
+    if (!d->run.workers ||
+        !workers_submit_owed(d->run.workers, &d->run.end_job))
+        d->ended(d->arg);
+}
+
+/* The scratch, the cache, the prompt's pass and the first token: false
+ * when the generation has ended already (its outcome says how). */
+static bool begin(struct decoding *d)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    const size_t vocab = x->vocab_size;
+    struct tok_encoding *enc = &d->g->req.model.enc;
+    d->run.workers = NULL;
+    d->run.made = 0;
+    d->run.logits = malloc(vocab * sizeof *d->run.logits);
+    d->run.sort = malloc(vocab * sizeof *d->run.sort);
+    d->run.row =
+        d->row_want ? malloc(row_floats(d, d->capacity) * sizeof(float)) : NULL;
+    d->st = d->run.logits && d->run.sort && (d->run.row || !d->row_want)
+                ? xf_cache_init(x, d->capacity, &d->run.cache, &d->err)
                 : ATTN_E_NOMEM;
     d->why = DECODE_LENGTH;
     d->abandoned = false;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const uint32_t *next = enc->ids;
-    size_t n = enc->count;
-    for (size_t t = 0; d->st == ATTN_OK && t < g->max_new; t++) {
-        if (d->gone(d->arg)) {
-            d->abandoned = true;
-            break;
-        }
-        // a longrope model turns every position by its long factors once
-        // the sequence outgrows its original length: the cache's keys,
-        // turned by the short ones, are dropped and the whole sequence
-        // runs again, as transformers' Phi-3 drops its cache there
-        if (xf_cache_outgrown(x, &cache, n)) {
-            cache.len = 0;
-            next = enc->ids;
-            n = enc->count;
-        }
-        size_t keys = 0;
-        d->st = cached(d, &cache, next, n, logits, row, &keys, &d->err);
-        if (d->st != ATTN_OK)
-            break;
-        const uint32_t id = xf_sample(logits, vocab, &g->sampling, t, scratch);
-        enc->ids[enc->count] = id;
-        enc->type_ids[enc->count] = 0;
-        enc->added[enc->count] = 0;
-        enc->count++;
-        const size_t before = d->text.len;
-        if (!(d->skip_special && tok_token_special(&m->tokenizer, id)) &&
-            !token_text_append(&d->text, m, id)) {
-            d->st = ATTN_E_NOMEM;
-            break;
-        }
-        metrics_generated_token(seconds_since(&t0));
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        const struct decode_step step = {.index = t,
-                                         .id = id,
-                                         .logits = logits,
-                                         .row = row,
-                                         .keys = keys,
-                                         .text_before = before};
-        if (!d->token(d->arg, &step)) {
-            d->abandoned = true;
-            break;
-        }
-        if (is_eos(m, id)) {
-            d->why = DECODE_EOS;
-            break;
-        }
-        if (stopped(d, before, &d->stop_at)) {
-            d->why = DECODE_STOP;
-            break;
-        }
-        next = &enc->ids[enc->count - 1];
-        n = 1;
+    clock_gettime(CLOCK_MONOTONIC, &d->run.last);
+    if (d->st != ATTN_OK || d->g->max_new == 0)
+        return false;
+    if (d->gone(d->arg)) {
+        d->abandoned = true;
+        return false;
     }
-    xf_cache_free(&cache);
-    free(row);
-    free(scratch);
-    free(logits);
+    size_t keys = 0;
+    d->st = cached(d, &d->run.cache, enc->ids, enc->count, 1, d->run.logits,
+                   d->run.row, &keys, &d->err);
+    return d->st == ATTN_OK && decoding_take(d, d->run.logits);
+}
+
+void decoding_start(struct decoding *d, struct batcher *b,
+                    struct workers *workers)
+{
+    if (begin(d)) {
+        d->run.workers = workers; /* ended() from the batch's thread */
+        batcher_join(b, d);
+        return;
+    }
+    batcher_release(b);
+    decoding_end(d); /* here, on the pool */
+}
+
+void decoding_run(struct decoding *d)
+{
+    bool more = begin(d);
+    while (more) {
+        const enum decode_turn turn = decoding_turn(d);
+        if (turn == DECODE_ENDED)
+            break;
+        more = turn == DECODE_WAITS || decoding_alone(d, 1);
+    }
+    release(d);
 }
 
 /* ------------------------------------------------------------ the plan */

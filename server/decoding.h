@@ -11,6 +11,7 @@
 
 #include "buf.h"
 #include "generate_request.h"
+#include "workers.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -33,6 +34,9 @@ struct decode_step {
 enum decode_finish { DECODE_EOS, DECODE_STOP, DECODE_LENGTH };
 extern const char *const decode_finish_names[]; /* "eos", "stop", "length" */
 
+struct batcher;
+struct workers;
+
 struct decoding {
     struct generate_request *g; /* borrowed: the prompt (its encoding,
                                    widened to capacity, takes each new
@@ -54,6 +58,12 @@ struct decoding {
     bool (*token)(void *arg, const struct decode_step *step);
     /* is the client gone? asked before each token's work */
     bool (*gone)(void *arg);
+    /* NULL, or: can the client take the next token's writing now? While
+     * it cannot, the generation sits out the batch's steps */
+    bool (*ready)(void *arg);
+    /* the end, whatever the outcome, on the compute pool: the route's
+     * answer; the generation's memory but the text is freed by then */
+    void (*ended)(void *arg);
     void *arg;
     /* the field of how many tokens to make, which a refusal of the
      * length names ("/max_new_tokens", "/max_tokens") */
@@ -65,6 +75,18 @@ struct decoding {
                        begins */
     attn_status st; /* of the computation */
     struct attn_error err;
+    /* between its steps (decoding.c's, and batcher.c's list) */
+    struct {
+        struct xf_cache cache;
+        float *logits;             /* [vocab] */
+        struct xf_candidate *sort; /* [vocab] the sampler's */
+        float *row;                /* the token's rows, with row_want */
+        size_t made;               /* new tokens so far */
+        struct timespec last;      /* when the last one was made */
+        struct workers *workers;   /* where ended() runs */
+        struct job end_job;
+        struct decoding *next; /* the batcher's list of joiners */
+    } run;
 };
 
 /* Bytes of the step's scratch beyond the cache: the logits, the
@@ -88,8 +110,55 @@ bool decoding_plan(const struct decoding *d, const struct request_limits *lim,
                    size_t per_token_bytes, double extra_bytes, double *flops,
                    size_t *bytes, struct problem *pb);
 
-/* Run the generation d describes, calling its hooks, and fill its
- * outcome. The text is d's to free (buf_free()). */
+/*
+ * Start the generation d describes, on a worker of workers, holding a
+ * slot of b (batcher_admit()): the prompt starts its cache and chooses
+ * the first token; then the generation joins b's steps, or, ended
+ * already, gives its slot back. Either way d->ended() follows once, with
+ * the outcome in d. The text is d's to free (buf_free()).
+ */
+void decoding_start(struct decoding *d, struct batcher *b,
+                    struct workers *workers);
+
+/* The same generation alone on this thread, each token after its cache
+ * (the bits it gets in a batch), the hooks called but ended(): for the
+ * tests and tools that want a generation without a server. */
 void decoding_run(struct decoding *d);
+
+/* ----------------------------------- a generation's part in a step
+ * (batcher.c) */
+
+enum decode_turn {
+    DECODE_TAKES, /* its next token is to be made */
+    DECODE_WAITS, /* its client is behind: not this step */
+    DECODE_ENDED  /* it has ended (cancelled, or its client gone) */
+};
+
+/* Before a step: what d does in it. */
+enum decode_turn decoding_turn(struct decoding *d);
+
+/* Whether d's next token runs its whole sequence again rather than
+ * after its cache (a longrope model past its original length). */
+bool decoding_outgrown(const struct decoding *d);
+
+/* d's sequence in a step: its cache, edits and rows, and its token. */
+void decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *id);
+
+/* d's token from its logits [vocab] after a step: chosen, written, and
+ * checked against the stops. false when d has ended. */
+bool decoding_take(struct decoding *d, const float *logits);
+
+/* d's next token run alone on threads (a sequence run again whole, or a
+ * step that failed, run again one by one to find whose it was), then
+ * taken. false when d has ended (the outcome says how). */
+bool decoding_alone(struct decoding *d, unsigned threads);
+
+/* d fails as st and err say (a step that failed). */
+void decoding_fail(struct decoding *d, attn_status st,
+                   const struct attn_error *err);
+
+/* d has ended: its cache and scratch freed, and d->ended() handed to the
+ * compute pool (run here when the pool is closed). */
+void decoding_end(struct decoding *d);
 
 #endif

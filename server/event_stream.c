@@ -20,6 +20,8 @@ struct event_stream {
     double stall_seconds;
     const atomic_bool *cancel; /* the server's: a waiting writer gives up */
     bool suspended;            /* the reader found nothing and suspended conn */
+    bool behind;               /* event_stream_ready() found no room ... */
+    struct timespec behind_since; /* ... first then, since the last read */
     bool gone;     /* the response was freed, or the writer gave up */
     bool finished; /* the writer has written all but the tail */
     struct response_stream *tail;
@@ -95,6 +97,7 @@ static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max)
     ssize_t out = (ssize_t)n;
     if (n) {
         *s->sent += n;
+        s->behind = false;
         pthread_cond_broadcast(&s->drained);
     } else if (s->finished && !s->tail) {
         out = MHD_CONTENT_READER_END_OF_STREAM;
@@ -210,6 +213,28 @@ bool event_stream_write(struct event_stream *s, const char *data, size_t len)
     }
     pthread_mutex_unlock(&s->lock);
     return ok;
+}
+
+bool event_stream_ready(struct event_stream *s, size_t len)
+{
+    pthread_mutex_lock(&s->lock);
+    bool ready = s->gone || len <= s->cap - s->len || len > s->cap;
+    if (!ready) {
+        wake(s);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!s->behind) {
+            s->behind = true;
+            s->behind_since = now;
+        } else if ((double)(now.tv_sec - s->behind_since.tv_sec) +
+                       (double)(now.tv_nsec - s->behind_since.tv_nsec) * 1e-9 >=
+                   s->stall_seconds) {
+            s->gone = true; /* the client has stopped taking */
+            ready = true;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ready;
 }
 
 bool event_stream_gone(struct event_stream *s)

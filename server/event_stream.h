@@ -34,6 +34,13 @@ struct event_stream *event_stream_new(struct MHD_Connection *conn, size_t cap,
  * is gone or has taken nothing for the stall time. */
 bool event_stream_write(struct event_stream *s, const char *data, size_t len);
 
+/* Could len more bytes be written now without waiting for the client?
+ * false while the client is behind; once it has taken nothing for the
+ * stall time the stream is gone (and this true: the next write fails). A
+ * writer that serves others meanwhile asks this instead of waiting in
+ * event_stream_write(). */
+bool event_stream_ready(struct event_stream *s, size_t len);
+
 /* The client went away (or stalled): nothing more reaches it. */
 bool event_stream_gone(struct event_stream *s);
 

@@ -7,6 +7,7 @@
 #define ATTND_EXCHANGE_H
 
 #include "answer.h"
+#include "batcher.h"
 #include "budget.h"
 #include "buf.h"
 #include "deadlines.h"
@@ -36,6 +37,7 @@ struct http_server {
     atomic_bool cancel;     /* the drain's deadline passed: stop computing */
     atomic_int exchanges;   /* begun and not yet completed */
     struct workers workers; /* the compute pool */
+    struct batcher *batcher; /* the generations in flight, decoded together */
     struct deadlines deadlines;   /* --receive-seconds */
     struct problem stopping;      /* the answer once draining began */
     struct request_limits limits; /* of the flags, for every request */

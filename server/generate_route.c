@@ -19,6 +19,7 @@
  * send (event_stream.c). A client that goes away stops the work at the
  * next token; a drain's cancel too, with an error event.
  */
+#include "batcher.h"
 #include "decoding.h"
 #include "event_stream.h"
 #include "exchange.h"
@@ -45,6 +46,10 @@ enum event_format { EVENTS_SSE, EVENTS_NDJSON };
 
 struct generation {
     struct job job;
+    struct batch_ticket ticket; /* its place in the line for a slot */
+    struct exchange *ex;        /* while it waits there: the exchange,
+                                   suspended */
+    struct MHD_Connection *conn;
     struct http_server *srv;
     struct generate_request g;
     struct budget_hold hold; /* taken over from the exchange */
@@ -61,6 +66,12 @@ static struct generation *generation_of_job(struct job *job)
 {
     return (struct generation *)(void *)((char *)job -
                                          offsetof(struct generation, job));
+}
+
+static struct generation *generation_of_ticket(struct batch_ticket *t)
+{
+    return (struct generation *)(void *)((char *)t -
+                                         offsetof(struct generation, ticket));
 }
 
 static void generation_free(void *arg)
@@ -211,13 +222,21 @@ static bool generation_token(void *arg, const struct decode_step *step)
     return send_token(gen, step->index, step->id, top, n_top);
 }
 
-static void run_generation(struct job *job, double waited)
+/* Can the client take the next token's event now? (Its most: the top
+ * candidates' texts at their longest, escaped.) */
+static bool generation_ready(void *arg)
 {
-    struct generation *gen = generation_of_job(job);
-    metrics_queue_wait(waited);
-    metrics_computation_started();
+    struct generation *gen = arg;
+    const struct model *m = gen->g.req.model.entry->model;
+    return event_stream_ready(
+        gen->events, 4160 + gen->g.top_candidates * (96 + 6 * m->longest_text));
+}
+
+/* The end of the generation (decoding.h's ended), on the compute pool. */
+static void generation_ended(void *arg)
+{
+    struct generation *gen = arg;
     struct decoding *d = &gen->decoding;
-    decoding_run(d);
     // what outlives gen, which the last event may free
     struct models_entry *entry = gen->g.req.model.entry;
     const double flops = gen->flops;
@@ -237,10 +256,21 @@ static void run_generation(struct job *job, double waited)
     models_count(entry, flops);
 }
 
+/* Its prompt and first token, on the compute pool; its steps then go on
+ * in the batch. */
+static void run_generation(struct job *job, double waited)
+{
+    struct generation *gen = generation_of_job(job);
+    metrics_queue_wait(waited);
+    metrics_computation_started();
+    decoding_start(&gen->decoding, gen->srv->batcher, &gen->srv->workers);
+}
+
 /* The pool closed before its turn: the server is stopping. */
 static void refuse_generation(struct job *job)
 {
     struct generation *gen = generation_of_job(job);
+    batcher_release(gen->srv->batcher);
     send_error(gen, 503, "the server is stopping");
 }
 
@@ -259,6 +289,59 @@ static bool plan_generation(struct generation *gen,
                          (double)EVENT_BYTES + (double)sizeof *gen;
     return decoding_plan(&gen->decoding, lim, per_token, extra, &gen->flops,
                          bytes, pb);
+}
+
+/* The event stream to the client, and its response in *r. */
+static bool generation_stream(struct generation *gen, struct exchange *ex,
+                              struct MHD_Response **r)
+{
+    struct http_server *s = gen->srv;
+    gen->events =
+        event_stream_new(gen->conn, EVENT_BYTES, (double)s->opt.timeout,
+                         &ex->bytes_out, &s->cancel, r);
+    if (!gen->events)
+        return false;
+    MHD_add_response_header(*r, "Content-Type",
+                            gen->format == EVENTS_SSE ? "text/event-stream"
+                                                      : "application/x-ndjson");
+    MHD_add_response_header(*r, "Cache-Control", "no-store");
+    MHD_add_response_header(*r, "X-Accel-Buffering", "no");
+    return true;
+}
+
+/* A slot after waiting for one (on the batch's thread): the stream's
+ * response prepared, the prompt handed to the pool, the exchange back. */
+static void generation_granted(struct batch_ticket *t)
+{
+    struct generation *gen = generation_of_ticket(t);
+    struct exchange *ex = gen->ex;
+    struct MHD_Connection *conn = gen->conn;
+    struct MHD_Response *r = NULL;
+    if (!generation_stream(gen, ex, &r)) {
+        struct problem pb;
+        problem_set(&pb, 503, "", "out of memory");
+        batcher_release(gen->srv->batcher);
+        reply_prepare_problem(ex, &pb);
+        generation_free(gen);
+        MHD_resume_connection(conn);
+        return;
+    }
+    reply_prepare(ex, 200, r, 0);
+    gen->ex = NULL;
+    // owed: the slot was counted against the line it waited in
+    if (!workers_submit_owed(&gen->srv->workers, &gen->job))
+        refuse_generation(&gen->job);
+    MHD_resume_connection(conn); /* nothing touches ex after this */
+}
+
+/* No slot in time, or the server stops: the 503 it waited for. */
+static void generation_refused(struct batch_ticket *t, const struct problem *pb)
+{
+    struct generation *gen = generation_of_ticket(t);
+    struct MHD_Connection *conn = gen->conn;
+    reply_prepare_problem(gen->ex, pb);
+    generation_free(gen);
+    MHD_resume_connection(conn);
 }
 
 static enum event_format format_of(struct MHD_Connection *conn)
@@ -299,6 +382,8 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
                                           .length_pointer = "/max_new_tokens",
                                           .token = generation_token,
                                           .gone = generation_gone,
+                                          .ready = generation_ready,
+                                          .ended = generation_ended,
                                           .arg = gen};
         ok = decoding_widen(&gen->decoding) ||
              problem_set(&pb, 503, "", "out of memory");
@@ -315,26 +400,40 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
     ex->hold.held = 0;
     ex->body_reserved = 0;
     gen->g.req.hold = &gen->hold;
+    gen->conn = conn;
+    gen->job.run = run_generation;
+    gen->job.refuse = refuse_generation;
+    gen->ticket.granted = generation_granted;
+    gen->ticket.refused = generation_refused;
+    // suspended first: a slot may be granted on the batch's thread at once
+    gen->ex = ex;
+    ex->handed_over = true;
+    MHD_suspend_connection(conn);
+    switch (batcher_admit(s->batcher, &gen->ticket, &pb)) {
+    case BATCH_WAITING: return MHD_YES;
+    case BATCH_FULL:
+        MHD_resume_connection(conn);
+        ex->handed_over = false;
+        generation_free(gen);
+        return reply_problem(ex, conn, &pb);
+    case BATCH_ADMITTED: break;
+    }
+    MHD_resume_connection(conn);
+    ex->handed_over = false;
+    gen->ex = NULL;
     struct MHD_Response *r = NULL;
-    gen->events = event_stream_new(conn, EVENT_BYTES, (double)s->opt.timeout,
-                                   &ex->bytes_out, &s->cancel, &r);
-    if (!gen->events) {
+    if (!generation_stream(gen, ex, &r)) {
+        batcher_release(s->batcher);
         generation_free(gen);
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
-    gen->job.run = run_generation;
-    gen->job.refuse = refuse_generation;
     if (!workers_submit(&s->workers, &gen->job)) {
         // never started: the response goes unqueued, the stream with it
+        batcher_release(s->batcher);
         event_stream_finish(gen->events, NULL, 0, "", generation_free, gen);
         MHD_destroy_response(r);
         return reply_busy(ex, conn);
     }
-    MHD_add_response_header(r, "Content-Type",
-                            gen->format == EVENTS_SSE ? "text/event-stream"
-                                                      : "application/x-ndjson");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
     return reply_queue(ex, conn, 200, r, 0);
 }

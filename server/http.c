@@ -359,9 +359,22 @@ struct http_server *http_start(const struct options *o, struct models *models)
         free(s);
         return NULL;
     }
+    const struct batcher_limits batch = {.max_batch = o->max_batch,
+                                         .max_waiting = o->batch_queue,
+                                         .wait_seconds = o->batch_wait,
+                                         .threads = o->threads};
+    s->batcher = batcher_start(&batch);
+    if (!s->batcher) {
+        listener_close(&s->listener);
+        workers_stop(&s->workers);
+        drawn_cache_free(&s->drawn);
+        free(s);
+        return NULL;
+    }
     if (!deadlines_start(&s->deadlines, o->receive)) {
         fprintf(stderr, "attnd: cannot start the deadline watch\n");
         listener_close(&s->listener);
+        batcher_stop(s->batcher);
         workers_stop(&s->workers);
         drawn_cache_free(&s->drawn);
         free(s);
@@ -390,6 +403,7 @@ struct http_server *http_start(const struct options *o, struct models *models)
             MHD_stop_daemon(s->daemon);
         listener_close(&s->listener);
         deadlines_stop(&s->deadlines);
+        batcher_stop(s->batcher);
         workers_stop(&s->workers);
         drawn_cache_free(&s->drawn);
         free(s);
@@ -413,6 +427,7 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
      * and answered 503. */
     atomic_store(&s->draining, true);
     workers_close(&s->workers);
+    batcher_close(s->batcher);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const double grace = (double)grace_seconds;
@@ -441,6 +456,8 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
     listener_close(&s->listener);
     MHD_stop_daemon(s->daemon);
     deadlines_stop(&s->deadlines);
+    // the batch's last answers go to the pool, which outlives it
+    batcher_stop(s->batcher);
     workers_stop(&s->workers);
     drawn_cache_free(&s->drawn);
     free(s);

@@ -28,6 +28,7 @@ static atomic_uint_fast64_t latency_micros[N_ROUTES];
 static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_uint_fast64_t tokens_generated, token_micros, abandoned;
+static atomic_uint_fast64_t decode_steps, decode_rows;
 static atomic_uint_fast64_t patched_runs, patches_abandoned;
 static atomic_int in_flight;
 static atomic_int computing;
@@ -98,6 +99,12 @@ void metrics_generated_token(double seconds)
 void metrics_generation_abandoned(void)
 {
     atomic_fetch_add(&abandoned, 1);
+}
+
+void metrics_decode_step(size_t sequences)
+{
+    atomic_fetch_add(&decode_steps, 1);
+    atomic_fetch_add(&decode_rows, sequences);
 }
 
 void metrics_patched_runs(size_t count)
@@ -287,6 +294,27 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
             atomic_load(&connections_open),
             (unsigned long long)atomic_load(&connections_cut),
             attn_blas_core());
+    ok = ok &&
+         buf_printf(&b,
+                    "# HELP attnd_decode_steps_total Batched decoding steps "
+                    "(one pass over a model's weights).\n"
+                    "# TYPE attnd_decode_steps_total counter\n"
+                    "attnd_decode_steps_total %llu\n"
+                    "# HELP attnd_decode_step_sequences_total Sequences those "
+                    "steps made a token for.\n"
+                    "# TYPE attnd_decode_step_sequences_total counter\n"
+                    "attnd_decode_step_sequences_total %llu\n"
+                    "# HELP attnd_generations_in_flight Generations holding a "
+                    "place in the batch (--max-batch) now.\n"
+                    "# TYPE attnd_generations_in_flight gauge\n"
+                    "attnd_generations_in_flight %zu\n"
+                    "# HELP attnd_generations_waiting Generations waiting for "
+                    "a place in the batch now.\n"
+                    "# TYPE attnd_generations_waiting gauge\n"
+                    "attnd_generations_waiting %zu\n",
+                    (unsigned long long)atomic_load(&decode_steps),
+                    (unsigned long long)atomic_load(&decode_rows),
+                    now->generating, now->generations_waiting);
     const struct drawn_cache_stats *d = &now->drawn;
     ok = ok &&
          buf_printf(&b,

@@ -42,6 +42,9 @@ void metrics_add_flops(double flops);
 void metrics_generated_token(double seconds);
 void metrics_generation_abandoned(void);
 
+/* A batched decoding step that made a token for each of its sequences. */
+void metrics_decode_step(size_t sequences);
+
 /* A patch made count more patched runs; or stopped because its client
  * went away. */
 void metrics_patched_runs(size_t count);
@@ -68,6 +71,7 @@ void metrics_refused(const char *reason);
 /* What the server is doing now, beside the counters. */
 struct metrics_now {
     size_t waiting; /* requests waiting for a compute slot */
+    size_t generating, generations_waiting; /* in the batch, and for it */
     bool draining;  /* stopping */
     size_t memory_reserved, memory_limit; /* bytes, of --max-memory */
     struct drawn_cache_stats drawn;       /* --drawn-cache */

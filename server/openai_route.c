@@ -17,6 +17,7 @@
  * the attention answer. A streamed client that goes away stops the work
  * at the next token.
  */
+#include "batcher.h"
 #include "completion.h"
 #include "models.h"
 #include "reply.h"
@@ -175,6 +176,68 @@ static void make_id(struct completion *c, const char *prefix)
              (unsigned long long)(n & 0xFFFFFF));
 }
 
+/* A streamed completion's chunks to the client, and their response in
+ * *r. */
+static bool completion_stream(struct completion *c, struct exchange *ex,
+                              struct MHD_Response **r)
+{
+    struct http_server *s = c->srv;
+    c->events = event_stream_new(c->conn, EVENT_BYTES, (double)s->opt.timeout,
+                                 &ex->bytes_out, &s->cancel, r);
+    if (!c->events)
+        return false;
+    MHD_add_response_header(*r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(*r, "Cache-Control", "no-store");
+    MHD_add_response_header(*r, "X-Accel-Buffering", "no");
+    return true;
+}
+
+static struct completion *completion_of_ticket(struct batch_ticket *t)
+{
+    return (struct completion *)(void *)((char *)t -
+                                         offsetof(struct completion, ticket));
+}
+
+/* A place in the batch after waiting for one (on the batch's thread): a
+ * stream's response prepared and its exchange back; the work handed to
+ * the pool (a whole answer's exchange waits on for it). */
+static void completion_granted(struct batch_ticket *t)
+{
+    struct completion *c = completion_of_ticket(t);
+    struct exchange *ex = c->ex;
+    struct MHD_Connection *conn = c->conn;
+    if (c->o.stream) {
+        struct MHD_Response *r = NULL;
+        if (!completion_stream(c, ex, &r)) {
+            struct problem pb;
+            problem_set(&pb, 503, "", "out of memory");
+            batcher_release(c->srv->batcher);
+            reply_prepare_problem(ex, &pb);
+            completion_free(c);
+            MHD_resume_connection(conn);
+            return;
+        }
+        reply_prepare(ex, 200, r, 0);
+        c->ex = NULL;
+    }
+    // owed: the place was counted against the line it waited in
+    const bool stream = c->o.stream;
+    if (!workers_submit_owed(&c->srv->workers, &c->job))
+        completion_refuse(&c->job); /* a whole answer's resumes it */
+    if (stream)
+        MHD_resume_connection(conn); /* nothing touches ex after this */
+}
+
+/* No place in time, or the server stops: the 503 it waited for. */
+static void completion_refused(struct batch_ticket *t, const struct problem *pb)
+{
+    struct completion *c = completion_of_ticket(t);
+    struct MHD_Connection *conn = c->conn;
+    reply_prepare_problem(c->ex, pb);
+    completion_free(c);
+    MHD_resume_connection(conn);
+}
+
 static enum MHD_Result handle_completion(struct exchange *ex,
                                          struct MHD_Connection *conn,
                                          enum openai_route route)
@@ -231,41 +294,56 @@ static enum MHD_Result handle_completion(struct exchange *ex,
     c->conn = conn;
     c->job.run = completion_run;
     c->job.refuse = completion_refuse;
+    c->ticket.granted = completion_granted;
+    c->ticket.refused = completion_refused;
+    if (c->o.stream) {
+        // a stream holds its reservation from now on, past the exchange
+        // if the client leaves first
+        c->hold = ex->hold;
+        ex->hold.held = 0;
+        ex->body_reserved = 0;
+        c->o.g.req.hold = &c->hold;
+    }
+    // the exchange waits, suspended, for a place in the batch (granted
+    // on the batch's thread, maybe at once) and, whole, for its answer
+    c->ex = ex;
+    ex->handed_over = true;
+    MHD_suspend_connection(conn);
+    switch (batcher_admit(s->batcher, &c->ticket, &pb)) {
+    case BATCH_WAITING: return MHD_YES;
+    case BATCH_FULL:
+        MHD_resume_connection(conn);
+        ex->handed_over = false;
+        completion_free(c);
+        return reply_problem(ex, conn, &pb);
+    case BATCH_ADMITTED: break;
+    }
     if (!c->o.stream) {
-        // the exchange waits for its answer, its reservation with it
-        c->ex = ex;
-        ex->handed_over = true;
-        MHD_suspend_connection(conn);
         if (workers_submit(&s->workers, &c->job))
             return MHD_YES;
+        batcher_release(s->batcher);
         MHD_resume_connection(conn);
         ex->handed_over = false;
         completion_free(c);
         return reply_busy(ex, conn);
     }
-    // a stream holds its reservation from now on, past the exchange if
-    // the client leaves first
-    c->hold = ex->hold;
-    ex->hold.held = 0;
-    ex->body_reserved = 0;
-    c->o.g.req.hold = &c->hold;
+    MHD_resume_connection(conn);
+    ex->handed_over = false;
+    c->ex = NULL;
     struct MHD_Response *r = NULL;
-    c->events = event_stream_new(conn, EVENT_BYTES, (double)s->opt.timeout,
-                                 &ex->bytes_out, &s->cancel, &r);
-    if (!c->events) {
+    if (!completion_stream(c, ex, &r)) {
+        batcher_release(s->batcher);
         completion_free(c);
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
     if (!workers_submit(&s->workers, &c->job)) {
         // never started: the response goes unqueued, the stream with it
+        batcher_release(s->batcher);
         event_stream_finish(c->events, NULL, 0, "", completion_free, c);
         MHD_destroy_response(r);
         return reply_busy(ex, conn);
     }
-    MHD_add_response_header(r, "Content-Type", "text/event-stream");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    MHD_add_response_header(r, "X-Accel-Buffering", "no");
     return reply_queue(ex, conn, 200, r, 0);
 }
 

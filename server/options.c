@@ -66,6 +66,13 @@ static const struct flag flags[] = {
      "open connections one client address may hold"},
     {"max-queue", K_SIZE, FIELD(max_queue), 0, 1u << 20,
      "requests that may wait for a computation slot before 503"},
+    {"max-batch", K_SIZE, FIELD(max_batch), 1, 4096,
+     "generations in flight at once, decoded together: each step reads "
+     "the weights once for all of them"},
+    {"batch-queue", K_SIZE, FIELD(batch_queue), 0, 1u << 20,
+     "generations that may wait for a place in the batch before 503"},
+    {"batch-wait-seconds", K_UINT, FIELD(batch_wait), 1, 3600,
+     "seconds a generation may wait for a place in the batch before 503"},
     {"drain-seconds", K_UINT, FIELD(drain), 0, 3600,
      "on SIGTERM, seconds computations in flight may finish before they "
      "are cancelled"},
@@ -102,6 +109,9 @@ static void defaults(struct options *o)
     o->max_connections = 1024;
     o->max_conns_per_ip = 64;
     o->max_queue = 64;
+    o->max_batch = 16;
+    o->batch_queue = 64;
+    o->batch_wait = 30;
     o->drain = 8;
     snprintf(o->web_root, sizeof o->web_root, "web");
     snprintf(o->font, sizeof o->font, "%s", ATTND_FONT);

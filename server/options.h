@@ -28,6 +28,9 @@ struct options {
     unsigned max_connections;  /* open connections in all */
     unsigned max_conns_per_ip; /* open connections from one client address */
     size_t max_queue;          /* requests waiting for a compute slot */
+    size_t max_batch;          /* generations decoded together at most */
+    size_t batch_queue;        /* generations that may wait for a place */
+    unsigned batch_wait;       /* seconds one may wait */
     unsigned drain;            /* seconds a stop gives computations in flight */
     char api_key[256];         /* "" = none */
     char web_root[1024];

@@ -30,6 +30,8 @@ static enum MHD_Result handle_metrics(struct exchange *ex,
 {
     struct metrics_now now = {
         .waiting = workers_waiting(&ex->srv->workers),
+        .generating = batcher_in_flight(ex->srv->batcher),
+        .generations_waiting = batcher_waiting(ex->srv->batcher),
         .draining = atomic_load(&ex->srv->draining),
         .memory_reserved = budget_used(&ex->srv->memory),
         .memory_limit = ex->srv->memory.limit,

@@ -3,6 +3,7 @@
  */
 #include "workers.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 static double seconds_between(const struct timespec *a,
@@ -76,13 +77,49 @@ bool workers_submit(struct workers *w, struct job *job)
     return taken;
 }
 
+bool workers_submit_owed(struct workers *w, struct job *job)
+{
+    clock_gettime(CLOCK_MONOTONIC, &job->queued);
+    job->next = NULL;
+    pthread_mutex_lock(&w->lock);
+    const bool taken = !w->closed;
+    if (taken) {
+        if (w->tail)
+            w->tail->next = job;
+        else
+            w->head = job;
+        w->tail = job;
+        w->waiting++;
+        pthread_cond_signal(&w->work);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return taken;
+}
+
 void workers_close(struct workers *w)
 {
     pthread_mutex_lock(&w->lock);
     w->closed = true;
-    struct job *refused = w->head;
-    w->head = w->tail = NULL;
-    w->waiting = 0;
+    // jobs owed to work already taken stay, and the threads run them
+    // before they end; the others are refused
+    struct job *refused = NULL, **last_refused = &refused, *kept = NULL,
+               **last_kept = &kept;
+    for (struct job *job = w->head, *next; job; job = next) {
+        next = job->next;
+        job->next = NULL;
+        if (job->refuse) {
+            *last_refused = job;
+            last_refused = &job->next;
+            w->waiting--;
+        } else {
+            *last_kept = job;
+            last_kept = &job->next;
+        }
+    }
+    w->head = kept;
+    w->tail = kept ? (struct job *)(void *)((char *)last_kept -
+                                            offsetof(struct job, next))
+                   : NULL;
     pthread_cond_broadcast(&w->work);
     pthread_mutex_unlock(&w->lock);
     /* answered outside the lock: refuse() may take others */

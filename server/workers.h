@@ -43,7 +43,14 @@ bool workers_start(struct workers *w, size_t threads, size_t max_waiting);
  * then the caller's to answer). */
 bool workers_submit(struct workers *w, struct job *job);
 
-/* Take nothing more and refuse() every job still waiting. */
+/* Queue a job owed to work already taken (a generation's answer once
+ * its steps are done elsewhere): past max_waiting, which the work it
+ * finishes was counted against; false only once the pool is closed (the
+ * caller then runs it itself). Such a job may have no refuse(). */
+bool workers_submit_owed(struct workers *w, struct job *job);
+
+/* Take nothing more and refuse() every job still waiting but those owed
+ * (workers_submit_owed()), which the threads still run. */
 void workers_close(struct workers *w);
 bool workers_closed(struct workers *w);
 

@@ -1,0 +1,390 @@
+/*
+ * test_batch.c - generations decoded together on the real binary: many
+ * clients at once, of two models, greedy and seeded, with and without
+ * ablations, each stream byte for byte what the same request gives alone
+ * (and the server's counters show that steps did serve several at
+ * once); an OpenAI completion among them; the place in the batch bounded
+ * (--max-batch), the line for it bounded (--batch-queue) and timed
+ * (--batch-wait-seconds), each refusal a 503 with Retry-After; a client
+ * that stops reading holds back only itself; a place freed when a
+ * client leaves.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static struct server srv;
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *const args[] = {"--model",     "llama3=tests/models/llama3",
+                                "--model",     "gpt2=tests/models/gpt2",
+                                "--max-batch", "8",
+                                NULL};
+    return server_start(&srv, args) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    return server_stop(&srv, 10.0) == 0 ? 0 : -1;
+}
+
+/* The requests: two models, greedy and sampled, ablated or not, of
+ * different lengths, so that sequences join and leave the batch at
+ * different steps. */
+enum { CLIENTS = 8 };
+static const char *const bodies[CLIENTS] = {
+    "{\"model\":\"llama3\",\"prompt\":\"the cat sat on\","
+    "\"max_new_tokens\":60,\"top_candidates\":3}",
+    "{\"model\":\"llama3\",\"prompt\":\"a\",\"max_new_tokens\":90,"
+    "\"temperature\":0.9,\"seed\":7,\"top_candidates\":2}",
+    "{\"model\":\"gpt2\",\"prompt\":\"hello there\",\"max_new_tokens\":40,"
+    "\"top_candidates\":4}",
+    "{\"model\":\"llama3\",\"prompt\":\"one two three four five six\","
+    "\"max_new_tokens\":70,\"temperature\":1.2,\"top_k\":5,\"seed\":11}",
+    "{\"model\":\"gpt2\",\"prompt\":\"x\",\"max_new_tokens\":55,"
+    "\"temperature\":0.7,\"top_p\":0.9,\"seed\":3}",
+    "{\"model\":\"llama3\",\"prompt\":\"the cat sat on\","
+    "\"max_new_tokens\":80,\"ablate\":[{\"layer\":1,\"head\":2}]}",
+    "{\"model\":\"llama3\",\"prompt\":\"zebra\",\"max_new_tokens\":45,"
+    "\"return\":[\"weights\",\"mean_weights\"]}",
+    "{\"model\":\"gpt2\",\"prompt\":\"the end is near\","
+    "\"max_new_tokens\":45,\"temperature\":1.0,\"seed\":99}"};
+
+struct client {
+    const char *body;
+    const char *path;
+    struct stream s;
+    long status;
+    pthread_barrier_t *go;
+};
+
+static void *run_client(void *arg)
+{
+    struct client *c = arg;
+    if (c->go)
+        pthread_barrier_wait(c->go);
+    c->status = post_stream(&srv, c->path, c->body, NULL, &c->s, NULL, 0);
+    return NULL;
+}
+
+static int stalled_client(const struct server *s);
+static void wait_metric(const struct server *s, const char *name, double want);
+
+static double metric(const char *name)
+{
+    double v = -1;
+    assert_true(metric_read(&srv, "127.0.0.1", name, &v));
+    return v;
+}
+
+/* Each stream, served beside the others, is the bytes it is alone. */
+static void test_together_as_alone(void **state)
+{
+    (void)state;
+    struct stream alone[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+        memset(&alone[i], 0, sizeof alone[i]);
+        assert_int_equal(
+            post_stream(&srv, "/generate", bodies[i], NULL, &alone[i], NULL, 0),
+            200);
+        assert_non_null(strstr(alone[i].data, "event: done"));
+    }
+    const double steps0 = metric("attnd_decode_steps_total");
+    const double rows0 = metric("attnd_decode_step_sequences_total");
+    // three rounds, so that the clients overlap however the machine is
+    // loaded
+    bool shared = false;
+    for (int round = 0; round < 3 && !shared; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, CLIENTS);
+        struct client c[CLIENTS];
+        pthread_t t[CLIENTS];
+        for (int i = 0; i < CLIENTS; i++) {
+            c[i] = (struct client){
+                .body = bodies[i], .path = "/generate", .go = &go};
+            pthread_create(&t[i], NULL, run_client, &c[i]);
+        }
+        for (int i = 0; i < CLIENTS; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        for (int i = 0; i < CLIENTS; i++) {
+            assert_int_equal(c[i].status, 200);
+            if (c[i].s.len != alone[i].len ||
+                memcmp(c[i].s.data, alone[i].data, alone[i].len))
+                fail_msg("client %d's stream differs from its own alone:\n"
+                         "%.400s\n---\n%.400s",
+                         i, c[i].s.data, alone[i].data);
+            free(c[i].s.data);
+        }
+        const double steps = metric("attnd_decode_steps_total") - steps0;
+        const double rows = metric("attnd_decode_step_sequences_total") - rows0;
+        shared = rows > steps;
+    }
+    if (!shared)
+        fail_msg("no step served more than one sequence in three rounds");
+    for (int i = 0; i < CLIENTS; i++)
+        free(alone[i].data);
+}
+
+/* An OpenAI completion with log-probabilities, streamed, among
+ * generations: its chunks as alone but for its id and time. */
+static void test_completion_among_them(void **state)
+{
+    (void)state;
+    const char *body = "{\"model\":\"llama3\",\"prompt\":\"the cat\","
+                       "\"max_tokens\":40,\"logprobs\":3,\"temperature\":0}";
+    struct stream alone = {0};
+    struct reply r;
+    assert_true(post_json(&srv, "/v1/completions", body, &r));
+    assert_int_equal(r.status, 200);
+    char *want = strstr(r.body, "\"choices\"");
+    assert_non_null(want);
+    char *want_copy = strdup(want);
+    reply_free(&r);
+    (void)alone;
+    struct client c[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (struct client){.body = bodies[i], .path = "/generate"};
+        pthread_create(&t[i], NULL, run_client, &c[i]);
+    }
+    assert_true(post_json(&srv, "/v1/completions", body, &r));
+    assert_int_equal(r.status, 200);
+    const char *got = strstr(r.body, "\"choices\"");
+    assert_non_null(got);
+    assert_string_equal(got, want_copy);
+    reply_free(&r);
+    free(want_copy);
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(c[i].status, 200);
+        free(c[i].s.data);
+    }
+}
+
+/* A raw connection that sends a long generation's request with a small
+ * receive buffer, reads its status line and then nothing: its 4000
+ * events of twenty candidates, some 4 MB, are more than the server's
+ * 1 MiB of unread events and the sockets' buffers hold. */
+static int stalled_client(const struct server *s)
+{
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    const int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)s->port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char *body = "{\"model\":\"llama3\",\"prompt\":\"a\","
+                       "\"max_new_tokens\":4000,\"top_candidates\":20}";
+    char req[512];
+    const int n = snprintf(req, sizeof req,
+                           "POST /generate HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Type: application/json\r\n"
+                           "Content-Length: %zu\r\n\r\n%s",
+                           strlen(body), body);
+    assert_int_equal(send(fd, req, (size_t)n, 0), n);
+    char head[64];
+    assert_true(recv(fd, head, sizeof head, 0) > 0);
+    assert_memory_equal(head, "HTTP/1.1 200", 12);
+    return fd;
+}
+
+/* Until the metric reaches want, at most 20 s. */
+static void wait_metric(const struct server *s, const char *name, double want)
+{
+    const double deadline = clock_seconds() + 20.0;
+    double v = -1;
+    while (clock_seconds() < deadline) {
+        assert_true(metric_read(s, "127.0.0.1", name, &v));
+        if (v == want)
+            return;
+        pause_ms(20);
+    }
+    fail_msg("%s stayed %g, not %g, for 20 s", name, v, want);
+}
+
+struct waiter {
+    const struct server *s;
+    const char *path, *body;
+    struct reply r;
+    double took;
+};
+
+static void *run_waiter(void *arg)
+{
+    struct waiter *w = arg;
+    const double t0 = clock_seconds();
+    assert_true(post_json(w->s, w->path, w->body, &w->r));
+    w->took = clock_seconds() - t0;
+    return NULL;
+}
+
+static void assert_503_retry(const struct reply *r, const char *names)
+{
+    char retry[16];
+    if (r->status != 503 ||
+        !reply_header(r, "Retry-After", retry, sizeof retry))
+        fail_msg("answered %ld without Retry-After: %.300s", r->status,
+                 r->body);
+    if (!strstr(r->body, names))
+        fail_msg("the refusal does not name %s: %.300s", names, r->body);
+}
+
+/* A client that stops reading sits the steps out; the others' tokens go
+ * on being made, and it still holds its place until it hangs up. */
+static void test_slow_client_holds_back_only_itself(void **state)
+{
+    (void)state;
+    const double in_flight = metric("attnd_generations_in_flight");
+    const int fd = stalled_client(&srv);
+    wait_metric(&srv, "attnd_generations_in_flight", in_flight + 1);
+    // long enough for its buffers to be full: its steps are sat out
+    const double t0 = clock_seconds();
+    while (clock_seconds() < t0 + 20.0) {
+        const double before = metric("attnd_decode_step_sequences_total");
+        pause_ms(200);
+        if (metric("attnd_decode_step_sequences_total") == before)
+            break;
+    }
+    for (int i = 0; i < 3; i++) {
+        struct stream st = {0};
+        assert_int_equal(
+            post_stream(&srv, "/generate", bodies[i], NULL, &st, NULL, 0), 200);
+        assert_non_null(strstr(st.data, "event: done"));
+        free(st.data);
+    }
+    assert_true(metric("attnd_generations_in_flight") == in_flight + 1);
+    close(fd);
+    wait_metric(&srv, "attnd_generations_in_flight", in_flight);
+}
+
+/* One place in the batch and one in line: a generation whose client
+ * stops reading holds the place (and nothing else: /attention is still
+ * served); the next waits its second and is refused 503 with
+ * Retry-After, the one after that at once; an OpenAI completion too.
+ * Once the stalled client hangs up its place is free again. */
+static void test_places_and_line_are_bounded(void **state)
+{
+    (void)state;
+    const char *args[] = {"--model",
+                          "llama3=tests/models/llama3",
+                          "--max-batch",
+                          "1",
+                          "--batch-queue",
+                          "1",
+                          "--batch-wait-seconds",
+                          "1",
+                          NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    const int fd = stalled_client(&s);
+    wait_metric(&s, "attnd_generations_in_flight", 1);
+    const char *small =
+        "{\"model\":\"llama3\",\"prompt\":\"b\",\"max_new_tokens\":2}";
+    struct waiter w = {.s = &s, .path = "/generate", .body = small};
+    pthread_t t;
+    pthread_create(&t, NULL, run_waiter, &w);
+    wait_metric(&s, "attnd_generations_waiting", 1);
+    // the line is full: at once
+    struct reply r;
+    assert_true(post_json(&s, "/generate", small, &r));
+    assert_503_retry(&r, "--batch-queue");
+    reply_free(&r);
+    assert_true(post_json(&s, "/v1/completions",
+                          "{\"model\":\"llama3\",\"prompt\":\"b\","
+                          "\"max_tokens\":2}",
+                          &r));
+    assert_int_equal(r.status, 503);
+    assert_non_null(strstr(r.body, "\"error\""));
+    reply_free(&r);
+    // other work goes on
+    assert_true(post_json(&s, "/attention", "{\"sentence\":\"a b c\"}", &r));
+    assert_int_equal(r.status, 200);
+    reply_free(&r);
+    pthread_join(t, NULL);
+    assert_503_retry(&w.r, "--batch-wait-seconds");
+    if (w.took < 0.9 || w.took > 10.0)
+        fail_msg("the wait took %.2f s; the line's deadline is 1 s", w.took);
+    reply_free(&w.r);
+    // the stalled client leaves: its place is given back
+    close(fd);
+    wait_metric(&s, "attnd_generations_in_flight", 0);
+    assert_true(post_json(&s, "/generate", small, &r));
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "event: done"));
+    reply_free(&r);
+    double abandoned = 0;
+    assert_true(metric_read(&s, "127.0.0.1",
+                            "attnd_generations_abandoned_total", &abandoned));
+    assert_true(abandoned >= 1);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
+/* A generation waiting in line when the server is told to stop is
+ * answered 503 at once, not left to its deadline. */
+static void test_stop_answers_the_line(void **state)
+{
+    (void)state;
+    const char *args[] = {"--model",
+                          "llama3=tests/models/llama3",
+                          "--max-batch",
+                          "1",
+                          "--batch-wait-seconds",
+                          "60",
+                          "--drain-seconds",
+                          "1",
+                          NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    const int fd = stalled_client(&s);
+    wait_metric(&s, "attnd_generations_in_flight", 1);
+    struct waiter w = {
+        .s = &s,
+        .path = "/generate",
+        .body = "{\"model\":\"llama3\",\"prompt\":\"b\",\"max_new_tokens\":2}"};
+    pthread_t t;
+    pthread_create(&t, NULL, run_waiter, &w);
+    wait_metric(&s, "attnd_generations_waiting", 1);
+    const double t0 = clock_seconds();
+    kill(s.pid, SIGTERM);
+    pthread_join(t, NULL);
+    assert_int_equal(w.r.status, 503);
+    assert_non_null(strstr(w.r.body, "stopping"));
+    if (clock_seconds() - t0 > 5.0)
+        fail_msg("the waiting generation was answered after %.1f s",
+                 clock_seconds() - t0);
+    reply_free(&w.r);
+    close(fd);
+    assert_int_equal(server_stop(&s, 15.0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_together_as_alone),
+        cmocka_unit_test(test_completion_among_them),
+        cmocka_unit_test(test_slow_client_holds_back_only_itself),
+        cmocka_unit_test(test_places_and_line_are_bounded),
+        cmocka_unit_test(test_stop_answers_the_line),
+    };
+    return cmocka_run_group_tests_name("batch", tests, setup, teardown);
+}
