@@ -512,7 +512,7 @@ static void head_full(struct forward *f, const struct block *bk,
     if (f->paths.need_pv)
         // head_a = P * V_g
         head_values(w, m, bk->v + g * dv, bk->ldv, bk->rows, m, dv, 0.0f,
-                    bk->heads + a * dv, h * dv);
+                    bk->heads + a * dv, h * dv, f->paths.kernels);
 }
 
 /* Streaming path, one block of keys for head a: fold keys [j0, j0 + nj)
@@ -552,7 +552,7 @@ static void stream_keys(struct forward *f, const struct block *bk,
     }
     // head_a += exp(S - max) * V_g[j0 : j0 + nj]
     head_values(tile, ldt, v + g * dv, bk->ldv, bk->rows, nj, dv, 1.0f, out,
-                ldh);
+                ldh, f->paths.kernels);
 }
 
 /* Whether a causal block has no key at or after j0 that any row sees;

@@ -33,8 +33,8 @@ struct scratch {
                      16-bit weights widened a panel at a time; the rows a
                      streamed product packs (stream_product.h); NULL
                      where neither applies */
-    float *kt;    /* [d_k][HEAD_KEY_COLS] where head_scores() needs it:
-                     a block of keys transposed */
+    float *kt;    /* [d_k][HEAD_KEY_COLS] where head_scores() takes its
+                     kernel: a block of keys transposed; else NULL */
 };
 
 /* Which way a pass goes and how it is cut, from the config alone. */
@@ -45,6 +45,10 @@ struct paths {
     bool need_pv;         /* weights times V: head outputs or the output */
     bool key_outer;       /* keys outside queries, one key block held */
     bool heads_in_output; /* key-outer head outputs summed in place */
+    bool kernels;         /* float32 products through the core's own
+                             kernels where the CPU runs them (streamed
+                             projections, head_product.h), not
+                             cblas_sgemm: a pass worth splitting */
 };
 
 /* The paths of a resolved config. */
@@ -94,8 +98,9 @@ void forward_workspace(const struct attn_config *c, const struct paths *p,
                        unsigned threads, struct workspace_plan *w);
 
 /* Floats of each thread's panel (struct scratch) in a projected pass of
- * resolved config c: what widen_product() needs of it for c's matrices. */
-size_t forward_panel_floats(const struct attn_config *c);
+ * resolved config c with paths p: what widen_product() needs of it for
+ * c's matrices. */
+size_t forward_panel_floats(const struct attn_config *c, const struct paths *p);
 
 /* The arrays a result may hold, with their sizes; slots point into res. */
 struct result_part {

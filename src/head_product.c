@@ -158,14 +158,15 @@ void head_scores(const float *q, size_t ldq, const float *k, size_t ldk,
 
 void head_values(const float *p, size_t ldp, const float *v, size_t ldv,
                  size_t rows, size_t nj, size_t d, float beta, float *o,
-                 size_t ldo)
+                 size_t ldo, bool kernel)
 {
 #if HAVE_AVX2_BUILD
-    if (kernels_run() && (beta == 0.0f || beta == 1.0f)) {
+    if (kernel && kernels_run() && (beta == 0.0f || beta == 1.0f)) {
         nn_product(p, ldp, rows, v, ldv, nj, d, 1.0f, beta == 1.0f, o, ldo);
         return;
     }
 #endif
+    (void)kernel;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)d,
                 (int)nj, 1.0f, p, (int)ldp, v, (int)ldv, beta, o, (int)ldo);
 }

@@ -28,16 +28,17 @@ size_t head_scores_scratch(size_t d);
 
 /* s[r][j] = scale * (q[r] . k[j]) for r < rows, j < nj. q: [rows][ldq],
  * k: [nj][ldk], each row d long; s: [rows][lds]. scratch:
- * head_scores_scratch(d) floats (NULL when that is 0). */
+ * head_scores_scratch(d) floats for the kernel; NULL: cblas_sgemm. */
 void head_scores(const float *q, size_t ldq, const float *k, size_t ldk,
                  size_t rows, size_t nj, size_t d, float scale, float *s,
                  size_t lds, float *scratch);
 
 /* o[r] = beta o[r] + sum over j < nj of p[r][j] v[j], for r < rows.
  * p: [rows][ldp]; v: [nj][ldv], each row d long; o: [rows][ldo]; beta 0
- * (o is not read) or 1. */
+ * (o is not read) or 1. kernel: through the kernel where the CPU runs
+ * it; false, cblas_sgemm. */
 void head_values(const float *p, size_t ldp, const float *v, size_t ldv,
                  size_t rows, size_t nj, size_t d, float beta, float *o,
-                 size_t ldo);
+                 size_t ldo, bool kernel);
 
 #endif

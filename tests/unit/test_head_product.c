@@ -74,8 +74,9 @@ static void check_scores(struct shape s, bool scratch_given)
     free(scratch);
 }
 
-/* head_values() against exact sums, at beta 0 and beta 1. */
-static void check_values(struct shape s, float beta)
+/* head_values() against exact sums, at beta 0 and beta 1, through the
+ * kernel or not. */
+static void check_values(struct shape s, float beta, bool kernel)
 {
     const size_t ldp = s.nj + s.pad, ldv = s.d + 2 * s.pad,
                  ldo = s.d + 3 * s.pad;
@@ -89,7 +90,7 @@ static void check_values(struct shape s, float beta)
         v[i] = small(i, 4);
     for (size_t i = 0; i < s.rows * ldo; i++)
         o[i] = beta == 0.0f ? NAN : small(i, 5);
-    head_values(p, ldp, v, ldv, s.rows, s.nj, s.d, beta, o, ldo);
+    head_values(p, ldp, v, ldv, s.rows, s.nj, s.d, beta, o, ldo, kernel);
     for (size_t r = 0; r < s.rows; r++) {
         for (size_t c = 0; c < s.d; c++) {
             double sum = beta == 0.0f ? 0.0 : small(r * ldo + c, 5);
@@ -125,8 +126,10 @@ static void test_values_exact(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        check_values(shapes[i], 0.0f);
-        check_values(shapes[i], 1.0f);
+        for (int kernel = 0; kernel < 2; kernel++) {
+            check_values(shapes[i], 0.0f, kernel);
+            check_values(shapes[i], 1.0f, kernel);
+        }
     }
 }
 
@@ -160,9 +163,10 @@ static void test_same_bits_however_cut(void **state)
         }
     assert_memory_equal(whole, part, ROWS * NJ * sizeof *whole);
     /* P V with the scores as P and K as V */
-    head_values(whole, NJ, k, D, ROWS, NJ, D, 0.0f, o, D);
+    head_values(whole, NJ, k, D, ROWS, NJ, D, 0.0f, o, D, true);
     for (size_t r = 0; r < ROWS; r++)
-        head_values(whole + r * NJ, NJ, k, D, 1, NJ, D, 0.0f, o1 + r * D, D);
+        head_values(whole + r * NJ, NJ, k, D, 1, NJ, D, 0.0f, o1 + r * D, D,
+                    true);
     assert_memory_equal(o, o1, ROWS * D * sizeof *o);
     free(q);
     free(k);
