@@ -4,7 +4,10 @@
 #   make test       every test: unit, integration, browser
 #   make asan       the unit tests under AddressSanitizer and UBSan
 #   make bench      the attention benchmark (writes build/bench.json), the
-#                   BERT encoder, the LLaMA decoder and Gemma 2 against
+#                   BERT encoder against PyTorch and ONNX Runtime
+#                   (onnxruntime-node in tests/bench/ort, installed when
+#                   missing; skipped, with a line, when it cannot be had
+#                   or fails to load), the LLaMA decoder and Gemma 2 against
 #                   PyTorch (on random Llama-3.2-1B-sized checkpoints, 7.4 GB,
 #                   and a Gemma-2-2B-sized one, 5.2 GB, written into build/
 #                   once), activation patching over heads
@@ -176,6 +179,12 @@ $(TOKENIZE_MODULES): tests/models/tokenize/package.json tests/models/tokenize/pa
 TOKENIZER_MODULES := tests/tokenizers/node_modules/.package-lock.json
 $(TOKENIZER_MODULES): tests/tokenizers/package.json tests/tokenizers/package-lock.json
 	cd tests/tokenizers && npm ci --omit=dev --no-audit --no-fund
+
+# ONNX Runtime (onnxruntime-node), bench_bert's third side. Its install
+# script only fetches GPU providers; the CPU one is in the package.
+ORT_MODULES := tests/bench/ort/node_modules/.package-lock.json
+$(ORT_MODULES): tests/bench/ort/package.json tests/bench/ort/package-lock.json
+	cd tests/bench/ort && npm ci --ignore-scripts --no-audit --no-fund
 
 # ------------------------------------------------------------------- core
 $(BUILD)/src/%.o: src/%.c
@@ -431,6 +440,10 @@ $(BENCH_QUANT): $(BUILD)/bench/bench_quant.o $(CORE_LIB)
 $(BERT_BASE)/model.safetensors: tests/models/generate.py
 	$(PYTHON) tests/models/generate.py --bert-base $(BERT_BASE)
 
+# Its encoder exported to ONNX for ONNX Runtime (encoder-attn.onnx too).
+$(BERT_BASE)/encoder.onnx: $(BERT_BASE)/model.safetensors tests/bench/bert_onnx.py tests/bench/bert_torch.py
+	$(PYTHON) tests/bench/bert_onnx.py $(BERT_BASE)
+
 $(LLAMA_1B)-%/model.safetensors: tests/models/generate_decoders.py
 	$(PYTHON) tests/models/generate_decoders.py --llama-1b $(@D) --dtype $*
 
@@ -442,7 +455,9 @@ bench: deps-bench
 	    $(BENCH_GEMMA) $(BENCH_GGUF) $(BENCH_QUANT) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
 	    $(LLAMA_1B)-bf16/model.safetensors $(GEMMA2_2B)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
-	$(BENCH_BERT) $(BERT_BASE) --json $(BUILD)/bench_bert.json
+	@if $(MAKE) --no-print-directory $(ORT_MODULES) $(BERT_BASE)/encoder.onnx > $(BUILD)/bench_ort.log 2>&1; \
+	then ort=; else ort=--no-ort; echo "bench_bert: ONNX Runtime is skipped: onnxruntime-node or the ONNX export failed ($(BUILD)/bench_ort.log)"; fi; \
+	set -x; $(BENCH_BERT) $(BERT_BASE) $$ort --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
 	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_QUANTS) \
 	    || echo "bench_gguf: no llama.cpp (above): llama-bench is skipped, and GGUF files are made only with it"
