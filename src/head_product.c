@@ -7,7 +7,9 @@
  * inner index loads NV vectors of B's row and broadcasts each of A's R
  * values into them. For the values, A is P and B is V as they are; for
  * the scores, A is Q and B is K transposed, a block of HEAD_KEY_COLS keys
- * at a time, into the caller's scratch.
+ * at a time, into the caller's scratch; the values go by blocks of
+ * HEAD_KEY_COLS keys, so that each block of V stays in cache while every
+ * tile of rows reads it.
  */
 #include "head_product.h"
 #include "vecmath.h"
@@ -162,7 +164,13 @@ void head_values(const float *p, size_t ldp, const float *v, size_t ldv,
 {
 #if HAVE_AVX2_BUILD
     if (kernel && kernels_run() && (beta == 0.0f || beta == 1.0f)) {
-        nn_product(p, ldp, rows, v, ldv, nj, d, 1.0f, beta == 1.0f, o, ldo);
+        // by blocks of keys, so that the block of V every tile of rows
+        // reads stays in cache however many keys there are
+        for (size_t j0 = 0; j0 < nj || j0 == 0; j0 += HEAD_KEY_COLS) {
+            const size_t nc = nj - j0 < HEAD_KEY_COLS ? nj - j0 : HEAD_KEY_COLS;
+            nn_product(p + j0, ldp, rows, v + j0 * ldv, ldv, nc, d, 1.0f,
+                       j0 > 0 || beta == 1.0f, o, ldo);
+        }
         return;
     }
 #endif

@@ -9,7 +9,8 @@
  *
  * Numerics, on the kernels: each output sums its products in the order
  * of the inner index, one fused multiply-add each, then (the scores) is
- * multiplied by scale. An output's bits therefore depend on nothing but
+ * multiplied by scale; the values sum each block of HEAD_KEY_COLS keys
+ * apart and add it in. An output's bits therefore depend on nothing but
  * its own row and column: not on the rows, keys or team a call is cut
  * into. Through cblas_sgemm they are OpenBLAS's.
  */
@@ -19,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Keys head_scores() transposes at a time. */
+/* Keys head_scores() transposes at a time, and head_values() sums apart. */
 enum { HEAD_KEY_COLS = 256 };
 
 /* Floats of the scratch head_scores() needs for heads of d values: none
