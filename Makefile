@@ -117,6 +117,7 @@ BENCH_PATCH := $(BUILD)/bench_patch
 BENCH_GEMMA := $(BUILD)/bench_gemma
 BENCH_GGUF := $(BUILD)/bench_gguf
 BENCH_QUANT := $(BUILD)/bench_quant
+BENCH_STREAMS := $(BUILD)/bench_streams
 # a random checkpoint of bert-base's sizes for bench_bert (436 MB, NumPy)
 BERT_BASE := $(BUILD)/bert-base
 # random checkpoints of Llama-3.2-1B's sizes for bench_decoder, in F32
@@ -364,6 +365,16 @@ $(BENCH_SERVICE): $(BUILD)/bench/bench_service.o $(BUILD)/tests/integration/harn
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
 
+# Concurrent generations decoded together, on the real binary.
+$(BUILD)/bench/bench_streams.o: tests/bench/bench_streams.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -Itests/integration $(call pc_cflags,libcurl) -c $< -o $@
+
+$(BENCH_STREAMS): $(BUILD)/bench/bench_streams.o $(BUILD)/tests/integration/harness.o
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(call pc_libs,libcurl) -lm
+
 # A loaded checkpoint against PyTorch on the same weights: the BERT encoder
 # (tests/bench/bert_torch.py), the LLaMA decoder (tests/bench/llama_torch.py)
 # and Gemma 2 (tests/bench/gemma_torch.py), with what they share
@@ -451,7 +462,7 @@ $(GEMMA2_2B)/model.safetensors:
 	$(PYTHON) tests/models/generate_gemma.py --gemma2-2b $(@D)
 
 bench: deps-bench
-	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
+	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_STREAMS) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
 	    $(BENCH_GEMMA) $(BENCH_GGUF) $(BENCH_QUANT) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
 	    $(LLAMA_1B)-bf16/model.safetensors $(GEMMA2_2B)/model.safetensors
 	$(BENCH_BIN) --json $(BUILD)/bench.json
@@ -459,6 +470,7 @@ bench: deps-bench
 	then ort=; else ort=--no-ort; echo "bench_bert: ONNX Runtime is skipped: onnxruntime-node or the ONNX export failed ($(BUILD)/bench_ort.log)"; fi; \
 	set -x; $(BENCH_BERT) $(BERT_BASE) $$ort --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
+	ATTND_BIN=$(ATTND) $(BENCH_STREAMS) $(LLAMA_1B)-bf16 --json $(BUILD)/bench_streams.json
 	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_QUANTS) \
 	    || echo "bench_gguf: no llama.cpp (above): llama-bench is skipped, and GGUF files are made only with it"
 	@if [ -f $(GGUF_1B)-Q8_0.gguf ] && [ -f $(GGUF_1B)-Q4_K_M.gguf ]; then \
@@ -592,7 +604,7 @@ clean:
 	rm -rf $(BUILD)
 
 # Every binary: defined last, so that each list it names is complete.
-build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE) \
+build-all: $(CORE_LIB) $(ATTND) $(UNIT_BIN) $(SERVER_TEST_BIN) $(REPLAY_BIN) $(INTEG_BIN) $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_STREAMS) \
            $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) $(BENCH_GGUF) $(BENCH_QUANT)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

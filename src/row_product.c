@@ -43,14 +43,23 @@ ALWAYS_INLINE float value_at(const void *w, bool bf16, size_t i)
     return v;
 }
 
-/* The end of a dot: the lanes of acc in lane order, then the products
- * of values from to n one by one. */
+/* The end of a dot: the lanes of acc added pairwise, lane i to lane
+ * i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four vector adds),
+ * then the products of values from to n one by one. */
 ALWAYS_INLINE float finish(const v16f *acc, const float *x, const void *w,
                            bool bf16, size_t from, size_t n)
 {
-    float sum = 0.0f;
-    for (int k = 0; k < 16; k++)
-        sum += (*acc)[k];
+    typedef float v8 __attribute__((vector_size(32)));
+    typedef float v4 __attribute__((vector_size(16)));
+    typedef float v2 __attribute__((vector_size(8)));
+    const v8 s8 = __builtin_shufflevector(*acc, *acc, 0, 1, 2, 3, 4, 5, 6, 7) +
+                  __builtin_shufflevector(*acc, *acc, 8, 9, 10, 11, 12, 13, 14,
+                                          15);
+    const v4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
+                  __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+    const v2 s2 = __builtin_shufflevector(s4, s4, 0, 1) +
+                  __builtin_shufflevector(s4, s4, 2, 3);
+    float sum = s2[0] + s2[1];
     for (size_t i = from; i < n; i++)
         sum += x[i] * value_at(w, bf16, i);
     return sum;

@@ -12,8 +12,8 @@
  * in a fixed order that follows from in alone: value k goes into lane
  * k % 16 of one sum while sixteen values remain, each product rounded
  * and then added (nothing fused, as vecmath.h's kernels), the sixteen
- * lanes are then added in lane order, and the last in % 16 products
- * after them one by one. Every build (plain, AVX2, AVX-512) gives the
+ * lanes are then added pairwise (lane i and i + 8, then i + 4, i + 2,
+ * i + 1), and the last in % 16 products after them one by one. Every build (plain, AVX2, AVX-512) gives the
  * same bits. A 16-bit or sliced quantized row is widened exactly first;
  * a block-quantized W of whole blocks goes a row at a time to
  * quant_product() (quant_product.h), its one-row order.
