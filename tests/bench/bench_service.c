@@ -6,9 +6,11 @@
  *                            server, then while two of the largest
  *                            computations the default limits allow run
  *   bench_service load [SECONDS] [CLIENTS]
- *                            a mixed load (default 120 s, 64 clients):
- *                            counts answers by kind and samples the
- *                            server's resident memory
+ *                            a mixed load (default 120 s, 64 clients),
+ *                            generations of the small test decoder
+ *                            among the attention requests: counts
+ *                            answers by kind and samples the server's
+ *                            resident memory
  *
  * Every request differs from the one before (words and seed are drawn),
  * so that no cache of whole answers could serve them. Only loopback, and
@@ -96,11 +98,37 @@ struct client {
     struct curl_slist *json;
 };
 
+/* What a client keeps of an answer: its size, and whether a stream's
+ * "event: done" came (looked for across reads with the last bytes of the
+ * read before). */
+struct taken {
+    size_t bytes;
+    char tail[16];
+    bool done;
+};
+
 static size_t discard(char *data, size_t size, size_t n, void *user)
 {
-    (void)data;
-    *(size_t *)user += size * n;
-    return size * n;
+    struct taken *t = user;
+    const size_t len = size * n;
+    t->bytes += len;
+    // the tail, then up to 64 new bytes at a time: a name cut between
+    // two reads is found
+    for (size_t off = 0; off < len && !t->done;) {
+        char joined[16 + 64];
+        const size_t tail = strlen(t->tail);
+        const size_t k = len - off < 64 ? len - off : 64;
+        memcpy(joined, t->tail, tail);
+        memcpy(joined + tail, data + off, k);
+        const size_t total = tail + k;
+        for (size_t at = 0; !t->done && at + 11 <= total; at++)
+            t->done = !memcmp(joined + at, "event: done", 11);
+        const size_t keep = total < 10 ? total : 10;
+        memmove(t->tail, joined + total - keep, keep);
+        t->tail[keep] = '\0';
+        off += k;
+    }
+    return len;
 }
 
 static void client_init(struct client *c, const struct server *s)
@@ -117,17 +145,18 @@ static void client_free(struct client *c)
 }
 
 /* One request on the client's kept-alive connection: the status, or -1
- * when none came; *seconds its latency. body NULL: a GET. */
-static long client_call(struct client *c, const char *path, const char *body,
-                        double timeout, double *seconds)
+ * when none came; *seconds its latency, *got what came. body NULL: a
+ * GET. */
+static long client_call_taking(struct client *c, const char *path,
+                               const char *body, double timeout,
+                               double *seconds, struct taken *got)
 {
     char url[8192];
     snprintf(url, sizeof url, "%s%s", c->url, path);
-    size_t got = 0;
     curl_easy_reset(c->curl);
     curl_easy_setopt(c->curl, CURLOPT_URL, url);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &got);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, got);
     curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)(timeout * 1e3));
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
     if (body) {
@@ -141,6 +170,14 @@ static long client_call(struct client *c, const char *path, const char *body,
     if (rc == CURLE_OK)
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
     return status;
+}
+
+/* The same, what came thrown away. */
+static long client_call(struct client *c, const char *path, const char *body,
+                        double timeout, double *seconds)
+{
+    struct taken got = {0};
+    return client_call_taking(c, path, body, timeout, seconds, &got);
 }
 
 /* The server's OpenBLAS kernels, from its /metrics, into out. */
@@ -334,17 +371,21 @@ static int fairness(void)
 /* ---------------------------------------------------------------- load */
 
 enum kind {
-    K_SMALL,   /* a sentence of 3-12 words, weights as JSON: 200 */
-    K_PNG,     /* the same as a PNG by GET: 200 */
-    K_MEDIUM,  /* 256 words, 1-8 heads, output only: 200 */
-    K_LARGE,   /* 512 words, 4 heads of weights (1 M numbers): 200 */
-    K_INVALID, /* malformed or out of range: 400 or 422 */
-    K_HEALTH,  /* /healthz or /metrics: 200 */
+    K_SMALL,    /* a sentence of 3-12 words, weights as JSON: 200 */
+    K_PNG,      /* the same as a PNG by GET: 200 */
+    K_MEDIUM,   /* 256 words, 1-8 heads, output only: 200 */
+    K_LARGE,    /* 512 words, 4 heads of weights (1 M numbers): 200 */
+    K_INVALID,  /* malformed or out of range: 400 or 422 */
+    K_HEALTH,   /* /healthz or /metrics: 200 */
+    K_GENERATE, /* a streamed generation of 4-48 tokens, greedy or
+                   sampled, by the small test decoder: 200 and its done
+                   event */
     N_KINDS
 };
 static const char *const kind_names[N_KINDS] = {
-    "small JSON", "small PNG", "medium", "large", "invalid", "health/metrics"};
-static const unsigned kind_share[N_KINDS] = {60, 12, 10, 3, 10, 5}; /* % */
+    "small JSON", "small PNG",      "medium",    "large",
+    "invalid",    "health/metrics", "generation"};
+static const unsigned kind_share[N_KINDS] = {54, 12, 10, 3, 10, 5, 6}; /* % */
 
 enum { MAX_SAMPLES = 1 << 20 };
 
@@ -442,14 +483,26 @@ static void *load_client(void *arg)
                            (sizeof invalid / sizeof invalid[0])];
             break;
         case K_HEALTH: where = seed % 2 ? "/healthz" : "/metrics"; break;
+        case K_GENERATE:
+            snprintf(small, sizeof small,
+                     "{\"model\":\"llama3\",\"prompt\":\"%s\","
+                     "\"max_new_tokens\":%u,\"temperature\":%s,\"seed\":%u}",
+                     sentence, 4 + (unsigned)(next_random(&rng) % 45),
+                     seed % 2 ? "0.8" : "0", seed);
+            body = small;
+            where = "/generate";
+            break;
         case N_KINDS: break;
         }
         double secs;
-        const long status = client_call(&c, where, body, 60, &secs);
+        struct taken got = {0};
+        const long status =
+            client_call_taking(&c, where, body, 60, &secs, &got);
         free(owned);
         atomic_fetch_add(&lc->stats->sent[k], 1);
-        const bool ok =
-            k == K_INVALID ? status == 400 || status == 422 : status == 200;
+        const bool ok = k == K_INVALID    ? status == 400 || status == 422
+                        : k == K_GENERATE ? status == 200 && got.done
+                                          : status == 200;
         if (ok) {
             atomic_fetch_add(&lc->stats->ok[k], 1);
             const size_t at = atomic_fetch_add(&lc->stats->samples[k], 1);
@@ -482,7 +535,8 @@ static double rss_mib(pid_t pid)
 static int load(double seconds, int clients)
 {
     struct server s;
-    const char *args[] = {"--quiet", NULL};
+    const char *args[] = {"--quiet", "--model", "llama3=tests/models/llama3",
+                          NULL};
     if (!server_start(&s, args)) {
         fprintf(stderr, "bench_service: the server did not start\n");
         return 1;
