@@ -8,9 +8,11 @@
  * boundaries and write disjoint rows, so a team of any size computes the
  * same bits. Large inputs go QUERY_BLOCK and KV_CHUNK rows at a time; a
  * smaller one is cut into two to four units a phase, so that a team has
- * something to share (unit_rows()). Products go to cblas_sgemm with
- * leading dimensions, so a head is addressed inside the [rows][heads * d]
- * matrices rather than copied out.
+ * something to share (unit_rows()). Products go to cblas_sgemm or, in a
+ * pass worth splitting on a CPU with AVX-512, to the core's own kernels
+ * (the projections streamed, stream_product.h; a head's scores and
+ * values, head_product.h), with leading dimensions, so a head is
+ * addressed inside the [rows][heads * d] matrices rather than copied out.
  *
  * The team is the calling thread and the helpers of a pool (pool.c): the
  * caller's, or one the call starts for itself, once, whatever the number

@@ -2,10 +2,10 @@
  * head_product.h - the two products of one head's attention over a block
  * of keys: its scores S = scale Q K^T and its values O = beta O + P V.
  * At a head's sizes (tens of rows and keys, an inner size of d_k or of a
- * block of keys) OpenBLAS spends much of a call packing its operands; on
- * a CPU with AVX-512 these go through one small kernel instead, which
- * reads P, V and Q where they lie and K transposed a block of keys at a
- * time. Elsewhere they go to cblas_sgemm. Internal to the core.
+ * block of keys) OpenBLAS packs both operands on every call; on a CPU
+ * with AVX-512 these go through one small kernel instead, which reads P,
+ * V and Q where they lie and K transposed a block of keys at a time.
+ * Elsewhere they go to cblas_sgemm. Internal to the core.
  *
  * Numerics, on the kernels: each output sums its products in the order
  * of the inner index, one fused multiply-add each, then (the scores) is
