@@ -82,7 +82,8 @@ static attn_status cached(const struct decoding *d, struct xf_cache *cache,
                                .cache = cache,
                                .edits = asked->edits,
                                .n_edits = asked->n_edits,
-                               .mean_over = d->prompt};
+                               .mean_over = d->prompt,
+                               .bf16_dots = asked->bf16_dots};
     struct xf_plan plan;
     struct xf_result r;
     attn_status st = xf_plan(x, &run, &plan, err);

@@ -85,7 +85,7 @@ struct pass {
     struct xf_matrix w;
     const float *b;
     float *panels;     /* a panel per member, for 16-bit weights (widen.h) */
-    bool alone;        /* each row a token of its own (a step) */
+    struct xf_products how; /* how the products take their rows */
     const float *z;    /* [n][heads D] a hooked layer's head values */
     float *hooked_out; /* [n][H] a hooked layer's projected attention */
     atomic_bool overflowed;
@@ -173,7 +173,8 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .out = t->width,
                                      .y = o,
                                      .ldy = IW,
-                                     .alone = p->alone};
+                                     .alone = p->how.alone,
+                                     .bf16_dots = p->how.bf16_dots};
     widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
 }
 
@@ -237,7 +238,8 @@ static void output_tile(void *arg, size_t u, unsigned member)
                                      .out = t.width,
                                      .y = out,
                                      .ldy = H,
-                                     .alone = p->alone};
+                                     .alone = p->how.alone,
+                                     .bf16_dots = p->how.bf16_dots};
     widen_product(&pr, 1.0f, widen_panel(p->panels, member));
 }
 
@@ -262,7 +264,8 @@ static void projection_tile(void *arg, size_t u, unsigned member)
                                      .ldw = hd,
                                      .out = t.width,
                                      .y = out,
-                                     .ldy = H};
+                                     .ldy = H,
+                                     .bf16_dots = p->how.bf16_dots};
     widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
 }
 
@@ -757,7 +760,7 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b,
                      .panels = s->panels,
-                     .alone = plan->step};
+                     .how = xf_plan_products(plan)};
     atomic_init(&p.overflowed, false);
     if (before) {
         if (s->team.pool)
@@ -934,7 +937,7 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
         if (s.team.pool)
             pool_acquire(s.team.pool);
         head_logits(&s.team, m, last, every ? run->n : plan->batch, out->logits,
-                    s.panels, plan->step);
+                    s.panels, xf_plan_products(plan));
         if (s.team.pool)
             pool_release(s.team.pool);
     }

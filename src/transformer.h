@@ -414,7 +414,19 @@ struct xf_run {
      * cache holding anything): the rows kept, every position (XF_ALL) or
      * the one named */
     size_t capture_position;
+    /* Products of two rows or more through bfloat16 weights (the
+     * feed-forward's, the output head's) round their rows to bfloat16 and
+     * sum pairs of products in float32 through the CPU's bfloat16 dot
+     * products, as llama.cpp and PyTorch compute a bfloat16 model:
+     * about twice as fast, about 2^-8 of sum |x w| off (docs/core.md).
+     * Only where xf_bf16_dots_available(); elsewhere, and for a step's
+     * rows, the products stay exact. Not the default. */
+    bool bf16_dots;
 };
+
+/* Does this CPU have the bfloat16 dot products (AVX512_BF16) that
+ * xf_run.bf16_dots asks for? */
+bool xf_bf16_dots_available(void);
 
 /*
  * Arrays not asked for are NULL. With Lw = layers, or 1 when run.layer

@@ -18,7 +18,7 @@ struct head_pass {
     size_t rows;
     float *y; /* [rows][vocab] */
     float *panels;
-    bool alone; /* each row a token of its own */
+    struct xf_products how;
 };
 
 /* Columns [u * LOGIT_TILE, ...) of the product: a tile of the
@@ -40,7 +40,8 @@ static void logit_unit(void *arg, size_t u, unsigned member)
                                      .out = width,
                                      .y = hp->y + c0,
                                      .ldy = V,
-                                     .alone = hp->alone};
+                                     .alone = hp->how.alone,
+                                     .bf16_dots = hp->how.bf16_dots};
     widen_product(&pr, 0.0f, widen_panel(hp->panels, member));
     if (m->final_softcap > 0.0f)
         for (size_t r = 0; r < hp->rows; r++)
@@ -56,14 +57,14 @@ double head_capped(const struct xf_model *m, double logit)
 
 void head_logits(struct pool_team *team, const struct xf_model *m,
                  const float *x, size_t rows, float *y, float *panels,
-                 bool alone)
+                 struct xf_products how)
 {
     struct head_pass hp = {.m = m,
                            .x = x,
                            .rows = rows,
                            .y = y,
                            .panels = panels,
-                           .alone = alone};
+                           .how = how};
     pool_phase(team, logit_unit, &hp,
                (m->vocab_size + LOGIT_TILE - 1) / LOGIT_TILE);
 }
@@ -90,7 +91,8 @@ void head_lens(struct pool_team *team, const struct xf_model *m, const float *h,
             xf_norm_rows(m, x, rows, m->final_norm_w, m->final_norm_b, normed);
             x = normed;
         }
-        head_logits(team, m, x, rows, logits, panels, false);
+        head_logits(team, m, x, rows, logits, panels,
+                    (struct xf_products){0});
         for (size_t r = 0; r < rows; r++) {
             struct xf_candidate *top = out + (r0 + r) * k;
             // fewer only when logits are not finite, which a pass refuses

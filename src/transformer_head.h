@@ -10,6 +10,7 @@
 
 #include "pool.h"
 #include "transformer.h"
+#include "transformer_units.h"
 
 /* Rows of hidden states the lens reads through the head at once: its
  * scratch holds their logits. */
@@ -18,11 +19,11 @@ enum { HEAD_LENS_ROWS = 16 };
 /* y [rows][vocab] = x [rows][H] lm_head^T, by tiles of the vocabulary on
  * team (the team's pool held by the caller), each soft-capped when the
  * model caps its logits (final_softcap); panels: one per member, or NULL
- * when lm_head is float32. alone: each row is a token of its own, whose
- * logits are the bits it would get alone (row_product.h). */
+ * when lm_head is float32; how: the pass's way with its rows
+ * (transformer_units.h). */
 void head_logits(struct pool_team *team, const struct xf_model *m,
                  const float *x, size_t rows, float *y, float *panels,
-                 bool alone);
+                 struct xf_products how);
 
 /* A logit as the model gives it: c tanh(logit / c) with its final_softcap
  * c, or as it is without one. */

@@ -5,6 +5,7 @@
  * transformer.c runs a plan and decides nothing of this again.
  */
 #include "attention_flow.h"
+#include "bf16_dots.h"
 #include "checked.h"
 #include "error.h"
 #include "forward_plan.h"
@@ -567,6 +568,17 @@ size_t xf_widest_phase(const struct xf_plan *p)
 }
 
 /* ----------------------------------------------------------------- plan */
+
+bool xf_bf16_dots_available(void)
+{
+    return bf16_dots_available();
+}
+
+struct xf_products xf_plan_products(const struct xf_plan *p)
+{
+    return (struct xf_products){
+        .alone = p->step, .bf16_dots = p->run.bf16_dots && !p->step};
+}
 
 bool xf_returns_layer(const struct xf_plan *p, size_t l)
 {

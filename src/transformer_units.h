@@ -28,6 +28,17 @@ enum {
     XF_COL_ALIGN = 16
 };
 
+/* How a pass's products take their rows (widen.h's struct
+ * widen_product): each row a token of its own (a step after caches), and
+ * whether bfloat16 weights may meet bfloat16 activations (the run's
+ * bf16_dots, on a CPU that has them). */
+struct xf_products {
+    bool alone, bf16_dots;
+};
+
+/* The plan's. */
+struct xf_products xf_plan_products(const struct xf_plan *p);
+
 /* A tile of a product: rows [r0, r0 + rows), columns [c0, c0 + width). */
 struct xf_tile {
     size_t r0, rows, c0, width;

@@ -2,6 +2,7 @@
  * widen.c - 16-bit weights: their exact float32 values (attention.h), and
  * products through weights at their stored width (widen.h).
  */
+#include "bf16_dots.h"
 #include "quant.h"
 #include "quant_product.h"
 #include "row_product.h"
@@ -157,6 +158,11 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
     }
     if (p->rows == 1 || p->alone) {
         row_product(p, beta, panel);
+        return;
+    }
+    if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
+        (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
+        bf16_dots_product(p, beta, panel);
         return;
     }
     const size_t blk = attn_dtype_block(p->dtype);

@@ -43,12 +43,18 @@ struct widen_product {
      * sequences decoded together): every row's outputs are then the
      * bits that row would get alone (row_product.h) */
     bool alone;
+    /* a bfloat16 W may meet x rounded to bfloat16 through the CPU's
+     * bfloat16 dot products (bf16_dots.h), where it has them: faster,
+     * and less precise */
+    bool bf16_dots;
 };
 
 /*
  * y = beta y + x W^T. One row of x, or rows marked alone, go to
  * row_product() (row_product.h): each row's outputs are the same bits
- * whether it is alone or not. Otherwise a block-quantized W goes to
+ * whether it is alone or not. Rows of a bfloat16 W marked bf16_dots go
+ * to bf16_dots_product() where the CPU has the instruction. Otherwise a
+ * block-quantized W goes to
  * quant_product() (quant_product.h) when the slice is whole blocks and
  * beta is 0 or 1, else a panel of widened rows at a time through the
  * product. With a panel and beta 0 or 1, two rows or more through a

@@ -16,9 +16,9 @@
 #include <string.h>
 
 /* The fields /attention's decoder reads for the prompt. */
-static const char *const shared[] = {"model",        "return",
-                                     "logit_lens_k", "add_special_tokens",
-                                     "precision",    "ablate"};
+static const char *const shared[] = {
+    "model",     "return", "logit_lens_k", "add_special_tokens",
+    "precision", "ablate", "products"};
 static const char *const own[] = {
     "prompt", "max_new_tokens", "temperature",    "top_k",
     "top_p",  "seed",           "top_candidates", "stop"};
@@ -184,7 +184,7 @@ bool generate_parse(struct generate_request *g, const char *body, size_t len,
                              "model, prompt, max_new_tokens, temperature, "
                              "top_k, top_p, seed, stop, top_candidates, "
                              "return, logit_lens_k, add_special_tokens, "
-                             "precision and ablate)",
+                             "precision, ablate and products)",
                              key->string);
         }
     const cJSON *model =

@@ -162,6 +162,11 @@ enum request_params_source {
 /* A model's input that needs no text. */
 enum request_probe { PROBE_NONE = 0, PROBE_INDUCTION };
 
+/* How a model's products through bfloat16 weights are computed: exactly
+ * in float32, or with the activations rounded to bfloat16 and the CPU's
+ * bfloat16 dot products (xf_run.bf16_dots), where it has them. */
+enum request_products { PRODUCTS_FLOAT32 = 0, PRODUCTS_BFLOAT16 };
+
 struct request {
     enum request_kind kind;
     struct request_input input, context;
@@ -185,6 +190,7 @@ struct request {
     size_t logit_lens_k;     /* tokens a layer and position of the logit
                                 lens (a model's "logit_lens") */
     int probe;               /* enum request_probe */
+    int products;            /* enum request_products */
     size_t probe_length;     /* the probe's tokens before they repeat */
     uint64_t probe_seed;     /* the stream its tokens are drawn from */
     size_t precision;        /* significant digits; 0: shortest round-trip */

@@ -60,6 +60,12 @@ static const char *probe_name(int i)
     return i >= 0 && i < 2 ? names[i] : NULL;
 }
 
+static const char *products_name(int i)
+{
+    static const char *const names[] = {"float32", "bfloat16"};
+    return i >= 0 && i < 2 ? names[i] : NULL;
+}
+
 static const char *color_scale_name(int i)
 {
     static const char *const names[] = {"shared", "tile"};
@@ -465,6 +471,10 @@ const struct request_field request_fields[] = {
     {.name = "logit_lens_k", .pointer = "/logit_lens_k", .kind = FIELD_SIZE, .where = BOTH,
      .type = "integer", .offset = AT(logit_lens_k), .min = 1, .max = XF_MAX_LENS_K, .limit = LIMIT_FIXED,
      .default_json = STR(REQUEST_LOGIT_LENS_K), .models = MODELS_REQUIRED, .echo = echo_scalar},
+    /* bfloat16 weights met by bfloat16 activations, where the CPU can */
+    {.name = "products", .pointer = "/products", .kind = FIELD_ENUM, .where = BOTH, .type = "string",
+     .offset = AT(products), .value_name = products_name, .default_json = "\"float32\"",
+     .models = MODELS_REQUIRED, .echo = echo_scalar},
     {.name = "tokens", .pointer = "/tokens", .kind = FIELD_INPUT, .where = BODY, .type = "array"},
     {.name = "embeddings", .pointer = "/embeddings", .kind = FIELD_INPUT, .where = BODY},
     {.name = "context", .pointer = "/context", .kind = FIELD_CONTEXT, .where = BOTH, .type = "object"},

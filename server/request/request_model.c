@@ -450,6 +450,10 @@ size_t request_model_output(const struct request *req)
  * (workers.h). */
 static bool plan(struct request *req, const struct model *m, struct problem *pb)
 {
+    // bfloat16 products where the CPU has them; the config says which
+    if (req->products == PRODUCTS_BFLOAT16 && !xf_bf16_dots_available())
+        req->products = PRODUCTS_FLOAT32;
+    req->model.run.bf16_dots = req->products == PRODUCTS_BFLOAT16;
     if (!req->compute)
         return true;
     req->model.run.threads = 1;

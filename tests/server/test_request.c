@@ -183,6 +183,7 @@ static const struct {
      "\"probe\":\"induction\",\"probe_length\":7,",
      "probe=induction&probe_length=7&"},
     {"logit_lens_k", "3", "3", SENTENCE},
+    {"products", "\"bfloat16\"", "bfloat16", SENTENCE},
 };
 #undef SENTENCE
 
@@ -209,7 +210,11 @@ static void test_model_json_and_query_agree(void **state)
         if (!cJSON_Compare(ea, eq, true))
             fail_msg("%s: the body and the URL give different configs",
                      model_samples[k].name);
-        if (cJSON_Compare(cJSON_GetObjectItem(ea, model_samples[k].name),
+        // (bfloat16 products fall back to float32 on a CPU without them)
+        const bool cpu_bound = !strcmp(model_samples[k].name, "products") &&
+                               !xf_bf16_dots_available();
+        if (!cpu_bound &&
+            cJSON_Compare(cJSON_GetObjectItem(ea, model_samples[k].name),
                           cJSON_GetObjectItem(ed, model_samples[k].name), true))
             fail_msg("%s: the echo shows the default", model_samples[k].name);
         cJSON_Delete(ea);

@@ -1,0 +1,189 @@
+/*
+ * bf16_dots.c - products with bfloat16 activations through the CPU's
+ * bfloat16 dot products (bf16_dots.h).
+ *
+ * As stream_product.c, a call goes by blocks of ROWS rows of x and of
+ * COLS of W's columns. Each block of x is rounded to bfloat16 and packed
+ * pair by pair into the panel: packed[k / 2][r] holds x[r][k] in its low
+ * half and x[r][k + 1] in its high half, the rows side by side. Then
+ * every GROUP of W's rows meets the whole block: for each pair of
+ * columns, four vectors of packed rows and GROUP pairs of weights
+ * broadcast from where W holds them (a pair of bfloat16s is one 32-bit
+ * word), into GROUP x 4 vector sums held in registers, one vdpbf16ps each.
+ */
+#include "bf16_dots.h"
+#include "stream_product.h"
+#include "vecmath.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if HAVE_AVX2_BUILD
+#include <immintrin.h>
+#endif
+
+/* Rows of x to a block (four vectors of sixteen), W's rows to a kernel
+ * call, columns to a block (the packed pairs fill half a panel), and
+ * pairs of columns summed apart. */
+enum { ROWS = 64, GROUP = 6, VECTORS = ROWS / 16 };
+enum { COLS = WIDEN_PANEL_FLOATS / ROWS, CHUNK_PAIRS = 128 };
+
+bool bf16_dots_available(void)
+{
+#if HAVE_AVX2_BUILD
+    static int known = -1;
+    if (known < 0)
+        known = vec_isa_best() == VEC_ISA_AVX512 &&
+                __builtin_cpu_supports("avx512bf16");
+    return known == 1;
+#else
+    return false;
+#endif
+}
+
+/* x rounded to the nearest bfloat16, ties to even (a NaN stays one). */
+static uint32_t to_bf16(float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return (bits >> 16) | 0x40u;
+    return (bits + 0x7fffu + (bits >> 16 & 1u)) >> 16;
+}
+
+/* Rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as pairs of
+ * bfloat16s: packed[k / 2][r], width rows to a pair, the rows past x's
+ * and a last odd column's partner zero. */
+static void pack_pairs(const float *x, size_t ldx, size_t r0, size_t rows,
+                       size_t k0, size_t cols, size_t width, uint32_t *packed)
+{
+    const size_t pairs = (cols + 1) / 2;
+    // sixteen pairs at a time, so that the writes stay within a few lines
+    for (size_t qb = 0; qb < pairs; qb += 16) {
+        const size_t qe = pairs - qb < 16 ? pairs : qb + 16;
+        for (size_t r = 0; r < width; r++) {
+            const float *src = x + (r0 + r) * ldx + k0;
+            for (size_t q = qb; q < qe; q++) {
+                uint32_t pair = 0;
+                if (r < rows) {
+                    pair = to_bf16(src[2 * q]);
+                    if (2 * q + 1 < cols)
+                        pair |= to_bf16(src[2 * q + 1]) << 16;
+                }
+                packed[q * width + r] = pair;
+            }
+        }
+    }
+}
+
+#if HAVE_AVX2_BUILD
+#define BF16_TARGET                                                            \
+    __attribute__((target("avx512f,avx512vl,avx512bf16,avx2,fma")))
+
+/* A pair of W's row w from column 2 q: one 32-bit word, or the last odd
+ * column alone. */
+BF16_TARGET ALWAYS_INLINE __m512i weight_pair(const uint16_t *w, size_t q,
+                                              size_t cols)
+{
+    uint32_t pair = w[2 * q];
+    if (2 * q + 1 < cols)
+        pair |= (uint32_t)w[2 * q + 1] << 16;
+    return _mm512_set1_epi32((int)pair);
+}
+
+/* sums[j][r] = sum over the cols columns of packed[.][r] w[j][.], for
+ * the GROUP rows w[j] of W and the first 16 nv rows r, by chunks of
+ * CHUNK_PAIRS pairs summed apart and added to the whole in sums. */
+BF16_TARGET ALWAYS_INLINE void kernel_body(const uint32_t *packed,
+                                           const uint16_t *const *w, int nv,
+                                           size_t cols, float *sums)
+{
+    const size_t pairs = (cols + 1) / 2;
+    for (size_t q0 = 0; q0 < pairs; q0 += CHUNK_PAIRS) {
+        const size_t q1 = pairs - q0 < CHUNK_PAIRS ? pairs : q0 + CHUNK_PAIRS;
+        __m512 acc[GROUP][VECTORS];
+#pragma GCC unroll 8
+        for (int j = 0; j < GROUP; j++)
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++)
+                acc[j][i] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+        for (size_t q = q0; q < q1; q++) {
+            __m512i x[VECTORS];
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++)
+                x[i] = _mm512_loadu_si512(packed + q * 16 * (size_t)nv +
+                                          16 * (size_t)i);
+#pragma GCC unroll 8
+            for (int j = 0; j < GROUP; j++) {
+                const __m512i wq = weight_pair(w[j], q, cols);
+#pragma GCC unroll 8
+                for (int i = 0; i < nv; i++)
+                    acc[j][i] = _mm512_dpbf16_ps(acc[j][i], (__m512bh)x[i],
+                                                 (__m512bh)wq);
+            }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < GROUP; j++)
+#pragma GCC unroll 8
+            for (int i = 0; i < nv; i++) {
+                float *at = sums + j * ROWS + 16 * i;
+                if (q0)
+                    acc[j][i] = _mm512_add_ps(_mm512_load_ps(at), acc[j][i]);
+                _mm512_store_ps(at, acc[j][i]);
+            }
+    }
+}
+
+typedef void kernel_fn(const uint32_t *packed, const uint16_t *const *w,
+                       size_t cols, float *sums);
+
+#define KERNEL(nv)                                                             \
+    BF16_TARGET static void kernel_##nv(const uint32_t *packed,                \
+                                        const uint16_t *const *w, size_t cols, \
+                                        float *sums)                           \
+    {                                                                          \
+        kernel_body(packed, w, nv, cols, sums);                                \
+    }
+KERNEL(1)
+KERNEL(2)
+KERNEL(3)
+KERNEL(4)
+#undef KERNEL
+
+static kernel_fn *const kernels[VECTORS] = {kernel_1, kernel_2, kernel_3,
+                                            kernel_4};
+
+void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
+{
+    float sums[GROUP * ROWS] __attribute__((aligned(64)));
+    uint32_t *packed = (uint32_t *)(void *)panel;
+    const uint16_t *w = (const uint16_t *)p->w + p->col0;
+    for (size_t r0 = 0; r0 < p->rows; r0 += ROWS) {
+        const size_t rows = p->rows - r0 < ROWS ? p->rows - r0 : ROWS;
+        const size_t nv = (rows + 15) / 16;
+        kernel_fn *const kernel = kernels[nv - 1];
+        for (size_t k0 = 0; k0 < p->in; k0 += COLS) {
+            const size_t cols = p->in - k0 < COLS ? p->in - k0 : COLS;
+            pack_pairs(p->x, p->ldx, r0, rows, k0, cols, 16 * nv, packed);
+            for (size_t o0 = 0; o0 < p->out; o0 += GROUP) {
+                const size_t outs = p->out - o0 < GROUP ? p->out - o0 : GROUP;
+                // a last group short of GROUP repeats its last row, whose
+                // sums are computed again and not used
+                const uint16_t *rows_of[GROUP];
+                for (size_t j = 0; j < GROUP; j++)
+                    rows_of[j] =
+                        w + (o0 + (j < outs ? j : outs - 1)) * p->ldw + k0;
+                kernel(packed, rows_of, cols, sums);
+                stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, ROWS,
+                                k0 == 0 && beta == 0.0f);
+            }
+        }
+    }
+}
+#else
+void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
+{
+    (void)p, (void)beta, (void)panel; /* bf16_dots_available() is false */
+}
+#endif
