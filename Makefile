@@ -127,12 +127,14 @@ LLAMA_1B := $(BUILD)/llama-1b
 # NumPy, about a minute), written once: remove the folder to write it anew
 GEMMA2_2B := $(BUILD)/gemma2-2b
 # llama.cpp for bench_gguf, fetched and built by tests/bench/llama_cpp.sh,
-# and the F32 checkpoint as GGUF files: $(GGUF_1B)-Q8_0.gguf (1.3 GB) and
-# $(GGUF_1B)-Q4_K_M.gguf (0.8 GB), made once
+# and the checkpoints as GGUF files, each made once and kept:
+# $(GGUF_1B)-F32.gguf (4.9 GB) and -BF16.gguf (2.5 GB), and the F32 one
+# quantized to -Q8_0.gguf (1.3 GB) and -Q4_K_M.gguf (0.8 GB)
 LLAMA_CPP_SRC := $(BUILD)/llama.cpp-src
 LLAMA_CPP_BIN := $(BUILD)/llama.cpp-build/bin
 GGUF_1B := $(BUILD)/llama-1b
 GGUF_QUANTS := $(GGUF_1B)-Q8_0.gguf $(GGUF_1B)-Q4_K_M.gguf
+GGUF_FLOATS := $(GGUF_1B)-F32.gguf $(GGUF_1B)-BF16.gguf
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
         web-test client-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
@@ -395,7 +397,7 @@ $(BENCH_BERT): $(BUILD)/bench/bench_bert.o $(BUILD)/bench/bench_torch.o $(SERVER
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
 $(BENCH_DECODER): $(BUILD)/bench/bench_decoder.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o \
-                  $(BUILD)/tests/integration/harness.o $(SERVER_LIB) $(CORE_LIB)
+                  $(BUILD)/bench/bandwidth.o $(BUILD)/tests/integration/harness.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS) $(call pc_libs,libcurl)
 
@@ -421,7 +423,7 @@ $(BUILD)/bench/bench_gguf.o: tests/bench/bench_gguf.c
 	@$(CC) $(ALL_CFLAGS) -Isrc -Iserver -Iserver/chat $(call pc_cflags,$(PKG_CORE) libcjson) -c $< -o $@
 
 $(BENCH_GGUF): $(BUILD)/bench/bench_gguf.o $(BUILD)/bench/bench_torch.o $(BUILD)/bench/bench_decode.o \
-               $(SERVER_LIB) $(CORE_LIB)
+               $(BUILD)/bench/bandwidth.o $(SERVER_LIB) $(CORE_LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) -pthread $^ -o $@ $(SERVER_LIBS) $(CORE_LIBS)
 
@@ -429,18 +431,22 @@ $(BENCH_GGUF): $(BUILD)/bench/bench_gguf.o $(BUILD)/bench/bench_torch.o $(BUILD)
 $(LLAMA_CPP_BIN)/llama-quantize $(LLAMA_CPP_BIN)/llama-bench:
 	tests/bench/llama_cpp.sh $(BUILD)
 
-# The F32 checkpoint through llama.cpp's own converter (with
+# The F32 and BF16 checkpoints through llama.cpp's own converter (with
 # generate_gguf.py's stand-ins for the Python packages it would import),
-# then its llama-quantize; the 4.9 GB F32 file is removed once both are made.
+# at their own width; the F32 file then through llama-quantize. Each is
+# made from its checkpoint and kept: the quantized files wait on the F32
+# one only to exist, so that one made again does not remake them.
 $(GGUF_1B)-F32.gguf: $(LLAMA_1B)-f32/model.safetensors | $(LLAMA_CPP_BIN)/llama-quantize
 	$(PYTHON) tests/models/generate_gguf.py --convert $(LLAMA_CPP_SRC) $(LLAMA_1B)-f32 f32 $@.tmp llama-bpe
 	@mv $@.tmp $@
 
-$(GGUF_QUANTS): $(GGUF_1B)-%.gguf: $(GGUF_1B)-F32.gguf | $(LLAMA_CPP_BIN)/llama-quantize
-	$(LLAMA_CPP_BIN)/llama-quantize $< $@.tmp $* $$(nproc) > $@.log 2>&1 || { tail -n 5 $@.log; exit 1; }
+$(GGUF_1B)-BF16.gguf: $(LLAMA_1B)-bf16/model.safetensors | $(LLAMA_CPP_BIN)/llama-quantize
+	$(PYTHON) tests/models/generate_gguf.py --convert $(LLAMA_CPP_SRC) $(LLAMA_1B)-bf16 bf16 $@.tmp llama-bpe
 	@mv $@.tmp $@
 
-.INTERMEDIATE: $(GGUF_1B)-F32.gguf
+$(GGUF_QUANTS): $(GGUF_1B)-%.gguf: $(LLAMA_1B)-f32/model.safetensors | $(GGUF_1B)-F32.gguf $(LLAMA_CPP_BIN)/llama-quantize
+	$(LLAMA_CPP_BIN)/llama-quantize $(GGUF_1B)-F32.gguf $@.tmp $* $$(nproc) > $@.log 2>&1 || { tail -n 5 $@.log; exit 1; }
+	@mv $@.tmp $@
 
 # The quantized products alone: one row in GB/s, 128 and 512 rows in
 # GFLOP/s, beside float32 and bfloat16 (tests/bench/bench_quant.c).

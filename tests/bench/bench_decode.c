@@ -7,58 +7,11 @@
 #include "bench_torch.h"
 #include "sampling.h"
 
-#include <pthread.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The read: 1 GiB, larger than any cache, summed on every core. */
-#define READ_BYTES ((size_t)1 << 30)
-
-struct reader {
-    const uint64_t *from;
-    size_t count;
-    uint64_t sum; /* kept, so that the reads are not optimised away */
-};
-
-static void *read_part(void *arg)
-{
-    struct reader *r = arg;
-    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (size_t i = 0; i + 4 <= r->count; i += 4) {
-        s0 += r->from[i];
-        s1 += r->from[i + 1];
-        s2 += r->from[i + 2];
-        s3 += r->from[i + 3];
-    }
-    r->sum = s0 + s1 + s2 + s3;
-    return NULL;
-}
-
-/* GB/s of one read of block on every core, each its share. */
-static double read_bandwidth(const uint64_t *block, size_t count)
-{
-    enum { MAX_READERS = 64 };
-    unsigned n = cores();
-    n = n > MAX_READERS ? MAX_READERS : n;
-    struct reader r[MAX_READERS];
-    pthread_t id[MAX_READERS];
-    const size_t share = count / n;
-    const double t0 = now_seconds();
-    for (unsigned i = 0; i < n; i++) {
-        r[i] = (struct reader){block + i * share, share, 0};
-        if (pthread_create(&id[i], NULL, read_part, &r[i]))
-            return -1.0;
-    }
-    uint64_t sum = 0;
-    for (unsigned i = 0; i < n; i++) {
-        pthread_join(id[i], NULL);
-        sum += r[i].sum;
-    }
-    const double t = now_seconds() - t0;
-    return sum == 1 ? -1.0 : (double)(share * n * sizeof *block) / t / 1e9;
-}
 
 /* Bytes of a matrix of count values. */
 static double matrix_bytes(struct xf_matrix w, size_t count)
@@ -114,28 +67,28 @@ static double cached_run(const struct xf_model *m, struct xf_cache *cache,
 }
 
 bool bench_decoding(const struct xf_model *m, size_t prompt, size_t tokens,
-                    int rounds, struct decoding *out)
+                    int rounds, struct bandwidth_probe *probe, FILE *report,
+                    struct decoding *out)
 {
     memset(out, 0, sizeof *out);
     out->prompt = prompt;
     out->tokens = tokens;
     out->bytes_per_token = token_bytes(m);
-    uint64_t *block = malloc(READ_BYTES);
     uint32_t *ids = malloc((prompt + tokens) * sizeof *ids);
     struct xf_candidate *scratch = malloc(m->vocab_size * sizeof *scratch);
     double *first = malloc((size_t)rounds * sizeof *first);
     double *each = malloc((size_t)rounds * tokens * sizeof *each);
     double *bw = malloc((size_t)rounds * sizeof *bw);
+    struct bandwidth *how = malloc((size_t)rounds * sizeof *how);
     struct xf_cache cache = {0};
-    bool ok = block && ids && scratch && first && each && bw &&
+    bool ok = ids && scratch && first && each && bw && how &&
               xf_cache_init(m, prompt + tokens, &cache, NULL) == ATTN_OK;
-    if (ok) {
-        for (size_t i = 0; i < READ_BYTES / sizeof *block; i++)
-            block[i] = i * 2654435761u;
+    if (ok)
         bench_ids(ids, prompt, m->vocab_size);
-    }
     for (int r = 0; ok && r < rounds; r++) {
-        bw[r] = read_bandwidth(block, READ_BYTES / sizeof *block);
+        ok = bandwidth_measure(probe, BENCH_READ_TURNS, r ? NULL : report,
+                               &how[r]);
+        bw[r] = ok ? how[r].gbs : -1.0;
         cache.len = 0; /* a new sequence */
         first[r] = cached_run(m, &cache, ids, prompt, scratch, &ids[prompt]);
         ok = bw[r] > 0 && first[r] >= 0;
@@ -149,18 +102,25 @@ bool bench_decoding(const struct xf_model *m, size_t prompt, size_t tokens,
         }
     }
     if (ok) {
+        /* the loop of the round nearest the median */
+        int near = 0;
         out->read_gbs = median(bw, (size_t)rounds);
+        for (int r = 1; r < rounds; r++)
+            if (fabs(how[r].gbs - out->read_gbs) <
+                fabs(how[near].gbs - out->read_gbs))
+                near = r;
+        snprintf(out->read_how, sizeof out->read_how, "%s", how[near].strategy);
         out->first_token_ms = median(first, (size_t)rounds) * 1e3;
         out->token_ms = median(each, (size_t)rounds * tokens) * 1e3;
         out->tokens_s = 1e3 / out->token_ms;
         out->bound_tokens_s = out->read_gbs * 1e9 / out->bytes_per_token;
     }
     xf_cache_free(&cache);
+    free(how);
     free(bw);
     free(each);
     free(first);
     free(scratch);
     free(ids);
-    free(block);
     return ok;
 }

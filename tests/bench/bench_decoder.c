@@ -25,7 +25,8 @@
  *   TOLERANCE.
  * - decoding (bench_decode.h): the time to the first token of a
  *   128-token prompt through a KV cache and of each of 32 greedy tokens
- *   after it, against the bound the same run's read bandwidth sets.
+ *   after it, against the bound the same run's read bandwidth sets (the
+ *   best of bandwidth.h's read loops, measured before each round).
  * - serving: the peak resident memory (VmHWM) of $ATTND_BIN (default
  *   build/attnd) started with --model on the folder (by
  *   tests/integration/harness.c, on a loopback port) while it answers one
@@ -305,16 +306,22 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
         fflush(stdout);
     }
     if (ok) {
-        ok = bench_decoding(m, SERVE_TOKENS, DECODE_TOKENS, rounds, &c->dec) &&
+        /* the read bandwidth's block only for this part, so that the
+         * memory figures above do not hold it */
+        struct bandwidth_probe *probe = bandwidth_probe_new(BANDWIDTH_BYTES);
+        ok = probe &&
+             bench_decoding(m, SERVE_TOKENS, DECODE_TOKENS, rounds, probe,
+                            stdout, &c->dec) &&
              torch_decoding(&torch, rounds, c);
+        bandwidth_probe_free(probe);
         if (ok)
             printf("decoding after a %zu-token prompt: first token %.1f ms, "
                    "then %.1f ms a token (%.2f tokens/s); reading %.1f GB/s "
-                   "on %u cores, %.1f MB of weights a token: at most %.2f "
+                   "(%s), %.1f MB of weights a token: at most %.2f "
                    "tokens/s, %.2f of it; PyTorch's loop: first token %.1f / "
                    "%.1f ms, then %.1f / %.1f ms a token (1 / 2 threads)\n",
                    c->dec.prompt, c->dec.first_token_ms, c->dec.token_ms,
-                   c->dec.tokens_s, c->dec.read_gbs, cores(),
+                   c->dec.tokens_s, c->dec.read_gbs, c->dec.read_how,
                    c->dec.bytes_per_token / 1e6, c->dec.bound_tokens_s,
                    c->dec.tokens_s / c->dec.bound_tokens_s,
                    c->torch_first_ms[0], c->torch_first_ms[1],
@@ -423,7 +430,8 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
                 "\"hwm_loaded\": %zu, \"hwm_peak\": %zu},"
                 "\n  \"decoding\": {\"prompt\": %zu, \"tokens\": %zu, "
                 "\"first_token_ms\": %.3f, \"token_ms\": %.3f, "
-                "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
+                "\"read_gbs\": %.3f, \"read_how\": \"%s\", "
+                "\"bytes_per_token\": %.0f, "
                 "\"bound_tokens_s\": %.3f, \"tokens_s\": %.3f, "
                 "\"torch_first_token_ms\": [%.3f, %.3f], "
                 "\"torch_token_ms\": [%.3f, %.3f]},"
@@ -433,9 +441,10 @@ static bool write_json(const char *path, const struct checkpoint *cs, int count,
                 c->mem.anon_after_pass, c->serve.tokens, c->serve.answer_bytes,
                 c->serve.loaded_hwm, c->serve.peak_hwm, c->dec.prompt,
                 c->dec.tokens, c->dec.first_token_ms, c->dec.token_ms,
-                c->dec.read_gbs, c->dec.bytes_per_token, c->dec.bound_tokens_s,
-                c->dec.tokens_s, c->torch_first_ms[0], c->torch_first_ms[1],
-                c->torch_token_ms[0], c->torch_token_ms[1]);
+                c->dec.read_gbs, c->dec.read_how, c->dec.bytes_per_token,
+                c->dec.bound_tokens_s, c->dec.tokens_s, c->torch_first_ms[0],
+                c->torch_first_ms[1], c->torch_token_ms[0],
+                c->torch_token_ms[1]);
         for (int k = 0; k < N_LENGTHS; k++) {
             const struct timing *t = &c->t[k];
             fprintf(fp,
@@ -466,15 +475,18 @@ static bool decoding_only(const char *dir, int rounds)
         return false;
     }
     struct decoding d;
+    struct bandwidth_probe *probe = bandwidth_probe_new(BANDWIDTH_BYTES);
     const bool ok =
-        bench_decoding(&model->xf, SERVE_TOKENS, DECODE_TOKENS, rounds, &d);
+        probe && bench_decoding(&model->xf, SERVE_TOKENS, DECODE_TOKENS, rounds,
+                                probe, stdout, &d);
     if (ok)
         printf("%s: first token %.1f ms, then %.1f ms a token (%.2f "
-               "tokens/s); %.1f GB/s, %.1f MB a token: bound %.2f tokens/s, "
-               "%.2f of it\n",
+               "tokens/s); %.1f GB/s (%s), %.1f MB a token: bound %.2f "
+               "tokens/s, %.2f of it\n",
                dir, d.first_token_ms, d.token_ms, d.tokens_s, d.read_gbs,
-               d.bytes_per_token / 1e6, d.bound_tokens_s,
+               d.read_how, d.bytes_per_token / 1e6, d.bound_tokens_s,
                d.tokens_s / d.bound_tokens_s);
+    bandwidth_probe_free(probe);
     model_free(model);
     return ok;
 }

@@ -4,11 +4,11 @@
  *
  *   bench_gguf FILE.gguf... [--llama-bench PATH] [--rounds R] [--json FILE]
  *
- * make bench gives it a random Llama-3.2-1B-shaped checkpoint (the F32
- * one bench_decoder reads) converted by llama.cpp's convert_hf_to_gguf.py
- * and quantized by its llama-quantize to Q8_0 and Q4_K_M, and the
- * llama-bench built from the same source (tests/bench/llama_cpp.sh). For
- * each file, in turn:
+ * make bench gives it the random Llama-3.2-1B-shaped checkpoints
+ * bench_decoder reads, converted by llama.cpp's convert_hf_to_gguf.py at
+ * F32 and at BF16, and the F32 one quantized by its llama-quantize to
+ * Q8_0 and Q4_K_M, and the llama-bench built from the same source
+ * (tests/bench/llama_cpp.sh). For each file, in turn:
  *
  * - resident memory: this process's VmRSS before model_load(), after it,
  *   and after one 512-token pass (its peak too, VmHWM, reset before
@@ -19,8 +19,9 @@
  *   (the last position's logits, nothing else returned: what llama-bench's
  *   ppN times), its decoding (bench_decode.h: 32 greedy tokens after a
  *   128-token prompt through the KV cache, and the read bandwidth measured
- *   just before, which over the quantized matrices' bytes bounds the
- *   tokens a second), then llama-bench on the same file: prompt
+ *   just before: the best of bandwidth.h's read loops, which over the
+ *   matrices' bytes bounds the tokens a second), then llama-bench on the
+ *   same file: prompt
  *   (-p 128,512 -n 0) and decoding after 128 tokens of context
  *   (-p 0 -n 32 -d 128), each with flash attention off and on, one
  *   repetition a round after its own warm-up; llama.cpp's better setting
@@ -33,10 +34,15 @@
  *   process and llama-bench): a busy neighbour slows llama.cpp, whose
  *   threads wait for each other at every operation, far more than attnd.
  *
- * It prints the medians, the ratios against the issue's targets and the
- * commands run, and writes them to --json. Without llama-bench (no PATH,
- * or not executable) it says so and times attnd alone.
+ * It prints the medians, the ratios against the issue's targets (those
+ * of a file's weight type: quantized, or F32 and BF16), the OpenBLAS core
+ * attnd ran with and the backend llama-bench reports (ggml's own CPU
+ * kernels unless it was built with GGML_BLAS), the machine's load average
+ * before and after, and the commands run, and writes them to --json.
+ * Without llama-bench (no PATH, or not executable) it says so in one line
+ * and times attnd alone.
  */
+#include "bandwidth.h"
 #include "bench_clock.h"
 #include "bench_decode.h"
 #include "bench_torch.h"
@@ -45,6 +51,7 @@
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,17 +59,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_FILES 4
+#define MAX_FILES 6
 #define MIB (1024.0 * 1024.0)
 #define DECODE_PROMPT 128
 #define DECODE_TOKENS 32
 #define MAX_OUTPUT (4u << 20) /* llama-bench's JSON, at most */
 #define MAX_COMMAND 8192
 
-/* The targets. */
-#define TARGET_DECODE 0.9    /* attnd's tokens/s decoding, of llama.cpp's */
-#define TARGET_PROMPT 0.8    /* attnd's prompt tokens/s, of llama.cpp's */
-#define TARGET_BOUND 0.7     /* attnd's decoding, of the bandwidth bound */
+/* The issues' targets, by the weights' type: attnd's tokens/s decoding
+ * and on prompts, of llama.cpp's; its decoding, of the bandwidth bound. */
+struct targets {
+    double decode, prompt, bound;
+};
+static const struct targets quantized_targets = {0.9, 0.8, 0.7};
+static const struct targets float_targets = {1.0, 1.0, 0.9};
 #define TARGET_RESIDENT 1.05 /* x the file, + the pass's workspace */
 
 static const size_t lengths[] = {128, 512};
@@ -86,10 +96,13 @@ struct file_bench {
     double cpp_pp[N_LENGTHS][N_FA][BENCH_MAX_ROUNDS];
     double cpp_tg[N_FA][BENCH_MAX_ROUNDS];
     double bytes_per_token;
-    double others[BENCH_MAX_ROUNDS]; /* the cores' share other processes
-                                        took during each round */
+    char read_how[BENCH_MAX_ROUNDS][128]; /* the loop that read fastest */
+    double others[BENCH_MAX_ROUNDS];      /* the cores' share other processes
+                                             took during each round */
+    struct targets target;
     /* medians */
     double pp_ts[N_LENGTHS], tg_ts, gbs, bound_ts, others_share;
+    const char *gbs_how; /* the loop of the round nearest the median */
     double cpp_pp_ts[N_LENGTHS][N_FA], cpp_tg_ts[N_FA];
     bool with_cpp;
 };
@@ -245,6 +258,33 @@ static double number(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : -1.0;
 }
 
+/* What llama-bench says it ran on, from its first test: its build, its
+ * backends ("CPU": ggml's own kernels; "BLAS" when built with GGML_BLAS)
+ * and the CPU. */
+static char cpp_commit[64], cpp_backends[64], cpp_cpu[128];
+
+static void copy_string(char *to, size_t size, const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    snprintf(to, size, "%s", cJSON_IsString(v) ? v->valuestring : "?");
+}
+
+/* One line on the BLAS llama.cpp ran with, for the report. */
+static void print_cpp_backend(FILE *to)
+{
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    if (strstr(cpp_backends, "BLAS"))
+        fprintf(to,
+                "llama.cpp %s: backends %s: its products through a BLAS "
+                "(OpenBLAS's core as above, OPENBLAS_CORETYPE=%s), on %s\n",
+                cpp_commit, cpp_backends, env ? env : "unset", cpp_cpu);
+    else
+        fprintf(to,
+                "llama.cpp %s: backends %s: ggml's own CPU kernels, no "
+                "OpenBLAS (built without GGML_BLAS), on %s\n",
+                cpp_commit, cpp_backends, cpp_cpu);
+}
+
 /* One round of llama-bench on f: its tokens/s into round r's slots. */
 static bool cpp_round(struct file_bench *f, char cmd[2][MAX_COMMAND], int r)
 {
@@ -270,6 +310,13 @@ static bool cpp_round(struct file_bench *f, char cmd[2][MAX_COMMAND], int r)
                     f->cpp_pp[l][k][r] = ts;
                     found++;
                 }
+        }
+        if (!cpp_backends[0] && cJSON_GetArraySize(j) > 0) {
+            const cJSON *first = cJSON_GetArrayItem(j, 0);
+            copy_string(cpp_commit, sizeof cpp_commit, first, "build_commit");
+            copy_string(cpp_backends, sizeof cpp_backends, first, "backends");
+            copy_string(cpp_cpu, sizeof cpp_cpu, first, "cpu_info");
+            print_cpp_backend(stdout);
         }
         cJSON_Delete(j);
         if (found != (c == 0 ? N_LENGTHS * N_FA : N_FA)) {
@@ -313,8 +360,11 @@ static bool bench_memory(const struct xf_model *m, struct file_bench *f,
     return true;
 }
 
-/* One round of attnd on m: a wake-up pass, the prompt passes, decoding. */
-static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r)
+/* One round of attnd on m: a wake-up pass, the prompt passes, decoding
+ * after the read bandwidth (probe's; every loop's figure printed in the
+ * first round). */
+static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r,
+                        struct bandwidth_probe *probe)
 {
     uint32_t ids[512];
     round_ids(ids, lengths[0], m->vocab_size, 2u * (unsigned)r + 1);
@@ -327,10 +377,12 @@ static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r)
             return false;
     }
     struct decoding d;
-    if (!bench_decoding(m, DECODE_PROMPT, DECODE_TOKENS, 1, &d))
+    if (!bench_decoding(m, DECODE_PROMPT, DECODE_TOKENS, 1, probe,
+                        r ? NULL : stdout, &d))
         return false;
     f->token_ms[r] = d.token_ms;
     f->read_gbs[r] = d.read_gbs;
+    snprintf(f->read_how[r], sizeof f->read_how[r], "%s", d.read_how);
     f->bytes_per_token = d.bytes_per_token;
     return true;
 }
@@ -353,6 +405,11 @@ static void take_medians(struct file_bench *f, int rounds)
     f->tg_ts = median(v, n);
     memcpy(v, f->read_gbs, n * sizeof *v);
     f->gbs = median(v, n);
+    int near = 0;
+    for (int r = 1; r < rounds; r++)
+        if (fabs(f->read_gbs[r] - f->gbs) < fabs(f->read_gbs[near] - f->gbs))
+            near = r;
+    f->gbs_how = f->read_how[near];
     f->bound_ts = f->gbs * 1e9 / f->bytes_per_token;
     memcpy(v, f->others, n * sizeof *v);
     f->others_share = median(v, n);
@@ -362,8 +419,14 @@ static void take_medians(struct file_bench *f, int rounds)
     }
 }
 
+static bool is_float(const char *dtype)
+{
+    return dtype && (!strcmp(dtype, "F32") || !strcmp(dtype, "BF16") ||
+                     !strcmp(dtype, "F16"));
+}
+
 static bool bench_file(const char *path, const char *llama_bench, int rounds,
-                       struct file_bench *f)
+                       struct bandwidth_probe *probe, struct file_bench *f)
 {
     memset(f, 0, sizeof *f);
     f->path = path;
@@ -385,6 +448,7 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
     f->mem.loaded = self_status("VmRSS:");
     const struct xf_model *m = &model->xf;
     f->dtype = attn_dtype_name((int)m->layer[0].q_w.dtype);
+    f->target = is_float(f->dtype) ? float_targets : quantized_targets;
     printf("\n%s: q %s, ffn_down %s, output %s; %zu layers, hidden %zu, "
            "%zu heads on %zu KV heads of %zu, intermediate %zu, vocab %zu; "
            "%.1f MB\n",
@@ -401,7 +465,8 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
     for (int r = 0; ok && r < rounds; r++) {
         const double busy0 = machine_busy_seconds(), own0 = own_seconds(),
                      t0 = now_seconds();
-        ok = attnd_round(m, f, r) && (!f->with_cpp || cpp_round(f, cmd, r));
+        ok = attnd_round(m, f, r, probe) &&
+             (!f->with_cpp || cpp_round(f, cmd, r));
         /* what the rest of the machine ran meanwhile: a neighbour slows
          * llama.cpp's spinning threads more than attnd's */
         f->others[r] =
@@ -410,11 +475,12 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
         if (f->others[r] < 0 || busy0 < 0)
             f->others[r] = 0;
         if (ok) {
-            printf("round %d: attnd pp%zu %.1f, pp%zu %.1f, tg%d %.2f "
-                   "tokens/s (%.1f GB/s)",
-                   r + 1, lengths[0], lengths[0] / f->pp_s[0][r], lengths[1],
+            printf("round %d: read %.1f GB/s (%s); attnd pp%zu %.1f, pp%zu "
+                   "%.1f, tg%d %.2f tokens/s",
+                   r + 1, f->read_gbs[r], f->read_how[r], lengths[0],
+                   lengths[0] / f->pp_s[0][r], lengths[1],
                    lengths[1] / f->pp_s[1][r], DECODE_TOKENS,
-                   1e3 / f->token_ms[r], f->read_gbs[r]);
+                   1e3 / f->token_ms[r]);
             if (f->with_cpp)
                 printf("; llama.cpp (fa off/on) pp%zu %.1f/%.1f, pp%zu "
                        "%.1f/%.1f, tg%d %.2f/%.2f",
@@ -463,9 +529,9 @@ static void print_table(const struct file_bench *fs, int count)
                        "-");
         }
         printf("%-7.*s bound    | %9.2f  (%.1f GB/s over %.1f MB of matrices "
-               "a token; other processes took %.0f%% of the cores)\n",
+               "a token; %s; other processes took %.0f%% of the cores)\n",
                (int)strcspn(name, "."), name, f->bound_ts, f->gbs,
-               f->bytes_per_token / 1e6, 100 * f->others_share);
+               f->bytes_per_token / 1e6, f->gbs_how, 100 * f->others_share);
     }
 }
 
@@ -481,15 +547,16 @@ static void print_targets(const struct file_bench *fs, int count)
         const struct file_bench *f = &fs[i];
         const char *name =
             strrchr(f->path, '/') ? strrchr(f->path, '/') + 1 : f->path;
+        const struct targets *t = &f->target;
         if (f->with_cpp) {
             const double tg = f->tg_ts / better(f->cpp_tg_ts);
             printf("  %s decoding >= %.1f x llama.cpp's: %.3f: %s\n", name,
-                   TARGET_DECODE, tg, verdict(tg >= TARGET_DECODE));
+                   t->decode, tg, verdict(tg >= t->decode));
             for (int l = 0; l < N_LENGTHS; l++) {
                 const double pp = f->pp_ts[l] / better(f->cpp_pp_ts[l]);
                 printf("  %s prompt of %zu >= %.1f x llama.cpp's: %.3f: %s\n",
-                       name, lengths[l], TARGET_PROMPT, pp,
-                       verdict(pp >= TARGET_PROMPT));
+                       name, lengths[l], t->prompt, pp,
+                       verdict(pp >= t->prompt));
             }
         } else {
             printf("  %s against llama.cpp: not measured (no llama-bench)\n",
@@ -497,7 +564,7 @@ static void print_targets(const struct file_bench *fs, int count)
         }
         const double b = f->tg_ts / f->bound_ts;
         printf("  %s decoding >= %.1f of the bandwidth bound: %.3f: %s\n", name,
-               TARGET_BOUND, b, verdict(b >= TARGET_BOUND));
+               t->bound, b, verdict(b >= t->bound));
         if (f->with_cpp)
             printf("  %s (llama.cpp's decoding: %.3f of the bound)\n", name,
                    better(f->cpp_tg_ts) / f->bound_ts);
@@ -511,8 +578,24 @@ static void print_targets(const struct file_bench *fs, int count)
     }
 }
 
+/* The machine's load averages over 1, 5 and 15 minutes, as uptime shows
+ * them, into text; "?" when /proc/loadavg cannot be read. */
+static void load_average(char *text, size_t size)
+{
+    double a[3];
+    FILE *f = fopen("/proc/loadavg", "r");
+    const int got = f ? fscanf(f, "%lf %lf %lf", &a[0], &a[1], &a[2]) : 0;
+    if (f)
+        fclose(f);
+    if (got == 3)
+        snprintf(text, size, "%.2f %.2f %.2f", a[0], a[1], a[2]);
+    else
+        snprintf(text, size, "?");
+}
+
 static bool write_json(const char *path, const struct file_bench *fs, int count,
-                       int rounds, const char *llama_bench)
+                       int rounds, const char *llama_bench,
+                       const char load[2][32])
 {
     FILE *fp = fopen(path, "w");
     if (!fp) {
@@ -521,11 +604,11 @@ static bool write_json(const char *path, const struct file_bench *fs, int count,
     }
     fprintf(fp,
             "{\"corename\": \"%s\", \"cores\": %u, \"rounds\": %d, "
-            "\"threads\": %u, \"targets\": {\"decode_of_llama_cpp\": %.2f, "
-            "\"prompt_of_llama_cpp\": %.2f, \"decode_of_bound\": %.2f, "
-            "\"resident_of_file\": %.2f},\n \"files\": [",
-            openblas_get_corename(), cores(), rounds, cores(), TARGET_DECODE,
-            TARGET_PROMPT, TARGET_BOUND, TARGET_RESIDENT);
+            "\"threads\": %u, \"load_average\": [\"%s\", \"%s\"], "
+            "\"llama_cpp\": {\"build_commit\": \"%s\", \"backends\": "
+            "\"%s\"}, \"resident_of_file\": %.2f,\n \"files\": [",
+            openblas_get_corename(), cores(), rounds, cores(), load[0], load[1],
+            cpp_commit, cpp_backends, TARGET_RESIDENT);
     for (int i = 0; i < count; i++) {
         const struct file_bench *f = &fs[i];
         char cmd[2][MAX_COMMAND] = {"", ""};
@@ -538,8 +621,10 @@ static bool write_json(const char *path, const struct file_bench *fs, int count,
                 "\"pass_tokens\": %zu, \"within\": %s},\n  \"attnd\": "
                 "{\"pp128_ts\": %.3f, \"pp512_ts\": %.3f, \"tg32_ts\": %.3f, "
                 "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
-                "\"bound_ts\": %.3f, \"of_bound\": %.4f}, "
-                "\"others_busy\": %.3f",
+                "\"bound_ts\": %.3f, \"of_bound\": %.4f, \"read_how\": "
+                "\"%s\"}, \"others_busy\": %.3f,\n  \"targets\": "
+                "{\"decode_of_llama_cpp\": %.2f, \"prompt_of_llama_cpp\": "
+                "%.2f, \"decode_of_bound\": %.2f}",
                 i ? "," : "", f->path, f->dtype, f->file_bytes, f->mem.baseline,
                 f->mem.loaded, f->mem.after_pass, f->mem.peak, f->mem.workspace,
                 lengths[1],
@@ -549,7 +634,9 @@ static bool write_json(const char *path, const struct file_bench *fs, int count,
                     ? "true"
                     : "false",
                 f->pp_ts[0], f->pp_ts[1], f->tg_ts, f->gbs, f->bytes_per_token,
-                f->bound_ts, f->tg_ts / f->bound_ts, f->others_share);
+                f->bound_ts, f->tg_ts / f->bound_ts, f->gbs_how,
+                f->others_share, f->target.decode, f->target.prompt,
+                f->target.bound);
         if (f->with_cpp) {
             fprintf(fp, ",\n  \"llama_cpp\": {\"commands\": [");
             for (int c = 0; c < 2; c++) {
@@ -612,13 +699,32 @@ int main(int argc, char **argv)
         printf("llama-bench %s: not there, so attnd is timed alone (make "
                "bench builds it with tests/bench/llama_cpp.sh)\n",
                llama_bench ? llama_bench : "not given");
+    char load[2][32];
+    load_average(load[0], sizeof load[0]);
+    printf("load average before (1, 5, 15 minutes): %s\n", load[0]);
+    /* the read bandwidth's block, made once: each round's measure reads it */
+    struct bandwidth_probe *probe = bandwidth_probe_new(BANDWIDTH_BYTES);
+    if (!probe) {
+        fprintf(stderr,
+                "bench_gguf: no %zu MiB block for the read "
+                "bandwidth\n",
+                BANDWIDTH_BYTES >> 20);
+        return 1;
+    }
     static struct file_bench fs[MAX_FILES];
     for (int i = 0; i < n_files; i++)
-        if (!bench_file(files[i], llama_bench, rounds, &fs[i]))
+        if (!bench_file(files[i], llama_bench, rounds, probe, &fs[i]))
             return 1;
+    bandwidth_probe_free(probe);
+    load_average(load[1], sizeof load[1]);
     print_table(fs, n_files);
     print_targets(fs, n_files);
-    if (json_path && !write_json(json_path, fs, n_files, rounds, llama_bench))
+    printf("\nOpenBLAS core (attnd): %s\n", openblas_get_corename());
+    if (cpp_backends[0])
+        print_cpp_backend(stdout);
+    printf("load average before: %s; after: %s\n", load[0], load[1]);
+    if (json_path &&
+        !write_json(json_path, fs, n_files, rounds, llama_bench, load))
         return 1;
     return 0;
 }
