@@ -12,10 +12,11 @@
 #                   and a Gemma-2-2B-sized one, 5.2 GB, written into build/
 #                   once), activation patching over heads
 #                   on them against TransformerLens's loop in PyTorch, the
-#                   Llama-3.2-1B-sized checkpoint as Q8_0 and Q4_K_M GGUF
-#                   files against llama.cpp's llama-bench (built from the
-#                   source node-llama-cpp ships; skipped, with a line, when
-#                   it cannot be had; build/bench_gguf.json), then
+#                   Llama-3.2-1B-sized checkpoints as F32, BF16, Q8_0 and
+#                   Q4_K_M GGUF files against llama.cpp's llama-bench
+#                   (built from the source node-llama-cpp ships; skipped,
+#                   with a line, when it cannot be had;
+#                   build/bench_gguf.json), then
 #                   small requests' latency beside the largest computations,
 #                   and attnd's HTTP rate against nginx's (wrk)
 #   make load       a mixed load on a real server (LOAD_SECONDS=120,
@@ -477,10 +478,11 @@ bench: deps-bench
 	set -x; $(BENCH_BERT) $(BERT_BASE) $$ort --json $(BUILD)/bench_bert.json
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
 	ATTND_BIN=$(ATTND) $(BENCH_STREAMS) $(LLAMA_1B)-bf16 --json $(BUILD)/bench_streams.json
-	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_QUANTS) \
+	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_FLOATS) $(GGUF_QUANTS) \
 	    || echo "bench_gguf: no llama.cpp (above): llama-bench is skipped, and GGUF files are made only with it"
-	@if [ -f $(GGUF_1B)-Q8_0.gguf ] && [ -f $(GGUF_1B)-Q4_K_M.gguf ]; then \
-	    set -x; $(BENCH_GGUF) $(GGUF_QUANTS) --llama-bench $(LLAMA_CPP_BIN)/llama-bench --json $(BUILD)/bench_gguf.json; \
+	@files=; for f in $(GGUF_FLOATS) $(GGUF_QUANTS); do [ -f $$f ] && files="$$files $$f"; done; \
+	if [ -n "$$files" ]; then \
+	    set -x; $(BENCH_GGUF) $$files --llama-bench $(LLAMA_CPP_BIN)/llama-bench --json $(BUILD)/bench_gguf.json; \
 	else echo "bench_gguf: skipped: no GGUF files"; fi
 	$(BENCH_QUANT)
 	$(BENCH_GEMMA) tests/models/gemma2 $(GEMMA2_2B) --json $(BUILD)/bench_gemma.json
