@@ -2,11 +2,14 @@
  * row_product.c - products of rows that are each a token of its own
  * (row_product.h).
  *
- * A kernel call takes two of W's rows and up to ROW_XS rows of x: each
- * weight vector is loaded (and a bfloat16 one widened) once for all the
- * rows, and the 2 x rows sums stay in registers. Rows past ROW_XS go in
- * further calls over the same two rows of W, which are then in the core's
- * first cache. Which rows and outputs share a call changes no sum.
+ * A kernel call takes a few of W's rows (outputs) and a few rows of x:
+ * each weight vector is loaded (and a bfloat16 one widened) once for all
+ * the rows, and every (output, row) pair keeps its two sums in registers.
+ * One or two rows of x meet four outputs at a time, so that eight sums
+ * are in flight and none waits on the one before; three or four rows
+ * meet two outputs; more rows go four at a time over the same outputs,
+ * which are then in the core's first cache. Which rows and outputs share
+ * a call changes no sum.
  */
 #include "quant.h"
 #include "quant_product.h"
@@ -14,9 +17,8 @@
 
 #include <string.h>
 
-/* Rows of x to a kernel call: 2 x ROW_XS sums, ROW_XS rows and two
- * weight vectors take 26 of AVX-512's 32 vector registers. */
-enum { ROW_XS = 8 };
+/* Rows of x to a kernel call at most, and outputs at most. */
+enum { ROW_XS = 4, ROW_OUTS = 4 };
 
 /* Outputs whose quantized rows are read for one row of x after another:
  * a few tens of KiB, which stay in the core's second cache. */
@@ -43,18 +45,19 @@ ALWAYS_INLINE float value_at(const void *w, bool bf16, size_t i)
     return v;
 }
 
-/* The end of a dot: the lanes of acc added pairwise, lane i to lane
- * i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four vector adds),
- * then the products of values from to n one by one. */
-ALWAYS_INLINE float finish(const v16f *acc, const float *x, const void *w,
-                           bool bf16, size_t from, size_t n)
+/* The end of a dot: its two sums added, their lanes added pairwise,
+ * lane i to lane i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four
+ * vector adds), then the products of values from to n one by one. */
+ALWAYS_INLINE float finish(const v16f *even, const v16f *odd, const float *x,
+                           const void *w, bool bf16, size_t from, size_t n)
 {
     typedef float v8 __attribute__((vector_size(32)));
     typedef float v4 __attribute__((vector_size(16)));
     typedef float v2 __attribute__((vector_size(8)));
-    const v8 s8 = __builtin_shufflevector(*acc, *acc, 0, 1, 2, 3, 4, 5, 6, 7) +
-                  __builtin_shufflevector(*acc, *acc, 8, 9, 10, 11, 12, 13, 14,
-                                          15);
+    const v16f acc = *even + *odd;
+    const v8 s8 =
+        __builtin_shufflevector(acc, acc, 0, 1, 2, 3, 4, 5, 6, 7) +
+        __builtin_shufflevector(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15);
     const v4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
                   __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
     const v2 s2 = __builtin_shufflevector(s4, s4, 0, 1) +
@@ -65,63 +68,119 @@ ALWAYS_INLINE float finish(const v16f *acc, const float *x, const void *w,
     return sum;
 }
 
-/* dots[j * rows + r] = x[r] . w[j] over n values for the two rows w[0],
- * w[1] of W and rows (1 to ROW_XS, a constant where it is inlined) rows
- * of x, ldx apart. */
-ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, int rows,
-                               const void *const *w, bool bf16, size_t n,
-                               float *dots)
+/* Values i .. i + 31 of a row of x, split: its even ones (x[i + 2 l]
+ * in lane l) and its odd ones. */
+ALWAYS_INLINE void split32(const float *x, size_t i, v16f *even, v16f *odd)
 {
-    v16f acc0[ROW_XS], acc1[ROW_XS];
-#pragma GCC unroll 8
-    for (int r = 0; r < rows; r++)
-        acc0[r] = acc1[r] = (v16f){0};
+    v16f a, b;
+    memcpy(&a, x + i, sizeof a);
+    memcpy(&b, x + i + 16, sizeof b);
+    *even = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20,
+                                    22, 24, 26, 28, 30);
+    *odd = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21,
+                                   23, 25, 27, 29, 31);
+}
+
+/* Thirty-two bfloat16s of a row of W from value i, as their pairs lie in
+ * memory: the even ones (each word's low half, shifted up) and the odd
+ * ones (its high half, kept): two integer operations for thirty-two
+ * values. */
+ALWAYS_INLINE void pairs32(const uint16_t *w, size_t i, v16f *even, v16f *odd)
+{
+    v16u words;
+    memcpy(&words, w + i, sizeof words);
+    *even = (v16f)(words << 16);
+    *odd = (v16f)(words & 0xffff0000u);
+}
+
+/* dots[j * rows + r] = x[r] . w[j] over n values for outs rows w[j] of W
+ * and rows rows of x, ldx apart (both constants where it is inlined).
+ * Each dot has two sums. Float32 W: values k with k / 16 even go into
+ * lane k % 16 of one, those with k / 16 odd into the other, while
+ * thirty-two values remain; then sixteen more into the first if sixteen
+ * remain. Bfloat16 W, whose words hold pairs: in each block of thirty-two
+ * values the even ones go into lane (k % 32) / 2 of one sum and the odd
+ * ones into the other; the rest are the tail. */
+ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, int rows,
+                               const void *const *w, int outs, bool bf16,
+                               size_t n, float *dots)
+{
+    v16f even[ROW_OUTS][ROW_XS], odd[ROW_OUTS][ROW_XS];
+#pragma GCC unroll 4
+    for (int j = 0; j < outs; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++)
+            even[j][r] = odd[j][r] = (v16f){0};
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v16f a, b;
-        load16(w[0], bf16, i, &a);
-        load16(w[1], bf16, i, &b);
-#pragma GCC unroll 8
+    for (; i + 32 <= n; i += 32) {
+        v16f xe[ROW_XS], xo[ROW_XS];
+#pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
-            v16f xv;
-            memcpy(&xv, x + (size_t)r * ldx + i, sizeof xv);
-            acc0[r] += xv * a;
-            acc1[r] += xv * b;
+            const float *xr = x + (size_t)r * ldx;
+            if (bf16) {
+                split32(xr, i, &xe[r], &xo[r]);
+            } else {
+                memcpy(&xe[r], xr + i, sizeof xe[r]);
+                memcpy(&xo[r], xr + i + 16, sizeof xo[r]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < outs; j++) {
+            v16f we, wo;
+            if (bf16) {
+                pairs32(w[j], i, &we, &wo);
+            } else {
+                load16(w[j], false, i, &we);
+                load16(w[j], false, i + 16, &wo);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < rows; r++) {
+                even[j][r] += xe[r] * we;
+                odd[j][r] += xo[r] * wo;
+            }
         }
     }
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * ldx;
-        dots[r] = finish(&acc0[r], xr, w[0], bf16, i, n);
-        dots[rows + r] = finish(&acc1[r], xr, w[1], bf16, i, n);
+    if (!bf16 && i + 16 <= n) {
+#pragma GCC unroll 4
+        for (int j = 0; j < outs; j++) {
+            v16f we;
+            load16(w[j], false, i, &we);
+#pragma GCC unroll 4
+            for (int r = 0; r < rows; r++) {
+                v16f xe;
+                memcpy(&xe, x + (size_t)r * ldx + i, sizeof xe);
+                even[j][r] += xe * we;
+            }
+        }
+        i += 16;
     }
+    for (int j = 0; j < outs; j++)
+        for (int r = 0; r < rows; r++)
+            dots[j * rows + r] = finish(&even[j][r], &odd[j][r],
+                                        x + (size_t)r * ldx, w[j], bf16, i, n);
 }
 
 typedef void kernel_fn(const float *x, size_t ldx, const void *const *w,
                        size_t n, float *dots);
 
-/* A build's kernels, for 1 to ROW_XS rows of float32 or bfloat16 W. */
-#define KERNEL(isa_attr, isa, kind, bf16, rows)                                \
+/* A build's kernels: four outputs for one or two rows, two for three or
+ * four, of float32 or bfloat16 W. */
+#define KERNEL(isa_attr, isa, kind, bf16, rows, outs)                          \
     isa_attr static void kernel_##kind##_##rows##_##isa(                       \
         const float *x, size_t ldx, const void *const *w, size_t n,            \
         float *dots)                                                           \
     {                                                                          \
-        kernel_body(x, ldx, rows, w, bf16, n, dots);                           \
+        kernel_body(x, ldx, rows, w, outs, bf16, n, dots);                     \
     }
 #define KERNELS(isa_attr, isa, kind, bf16)                                     \
-    KERNEL(isa_attr, isa, kind, bf16, 1)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 2)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 3)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 4)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 5)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 6)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 7)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 8)
+    KERNEL(isa_attr, isa, kind, bf16, 1, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 2, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 3, 2)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 4, 2)
 #define TABLE(kind, isa)                                                       \
     {                                                                          \
         kernel_##kind##_1_##isa, kernel_##kind##_2_##isa,                      \
-            kernel_##kind##_3_##isa, kernel_##kind##_4_##isa,                  \
-            kernel_##kind##_5_##isa, kernel_##kind##_6_##isa,                  \
-            kernel_##kind##_7_##isa, kernel_##kind##_8_##isa                   \
+            kernel_##kind##_3_##isa, kernel_##kind##_4_##isa                   \
     }
 
 #define PLAIN_ATTR
@@ -146,30 +205,41 @@ static kernel_fn *const kernels[3][2][ROW_XS] = {
 #undef KERNELS
 #undef KERNEL
 
-/* y[r][o] and y[r][o + 1] (when below out) from dots [2][rows]. */
-static void put(const struct widen_product *p, size_t r0, size_t rows, size_t o,
-                const float *dots, float beta)
+/* The outputs a kernel for rows rows of x takes. */
+static size_t outs_for(size_t rows)
 {
-    for (size_t j = 0; j < 2 && o + j < p->out; j++)
+    return rows <= 2 ? 4 : 2;
+}
+
+/* y[r][o0 + j] for the kernel's outs outputs (those below out) from
+ * dots [outs][rows]. */
+static void put(const struct widen_product *p, size_t r0, size_t rows,
+                size_t o0, size_t outs, const float *dots, float beta)
+{
+    for (size_t j = 0; j < outs && o0 + j < p->out; j++)
         for (size_t r = 0; r < rows; r++) {
-            float *y = p->y + (r0 + r) * p->ldy + o + j;
+            float *y = p->y + (r0 + r) * p->ldy + o0 + j;
             const float dot = dots[j * rows + r];
             *y = beta == 0.0f ? dot : beta * *y + dot;
         }
 }
 
-/* Rows o and o + 1 of W (the last one twice when o + 1 is out: its sums
- * are made again and not kept) against every row of x. w: where each
- * row's values begin, as kind (float32 or bfloat16) says. */
-static void pair_product(enum vec_isa isa, const struct widen_product *p,
-                         size_t o, const void *const *w, bool bf16, float beta)
+/* The rows of x four at a time through ROW_OUTS rows of W from o0 (the
+ * last one repeated past out: its sums are made again and not kept).
+ * w: where each row's values begin, float32 or bfloat16 as bf16 says. */
+static void group_product(enum vec_isa isa, const struct widen_product *p,
+                          size_t o0, const void *const *w, bool bf16,
+                          float beta)
 {
-    float dots[2 * ROW_XS];
+    float dots[ROW_OUTS * ROW_XS];
     for (size_t r0 = 0; r0 < p->rows; r0 += ROW_XS) {
         const size_t rows = p->rows - r0 < ROW_XS ? p->rows - r0 : ROW_XS;
-        kernels[isa][bf16][rows - 1](p->x + r0 * p->ldx, p->ldx, w, p->in,
-                                     dots);
-        put(p, r0, rows, o, dots, beta);
+        const size_t outs = outs_for(rows);
+        for (size_t j0 = 0; j0 < ROW_OUTS && o0 + j0 < p->out; j0 += outs) {
+            kernels[isa][bf16][rows - 1](p->x + r0 * p->ldx, p->ldx, w + j0,
+                                         p->in, dots);
+            put(p, r0, rows, o0 + j0, outs, dots, beta);
+        }
     }
 }
 
@@ -217,24 +287,26 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
         return;
     }
     if (p->dtype == ATTN_F32 || p->dtype == ATTN_BF16) {
-        for (size_t o = 0; o < p->out; o += 2) {
-            const size_t o1 = o + 1 < p->out ? o + 1 : o;
-            const void *w[2] = {w_at(p, o, p->col0), w_at(p, o1, p->col0)};
-            pair_product(isa, p, o, w, p->dtype == ATTN_BF16, beta);
+        for (size_t o0 = 0; o0 < p->out; o0 += ROW_OUTS) {
+            const void *w[ROW_OUTS];
+            for (size_t j = 0; j < ROW_OUTS; j++)
+                w[j] = w_at(p, o0 + j < p->out ? o0 + j : p->out - 1, p->col0);
+            group_product(isa, p, o0, w, p->dtype == ATTN_BF16, beta);
         }
         return;
     }
     // an IEEE half's rows, or a quantized slice: the blocks covering the
-    // slice widened exactly, two rows of W at a time, into the panel
+    // slice widened exactly, ROW_OUTS rows of W at a time, into the panel
     const size_t b0 = p->col0 / blk * blk;
     const size_t width = (p->col0 + p->in + blk - 1) / blk * blk - b0;
-    for (size_t o = 0; o < p->out; o += 2) {
-        const size_t o1 = o + 1 < p->out ? o + 1 : o;
-        attn_widen(w_at(p, o, b0), p->dtype, width, panel);
-        attn_widen(w_at(p, o1, b0), p->dtype, width, panel + width);
-        const void *w[2] = {panel + (p->col0 - b0),
-                            panel + width + (p->col0 - b0)};
-        pair_product(isa, p, o, w, false, beta);
+    for (size_t o0 = 0; o0 < p->out; o0 += ROW_OUTS) {
+        const void *w[ROW_OUTS];
+        for (size_t j = 0; j < ROW_OUTS; j++) {
+            const size_t o = o0 + j < p->out ? o0 + j : p->out - 1;
+            attn_widen(w_at(p, o, b0), p->dtype, width, panel + j * width);
+            w[j] = panel + j * width + (p->col0 - b0);
+        }
+        group_product(isa, p, o0, w, false, beta);
     }
 }
 

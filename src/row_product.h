@@ -9,14 +9,19 @@
  * here a product of one row, or one marked alone.
  *
  * Numerics (the contract): y[r][o] = beta y[r][o] + x[r] . W[o], the dot
- * in a fixed order that follows from in alone: value k goes into lane
- * k % 16 of one sum while sixteen values remain, each product rounded
- * and then added (nothing fused, as vecmath.h's kernels), the sixteen
- * lanes are then added pairwise (lane i and i + 8, then i + 4, i + 2,
- * i + 1), and the last in % 16 products after them one by one. Every build (plain, AVX2, AVX-512) gives the
- * same bits. A 16-bit or sliced quantized row is widened exactly first;
- * a block-quantized W of whole blocks goes a row at a time to
- * quant_product() (quant_product.h), its one-row order.
+ * in a fixed order that follows from in and W's width alone, in two
+ * sums of sixteen lanes. Float32 W: while thirty-two values remain,
+ * value k goes into lane k % 16 of the first sum when k / 16 is even,
+ * of the second when it is odd; then sixteen more into the first if
+ * sixteen remain. Bfloat16 W (whose words hold pairs): in each block of
+ * thirty-two values the even ones go into lane (k % 32) / 2 of the first
+ * sum and the odd ones into the second. Each product is rounded and then
+ * added (nothing fused, as vecmath.h's kernels); the two sums are added,
+ * their lanes added pairwise (lane i and i + 8, then i + 4, i + 2,
+ * i + 1), and the values left over after them one by one. Every build
+ * (plain, AVX2, AVX-512) gives the same bits. A 16-bit or sliced quantized row
+ * is widened exactly first; a block-quantized W of whole blocks goes a row at a
+ * time to quant_product() (quant_product.h), its one-row order.
  */
 #ifndef ATTN_ROW_PRODUCT_H
 #define ATTN_ROW_PRODUCT_H
