@@ -1,5 +1,6 @@
 // The server's limits as OpenAI's client meets them: a 503 with
-// Retry-After when every computation slot is taken, and a stream the
+// Retry-After when every place in the decoding batch is taken and none is
+// left to wait for one, and a stream the
 // server has to cut (SIGTERM with no time to drain), which the client
 // raises as an APIError from the error chunk.
 import { test, before, after } from 'node:test';
@@ -7,10 +8,12 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { startServer, stopServer, client, LLAMA_KWARGS } from './harness.js';
 
-// one computation at a time, none waiting; no time to drain on SIGTERM
+// one computation and one generation at a time, none waiting for either;
+// no time to drain on SIGTERM
 let server, openai;
 before(async () => {
-  server = await startServer(['--threads', '1', '--max-queue', '0', '--drain-seconds', '0']);
+  server = await startServer(['--threads', '1', '--max-queue', '0', '--max-batch', '1',
+    '--batch-queue', '0', '--drain-seconds', '0']);
   openai = client(server.baseURL);
 });
 after(async () => {
@@ -18,7 +21,7 @@ after(async () => {
 });
 
 // A stream of some 4,000 tokens, each with its attention row: it holds
-// the one slot for as long as its reader lets it.
+// the one place in the batch for as long as its reader lets it.
 const LONG = {
   model: 'llama3',
   messages: [{ role: 'user', content: 'Go on for a long time.' }],
