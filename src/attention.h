@@ -494,6 +494,11 @@ struct attn_config {
                              float32 or bfloat16 matrices in place through it
                              where the CPU has AVX-512. Set before
                              resolving. */
+    bool bf16_dots;       /* with stored_matrices: projections of two rows or
+                             more through a bfloat16 matrix round their rows
+                             to bfloat16 and take the CPU's bfloat16 dot
+                             products where it has them (transformer.h's
+                             xf_run.bf16_dots says what that costs) */
 };
 
 /*

@@ -103,13 +103,15 @@ struct forward {
 struct held {
     const void *w;
     attn_dtype dtype;
+    bool bf16_dots; /* the config's bf16_dots */
 };
 
-static struct held held(const float *w32, struct attn_stored w16)
+static struct held held(const struct attn_config *c, const float *w32,
+                        struct attn_stored w16)
 {
     if (w16.data)
-        return (struct held){w16.data, w16.dtype};
-    return (struct held){w32, ATTN_F32};
+        return (struct held){w16.data, w16.dtype, c->bf16_dots};
+    return (struct held){w32, ATTN_F32, false};
 }
 
 /* Does p hold any matrix at a 16-bit width? */
@@ -138,7 +140,8 @@ static void linear(const float *x, size_t rows, size_t in, struct held w,
                                      .ldw = in,
                                      .out = out,
                                      .y = y,
-                                     .ldy = ldy};
+                                     .ldy = ldy,
+                                     .bf16_dots = w.bf16_dots};
     widen_product(&pr, bias ? 1.0f : 0.0f, panel);
 }
 
@@ -163,8 +166,8 @@ static void project_q(const struct forward *f, const float *x, size_t rows,
 {
     const struct attn_config *c = f->cfg;
     const size_t hk = c->heads * c->d_k;
-    linear(x, rows, c->d_model, held(f->p->wq, f->p->stored_wq), f->p->bq, hk,
-           q, hk, panel);
+    linear(x, rows, c->d_model, held(c, f->p->wq, f->p->stored_wq), f->p->bq,
+           hk, q, hk, panel);
     attn_place_heads(c, q, rows, c->heads, f->p->q_norm, r0);
 }
 
@@ -619,7 +622,7 @@ static void block_output(struct forward *f, const struct block *bk,
     float *o = f->res->output + (bk->b * c->n_query + bk->r0) * d_out;
     if (c->mode == ATTN_MODE_PROJECTED && !c->no_out_proj) {
         float *dst = o == bk->heads ? sc->out : o;
-        linear(bk->heads, bk->rows, hv, held(f->p->wo, f->p->stored_wo),
+        linear(bk->heads, bk->rows, hv, held(c, f->p->wo, f->p->stored_wo),
                f->p->bo, d_out, dst, d_out, sc->panel);
         if (dst != o)
             memcpy(o, dst, bk->rows * d_out * sizeof *o);
@@ -786,11 +789,11 @@ static void project_kv(struct forward *f, size_t b, size_t r0, size_t rows,
         c->value ? c->value + (b * c->n_ctx + r0) * c->d_value : ctx;
     /* V only when something reads it: the weights alone need none */
     const bool want_v = f->paths.need_pv || (c->want & ATTN_WANT_V);
-    linear(ctx, rows, c->d_ctx, held(f->p->wk, f->p->stored_wk), f->p->bk, gk,
-           k, gk, panel);
+    linear(ctx, rows, c->d_ctx, held(c, f->p->wk, f->p->stored_wk), f->p->bk,
+           gk, k, gk, panel);
     if (want_v)
-        linear(vin, rows, c->d_value, held(f->p->wv, f->p->stored_wv), f->p->bv,
-               gv, v, gv, panel);
+        linear(vin, rows, c->d_value, held(c, f->p->wv, f->p->stored_wv),
+               f->p->bv, gv, v, gv, panel);
     attn_place_heads(c, k, rows, c->kv_heads, f->p->k_norm, r0);
     if (!rows_finite(k, rows * gk) || (want_v && !rows_finite(v, rows * gv)))
         note_overflow(f, b, r0);

@@ -603,6 +603,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     cfg.earlier = s->earlier;
     cfg.pool = s->team.pool;
     cfg.cancel = s->cancel;
+    cfg.bf16_dots = plan->run.bf16_dots;
     attn_status st = attn_forward(&cfg, x, NULL, attn, err);
     if (st) {
         if (st == ATTN_E_CANCELLED || !err)
