@@ -43,9 +43,12 @@ try {
   fail(`onnxruntime-node does not load: ${e.message.split('\n')[0]}`);
 }
 
-const vocab = JSON.parse(
-  readFileSync(join(dirname(modelPath), 'config.json'), 'utf8'),
-).vocab_size;
+let vocab;
+try {
+  vocab = JSON.parse(readFileSync(join(dirname(modelPath), 'config.json'), 'utf8')).vocab_size;
+} catch (e) {
+  fail(`${join(dirname(modelPath), 'config.json')}: ${e.message.split('\n')[0]}`);
+}
 
 let session;
 try {
