@@ -62,10 +62,12 @@ static bool passed(const struct timespec *t, const struct timespec *now)
            (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
 }
 
-/* The 503 of a generation that finds no slot. */
-static void no_slot(const struct batcher *b, struct problem *pb, bool waited)
+/* The 503 of a generation that finds no slot, the batch closed or not
+ * (as its lock said). */
+static void no_slot(const struct batcher *b, bool closed, struct problem *pb,
+                    bool waited)
 {
-    if (b->closed) {
+    if (closed) {
         problem_set(pb, 503, "", "the server is stopping");
         pb->reason = "stopping";
         return;
@@ -106,7 +108,7 @@ enum batch_admit batcher_admit(struct batcher *b, struct batch_ticket *t,
         pthread_cond_signal(&b->wake);
         out = BATCH_WAITING;
     } else {
-        no_slot(b, pb, false);
+        no_slot(b, b->closed, pb, false);
     }
     pthread_mutex_unlock(&b->lock);
     return out;
@@ -163,9 +165,7 @@ static const struct xf_model *model_of(const struct decoding *d)
 }
 
 /* One batched pass over the n members of group (one model), each then
- * taking its token; those that end are marked in ended. A pass that
- * fails on an input that overflows is run again one member at a time,
- * so that only the member whose input it was fails. */
+ * taking its token; those that end are marked in ended. */
 static void step_group(struct batcher *b, size_t n, bool *ended)
 {
     const struct xf_model *x = model_of(b->group[0]);
@@ -183,7 +183,7 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
     struct attn_error err;
     attn_status st = xf_plan(x, &run, &plan, &err);
     if (st == ATTN_OK)
-        st = xf_forward(&plan, b->group[0]->cancel, &r, &err);
+        st = xf_forward(&plan, b->lim.cancel, &r, &err);
     if (st == ATTN_OK) {
         metrics_add_flops(xf_plan_flops(&plan));
         metrics_decode_step(n);
@@ -193,8 +193,11 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
         xf_result_free(&r);
         return;
     }
+    // a pass of many that fails (an input that overflows, the memory of
+    // the whole batch) is run again one member at a time, so that only
+    // a member whose own pass fails fails
     for (size_t i = 0; i < n; i++) {
-        if (st == ATTN_E_INPUT && n > 1) {
+        if (st != ATTN_E_CANCELLED && n > 1) {
             ended[i] = !decoding_alone(b->group[i], b->lim.threads);
             continue;
         }
@@ -263,6 +266,7 @@ static void *run(void *arg)
         // tickets past their deadline, or all once closed, are refused;
         // free slots go to the first in line
         struct batch_ticket *refused = NULL, *granted = NULL;
+        const bool closed = b->closed;
         while (b->wait_head &&
                (b->closed || passed(&b->wait_head->deadline, &now) ||
                 b->in_flight < b->lim.max_batch)) {
@@ -300,7 +304,7 @@ static void *run(void *arg)
             struct batch_ticket *t = refused;
             refused = t->next;
             struct problem pb;
-            no_slot(b, &pb, true);
+            no_slot(b, closed, &pb, true);
             t->refused(t, &pb);
         }
         while (granted) {
@@ -341,8 +345,10 @@ static void batcher_free(struct batcher *b)
 struct batcher *batcher_start(const struct batcher_limits *lim)
 {
     struct batcher *b = calloc(1, sizeof *b);
-    if (!b)
+    if (!b) {
+        fprintf(stderr, "attnd: out of memory for the decoding batch\n");
         return NULL;
+    }
     b->lim = *lim;
     b->active = calloc(lim->max_batch, sizeof *b->active);
     b->group = calloc(lim->max_batch, sizeof *b->group);

@@ -18,6 +18,7 @@
 
 #include "problem.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
@@ -26,10 +27,11 @@ struct batcher;
 struct decoding;
 
 struct batcher_limits {
-    size_t max_batch;    /* generations in flight at once, 1 or more */
-    size_t max_waiting;  /* generations that may wait for a slot */
-    double wait_seconds; /* how long one may wait */
-    unsigned threads;    /* the steps' team */
+    size_t max_batch;          /* generations in flight at once, 1 or more */
+    size_t max_waiting;        /* generations that may wait for a slot */
+    double wait_seconds;       /* how long one may wait */
+    unsigned threads;          /* the steps' team */
+    const atomic_bool *cancel; /* the server's: stop computing */
 };
 
 /* A generation's place in the line for a slot. */

@@ -38,6 +38,8 @@ struct completion {
     struct budget_hold hold;
     struct xf_result result; /* the whole sequence's, for "attention" */
     double flops;
+    size_t ring; /* streamed: the bytes of chunks a client may leave
+                    unread */
     bool scored;                 /* the prompt's scoring, when asked, did
                                     not fail ... */
     struct problem score_problem; /* ... or how it failed */
@@ -117,9 +119,10 @@ bool completion_choice(struct buf *b, const struct completion *c);
 
 /* ----------------------------------------------- completion_run.c */
 
-/* A streamed chunk's most bytes that a slow client must have room for
- * before the next token is made for it. */
-#define COMPLETION_CHUNK_ROOM ((size_t)256 << 10)
+/* The most bytes a streamed chunk of one token can take, its attention
+ * row of keys entries included: what a client must have room for before
+ * the batch makes its next token (the ring holds two of the largest). */
+size_t completion_chunk_bytes(const struct completion *c, size_t keys);
 
 /* decoding's hooks: each new token, whether its client is gone, and
  * whether it can take the next chunk now. */

@@ -386,10 +386,33 @@ static void completion_ended(void *arg)
         MHD_resume_connection(conn);
 }
 
+size_t completion_chunk_bytes(const struct completion *c, size_t keys)
+{
+    const struct openai_request *o = &c->o;
+    const struct xf_model *x = &completion_model(c)->xf;
+    // the head and the text (a token's bytes and a stop string's start
+    // held back, escaped), each alternative's entry, and the row: keys
+    // numbers of at most 14 characters a head and layer
+    double bytes = 4096.0 + 6.0 * (TOKEN_BYTES + GENERATE_MAX_STOP_BYTES);
+    if (o->logprobs)
+        bytes += 2.0 * (48 + 5 * TOKEN_BYTES) * (1.0 + (double)o->top_logprobs);
+    if (c->decoding.row_want) {
+        const size_t lw =
+            o->g.req.model.run.layer == XF_ALL_LAYERS ? x->layers : 1;
+        const size_t per =
+            c->decoding.row_want == XF_WANT_WEIGHTS ? x->heads : 1;
+        bytes += 14.0 * (double)lw * (double)per * (double)keys + 256.0;
+    }
+    return bytes < 1e18 ? (size_t)bytes : SIZE_MAX;
+}
+
 bool completion_ready(void *arg)
 {
     const struct completion *c = arg;
-    return !c->events || event_stream_ready(c->events, COMPLETION_CHUNK_ROOM);
+    // the row of the next token is of every position so far and itself
+    return !c->events ||
+           event_stream_ready(c->events, completion_chunk_bytes(
+                                             c, c->decoding.run.cache.len + 1));
 }
 
 void completion_run(struct job *job, double waited)

@@ -222,14 +222,15 @@ static bool generation_token(void *arg, const struct decode_step *step)
     return send_token(gen, step->index, step->id, top, n_top);
 }
 
-/* Can the client take the next token's event now? (Its most: the top
- * candidates' texts at their longest, escaped.) */
+/* Can the client take the next token's event now? (Its most: its own
+ * text and the top candidates' at their longest, escaped.) */
 static bool generation_ready(void *arg)
 {
     struct generation *gen = arg;
     const struct model *m = gen->g.req.model.entry->model;
-    return event_stream_ready(
-        gen->events, 4160 + gen->g.top_candidates * (96 + 6 * m->longest_text));
+    return event_stream_ready(gen->events,
+                              256 + (gen->g.top_candidates + 1) *
+                                        (96 + 6 * m->longest_text));
 }
 
 /* The end of the generation (decoding.h's ended), on the compute pool. */

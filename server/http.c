@@ -12,6 +12,7 @@
  */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "http.h"
+#include "widen.h"
 #include "exchange.h"
 #include "reply.h"
 #include "routes.h"
@@ -362,7 +363,24 @@ struct http_server *http_start(const struct options *o, struct models *models)
     const struct batcher_limits batch = {.max_batch = o->max_batch,
                                          .max_waiting = o->batch_queue,
                                          .wait_seconds = o->batch_wait,
-                                         .threads = o->threads};
+                                         .threads = o->threads,
+                                         .cancel = &s->cancel};
+    // the batch's steps hold a panel and a row of scores a member of their
+    // team besides what each generation reserves for its own rows
+    s->batch_hold = (struct budget_hold){.budget = &s->memory};
+    struct problem pb;
+    const size_t batch_bytes = (size_t)o->threads *
+                               (WIDEN_PANEL_FLOATS + o->max_tokens) *
+                               sizeof(float);
+    if (!budget_reserve(&s->batch_hold, batch_bytes,
+                        "the decoding batch's working memory", false, &pb)) {
+        fprintf(stderr, "attnd: %s\n", pb.detail);
+        listener_close(&s->listener);
+        workers_stop(&s->workers);
+        drawn_cache_free(&s->drawn);
+        free(s);
+        return NULL;
+    }
     s->batcher = batcher_start(&batch);
     if (!s->batcher) {
         listener_close(&s->listener);
@@ -431,12 +449,18 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const double grace = (double)grace_seconds;
-    while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace)
+    /* a generation whose client has gone still computes until its next
+     * step sees it gone: the exchanges alone do not say all is done */
+    while ((atomic_load(&s->exchanges) > 0 ||
+            metrics_computations_running() > 0) &&
+           seconds_since(&t0) < grace)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     atomic_store(&s->cancel, true);
     /* a cancelled computation ends within one unit of work; its answer
      * then goes out */
-    while (atomic_load(&s->exchanges) > 0 && seconds_since(&t0) < grace + 2.0)
+    while ((atomic_load(&s->exchanges) > 0 ||
+            metrics_computations_running() > 0) &&
+           seconds_since(&t0) < grace + 2.0)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     /* A computation still running is stuck where no cancel reaches (a
      * library that retries an allocation for ever, say); stopping the
@@ -447,9 +471,9 @@ void http_drain_and_stop(struct http_server *s, unsigned grace_seconds)
     const int stuck = metrics_computations_running();
     if (stuck > 0) {
         fprintf(stderr,
-                "attnd: %d request%s still running %.0f s after the stop; "
+                "attnd: %d request%s still running %.1f s after the stop; "
                 "exiting without them\n",
-                stuck, stuck == 1 ? "" : "s", grace + 2.0);
+                stuck, stuck == 1 ? "" : "s", seconds_since(&t0));
         fflush(stderr);
         _exit(1);
     }

@@ -59,7 +59,12 @@ static bool plan_completion(struct completion *c,
                   (double)(o->row_want == XF_WANT_WEIGHTS ? x->heads : 1) *
                   (double)c->decoding.capacity
             : 0;
-    double extra = (double)sizeof *c + (double)EVENT_BYTES +
+    // a stream's ring holds two of its largest chunks, a mebibyte at least
+    const size_t largest = completion_chunk_bytes(c, c->decoding.capacity);
+    c->ring = largest < EVENT_BYTES / 2 ? EVENT_BYTES
+              : largest < SIZE_MAX / 2  ? 2 * largest
+                                        : SIZE_MAX;
+    double extra = (double)sizeof *c + (double)c->ring +
                    3.0 * (double)o->prompt_len + 65536.0 + 2.0 * entry +
                    2.0 * 14.0 * row_numbers;
     // the attention answer is of the whole sequence, at its longest
@@ -182,7 +187,7 @@ static bool completion_stream(struct completion *c, struct exchange *ex,
                               struct MHD_Response **r)
 {
     struct http_server *s = c->srv;
-    c->events = event_stream_new(c->conn, EVENT_BYTES, (double)s->opt.timeout,
+    c->events = event_stream_new(c->conn, c->ring, (double)s->opt.timeout,
                                  &ex->bytes_out, &s->cancel, r);
     if (!c->events)
         return false;

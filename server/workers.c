@@ -18,9 +18,9 @@ static void *work(void *arg)
     struct workers *w = arg;
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (!w->head && !w->closed)
+        while (!w->head && !w->stopping)
             pthread_cond_wait(&w->work, &w->lock);
-        if (!w->head) /* closed, and nothing left to run */
+        if (!w->head) /* stopped, and nothing left to run */
             break;
         struct job *job = w->head;
         w->head = job->next;
@@ -82,7 +82,7 @@ bool workers_submit_owed(struct workers *w, struct job *job)
     clock_gettime(CLOCK_MONOTONIC, &job->queued);
     job->next = NULL;
     pthread_mutex_lock(&w->lock);
-    const bool taken = !w->closed;
+    const bool taken = !w->stopping;
     if (taken) {
         if (w->tail)
             w->tail->next = job;
@@ -141,6 +141,10 @@ bool workers_closed(struct workers *w)
 void workers_stop(struct workers *w)
 {
     workers_close(w);
+    pthread_mutex_lock(&w->lock);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->work);
+    pthread_mutex_unlock(&w->lock);
     for (size_t i = 0; i < w->started; i++)
         pthread_join(w->ids[i], NULL);
     free(w->ids);

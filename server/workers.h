@@ -30,7 +30,8 @@ struct workers {
     struct job *head, *tail;
     size_t threads, max_waiting;
     size_t running, waiting;
-    bool closed; /* stopping: nothing more is taken */
+    bool closed;   /* draining: nothing more is taken but what is owed */
+    bool stopping; /* the threads end once the queue is empty */
     pthread_t *ids;
     size_t started; /* threads that exist */
 };
@@ -45,16 +46,18 @@ bool workers_submit(struct workers *w, struct job *job);
 
 /* Queue a job owed to work already taken (a generation's answer once
  * its steps are done elsewhere): past max_waiting, which the work it
- * finishes was counted against; false only once the pool is closed (the
- * caller then runs it itself). Such a job may have no refuse(). */
+ * finishes was counted against, and while the pool is closed but not yet
+ * stopped (a drain); false only once workers_stop() has begun (the caller
+ * then runs it itself). Such a job may have no refuse(). */
 bool workers_submit_owed(struct workers *w, struct job *job);
 
-/* Take nothing more and refuse() every job still waiting but those owed
- * (workers_submit_owed()), which the threads still run. */
+/* Take nothing more but what is owed, and refuse() every job still
+ * waiting but those owed (workers_submit_owed()), which the threads
+ * still run, as they run those owed later, until workers_stop(). */
 void workers_close(struct workers *w);
 bool workers_closed(struct workers *w);
 
-/* Close, wait for the jobs running to end, and free the threads. */
+/* Close, let the threads run what is queued and end, and free them. */
 void workers_stop(struct workers *w);
 
 /* How many jobs wait, and run, now. */

@@ -332,7 +332,8 @@ void xf_cache_free(struct xf_cache *cache);
  * (row_product.h says how the products keep to that).
  */
 struct xf_seq {
-    struct xf_cache *cache; /* holding 1 or more positions, with room for
+    struct xf_cache *cache; /* its own (no two sequences share one),
+                               holding 1 or more positions, with room for
                                one more; its len grows by one */
     /* its edits: ZERO and MEAN at XF_SITE_Z, of sequence 0 (the means
      * are the cache's) */

@@ -381,6 +381,12 @@ static attn_status check_seqs(const struct xf_model *m,
             return attn_fail_at(err, ATTN_E_INVALID, "ids", 1, &b,
                                 "ids[%zu] (%u) is not below vocab_size (%zu)",
                                 b, (unsigned)run->ids[b], m->vocab_size);
+        for (size_t e = 0; c && e < b; e++)
+            if (run->seqs[e].cache == c)
+                return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                    "seqs[%zu] has the cache of seqs[%zu]: "
+                                    "each sequence has its own",
+                                    b, e);
         if (!c || !cache_fits(m, c) || c->len == 0 || c->len >= c->capacity)
             return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
                                 "seqs[%zu]: the cache is not one of this "
@@ -576,8 +582,8 @@ bool xf_bf16_dots_available(void)
 
 struct xf_products xf_plan_products(const struct xf_plan *p)
 {
-    return (struct xf_products){
-        .alone = p->step, .bf16_dots = p->run.bf16_dots && !p->step};
+    return (struct xf_products){.alone = p->step,
+                                .bf16_dots = p->run.bf16_dots && !p->step};
 }
 
 bool xf_returns_layer(const struct xf_plan *p, size_t l)
@@ -980,8 +986,7 @@ double xf_plan_flops(const struct xf_plan *p)
         }
         total = (2.0 * n * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * keys * hd) *
                 (double)p->layers_run;
-    }
-    else
+    } else
         for (size_t l = p->run.first_layer; l < p->layers_run; l++)
             total += attn_flops(xf_layer_attn(p, l));
     // a hooked layer's output projection, which its attention leaves out

@@ -1,13 +1,16 @@
 /*
  * test_batch.c - generations decoded together on the real binary: many
- * clients at once, of two models, greedy and seeded, with and without
- * ablations, each stream byte for byte what the same request gives alone
- * (and the server's counters show that steps did serve several at
- * once); an OpenAI completion among them; the place in the batch bounded
- * (--max-batch), the line for it bounded (--batch-queue) and timed
- * (--batch-wait-seconds), each refusal a 503 with Retry-After; a client
- * that stops reading holds back only itself; a place freed when a
- * client leaves.
+ * clients at once, of five models (float32, bfloat16, GGUF Q4_K_M and
+ * Q8_0 weights), greedy and seeded, with and without ablations, each
+ * stream byte for byte what the same request gives alone (and the
+ * server's counters show that steps did serve several at once); OpenAI
+ * completions among them, whole and streamed with every token's
+ * attention row; the place in the batch bounded (--max-batch), the line
+ * for it bounded (--batch-queue) and timed (--batch-wait-seconds), each
+ * refusal a 503 with Retry-After; a client that stops reading, or reads
+ * slowly a stream of large rows, holds back only itself; a place freed
+ * when a client leaves, and a waiter that leaves costs nothing; a stop
+ * in the middle of a batch ends every stream and the server cleanly.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 
 #include "harness.h"
 
+#include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,10 +36,15 @@ static struct server srv;
 static int setup(void **state)
 {
     (void)state;
-    const char *const args[] = {"--model",     "llama3=tests/models/llama3",
-                                "--model",     "gpt2=tests/models/gpt2",
-                                "--max-batch", "8",
-                                NULL};
+    const char *const args[] = {
+        "--model",     "llama3=tests/models/llama3",
+        "--model",     "gpt2=tests/models/gpt2",
+        "--model",     "bf16=tests/models/llama2",
+        "--model",     "q4=tests/models/gguf/llama-Q4_K_M.gguf",
+        "--model",     "q8=tests/models/gguf/qwen2-Q8_0.gguf",
+        "--model",     "big=tests/models/llama_32x32",
+        "--max-batch", "16",
+        NULL};
     return server_start(&srv, args) ? 0 : -1;
 }
 
@@ -45,10 +54,10 @@ static int teardown(void **state)
     return server_stop(&srv, 10.0) == 0 ? 0 : -1;
 }
 
-/* The requests: two models, greedy and sampled, ablated or not, of
+/* The requests: five models, greedy and sampled, ablated or not, of
  * different lengths, so that sequences join and leave the batch at
  * different steps. */
-enum { CLIENTS = 8 };
+enum { CLIENTS = 13 };
 static const char *const bodies[CLIENTS] = {
     "{\"model\":\"llama3\",\"prompt\":\"the cat sat on\","
     "\"max_new_tokens\":60,\"top_candidates\":3}",
@@ -65,7 +74,17 @@ static const char *const bodies[CLIENTS] = {
     "{\"model\":\"llama3\",\"prompt\":\"zebra\",\"max_new_tokens\":45,"
     "\"return\":[\"weights\",\"mean_weights\"]}",
     "{\"model\":\"gpt2\",\"prompt\":\"the end is near\","
-    "\"max_new_tokens\":45,\"temperature\":1.0,\"seed\":99}"};
+    "\"max_new_tokens\":45,\"temperature\":1.0,\"seed\":99}",
+    "{\"model\":\"bf16\",\"prompt\":\"the cat sat on\","
+    "\"max_new_tokens\":60,\"top_candidates\":3}",
+    "{\"model\":\"bf16\",\"prompt\":\"why\",\"max_new_tokens\":70,"
+    "\"temperature\":0.8,\"seed\":5,\"return\":[\"mean_weights\"]}",
+    "{\"model\":\"q4\",\"prompt\":\"the cat sat on\","
+    "\"max_new_tokens\":64,\"top_candidates\":2}",
+    "{\"model\":\"q4\",\"prompt\":\"one\",\"max_new_tokens\":50,"
+    "\"temperature\":0.9,\"seed\":21}",
+    "{\"model\":\"q8\",\"prompt\":\"hello\",\"max_new_tokens\":58,"
+    "\"ablate\":[{\"layer\":0,\"head\":1,\"mode\":\"mean\"}]}"};
 
 struct client {
     const char *body;
@@ -143,40 +162,149 @@ static void test_together_as_alone(void **state)
         free(alone[i].data);
 }
 
-/* An OpenAI completion with log-probabilities, streamed, among
- * generations: its chunks as alone but for its id and time. */
-static void test_completion_among_them(void **state)
+/* A stream's text with what differs from one answer to another taken
+ * out: each chunk's "id" and "created". */
+static void strip_ids(char *text)
+{
+    static const char *const keys[] = {"\"id\":\"", "\"created\":"};
+    for (int k = 0; k < 2; k++)
+        for (char *at = strstr(text, keys[k]); at; at = strstr(at, keys[k])) {
+            char *v = at + strlen(keys[k]), *end = v;
+            while (*end && *end != '"' && *end != ',' && *end != '}')
+                end++;
+            memmove(v, end, strlen(end) + 1);
+            at = v;
+        }
+}
+
+/* OpenAI completions among generations: a whole answer with
+ * log-probabilities, and one streamed with every token's attention row,
+ * each what it is alone but for ids and times; steps were shared. */
+static void test_completions_among_them(void **state)
 {
     (void)state;
-    const char *body = "{\"model\":\"llama3\",\"prompt\":\"the cat\","
-                       "\"max_tokens\":40,\"logprobs\":3,\"temperature\":0}";
-    struct stream alone = {0};
+    const char *whole = "{\"model\":\"llama3\",\"prompt\":\"the cat\","
+                        "\"max_tokens\":40,\"logprobs\":3,\"temperature\":0}";
+    const char *streamed = "{\"model\":\"bf16\",\"prompt\":\"Hi there\","
+                           "\"max_tokens\":40,\"stream\":true,"
+                           "\"logprobs\":2,\"seed\":3,\"temperature\":0.7,"
+                           "\"attention\":{\"stream_rows\":true}}";
     struct reply r;
-    assert_true(post_json(&srv, "/v1/completions", body, &r));
+    assert_true(post_json(&srv, "/v1/completions", whole, &r));
     assert_int_equal(r.status, 200);
-    char *want = strstr(r.body, "\"choices\"");
-    assert_non_null(want);
-    char *want_copy = strdup(want);
+    char *want = strdup(strstr(r.body, "\"choices\""));
     reply_free(&r);
-    (void)alone;
-    struct client c[4];
-    pthread_t t[4];
-    for (int i = 0; i < 4; i++) {
-        c[i] = (struct client){.body = bodies[i], .path = "/generate"};
+    struct stream alone = {0};
+    assert_int_equal(
+        post_stream(&srv, "/v1/completions", streamed, NULL, &alone, NULL, 0),
+        200);
+    assert_non_null(strstr(alone.data, "attention_row"));
+    strip_ids(alone.data);
+    const double steps0 = metric("attnd_decode_steps_total");
+    const double rows0 = metric("attnd_decode_step_sequences_total");
+    struct client c[6];
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++) {
+        c[i] = (struct client){.body = i < 4 ? bodies[i] : streamed,
+                               .path = i < 4 ? "/generate" : "/v1/completions"};
         pthread_create(&t[i], NULL, run_client, &c[i]);
     }
-    assert_true(post_json(&srv, "/v1/completions", body, &r));
+    assert_true(post_json(&srv, "/v1/completions", whole, &r));
     assert_int_equal(r.status, 200);
-    const char *got = strstr(r.body, "\"choices\"");
-    assert_non_null(got);
-    assert_string_equal(got, want_copy);
+    assert_string_equal(strstr(r.body, "\"choices\""), want);
     reply_free(&r);
-    free(want_copy);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         pthread_join(t[i], NULL);
         assert_int_equal(c[i].status, 200);
+        if (i >= 4) {
+            strip_ids(c[i].s.data);
+            assert_string_equal(c[i].s.data, alone.data);
+        }
         free(c[i].s.data);
     }
+    const double steps = metric("attnd_decode_steps_total") - steps0;
+    const double rows = metric("attnd_decode_step_sequences_total") - rows0;
+    if (rows <= steps)
+        fail_msg("no step served more than one sequence (%g rows in %g)", rows,
+                 steps);
+    free(alone.data);
+    free(want);
+}
+
+/* A client that reads slowly, 4 KiB every 20 ms, a completion streamed
+ * with every token's attention row on a 32-layer model (chunks of
+ * hundreds of KiB): generations beside it are not held up by it. */
+struct slow_reader {
+    int fd;
+    volatile bool stop;
+    size_t bytes;
+};
+
+static void *read_slowly(void *arg)
+{
+    struct slow_reader *sr = arg;
+    char buf[4096];
+    while (!sr->stop) {
+        const ssize_t n = recv(sr->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0)
+            break;
+        if (n > 0)
+            sr->bytes += (size_t)n;
+        pause_ms(20);
+    }
+    return NULL;
+}
+
+static void test_slow_reader_of_rows_holds_back_only_itself(void **state)
+{
+    (void)state;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    const int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)srv.port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    const char *body =
+        "{\"model\":\"big\",\"prompt\":\"Go on.\",\"max_tokens\":150,"
+        "\"stream\":true,\"temperature\":1,"
+        "\"attention\":{\"stream_rows\":true}}";
+    char req[1024];
+    const int n = snprintf(req, sizeof req,
+                           "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Type: application/json\r\n"
+                           "Content-Length: %zu\r\n\r\n%s",
+                           strlen(body), body);
+    assert_int_equal(send(fd, req, (size_t)n, 0), n);
+    char head[64];
+    assert_true(recv(fd, head, sizeof head, 0) > 0);
+    assert_memory_equal(head, "HTTP/1.1 200", 12);
+    struct slow_reader sr = {.fd = fd};
+    pthread_t t;
+    pthread_create(&t, NULL, read_slowly, &sr);
+    // until its chunks are large: some seconds of its tokens
+    pause_ms(3000);
+    double worst = 0;
+    for (int i = 0; i < 8; i++) {
+        struct stream st = {0};
+        const double t0 = clock_seconds();
+        assert_int_equal(post_stream(&srv, "/generate",
+                                     "{\"model\":\"llama3\",\"prompt\":\"a b\","
+                                     "\"max_new_tokens\":30}",
+                                     NULL, &st, NULL, 0),
+                         200);
+        worst = fmax(worst, clock_seconds() - t0);
+        free(st.data);
+    }
+    sr.stop = true;
+    pthread_join(t, NULL);
+    close(fd);
+    // its place given back once the server sees it gone
+    wait_metric(&srv, "attnd_generations_in_flight", 0);
+    if (worst > 5.0)
+        fail_msg("a 30-token generation beside a slow reader took %.1f s",
+                 worst);
 }
 
 /* A raw connection that sends a long generation's request with a small
@@ -381,7 +509,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_together_as_alone),
-        cmocka_unit_test(test_completion_among_them),
+        cmocka_unit_test(test_completions_among_them),
+        cmocka_unit_test(test_slow_reader_of_rows_holds_back_only_itself),
         cmocka_unit_test(test_slow_client_holds_back_only_itself),
         cmocka_unit_test(test_places_and_line_are_bounded),
         cmocka_unit_test(test_stop_answers_the_line),

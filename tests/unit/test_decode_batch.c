@@ -538,7 +538,14 @@ static void test_batch_refusals(void **state)
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
     assert_non_null(strstr(err.message, "seqs[1]"));
-    seqs[1].cache = &fine;
+    seqs[1].cache = &fine; /* seqs[0]'s */
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "own"));
+    xf_cache_free(&full);
+    assert_int_equal(xf_cache_init(&o.m, 4, &full, NULL), ATTN_OK);
+    full.len = 1;
+    seqs[1].cache = &full;
     seqs[1].layer = L;
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
