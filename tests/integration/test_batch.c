@@ -505,6 +505,49 @@ static void test_stop_answers_the_line(void **state)
     assert_int_equal(server_stop(&s, 15.0), 0);
 }
 
+/* SIGTERM while generations share the batch: each stream ends (done, or
+ * an error event that says the server is stopping), and the server exits
+ * cleanly within its drain and the cancel's second. */
+static void test_stop_ends_the_batch(void **state)
+{
+    (void)state;
+    const char *args[] = {"--model", "llama3=tests/models/llama3",
+                          "--drain-seconds", "1", NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    enum { N = 4 };
+    pthread_t t[N];
+    struct waiter w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (struct waiter){
+            .s = &s,
+            .path = "/generate",
+            .body = "{\"model\":\"llama3\",\"prompt\":\"a\","
+                    "\"max_new_tokens\":4000,\"temperature\":1,\"seed\":2}"};
+        pthread_create(&t[i], NULL, run_waiter, &w[i]);
+    }
+    wait_metric(&s, "attnd_generations_in_flight", N);
+    const double t0 = clock_seconds();
+    kill(s.pid, SIGTERM);
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(w[i].r.status, 200);
+        const bool done = strstr(w[i].r.body, "event: done") != NULL;
+        const bool stopped = strstr(w[i].r.body, "event: error") &&
+                             strstr(w[i].r.body, "stopping");
+        if (!done && !stopped)
+            fail_msg("stream %d ended with neither done nor a stopping "
+                     "error: ...%.200s",
+                     i,
+                     w[i].r.body + (w[i].r.len > 200 ? w[i].r.len - 200 : 0));
+        reply_free(&w[i].r);
+    }
+    assert_int_equal(server_stop(&s, 15.0), 0);
+    if (clock_seconds() - t0 > 8.0)
+        fail_msg("the stop took %.1f s; the drain is 1 s",
+                 clock_seconds() - t0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +557,7 @@ int main(void)
         cmocka_unit_test(test_slow_client_holds_back_only_itself),
         cmocka_unit_test(test_places_and_line_are_bounded),
         cmocka_unit_test(test_stop_answers_the_line),
+        cmocka_unit_test(test_stop_ends_the_batch),
     };
     return cmocka_run_group_tests_name("batch", tests, setup, teardown);
 }
