@@ -61,25 +61,42 @@ static void append(char *dst, size_t cap, const char *src)
     dst[used + n] = '\0';
 }
 
+/* n bytes of src after the used ones of dst (capacity cap), cut short as
+ * append() cuts: returns the bytes now used. */
+static size_t append_n(char *dst, size_t cap, size_t used, const char *src,
+                       size_t n)
+{
+    if (n > cap - 1 - used)
+        n = cap - 1 - used;
+    memcpy(dst + used, src, n);
+    return used + n;
+}
+
+/* append()'s result, with the lengths kept as it goes: every key of a
+ * body gets a path, and append() measured both strings for each byte. */
 void jpath_key(struct jpath *out, const struct jpath *parent, const char *key)
 {
-    struct jpath p = {"", ""};
+    struct jpath p; /* out may be parent */
+    const size_t cap = sizeof p.pointer, name_cap = sizeof p.name;
+    size_t used = 0, named = 0;
     if (parent) {
-        append(p.pointer, sizeof p.pointer, parent->pointer);
-        append(p.name, sizeof p.name, parent->name);
+        used = append_n(p.pointer, cap, 0, parent->pointer,
+                        strlen(parent->pointer));
+        named =
+            append_n(p.name, name_cap, 0, parent->name, strlen(parent->name));
     }
-    append(p.pointer, sizeof p.pointer, "/");
-    for (const char *k = key; *k; k++) { /* RFC 6901 escapes */
-        const char one[2] = {*k, '\0'};
-        append(p.pointer, sizeof p.pointer,
-               *k == '~'   ? "~0"
-               : *k == '/' ? "~1"
-                           : one);
-    }
-    if (p.name[0])
-        append(p.name, sizeof p.name, ".");
-    append(p.name, sizeof p.name, key);
-    *out = p;
+    used = append_n(p.pointer, cap, used, "/", 1);
+    for (const char *k = key; *k; k++) /* RFC 6901 escapes */
+        used = *k == '~'   ? append_n(p.pointer, cap, used, "~0", 2)
+               : *k == '/' ? append_n(p.pointer, cap, used, "~1", 2)
+                           : append_n(p.pointer, cap, used, k, 1);
+    p.pointer[used] = '\0';
+    if (named)
+        named = append_n(p.name, name_cap, named, ".", 1);
+    named = append_n(p.name, name_cap, named, key, strlen(key));
+    p.name[named] = '\0';
+    memcpy(out->pointer, p.pointer, used + 1);
+    memcpy(out->name, p.name, named + 1);
 }
 
 /* v in decimal between open and close, into out (24 bytes at least):
@@ -813,12 +830,14 @@ static bool keys_once(const cJSON *node, const struct jpath *path,
     }
     size_t index = 0;
     for (c = node->child; c; c = c->next, index++) {
+        if (!c->child) /* nothing inside: no keys, and no path needed */
+            continue;
         struct jpath at;
         if (cJSON_IsObject(node))
             jpath_key(&at, path, c->string);
         else
             jpath_index(&at, path, index);
-        if (c->child && !keys_once(c, &at, pb))
+        if (!keys_once(c, &at, pb))
             return false;
     }
     return true;
