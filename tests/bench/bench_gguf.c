@@ -33,6 +33,8 @@
  *   the cores other processes took meanwhile (/proc/stat less this
  *   process and llama-bench): a busy neighbour slows llama.cpp, whose
  *   threads wait for each other at every operation, far more than attnd.
+ *   The medians are those of the quiet rounds (others under 10%) when
+ *   there are 3 or more, of every round otherwise.
  *
  * It prints the medians, the ratios against the issue's targets (those
  * of a file's weight type: quantized, or F32 and BF16), the OpenBLAS core
@@ -74,6 +76,10 @@ struct targets {
 static const struct targets quantized_targets = {0.9, 0.8, 0.7};
 static const struct targets float_targets = {1.0, 1.0, 0.9};
 #define TARGET_RESIDENT 1.05 /* x the file, + the pass's workspace */
+/* A round is quiet when other processes took less than this share of the
+ * cores; the medians are the quiet rounds' when there are this many. */
+#define QUIET_SHARE 0.10
+#define QUIET_ROUNDS 3
 
 static const size_t lengths[] = {128, 512};
 enum { N_LENGTHS = 2, N_FA = 2 };
@@ -103,6 +109,8 @@ struct file_bench {
     /* medians */
     double pp_ts[N_LENGTHS], tg_ts, gbs, bound_ts, others_share;
     const char *gbs_how; /* the loop of the round nearest the median */
+    bool quiet_only;     /* the medians are the quiet rounds' */
+    int rounds_used;
     double cpp_pp_ts[N_LENGTHS][N_FA], cpp_tg_ts[N_FA];
     bool with_cpp;
 };
@@ -387,36 +395,53 @@ static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r,
     return true;
 }
 
+/* The median of v[r] over the rounds r that use[] keeps. */
+static double median_of(const double *v, const bool *use, int rounds)
+{
+    double kept[BENCH_MAX_ROUNDS];
+    size_t n = 0;
+    for (int r = 0; r < rounds; r++)
+        if (use[r])
+            kept[n++] = v[r];
+    return median(kept, n);
+}
+
+/* Medians over the rounds in which other processes took less than
+ * QUIET_SHARE of the cores, when there are QUIET_ROUNDS of them or more
+ * (a neighbour on a core stalls llama.cpp's threads, so busy rounds say
+ * little of either side); over every round otherwise. */
 static void take_medians(struct file_bench *f, int rounds)
 {
+    bool use[BENCH_MAX_ROUNDS];
+    int quiet = 0;
+    for (int r = 0; r < rounds; r++)
+        quiet += f->others[r] < QUIET_SHARE;
+    f->quiet_only = quiet >= QUIET_ROUNDS;
+    f->rounds_used = f->quiet_only ? quiet : rounds;
+    for (int r = 0; r < rounds; r++)
+        use[r] = !f->quiet_only || f->others[r] < QUIET_SHARE;
     double v[BENCH_MAX_ROUNDS];
-    const size_t n = (size_t)rounds;
     for (int l = 0; l < N_LENGTHS; l++) {
         for (int r = 0; r < rounds; r++)
             v[r] = (double)lengths[l] / f->pp_s[l][r];
-        f->pp_ts[l] = median(v, n);
-        for (int k = 0; f->with_cpp && k < N_FA; k++) {
-            memcpy(v, f->cpp_pp[l][k], n * sizeof *v);
-            f->cpp_pp_ts[l][k] = median(v, n);
-        }
+        f->pp_ts[l] = median_of(v, use, rounds);
+        for (int k = 0; f->with_cpp && k < N_FA; k++)
+            f->cpp_pp_ts[l][k] = median_of(f->cpp_pp[l][k], use, rounds);
     }
     for (int r = 0; r < rounds; r++)
         v[r] = 1e3 / f->token_ms[r];
-    f->tg_ts = median(v, n);
-    memcpy(v, f->read_gbs, n * sizeof *v);
-    f->gbs = median(v, n);
-    int near = 0;
-    for (int r = 1; r < rounds; r++)
-        if (fabs(f->read_gbs[r] - f->gbs) < fabs(f->read_gbs[near] - f->gbs))
+    f->tg_ts = median_of(v, use, rounds);
+    f->gbs = median_of(f->read_gbs, use, rounds);
+    int near = -1;
+    for (int r = 0; r < rounds; r++)
+        if (use[r] && (near < 0 || fabs(f->read_gbs[r] - f->gbs) <
+                                       fabs(f->read_gbs[near] - f->gbs)))
             near = r;
     f->gbs_how = f->read_how[near];
     f->bound_ts = f->gbs * 1e9 / f->bytes_per_token;
-    memcpy(v, f->others, n * sizeof *v);
-    f->others_share = median(v, n);
-    for (int k = 0; f->with_cpp && k < N_FA; k++) {
-        memcpy(v, f->cpp_tg[k], n * sizeof *v);
-        f->cpp_tg_ts[k] = median(v, n);
-    }
+    f->others_share = median_of(f->others, use, rounds);
+    for (int k = 0; f->with_cpp && k < N_FA; k++)
+        f->cpp_tg_ts[k] = median_of(f->cpp_tg[k], use, rounds);
 }
 
 static bool is_float(const char *dtype)
@@ -503,7 +528,10 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
 static void print_table(const struct file_bench *fs, int count)
 {
     printf("\nmedians, tokens/s (llama.cpp: the better of flash attention "
-           "off and on)\n");
+           "off and on), over the rounds in which other processes took "
+           "less than %.0f%% of the cores when there were %d of them, over "
+           "every round otherwise\n",
+           100 * QUIET_SHARE, QUIET_ROUNDS);
     printf("%-7s %-8s | %9s %9s %7s | %9s %9s\n", "file", "test", "attnd",
            "llama.cpp", "ratio", "fa off", "fa on");
     for (int i = 0; i < count; i++) {
@@ -529,9 +557,14 @@ static void print_table(const struct file_bench *fs, int count)
                        "-");
         }
         printf("%-7.*s bound    | %9.2f  (%.1f GB/s over %.1f MB of matrices "
-               "a token; %s; other processes took %.0f%% of the cores)\n",
+               "a token; %s)\n",
                (int)strcspn(name, "."), name, f->bound_ts, f->gbs,
-               f->bytes_per_token / 1e6, f->gbs_how, 100 * f->others_share);
+               f->bytes_per_token / 1e6, f->gbs_how);
+        printf("%-7.*s rounds   | %d %s; other processes took %.0f%% of the "
+               "cores (median)\n",
+               (int)strcspn(name, "."), name, f->rounds_used,
+               f->quiet_only ? "quiet rounds" : "rounds, all of them",
+               100 * f->others_share);
     }
 }
 
@@ -622,7 +655,8 @@ static bool write_json(const char *path, const struct file_bench *fs, int count,
                 "{\"pp128_ts\": %.3f, \"pp512_ts\": %.3f, \"tg32_ts\": %.3f, "
                 "\"read_gbs\": %.3f, \"bytes_per_token\": %.0f, "
                 "\"bound_ts\": %.3f, \"of_bound\": %.4f, \"read_how\": "
-                "\"%s\"}, \"others_busy\": %.3f,\n  \"targets\": "
+                "\"%s\"}, \"others_busy\": %.3f, \"rounds_used\": %d, "
+                "\"quiet_only\": %s,\n  \"targets\": "
                 "{\"decode_of_llama_cpp\": %.2f, \"prompt_of_llama_cpp\": "
                 "%.2f, \"decode_of_bound\": %.2f}",
                 i ? "," : "", f->path, f->dtype, f->file_bytes, f->mem.baseline,
@@ -635,8 +669,9 @@ static bool write_json(const char *path, const struct file_bench *fs, int count,
                     : "false",
                 f->pp_ts[0], f->pp_ts[1], f->tg_ts, f->gbs, f->bytes_per_token,
                 f->bound_ts, f->tg_ts / f->bound_ts, f->gbs_how,
-                f->others_share, f->target.decode, f->target.prompt,
-                f->target.bound);
+                f->others_share, f->rounds_used,
+                f->quiet_only ? "true" : "false", f->target.decode,
+                f->target.prompt, f->target.bound);
         if (f->with_cpp) {
             fprintf(fp, ",\n  \"llama_cpp\": {\"commands\": [");
             for (int c = 0; c < 2; c++) {
