@@ -3,7 +3,10 @@
 # static file, under the same wrk load (2 threads, 32 connections) on
 # loopback, in interleaved rounds of one run, so that a busy neighbour
 # slows both sides of the ratio alike. attnd gets a different nine-word
-# sentence in every request (tests/bench/sentences.lua).
+# sentence in every request (tests/bench/sentences.lua), in two runs a
+# round: with the default seed, whose parameters the server keeps drawn,
+# and with a new seed in every request too, so that nothing the server
+# keeps between requests serves them.
 #
 #   tests/bench/http.sh [ROUNDS] [SECONDS]     (default 3 rounds of 6 s)
 #
@@ -74,27 +77,38 @@ done
 [ -n "$nginx_up" ] || { echo "http.sh: nginx does not serve the file" >&2; cat "$tmp/logs/error.log" >&2; exit 1; }
 core=$(curl -s "http://127.0.0.1:$attnd_port/metrics" | sed -n 's/^attnd_blas_info{core="\(.*\)"}.*/\1/p')
 
-run() { # url script -> "requests rate p99ms errors"
-    wrk -t2 -c32 -d"${SECONDS_EACH}s" --latency -s "$2" "$1" | sed -n 's/^RESULT //p'
+run() { # url script [script args] -> "requests rate p99ms errors p50ms"
+    url=$1 script=$2
+    shift 2
+    wrk -t2 -c32 -d"${SECONDS_EACH}s" --latency -s "$script" "$url" -- "$@" |
+        sed -n 's/^RESULT //p'
 }
 
 echo "HTTP: wrk -t2 -c32 -d${SECONDS_EACH}s, $ROUNDS interleaved rounds (attnd's OpenBLAS core: $core)"
 : >"$tmp/nginx.txt"
 : >"$tmp/attnd.txt"
+: >"$tmp/seeded.txt"
 for r in $(seq "$ROUNDS"); do
     run "http://127.0.0.1:$nginx_port/file.txt" "$HERE/static.lua" >>"$tmp/nginx.txt"
     run "http://127.0.0.1:$attnd_port/attention" "$HERE/sentences.lua" >>"$tmp/attnd.txt"
+    run "http://127.0.0.1:$attnd_port/attention" "$HERE/sentences.lua" seed >>"$tmp/seeded.txt"
 done
 
 median() { # column file
     awk -v c="$1" '{print $c}' "$2" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'
 }
 total() { awk -v c="$1" '{s+=$c} END {print s}' "$2"; }
+row() { # label file
+    printf '  %-48s %12s %8s %8s %8s\n' "$1" "$(median 2 "$2")" "$(median 5 "$2")" \
+        "$(median 3 "$2")" "$(total 4 "$2")"
+}
+printf '  %-48s %12s %8s %8s %8s\n' "" "requests/s" "p50 ms" "p99 ms" "errors"
+row "nginx, a 2 KB static file" "$tmp/nginx.txt"
+row "attnd, 9 new words, 8 heads, weights as JSON" "$tmp/attnd.txt"
+row "attnd, the same with a new seed every request" "$tmp/seeded.txt"
 n_rate=$(median 2 "$tmp/nginx.txt")
-a_rate=$(median 2 "$tmp/attnd.txt")
-printf '  %-44s %12s %10s %8s\n' "" "requests/s" "p99 ms" "errors"
-printf '  %-44s %12s %10s %8s\n' "nginx, a 2 KB static file" "$n_rate" "$(median 3 "$tmp/nginx.txt")" "$(total 4 "$tmp/nginx.txt")"
-printf '  %-44s %12s %10s %8s\n' "attnd, 9 words, 8 heads, weights as JSON" "$a_rate" "$(median 3 "$tmp/attnd.txt")" "$(total 4 "$tmp/attnd.txt")"
-awk -v a="$a_rate" -v n="$n_rate" 'BEGIN {printf "  attnd / nginx: %.2f (target >= 0.5; p99 target < 5 ms)\n", a / n}'
-echo "  rounds (requests, rate, p99 ms, errors):"
-paste "$tmp/nginx.txt" "$tmp/attnd.txt" | sed 's/^/    nginx | attnd: /'
+awk -v a="$(median 2 "$tmp/attnd.txt")" -v s="$(median 2 "$tmp/seeded.txt")" -v n="$n_rate" \
+    'BEGIN {printf "  attnd / nginx (target >= 0.5; p99 target < 5 ms): %.2f; with a new seed every request: %.2f\n", a / n, s / n}'
+echo "  rounds (requests, rate, p99 ms, errors, p50 ms):"
+paste "$tmp/nginx.txt" "$tmp/attnd.txt" "$tmp/seeded.txt" |
+    sed 's/^/    nginx | attnd | seeded: /'
