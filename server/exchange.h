@@ -38,11 +38,11 @@ struct http_server {
     atomic_int exchanges;   /* begun and not yet completed */
     struct workers workers; /* the compute pool */
     struct batcher *batcher; /* the generations in flight, decoded together */
-    struct budget_hold batch_hold; /* the batch's own working memory */
     struct deadlines deadlines;   /* --receive-seconds */
     struct problem stopping;      /* the answer once draining began */
     struct request_limits limits; /* of the flags, for every request */
-    struct budget memory;         /* --max-memory */
+    struct budget memory;         /* --max-memory, less the decoding
+                                     batch's own working memory */
     struct drawn_cache drawn;     /* --drawn-cache */
     struct models *models;        /* loaded at start-up; borrowed */
 };

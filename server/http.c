@@ -323,7 +323,22 @@ struct http_server *http_start(const struct options *o, struct models *models)
         .max_output = o->max_output,
         .max_flops = o->max_flops,
     };
-    budget_init(&s->memory, o->max_memory);
+    // the decoding batch's steps hold a panel and a row of scores a
+    // member of their team besides what each generation reserves for its
+    // own rows: what requests may reserve is the rest of --max-memory
+    const size_t batch_bytes = (size_t)o->threads *
+                               (WIDEN_PANEL_FLOATS + o->max_tokens) *
+                               sizeof(float);
+    if (batch_bytes >= o->max_memory / 2) {
+        fprintf(stderr,
+                "attnd: --max-memory (%zu bytes) leaves too little beside the "
+                "decoding batch's own working memory (%zu bytes for "
+                "--threads %u and --max-tokens %zu)\n",
+                o->max_memory, batch_bytes, o->threads, o->max_tokens);
+        free(s);
+        return NULL;
+    }
+    budget_init(&s->memory, o->max_memory - batch_bytes);
     drawn_cache_init(&s->drawn, o->drawn_cache);
     problem_set(&s->stopping, 503, "",
                 "the server is stopping; try again "
@@ -365,22 +380,6 @@ struct http_server *http_start(const struct options *o, struct models *models)
                                          .wait_seconds = o->batch_wait,
                                          .threads = o->threads,
                                          .cancel = &s->cancel};
-    // the batch's steps hold a panel and a row of scores a member of their
-    // team besides what each generation reserves for its own rows
-    s->batch_hold = (struct budget_hold){.budget = &s->memory};
-    struct problem pb;
-    const size_t batch_bytes = (size_t)o->threads *
-                               (WIDEN_PANEL_FLOATS + o->max_tokens) *
-                               sizeof(float);
-    if (!budget_reserve(&s->batch_hold, batch_bytes,
-                        "the decoding batch's working memory", false, &pb)) {
-        fprintf(stderr, "attnd: %s\n", pb.detail);
-        listener_close(&s->listener);
-        workers_stop(&s->workers);
-        drawn_cache_free(&s->drawn);
-        free(s);
-        return NULL;
-    }
     s->batcher = batcher_start(&batch);
     if (!s->batcher) {
         listener_close(&s->listener);
