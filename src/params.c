@@ -114,8 +114,7 @@ void attn_params_draw_tensor(uint64_t seed, const struct attn_param_tensor *t,
     const uint64_t key = attn_stream_key(seed, t->name, strlen(t->name));
     const double bound = 1.0 / sqrt((double)t->cols);
     // nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
-    for (size_t i = 0; i < count; i++)
-        out[i] = (float)((2.0 * rng_unit(key, i) - 1.0) * bound);
+    rng_uniform_floats(key, 0, count, bound, out);
 }
 
 void attn_params_free(struct attn_params *params)
