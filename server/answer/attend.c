@@ -15,12 +15,17 @@ bool attend_run(struct request *req, unsigned threads,
     memset(res, 0, sizeof *res);
     /* Parameters drawn from the seed come from the cache (or are drawn
      * now) and are passed in, so that a response that shows them shows
-     * exactly the values that were used. */
+     * exactly the values that were used. A response that does not show
+     * them gets only those its pass reads (the weights alone read W_q and
+     * W_k): the others are never looked at, so params_checked holds. */
     if (req->params_source == PARAMS_SEED && c->mode == ATTN_MODE_PROJECTED &&
         (req->compute || (req->extra & REQUEST_WANT_PARAMS))) {
         struct attn_error err = {0};
-        if (!drawn_params_lease(cache, c, &req->params, &req->params_lease,
-                                &err))
+        const unsigned slots = (req->extra & REQUEST_WANT_PARAMS)
+                                   ? DRAWN_ALL_SLOTS
+                                   : drawn_params_needed(c);
+        if (!drawn_params_lease_some(cache, c, slots, &req->params,
+                                     &req->params_lease, &err))
             return problem_from_core(pb, ATTN_E_NOMEM, &err, "");
         c->params = &req->params;
         c->params_checked = true; /* drawn: every value finite */

@@ -183,9 +183,32 @@ static struct drawn *keep(struct drawn_cache *c, const struct key *k,
     return e;
 }
 
+unsigned drawn_params_needed(const struct attn_config *cfg)
+{
+    const unsigned want = cfg->want | cfg->want_internal;
+    unsigned slots = 1u << ATTN_PARAM_WQ | 1u << ATTN_PARAM_BQ |
+                     1u << ATTN_PARAM_WK | 1u << ATTN_PARAM_BK |
+                     1u << ATTN_PARAM_BIAS_K | 1u << ATTN_PARAM_BIAS_V;
+    if ((want & (ATTN_WANT_V | ATTN_WANT_HEADS | ATTN_WANT_OUTPUT |
+                 ATTN_WANT_VALUE_WEIGHTED)) ||
+        cfg->residual == ATTN_RESIDUAL_VALUE)
+        slots |= 1u << ATTN_PARAM_WV | 1u << ATTN_PARAM_BV;
+    if (want & (ATTN_WANT_OUTPUT | ATTN_WANT_VALUE_WEIGHTED))
+        slots |= 1u << ATTN_PARAM_WO | 1u << ATTN_PARAM_BO;
+    return slots;
+}
+
 bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
                         struct attn_params *out, struct drawn_lease *lease,
                         struct attn_error *err)
+{
+    return drawn_params_lease_some(c, cfg, DRAWN_ALL_SLOTS, out, lease, err);
+}
+
+bool drawn_params_lease_some(struct drawn_cache *c,
+                             const struct attn_config *cfg, unsigned slots,
+                             struct attn_params *out, struct drawn_lease *lease,
+                             struct attn_error *err)
 {
     memset(out, 0, sizeof *out);
     memset(lease, 0, sizeof *lease);
@@ -195,6 +218,8 @@ bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
     const size_t n = attn_params_layout(cfg, 0, tensors);
     for (size_t i = 0; i < n; i++) {
         const struct attn_param_tensor *t = &tensors[i];
+        if (!(slots & 1u << t->slot))
+            continue;
         const struct key k = key_of(DRAWN_PARAM, cfg->seed, t->name, t->cols,
                                     attn_param_count(t));
         const float **slot = attn_params_slot(out, t->slot);

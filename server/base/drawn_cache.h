@@ -55,6 +55,29 @@ void drawn_cache_free(struct drawn_cache *c);
 bool drawn_params_lease(struct drawn_cache *c, const struct attn_config *cfg,
                         struct attn_params *out, struct drawn_lease *lease,
                         struct attn_error *err);
+
+/* The same for only the tensors in slots (bits 1u << enum
+ * attn_param_slot); the others stay NULL. A tensor is kept by its seed,
+ * name and shape alone, so a later lease that takes one left out here
+ * draws it then, and finds the ones taken here. */
+bool drawn_params_lease_some(struct drawn_cache *c,
+                             const struct attn_config *cfg, unsigned slots,
+                             struct attn_params *out, struct drawn_lease *lease,
+                             struct attn_error *err);
+
+/* Every slot, for drawn_params_lease_some(). */
+#define DRAWN_ALL_SLOTS ((1u << ATTN_PARAM_COUNT) - 1)
+
+/*
+ * The tensors attn_forward() reads of resolved projected config cfg, by
+ * what cfg->want (with cfg->want_internal) asks of the pass: W_q, W_k
+ * and their biases always, and bias_k and bias_v when cfg has them;
+ * W_v and its bias when the pass computes V (V itself, the head
+ * outputs, the output, the value-weighted norms, or a value residual);
+ * W_o and its bias for the output or the value-weighted norms. The
+ * weights alone need half the parameters drawn.
+ */
+unsigned drawn_params_needed(const struct attn_config *cfg);
 void drawn_lease_end(struct drawn_lease *lease);
 
 /* The embeddings of n tokens (text[i], NUL-terminated) from seed, dim

@@ -4,7 +4,10 @@
  * look finds it; it stays
  * within its cap by forgetting the least recently used tensor that no
  * lease holds, and never one that is held; a tensor over the cap is drawn
- * for its lease alone; cap 0 keeps nothing.
+ * for its lease alone; cap 0 keeps nothing. A lease of some tensors
+ * (those a pass reads) leaves the others NULL, and attn_forward() with
+ * them alone answers the same bits as with all; a later lease that
+ * needs one left out draws it then, the same as drawn whole.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +18,8 @@
 
 #include "drawn_cache.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct attn_config config(uint64_t seed, size_t d_model, size_t heads)
@@ -171,6 +176,107 @@ static void test_token_embeddings(void **state)
     drawn_cache_free(&c);
 }
 
+/* Which of the results' arrays of want are there, each filled. */
+static const float *const *result_arrays(const struct attn_result *r, size_t *n)
+{
+    static const float *a[8];
+    a[0] = r->weights;
+    a[1] = r->scores;
+    a[2] = r->q;
+    a[3] = r->k;
+    a[4] = r->v;
+    a[5] = r->heads_out;
+    a[6] = r->output;
+    a[7] = r->mean_weights;
+    *n = 8;
+    return a;
+}
+
+static void test_only_what_the_pass_reads(void **state)
+{
+    (void)state;
+    const unsigned wants[] = {
+        ATTN_WANT_WEIGHTS,
+        ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q | ATTN_WANT_K,
+        ATTN_WANT_MEAN_WEIGHTS | ATTN_WANT_HEAD_STATS,
+        ATTN_WANT_V,
+        ATTN_WANT_HEADS,
+        ATTN_WANT_OUTPUT,
+        ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT,
+        ATTN_WANT_VALUE_WEIGHTED,
+    };
+    enum { N = 5, D = 16 };
+    float x[N * D];
+    for (size_t i = 0; i < N * D; i++)
+        x[i] = (float)sin(0.37 * (double)i);
+    struct drawn_cache c;
+    drawn_cache_init(&c, (size_t)1 << 20);
+    for (size_t w = 0; w < sizeof wants / sizeof *wants; w++)
+        for (int variant = 0; variant < 4; variant++) {
+            struct attn_config cfg = {.n_query = N,
+                                      .d_model = D,
+                                      .heads = 4,
+                                      .seed = 100 + w,
+                                      .want = wants[w]};
+            cfg.qkv_bias = cfg.out_bias = variant & 1;
+            cfg.bias_kv = variant == 3;
+            cfg.residual =
+                variant == 2 ? ATTN_RESIDUAL_VALUE : ATTN_RESIDUAL_NONE;
+            cfg.causal = variant == 3;
+            struct attn_error err;
+            assert_int_equal(attn_config_resolve(&cfg, &err), ATTN_OK);
+            const unsigned slots = drawn_params_needed(&cfg);
+            const bool weights_alone =
+                !(cfg.want &
+                  ~(ATTN_WANT_WEIGHTS | ATTN_WANT_SCORES | ATTN_WANT_Q |
+                    ATTN_WANT_K | ATTN_WANT_MEAN_WEIGHTS |
+                    ATTN_WANT_HEAD_STATS)) &&
+                cfg.residual != ATTN_RESIDUAL_VALUE;
+            if (weights_alone)
+                assert_int_equal(
+                    slots & (1u << ATTN_PARAM_WV | 1u << ATTN_PARAM_WO), 0);
+            struct attn_params some, all;
+            struct drawn_lease ls, la;
+            assert_true(
+                drawn_params_lease_some(&c, &cfg, slots, &some, &ls, &err));
+            for (int s = 0; s < ATTN_PARAM_COUNT; s++)
+                if (!(slots & 1u << s))
+                    assert_null(
+                        attn_params_tensor(&some, (enum attn_param_slot)s));
+            struct attn_result r1, r2;
+            cfg.params = &some;
+            cfg.params_checked = true;
+            assert_int_equal(attn_forward(&cfg, x, NULL, &r1, &err), ATTN_OK);
+            /* then all of them: the ones taken found again, the others
+             * drawn now, every one as attn_params_draw() draws it */
+            assert_true(drawn_params_lease(&c, &cfg, &all, &la, &err));
+            same_as_drawn(&cfg, &all);
+            if (some.wq)
+                assert_ptr_equal(some.wq, all.wq);
+            cfg.params = &all;
+            assert_int_equal(attn_forward(&cfg, x, NULL, &r2, &err), ATTN_OK);
+            size_t n1, n2;
+            const float *const *a1 = result_arrays(&r1, &n1);
+            const float *got[8];
+            memcpy(got, a1, sizeof got);
+            const float *const *a2 = result_arrays(&r2, &n2);
+            const size_t m = r2.n_keys;
+            const size_t sizes[8] = {4 * N * m, 4 * N * m, N * D, N * D,
+                                     m * D,     N * D,     N * D, N * m};
+            for (size_t i = 0; i < n2; i++) {
+                assert_true((got[i] == NULL) == (a2[i] == NULL));
+                if (got[i])
+                    assert_memory_equal(got[i], a2[i],
+                                        sizes[i] * sizeof(float));
+            }
+            attn_result_free(&r1);
+            attn_result_free(&r2);
+            drawn_lease_end(&ls);
+            drawn_lease_end(&la);
+        }
+    drawn_cache_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_within_cap_and_never_a_held_one),
         cmocka_unit_test(test_over_the_cap_or_off_is_drawn_alone),
         cmocka_unit_test(test_token_embeddings),
+        cmocka_unit_test(test_only_what_the_pass_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
