@@ -35,9 +35,69 @@ bool stream_product_can(const struct widen_product *p)
            vec_isa_best() == VEC_ISA_AVX512;
 }
 
+#if HAVE_AVX2_BUILD
+/* packed[k][r] = x[r0 + r][k0 + k] for a block of 16 rows (rb..rb + 16,
+ * rows past `rows` as 0) and 16 columns (kb..kb + take): sixteen rows
+ * loaded, transposed in registers (four rounds of shuffles), sixteen
+ * columns stored. */
+AVX512_TARGET static void pack_block16(const float *x, size_t ldx, size_t r0,
+                                       size_t rows, size_t rb, size_t k0,
+                                       size_t kb, size_t take, size_t width,
+                                       float *packed)
+{
+    const __mmask16 cols = (__mmask16)((1u << take) - 1u);
+    __m512 a[16], b[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        a[i] = rb + (size_t)i < rows
+                   ? _mm512_maskz_loadu_ps(
+                         cols, x + (r0 + rb + (size_t)i) * ldx + k0 + kb)
+                   : _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) {
+        b[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
+        b[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 16; i += 4) {
+        a[i] = _mm512_shuffle_ps(b[i], b[i + 2], 0x44);
+        a[i + 1] = _mm512_shuffle_ps(b[i], b[i + 2], 0xEE);
+        a[i + 2] = _mm512_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+        a[i + 3] = _mm512_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 16; i += 8)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            b[i + j] = _mm512_shuffle_f32x4(a[i + j], a[i + j + 4], 0x88);
+            b[i + j + 4] = _mm512_shuffle_f32x4(a[i + j], a[i + j + 4], 0xDD);
+        }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        a[j] = _mm512_shuffle_f32x4(b[j], b[j + 8], 0x88);
+        a[j + 8] = _mm512_shuffle_f32x4(b[j], b[j + 8], 0xDD);
+    }
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; q++) {
+        const size_t c = (size_t)q;
+        if (c < take)
+            _mm512_storeu_ps(packed + (kb + c) * width + rb, a[q]);
+    }
+}
+#endif
+
 void stream_pack_rows(const float *x, size_t ldx, size_t r0, size_t rows,
                       size_t k0, size_t cols, size_t width, float *packed)
 {
+#if HAVE_AVX2_BUILD
+    if (vec_isa_best() == VEC_ISA_AVX512) {
+        for (size_t kb = 0; kb < cols; kb += 16)
+            for (size_t rb = 0; rb < width; rb += 16)
+                pack_block16(x, ldx, r0, rows, rb, k0, kb,
+                             cols - kb < 16 ? cols - kb : 16, width, packed);
+        return;
+    }
+#endif
     for (size_t kb = 0; kb < cols; kb += 16) {
         const size_t ke = cols - kb < 16 ? cols : kb + 16;
         for (size_t r = 0; r < width; r++) {

@@ -264,12 +264,37 @@ static void test_which_products(void **state)
     free(panel);
 }
 
+/* The rows of x packed column by column, every row and column count
+ * around the blocks of sixteen (the AVX-512 build transposes sixteen by
+ * sixteen in registers): each value where a plain copy puts it, the rows
+ * past x's zero. */
+static void test_packing(void **state)
+{
+    (void)state;
+    enum { LDX = 70 };
+    static float x[40 * LDX], packed[64 * 64], want[64 * 64];
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+        x[i] = (float)i + 0.5f;
+    for (size_t rows = 1; rows <= 33; rows += 4)
+        for (size_t cols = 1; cols <= 40; cols += 3) {
+            const size_t width = (rows + 15) / 16 * 16, r0 = 3, k0 = 5;
+            memset(packed, 0xff, sizeof packed);
+            stream_pack_rows(x, LDX, r0, rows, k0, cols, width, packed);
+            for (size_t k = 0; k < cols; k++)
+                for (size_t r = 0; r < width; r++)
+                    want[k * width + r] =
+                        r < rows ? x[(r0 + r) * LDX + k0 + k] : 0.0f;
+            assert_memory_equal(packed, want, cols * width * sizeof *want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_sums),
         cmocka_unit_test(test_same_bits_however_cut),
         cmocka_unit_test(test_which_products),
+        cmocka_unit_test(test_packing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
