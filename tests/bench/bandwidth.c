@@ -282,7 +282,8 @@ struct bandwidth_probe *bandwidth_probe_new(size_t bytes)
             w[i] = i * 2654435761u;
     }
     /* at least half of the part in huge pages: name it so */
-    p->huge = (huge_kib() - before) * 1024 >= p->part_bytes / 2;
+    const size_t after = huge_kib();
+    p->huge = after > before && (after - before) * 1024 >= p->part_bytes / 2;
     const unsigned c = cores();
     p->threads[0] = 1;
     p->threads[1] = c > MAX_READERS ? MAX_READERS : c;
