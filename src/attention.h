@@ -481,11 +481,14 @@ struct attn_config {
                              only params, params_checked, threads, pool,
                              cancel, and want to fewer arrays than it was
                              resolved for. */
-    bool params_checked;  /* params hold every tensor of this config and
-                             only finite values: drawn (attn_params_draw(),
-                             attn_params_draw_tensor()) or checked before
-                             (attn_params_check()), so attn_forward() does
-                             not look at each value again */
+    bool params_checked;  /* params hold every tensor the pass reads (a
+                             tensor no path of this config reads, such as
+                             W_v and W_o when only the weights are wanted,
+                             may be NULL) and only finite values: drawn
+                             (attn_params_draw(), attn_params_draw_tensor())
+                             or checked before (attn_params_check()), so
+                             attn_forward() does not look at each value
+                             again */
     bool stored_matrices; /* params may hold their matrices at a 16-bit
                              width (attn_params.stored_wq and the others): each
                              thread of a call then has a panel to widen them in,
