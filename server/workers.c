@@ -55,15 +55,18 @@ bool workers_start(struct workers *w, size_t threads, size_t max_waiting)
     return true;
 }
 
-bool workers_submit(struct workers *w, struct job *job)
+/* Queue job when the pool takes it (owed: past max_waiting, while not
+ * stopping); false otherwise. */
+static bool enqueue(struct workers *w, struct job *job, bool owed)
 {
     clock_gettime(CLOCK_MONOTONIC, &job->queued);
     job->next = NULL;
     pthread_mutex_lock(&w->lock);
     /* a free thread takes it at once; otherwise it waits, if there is
      * room to wait */
-    const bool taken =
-        !w->closed && w->running + w->waiting < w->started + w->max_waiting;
+    const bool taken = owed ? !w->stopping
+                            : !w->closed && w->running + w->waiting <
+                                                w->started + w->max_waiting;
     if (taken) {
         if (w->tail)
             w->tail->next = job;
@@ -77,23 +80,14 @@ bool workers_submit(struct workers *w, struct job *job)
     return taken;
 }
 
+bool workers_submit(struct workers *w, struct job *job)
+{
+    return enqueue(w, job, false);
+}
+
 bool workers_submit_owed(struct workers *w, struct job *job)
 {
-    clock_gettime(CLOCK_MONOTONIC, &job->queued);
-    job->next = NULL;
-    pthread_mutex_lock(&w->lock);
-    const bool taken = !w->stopping;
-    if (taken) {
-        if (w->tail)
-            w->tail->next = job;
-        else
-            w->head = job;
-        w->tail = job;
-        w->waiting++;
-        pthread_cond_signal(&w->work);
-    }
-    pthread_mutex_unlock(&w->lock);
-    return taken;
+    return enqueue(w, job, true);
 }
 
 void workers_close(struct workers *w)

@@ -180,26 +180,6 @@ static long client_call(struct client *c, const char *path, const char *body,
     return client_call_taking(c, path, body, timeout, seconds, &got);
 }
 
-/* The server's OpenBLAS kernels, from its /metrics, into out. */
-static void blas_core(const struct server *s, char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown");
-    const int fd = raw_connect(s, "127.0.0.1");
-    if (fd < 0)
-        return;
-    static char text[65536];
-    raw_exchange(
-        fd, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        text, sizeof text, 2000);
-    close(fd);
-    const char *at = strstr(text, "attnd_blas_info{core=\"");
-    if (at) {
-        at += strlen("attnd_blas_info{core=\"");
-        const size_t n = strcspn(at, "\"");
-        snprintf(out, cap, "%.*s", (int)(n < 64 ? n : 64), at);
-    }
-}
-
 /* ------------------------------------------------------------ fairness */
 
 /* About the largest computation the default limits allow one request:
@@ -319,7 +299,7 @@ static int fairness(void)
         return 1;
     }
     char core[80];
-    blas_core(&s, core, sizeof core);
+    server_blas_core(&s, core, sizeof core);
     printf("fairness: 3-token requests from %d keep-alive clients, each a "
            "different sentence and seed (server's OpenBLAS core: %s)\n",
            SMALL_CLIENTS, core);
@@ -542,7 +522,7 @@ static int load(double seconds, int clients)
         return 1;
     }
     char core[80];
-    blas_core(&s, core, sizeof core);
+    server_blas_core(&s, core, sizeof core);
     printf("load: %d keep-alive clients for %.0f s (server's OpenBLAS core: "
            "%s), a mix of",
            clients, seconds, core);

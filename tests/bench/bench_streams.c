@@ -182,23 +182,6 @@ static bool run_count(const struct server *s, int n, size_t tokens,
     return true;
 }
 
-/* The server's OpenBLAS kernels, from its /metrics. */
-static void blas_core(const struct server *s, char *out, size_t cap)
-{
-    struct reply r;
-    snprintf(out, cap, "unknown");
-    if (!http_call(s, "GET", "/metrics", NULL, 0, NULL, &r))
-        return;
-    const char *at = strstr(r.body, "attnd_blas_info{core=\"");
-    if (at) {
-        at += strlen("attnd_blas_info{core=\"");
-        const char *end = strchr(at, '"');
-        if (end && (size_t)(end - at) < cap)
-            snprintf(out, cap, "%.*s", (int)(end - at), at);
-    }
-    reply_free(&r);
-}
-
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *json = NULL;
@@ -232,7 +215,7 @@ int main(int argc, char **argv)
         return 1;
     }
     char core[80];
-    blas_core(&s, core, sizeof core);
+    server_blas_core(&s, core, sizeof core);
     printf("streams: %s, %zu greedy tokens a stream after a prompt of 4-11 "
            "words, %d rounds (server's OpenBLAS core: %s)\n",
            dir, tokens, rounds, core);

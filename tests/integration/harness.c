@@ -365,6 +365,25 @@ size_t raw_exchange(int fd, const char *request, char *out, size_t cap, int ms)
     return got;
 }
 
+void server_blas_core(const struct server *s, char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown");
+    const int fd = raw_connect(s, "127.0.0.1");
+    if (fd < 0)
+        return;
+    char text[1 << 16];
+    raw_exchange(
+        fd, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        text, sizeof text, 2000);
+    close(fd);
+    const char *at = strstr(text, "attnd_blas_info{core=\"");
+    if (at) {
+        at += strlen("attnd_blas_info{core=\"");
+        const size_t n = strcspn(at, "\"");
+        snprintf(out, cap, "%.*s", (int)(n < 64 ? n : 64), at);
+    }
+}
+
 bool metric_read(const struct server *s, const char *from, const char *name,
                  double *value)
 {

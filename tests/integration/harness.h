@@ -102,6 +102,10 @@ size_t raw_response(int fd, const char *request, char *out, size_t cap, int ms);
 bool metric_read(const struct server *s, const char *from, const char *name,
                  double *value);
 
+/* The OpenBLAS kernels s runs (its /metrics' attnd_blas_info), into out
+ * ("unknown" when it does not say). */
+void server_blas_core(const struct server *s, char *out, size_t cap);
+
 /* Bytes of a /proc/PID/status field of pid such as "VmHWM:", or 0. */
 size_t status_bytes(pid_t pid, const char *field);
 

@@ -104,6 +104,8 @@ static void *run_client(void *arg)
 }
 
 static int stalled_client(const struct server *s);
+static int small_window_post(const struct server *s, const char *path,
+                             const char *body);
 static void wait_metric(const struct server *s, const char *name, double want);
 
 static double metric(const char *name)
@@ -258,28 +260,11 @@ static void *read_slowly(void *arg)
 static void test_slow_reader_of_rows_holds_back_only_itself(void **state)
 {
     (void)state;
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    const int small = 4096;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)srv.port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    const char *body =
+    const int fd = small_window_post(
+        &srv, "/v1/completions",
         "{\"model\":\"big\",\"prompt\":\"Go on.\",\"max_tokens\":150,"
         "\"stream\":true,\"temperature\":1,"
-        "\"attention\":{\"stream_rows\":true}}";
-    char req[1024];
-    const int n = snprintf(req, sizeof req,
-                           "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
-                           "Content-Type: application/json\r\n"
-                           "Content-Length: %zu\r\n\r\n%s",
-                           strlen(body), body);
-    assert_int_equal(send(fd, req, (size_t)n, 0), n);
-    char head[64];
-    assert_true(recv(fd, head, sizeof head, 0) > 0);
-    assert_memory_equal(head, "HTTP/1.1 200", 12);
+        "\"attention\":{\"stream_rows\":true}}");
     struct slow_reader sr = {.fd = fd};
     pthread_t t;
     pthread_create(&t, NULL, read_slowly, &sr);
@@ -311,7 +296,11 @@ static void test_slow_reader_of_rows_holds_back_only_itself(void **state)
  * receive buffer, reads its status line and then nothing: its 4000
  * events of twenty candidates, some 4 MB, are more than the server's
  * 1 MiB of unread events and the sockets' buffers hold. */
-static int stalled_client(const struct server *s)
+/* A raw connection with a small receive buffer that POSTs body to path
+ * and reads the status line (200) and no more: what the client reads
+ * after that is the caller's. */
+static int small_window_post(const struct server *s, const char *path,
+                             const char *body)
 {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
@@ -321,19 +310,25 @@ static int stalled_client(const struct server *s)
                             .sin_port = htons((uint16_t)s->port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-    const char *body = "{\"model\":\"llama3\",\"prompt\":\"a\","
-                       "\"max_new_tokens\":4000,\"top_candidates\":20}";
-    char req[512];
+    char req[1024];
     const int n = snprintf(req, sizeof req,
-                           "POST /generate HTTP/1.1\r\nHost: x\r\n"
+                           "POST %s HTTP/1.1\r\nHost: x\r\n"
                            "Content-Type: application/json\r\n"
                            "Content-Length: %zu\r\n\r\n%s",
-                           strlen(body), body);
+                           path, strlen(body), body);
+    assert_true(n > 0 && (size_t)n < sizeof req);
     assert_int_equal(send(fd, req, (size_t)n, 0), n);
     char head[64];
     assert_true(recv(fd, head, sizeof head, 0) > 0);
     assert_memory_equal(head, "HTTP/1.1 200", 12);
     return fd;
+}
+
+static int stalled_client(const struct server *s)
+{
+    return small_window_post(s, "/generate",
+                             "{\"model\":\"llama3\",\"prompt\":\"a\","
+                             "\"max_new_tokens\":4000,\"top_candidates\":20}");
 }
 
 /* Until the metric reaches want, at most 20 s. */
