@@ -164,8 +164,15 @@ static const struct xf_model *model_of(const struct decoding *d)
     return &d->g->req.model.entry->model->xf;
 }
 
-/* One batched pass over the n members of group (one model), each then
- * taking its token; those that end are marked in ended. */
+/* Whether d's products take bfloat16 dot products ("products"). */
+static bool bf16_dots_of(const struct decoding *d)
+{
+    return d->g->req.model.run.bf16_dots;
+}
+
+/* One batched pass over the n members of group (one model, one way with
+ * its products), each then taking its token; those that end are marked
+ * in ended. */
 static void step_group(struct batcher *b, size_t n, bool *ended)
 {
     const struct xf_model *x = model_of(b->group[0]);
@@ -177,7 +184,8 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
                                .layer = XF_ALL_LAYERS,
                                .threads = b->lim.threads,
                                .batch = n,
-                               .seqs = b->seqs};
+                               .seqs = b->seqs,
+                               .bf16_dots = bf16_dots_of(b->group[0])};
     struct xf_plan plan;
     struct xf_result r = {0};
     struct attn_error err;
@@ -230,14 +238,16 @@ static bool step(struct batcher *b)
             break;
         }
     }
-    // the takers by model, in the batch's order
+    // the takers by model and way with products, in the batch's order
     for (size_t i = 0; i < b->n_active; i++) {
         if (!takes[i])
             continue;
         const struct xf_model *x = model_of(b->active[i]);
+        const bool bf16_dots = bf16_dots_of(b->active[i]);
         size_t n = 0;
         for (size_t j = i; j < b->n_active; j++)
-            if (takes[j] && model_of(b->active[j]) == x) {
+            if (takes[j] && model_of(b->active[j]) == x &&
+                bf16_dots_of(b->active[j]) == bf16_dots) {
                 takes[j] = false;
                 b->at[n] = j;
                 b->group[n++] = b->active[j];

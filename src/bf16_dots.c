@@ -34,7 +34,8 @@ bool bf16_dots_available(void)
     static int known = -1;
     if (known < 0)
         known = vec_isa_best() == VEC_ISA_AVX512 &&
-                __builtin_cpu_supports("avx512bf16");
+                __builtin_cpu_supports("avx512bf16") &&
+                __builtin_cpu_supports("avx512bw");
     return known == 1;
 #else
     return false;
@@ -78,7 +79,7 @@ static void pack_pairs(const float *x, size_t ldx, size_t r0, size_t rows,
 
 #if HAVE_AVX2_BUILD
 #define BF16_TARGET                                                            \
-    __attribute__((target("avx512f,avx512vl,avx512bf16,avx2,fma")))
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")))
 
 /* A pair of W's row w from column 2 q: one 32-bit word, or the last odd
  * column alone. */
@@ -181,8 +182,116 @@ void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
         }
     }
 }
+
+/* ------------------------------------------- rows each their own token */
+
+/* Rows of x to a rows kernel call, and W's rows (outputs). */
+enum { TOKEN_ROWS = 4, TOKEN_OUTS = 2 };
+
+/* dots[j * rows + r] = xb[r] . w[j] over n values, xb rows of bfloat16s
+ * (ldb apart, zero past n to a multiple of 32), w two rows of W: each
+ * dot one sum of sixteen lanes of pairs, thirty-two values a block (the
+ * last block's weights past n read as zero), its lanes then added by the
+ * instruction set's reduction. A row's dots follow from its own values
+ * alone. */
+BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
+                                           int rows, const uint16_t *const *w,
+                                           size_t n, float *dots)
+{
+    __m512 acc[TOKEN_OUTS][TOKEN_ROWS];
+#pragma GCC unroll 2
+    for (int j = 0; j < TOKEN_OUTS; j++)
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++)
+            acc[j][r] = _mm512_setzero_ps();
+    for (size_t i = 0; i < n; i += 32) {
+        const __mmask32 in_row = n - i >= 32
+                                     ? (__mmask32)0xffffffffu
+                                     : (__mmask32)((1u << (n - i)) - 1u);
+        __m512i x[TOKEN_ROWS];
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++)
+            x[r] = _mm512_loadu_si512(xb + (size_t)r * ldb + i);
+#pragma GCC unroll 2
+        for (int j = 0; j < TOKEN_OUTS; j++) {
+            const __m512i wv = _mm512_maskz_loadu_epi16(in_row, w[j] + i);
+#pragma GCC unroll 4
+            for (int r = 0; r < rows; r++)
+                acc[j][r] =
+                    _mm512_dpbf16_ps(acc[j][r], (__m512bh)x[r], (__m512bh)wv);
+        }
+    }
+    for (int j = 0; j < TOKEN_OUTS; j++)
+        for (int r = 0; r < rows; r++)
+            dots[j * rows + r] = _mm512_reduce_add_ps(acc[j][r]);
+}
+
+typedef void tokens_fn(const uint16_t *xb, size_t ldb, const uint16_t *const *w,
+                       size_t n, float *dots);
+
+#define TOKENS(rows)                                                           \
+    BF16_TARGET static void tokens_##rows(const uint16_t *xb, size_t ldb,      \
+                                          const uint16_t *const *w, size_t n,  \
+                                          float *dots)                         \
+    {                                                                          \
+        tokens_body(xb, ldb, rows, w, n, dots);                                \
+    }
+TOKENS(1)
+TOKENS(2)
+TOKENS(3)
+TOKENS(4)
+#undef TOKENS
+
+static tokens_fn *const token_kernels[TOKEN_ROWS] = {tokens_1, tokens_2,
+                                                     tokens_3, tokens_4};
+
+void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
+{
+    const uint16_t *w = (const uint16_t *)p->w + p->col0;
+    const size_t ldb = (p->in + 31) / 32 * 32;
+    uint16_t *xb = (uint16_t *)(void *)panel;
+    // as many rows rounded to bfloat16 as the panel holds, one at least
+    // (a row is at most XF_MAX_DIM values: far less than a panel)
+    const size_t fit = WIDEN_PANEL_FLOATS * 2 / ldb;
+    const size_t chunk = fit < 1 ? 1 : fit;
+    float dots[TOKEN_OUTS * TOKEN_ROWS];
+    for (size_t c0 = 0; c0 < p->rows; c0 += chunk) {
+        const size_t rows_in = p->rows - c0 < chunk ? p->rows - c0 : chunk;
+        for (size_t r = 0; r < rows_in; r++) {
+            const float *src = p->x + (c0 + r) * p->ldx;
+            uint16_t *dst = xb + r * ldb;
+            for (size_t k = 0; k < p->in; k++)
+                dst[k] = (uint16_t)to_bf16(src[k]);
+            for (size_t k = p->in; k < ldb; k++)
+                dst[k] = 0;
+        }
+        for (size_t o0 = 0; o0 < p->out; o0 += TOKEN_OUTS) {
+            const uint16_t *rows_of[TOKEN_OUTS];
+            for (size_t j = 0; j < TOKEN_OUTS; j++)
+                rows_of[j] =
+                    w + (o0 + j < p->out ? o0 + j : p->out - 1) * p->ldw;
+            for (size_t r0 = 0; r0 < rows_in; r0 += TOKEN_ROWS) {
+                const size_t rows =
+                    rows_in - r0 < TOKEN_ROWS ? rows_in - r0 : TOKEN_ROWS;
+                token_kernels[rows - 1](xb + r0 * ldb, ldb, rows_of, p->in,
+                                        dots);
+                for (size_t j = 0; j < TOKEN_OUTS && o0 + j < p->out; j++)
+                    for (size_t r = 0; r < rows; r++) {
+                        float *y = p->y + (c0 + r0 + r) * p->ldy + o0 + j;
+                        const float dot = dots[j * rows + r];
+                        *y = beta == 0.0f ? dot : *y + dot;
+                    }
+            }
+        }
+    }
+}
 #else
 void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
+{
+    (void)p, (void)beta, (void)panel; /* bf16_dots_available() is false */
+}
+
+void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
 {
     (void)p, (void)beta, (void)panel; /* bf16_dots_available() is false */
 }

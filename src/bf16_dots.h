@@ -33,4 +33,13 @@ bool bf16_dots_available(void);
  * per-thread scratch for the packed rows of x. */
 void bf16_dots_product(const struct widen_product *p, float beta, float *panel);
 
+/* The same for rows that are each a token of their own (one token after
+ * a KV cache, or one of each of the sequences a decoding step serves):
+ * each row's bfloat16 values meet W's along the row, thirty-two at a
+ * time, so that a row's outputs are the same bits whatever rows are
+ * beside it (as row_product.h's exact way keeps them), and one row is
+ * as quick as the matrix can be read. beta 0 or 1; panel: scratch for
+ * the rows rounded to bfloat16. */
+void bf16_dots_rows(const struct widen_product *p, float beta, float *panel);
+
 #endif

@@ -415,14 +415,15 @@ struct xf_run {
      * cache holding anything): the rows kept, every position (XF_ALL) or
      * the one named */
     size_t capture_position;
-    /* Products of two rows or more through bfloat16 weights (every
-     * projection: attention's, the feed-forward's, the output head's)
-     * round their rows to bfloat16 and
-     * sum pairs of products in float32 through the CPU's bfloat16 dot
-     * products, as llama.cpp and PyTorch compute a bfloat16 model:
+    /* Products through bfloat16 weights (every projection: attention's,
+     * the feed-forward's, the output head's) round their rows to bfloat16
+     * and sum pairs of products in float32 through the CPU's bfloat16
+     * dot products, as llama.cpp and PyTorch compute a bfloat16 model:
      * about twice as fast, about 2^-8 of sum |x w| off (docs/core.md).
-     * Only where xf_bf16_dots_available(); elsewhere, and for a step's
-     * rows, the products stay exact. Not the default. */
+     * A step's rows too, each still the bits it gets alone (a batched
+     * step's sequences all take them, or none). Only where
+     * xf_bf16_dots_available(); elsewhere the products stay exact. Not
+     * the default. */
     bool bf16_dots;
 };
 

@@ -583,7 +583,7 @@ bool xf_bf16_dots_available(void)
 struct xf_products xf_plan_products(const struct xf_plan *p)
 {
     return (struct xf_products){.alone = p->step,
-                                .bf16_dots = p->run.bf16_dots && !p->step};
+                                .bf16_dots = p->run.bf16_dots};
 }
 
 bool xf_returns_layer(const struct xf_plan *p, size_t l)

@@ -156,18 +156,21 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
         widen_product(&at, beta, panel);
         return;
     }
+    if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
+        (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
+        if (p->rows == 1 || p->alone)
+            bf16_dots_rows(p, beta, panel);
+        else
+            bf16_dots_product(p, beta, panel);
+        return;
+    }
     if (p->rows == 1 || p->alone) {
         row_product(p, beta, panel);
         return;
     }
-    if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
-        (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
-        bf16_dots_product(p, beta, panel);
-        return;
-    }
     const size_t blk = attn_dtype_block(p->dtype);
-    if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 &&
-        panel && (beta == 0.0f || beta == 1.0f)) {
+    if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 && panel &&
+        (beta == 0.0f || beta == 1.0f)) {
         const struct quant_product q = {
             .x = p->x,
             .ldx = p->ldx,

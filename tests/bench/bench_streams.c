@@ -4,7 +4,7 @@
  * Llama-3.2-1B-sized BF16 one), each a POST /generate read as its events
  * come.
  *
- *   bench_streams DIR [--rounds R] [--tokens T] [--json FILE]
+ *   bench_streams DIR [--rounds R] [--tokens T] [--products P] [--json FILE]
  *
  * Each round runs every stream count once, in order, and every request
  * has a prompt of its own (4 to 11 words drawn afresh, as a chat's turn),
@@ -17,7 +17,10 @@
  * consecutive token events). Medians over the rounds; the speed-up is
  * each count's total tokens/s over one stream's, measured in the same
  * rounds. The server's OpenBLAS core is printed; it runs with the
- * defaults (--threads: the cores, --max-batch 16). Loopback only.
+ * defaults (--threads: the cores, --max-batch 16). --products bfloat16
+ * asks every request for the CPU's bfloat16 dot products (the API's
+ * "products"); the default is the exact float32 products. Loopback
+ * only.
  */
 #include "harness.h"
 
@@ -134,6 +137,8 @@ struct measure {
     double median[MAX_STREAMS], p99[MAX_STREAMS]; /* s per token */
 };
 
+static const char *products = "float32";
+
 static bool run_count(const struct server *s, int n, size_t tokens,
                       uint64_t *rng, struct measure *m)
 {
@@ -150,7 +155,8 @@ static bool run_count(const struct server *s, int n, size_t tokens,
                 st[i].body + len, sizeof st[i].body - len, "%s%s", w ? " " : "",
                 words[next_random(rng) % (sizeof words / sizeof *words)]);
         snprintf(st[i].body + len, sizeof st[i].body - len,
-                 "\",\"max_new_tokens\":%zu}", tokens);
+                 "\",\"max_new_tokens\":%zu,\"products\":\"%s\"}", tokens,
+                 products);
     }
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, run_stream, &st[i]);
@@ -192,6 +198,8 @@ int main(int argc, char **argv)
             rounds = (int)strtol(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             tokens = (size_t)strtoul(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--products") && i + 1 < argc)
+            products = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (argv[i][0] != '-')
@@ -201,7 +209,7 @@ int main(int argc, char **argv)
         tokens > MAX_TOKENS) {
         fprintf(stderr,
                 "usage: %s DIR [--rounds R (1-%d)] [--tokens T (2-%d)] "
-                "[--json FILE]\n",
+                "[--products float32|bfloat16] [--json FILE]\n",
                 argv[0], MAX_ROUNDS, MAX_TOKENS);
         return 2;
     }
@@ -217,8 +225,8 @@ int main(int argc, char **argv)
     char core[80];
     server_blas_core(&s, core, sizeof core);
     printf("streams: %s, %zu greedy tokens a stream after a prompt of 4-11 "
-           "words, %d rounds (server's OpenBLAS core: %s)\n",
-           dir, tokens, rounds, core);
+           "words, %s products, %d rounds (server's OpenBLAS core: %s)\n",
+           dir, tokens, products, rounds, core);
     uint64_t rng = 20261128;
     static struct measure m[MAX_ROUNDS][N_COUNTS];
     // one untimed stream: the weights into memory
@@ -236,8 +244,8 @@ int main(int argc, char **argv)
     if (out)
         fprintf(out,
                 "{\"checkpoint\":\"%s\",\"tokens\":%zu,\"rounds\":%d,"
-                "\"blas_core\":\"%s\",\"counts\":[",
-                dir, tokens, rounds, core);
+                "\"products\":\"%s\",\"blas_core\":\"%s\",\"counts\":[",
+                dir, tokens, rounds, products, core);
     double one = 0;
     for (int c = 0; c < N_COUNTS; c++) {
         const int n = counts[c];

@@ -1,7 +1,8 @@
 /*
  * test_batch.c - generations decoded together on the real binary: many
  * clients at once, of five models (float32, bfloat16, GGUF Q4_K_M and
- * Q8_0 weights), greedy and seeded, with and without ablations, each
+ * Q8_0 weights; bfloat16 products asked by one), greedy and seeded, with
+ * and without ablations, each
  * stream byte for byte what the same request gives alone (and the
  * server's counters show that steps did serve several at once); OpenAI
  * completions among them, whole and streamed with every token's
@@ -57,7 +58,7 @@ static int teardown(void **state)
 /* The requests: five models, greedy and sampled, ablated or not, of
  * different lengths, so that sequences join and leave the batch at
  * different steps. */
-enum { CLIENTS = 13 };
+enum { CLIENTS = 14 };
 static const char *const bodies[CLIENTS] = {
     "{\"model\":\"llama3\",\"prompt\":\"the cat sat on\","
     "\"max_new_tokens\":60,\"top_candidates\":3}",
@@ -83,6 +84,8 @@ static const char *const bodies[CLIENTS] = {
     "\"max_new_tokens\":64,\"top_candidates\":2}",
     "{\"model\":\"q4\",\"prompt\":\"one\",\"max_new_tokens\":50,"
     "\"temperature\":0.9,\"seed\":21}",
+    "{\"model\":\"bf16\",\"prompt\":\"the dog\",\"max_new_tokens\":66,"
+    "\"products\":\"bfloat16\",\"temperature\":0.8,\"seed\":8}",
     "{\"model\":\"q8\",\"prompt\":\"hello\",\"max_new_tokens\":58,"
     "\"ablate\":[{\"layer\":0,\"head\":1,\"mode\":\"mean\"}]}"};
 

@@ -3,8 +3,9 @@
  * activations (bf16_dots.h, xf_run.bf16_dots), on a CPU that has the
  * instruction (skipped elsewhere).
  *
- * One row through widen_product() stays exact (a step's row: the
- * kernel is tested on one row directly). Bounds (docs/core.md): against
+ * Rows that are each their own token (a step's) take their own kernel,
+ * held to the same bound and to the same bits alone as beside others.
+ * Bounds (docs/core.md): against
  * the float64 product of x rounded to
  * bfloat16, only float32's summation error, (256 + in / 256 + 2) 2^-24
  * sum |x w|; against the float64 product of x as given, 2^-8 sum |x w|
@@ -141,7 +142,9 @@ static void test_product_bounds_and_bits(void **state)
 }
 
 /* A decoder stored as bfloat16, its prompt's logits with bf16_dots: near
- * the exact pass's, not the same bits; a step after a cache stays exact. */
+ * the exact pass's, not the same bits; a step after a cache takes them
+ * too (near the exact step's, not the same bits), and three sequences'
+ * steps taken together are each the bits of its step alone. */
 static void test_decoder_logits(void **state)
 {
     (void)state;
@@ -186,7 +189,7 @@ static void test_decoder_logits(void **state)
                  diff, top);
     xf_result_free(&exact);
     xf_result_free(&fast);
-    // a step after a cache: its one row goes the exact way either way
+    // a step after a cache, exact and with bfloat16 products
     struct xf_cache c[2];
     float step_logits[2][V];
     for (int k = 0; k < 2; k++) {
@@ -208,9 +211,132 @@ static void test_decoder_logits(void **state)
         xf_result_free(&r);
         xf_cache_free(&c[k]);
     }
-    assert_memory_equal(step_logits[0], step_logits[1], sizeof step_logits[0]);
+    double step_top = 0, step_diff = 0;
+    for (size_t v = 0; v < V; v++) {
+        step_top = fmax(step_top, fabs(step_logits[0][v]));
+        step_diff =
+            fmax(step_diff, fabs(step_logits[0][v] - step_logits[1][v]));
+    }
+    if (step_diff > 1e-2 * step_top || step_diff == 0.0)
+        fail_msg("a step's bf16_dots logits %.3g off the exact step's "
+                 "(largest %.3g)",
+                 step_diff, step_top);
+    // three sequences of different lengths: together, each its bits alone
+    enum { SEQS = 3 };
+    struct xf_cache alone[SEQS], both[SEQS];
+    float want[SEQS][V];
+    uint32_t next[SEQS];
+    struct xf_seq seqs[SEQS];
+    for (size_t b = 0; b < SEQS; b++) {
+        const size_t n = 3 + 4 * b;
+        struct xf_cache *caches[2] = {&alone[b], &both[b]};
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(xf_cache_init(&o.m, T + 1, caches[k], NULL),
+                             ATTN_OK);
+            struct xf_run start = {.ids = ids,
+                                   .n = n,
+                                   .want = XF_WANT_LOGITS,
+                                   .cache = caches[k],
+                                   .bf16_dots = true};
+            struct xf_result r;
+            assert_int_equal(test_xf_forward(&o.m, &start, NULL, &r, NULL),
+                             ATTN_OK);
+            xf_result_free(&r);
+        }
+        next[b] = ids[n];
+        struct xf_run step = {.ids = &next[b],
+                              .n = 1,
+                              .want = XF_WANT_LOGITS,
+                              .cache = &alone[b],
+                              .bf16_dots = true};
+        struct xf_result r;
+        assert_int_equal(test_xf_forward(&o.m, &step, NULL, &r, NULL), ATTN_OK);
+        memcpy(want[b], r.logits, sizeof want[b]);
+        xf_result_free(&r);
+        seqs[b] = (struct xf_seq){.cache = &both[b], .layer = XF_ALL_LAYERS};
+    }
+    const struct xf_run batch = {.ids = next,
+                                 .n = 1,
+                                 .want = XF_WANT_LOGITS,
+                                 .threads = 2,
+                                 .batch = SEQS,
+                                 .seqs = seqs,
+                                 .bf16_dots = true};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(&o.m, &batch, NULL, &r, NULL), ATTN_OK);
+    assert_memory_equal(r.logits, want, sizeof want);
+    xf_result_free(&r);
+    for (size_t b = 0; b < SEQS; b++) {
+        xf_cache_free(&alone[b]);
+        xf_cache_free(&both[b]);
+    }
     free(store);
     test_model_free(&o);
+}
+
+/* Rows each their own token through a bfloat16 W with bfloat16 dot
+ * products (bf16_dots_rows()): within the bounds of the rows way, and
+ * each row the same bits alone as beside others. */
+static void test_rows_alone(void **state)
+{
+    (void)state;
+    if (!bf16_dots_available())
+        skip();
+    static const size_t ins[] = {1, 31, 32, 33, 100, 2048};
+    enum { OUT = 9, ROWS = 7 };
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    for (size_t a = 0; a < sizeof ins / sizeof *ins; a++) {
+        const size_t in = ins[a];
+        float *wf = malloc(OUT * in * sizeof *wf);
+        uint16_t *w = malloc(OUT * in * sizeof *w);
+        float *x = malloc(ROWS * in * sizeof *x);
+        float together[ROWS * OUT], one[OUT];
+        fill_normal(wf, OUT * in, 5 + a, 1.0f);
+        fill_normal(x, ROWS * in, 50 + a, 1.0f);
+        for (size_t i = 0; i < OUT * in; i++) {
+            w[i] = bf16_bits(wf[i]);
+            wf[i] = (float)bf16_value(wf[i]);
+        }
+        const struct widen_product all = {.x = x,
+                                          .ldx = in,
+                                          .rows = ROWS,
+                                          .in = in,
+                                          .w = w,
+                                          .dtype = ATTN_BF16,
+                                          .ldw = in,
+                                          .out = OUT,
+                                          .y = together,
+                                          .ldy = OUT,
+                                          .alone = true,
+                                          .bf16_dots = true};
+        widen_product(&all, 0.0f, panel);
+        for (size_t r = 0; r < ROWS; r++) {
+            struct widen_product p = all;
+            p.x = x + r * in;
+            p.rows = 1;
+            p.alone = false;
+            p.y = one;
+            widen_product(&p, 0.0f, panel);
+            assert_memory_equal(one, together + r * OUT, sizeof one);
+            for (size_t o = 0; o < OUT; o++) {
+                double rounded = 0, mag = 0;
+                for (size_t k = 0; k < in; k++) {
+                    rounded += bf16_value(x[r * in + k]) * wf[o * in + k];
+                    mag += fabs((double)x[r * in + k] * wf[o * in + k]);
+                }
+                const double bound =
+                    ((double)in / 16 + 16) * ldexp(1.0, -24) * mag;
+                if (fabs(one[o] - rounded) > bound)
+                    fail_msg("in %zu, row %zu, out %zu: %.9g, float64 of "
+                             "the rounded rows %.9g",
+                             in, r, o, one[o], rounded);
+            }
+        }
+        free(wf);
+        free(w);
+        free(x);
+    }
+    free(panel);
 }
 
 int main(void)
@@ -218,6 +344,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_product_bounds_and_bits),
         cmocka_unit_test(test_decoder_logits),
+        cmocka_unit_test(test_rows_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
