@@ -196,7 +196,7 @@ enum { TOKEN_ROWS = 4, TOKEN_OUTS = 2 };
  * alone. */
 BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
                                            int rows, const uint16_t *const *w,
-                                           size_t n, float *dots)
+                                           size_t n, size_t ahead, float *dots)
 {
     __m512 acc[TOKEN_OUTS][TOKEN_ROWS];
 #pragma GCC unroll 2
@@ -214,6 +214,9 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
             x[r] = _mm512_loadu_si512(xb + (size_t)r * ldb + i);
 #pragma GCC unroll 2
         for (int j = 0; j < TOKEN_OUTS; j++) {
+            // the row the next call reads in its place, ahead values on:
+            // each row alone is too short for the prefetchers to find
+            __builtin_prefetch(w[j] + i + ahead);
             const __m512i wv = _mm512_maskz_loadu_epi16(in_row, w[j] + i);
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++)
@@ -227,14 +230,14 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
 }
 
 typedef void tokens_fn(const uint16_t *xb, size_t ldb, const uint16_t *const *w,
-                       size_t n, float *dots);
+                       size_t n, size_t ahead, float *dots);
 
 #define TOKENS(rows)                                                           \
     BF16_TARGET static void tokens_##rows(const uint16_t *xb, size_t ldb,      \
                                           const uint16_t *const *w, size_t n,  \
-                                          float *dots)                         \
+                                          size_t ahead, float *dots)           \
     {                                                                          \
-        tokens_body(xb, ldb, rows, w, n, dots);                                \
+        tokens_body(xb, ldb, rows, w, n, ahead, dots);                         \
     }
 TOKENS(1)
 TOKENS(2)
@@ -274,7 +277,7 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
                 const size_t rows =
                     rows_in - r0 < TOKEN_ROWS ? rows_in - r0 : TOKEN_ROWS;
                 token_kernels[rows - 1](xb + r0 * ldb, ldb, rows_of, p->in,
-                                        dots);
+                                        TOKEN_OUTS * p->ldw, dots);
                 for (size_t j = 0; j < TOKEN_OUTS && o0 + j < p->out; j++)
                     for (size_t r = 0; r < rows; r++) {
                         float *y = p->y + (c0 + r0 + r) * p->ldy + o0 + j;
