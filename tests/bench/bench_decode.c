@@ -37,6 +37,8 @@ static double token_bytes(const struct xf_model *m)
     return total;
 }
 
+bool bench_bf16_dots;
+
 /* One run through the cache; its seconds, and the greedy next token. */
 static double cached_run(const struct xf_model *m, struct xf_cache *cache,
                          const uint32_t *ids, size_t n,
@@ -47,7 +49,8 @@ static double cached_run(const struct xf_model *m, struct xf_cache *cache,
                                .want = XF_WANT_LOGITS,
                                .layer = XF_ALL_LAYERS,
                                .threads = cores(),
-                               .cache = cache};
+                               .cache = cache,
+                               .bf16_dots = bench_bf16_dots};
     const struct xf_sampling greedy = {.temperature = 0, .top_p = 1};
     struct xf_plan plan;
     struct xf_result r;

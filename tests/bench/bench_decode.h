@@ -30,6 +30,10 @@ struct decoding {
 /* How many times each read loop runs in a round's measure; the best. */
 #define BENCH_READ_TURNS 3
 
+/* Whether attnd's runs take the CPU's bfloat16 dot products
+ * (xf_run.bf16_dots, the API's "products": "bfloat16"); false: exact. */
+extern bool bench_bf16_dots;
+
 /* rounds rounds of: the bandwidth (bandwidth_measure() on probe, its
  * loops' table printed to report in the first round when report is not
  * NULL), then prompt tokens and tokens more greedy ones on a team of one

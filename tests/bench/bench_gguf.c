@@ -193,7 +193,8 @@ static double prompt_pass(const struct xf_model *m, const uint32_t *ids,
                                .n = n,
                                .want = XF_WANT_LOGITS,
                                .layer = XF_ALL_LAYERS,
-                               .threads = cores()};
+                               .threads = cores(),
+                               .bf16_dots = bench_bf16_dots};
     struct xf_plan plan;
     struct xf_result r;
     struct attn_error err;
@@ -711,6 +712,8 @@ int main(int argc, char **argv)
             llama_bench = argv[++i];
         else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
             rounds = (int)strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--products") && i + 1 < argc)
+            bench_bf16_dots = !strcmp(argv[++i], "bfloat16");
         else if (argv[i][0] != '-' && n_files < MAX_FILES)
             files[n_files++] = argv[i];
         else
@@ -719,17 +722,18 @@ int main(int argc, char **argv)
     if (n_files < 1 || rounds < 1 || rounds > BENCH_MAX_ROUNDS) {
         fprintf(stderr,
                 "usage: %s FILE.gguf... (1-%d) [--llama-bench PATH] "
-                "[--rounds R (1-%d)] [--json FILE]\n",
+                "[--rounds R (1-%d)] [--products float32|bfloat16] "
+                "[--json FILE]\n",
                 argv[0], MAX_FILES, BENCH_MAX_ROUNDS);
         return 2;
     }
     attn_blas_single_thread();
     const char *core_env = getenv("OPENBLAS_CORETYPE");
     printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s), %u cores; attnd: a "
-           "team of %u threads with 1 BLAS thread each; llama-bench -t %u; "
-           "%d interleaved rounds, medians\n",
+           "team of %u threads with 1 BLAS thread each, %s products; "
+           "llama-bench -t %u; %d interleaved rounds, medians\n",
            openblas_get_corename(), core_env ? core_env : "unset", cores(),
-           cores(), cores(), rounds);
+           cores(), bench_bf16_dots ? "bfloat16" : "float32", cores(), rounds);
     if (!llama_bench || access(llama_bench, X_OK))
         printf("llama-bench %s: not there, so attnd is timed alone (make "
                "bench builds it with tests/bench/llama_cpp.sh)\n",
