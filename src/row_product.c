@@ -2,14 +2,15 @@
  * row_product.c - products of rows that are each a token of its own
  * (row_product.h).
  *
- * A kernel call takes a few of W's rows (outputs) and a few rows of x:
- * each weight vector is loaded (and a bfloat16 one widened) once for all
- * the rows, and every (output, row) pair keeps its two sums in registers.
- * One or two rows of x meet four outputs at a time, so that eight sums
- * are in flight and none waits on the one before; three or four rows
- * meet two outputs; more rows go four at a time over the same outputs,
- * which are then in the core's first cache. Which rows and outputs share
- * a call changes no sum.
+ * A kernel call takes four of W's rows (outputs) and up to four rows of
+ * x: each weight vector is loaded (and a bfloat16 one widened) once for
+ * all the rows, each row of x once for all the outputs, and every
+ * (output, row) pair keeps its sum in a register: sixteen sums in
+ * flight, so that none waits on the one before, and few enough loads for
+ * each product that the core's load ports keep up with its adders. More
+ * rows go four at a time over the same outputs, which are then in the
+ * core's first cache. Which rows and outputs share a call changes no
+ * sum.
  */
 #include "quant.h"
 #include "quant_product.h"
@@ -17,22 +18,12 @@
 
 #include <string.h>
 
-/* Rows of x to a kernel call at most, and outputs at most. */
+/* Rows of x to a kernel call at most, and outputs. */
 enum { ROW_XS = 4, ROW_OUTS = 4 };
 
 /* Outputs whose quantized rows are read for one row of x after another:
  * a few tens of KiB, which stay in the core's second cache. */
 enum { QUANT_OUT_TILE = 32 };
-
-/* Sixteen values of a row of W from value i: floats, or bfloat16s
- * widened. */
-ALWAYS_INLINE void load16(const void *w, bool bf16, size_t i, v16f *out)
-{
-    if (bf16)
-        bf16x16((const uint16_t *)w + i, out);
-    else
-        memcpy(out, (const float *)w + i, sizeof *out);
-}
 
 /* Value i of a row of W as a float. */
 ALWAYS_INLINE float value_at(const void *w, bool bf16, size_t i)
@@ -45,19 +36,18 @@ ALWAYS_INLINE float value_at(const void *w, bool bf16, size_t i)
     return v;
 }
 
-/* The end of a dot: its two sums added, their lanes added pairwise,
- * lane i to lane i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four
- * vector adds), then the products of values from to n one by one. */
-ALWAYS_INLINE float finish(const v16f *even, const v16f *odd, const float *x,
-                           const void *w, bool bf16, size_t from, size_t n)
+/* The end of a dot: its sum's lanes added pairwise, lane i to lane
+ * i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four vector adds),
+ * then the products of values from to n one by one. */
+ALWAYS_INLINE float finish(const v16f *acc, const float *x, const void *w,
+                           bool bf16, size_t from, size_t n)
 {
     typedef float v8 __attribute__((vector_size(32)));
     typedef float v4 __attribute__((vector_size(16)));
     typedef float v2 __attribute__((vector_size(8)));
-    const v16f acc = *even + *odd;
     const v8 s8 =
-        __builtin_shufflevector(acc, acc, 0, 1, 2, 3, 4, 5, 6, 7) +
-        __builtin_shufflevector(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15);
+        __builtin_shufflevector(*acc, *acc, 0, 1, 2, 3, 4, 5, 6, 7) +
+        __builtin_shufflevector(*acc, *acc, 8, 9, 10, 11, 12, 13, 14, 15);
     const v4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) +
                   __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
     const v2 s2 = __builtin_shufflevector(s4, s4, 0, 1) +
@@ -93,96 +83,131 @@ ALWAYS_INLINE void pairs32(const uint16_t *w, size_t i, v16f *even, v16f *odd)
     *odd = (v16f)(words & 0xffff0000u);
 }
 
-/* dots[j * rows + r] = x[r] . w[j] over n values for outs rows w[j] of W
- * and rows rows of x, ldx apart (both constants where it is inlined).
- * Each dot has two sums. Float32 W: values k with k / 16 even go into
- * lane k % 16 of one, those with k / 16 odd into the other, while
- * thirty-two values remain; then sixteen more into the first if sixteen
- * remain. Bfloat16 W, whose words hold pairs: in each block of thirty-two
- * values the even ones go into lane (k % 32) / 2 of one sum and the odd
- * ones into the other; the rest are the tail. */
-ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, int rows,
-                               const void *const *w, int outs, bool bf16,
-                               size_t n, size_t ahead, float *dots)
+/* Thirty-two values of a row of x from value i as the kernel meets them
+ * with W's: for a bfloat16 W split into even and odd ones (already so in
+ * xs when the caller split the rows, ldxs apart), else as they lie. */
+ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
+                       bool bf16, int r, size_t i, v16f *first, v16f *second)
 {
-    v16f even[ROW_OUTS][ROW_XS], odd[ROW_OUTS][ROW_XS];
+    if (bf16 && xs) {
+        memcpy(first, xs + (size_t)r * ldxs + i, sizeof *first);
+        memcpy(second, xs + (size_t)r * ldxs + i + 16, sizeof *second);
+    } else if (bf16) {
+        split32(x + (size_t)r * ldx, i, first, second);
+    } else {
+        memcpy(first, x + (size_t)r * ldx + i, sizeof *first);
+        memcpy(second, x + (size_t)r * ldx + i + 16, sizeof *second);
+    }
+}
+
+/* dots[j * rows + r] = x[r] . w[j] over n values for the ROW_OUTS rows
+ * w[j] of W and rows rows of x, ldx apart (a constant where it is
+ * inlined), each in one sum of sixteen lanes. Float32 W: the values by
+ * sixteens in order, value k into lane k % 16. Bfloat16 W, whose words
+ * hold pairs: in each block of thirty-two values the even ones (value k
+ * into lane (k % 32) / 2) and then the odd ones. The rest are the tail.
+ * ahead: the bytes from a row of W to the one a call after this one
+ * reads, which is fetched meanwhile (each row alone is too short for the
+ * prefetchers to find). */
+ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
+                               size_t ldxs, int rows, const void *const *w,
+                               bool bf16, size_t n, size_t ahead, float *dots)
+{
+    v16f acc[ROW_OUTS][ROW_XS];
 #pragma GCC unroll 4
-    for (int j = 0; j < outs; j++)
+    for (int j = 0; j < ROW_OUTS; j++)
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
-            even[j][r] = odd[j][r] = (v16f){0};
+            acc[j][r] = (v16f){0};
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        v16f xe[ROW_XS], xo[ROW_XS];
+        v16f xa[ROW_XS], xb[ROW_XS];
 #pragma GCC unroll 4
-        for (int r = 0; r < rows; r++) {
-            const float *xr = x + (size_t)r * ldx;
-            if (bf16) {
-                split32(xr, i, &xe[r], &xo[r]);
-            } else {
-                memcpy(&xe[r], xr + i, sizeof xe[r]);
-                memcpy(&xo[r], xr + i + 16, sizeof xo[r]);
-            }
-        }
+        for (int r = 0; r < rows; r++)
+            x32(x, ldx, xs, ldxs, bf16, r, i, &xa[r], &xb[r]);
 #pragma GCC unroll 4
-        for (int j = 0; j < outs; j++) {
-            // the rows a call after this one reads, ahead bytes on: each
-            // row alone is too short for the prefetchers to find
+        for (int j = 0; j < ROW_OUTS; j++) {
             const char *next = (const char *)w[j] + ahead;
             __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
             if (!bf16)
                 __builtin_prefetch(next + 4 * i + 64);
-            v16f we, wo;
+            v16f wa, wb;
             if (bf16) {
-                pairs32(w[j], i, &we, &wo);
+                pairs32(w[j], i, &wa, &wb);
             } else {
-                load16(w[j], false, i, &we);
-                load16(w[j], false, i + 16, &wo);
+                memcpy(&wa, (const float *)w[j] + i, sizeof wa);
+                memcpy(&wb, (const float *)w[j] + i + 16, sizeof wb);
             }
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++) {
-                even[j][r] += xe[r] * we;
-                odd[j][r] += xo[r] * wo;
+                acc[j][r] += xa[r] * wa;
+                acc[j][r] += xb[r] * wb;
             }
         }
     }
     if (!bf16 && i + 16 <= n) {
 #pragma GCC unroll 4
-        for (int j = 0; j < outs; j++) {
-            v16f we;
-            load16(w[j], false, i, &we);
+        for (int j = 0; j < ROW_OUTS; j++) {
+            v16f wa;
+            memcpy(&wa, (const float *)w[j] + i, sizeof wa);
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++) {
-                v16f xe;
-                memcpy(&xe, x + (size_t)r * ldx + i, sizeof xe);
-                even[j][r] += xe * we;
+                v16f xa;
+                memcpy(&xa, x + (size_t)r * ldx + i, sizeof xa);
+                acc[j][r] += xa * wa;
             }
         }
         i += 16;
     }
-    for (int j = 0; j < outs; j++)
+    for (int j = 0; j < ROW_OUTS; j++)
         for (int r = 0; r < rows; r++)
-            dots[j * rows + r] = finish(&even[j][r], &odd[j][r],
-                                        x + (size_t)r * ldx, w[j], bf16, i, n);
+            dots[j * rows + r] =
+                finish(&acc[j][r], x + (size_t)r * ldx, w[j], bf16, i, n);
 }
 
-typedef void kernel_fn(const float *x, size_t ldx, const void *const *w,
-                       size_t n, size_t ahead, float *dots);
+/* The rows of x split for a bfloat16 W, once for all its outputs rather
+ * than in every kernel call: in each block of thirty-two values, the
+ * sixteen even ones and then the sixteen odd ones, ldxs (the whole
+ * blocks) apart in xs. Values past the last whole block are read from
+ * x. */
+ALWAYS_INLINE void split_body(const float *x, size_t ldx, size_t rows,
+                              size_t ldxs, float *xs)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t i = 0; i < ldxs; i += 32) {
+            v16f even, odd;
+            split32(x + r * ldx, i, &even, &odd);
+            memcpy(xs + r * ldxs + i, &even, sizeof even);
+            memcpy(xs + r * ldxs + i + 16, &odd, sizeof odd);
+        }
+}
 
-/* A build's kernels: four outputs for one or two rows, two for three or
- * four, of float32 or bfloat16 W. */
-#define KERNEL(isa_attr, isa, kind, bf16, rows, outs)                          \
+typedef void split_fn(const float *x, size_t ldx, size_t rows, size_t ldxs,
+                      float *xs);
+
+typedef void kernel_fn(const float *x, size_t ldx, const float *xs, size_t ldxs,
+                       const void *const *w, size_t n, size_t ahead,
+                       float *dots);
+
+/* A build's kernels: one to four rows, of float32 or bfloat16 W. */
+#define KERNEL(isa_attr, isa, kind, bf16, rows)                                \
     isa_attr static void kernel_##kind##_##rows##_##isa(                       \
-        const float *x, size_t ldx, const void *const *w, size_t n,            \
-        size_t ahead, float *dots)                                             \
+        const float *x, size_t ldx, const float *xs, size_t ldxs,              \
+        const void *const *w, size_t n, size_t ahead, float *dots)             \
     {                                                                          \
-        kernel_body(x, ldx, rows, w, outs, bf16, n, ahead, dots);              \
+        kernel_body(x, ldx, xs, ldxs, rows, w, bf16, n, ahead, dots);          \
     }
 #define KERNELS(isa_attr, isa, kind, bf16)                                     \
-    KERNEL(isa_attr, isa, kind, bf16, 1, 4)                                    \
-    KERNEL(isa_attr, isa, kind, bf16, 2, 4)                                    \
-    KERNEL(isa_attr, isa, kind, bf16, 3, 2)                                    \
-    KERNEL(isa_attr, isa, kind, bf16, 4, 2)
+    KERNEL(isa_attr, isa, kind, bf16, 1)                                       \
+    KERNEL(isa_attr, isa, kind, bf16, 2)                                       \
+    KERNEL(isa_attr, isa, kind, bf16, 3)                                       \
+    KERNEL(isa_attr, isa, kind, bf16, 4)
+#define SPLIT(isa_attr, isa)                                                   \
+    isa_attr static void split_##isa(const float *x, size_t ldx, size_t rows,  \
+                                     size_t ldxs, float *xs)                   \
+    {                                                                          \
+        split_body(x, ldx, rows, ldxs, xs);                                    \
+    }
 #define TABLE(kind, isa)                                                       \
     {                                                                          \
         kernel_##kind##_1_##isa, kernel_##kind##_2_##isa,                      \
@@ -192,11 +217,14 @@ typedef void kernel_fn(const float *x, size_t ldx, const void *const *w,
 #define PLAIN_ATTR
 KERNELS(PLAIN_ATTR, plain, f32, false)
 KERNELS(PLAIN_ATTR, plain, bf16, true)
+SPLIT(PLAIN_ATTR, plain)
 #if HAVE_AVX2_BUILD
 KERNELS(AVX2_TARGET, avx2, f32, false)
 KERNELS(AVX2_TARGET, avx2, bf16, true)
 KERNELS(AVX512_TARGET, avx512, f32, false)
 KERNELS(AVX512_TARGET, avx512, bf16, true)
+SPLIT(AVX2_TARGET, avx2)
+SPLIT(AVX512_TARGET, avx512)
 #endif
 
 /* kernels[isa][bf16][rows - 1] */
@@ -207,15 +235,17 @@ static kernel_fn *const kernels[3][2][ROW_XS] = {
     [VEC_ISA_AVX512] = {TABLE(f32, avx512), TABLE(bf16, avx512)},
 #endif
 };
+static split_fn *const splits[3] = {
+    [VEC_ISA_PLAIN] = split_plain,
+#if HAVE_AVX2_BUILD
+    [VEC_ISA_AVX2] = split_avx2,
+    [VEC_ISA_AVX512] = split_avx512,
+#endif
+};
+#undef SPLIT
 #undef TABLE
 #undef KERNELS
 #undef KERNEL
-
-/* The outputs a kernel for rows rows of x takes. */
-static size_t outs_for(size_t rows)
-{
-    return rows <= 2 ? 4 : 2;
-}
 
 /* y[r][o0 + j] for the kernel's outs outputs (those below out) from
  * dots [outs][rows]. */
@@ -236,18 +266,17 @@ static void put(const struct widen_product *p, size_t r0, size_t rows,
  * ahead: the bytes from a row to the one the next group reads in its
  * place, which is fetched meanwhile (0: nothing to fetch). */
 static void group_product(enum vec_isa isa, const struct widen_product *p,
-                          size_t o0, const void *const *w, bool bf16,
-                          size_t ahead, float beta)
+                          const float *xs, size_t ldxs, size_t o0,
+                          const void *const *w, bool bf16, size_t ahead,
+                          float beta)
 {
     float dots[ROW_OUTS * ROW_XS];
     for (size_t r0 = 0; r0 < p->rows; r0 += ROW_XS) {
         const size_t rows = p->rows - r0 < ROW_XS ? p->rows - r0 : ROW_XS;
-        const size_t outs = outs_for(rows);
-        for (size_t j0 = 0; j0 < ROW_OUTS && o0 + j0 < p->out; j0 += outs) {
-            kernels[isa][bf16][rows - 1](p->x + r0 * p->ldx, p->ldx, w + j0,
-                                         p->in, ahead, dots);
-            put(p, r0, rows, o0 + j0, outs, dots, beta);
-        }
+        kernels[isa][bf16][rows - 1](p->x + r0 * p->ldx, p->ldx,
+                                     xs ? xs + r0 * ldxs : NULL, ldxs, w, p->in,
+                                     ahead, dots);
+        put(p, r0, rows, o0, ROW_OUTS, dots, beta);
     }
 }
 
@@ -295,11 +324,18 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
         return;
     }
     if (p->dtype == ATTN_F32 || p->dtype == ATTN_BF16) {
+        const bool bf16 = p->dtype == ATTN_BF16;
+        const size_t ldxs = p->in / 32 * 32;
+        const float *xs = NULL;
+        if (bf16 && panel && ldxs && p->rows <= WIDEN_PANEL_FLOATS / ldxs) {
+            splits[isa](p->x, p->ldx, p->rows, ldxs, panel);
+            xs = panel;
+        }
         for (size_t o0 = 0; o0 < p->out; o0 += ROW_OUTS) {
             const void *w[ROW_OUTS];
             for (size_t j = 0; j < ROW_OUTS; j++)
                 w[j] = w_at(p, o0 + j < p->out ? o0 + j : p->out - 1, p->col0);
-            group_product(isa, p, o0, w, p->dtype == ATTN_BF16,
+            group_product(isa, p, xs, ldxs, o0, w, bf16,
                           attn_dtype_bytes(p->dtype, ROW_OUTS * p->ldw), beta);
         }
         return;
@@ -315,7 +351,7 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
             attn_widen(w_at(p, o, b0), p->dtype, width, panel + j * width);
             w[j] = panel + j * width + (p->col0 - b0);
         }
-        group_product(isa, p, o0, w, false, 0, beta);
+        group_product(isa, p, NULL, 0, o0, w, false, 0, beta);
     }
 }
 

@@ -9,19 +9,17 @@
  * here a product of one row, or one marked alone.
  *
  * Numerics (the contract): y[r][o] = beta y[r][o] + x[r] . W[o], the dot
- * in a fixed order that follows from in and W's width alone, in two
- * sums of sixteen lanes. Float32 W: while thirty-two values remain,
- * value k goes into lane k % 16 of the first sum when k / 16 is even,
- * of the second when it is odd; then sixteen more into the first if
- * sixteen remain. Bfloat16 W (whose words hold pairs): in each block of
- * thirty-two values the even ones go into lane (k % 32) / 2 of the first
- * sum and the odd ones into the second. Each product is rounded and then
- * added (nothing fused, as vecmath.h's kernels); the two sums are added,
- * their lanes added pairwise (lane i and i + 8, then i + 4, i + 2,
- * i + 1), and the values left over after them one by one. Every build
- * (plain, AVX2, AVX-512) gives the same bits. A 16-bit or sliced quantized row
- * is widened exactly first; a block-quantized W of whole blocks goes a row at a
- * time to quant_product() (quant_product.h), its one-row order.
+ * in a fixed order that follows from in and W's width alone, in one sum
+ * of sixteen lanes. Float32 W: the values by sixteens in order, value k
+ * into lane k % 16. Bfloat16 W (whose words hold pairs): in each block
+ * of thirty-two values the even ones, value k into lane (k % 32) / 2,
+ * and then the odd ones. Each product is rounded and then added (nothing
+ * fused, as vecmath.h's kernels); the sum's lanes are added pairwise
+ * (lane i and i + 8, then i + 4, i + 2, i + 1), and the values left over
+ * after the whole blocks one by one. Every build (plain, AVX2, AVX-512)
+ * gives the same bits. A 16-bit or sliced quantized row is widened
+ * exactly first; a block-quantized W of whole blocks goes a row at a time
+ * to quant_product() (quant_product.h), its one-row order.
  */
 #ifndef ATTN_ROW_PRODUCT_H
 #define ATTN_ROW_PRODUCT_H
@@ -31,7 +29,8 @@
 
 /* y = beta y + x W^T as above; panel: per-thread scratch of
  * WIDEN_PANEL_FLOATS floats, which a 16-bit or sliced quantized W needs
- * (NULL otherwise). */
+ * widened in, and in which a bfloat16 W's rows of x are split once for
+ * all its outputs (NULL: a float32 W only, or each call splits them). */
 void row_product(const struct widen_product *p, float beta, float *panel);
 
 /* The same in the build isa (which the CPU must run), for the tests that

@@ -135,6 +135,24 @@ static void test_rows_alone_same_bits(void **state)
                     row_product_isa((enum vec_isa)isa, &all, 1.0f, panel);
                 }
                 assert_memory_equal(alone, together, sizeof alone);
+                // a float32 or bfloat16 W needs no panel; without one, a
+                // bfloat16 W's rows of x are split in each kernel call
+                // rather than once
+                if (dtype == ATTN_F32 || dtype == ATTN_BF16) {
+                    const struct widen_product all = {.x = x,
+                                                      .ldx = in,
+                                                      .rows = ROWS,
+                                                      .in = in,
+                                                      .w = w,
+                                                      .dtype = dtype,
+                                                      .ldw = in,
+                                                      .out = OUT,
+                                                      .y = &together[0][0],
+                                                      .ldy = OUT,
+                                                      .alone = true};
+                    row_product_isa((enum vec_isa)isa, &all, 0.0f, NULL);
+                    assert_memory_equal(alone, together, sizeof alone);
+                }
             }
             // within the bound of the float64 product
             for (size_t r = 0; r < ROWS; r++)
