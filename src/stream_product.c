@@ -16,6 +16,7 @@
 #include "vecmath.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #if HAVE_AVX2_BUILD
 #include <immintrin.h>
@@ -36,23 +37,11 @@ bool stream_product_can(const struct widen_product *p)
 }
 
 #if HAVE_AVX2_BUILD
-/* packed[k][r] = x[r0 + r][k0 + k] for a block of 16 rows (rb..rb + 16,
- * rows past `rows` as 0) and 16 columns (kb..kb + take): sixteen rows
- * loaded, transposed in registers (four rounds of shuffles), sixteen
- * columns stored. */
-AVX512_TARGET static void pack_block16(const float *x, size_t ldx, size_t r0,
-                                       size_t rows, size_t rb, size_t k0,
-                                       size_t kb, size_t take, size_t width,
-                                       float *packed)
+/* a[i][q] becomes a[q][i]: a 16 x 16 block of floats transposed in
+ * registers, in four rounds of shuffles. */
+AVX512_TARGET ALWAYS_INLINE void transpose16(__m512 a[16])
 {
-    const __mmask16 cols = (__mmask16)((1u << take) - 1u);
-    __m512 a[16], b[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i++)
-        a[i] = rb + (size_t)i < rows
-                   ? _mm512_maskz_loadu_ps(
-                         cols, x + (r0 + rb + (size_t)i) * ldx + k0 + kb)
-                   : _mm512_setzero_ps();
+    __m512 b[16];
 #pragma GCC unroll 8
     for (int i = 0; i < 16; i += 2) {
         b[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
@@ -77,6 +66,25 @@ AVX512_TARGET static void pack_block16(const float *x, size_t ldx, size_t r0,
         a[j] = _mm512_shuffle_f32x4(b[j], b[j + 8], 0x88);
         a[j + 8] = _mm512_shuffle_f32x4(b[j], b[j + 8], 0xDD);
     }
+}
+
+/* packed[k][r] = x[r0 + r][k0 + k] for a block of 16 rows (rb..rb + 16,
+ * rows past `rows` as 0) and 16 columns (kb..kb + take): sixteen rows
+ * loaded, transposed in registers, sixteen columns stored. */
+AVX512_TARGET static void pack_block16(const float *x, size_t ldx, size_t r0,
+                                       size_t rows, size_t rb, size_t k0,
+                                       size_t kb, size_t take, size_t width,
+                                       float *packed)
+{
+    const __mmask16 cols = (__mmask16)((1u << take) - 1u);
+    __m512 a[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++)
+        a[i] = rb + (size_t)i < rows
+                   ? _mm512_maskz_loadu_ps(
+                         cols, x + (r0 + rb + (size_t)i) * ldx + k0 + kb)
+                   : _mm512_setzero_ps();
+    transpose16(a);
 #pragma GCC unroll 16
     for (int q = 0; q < 16; q++) {
         const size_t c = (size_t)q;
@@ -126,6 +134,41 @@ void stream_add_sums(float *y, size_t ldy, size_t r0, size_t rows, size_t o0,
 }
 
 #if HAVE_AVX2_BUILD
+/* Weight k of a row as a float broadcast to sixteen lanes. A bfloat16
+ * with the word after it in the row (paired) is read as the 32-bit word
+ * the two make, broadcast from memory and shifted: cheaper than taking
+ * the word alone through a general register. */
+AVX512_TARGET ALWAYS_INLINE __m512 weight(const float *wf, const uint16_t *wh,
+                                          bool bf16, bool paired, size_t k)
+{
+    if (!bf16)
+        return _mm512_set1_ps(wf[k]);
+    uint32_t word = wh[k];
+    if (paired)
+        memcpy(&word, wh + k, sizeof word);
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_set1_epi32((int)word), 16));
+}
+
+/* Column k of a chunk: each of the GROUP weights meets nv vectors of
+ * packed rows, one fused multiply-add into each sum. */
+AVX512_TARGET ALWAYS_INLINE void
+column(const float *packed, const float *const *wf, const uint16_t *const *wh,
+       bool bf16, bool paired, int nv, size_t k, __m512 acc[GROUP][VECTORS])
+{
+    __m512 x[VECTORS];
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++)
+        x[i] = _mm512_loadu_ps(packed + k * 16 * (size_t)nv + 16 * i);
+#pragma GCC unroll 8
+    for (int j = 0; j < GROUP; j++) {
+        const __m512 wk = weight(wf[j], wh[j], bf16, paired, k);
+#pragma GCC unroll 8
+        for (int i = 0; i < nv; i++)
+            acc[j][i] = _mm512_fmadd_ps(x[i], wk, acc[j][i]);
+    }
+}
+
 /* sums[j][r] = sum over k < cols of packed[k][r] w[j][k], for the GROUP
  * rows w[j] of W and the first 16 nv rows r; bf16 says whether w holds
  * bfloat16s (a float's upper half) or floats. Each sum goes in the order
@@ -152,22 +195,14 @@ AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
 #pragma GCC unroll 8
             for (int i = 0; i < nv; i++)
                 acc[j][i] = _mm512_setzero_ps();
+        // the last column of the block reads its weights alone: the
+        // word after it may lie past the matrix
+        const size_t paired = k1 < cols ? k1 : k1 - 1;
 #pragma GCC unroll 2
-        for (size_t k = k0; k < k1; k++) {
-            __m512 x[VECTORS];
-#pragma GCC unroll 8
-            for (int i = 0; i < nv; i++)
-                x[i] = _mm512_loadu_ps(packed + k * 16 * (size_t)nv + 16 * i);
-#pragma GCC unroll 8
-            for (int j = 0; j < GROUP; j++) {
-                const __m512 wk = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(
-                                             _mm512_set1_epi32(wh[j][k]), 16))
-                                       : _mm512_set1_ps(wf[j][k]);
-#pragma GCC unroll 8
-                for (int i = 0; i < nv; i++)
-                    acc[j][i] = _mm512_fmadd_ps(x[i], wk, acc[j][i]);
-            }
-        }
+        for (size_t k = k0; k < paired; k++)
+            column(packed, wf, wh, bf16, true, nv, k, acc);
+        if (paired < k1)
+            column(packed, wf, wh, bf16, false, nv, paired, acc);
 #pragma GCC unroll 8
         for (int j = 0; j < GROUP; j++)
 #pragma GCC unroll 8
@@ -211,12 +246,167 @@ static kernel_fn *kernel_for(attn_dtype dtype, size_t nv)
     }
 }
 
+/* Rows of x at most that go by outputs (by_outputs_body()): the
+ * broadcast kernel's vectors of sixteen rows would be mostly empty, while
+ * there each vector holds sixteen outputs whatever the rows; but each
+ * weight is moved by a transpose, which above eight rows costs more than
+ * the empty lanes (measured on a 2048 x 8192 matrix). */
+enum { BY_OUTPUTS_ROWS = 8 };
+
+/* Sixteen values of row w of W from column k (take of them, the rest
+ * 0), as floats. */
+AVX512_TARGET ALWAYS_INLINE __m512 w16(const void *w, bool bf16, size_t k,
+                                       size_t take)
+{
+    if (!bf16)
+        return take == 16
+                   ? _mm512_loadu_ps((const float *)w + k)
+                   : _mm512_maskz_loadu_ps((__mmask16)((1u << take) - 1u),
+                                           (const float *)w + k);
+    __m256i h;
+    if (take == 16) {
+        h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)w + k));
+    } else {
+        uint16_t part[16] = {0};
+        for (size_t i = 0; i < take; i++)
+            part[i] = ((const uint16_t *)w)[k + i];
+        h = _mm256_loadu_si256((const __m256i *)part);
+    }
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* sums[j * 16 + r] = sum over k < cols of x[r][k] w[j][k] for sixteen
+ * rows w[j] of W (outputs) and R rows x[r] of x, in the order and with
+ * the fused multiply-adds of kernel_body(): k in order, by chunks of
+ * CHUNK columns summed apart and then added to the whole. So the bits
+ * are the broadcast kernel's. W's sixteen rows are read sixteen columns
+ * at a time and transposed in registers, each vector then a column of
+ * sixteen outputs, which meets a value of each row of x broadcast. */
+AVX512_TARGET ALWAYS_INLINE void by_outputs_body(const float *const *x,
+                                                 const void *const *w,
+                                                 bool bf16, int R, size_t cols,
+                                                 float *sums)
+{
+    float whole[BY_OUTPUTS_ROWS][16] __attribute__((aligned(64)));
+    for (size_t c0 = 0; c0 < cols; c0 += CHUNK) {
+        const size_t c1 = cols - c0 < CHUNK ? cols : c0 + CHUNK;
+        __m512 acc[BY_OUTPUTS_ROWS];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm512_setzero_ps();
+        for (size_t kb = c0; kb < c1; kb += 16) {
+            const size_t take = c1 - kb < 16 ? c1 - kb : 16;
+            __m512 a[16];
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++)
+                a[j] = w16(w[j], bf16, kb, take);
+            transpose16(a);
+            if (take == 16) {
+#pragma GCC unroll 16
+                for (int c = 0; c < 16; c++)
+#pragma GCC unroll 16
+                    for (int r = 0; r < R; r++)
+                        acc[r] = _mm512_fmadd_ps(
+                            _mm512_set1_ps(x[r][kb + (size_t)c]), a[c], acc[r]);
+            } else {
+                for (size_t c = 0; c < take; c++)
+#pragma GCC unroll 16
+                    for (int r = 0; r < R; r++)
+                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][kb + c]),
+                                                 a[c], acc[r]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            if (c0)
+                acc[r] = _mm512_add_ps(_mm512_load_ps(whole[r]), acc[r]);
+            _mm512_store_ps(whole[r], acc[r]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < 16; j++)
+            sums[j * 16 + r] = whole[r][j];
+}
+
+typedef void by_outputs_fn(const float *const *x, const void *const *w,
+                           size_t cols, float *sums);
+
+#define BY_OUTPUTS(R)                                                          \
+    AVX512_TARGET static void by_outputs_f32_##R(                              \
+        const float *const *x, const void *const *w, size_t cols, float *sums) \
+    {                                                                          \
+        by_outputs_body(x, w, false, R, cols, sums);                           \
+    }                                                                          \
+    AVX512_TARGET static void by_outputs_bf16_##R(                             \
+        const float *const *x, const void *const *w, size_t cols, float *sums) \
+    {                                                                          \
+        by_outputs_body(x, w, true, R, cols, sums);                            \
+    }
+BY_OUTPUTS(2)
+BY_OUTPUTS(4)
+BY_OUTPUTS(6)
+BY_OUTPUTS(8)
+#undef BY_OUTPUTS
+
+/* The by-outputs kernel for rows rows (2 to BY_OUTPUTS_ROWS): the one built for
+ * that many or the next count up, *R. */
+static by_outputs_fn *by_outputs_for(attn_dtype dtype, size_t rows, int *R)
+{
+    static const struct {
+        int rows;
+        by_outputs_fn *f32, *bf16;
+    } built[] = {{2, by_outputs_f32_2, by_outputs_bf16_2},
+                 {4, by_outputs_f32_4, by_outputs_bf16_4},
+                 {6, by_outputs_f32_6, by_outputs_bf16_6},
+                 {8, by_outputs_f32_8, by_outputs_bf16_8}};
+    size_t i = 0;
+    while ((size_t)built[i].rows < rows)
+        i++;
+    *R = built[i].rows;
+    return dtype == ATTN_BF16 ? built[i].bf16 : built[i].f32;
+}
+
+/* Rows [r0, r0 + rows) of the product, BY_OUTPUTS_ROWS at most, by
+ * outputs sixteen at a time: the same bits as the broadcast kernel. */
+static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
+                       float beta)
+{
+    int R;
+    by_outputs_fn *const kernel = by_outputs_for(p->dtype, rows, &R);
+    float sums[16 * 16];
+    for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
+        const size_t cols = p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
+        // rows past the last repeat it: their sums are made and not kept
+        const float *x[BY_OUTPUTS_ROWS];
+        for (int r = 0; r < R; r++)
+            x[r] = p->x +
+                   (r0 + ((size_t)r < rows ? (size_t)r : rows - 1)) * p->ldx +
+                   k0;
+        for (size_t o0 = 0; o0 < p->out; o0 += 16) {
+            const size_t outs = p->out - o0 < 16 ? p->out - o0 : 16;
+            const void *w[16];
+            for (size_t j = 0; j < 16; j++) {
+                const size_t o = o0 + (j < outs ? j : outs - 1);
+                w[j] = (const char *)p->w +
+                       attn_dtype_bytes(p->dtype, o * p->ldw + k0);
+            }
+            kernel(x, w, cols, sums);
+            stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, 16,
+                            k0 == 0 && beta == 0.0f);
+        }
+    }
+}
+
 void stream_product(const struct widen_product *p, float beta, float *panel)
 {
     float sums[GROUP * STREAM_ROWS] __attribute__((aligned(64)));
     for (size_t r0 = 0; r0 < p->rows; r0 += STREAM_ROWS) {
         const size_t rows =
             p->rows - r0 < STREAM_ROWS ? p->rows - r0 : STREAM_ROWS;
+        if (rows <= BY_OUTPUTS_ROWS) {
+            by_outputs(p, r0, rows, beta);
+            continue;
+        }
         const size_t nv = (rows + 15) / 16;
         kernel_fn *const kernel = kernel_for(p->dtype, nv);
         for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {

@@ -4,9 +4,10 @@
  * packed instead (they are few, and each meets every weight), and each
  * weight is broadcast from where it lies into sixty-four rows' sums at
  * once. OpenBLAS packs the weights on every call, which at a hundred-odd
- * rows is a fifth of a decoder's pass. AVX-512 only: the kernel keeps 24
- * sums of sixteen in registers. Internal to the core; widen_product()
- * chooses it.
+ * rows is a fifth of a decoder's pass. Two to eight rows go by outputs
+ * instead, sixteen of W's rows transposed at a time, with the same bits.
+ * AVX-512 only: the kernel keeps 24 sums of sixteen in registers.
+ * Internal to the core; widen_product() chooses it.
  */
 #ifndef ATTN_STREAM_PRODUCT_H
 #define ATTN_STREAM_PRODUCT_H

@@ -223,6 +223,85 @@ static void test_same_bits_however_cut(void **state)
     free(cut);
 }
 
+/* A product of two to eight rows goes by outputs, sixteen of W's rows
+ * transposed at a time, rather than through the broadcast kernel: its
+ * rows are the bits the broadcast kernel gives them among more rows, for
+ * float32 and bfloat16 W, with outputs short of and past sixteen and
+ * columns past a chunk and a block of STREAM_COLS, ending mid-vector. */
+static void test_few_rows_same_bits(void **state)
+{
+    (void)state;
+    if (!kernel_here())
+        return;
+    enum { ROWS = 20 };
+    static const size_t ins[] = {37, 300, STREAM_COLS + 44};
+    static const size_t outs[] = {5, 16, 37};
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    for (size_t d = 0; d < 2; d++)
+        for (size_t a = 0; a < 3; a++)
+            for (size_t b = 0; b < 3; b++) {
+                const size_t in = ins[a], out = outs[b];
+                float *x = malloc(ROWS * in * sizeof *x);
+                uint16_t *wh = malloc(out * in * sizeof *wh);
+                float *wf = malloc(out * in * sizeof *wf);
+                float *many = malloc(ROWS * out * sizeof *many);
+                float *few = malloc(ROWS * out * sizeof *few);
+                assert_non_null(x);
+                assert_non_null(wh);
+                assert_non_null(wf);
+                assert_non_null(many);
+                assert_non_null(few);
+                uint32_t seed = 777 + (uint32_t)(a * 3 + b);
+                for (size_t i = 0; i < ROWS * in; i++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    x[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+                }
+                for (size_t i = 0; i < out * in; i++) {
+                    seed = seed * 1664525u + 1013904223u;
+                    // a bfloat16's value, so that both widths hold it
+                    wh[i] = (uint16_t)(0x3e00 | (seed >> 24));
+                    const uint32_t bits = (uint32_t)wh[i] << 16;
+                    memcpy(&wf[i], &bits, sizeof wf[i]);
+                }
+                struct widen_product p = {.x = x,
+                                          .ldx = in,
+                                          .rows = ROWS,
+                                          .in = in,
+                                          .w = d ? (const void *)wh : wf,
+                                          .dtype = d ? ATTN_BF16 : ATTN_F32,
+                                          .ldw = in,
+                                          .out = out,
+                                          .y = many,
+                                          .ldy = out};
+                stream_product(&p, 0.0f, panel);
+                for (size_t rows = 2; rows <= 8; rows++) {
+                    p.rows = rows;
+                    p.x = x + (ROWS - rows) * in;
+                    p.y = few;
+                    stream_product(&p, 0.0f, panel);
+                    assert_memory_equal(few, many + (ROWS - rows) * out,
+                                        rows * out * sizeof *few);
+                    // and beta 1 adds a block of columns's sums to what
+                    // is there
+                    if (in > STREAM_COLS)
+                        continue;
+                    for (size_t i = 0; i < rows * out; i++)
+                        few[i] = 1.0f;
+                    stream_product(&p, 1.0f, panel);
+                    for (size_t i = 0; i < rows * out; i++)
+                        assert_true(few[i] ==
+                                    1.0f + many[(ROWS - rows) * out + i]);
+                }
+                free(x);
+                free(wh);
+                free(wf);
+                free(many);
+                free(few);
+            }
+    free(panel);
+}
+
 /* Which products go through it: two rows or more, float32 or bfloat16,
  * on AVX-512; and widen_product() with a panel gives its bits. */
 static void test_which_products(void **state)
@@ -293,6 +372,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_sums),
         cmocka_unit_test(test_same_bits_however_cut),
+        cmocka_unit_test(test_few_rows_same_bits),
         cmocka_unit_test(test_which_products),
         cmocka_unit_test(test_packing),
     };
