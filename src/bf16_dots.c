@@ -13,6 +13,7 @@
  */
 #include "bf16_dots.h"
 #include "stream_product.h"
+#include "transpose16.h"
 #include "vecmath.h"
 
 #include <stdint.h>
@@ -42,54 +43,109 @@ bool bf16_dots_available(void)
 #endif
 }
 
-/* x rounded to the nearest bfloat16, ties to even (a NaN stays one). */
-static uint32_t to_bf16(float x)
-{
-    uint32_t bits;
-    memcpy(&bits, &x, sizeof bits);
-    if ((bits & 0x7fffffffu) > 0x7f800000u)
-        return (bits >> 16) | 0x40u;
-    return (bits + 0x7fffu + (bits >> 16 & 1u)) >> 16;
-}
-
-/* Rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as pairs of
- * bfloat16s: packed[k / 2][r], width rows to a pair, the rows past x's
- * and a last odd column's partner zero. */
-static void pack_pairs(const float *x, size_t ldx, size_t r0, size_t rows,
-                       size_t k0, size_t cols, size_t width, uint32_t *packed)
-{
-    const size_t pairs = (cols + 1) / 2;
-    // sixteen pairs at a time, so that the writes stay within a few lines
-    for (size_t qb = 0; qb < pairs; qb += 16) {
-        const size_t qe = pairs - qb < 16 ? pairs : qb + 16;
-        for (size_t r = 0; r < width; r++) {
-            const float *src = x + (r0 + r) * ldx + k0;
-            for (size_t q = qb; q < qe; q++) {
-                uint32_t pair = 0;
-                if (r < rows) {
-                    pair = to_bf16(src[2 * q]);
-                    if (2 * q + 1 < cols)
-                        pair |= to_bf16(src[2 * q + 1]) << 16;
-                }
-                packed[q * width + r] = pair;
-            }
-        }
-    }
-}
-
 #if HAVE_AVX2_BUILD
 #define BF16_TARGET                                                            \
     __attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")))
 
-/* A pair of W's row w from column 2 q: one 32-bit word, or the last odd
- * column alone. */
+/* Sixteen floats each rounded to the nearest bfloat16, ties to even (a
+ * NaN stays one, made quiet), in the low half of its lane. */
+BF16_TARGET ALWAYS_INLINE __m512i round16(__m512 v)
+{
+    const __m512i bits = _mm512_castps_si512(v);
+    const __m512i odd =
+        _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)),
+                         odd),
+        16);
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+        _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff)),
+        _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet =
+        _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    return _mm512_mask_blend_epi32(nan, rounded, quiet);
+}
+
+/* Thirty-two values of a row from src (take of them, the rest 0) rounded
+ * to bfloat16s, in order: sixteen pairs, each a 32-bit word with the
+ * even column in its low half. */
+BF16_TARGET ALWAYS_INLINE __m512i pairs16(const float *src, size_t take)
+{
+    const __mmask16 low =
+        take >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << take) - 1u);
+    const __mmask16 high = take >= 32   ? (__mmask16)0xffff
+                           : take <= 16 ? (__mmask16)0
+                                        : (__mmask16)((1u << (take - 16)) - 1u);
+    const __m256i a =
+        _mm512_cvtepi32_epi16(round16(_mm512_maskz_loadu_ps(low, src)));
+    const __m256i b =
+        _mm512_cvtepi32_epi16(round16(_mm512_maskz_loadu_ps(high, src + 16)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+/* Rows [r0, r0 + rows) of x, columns [k0, k0 + cols), as pairs of
+ * bfloat16s: packed[k / 2][r], width rows to a pair, the rows past x's
+ * and a last odd column's partner zero. Sixteen rows of sixteen pairs
+ * at a time, rounded and transposed in registers. */
+BF16_TARGET static void pack_pairs(const float *x, size_t ldx, size_t r0,
+                                   size_t rows, size_t k0, size_t cols,
+                                   size_t width, uint32_t *packed)
+{
+    const size_t pairs = (cols + 1) / 2;
+    for (size_t qb = 0; qb < pairs; qb += 16) {
+        const size_t take = cols - 2 * qb < 32 ? cols - 2 * qb : 32;
+        const size_t npairs = pairs - qb < 16 ? pairs - qb : 16;
+        for (size_t rb = 0; rb < width; rb += 16) {
+            __m512 a[16];
+#pragma GCC unroll 16
+            for (int i = 0; i < 16; i++)
+                a[i] = rb + (size_t)i < rows
+                           ? _mm512_castsi512_ps(pairs16(
+                                 x + (r0 + rb + (size_t)i) * ldx + k0 + 2 * qb,
+                                 take))
+                           : _mm512_setzero_ps();
+            transpose16(a);
+#pragma GCC unroll 16
+            for (int q = 0; q < 16; q++)
+                if ((size_t)q < npairs)
+                    _mm512_storeu_ps(
+                        (float *)(packed + (qb + (size_t)q) * width + rb),
+                        a[q]);
+        }
+    }
+}
+
+/* The pair of W's row w from column 2 q, broadcast: one 32-bit word
+ * read from memory (paired), or the last odd column alone. */
 BF16_TARGET ALWAYS_INLINE __m512i weight_pair(const uint16_t *w, size_t q,
-                                              size_t cols)
+                                              bool paired)
 {
     uint32_t pair = w[2 * q];
-    if (2 * q + 1 < cols)
-        pair |= (uint32_t)w[2 * q + 1] << 16;
+    if (paired)
+        memcpy(&pair, w + 2 * q, sizeof pair);
     return _mm512_set1_epi32((int)pair);
+}
+
+/* Pair q of a chunk: each of the GROUP pairs of weights meets nv vectors
+ * of packed pairs of rows, one vdpbf16ps into each sum. */
+BF16_TARGET ALWAYS_INLINE void pair_column(const uint32_t *packed,
+                                           const uint16_t *const *w,
+                                           bool paired, int nv, size_t q,
+                                           __m512 acc[GROUP][VECTORS])
+{
+    __m512i x[VECTORS];
+#pragma GCC unroll 8
+    for (int i = 0; i < nv; i++)
+        x[i] =
+            _mm512_loadu_si512(packed + q * 16 * (size_t)nv + 16 * (size_t)i);
+#pragma GCC unroll 8
+    for (int j = 0; j < GROUP; j++) {
+        const __m512i wq = weight_pair(w[j], q, paired);
+#pragma GCC unroll 8
+        for (int i = 0; i < nv; i++)
+            acc[j][i] =
+                _mm512_dpbf16_ps(acc[j][i], (__m512bh)x[i], (__m512bh)wq);
+    }
 }
 
 /* sums[j][r] = sum over the cols columns of packed[.][r] w[j][.], for
@@ -108,22 +164,14 @@ BF16_TARGET ALWAYS_INLINE void kernel_body(const uint32_t *packed,
 #pragma GCC unroll 8
             for (int i = 0; i < nv; i++)
                 acc[j][i] = _mm512_setzero_ps();
+        // an odd last column is a pair alone: the word after it may lie
+        // past the matrix
+        const size_t whole = cols % 2 && q1 == pairs ? q1 - 1 : q1;
 #pragma GCC unroll 2
-        for (size_t q = q0; q < q1; q++) {
-            __m512i x[VECTORS];
-#pragma GCC unroll 8
-            for (int i = 0; i < nv; i++)
-                x[i] = _mm512_loadu_si512(packed + q * 16 * (size_t)nv +
-                                          16 * (size_t)i);
-#pragma GCC unroll 8
-            for (int j = 0; j < GROUP; j++) {
-                const __m512i wq = weight_pair(w[j], q, cols);
-#pragma GCC unroll 8
-                for (int i = 0; i < nv; i++)
-                    acc[j][i] = _mm512_dpbf16_ps(acc[j][i], (__m512bh)x[i],
-                                                 (__m512bh)wq);
-            }
-        }
+        for (size_t q = q0; q < whole; q++)
+            pair_column(packed, w, true, nv, q, acc);
+        if (whole < q1)
+            pair_column(packed, w, false, nv, whole, acc);
 #pragma GCC unroll 8
         for (int j = 0; j < GROUP; j++)
 #pragma GCC unroll 8
@@ -229,6 +277,18 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
             dots[j * rows + r] = _mm512_reduce_add_ps(acc[j][r]);
 }
 
+/* rows rows of x (ldx apart, n values each) rounded to bfloat16 into xb,
+ * ldb apart, zero from n to ldb (a multiple of 32). */
+BF16_TARGET static void round_rows(const float *x, size_t ldx, size_t rows,
+                                   size_t n, size_t ldb, uint16_t *xb)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < ldb; k += 32)
+            _mm512_storeu_si512(
+                xb + r * ldb + k,
+                pairs16(x + r * ldx + k, n - k < 32 ? n - k : 32));
+}
+
 typedef void tokens_fn(const uint16_t *xb, size_t ldb, const uint16_t *const *w,
                        size_t n, size_t ahead, float *dots);
 
@@ -260,14 +320,7 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
     float dots[TOKEN_OUTS * TOKEN_ROWS];
     for (size_t c0 = 0; c0 < p->rows; c0 += chunk) {
         const size_t rows_in = p->rows - c0 < chunk ? p->rows - c0 : chunk;
-        for (size_t r = 0; r < rows_in; r++) {
-            const float *src = p->x + (c0 + r) * p->ldx;
-            uint16_t *dst = xb + r * ldb;
-            for (size_t k = 0; k < p->in; k++)
-                dst[k] = (uint16_t)to_bf16(src[k]);
-            for (size_t k = p->in; k < ldb; k++)
-                dst[k] = 0;
-        }
+        round_rows(p->x + c0 * p->ldx, p->ldx, rows_in, p->in, ldb, xb);
         for (size_t o0 = 0; o0 < p->out; o0 += TOKEN_OUTS) {
             const uint16_t *rows_of[TOKEN_OUTS];
             for (size_t j = 0; j < TOKEN_OUTS; j++)

@@ -48,6 +48,100 @@ static uint16_t bf16_bits(float x)
     return (uint16_t)((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
 }
 
+/* x is rounded to bfloat16 exactly as stated, in both kernels: W's row o
+ * holds 1 at column o and 0 elsewhere, so y[r][o] is x[r][o] rounded.
+ * Ties go to even, up and down; a carry into the exponent; the largest
+ * finite rounding to infinity; subnormals, which round as any value and
+ * then count as zero (the instruction reads a subnormal bfloat16 so);
+ * signed zeros; a NaN stays one.
+ * (An infinity or a NaN is alone in its row, since 0 times it is NaN.) */
+static void test_rounding(void **state)
+{
+    (void)state;
+    if (!bf16_dots_available())
+        skip();
+    static const uint32_t values[] = {
+        0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0xbf808000u,
+        0xbf818000u, 0x3fffffffu, 0x00000001u, 0x00008000u, 0x00018000u,
+        0x80000000u, 0x00000000u, 0x007fffffu, 0x3f800000u, 0x4049fdb0u,
+        0xc2f6e979u, 0x3e99999au, 0x12345678u, 0x3f7fffffu, 0x387fc000u,
+        0x33800001u, 0x3f808000u, 0x40008000u, 0x40018000u, 0xc0008000u,
+        0x3fc08000u, 0x3fc18000u, 0x3a800000u, 0x3f80c000u, 0x3f814000u};
+    enum { IN = sizeof values / sizeof *values, ROWS = 3 };
+    uint16_t w[IN * IN];
+    for (size_t o = 0; o < IN; o++)
+        for (size_t k = 0; k < IN; k++)
+            w[o * IN + k] = o == k ? 0x3f80 : 0;
+    float x[ROWS * IN], y[ROWS * IN],
+        *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    for (size_t r = 0; r < ROWS; r++)
+        for (size_t k = 0; k < IN; k++) {
+            // each row the values in another order
+            const uint32_t bits = values[(k + 7 * r) % IN];
+            memcpy(&x[r * IN + k], &bits, sizeof bits);
+        }
+    for (int alone = 0; alone < 2; alone++) {
+        const struct widen_product p = {.x = x,
+                                        .ldx = IN,
+                                        .rows = ROWS,
+                                        .in = IN,
+                                        .w = w,
+                                        .dtype = ATTN_BF16,
+                                        .ldw = IN,
+                                        .out = IN,
+                                        .y = y,
+                                        .ldy = IN,
+                                        .alone = alone,
+                                        .bf16_dots = true};
+        if (alone)
+            bf16_dots_rows(&p, 0.0f, panel);
+        else
+            bf16_dots_product(&p, 0.0f, panel);
+        for (size_t i = 0; i < ROWS * IN; i++) {
+            // the instruction reads a subnormal bfloat16 as zero
+            float want = (float)bf16_value(x[i]);
+            if (fabsf(want) < 0x1p-126f)
+                want = 0.0f;
+            if (y[i] != want)
+                fail_msg("%s: x %a gave %a, want %a",
+                         alone ? "rows" : "product", (double)x[i], (double)y[i],
+                         (double)want);
+        }
+    }
+    // the largest finite floats round to infinities, which stay; a NaN,
+    // quiet or signalling, stays a NaN
+    static const uint32_t alone_in_row[] = {
+        0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+        0x7fc00000u, 0x7f800001u, 0xff810000u};
+    for (size_t n = 0; n < sizeof alone_in_row / sizeof *alone_in_row; n++) {
+        float xn[IN], yn[IN];
+        memset(xn, 0, sizeof xn);
+        memcpy(&xn[5], &alone_in_row[n], sizeof alone_in_row[n]);
+        for (int alone = 0; alone < 2; alone++) {
+            const struct widen_product p = {.x = xn,
+                                            .ldx = IN,
+                                            .rows = 1,
+                                            .in = IN,
+                                            .w = w,
+                                            .dtype = ATTN_BF16,
+                                            .ldw = IN,
+                                            .out = IN,
+                                            .y = yn,
+                                            .ldy = IN,
+                                            .alone = alone,
+                                            .bf16_dots = true};
+            if (alone)
+                bf16_dots_rows(&p, 0.0f, panel);
+            else
+                bf16_dots_product(&p, 0.0f, panel);
+            const float want = (float)bf16_value(xn[5]);
+            assert_true(isnan(xn[5]) ? isnan(yn[5]) : yn[5] == want);
+        }
+    }
+    free(panel);
+}
+
 /* Every row of x through W at several sizes (odd columns, more rows than
  * a block, more columns than a block): within both bounds; the same bits
  * however the rows and outputs are cut; beta 1 adds into y. */
@@ -343,6 +437,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_product_bounds_and_bits),
+        cmocka_unit_test(test_rounding),
         cmocka_unit_test(test_decoder_logits),
         cmocka_unit_test(test_rows_alone),
     };
