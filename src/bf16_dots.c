@@ -234,10 +234,10 @@ void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
 /* ------------------------------------------- rows each their own token */
 
 /* Rows of x to a rows kernel call, and W's rows (outputs). */
-enum { TOKEN_ROWS = 4, TOKEN_OUTS = 2 };
+enum { TOKEN_ROWS = 4, TOKEN_OUTS = 4 };
 
 /* dots[j * rows + r] = xb[r] . w[j] over n values, xb rows of bfloat16s
- * (ldb apart, zero past n to a multiple of 32), w two rows of W: each
+ * (ldb apart, zero past n to a multiple of 32), w TOKEN_OUTS rows of W: each
  * dot one sum of sixteen lanes of pairs, thirty-two values a block (the
  * last block's weights past n read as zero), its lanes then added by the
  * instruction set's reduction. A row's dots follow from its own values
@@ -247,7 +247,7 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
                                            size_t n, size_t ahead, float *dots)
 {
     __m512 acc[TOKEN_OUTS][TOKEN_ROWS];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int j = 0; j < TOKEN_OUTS; j++)
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
@@ -260,7 +260,7 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
             x[r] = _mm512_loadu_si512(xb + (size_t)r * ldb + i);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int j = 0; j < TOKEN_OUTS; j++) {
             // the row the next call reads in its place, ahead values on:
             // each row alone is too short for the prefetchers to find
@@ -272,7 +272,10 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
                     _mm512_dpbf16_ps(acc[j][r], (__m512bh)x[r], (__m512bh)wv);
         }
     }
+    // unrolled whole, so that the sums stay in registers in the loop
+#pragma GCC unroll 4
     for (int j = 0; j < TOKEN_OUTS; j++)
+#pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
             dots[j * rows + r] = _mm512_reduce_add_ps(acc[j][r]);
 }
