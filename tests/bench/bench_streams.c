@@ -4,7 +4,8 @@
  * Llama-3.2-1B-sized BF16 one), each a POST /generate read as its events
  * come.
  *
- *   bench_streams DIR [--rounds R] [--tokens T] [--products P] [--json FILE]
+ *   bench_streams DIR [--rounds R] [--tokens T] [--products P] [--answer]
+ *                 [--json FILE]
  *
  * Each round runs every stream count once, in order, and every request
  * has a prompt of its own (4 to 11 words drawn afresh, as a chat's turn),
@@ -19,8 +20,14 @@
  * rounds. The server's OpenBLAS core is printed; it runs with the
  * defaults (--threads: the cores, --max-batch 16). --products bfloat16
  * asks every request for the CPU's bfloat16 dot products (the API's
- * "products"); the default is the exact float32 products. Loopback
- * only.
+ * "products"); the default is the exact float32 products. Every request
+ * asks "return": [], so that its last event holds the generation (its
+ * text and tokens) and no answer about the finished sequence: that
+ * answer (by default every layer's weights over all its tokens, 11.5 M
+ * numbers for this model at 150 tokens) is a pass of its own after the
+ * generation, not a part of generating. --answer leaves "return" out,
+ * so that each stream ends with that default answer, as a request that
+ * names nothing else gets. Loopback only.
  */
 #include "harness.h"
 
@@ -138,6 +145,9 @@ struct measure {
 };
 
 static const char *products = "float32";
+/* "return": [] in every request, or (--answer) nothing said: the
+ * default answer about the finished sequence */
+static bool answer = false;
 
 static bool run_count(const struct server *s, int n, size_t tokens,
                       uint64_t *rng, struct measure *m)
@@ -155,8 +165,8 @@ static bool run_count(const struct server *s, int n, size_t tokens,
                 st[i].body + len, sizeof st[i].body - len, "%s%s", w ? " " : "",
                 words[next_random(rng) % (sizeof words / sizeof *words)]);
         snprintf(st[i].body + len, sizeof st[i].body - len,
-                 "\",\"max_new_tokens\":%zu,\"products\":\"%s\"}", tokens,
-                 products);
+                 "\",\"max_new_tokens\":%zu,\"products\":\"%s\"%s}", tokens,
+                 products, answer ? "" : ",\"return\":[]");
     }
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, run_stream, &st[i]);
@@ -200,6 +210,8 @@ int main(int argc, char **argv)
             tokens = (size_t)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--products") && i + 1 < argc)
             products = argv[++i];
+        else if (!strcmp(argv[i], "--answer"))
+            answer = true;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (argv[i][0] != '-')
@@ -209,7 +221,7 @@ int main(int argc, char **argv)
         tokens > MAX_TOKENS) {
         fprintf(stderr,
                 "usage: %s DIR [--rounds R (1-%d)] [--tokens T (2-%d)] "
-                "[--products float32|bfloat16] [--json FILE]\n",
+                "[--products float32|bfloat16] [--answer] [--json FILE]\n",
                 argv[0], MAX_ROUNDS, MAX_TOKENS);
         return 2;
     }
@@ -225,8 +237,12 @@ int main(int argc, char **argv)
     char core[80];
     server_blas_core(&s, core, sizeof core);
     printf("streams: %s, %zu greedy tokens a stream after a prompt of 4-11 "
-           "words, %s products, %d rounds (server's OpenBLAS core: %s)\n",
-           dir, tokens, products, rounds, core);
+           "words, %s products, %s, %d rounds (server's OpenBLAS core: %s)\n",
+           dir, tokens, products,
+           answer ? "each ending with the default answer on the finished "
+                    "sequence"
+                  : "\"return\": [] (the generation alone)",
+           rounds, core);
     uint64_t rng = 20261128;
     static struct measure m[MAX_ROUNDS][N_COUNTS];
     // one untimed stream: the weights into memory
@@ -244,8 +260,9 @@ int main(int argc, char **argv)
     if (out)
         fprintf(out,
                 "{\"checkpoint\":\"%s\",\"tokens\":%zu,\"rounds\":%d,"
-                "\"products\":\"%s\",\"blas_core\":\"%s\",\"counts\":[",
-                dir, tokens, rounds, products, core);
+                "\"products\":\"%s\",\"answer\":%s,\"blas_core\":\"%s\","
+                "\"counts\":[",
+                dir, tokens, rounds, products, answer ? "true" : "false", core);
     double one = 0;
     for (int c = 0; c < N_COUNTS; c++) {
         const int n = counts[c];

@@ -48,6 +48,30 @@ static uint16_t bf16_bits(float x)
     return (uint16_t)((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
 }
 
+/* y = x W^T through the bfloat16 products for rows rows of x, in values
+ * each, and W the in x in identity: by the kernel for rows each their
+ * own token (alone) or by the prompts' kernel. */
+static void through_identity(const float *x, size_t rows, const uint16_t *w,
+                             size_t in, bool alone, float *y, float *panel)
+{
+    const struct widen_product p = {.x = x,
+                                    .ldx = in,
+                                    .rows = rows,
+                                    .in = in,
+                                    .w = w,
+                                    .dtype = ATTN_BF16,
+                                    .ldw = in,
+                                    .out = in,
+                                    .y = y,
+                                    .ldy = in,
+                                    .alone = alone,
+                                    .bf16_dots = true};
+    if (alone)
+        bf16_dots_rows(&p, 0.0f, panel);
+    else
+        bf16_dots_product(&p, 0.0f, panel);
+}
+
 /* x is rounded to bfloat16 exactly as stated, in both kernels: W's row o
  * holds 1 at column o and 0 elsewhere, so y[r][o] is x[r][o] rounded.
  * Ties go to even, up and down; a carry into the exponent; the largest
@@ -82,22 +106,7 @@ static void test_rounding(void **state)
             memcpy(&x[r * IN + k], &bits, sizeof bits);
         }
     for (int alone = 0; alone < 2; alone++) {
-        const struct widen_product p = {.x = x,
-                                        .ldx = IN,
-                                        .rows = ROWS,
-                                        .in = IN,
-                                        .w = w,
-                                        .dtype = ATTN_BF16,
-                                        .ldw = IN,
-                                        .out = IN,
-                                        .y = y,
-                                        .ldy = IN,
-                                        .alone = alone,
-                                        .bf16_dots = true};
-        if (alone)
-            bf16_dots_rows(&p, 0.0f, panel);
-        else
-            bf16_dots_product(&p, 0.0f, panel);
+        through_identity(x, ROWS, w, IN, alone, y, panel);
         for (size_t i = 0; i < ROWS * IN; i++) {
             // the instruction reads a subnormal bfloat16 as zero
             float want = (float)bf16_value(x[i]);
@@ -119,22 +128,7 @@ static void test_rounding(void **state)
         memset(xn, 0, sizeof xn);
         memcpy(&xn[5], &alone_in_row[n], sizeof alone_in_row[n]);
         for (int alone = 0; alone < 2; alone++) {
-            const struct widen_product p = {.x = xn,
-                                            .ldx = IN,
-                                            .rows = 1,
-                                            .in = IN,
-                                            .w = w,
-                                            .dtype = ATTN_BF16,
-                                            .ldw = IN,
-                                            .out = IN,
-                                            .y = yn,
-                                            .ldy = IN,
-                                            .alone = alone,
-                                            .bf16_dots = true};
-            if (alone)
-                bf16_dots_rows(&p, 0.0f, panel);
-            else
-                bf16_dots_product(&p, 0.0f, panel);
+            through_identity(xn, 1, w, IN, alone, yn, panel);
             const float want = (float)bf16_value(xn[5]);
             assert_true(isnan(xn[5]) ? isnan(yn[5]) : yn[5] == want);
         }
