@@ -233,22 +233,25 @@ void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
 
 /* ------------------------------------------- rows each their own token */
 
-/* Rows of x to a rows kernel call, and W's rows (outputs). */
-enum { TOKEN_ROWS = 4, TOKEN_OUTS = 4 };
+/* Rows of x to a rows kernel call, and W's rows (outputs). One or two
+ * rows go one output at a time, so that W is read front to back, as
+ * row_product.c's kernels read it for as many rows. */
+enum { TOKEN_ROWS = 4, TOKEN_OUTS = 4, ONE_OUTPUT_ROWS = 2 };
 
 /* dots[j * rows + r] = xb[r] . w[j] over n values, xb rows of bfloat16s
- * (ldb apart, zero past n to a multiple of 32), w TOKEN_OUTS rows of W: each
+ * (ldb apart, zero past n to a multiple of 32), w outs rows of W: each
  * dot one sum of sixteen lanes of pairs, thirty-two values a block (the
  * last block's weights past n read as zero), its lanes then added by the
  * instruction set's reduction. A row's dots follow from its own values
  * alone. */
 BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
                                            int rows, const uint16_t *const *w,
-                                           size_t n, size_t ahead, float *dots)
+                                           int outs, size_t n, size_t ahead,
+                                           float *dots)
 {
     __m512 acc[TOKEN_OUTS][TOKEN_ROWS];
 #pragma GCC unroll 4
-    for (int j = 0; j < TOKEN_OUTS; j++)
+    for (int j = 0; j < outs; j++)
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
             acc[j][r] = _mm512_setzero_ps();
@@ -261,7 +264,7 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
         for (int r = 0; r < rows; r++)
             x[r] = _mm512_loadu_si512(xb + (size_t)r * ldb + i);
 #pragma GCC unroll 4
-        for (int j = 0; j < TOKEN_OUTS; j++) {
+        for (int j = 0; j < outs; j++) {
             // the row the next call reads in its place, ahead values on:
             // each row alone is too short for the prefetchers to find
             __builtin_prefetch(w[j] + i + ahead);
@@ -274,7 +277,7 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
     }
     // unrolled whole, so that the sums stay in registers in the loop
 #pragma GCC unroll 4
-    for (int j = 0; j < TOKEN_OUTS; j++)
+    for (int j = 0; j < outs; j++)
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
             dots[j * rows + r] = _mm512_reduce_add_ps(acc[j][r]);
@@ -295,21 +298,26 @@ BF16_TARGET static void round_rows(const float *x, size_t ldx, size_t rows,
 typedef void tokens_fn(const uint16_t *xb, size_t ldb, const uint16_t *const *w,
                        size_t n, size_t ahead, float *dots);
 
-#define TOKENS(rows)                                                           \
-    BF16_TARGET static void tokens_##rows(const uint16_t *xb, size_t ldb,      \
-                                          const uint16_t *const *w, size_t n,  \
-                                          size_t ahead, float *dots)           \
+#define TOKENS(rows, outs)                                                     \
+    BF16_TARGET static void tokens_##rows##x##outs(                            \
+        const uint16_t *xb, size_t ldb, const uint16_t *const *w, size_t n,    \
+        size_t ahead, float *dots)                                             \
     {                                                                          \
-        tokens_body(xb, ldb, rows, w, n, ahead, dots);                         \
+        tokens_body(xb, ldb, rows, w, outs, n, ahead, dots);                   \
     }
-TOKENS(1)
-TOKENS(2)
-TOKENS(3)
-TOKENS(4)
+TOKENS(1, 4)
+TOKENS(2, 4)
+TOKENS(3, 4)
+TOKENS(4, 4)
+TOKENS(1, 1)
+TOKENS(2, 1)
 #undef TOKENS
 
-static tokens_fn *const token_kernels[TOKEN_ROWS] = {tokens_1, tokens_2,
-                                                     tokens_3, tokens_4};
+/* token_kernels[rows - 1] against TOKEN_OUTS outputs, one_output[rows -
+ * 1] against one */
+static tokens_fn *const token_kernels[TOKEN_ROWS] = {tokens_1x4, tokens_2x4,
+                                                     tokens_3x4, tokens_4x4};
+static tokens_fn *const one_output[ONE_OUTPUT_ROWS] = {tokens_1x1, tokens_2x1};
 
 void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
 {
@@ -324,17 +332,19 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
     for (size_t c0 = 0; c0 < p->rows; c0 += chunk) {
         const size_t rows_in = p->rows - c0 < chunk ? p->rows - c0 : chunk;
         round_rows(p->x + c0 * p->ldx, p->ldx, rows_in, p->in, ldb, xb);
-        for (size_t o0 = 0; o0 < p->out; o0 += TOKEN_OUTS) {
+        const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : TOKEN_OUTS;
+        for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const uint16_t *rows_of[TOKEN_OUTS];
-            for (size_t j = 0; j < TOKEN_OUTS; j++)
+            for (size_t j = 0; j < outs; j++)
                 rows_of[j] =
                     w + (o0 + j < p->out ? o0 + j : p->out - 1) * p->ldw;
             for (size_t r0 = 0; r0 < rows_in; r0 += TOKEN_ROWS) {
                 const size_t rows =
                     rows_in - r0 < TOKEN_ROWS ? rows_in - r0 : TOKEN_ROWS;
-                token_kernels[rows - 1](xb + r0 * ldb, ldb, rows_of, p->in,
-                                        TOKEN_OUTS * p->ldw, dots);
-                for (size_t j = 0; j < TOKEN_OUTS && o0 + j < p->out; j++)
+                tokens_fn *const kernel =
+                    outs == 1 ? one_output[rows - 1] : token_kernels[rows - 1];
+                kernel(xb + r0 * ldb, ldb, rows_of, p->in, outs * p->ldw, dots);
+                for (size_t j = 0; j < outs && o0 + j < p->out; j++)
                     for (size_t r = 0; r < rows; r++) {
                         float *y = p->y + (c0 + r0 + r) * p->ldy + o0 + j;
                         const float dot = dots[j * rows + r];

@@ -9,8 +9,9 @@
  * flight, so that none waits on the one before, and few enough loads for
  * each product that the core's load ports keep up with its adders. More
  * rows go four at a time over the same outputs, which are then in the
- * core's first cache. Which rows and outputs share a call changes no
- * sum.
+ * core's first cache. One or two rows, which wait on memory rather than
+ * on adders, take one output a call, W front to back. Which rows and
+ * outputs share a call changes no sum.
  */
 #include "quant.h"
 #include "quant_product.h"
@@ -18,8 +19,13 @@
 
 #include <string.h>
 
-/* Rows of x to a kernel call at most, and outputs. */
-enum { ROW_XS = 4, ROW_OUTS = 4 };
+/* Rows of x to a kernel call at most, and outputs. One or two rows (a
+ * token alone, or two sequences' step) go one output at a time instead,
+ * so that W is read front to back, one row after another, as a plain
+ * read loop reads memory: measured with two threads over 512 MB of
+ * bfloat16 matrices, one row read 47 GB/s so and 38 four outputs at a
+ * time; from three rows on, the four outputs' shared loads of x win. */
+enum { ROW_XS = 4, ROW_OUTS = 4, ONE_OUTPUT_ROWS = 2 };
 
 /* Outputs whose quantized rows are read for one row of x after another:
  * a few tens of KiB, which stay in the core's second cache. */
@@ -100,9 +106,9 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
     }
 }
 
-/* dots[j * rows + r] = x[r] . w[j] over n values for the ROW_OUTS rows
- * w[j] of W and rows rows of x, ldx apart (a constant where it is
- * inlined), each in one sum of sixteen lanes. Float32 W: the values by
+/* dots[j * rows + r] = x[r] . w[j] over n values for the outs rows w[j]
+ * of W and rows rows of x, ldx apart (constants where it is inlined),
+ * each in one sum of sixteen lanes. Float32 W: the values by
  * sixteens in order, value k into lane k % 16. Bfloat16 W, whose words
  * hold pairs: in each block of thirty-two values the even ones (value k
  * into lane (k % 32) / 2) and then the odd ones. The rest are the tail.
@@ -111,11 +117,12 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
  * prefetchers to find). */
 ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
                                size_t ldxs, int rows, const void *const *w,
-                               bool bf16, size_t n, size_t ahead, float *dots)
+                               int outs, bool bf16, size_t n, size_t ahead,
+                               float *dots)
 {
     v16f acc[ROW_OUTS][ROW_XS];
 #pragma GCC unroll 4
-    for (int j = 0; j < ROW_OUTS; j++)
+    for (int j = 0; j < outs; j++)
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++)
             acc[j][r] = (v16f){0};
@@ -126,7 +133,7 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
         for (int r = 0; r < rows; r++)
             x32(x, ldx, xs, ldxs, bf16, r, i, &xa[r], &xb[r]);
 #pragma GCC unroll 4
-        for (int j = 0; j < ROW_OUTS; j++) {
+        for (int j = 0; j < outs; j++) {
             const char *next = (const char *)w[j] + ahead;
             __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
             if (!bf16)
@@ -147,7 +154,7 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
     }
     if (!bf16 && i + 16 <= n) {
 #pragma GCC unroll 4
-        for (int j = 0; j < ROW_OUTS; j++) {
+        for (int j = 0; j < outs; j++) {
             v16f wa;
             memcpy(&wa, (const float *)w[j] + i, sizeof wa);
 #pragma GCC unroll 4
@@ -159,7 +166,7 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
         }
         i += 16;
     }
-    for (int j = 0; j < ROW_OUTS; j++)
+    for (int j = 0; j < outs; j++)
         for (int r = 0; r < rows; r++)
             dots[j * rows + r] =
                 finish(&acc[j][r], x + (size_t)r * ldx, w[j], bf16, i, n);
@@ -189,19 +196,22 @@ typedef void kernel_fn(const float *x, size_t ldx, const float *xs, size_t ldxs,
                        const void *const *w, size_t n, size_t ahead,
                        float *dots);
 
-/* A build's kernels: one to four rows, of float32 or bfloat16 W. */
-#define KERNEL(isa_attr, isa, kind, bf16, rows)                                \
-    isa_attr static void kernel_##kind##_##rows##_##isa(                       \
+/* A build's kernels, of float32 or bfloat16 W: one to four rows against
+ * ROW_OUTS outputs, and one or two rows against one output. */
+#define KERNEL(isa_attr, isa, kind, bf16, rows, outs)                          \
+    isa_attr static void kernel_##kind##_##rows##x##outs##_##isa(              \
         const float *x, size_t ldx, const float *xs, size_t ldxs,              \
         const void *const *w, size_t n, size_t ahead, float *dots)             \
     {                                                                          \
-        kernel_body(x, ldx, xs, ldxs, rows, w, bf16, n, ahead, dots);          \
+        kernel_body(x, ldx, xs, ldxs, rows, w, outs, bf16, n, ahead, dots);    \
     }
 #define KERNELS(isa_attr, isa, kind, bf16)                                     \
-    KERNEL(isa_attr, isa, kind, bf16, 1)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 2)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 3)                                       \
-    KERNEL(isa_attr, isa, kind, bf16, 4)
+    KERNEL(isa_attr, isa, kind, bf16, 1, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 2, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 3, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 4, 4)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 1, 1)                                    \
+    KERNEL(isa_attr, isa, kind, bf16, 2, 1)
 #define SPLIT(isa_attr, isa)                                                   \
     isa_attr static void split_##isa(const float *x, size_t ldx, size_t rows,  \
                                      size_t ldxs, float *xs)                   \
@@ -210,8 +220,12 @@ typedef void kernel_fn(const float *x, size_t ldx, const float *xs, size_t ldxs,
     }
 #define TABLE(kind, isa)                                                       \
     {                                                                          \
-        kernel_##kind##_1_##isa, kernel_##kind##_2_##isa,                      \
-            kernel_##kind##_3_##isa, kernel_##kind##_4_##isa                   \
+        kernel_##kind##_1x4_##isa, kernel_##kind##_2x4_##isa,                  \
+            kernel_##kind##_3x4_##isa, kernel_##kind##_4x4_##isa               \
+    }
+#define TABLE_ONE(kind, isa)                                                   \
+    {                                                                          \
+        kernel_##kind##_1x1_##isa, kernel_##kind##_2x1_##isa                   \
     }
 
 #define PLAIN_ATTR
@@ -227,12 +241,20 @@ SPLIT(AVX2_TARGET, avx2)
 SPLIT(AVX512_TARGET, avx512)
 #endif
 
-/* kernels[isa][bf16][rows - 1] */
+/* kernels[isa][bf16][rows - 1], against ROW_OUTS outputs */
 static kernel_fn *const kernels[3][2][ROW_XS] = {
     [VEC_ISA_PLAIN] = {TABLE(f32, plain), TABLE(bf16, plain)},
 #if HAVE_AVX2_BUILD
     [VEC_ISA_AVX2] = {TABLE(f32, avx2), TABLE(bf16, avx2)},
     [VEC_ISA_AVX512] = {TABLE(f32, avx512), TABLE(bf16, avx512)},
+#endif
+};
+/* one_output[isa][bf16][rows - 1], against one output */
+static kernel_fn *const one_output[3][2][ONE_OUTPUT_ROWS] = {
+    [VEC_ISA_PLAIN] = {TABLE_ONE(f32, plain), TABLE_ONE(bf16, plain)},
+#if HAVE_AVX2_BUILD
+    [VEC_ISA_AVX2] = {TABLE_ONE(f32, avx2), TABLE_ONE(bf16, avx2)},
+    [VEC_ISA_AVX512] = {TABLE_ONE(f32, avx512), TABLE_ONE(bf16, avx512)},
 #endif
 };
 static split_fn *const splits[3] = {
@@ -243,6 +265,7 @@ static split_fn *const splits[3] = {
 #endif
 };
 #undef SPLIT
+#undef TABLE_ONE
 #undef TABLE
 #undef KERNELS
 #undef KERNEL
@@ -260,23 +283,25 @@ static void put(const struct widen_product *p, size_t r0, size_t rows,
         }
 }
 
-/* The rows of x four at a time through ROW_OUTS rows of W from o0 (the
- * last one repeated past out: its sums are made again and not kept).
- * w: where each row's values begin, float32 or bfloat16 as bf16 says;
- * ahead: the bytes from a row to the one the next group reads in its
- * place, which is fetched meanwhile (0: nothing to fetch). */
+/* The rows of x four at a time through outs rows of W from o0 (ROW_OUTS,
+ * the last one repeated past out: its sums are made again and not kept;
+ * or one, with ONE_OUTPUT_ROWS rows at most). w: where each row's values
+ * begin, float32 or bfloat16 as bf16 says; ahead: the bytes from a row
+ * to the one the next group reads in its place, which is fetched
+ * meanwhile (0: nothing to fetch). */
 static void group_product(enum vec_isa isa, const struct widen_product *p,
                           const float *xs, size_t ldxs, size_t o0,
-                          const void *const *w, bool bf16, size_t ahead,
-                          float beta)
+                          const void *const *w, size_t outs, bool bf16,
+                          size_t ahead, float beta)
 {
     float dots[ROW_OUTS * ROW_XS];
     for (size_t r0 = 0; r0 < p->rows; r0 += ROW_XS) {
         const size_t rows = p->rows - r0 < ROW_XS ? p->rows - r0 : ROW_XS;
-        kernels[isa][bf16][rows - 1](p->x + r0 * p->ldx, p->ldx,
-                                     xs ? xs + r0 * ldxs : NULL, ldxs, w, p->in,
-                                     ahead, dots);
-        put(p, r0, rows, o0, ROW_OUTS, dots, beta);
+        kernel_fn *const kernel = outs == 1 ? one_output[isa][bf16][rows - 1]
+                                            : kernels[isa][bf16][rows - 1];
+        kernel(p->x + r0 * p->ldx, p->ldx, xs ? xs + r0 * ldxs : NULL, ldxs, w,
+               p->in, ahead, dots);
+        put(p, r0, rows, o0, outs, dots, beta);
     }
 }
 
@@ -331,12 +356,13 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
             splits[isa](p->x, p->ldx, p->rows, ldxs, panel);
             xs = panel;
         }
-        for (size_t o0 = 0; o0 < p->out; o0 += ROW_OUTS) {
+        const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : ROW_OUTS;
+        for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const void *w[ROW_OUTS];
-            for (size_t j = 0; j < ROW_OUTS; j++)
+            for (size_t j = 0; j < outs; j++)
                 w[j] = w_at(p, o0 + j < p->out ? o0 + j : p->out - 1, p->col0);
-            group_product(isa, p, xs, ldxs, o0, w, bf16,
-                          attn_dtype_bytes(p->dtype, ROW_OUTS * p->ldw), beta);
+            group_product(isa, p, xs, ldxs, o0, w, outs, bf16,
+                          attn_dtype_bytes(p->dtype, outs * p->ldw), beta);
         }
         return;
     }
@@ -351,7 +377,7 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
             attn_widen(w_at(p, o, b0), p->dtype, width, panel + j * width);
             w[j] = panel + j * width + (p->col0 - b0);
         }
-        group_product(isa, p, NULL, 0, o0, w, false, 0, beta);
+        group_product(isa, p, NULL, 0, o0, w, ROW_OUTS, false, 0, beta);
     }
 }
 
