@@ -48,6 +48,16 @@ static uint16_t bf16_bits(float x)
     return (uint16_t)((bits + 0x7fffu + (bits >> 16 & 1u)) >> 16);
 }
 
+/* Weights for a bfloat16 W: w[i] the bfloat16 nearest wf[i], and wf[i]
+ * then the value it holds, so that wf is W widened. */
+static void to_bf16_weights(float *wf, size_t count, uint16_t *w)
+{
+    for (size_t i = 0; i < count; i++) {
+        w[i] = bf16_bits(wf[i]);
+        wf[i] = (float)bf16_value(wf[i]);
+    }
+}
+
 /* y = x W^T through the bfloat16 products for rows rows of x, in values
  * each, and W the in x in identity: by the kernel for rows each their
  * own token (alone) or by the prompts' kernel. */
@@ -158,10 +168,7 @@ static void test_product_bounds_and_bits(void **state)
             float *cut = malloc(rows * OUT * sizeof *cut);
             fill_normal(wf, OUT * in, 3 + a, 1.0f);
             fill_normal(x, rows * in, 30 + b, 1.0f);
-            for (size_t i = 0; i < OUT * in; i++) {
-                w[i] = bf16_bits(wf[i]);
-                wf[i] = (float)bf16_value(wf[i]);
-            }
+            to_bf16_weights(wf, OUT * in, w);
             const struct widen_product p = {.x = x,
                                             .ldx = in,
                                             .rows = rows,
@@ -381,10 +388,7 @@ static void test_rows_alone(void **state)
         float together[ROWS * OUT], one[OUT];
         fill_normal(wf, OUT * in, 5 + a, 1.0f);
         fill_normal(x, ROWS * in, 50 + a, 1.0f);
-        for (size_t i = 0; i < OUT * in; i++) {
-            w[i] = bf16_bits(wf[i]);
-            wf[i] = (float)bf16_value(wf[i]);
-        }
+        to_bf16_weights(wf, OUT * in, w);
         const struct widen_product all = {.x = x,
                                           .ldx = in,
                                           .rows = ROWS,
