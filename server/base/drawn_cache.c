@@ -23,6 +23,11 @@ struct drawn {
     char label[]; /* a tensor's name, a token's text */
 };
 
+/* The table's slots: from MIN_SLOTS, doubled as entries come, up to
+ * MAX_SLOTS (a power of two each) */
+#define MIN_SLOTS ((size_t)1024)
+#define MAX_SLOTS ((size_t)1 << 22)
+
 struct key {
     enum drawn_kind kind;
     uint64_t seed;
@@ -83,6 +88,8 @@ static void lru_push(struct drawn_cache *c, struct drawn *e)
         c->lru_tail = e;
 }
 
+/* Take e out of the table and the list; it is then the caller's to
+ * free, which it does outside the lock (free_forgotten()). */
 static void forget(struct drawn_cache *c, struct drawn *e)
 {
     struct drawn **p = slot_of(c, e->hash);
@@ -92,23 +99,56 @@ static void forget(struct drawn_cache *c, struct drawn *e)
     lru_unlink(c, e);
     c->bytes -= e->bytes;
     c->n_held--;
-    free(e->values);
-    free(e);
+}
+
+static void free_forgotten(struct drawn *gone)
+{
+    while (gone) {
+        struct drawn *next = gone->chain;
+        free(gone->values);
+        free(gone);
+        gone = next;
+    }
 }
 
 /* Forget the least recently used entries no lease holds, until the cache
- * is within its cap (or only held ones are left). */
-static void evict(struct drawn_cache *c)
+ * is within its cap (or only held ones are left), onto *gone. */
+static void evict(struct drawn_cache *c, struct drawn **gone)
 {
     struct drawn *e = c->lru_tail;
     while (c->bytes > c->cap && e) {
         struct drawn *newer = e->newer;
         if (!e->refs) {
             forget(c, e);
+            e->chain = *gone;
+            *gone = e;
             c->evictions++;
         }
         e = newer;
     }
+}
+
+/* Twice the slots once there are more entries than slots, so that a
+ * chain stays about one entry long however small the entries are (a
+ * token's embedding is a few hundred bytes). When the larger table
+ * cannot be had, the chains grow instead. */
+static void grow(struct drawn_cache *c)
+{
+    if (c->n_held <= c->n_slots || c->n_slots >= MAX_SLOTS)
+        return;
+    const size_t n = c->n_slots * 2;
+    struct drawn **slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return;
+    for (size_t i = 0; i < c->n_slots; i++)
+        for (struct drawn *e = c->slots[i], *next; e; e = next) {
+            next = e->chain;
+            e->chain = slots[e->hash & (n - 1)];
+            slots[e->hash & (n - 1)] = e;
+        }
+    free(c->slots);
+    c->slots = slots;
+    c->n_slots = n;
 }
 
 void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
@@ -116,12 +156,8 @@ void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
     c->cap = cap_bytes;
-    /* a slot for about every 4 KB of the cap, within reason: a fuller
-     * table only makes chains longer */
-    size_t slots = 1024;
-    while (slots < cap_bytes / 4096 && slots < ((size_t)1 << 20))
-        slots *= 2;
-    c->n_slots = cap_bytes ? slots : 0;
+    /* it grows with its entries (grow()) */
+    c->n_slots = cap_bytes ? MIN_SLOTS : 0;
     c->slots = c->n_slots ? calloc(c->n_slots, sizeof *c->slots) : NULL;
     if (!c->slots)
         c->cap = c->n_slots = 0;
@@ -129,8 +165,12 @@ void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
 
 void drawn_cache_free(struct drawn_cache *c)
 {
-    while (c->lru_head)
-        forget(c, c->lru_head);
+    while (c->lru_head) {
+        struct drawn *e = c->lru_head;
+        forget(c, e);
+        e->chain = NULL;
+        free_forgotten(e);
+    }
     free(c->slots);
     pthread_mutex_destroy(&c->lock);
     memset(c, 0, sizeof *c);
@@ -154,7 +194,7 @@ static struct drawn *take(struct drawn_cache *c, const struct key *k,
  * NULL when they are not kept (too large, or no memory for the entry),
  * and the values stay the caller's. */
 static struct drawn *keep(struct drawn_cache *c, const struct key *k,
-                          float *values, bool lease)
+                          float *values, bool lease, struct drawn **gone)
 {
     const size_t bytes =
         sizeof(struct drawn) + k->label_len + 1 + k->count * sizeof(float);
@@ -179,7 +219,8 @@ static struct drawn *keep(struct drawn_cache *c, const struct key *k,
     lru_push(c, e);
     c->bytes += bytes;
     c->n_held++;
-    evict(c);
+    evict(c, gone);
+    grow(c);
     return e;
 }
 
@@ -252,14 +293,16 @@ bool drawn_params_lease_some(struct drawn_cache *c,
         }
         attn_params_draw_tensor(cfg->seed, t, values);
         if (cached) {
+            struct drawn *gone = NULL;
             pthread_mutex_lock(&c->lock);
             /* another request may have drawn the same meanwhile */
             e = take(c, &k, true);
-            if (e)
-                free(values);
-            else
-                e = keep(c, &k, values, true);
+            if (!e)
+                e = keep(c, &k, values, true, &gone);
             pthread_mutex_unlock(&c->lock);
+            if (e && e->values != values)
+                free(values);
+            free_forgotten(gone);
         }
         if (e) {
             lease->held[lease->n_held++] = e;
@@ -276,11 +319,13 @@ void drawn_lease_end(struct drawn_lease *lease)
 {
     struct drawn_cache *c = lease->cache;
     if (lease->n_held) {
+        struct drawn *gone = NULL;
         pthread_mutex_lock(&c->lock);
         for (size_t i = 0; i < lease->n_held; i++)
             lease->held[i]->refs--;
-        evict(c); /* what was over the cap while held */
+        evict(c, &gone); /* what was over the cap while held */
         pthread_mutex_unlock(&c->lock);
+        free_forgotten(gone);
     }
     for (size_t i = 0; i < lease->n_own; i++)
         free(lease->own[i]);
@@ -325,6 +370,7 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
             }
         if (!drew)
             continue;
+        struct drawn *gone = NULL;
         pthread_mutex_lock(&c->lock);
         for (size_t t = first; t < last; t++) {
             if (found[t - first])
@@ -335,11 +381,12 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
             float *copy = malloc(row);
             if (copy) {
                 memcpy(copy, out + t * dim, row);
-                if (!keep(c, &k, copy, false))
+                if (!keep(c, &k, copy, false, &gone))
                     free(copy);
             }
         }
         pthread_mutex_unlock(&c->lock);
+        free_forgotten(gone);
     }
 }
 
@@ -349,6 +396,7 @@ void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s)
     *s = (struct drawn_cache_stats){.bytes = c->bytes,
                                     .cap = c->cap,
                                     .entries = c->n_held,
+                                    .slots = c->n_slots,
                                     .evictions = c->evictions};
     for (int k = 0; k < DRAWN_KINDS; k++) {
         s->hits[k] = c->hits[k];

@@ -87,6 +87,7 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
 
 struct drawn_cache_stats {
     size_t bytes, cap, entries;
+    size_t slots; /* of its table, which grows to one an entry or more */
     uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
 };
 void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s);

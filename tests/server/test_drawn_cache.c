@@ -7,7 +7,8 @@
  * for its lease alone; cap 0 keeps nothing. A lease of some tensors
  * (those a pass reads) leaves the others NULL, and attn_forward() with
  * them alone answers the same bits as with all; a later lease that
- * needs one left out draws it then, the same as drawn whole.
+ * needs one left out draws it then, the same as drawn whole. Its table
+ * grows with its entries, however small they are.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "drawn_cache.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +178,55 @@ static void test_token_embeddings(void **state)
     drawn_cache_free(&c);
 }
 
+/* Small entries by the thousand: the table grows to a slot an entry or
+ * more, and every one is found again, the same bits, after each growth. */
+static void test_many_small_entries(void **state)
+{
+    (void)state;
+    enum { WORDS = 5000, DIM = 8 };
+    static char text[WORDS][8];
+    static char *words[WORDS];
+    static float want[WORDS * DIM], got[WORDS * DIM];
+    for (size_t t = 0; t < WORDS; t++) {
+        snprintf(text[t], sizeof text[t], "w%zu", t);
+        words[t] = text[t];
+        attn_embed_token(words[t], strlen(words[t]), 7, DIM, want + t * DIM);
+    }
+    struct drawn_cache c;
+    drawn_cache_init(&c, (size_t)64 << 20);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    const size_t first_slots = s.slots;
+    assert_true(first_slots < WORDS);
+    for (int pass = 0; pass < 2; pass++) {
+        memset(got, 0, sizeof got);
+        drawn_embed_tokens(&c, words, WORDS, 7, DIM, got);
+        assert_memory_equal(got, want, sizeof want);
+    }
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.entries, WORDS);
+    assert_int_equal(s.misses[DRAWN_TOKEN], WORDS);
+    assert_int_equal(s.hits[DRAWN_TOKEN], WORDS); /* all on the second pass */
+    assert_true(s.slots >= s.entries);
+    /* a cap that holds about a tenth of them: the oldest go, the table
+     * keeps its slots, and what is lent is still what is drawn */
+    drawn_cache_free(&c);
+    drawn_cache_init(&c, s.bytes / 10);
+    drawn_embed_tokens(&c, words, WORDS, 7, DIM, got);
+    assert_memory_equal(got, want, sizeof want);
+    drawn_cache_stats(&c, &s);
+    assert_true(s.bytes <= s.cap);
+    assert_true(s.entries < WORDS / 5 && s.entries > 0);
+    assert_int_equal(s.evictions, WORDS - s.entries);
+    memset(got, 0, sizeof got);
+    drawn_embed_tokens(&c, words + WORDS - 10, 10, 7, DIM, got);
+    assert_memory_equal(got, want + (WORDS - 10) * DIM,
+                        10 * DIM * sizeof(float));
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.hits[DRAWN_TOKEN], 10); /* the newest are kept */
+    drawn_cache_free(&c);
+}
+
 /* Which of the results' arrays of want are there, each filled. */
 static const float *const *result_arrays(const struct attn_result *r, size_t *n)
 {
@@ -284,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_within_cap_and_never_a_held_one),
         cmocka_unit_test(test_over_the_cap_or_off_is_drawn_alone),
         cmocka_unit_test(test_token_embeddings),
+        cmocka_unit_test(test_many_small_entries),
         cmocka_unit_test(test_only_what_the_pass_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
