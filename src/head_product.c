@@ -12,6 +12,7 @@
  * tile of rows reads it.
  */
 #include "head_product.h"
+#include "transpose16.h"
 #include "vecmath.h"
 
 #include <cblas.h>
@@ -112,6 +113,32 @@ TILE(3)
 TILE(4)
 #undef TILE
 
+/* kt[t][c] = k[c][t] for c < nc, t < d: sixteen keys by sixteen of
+ * their values at a time, transposed in registers. */
+AVX512_TARGET static void transpose_keys(const float *k, size_t ldk, size_t nc,
+                                         size_t d, float *kt)
+{
+    for (size_t c0 = 0; c0 < nc; c0 += 16) {
+        const size_t nr = nc - c0 < 16 ? nc - c0 : 16;
+        const __mmask16 keys = (__mmask16)((1u << nr) - 1);
+        for (size_t t0 = 0; t0 < d; t0 += 16) {
+            const size_t nt = d - t0 < 16 ? d - t0 : 16;
+            const __mmask16 values = (__mmask16)((1u << nt) - 1);
+            __m512 a[16];
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++)
+                a[i] = i < nr ? _mm512_maskz_loadu_ps(values,
+                                                      k + (c0 + i) * ldk + t0)
+                              : _mm512_setzero_ps();
+            transpose16(a);
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++)
+                if (i < nt)
+                    _mm512_mask_storeu_ps(kt + (t0 + i) * nc + c0, keys, a[i]);
+        }
+    }
+}
+
 /* y = alpha a b (+ y when add): a [rows][lda] of inner, b [inner][ldb]
  * of cols, y [rows][ldy]; by tiles of MOST_VECTORS vectors of columns
  * (fewer at the end) and as many rows as the sums then allow. */
@@ -141,12 +168,7 @@ void head_scores(const float *q, size_t ldq, const float *k, size_t ldk,
     if (scratch && kernels_run() && d > 0) {
         for (size_t j0 = 0; j0 < nj; j0 += HEAD_KEY_COLS) {
             const size_t nc = nj - j0 < HEAD_KEY_COLS ? nj - j0 : HEAD_KEY_COLS;
-            // kt[t][c] = k[j0 + c][t]
-            for (size_t c = 0; c < nc; c++) {
-                const float *row = k + (j0 + c) * ldk;
-                for (size_t t = 0; t < d; t++)
-                    scratch[t * nc + c] = row[t];
-            }
+            transpose_keys(k + j0 * ldk, ldk, nc, d, scratch);
             nn_product(q, ldq, rows, scratch, nc, d, nc, scale, false, s + j0,
                        lds);
         }
