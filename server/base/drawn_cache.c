@@ -23,10 +23,9 @@ struct drawn {
     char label[]; /* a tensor's name, a token's text */
 };
 
-/* The table's slots: from MIN_SLOTS, doubled as entries come, up to
- * MAX_SLOTS (a power of two each) */
+/* The table's slots: from MIN_SLOTS, doubled as entries come while the
+ * table stays within an eighth of the cap (a power of two each) */
 #define MIN_SLOTS ((size_t)1024)
-#define MAX_SLOTS ((size_t)1 << 22)
 
 struct key {
     enum drawn_kind kind;
@@ -130,13 +129,14 @@ static void evict(struct drawn_cache *c, struct drawn **gone)
 
 /* Twice the slots once there are more entries than slots, so that a
  * chain stays about one entry long however small the entries are (a
- * token's embedding is a few hundred bytes). When the larger table
- * cannot be had, the chains grow instead. */
+ * token's embedding is a few hundred bytes). The table, beside the
+ * entries the cap counts, stays within an eighth of it: past that, or
+ * when the larger table cannot be had, the chains grow instead. */
 static void grow(struct drawn_cache *c)
 {
-    if (c->n_held <= c->n_slots || c->n_slots >= MAX_SLOTS)
-        return;
     const size_t n = c->n_slots * 2;
+    if (c->n_held <= c->n_slots || n * sizeof *c->slots > c->cap / 8)
+        return;
     struct drawn **slots = calloc(n, sizeof *slots);
     if (!slots)
         return;

@@ -10,7 +10,9 @@
  *
  * The cache holds at most its cap in bytes, entries and values together,
  * forgetting the least recently used entry that no request holds; a value
- * larger than the cap is drawn for its request alone. Cap 0 turns it off.
+ * larger than the cap is drawn for its request alone. Its table of
+ * entries grows with them, within an eighth of the cap (8 KiB at least).
+ * Cap 0 turns it off.
  * Safe from every thread.
  */
 #ifndef ATTND_DRAWN_CACHE_H
@@ -87,7 +89,7 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
 
 struct drawn_cache_stats {
     size_t bytes, cap, entries;
-    size_t slots; /* of its table, which grows to one an entry or more */
+    size_t slots; /* of its table: one an entry or more, within cap / 8 */
     uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
 };
 void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s);

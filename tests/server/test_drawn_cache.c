@@ -208,6 +208,7 @@ static void test_many_small_entries(void **state)
     assert_int_equal(s.misses[DRAWN_TOKEN], WORDS);
     assert_int_equal(s.hits[DRAWN_TOKEN], WORDS); /* all on the second pass */
     assert_true(s.slots >= s.entries);
+    assert_true(s.slots * sizeof(void *) <= s.cap / 8);
     /* a cap that holds about a tenth of them: the oldest go, the table
      * keeps its slots, and what is lent is still what is drawn */
     drawn_cache_free(&c);
@@ -217,6 +218,8 @@ static void test_many_small_entries(void **state)
     drawn_cache_stats(&c, &s);
     assert_true(s.bytes <= s.cap);
     assert_true(s.entries < WORDS / 5 && s.entries > 0);
+    assert_true(s.slots * sizeof(void *) <= s.cap / 8 ||
+                s.slots == first_slots);
     assert_int_equal(s.evictions, WORDS - s.entries);
     memset(got, 0, sizeof got);
     drawn_embed_tokens(&c, words + WORDS - 10, 10, 7, DIM, got);
