@@ -11,6 +11,7 @@
 #include "forward_plan.h"
 #include "intervene.h"
 #include "pool.h"
+#include "stream_product.h"
 #include "transformer.h"
 #include "transformer_head.h"
 #include "transformer_units.h"
@@ -538,27 +539,46 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
 
 /* ---------------------------------------------------------------- units */
 
-/* Columns to a tile of a product with cols columns. */
-static size_t tile_cols(size_t cols)
+/* How a product of n rows and cols columns is cut (transformer_units.h):
+ * its blocks of rows over row_tiles, each tile's columns across, width
+ * to a tile. */
+struct tiling {
+    size_t blocks, row_tiles, across, width;
+};
+
+static struct tiling tiling_of(size_t n, size_t cols)
 {
-    const size_t w = (cols + XF_FFN_COL_TILES - 1) / XF_FFN_COL_TILES;
-    return (w + XF_COL_ALIGN - 1) / XF_COL_ALIGN * XF_COL_ALIGN;
+    struct tiling t = {.blocks = (n + STREAM_ROWS - 1) / STREAM_ROWS};
+    const size_t by_size = (n + XF_FFN_ROW_TILE - 1) / XF_FFN_ROW_TILE;
+    t.row_tiles = t.blocks < XF_FFN_TILES  ? t.blocks
+                  : by_size > XF_FFN_TILES ? by_size
+                                           : XF_FFN_TILES;
+    const size_t across =
+        t.row_tiles ? (XF_FFN_TILES + t.row_tiles - 1) / t.row_tiles : 1;
+    const size_t w = (cols + across - 1) / across;
+    t.width = (w + XF_COL_ALIGN - 1) / XF_COL_ALIGN * XF_COL_ALIGN;
+    t.across = t.width ? (cols + t.width - 1) / t.width : 0;
+    return t;
 }
 
 size_t xf_tile_count(size_t n, size_t cols)
 {
-    const size_t w = tile_cols(cols);
-    return ((n + XF_FFN_ROW_TILE - 1) / XF_FFN_ROW_TILE) * ((cols + w - 1) / w);
+    const struct tiling t = tiling_of(n, cols);
+    return t.row_tiles * t.across;
 }
 
 struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u)
 {
-    const size_t w = tile_cols(cols), across = (cols + w - 1) / w;
-    struct xf_tile t = {.r0 = u / across * XF_FFN_ROW_TILE,
-                        .c0 = u % across * w};
-    t.rows = n - t.r0 < XF_FFN_ROW_TILE ? n - t.r0 : XF_FFN_ROW_TILE;
-    t.width = cols - t.c0 < w ? cols - t.c0 : w;
-    return t;
+    const struct tiling t = tiling_of(n, cols);
+    const size_t i = u / t.across;
+    const size_t b0 = i * t.blocks / t.row_tiles,
+                 b1 = (i + 1) * t.blocks / t.row_tiles;
+    const size_t end = b1 * STREAM_ROWS < n ? b1 * STREAM_ROWS : n;
+    struct xf_tile tile = {.r0 = b0 * STREAM_ROWS,
+                           .c0 = u % t.across * t.width};
+    tile.rows = end - tile.r0;
+    tile.width = cols - tile.c0 < t.width ? cols - tile.c0 : t.width;
+    return tile;
 }
 
 size_t xf_row_units(size_t n)

@@ -5,13 +5,17 @@
  * Internal to the core.
  *
  * Norms and residual sums go by rows, XF_ROW_UNIT to a unit. A product of
- * the feed-forward goes by tiles: its columns cut into XF_FFN_COL_TILES
- * (enough for a team of two or four to share evenly), each a multiple of
- * XF_COL_ALIGN wide, at most XF_FFN_ROW_TILE rows to a tile (all of them,
- * up to bert-base's 512 positions), so that each tile's slice of the
- * weights is packed by OpenBLAS once for all of its rows. Boundaries
- * follow from the sizes alone and units write disjoint cells, so any
- * team computes the same bits.
+ * the feed-forward goes by tiles, at least XF_FFN_TILES of them (enough
+ * for a team of two or four to share evenly). Its rows go in whole
+ * blocks of STREAM_ROWS, the rows the streamed product packs at a time,
+ * shared out as evenly as whole blocks go over XF_FFN_TILES row tiles,
+ * or over more of at most about XF_FFN_ROW_TILE rows each: a block's rows
+ * are packed once for the whole product, not once for each slice of its
+ * columns (at 512 rows through a 3072-wide down projection, four times
+ * 6 MiB a layer). With fewer blocks than XF_FFN_TILES (short inputs) the
+ * columns are cut too, each tile a multiple of XF_COL_ALIGN wide.
+ * Boundaries follow from the sizes alone and units write disjoint cells,
+ * so any team computes the same bits.
  */
 #ifndef ATTN_TRANSFORMER_UNITS_H
 #define ATTN_TRANSFORMER_UNITS_H
@@ -23,8 +27,8 @@
 
 enum {
     XF_ROW_UNIT = 64,
-    XF_FFN_COL_TILES = 4,
-    XF_FFN_ROW_TILE = 512,
+    XF_FFN_TILES = 4,
+    XF_FFN_ROW_TILE = 256,
     XF_COL_ALIGN = 16
 };
 
