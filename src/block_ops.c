@@ -14,23 +14,7 @@
 void xf_layer_norm(const float *x, size_t rows, size_t cols, const float *w,
                    const float *b, float eps, float *y)
 {
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * cols;
-        float *yr = y + r * cols;
-        // mean and biased variance in double: two passes, no cancellation
-        double sum = 0.0;
-        for (size_t c = 0; c < cols; c++)
-            sum += xr[c];
-        const double mean = sum / (double)cols;
-        double sq = 0.0;
-        for (size_t c = 0; c < cols; c++) {
-            const double d = xr[c] - mean;
-            sq += d * d;
-        }
-        const double rstd = 1.0 / sqrt(sq / (double)cols + (double)eps);
-        for (size_t c = 0; c < cols; c++)
-            yr[c] = (float)((xr[c] - mean) * rstd) * w[c] + b[c];
-    }
+    norm_layer(x, rows, cols, w, b, eps, y);
 }
 
 void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
