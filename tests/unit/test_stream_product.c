@@ -127,7 +127,12 @@ static void test_exact_sums(void **state)
         {64, 200, 11, 3},
         {65, 31, 19, 1},
         {130, 96, 25, 2},
+        /* past a flush of 48 outputs: whole blocks of sixteen and a few */
+        {33, 100, 50, 1},
+        {20, 64, 97, 2},
+        {130, 40, 64, 0},
         {3, STREAM_COLS + 37, 8, 1},
+        {40, STREAM_COLS + 3, 49, 1},
         {70, STREAM_COLS + 5, 7, 0},
     };
     static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
