@@ -470,6 +470,13 @@ struct attn_config {
     struct attn_pool *pool; /* NULL, or the caller's pool, whose threads
                                (at most threads of them) the call runs on
                                when no other call is using it */
+    /* NULL, or where the pass writes the weights it returns
+     * (ATTN_WANT_WEIGHTS asked for, not only read for another array),
+     * [B][h][N][K]: the caller's array, which out->weights then is and
+     * attn_result_free() leaves alone, so that a caller keeping them in a
+     * larger array of its own (a layer of a transformer's) need not copy
+     * them, nor the pass allocate them. */
+    float *weights_into;
 
     /* NULL, or a flag another thread may raise to stop this call: it is
      * read between units of work, and once it is true the call frees what
@@ -479,8 +486,8 @@ struct attn_config {
     bool resolved;        /* set by attn_config_resolve(); attn_forward() then
                              takes the config as it is. After resolving, change
                              only params, params_checked, threads, pool,
-                             cancel, and want to fewer arrays than it was
-                             resolved for. */
+                             weights_into, cancel, and want to fewer arrays
+                             than it was resolved for. */
     bool params_checked;  /* params hold every tensor the pass reads (a
                              tensor no path of this config reads, such as
                              W_v and W_o when only the weights are wanted,
@@ -640,6 +647,7 @@ struct attn_result {
     size_t batch, n_query, n_ctx, n_keys, heads, kv_heads, d_k, d_v, d_out;
     float *weights, *weights_raw, *scores, *mean_weights;
     float *q, *k, *v, *heads_out, *output;
+    bool weights_lent; /* weights is the config's weights_into */
     uint8_t *fully_masked;
     size_t n_fully_masked;
     struct attn_measures measures;
@@ -682,6 +690,12 @@ size_t attn_workspace_bytes(const struct attn_config *cfg);
  * with cfg->pool, which another call may be using). Thread stacks are
  * not counted. */
 size_t attn_forward_bytes(const struct attn_config *cfg);
+
+/* Of those, the bytes of the weights array a resolved config returns
+ * (0 when it returns none, or writes them into cfg->weights_into): what
+ * a caller planning to give weights_into later saves. Weights the pass
+ * only reads for another array are its own, and not counted here. */
+size_t attn_weights_bytes(const struct attn_config *cfg);
 
 /* Floating-point operations of a call for a resolved config (2 per
  * multiply-add), the measures it returns included: for budgets, metrics

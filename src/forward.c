@@ -362,6 +362,11 @@ static attn_status result_init(const struct attn_config *c,
     for (size_t i = 0; i < N_RESULT_PARTS; i++) {
         if (!(c->want & arrays[i].bit))
             continue;
+        if (arrays[i].bit == ATTN_WANT_WEIGHTS && forward_weights_lent(c)) {
+            res->weights = c->weights_into;
+            res->weights_lent = true;
+            continue;
+        }
         *arrays[i].slot =
             arrays[i].zeroed
                 ? calloc(arrays[i].count, sizeof(float))
@@ -383,7 +388,8 @@ void attn_result_free(struct attn_result *result)
 {
     if (!result)
         return;
-    free(result->weights);
+    if (!result->weights_lent)
+        free(result->weights);
     free(result->weights_raw);
     free(result->scores);
     free(result->mean_weights);

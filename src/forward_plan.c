@@ -239,6 +239,22 @@ static size_t result_alloc_extra(size_t bytes, bool zeroed)
     return 0;
 }
 
+bool forward_weights_lent(const struct attn_config *cfg)
+{
+    return cfg->weights_into && (cfg->want & ATTN_WANT_WEIGHTS) &&
+           !(cfg->want_internal & ATTN_WANT_WEIGHTS);
+}
+
+size_t attn_weights_bytes(const struct attn_config *cfg)
+{
+    if (!(cfg->want & ATTN_WANT_WEIGHTS) ||
+        (cfg->want_internal & ATTN_WANT_WEIGHTS) || forward_weights_lent(cfg))
+        return 0;
+    const size_t bytes =
+        cfg->batch * cfg->heads * cfg->n_query * cfg->n_keys * sizeof(float);
+    return bytes + result_alloc_extra(bytes, false);
+}
+
 bool attn_forward_needs_pool(const struct attn_config *cfg)
 {
     const struct paths p = forward_paths(cfg);
@@ -252,12 +268,16 @@ size_t attn_forward_bytes(const struct attn_config *cfg)
     forward_result_parts(cfg, &res, arrays);
     /* every term is under SIZE_MAX / 32 once the config is resolved */
     size_t floats = 0, rounding = 0;
-    for (size_t i = 0; i < N_RESULT_PARTS; i++)
-        if (cfg->want & arrays[i].bit) {
-            floats += arrays[i].count;
-            rounding += result_alloc_extra(arrays[i].count * sizeof(float),
-                                           arrays[i].zeroed);
-        }
+    for (size_t i = 0; i < N_RESULT_PARTS; i++) {
+        /* weights written where the caller said are not allocated */
+        const bool lent =
+            arrays[i].bit == ATTN_WANT_WEIGHTS && forward_weights_lent(cfg);
+        if (!(cfg->want & arrays[i].bit) || lent)
+            continue;
+        floats += arrays[i].count;
+        rounding += result_alloc_extra(arrays[i].count * sizeof(float),
+                                       arrays[i].zeroed);
+    }
     if (cfg->mode == ATTN_MODE_PROJECTED && !cfg->params) {
         struct attn_param_tensor tensors[ATTN_PARAM_COUNT];
         const size_t n = attn_params_layout(cfg, 0, tensors);

@@ -130,4 +130,9 @@ void attn_place_heads(const struct attn_config *c, float *x, size_t rows,
  * free(). NULL when memory runs out. */
 void *forward_result_alloc(size_t bytes);
 
+/* Does the pass write its weights into cfg->weights_into, the caller's,
+ * rather than an array of its own? When they are returned (not only
+ * read for another array) and the caller gave one. */
+bool forward_weights_lent(const struct attn_config *cfg);
+
 #endif

@@ -604,6 +604,12 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
     cfg.pool = s->team.pool;
     cfg.cancel = s->cancel;
     cfg.bf16_dots = plan->run.bf16_dots;
+    const size_t nn = n * n;
+    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
+    /* the layer's weights straight into the result, where they are
+     * returned: a copy of [heads][n][n] a layer saved */
+    if (s->out->weights && xf_weights_into_result(&cfg))
+        cfg.weights_into = s->out->weights + at * m->heads * nn;
     attn_status st = attn_forward(&cfg, x, NULL, attn, err);
     if (st) {
         if (st == ATTN_E_CANCELLED || !err)
@@ -612,9 +618,7 @@ static attn_status core_attention(struct stack *s, size_t l, const float *x,
         snprintf(why, sizeof why, "%s", err->message);
         return attn_fail_at(err, st, "layer", 1, &l, "layer %zu: %s", l, why);
     }
-    const size_t nn = n * n;
-    const size_t at = plan->run.layer == XF_ALL_LAYERS ? l : 0;
-    if (s->out->weights && xf_returns_layer(plan, l))
+    if (s->out->weights && xf_returns_layer(plan, l) && !attn->weights_lent)
         memcpy(s->out->weights + at * m->heads * nn, attn->weights,
                m->heads * nn * sizeof(float));
     if (s->out->mean_weights && xf_returns_layer(plan, l))

@@ -606,6 +606,13 @@ struct xf_products xf_plan_products(const struct xf_plan *p)
                                 .bf16_dots = p->run.bf16_dots};
 }
 
+bool xf_weights_into_result(const struct attn_config *cfg)
+{
+    return (cfg->want & ATTN_WANT_WEIGHTS) &&
+           !(cfg->want_internal & ATTN_WANT_WEIGHTS) && cfg->batch == 1 &&
+           cfg->n_keys == cfg->n_query;
+}
+
 bool xf_returns_layer(const struct xf_plan *p, size_t l)
 {
     return p->run.layer == XF_ALL_LAYERS || p->run.layer == l;
@@ -899,6 +906,9 @@ static attn_status plan_attention(struct xf_plan *p, struct attn_error *err)
             return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                              "the attention of %zu tokens is too large",
                              p->run.n);
+        // weights the pass writes straight into the result
+        if (xf_weights_into_result(&p->attn[a]))
+            bytes -= attn_weights_bytes(&p->attn[a]);
         // on the pass's own pool when it needs one, which is free whenever
         // a layer's attention runs
         if (attn_forward_needs_pool(&p->attn[a]))

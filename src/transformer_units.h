@@ -43,6 +43,13 @@ struct xf_products {
 /* The plan's. */
 struct xf_products xf_plan_products(const struct xf_plan *p);
 
+/* Does a layer's attention of cfg (one of the plan's) write its weights
+ * straight into the result's (attn_config.weights_into)? When it
+ * returns them (only a returned layer's call asks for them) over one
+ * sequence, whose keys are its queries: the layout of a layer of the
+ * result's weights. */
+bool xf_weights_into_result(const struct attn_config *cfg);
+
 /* A tile of a product: rows [r0, r0 + rows), columns [c0, c0 + width). */
 struct xf_tile {
     size_t r0, rows, c0, width;

@@ -242,6 +242,77 @@ static void test_attention_measures_bytes_hold(void **state)
     free(x);
 }
 
+/* Weights written into the caller's array (attn_config.weights_into):
+ * the same bits as in the pass's own, out->weights that array and left
+ * to the caller by attn_result_free(), and the pass's bytes less by
+ * attn_weights_bytes(). Weights read only for another array (the
+ * value-weighted norms) stay the pass's own, and the array untouched. */
+static void test_weights_into_callers_array(void **state)
+{
+    (void)state;
+    enum { B = 2, N = 70, D = 24, H = 4 };
+    const size_t count = (size_t)B * H * N * N;
+    float *x = malloc(B * N * D * sizeof *x);
+    float *into = malloc(count * sizeof *into);
+    for (size_t i = 0; i < B * N * D; i++)
+        x[i] = (float)((int)(i * 7919 % 61) - 30) / 40.0f;
+    for (unsigned threads = 1; threads <= 2; threads++) {
+        struct attn_config c = {.mode = ATTN_MODE_PROJECTED,
+                                .batch = B,
+                                .n_query = N,
+                                .d_model = D,
+                                .heads = H,
+                                .causal = true,
+                                .threads = threads,
+                                .want = ATTN_WANT_WEIGHTS | ATTN_WANT_OUTPUT};
+        struct attn_error err;
+        assert_int_equal(attn_config_resolve(&c, &err), ATTN_OK);
+        struct attn_result own;
+        assert_int_equal(attn_forward(&c, x, NULL, &own, &err), ATTN_OK);
+        const size_t own_bytes = attn_forward_bytes(&c);
+        const size_t weights_bytes = attn_weights_bytes(&c);
+        assert_true(weights_bytes >= count * sizeof(float));
+        c.weights_into = into;
+        assert_int_equal(attn_weights_bytes(&c), 0);
+        const size_t estimate = attn_forward_bytes(&c);
+        assert_int_equal(estimate, own_bytes - weights_bytes);
+        struct attn_result lent;
+        alloc_count_start();
+        assert_int_equal(attn_forward(&c, x, NULL, &lent, &err), ATTN_OK);
+        const size_t top = alloc_peak();
+        assert_true(top <= estimate);
+        assert_ptr_equal(lent.weights, into);
+        assert_memory_equal(into, own.weights, count * sizeof(float));
+        assert_memory_equal(lent.output, own.output,
+                            (size_t)B * N * D * sizeof(float));
+        attn_result_free(&lent);
+        assert_int_equal(alloc_live(), 0); /* all but the caller's freed */
+        alloc_count_stop();
+        into[count - 1] = 1.0f; /* still the caller's, and there */
+        attn_result_free(&own);
+    }
+    /* weights only read for the value-weighted norms: the pass's own */
+    struct attn_config v = {.mode = ATTN_MODE_PROJECTED,
+                            .batch = B,
+                            .n_query = N,
+                            .d_model = D,
+                            .heads = H,
+                            .want = ATTN_WANT_VALUE_WEIGHTED};
+    struct attn_error err;
+    assert_int_equal(attn_config_resolve(&v, &err), ATTN_OK);
+    v.weights_into = into;
+    for (size_t i = 0; i < count; i++)
+        into[i] = -1.0f;
+    struct attn_result r;
+    assert_int_equal(attn_forward(&v, x, NULL, &r, &err), ATTN_OK);
+    assert_null(r.weights);
+    for (size_t i = 0; i < count; i++)
+        assert_true(into[i] == -1.0f);
+    attn_result_free(&r);
+    free(into);
+    free(x);
+}
+
 /* wordpiece_encode_bytes() bounds what wordpiece_encode() holds at once. */
 static void test_encode_bytes_bound(void **state)
 {
@@ -278,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_bytes_hold),
         cmocka_unit_test(test_bytes_hold_prenorm_gated),
         cmocka_unit_test(test_attention_measures_bytes_hold),
+        cmocka_unit_test(test_weights_into_callers_array),
         cmocka_unit_test(test_encode_bytes_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
