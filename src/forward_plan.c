@@ -50,9 +50,10 @@ struct paths forward_paths(const struct attn_config *c)
     const double flops = forward_pass_flops(c);
     p.query_rows = unit_rows(c->n_query, flops, QUERY_BLOCK);
     p.kv_rows = unit_rows(c->n_ctx, flops, KV_CHUNK);
-    p.full_path = c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
-                             ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS |
-                             ATTN_ROW_MEASURES);
+    p.full_path =
+        c->full_path || (c->want & (ATTN_WANT_WEIGHTS | ATTN_WANT_WEIGHTS_RAW |
+                                    ATTN_WANT_SCORES | ATTN_WANT_MEAN_WEIGHTS |
+                                    ATTN_ROW_MEASURES));
     p.need_pv = c->want & (ATTN_WANT_HEADS | ATTN_WANT_OUTPUT);
     /* key-outer pays off when K and V would outgrow one key block, and
      * only when nothing needs them whole afterwards; appended keys

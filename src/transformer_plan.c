@@ -647,9 +647,9 @@ unsigned xf_attn_kind(const struct xf_plan *p, size_t l)
 }
 
 /* The attention of a layer of kind as the core's config; resolved.
- * Always the mean weights, so that every call takes the core's full path,
- * and the weights have the same bits whether or not the output is also
- * asked for. */
+ * Always on the core's full path, so that the weights have the same bits
+ * whether or not the output is also asked for, and the output whether or
+ * not the weights are. */
 static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
                                   const struct xf_layer_kind *lk,
                                   struct attn_config *cfg,
@@ -690,16 +690,12 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     cfg->qk_norm = m->arch.qk_norm;
     cfg->qk_norm_whole = m->arch.qk_norm_whole;
     cfg->qk_norm_eps = m->norm_eps;
-    // the mean weights also keep a call that measures nothing on the
-    // full path; one that measures rows is on it already, and holds no
-    // N x N matrix unless the mean is read
+    // every call on the full path, and the mean weights only where they
+    // are read
+    cfg->full_path = true;
     const bool mean_read =
         p->want & (XF_WANT_MEAN_WEIGHTS | XF_WANT_ROLLOUT | XF_WANT_FLOW);
-    cfg->want =
-        mean_read ||
-                !(kind & (XF_KIND_MEASURES | XF_KIND_TOP_K | XF_KIND_POOLED))
-            ? ATTN_WANT_MEAN_WEIGHTS
-            : 0;
+    cfg->want = mean_read ? ATTN_WANT_MEAN_WEIGHTS : 0;
     if (kind & XF_KIND_OUTPUT)
         cfg->want |= ATTN_WANT_OUTPUT;
     if (kind & XF_KIND_WEIGHTS)

@@ -1595,6 +1595,48 @@ static void test_flops(void **state)
                 2.0 * (4 * 10 * 64 * 64 + 2 * 8 * 10 * 10 * 8));
 }
 
+/* full_path: an output alone has the bits of the output of a call that
+ * also returns the weights, on an input long enough that it would
+ * otherwise go key-outer (and so with other bits, which is checked too,
+ * so that the test shows the flag doing something). */
+static void test_full_path_output_bits(void **state)
+{
+    (void)state;
+    enum { N = 700, D = 48 };
+    float *x = malloc(N * D * sizeof *x);
+    for (size_t i = 0; i < N * D; i++)
+        x[i] = (float)((int)(i * 7919 % 101) - 50) / 60.0f;
+    struct attn_result with_weights, full, streamed;
+    struct attn_error err;
+    const struct attn_config base = {.mode = ATTN_MODE_PROJECTED,
+                                     .n_query = N,
+                                     .d_model = D,
+                                     .heads = 4,
+                                     .seed = 5,
+                                     .threads = 2};
+    struct attn_config a = base, b = base, c = base;
+    a.want = ATTN_WANT_OUTPUT | ATTN_WANT_WEIGHTS;
+    b.want = ATTN_WANT_OUTPUT;
+    b.full_path = true;
+    c.want = ATTN_WANT_OUTPUT;
+    assert_int_equal(attn_forward(&a, x, NULL, &with_weights, &err), ATTN_OK);
+    assert_int_equal(attn_forward(&b, x, NULL, &full, &err), ATTN_OK);
+    assert_int_equal(attn_forward(&c, x, NULL, &streamed, &err), ATTN_OK);
+    assert_null(full.weights);
+    assert_memory_equal(full.output, with_weights.output,
+                        N * D * sizeof(float));
+    assert_true(memcmp(streamed.output, with_weights.output,
+                       N * D * sizeof(float)) != 0);
+    /* and it holds less than the call with the weights */
+    assert_int_equal(attn_config_resolve(&a, &err), ATTN_OK);
+    assert_int_equal(attn_config_resolve(&b, &err), ATTN_OK);
+    assert_true(attn_forward_bytes(&b) < attn_forward_bytes(&a));
+    attn_result_free(&with_weights);
+    attn_result_free(&full);
+    attn_result_free(&streamed);
+    free(x);
+}
+
 /* ------------------------------------------------------------ cancelling */
 
 struct canceller {
@@ -1681,6 +1723,7 @@ int main(void)
         cmocka_unit_test(test_key_outer_matches_key_inner),
         cmocka_unit_test(test_value_input),
         cmocka_unit_test(test_flops),
+        cmocka_unit_test(test_full_path_output_bits),
         cmocka_unit_test(test_cancel_stops_between_units),
     };
     return cmocka_run_group_tests_name("forward", tests, NULL, NULL);
