@@ -445,6 +445,9 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
             p->rows - r0 < STREAM_ROWS ? p->rows - r0 : STREAM_ROWS;
         if (rows <= BY_OUTPUTS_ROWS) {
             by_outputs(p, r0, rows, beta);
+            if (p->finish)
+                p->finish(p->y + r0 * p->ldy, p->ldy, rows, p->out,
+                          p->finish_arg);
             continue;
         }
         const size_t nv = (rows + 15) / 16;
@@ -470,6 +473,10 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
                 }
                 stream_add_sums(p->y, p->ldy, r0, rows, o0, span, sums,
                                 STREAM_ROWS, k0 == 0 && beta == 0.0f);
+                // the block's outputs are whole after W's last columns
+                if (p->finish && k0 + cols == p->in)
+                    p->finish(p->y + r0 * p->ldy + o0, p->ldy, rows, span,
+                              p->finish_arg);
             }
         }
     }

@@ -153,10 +153,21 @@ static const float *ffn_input(const struct pass *p)
     return in_norms(p->m) ? p->normed : p->x1;
 }
 
+/* The model's activation over a block of a product's outputs, as each
+ * completes (widen_product's finish): arg is the xf_act. */
+static void activate_block(float *block, size_t ld, size_t rows, size_t cols,
+                           const void *arg)
+{
+    const xf_act act = *(const xf_act *)arg;
+    for (size_t r = 0; r < rows; r++)
+        xf_activation(act, block + r * ld, cols);
+}
+
 /* out = in W^T + b over a tile, out's rows IW apart, with the product in
- * hand (p->w, p->b). (IW, not I: cblas.h brings complex.h's I.) */
+ * hand (p->w, p->b), then act over it when act is not NULL. (IW, not I:
+ * cblas.h brings complex.h's I.) */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
-                         float *out, unsigned member)
+                         float *out, const xf_act *act, unsigned member)
 {
     const size_t H = p->m->hidden, IW = p->m->intermediate;
     float *o = out + t->r0 * IW + t->c0;
@@ -174,7 +185,9 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .y = o,
                                      .ldy = IW,
                                      .alone = p->how.alone,
-                                     .bf16_dots = p->how.bf16_dots};
+                                     .bf16_dots = p->how.bf16_dots,
+                                     .finish = act ? activate_block : NULL,
+                                     .finish_arg = act};
     widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
 }
 
@@ -187,9 +200,8 @@ static void activated_tile(void *arg, size_t u, unsigned member)
     const size_t IW = m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, IW, u);
     float *out = m->arch.ffn == XF_FFN_GATED ? p->gate : p->inter;
-    tile_product(p, &t, out, member);
-    for (size_t r = 0; r < t.rows; r++)
-        xf_activation(m->arch.act, out + (t.r0 + r) * IW + t.c0, t.width);
+    // the activation done to each block of the product as it completes
+    tile_product(p, &t, out, &m->arch.act, member);
 }
 
 /* inter = (up x) * gate, a tile of it (gated). */
@@ -198,7 +210,7 @@ static void gated_tile(void *arg, size_t u, unsigned member)
     struct pass *p = arg;
     const size_t IW = p->m->intermediate;
     const struct xf_tile t = xf_tile_at(p->n, IW, u);
-    tile_product(p, &t, p->inter, member);
+    tile_product(p, &t, p->inter, NULL, member);
     float *inter = p->inter + t.r0 * IW + t.c0;
     const float *gate = p->gate + t.r0 * IW + t.c0;
     for (size_t r = 0; r < t.rows; r++)

@@ -147,14 +147,16 @@ static const void *w_at(const struct widen_product *p, size_t o, size_t v0)
  * unless W has fewer. */
 enum { PANEL_ALIGN = 16, PANEL_MIN_COLS = 256 };
 
-void widen_product(const struct widen_product *p, float beta, float *panel)
+/* y = beta y + x W^T by one of the ways widen_product() describes; true
+ * when that way has done p->finish itself. */
+static bool product(const struct widen_product *p, float beta, float *panel)
 {
     if (p->col0 && attn_dtype_block(p->dtype) == 1) {
         struct widen_product at = *p;
         at.w = w_at(p, 0, p->col0);
         at.col0 = 0;
         widen_product(&at, beta, panel);
-        return;
+        return true;
     }
     if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
         (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
@@ -162,11 +164,11 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
             bf16_dots_rows(p, beta, panel);
         else
             bf16_dots_product(p, beta, panel);
-        return;
+        return false;
     }
     if (p->rows == 1 || p->alone) {
         row_product(p, beta, panel);
-        return;
+        return false;
     }
     const size_t blk = attn_dtype_block(p->dtype);
     if (blk > 1 && p->col0 % blk == 0 && p->in % blk == 0 && panel &&
@@ -183,17 +185,17 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
             .y = p->y,
             .ldy = p->ldy};
         quant_product(&q, beta, panel);
-        return;
+        return false;
     }
     if (panel && (beta == 0.0f || beta == 1.0f) && stream_product_can(p)) {
         stream_product(p, beta, panel);
-        return;
+        return true;
     }
     if (p->dtype == ATTN_F32) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->rows,
                     (int)p->out, (int)p->in, 1.0f, p->x, (int)p->ldx, p->w,
                     (int)p->ldw, beta, p->y, (int)p->ldy);
-        return;
+        return false;
     }
     // blocks of W's columns at least PANEL_MIN_COLS wide (or all of them
     // when the panel holds every row at that), so that y is not read
@@ -221,4 +223,11 @@ void widen_product(const struct widen_product *p, float beta, float *panel)
                         k0 ? 1.0f : beta, p->y + o0, (int)p->ldy);
         }
     }
+    return false;
+}
+
+void widen_product(const struct widen_product *p, float beta, float *panel)
+{
+    if (!product(p, beta, panel) && p->finish)
+        p->finish(p->y, p->ldy, p->rows, p->out, p->finish_arg);
 }

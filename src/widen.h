@@ -47,6 +47,14 @@ struct widen_product {
      * bfloat16 dot products (bf16_dots.h), where it has them: faster,
      * and less precise */
     bool bf16_dots;
+    /* NULL, or what is done to each output once its sum is whole (an
+     * activation): finish(block, ldy, rows, cols, finish_arg) over
+     * blocks of y that together cover it once. A streamed product
+     * calls it on each block as it completes, while the block is in
+     * cache; the other ways call it on all of y at the end. */
+    void (*finish)(float *block, size_t ldy, size_t rows, size_t cols,
+                   const void *arg);
+    const void *finish_arg;
 };
 
 /*

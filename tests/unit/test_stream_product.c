@@ -228,6 +228,104 @@ static void test_same_bits_however_cut(void **state)
     free(cut);
 }
 
+/* What a finish sees: each output once, and only when its sum is whole. */
+struct finished {
+    const float *whole; /* the product's bits, without the finish */
+    float *y;
+    size_t ldy;
+    unsigned *times; /* [rows][ldy] */
+};
+
+static void count_finish(float *block, size_t ldy, size_t rows, size_t cols,
+                         const void *arg)
+{
+    const struct finished *f = arg;
+    assert_int_equal(ldy, f->ldy);
+    const size_t at = (size_t)(block - f->y);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            const size_t i = at + r * ldy + c;
+            assert_true(block[r * ldy + c] == f->whole[i]); /* whole */
+            f->times[i]++;
+            block[r * ldy + c] = 2.0f * block[r * ldy + c] + 1.0f;
+        }
+}
+
+/* widen_product()'s finish is done to every output once, after its sum
+ * is whole, whichever way the product goes: streamed (two to eight rows
+ * by outputs, more by the kernel, W's columns past one block of
+ * STREAM_COLS), one row, or a half-precision W widened a panel at a
+ * time; beta 1 included. */
+static void test_finish_once_when_whole(void **state)
+{
+    (void)state;
+    const struct {
+        size_t rows, in, out;
+        attn_dtype dtype;
+    } cases[] = {
+        {70, STREAM_COLS + 40, 53, ATTN_F32},
+        {5, 300, 50, ATTN_F32},
+        {130, 96, 97, ATTN_BF16},
+        {1, 200, 30, ATTN_F32},
+        {20, 64, 33, ATTN_F16},
+    };
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const size_t rows = cases[i].rows, in = cases[i].in, out = cases[i].out,
+                     ldy = out + 3;
+        float *x = malloc(rows * in * sizeof *x);
+        uint16_t *w = malloc(out * in * sizeof(float));
+        float *wf = (float *)(void *)w;
+        float *whole = malloc(rows * ldy * sizeof *whole);
+        float *y = malloc(rows * ldy * sizeof *y);
+        unsigned *times = calloc(rows * ldy, sizeof *times);
+        for (size_t k = 0; k < rows * in; k++)
+            x[k] = (float)((int)(k * 7919 % 61) - 30) / 16.0f;
+        for (size_t k = 0; k < out * in; k++) {
+            if (cases[i].dtype == ATTN_F32)
+                wf[k] = (float)((int)(k * 104729 % 23) - 11) / 8.0f;
+            else /* 1/8 steps: the same in bfloat16 and in half */
+                w[k] = cases[i].dtype == ATTN_BF16
+                           ? (uint16_t)(0x3E00u + k % 7 * 0x80u)
+                           : (uint16_t)(0x3000u + k % 7 * 0x400u);
+        }
+        for (int beta = 0; beta < 2; beta++) {
+            for (size_t k = 0; k < rows * ldy; k++)
+                whole[k] = y[k] = (float)(k % 5);
+            struct widen_product p = {.x = x,
+                                      .ldx = in,
+                                      .rows = rows,
+                                      .in = in,
+                                      .w = w,
+                                      .dtype = cases[i].dtype,
+                                      .ldw = in,
+                                      .out = out,
+                                      .y = whole,
+                                      .ldy = ldy};
+            widen_product(&p, (float)beta, panel);
+            struct finished f = {whole, y, ldy, times};
+            memset(times, 0, rows * ldy * sizeof *times);
+            p.y = y;
+            p.finish = count_finish;
+            p.finish_arg = &f;
+            widen_product(&p, (float)beta, panel);
+            for (size_t r = 0; r < rows; r++)
+                for (size_t o = 0; o < ldy; o++) {
+                    const size_t k = r * ldy + o;
+                    if (o < out) {
+                        assert_int_equal(times[k], 1);
+                        assert_true(y[k] == 2.0f * whole[k] + 1.0f);
+                    } else { /* the stride's pad: left alone */
+                        assert_int_equal(times[k], 0);
+                        assert_true(y[k] == (float)(k % 5));
+                    }
+                }
+        }
+        free(x), free(w), free(whole), free(y), free(times);
+    }
+    free(panel);
+}
+
 /* A product of two to eight rows goes by outputs, sixteen of W's rows
  * transposed at a time, rather than through the broadcast kernel: its
  * rows are the bits the broadcast kernel gives them among more rows, for
@@ -378,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_exact_sums),
         cmocka_unit_test(test_same_bits_however_cut),
         cmocka_unit_test(test_few_rows_same_bits),
+        cmocka_unit_test(test_finish_once_when_whole),
         cmocka_unit_test(test_which_products),
         cmocka_unit_test(test_packing),
     };
