@@ -496,9 +496,10 @@ struct attn_config {
                              or checked before (attn_params_check()), so
                              attn_forward() does not look at each value
                              again */
-    bool full_path;       /* take the full path (docs/math.md) even when
+    bool full_path;       /* take the full path (docs/math.md, "Forward
+                             pass": whole rows of scores) even when
                              nothing asked for needs it: each query block's
-                             whole rows of weights, then P V. Its output has
+                             rows of weights, then P V. Its output has
                              the bits of a call that returns the weights,
                              which the streaming path's need not. */
     bool stored_matrices; /* params may hold their matrices at a 16-bit
