@@ -373,7 +373,7 @@ static void test_decoder_logits(void **state)
 
 /* Rows each their own token through a bfloat16 W with bfloat16 dot
  * products (bf16_dots_rows()): within the bounds of the rows way, and
- * each row the same bits alone as beside others. */
+ * each row the same bits alone as beside others, or beside one other. */
 static void test_rows_alone(void **state)
 {
     (void)state;
@@ -412,6 +412,16 @@ static void test_rows_alone(void **state)
             p.y = one;
             widen_product(&p, 0.0f, panel);
             assert_memory_equal(one, together + r * OUT, sizeof one);
+            // and two rows at a time (two sequences' step)
+            if (r + 2 <= ROWS && r % 2 == 0) {
+                float two[2 * OUT];
+                struct widen_product pair = all;
+                pair.x = x + r * in;
+                pair.rows = 2;
+                pair.y = two;
+                widen_product(&pair, 0.0f, panel);
+                assert_memory_equal(two, together + r * OUT, sizeof two);
+            }
             for (size_t o = 0; o < OUT; o++) {
                 double rounded = 0, mag = 0;
                 for (size_t k = 0; k < in; k++) {

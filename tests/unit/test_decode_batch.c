@@ -72,7 +72,8 @@ static void *random_matrix(attn_dtype dtype, size_t out, size_t in,
 }
 
 /* Each row of x through W, alone (rows 1) and beside the others (rows
- * all, alone marked), in each build the CPU runs, with beta 0 and 1:
+ * all, alone marked; and two at a time), in each build the CPU runs,
+ * with beta 0 and 1:
  * every output the same bits; and within the rounding bound of the
  * float64 product: (in / 16 + 40) 2^-24 sum |x w| for the order
  * row_product.h gives. */
@@ -135,6 +136,24 @@ static void test_rows_alone_same_bits(void **state)
                     row_product_isa((enum vec_isa)isa, &all, 1.0f, panel);
                 }
                 assert_memory_equal(alone, together, sizeof alone);
+                // two rows at a time (two sequences' step)
+                memset(together, 0, sizeof together);
+                for (size_t r = 0; r + 2 <= ROWS; r += 2) {
+                    const struct widen_product two = {.x = x + r * in,
+                                                      .ldx = in,
+                                                      .rows = 2,
+                                                      .in = in,
+                                                      .w = w,
+                                                      .dtype = dtype,
+                                                      .ldw = in,
+                                                      .out = OUT,
+                                                      .y = together[r],
+                                                      .ldy = OUT,
+                                                      .alone = true};
+                    row_product_isa((enum vec_isa)isa, &two, 0.0f, panel);
+                }
+                assert_memory_equal(alone, together,
+                                    (ROWS - ROWS % 2) * sizeof *alone);
                 // a float32 or bfloat16 W needs no panel; without one, a
                 // bfloat16 W's rows of x are split in each kernel call
                 // rather than once
