@@ -110,12 +110,12 @@ static void free_forgotten(struct drawn *gone)
     }
 }
 
-/* Forget the least recently used entries no lease holds, until the cache
- * is within its cap (or only held ones are left), onto *gone. */
-static void evict(struct drawn_cache *c, struct drawn **gone)
+/* Forget the least recently used entries no lease holds until room more
+ * bytes fit within the cap (or only held ones are left), onto *gone. */
+static void evict(struct drawn_cache *c, size_t room, struct drawn **gone)
 {
     struct drawn *e = c->lru_tail;
-    while (c->bytes > c->cap && e) {
+    while (c->bytes + room > c->cap && e) {
         struct drawn *newer = e->newer;
         if (!e->refs) {
             forget(c, e);
@@ -190,15 +190,20 @@ static struct drawn *take(struct drawn_cache *c, const struct key *k,
     return e;
 }
 
-/* Keep values (drawn for k, now the cache's) with `lease` leases on them;
- * NULL when they are not kept (too large, or no memory for the entry),
- * and the values stay the caller's. */
+/* Keep values (drawn for k, now the cache's) with `lease` leases on them,
+ * room made for them first; NULL when they are not kept (too large, no
+ * room beside what leases hold, or no memory for the entry), and the
+ * values stay the caller's. So the cache is never over its cap, and
+ * what keep() returns is never one of the entries it forgot. */
 static struct drawn *keep(struct drawn_cache *c, const struct key *k,
                           float *values, bool lease, struct drawn **gone)
 {
     const size_t bytes =
         sizeof(struct drawn) + k->label_len + 1 + k->count * sizeof(float);
     if (bytes > c->cap)
+        return NULL;
+    evict(c, bytes, gone);
+    if (c->bytes + bytes > c->cap)
         return NULL;
     struct drawn *e = malloc(sizeof *e + k->label_len + 1);
     if (!e)
@@ -219,7 +224,6 @@ static struct drawn *keep(struct drawn_cache *c, const struct key *k,
     lru_push(c, e);
     c->bytes += bytes;
     c->n_held++;
-    evict(c, gone);
     grow(c);
     return e;
 }
@@ -319,13 +323,10 @@ void drawn_lease_end(struct drawn_lease *lease)
 {
     struct drawn_cache *c = lease->cache;
     if (lease->n_held) {
-        struct drawn *gone = NULL;
         pthread_mutex_lock(&c->lock);
         for (size_t i = 0; i < lease->n_held; i++)
             lease->held[i]->refs--;
-        evict(c, &gone); /* what was over the cap while held */
         pthread_mutex_unlock(&c->lock);
-        free_forgotten(gone);
     }
     for (size_t i = 0; i < lease->n_own; i++)
         free(lease->own[i]);

@@ -9,8 +9,9 @@
  * without the cache.
  *
  * The cache holds at most its cap in bytes, entries and values together,
- * forgetting the least recently used entry that no request holds; a value
- * larger than the cap is drawn for its request alone. Its table of
+ * forgetting the least recently used entries that no request holds to
+ * make room; a value larger than the cap, or than the room left beside
+ * what requests hold, is drawn for its request alone. Its table of
  * entries grows with them, within an eighth of the cap (8 KiB at least).
  * Cap 0 turns it off.
  * Safe from every thread.

@@ -230,6 +230,61 @@ static void test_many_small_entries(void **state)
     drawn_cache_free(&c);
 }
 
+/* With leases holding most of the cap, a token whose entry does not fit
+ * in the room left is drawn for its request alone (the same values), and
+ * nothing held is forgotten to make room: the cache never over its cap,
+ * even while held. Once the leases end, room is made again. */
+static void test_no_room_beside_held(void **state)
+{
+    (void)state;
+    struct drawn_cache c;
+    drawn_cache_init(&c, 50000);
+    struct attn_error err;
+    struct attn_params p[2];
+    struct drawn_lease l[2];
+    for (int i = 0; i < 2; i++) {
+        /* d_model 32, 4 heads: about 17 KB a seed */
+        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
+        assert_true(drawn_params_lease(&c, &cfg, &p[i], &l[i], &err));
+    }
+    struct drawn_cache_stats before;
+    drawn_cache_stats(&c, &before);
+    assert_true(before.bytes <= before.cap);
+    /* each token's values alone larger than the room left */
+    const size_t dim = (before.cap - before.bytes) / sizeof(float) + 16;
+    enum { WORDS = 20 };
+    char text[WORDS][8];
+    char *words[WORDS];
+    float *want = malloc(WORDS * dim * sizeof *want);
+    float *got = malloc(WORDS * dim * sizeof *got);
+    for (size_t t = 0; t < WORDS; t++) {
+        snprintf(text[t], sizeof text[t], "t%zu", t);
+        words[t] = text[t];
+        attn_embed_token(words[t], strlen(words[t]), 9, dim, want + t * dim);
+    }
+    drawn_embed_tokens(&c, words, WORDS, 9, dim, got);
+    assert_memory_equal(got, want, WORDS * dim * sizeof *got);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.bytes, before.bytes); /* none kept */
+    assert_int_equal(s.entries, before.entries);
+    assert_int_equal(s.evictions, before.evictions); /* none held forgotten */
+    for (int i = 0; i < 2; i++) {
+        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
+        same_as_drawn(&cfg, &p[i]); /* intact */
+        drawn_lease_end(&l[i]);
+    }
+    /* no longer held: the tokens now make room for themselves */
+    drawn_embed_tokens(&c, words, 1, 9, dim, got);
+    assert_memory_equal(got, want, dim * sizeof *got);
+    drawn_cache_stats(&c, &s);
+    assert_true(s.bytes <= s.cap);
+    assert_true(s.evictions > before.evictions);
+    free(want);
+    free(got);
+    drawn_cache_free(&c);
+}
+
 /* Which of the results' arrays of want are there, each filled. */
 static const float *const *result_arrays(const struct attn_result *r, size_t *n)
 {
@@ -339,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_over_the_cap_or_off_is_drawn_alone),
         cmocka_unit_test(test_token_embeddings),
         cmocka_unit_test(test_many_small_entries),
+        cmocka_unit_test(test_no_room_beside_held),
         cmocka_unit_test(test_only_what_the_pass_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
