@@ -540,19 +540,22 @@ static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
 /* ---------------------------------------------------------------- units */
 
 /* How a product of n rows and cols columns is cut (transformer_units.h):
- * its blocks of rows over row_tiles, each tile's columns across, width
- * to a tile. */
+ * its whole blocks of rows over row_tiles (an input's last, partial block
+ * with the last tile's), each tile's columns across, width to a tile. */
 struct tiling {
-    size_t blocks, row_tiles, across, width;
+    size_t n, blocks, row_tiles, across, width;
 };
 
 static struct tiling tiling_of(size_t n, size_t cols)
 {
-    struct tiling t = {.blocks = (n + STREAM_ROWS - 1) / STREAM_ROWS};
+    /* fewer rows than a block: one block of them */
+    const size_t whole = n / STREAM_ROWS;
+    struct tiling t = {.n = n, .blocks = whole ? whole : n > 0};
     const size_t by_size = (n + XF_FFN_ROW_TILE - 1) / XF_FFN_ROW_TILE;
     t.row_tiles = t.blocks < XF_FFN_TILES  ? t.blocks
                   : by_size > XF_FFN_TILES ? by_size
                                            : XF_FFN_TILES;
+    t.row_tiles = t.row_tiles < t.blocks ? t.row_tiles : t.blocks;
     const size_t across =
         t.row_tiles ? (XF_FFN_TILES + t.row_tiles - 1) / t.row_tiles : 1;
     const size_t w = (cols + across - 1) / across;
@@ -573,7 +576,7 @@ struct xf_tile xf_tile_at(size_t n, size_t cols, size_t u)
     const size_t i = u / t.across;
     const size_t b0 = i * t.blocks / t.row_tiles,
                  b1 = (i + 1) * t.blocks / t.row_tiles;
-    const size_t end = b1 * STREAM_ROWS < n ? b1 * STREAM_ROWS : n;
+    const size_t end = i + 1 == t.row_tiles ? n : b1 * STREAM_ROWS;
     struct xf_tile tile = {.r0 = b0 * STREAM_ROWS,
                            .c0 = u % t.across * t.width};
     tile.rows = end - tile.r0;

@@ -5,17 +5,20 @@
  * Internal to the core.
  *
  * Norms and residual sums go by rows, XF_ROW_UNIT to a unit. A product of
- * the feed-forward goes by tiles, at least XF_FFN_TILES of them (enough
- * for a team of two or four to share evenly). Its rows go in whole
- * blocks of STREAM_ROWS, the rows the streamed product packs at a time,
- * shared out as evenly as whole blocks go over XF_FFN_TILES row tiles,
- * or over more of at most about XF_FFN_ROW_TILE rows each: a block's rows
- * are packed once for the whole product, not once for each slice of its
- * columns (at 512 rows through a 3072-wide down projection, four times
- * 6 MiB a layer). With fewer blocks than XF_FFN_TILES (short inputs) the
- * columns are cut too, each tile a multiple of XF_COL_ALIGN wide.
- * Boundaries follow from the sizes alone and units write disjoint cells,
- * so any team computes the same bits.
+ * the feed-forward goes by tiles, XF_FFN_TILES of them or more where the
+ * columns allow (enough for a team of two or four; a tile's columns are
+ * a multiple of XF_COL_ALIGN, so a narrow product may get three). Its
+ * rows go in whole blocks of STREAM_ROWS, the rows the streamed product
+ * packs at a time, shared out as evenly as whole blocks go over
+ * XF_FFN_TILES row tiles, or over more of at most about XF_FFN_ROW_TILE
+ * rows each, an input's last partial block with the last tile (so no
+ * tile is a few rows, which would take another way through the product,
+ * widen.h): a block's rows are packed once for the whole product, not
+ * once for each slice of its columns (at 512 rows through a 3072-wide
+ * down projection, four times 6 MiB a layer). With fewer whole blocks
+ * than XF_FFN_TILES (short inputs) the columns are cut too. Boundaries
+ * follow from the sizes alone and units write disjoint cells, so any
+ * team computes the same bits.
  */
 #ifndef ATTN_TRANSFORMER_UNITS_H
 #define ATTN_TRANSFORMER_UNITS_H

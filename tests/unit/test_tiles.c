@@ -23,9 +23,13 @@ static void check_cut(size_t n, size_t cols)
     unsigned char *seen = calloc(n * cols, 1);
     assert_non_null(seen);
     const size_t count = xf_tile_count(n, cols);
-    const size_t blocks = (n + STREAM_ROWS - 1) / STREAM_ROWS;
+    const size_t blocks = n / STREAM_ROWS; /* whole ones */
     assert_true(count > 0);
+    /* a team of two or four has units: three at least where there are
+     * columns for them, four where they divide evenly */
     if (cols >= XF_FFN_TILES * XF_COL_ALIGN)
+        assert_true(count >= XF_FFN_TILES - 1);
+    if (cols % (XF_FFN_TILES * XF_COL_ALIGN) == 0 && cols > 0)
         assert_true(count >= XF_FFN_TILES);
     for (size_t u = 0; u < count; u++) {
         const struct xf_tile t = xf_tile_at(n, cols, u);
@@ -33,9 +37,11 @@ static void check_cut(size_t n, size_t cols)
         assert_memory_equal(&t, &again, sizeof t);
         assert_true(t.rows > 0 && t.width > 0);
         assert_true(t.r0 + t.rows <= n && t.c0 + t.width <= cols);
-        /* whole blocks, but for the input's last */
+        /* whole blocks, but for the input's last; never a few rows
+         * alone, which would take another way through the product */
         assert_int_equal(t.r0 % STREAM_ROWS, 0);
         assert_true(t.rows % STREAM_ROWS == 0 || t.r0 + t.rows == n);
+        assert_true(t.rows >= STREAM_ROWS || t.rows == n);
         assert_int_equal(t.c0 % XF_COL_ALIGN, 0);
         /* blocks enough: each tile has all the columns of its rows */
         if (blocks >= XF_FFN_TILES) {
@@ -57,7 +63,7 @@ static void test_every_cell_once(void **state)
     const size_t rows[] = {1,   2,    63,   64,   65,   127,  128, 129,
                            150, 192,  255,  256,  257,  300,  511, 512,
                            513, 1000, 1024, 1100, 2048, 2049, 4096};
-    const size_t cols[] = {1, 16, 40, 64, 100, 768, 3072};
+    const size_t cols[] = {1, 16, 40, 64, 65, 79, 100, 129, 768, 3072};
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
         for (size_t j = 0; j < sizeof cols / sizeof *cols; j++)
             check_cut(rows[i], cols[j]);
