@@ -8,9 +8,12 @@
  * every GROUP of W's rows (outputs) meets the whole block in one kernel
  * call: for each column k, four vectors of packed rows and GROUP weights
  * broadcast from W's rows, 24 multiply-adds into 24 vector sums held in
- * registers; the group's sums are added into y once a block. The packed
- * block stays in the core's own caches across the groups, and W's rows
- * are read front to back, a few at a time, which the prefetchers follow.
+ * registers. Eight groups' sums (48 outputs) are added into y together,
+ * sixteen outputs by sixteen rows at a time, and once a block's last
+ * columns are in, the caller's finish (widen.h) is done to it. The
+ * packed block stays in the core's own caches across the groups, and
+ * W's rows are read front to back, a few at a time, each fetched a few
+ * lines ahead.
  */
 #include "stream_product.h"
 #include "transpose16.h"
@@ -227,8 +230,11 @@ AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
         for (; k + 16 <= paired; k += 16) {
 #pragma GCC unroll 8
             for (int j = 0; j < GROUP; j++)
-                _mm_prefetch(bf16 ? (const char *)(wh[j] + k) + PREFETCH_BYTES
-                                  : (const char *)(wf[j] + k) + PREFETCH_BYTES,
+                // an address, not a pointer: past a matrix's last row
+                // it points at nothing, and a prefetch never faults
+                _mm_prefetch((const char *)((bf16 ? (uintptr_t)(wh[j] + k)
+                                                  : (uintptr_t)(wf[j] + k)) +
+                                            PREFETCH_BYTES),
                              _MM_HINT_T0);
 #pragma GCC unroll 2
             for (size_t c = k; c < k + 16; c++)

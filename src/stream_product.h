@@ -44,7 +44,8 @@ bool stream_product_can(const struct widen_product *p);
  * products in the order of W's columns, by chunks of a few hundred
  * columns each summed apart and then added in: the same bits however
  * the caller cuts the product into rows or outputs. p->finish, when
- * set, is done to each block of 64 rows by 48 outputs as it completes.
+ * set, is done to each block as it completes: 64 rows by 48 outputs, or
+ * a few rows (eight at most) by all of them.
  */
 void stream_product(const struct widen_product *p, float beta, float *panel);
 

@@ -291,6 +291,29 @@ static void test_weights_into_callers_array(void **state)
         into[count - 1] = 1.0f; /* still the caller's, and there */
         attn_result_free(&own);
     }
+    /* weights asked for and read for the value-weighted norms too: lent,
+     * and the norms the same bits as from the pass's own */
+    {
+        struct attn_config both = {.mode = ATTN_MODE_PROJECTED,
+                                   .batch = B,
+                                   .n_query = N,
+                                   .d_model = D,
+                                   .heads = H,
+                                   .want = ATTN_WANT_WEIGHTS |
+                                           ATTN_WANT_VALUE_WEIGHTED};
+        struct attn_error e;
+        assert_int_equal(attn_config_resolve(&both, &e), ATTN_OK);
+        struct attn_result own, lent;
+        assert_int_equal(attn_forward(&both, x, NULL, &own, &e), ATTN_OK);
+        both.weights_into = into;
+        assert_int_equal(attn_forward(&both, x, NULL, &lent, &e), ATTN_OK);
+        assert_ptr_equal(lent.weights, into);
+        assert_memory_equal(into, own.weights, count * sizeof(float));
+        assert_memory_equal(lent.measures.value_weighted,
+                            own.measures.value_weighted, count * sizeof(float));
+        attn_result_free(&lent);
+        attn_result_free(&own);
+    }
     /* weights only read for the value-weighted norms: the pass's own */
     struct attn_config v = {.mode = ATTN_MODE_PROJECTED,
                             .batch = B,
