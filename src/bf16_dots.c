@@ -203,9 +203,9 @@ KERNEL(4)
 static kernel_fn *const kernels[VECTORS] = {kernel_1, kernel_2, kernel_3,
                                             kernel_4};
 
-/* Groups whose sums are added into y together, as stream_product()
- * does: 48 outputs, three whole transposes of sixteen. */
-enum { FLUSH_GROUPS = 8, FLUSH_OUTS = FLUSH_GROUPS * GROUP };
+/* Outputs whose sums are added into y together (stream_product.h). */
+enum { FLUSH_OUTS = STREAM_FLUSH_OUTS };
+_Static_assert(FLUSH_OUTS % GROUP == 0, "whole groups to a flush");
 
 void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
 {

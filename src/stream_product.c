@@ -439,9 +439,9 @@ static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
     }
 }
 
-/* Groups whose sums are added into y together: 48 outputs, three whole
- * transposes of sixteen in stream_add_sums(). */
-enum { FLUSH_GROUPS = 8, FLUSH_OUTS = FLUSH_GROUPS * GROUP };
+/* Outputs whose sums are added into y together (stream_product.h). */
+enum { FLUSH_OUTS = STREAM_FLUSH_OUTS };
+_Static_assert(FLUSH_OUTS % GROUP == 0, "whole groups to a flush");
 
 void stream_product(const struct widen_product *p, float beta, float *panel)
 {

@@ -20,6 +20,13 @@
  * at a time: as many as a panel holds at that many rows. */
 enum { STREAM_ROWS = 64, STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS };
 
+/* Outputs whose sums go into y together (stream_add_sums()), in the
+ * streamed kernels of this file and of bf16_dots.c: three whole
+ * transposes of sixteen, and a whole number of either kernel's groups of
+ * six outputs (which each asserts), so that a short last group's
+ * repeated row stays within the sums. */
+enum { STREAM_FLUSH_OUTS = 48 };
+
 /* Rows [r0, r0 + rows) of x (rows ldx apart), columns [k0, k0 + cols),
  * packed column by column into packed[k][r], width rows to a column, the
  * rows past x's zero; sixteen columns at a time, so that the writes stay
