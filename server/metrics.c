@@ -335,11 +335,16 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
                     "forgotten to stay within the cap.\n"
                     "# TYPE attnd_drawn_cache_evictions_total counter\n"
                     "attnd_drawn_cache_evictions_total %llu\n"
+                    "# HELP attnd_drawn_cache_passes_total Values not kept: "
+                    "drawn once while the cache was full.\n"
+                    "# TYPE attnd_drawn_cache_passes_total counter\n"
+                    "attnd_drawn_cache_passes_total %llu\n"
                     "# HELP attnd_drawn_cache_hits_total Values a request "
                     "found kept, by kind.\n"
                     "# TYPE attnd_drawn_cache_hits_total counter\n",
                     d->bytes, d->cap, d->entries,
-                    (unsigned long long)d->evictions);
+                    (unsigned long long)d->evictions,
+                    (unsigned long long)d->passes);
     for (int k = 0; ok && k < DRAWN_KINDS; k++)
         ok = buf_printf(&b, "attnd_drawn_cache_hits_total{kind=\"%s\"} %llu\n",
                         drawn_kind_name((enum drawn_kind)k),

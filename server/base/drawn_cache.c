@@ -27,6 +27,13 @@ struct drawn {
  * table stays within an eighth of the cap (a power of two each) */
 #define MIN_SLOTS ((size_t)1024)
 
+/* Keys passed over that a full cache remembers: a slot for each 8 KiB of
+ * the cap, within [MIN_PASSED, MAX_PASSED] (a power of two; 32 KiB at
+ * most). At the default cap, a key is remembered for some hundreds of
+ * one-off requests. */
+#define MIN_PASSED ((size_t)64)
+#define MAX_PASSED ((size_t)4096)
+
 struct key {
     enum drawn_kind kind;
     uint64_t seed;
@@ -151,6 +158,24 @@ static void grow(struct drawn_cache *c)
     c->n_slots = n;
 }
 
+/* Whether values of bytes for the key of hash go in: at once while they
+ * fit beside what is kept, else on their second draw in a while. The
+ * first is remembered in the key's slot of `passed`, in place of
+ * whichever key was there. */
+static bool admit(struct drawn_cache *c, uint64_t hash, size_t bytes)
+{
+    if (c->bytes + bytes <= c->cap)
+        return true;
+    uint64_t *slot = &c->passed[hash & (c->n_passed - 1)];
+    if (*slot == hash) {
+        *slot = 0;
+        return true;
+    }
+    *slot = hash;
+    c->passes++;
+    return false;
+}
+
 void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
 {
     memset(c, 0, sizeof *c);
@@ -159,8 +184,17 @@ void drawn_cache_init(struct drawn_cache *c, size_t cap_bytes)
     /* it grows with its entries (grow()) */
     c->n_slots = cap_bytes ? MIN_SLOTS : 0;
     c->slots = c->n_slots ? calloc(c->n_slots, sizeof *c->slots) : NULL;
-    if (!c->slots)
-        c->cap = c->n_slots = 0;
+    c->n_passed = MIN_PASSED;
+    while (c->n_passed < MAX_PASSED && c->n_passed * 2 * 8192 <= cap_bytes)
+        c->n_passed *= 2;
+    c->passed = c->slots ? calloc(c->n_passed, sizeof *c->passed) : NULL;
+    if (!c->slots || !c->passed) {
+        free(c->slots);
+        free(c->passed);
+        c->slots = NULL;
+        c->passed = NULL;
+        c->cap = c->n_slots = c->n_passed = 0;
+    }
 }
 
 void drawn_cache_free(struct drawn_cache *c)
@@ -172,6 +206,7 @@ void drawn_cache_free(struct drawn_cache *c)
         free_forgotten(e);
     }
     free(c->slots);
+    free(c->passed);
     pthread_mutex_destroy(&c->lock);
     memset(c, 0, sizeof *c);
 }
@@ -190,16 +225,29 @@ static struct drawn *take(struct drawn_cache *c, const struct key *k,
     return e;
 }
 
-/* Keep values (drawn for k, now the cache's) with `lease` leases on them,
- * room made for them first; NULL when they are not kept (too large, no
- * room beside what leases hold, or no memory for the entry), and the
- * values stay the caller's. So the cache is never over its cap, and
- * what keep() returns is never one of the entries it forgot. */
+/* The bytes an entry for k takes, values included. */
+static size_t entry_bytes(const struct key *k)
+{
+    return sizeof(struct drawn) + k->label_len + 1 + k->count * sizeof(float);
+}
+
+/* Whether values for k, drawn now, are to be kept (admit()). */
+static bool to_keep(struct drawn_cache *c, const struct key *k)
+{
+    const size_t bytes = entry_bytes(k);
+    return bytes <= c->cap && admit(c, k->hash, bytes);
+}
+
+/* Keep values (drawn for k and admitted by to_keep(), now the cache's)
+ * with `lease` leases on them, room made for them first; NULL when they
+ * are not kept (no room beside what leases hold, or no memory for the
+ * entry), and the values stay the caller's. So the cache is never over
+ * its cap, and what keep() returns is never one of the entries it
+ * forgot. */
 static struct drawn *keep(struct drawn_cache *c, const struct key *k,
                           float *values, bool lease, struct drawn **gone)
 {
-    const size_t bytes =
-        sizeof(struct drawn) + k->label_len + 1 + k->count * sizeof(float);
+    const size_t bytes = entry_bytes(k);
     if (bytes > c->cap)
         return NULL;
     evict(c, bytes, gone);
@@ -301,7 +349,7 @@ bool drawn_params_lease_some(struct drawn_cache *c,
             pthread_mutex_lock(&c->lock);
             /* another request may have drawn the same meanwhile */
             e = take(c, &k, true);
-            if (!e)
+            if (!e && to_keep(c, &k))
                 e = keep(c, &k, values, true, &gone);
             pthread_mutex_unlock(&c->lock);
             if (e && e->values != values)
@@ -377,7 +425,8 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
             if (found[t - first])
                 continue;
             const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
-            if (find(c, &k)) /* the same word twice, or another request */
+            /* the same word twice, or another request; or not kept */
+            if (find(c, &k) || !to_keep(c, &k))
                 continue;
             float *copy = malloc(row);
             if (copy) {
@@ -398,7 +447,8 @@ void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s)
                                     .cap = c->cap,
                                     .entries = c->n_held,
                                     .slots = c->n_slots,
-                                    .evictions = c->evictions};
+                                    .evictions = c->evictions,
+                                    .passes = c->passes};
     for (int k = 0; k < DRAWN_KINDS; k++) {
         s->hits[k] = c->hits[k];
         s->misses[k] = c->misses[k];

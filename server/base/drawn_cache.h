@@ -11,8 +11,12 @@
  * The cache holds at most its cap in bytes, entries and values together,
  * forgetting the least recently used entries that no request holds to
  * make room; a value larger than the cap, or than the room left beside
- * what requests hold, is drawn for its request alone. Its table of
- * entries grows with them, within an eighth of the cap (8 KiB at least).
+ * what requests hold, is drawn for its request alone. Once it is full, a
+ * value is kept only when it is drawn a second time while its key is
+ * still among the recent ones passed over (a table of their hashes, a
+ * slot each): a stream of one-off seeds is drawn for each request alone
+ * and does not wash out what the requests share. Its table of entries
+ * grows with them, within an eighth of the cap (8 KiB at least).
  * Cap 0 turns it off.
  * Safe from every thread.
  */
@@ -36,7 +40,9 @@ struct drawn_cache {
     struct drawn **slots; /* chained; n_slots a power of two */
     size_t n_slots, n_held;
     struct drawn *lru_head, *lru_tail; /* most recent first */
-    uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
+    uint64_t *passed; /* hashes of keys passed over; n_passed a power of 2 */
+    size_t n_passed;
+    uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions, passes;
 };
 
 /* The parameter tensors one request uses, held until drawn_lease_end(). */
@@ -92,6 +98,7 @@ struct drawn_cache_stats {
     size_t bytes, cap, entries;
     size_t slots; /* of its table: one an entry or more, within cap / 8 */
     uint64_t hits[DRAWN_KINDS], misses[DRAWN_KINDS], evictions;
+    uint64_t passes; /* values not kept: a full cache's first draw of them */
 };
 void drawn_cache_stats(struct drawn_cache *c, struct drawn_cache_stats *s);
 

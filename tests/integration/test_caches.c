@@ -102,16 +102,21 @@ static void test_small_cap_is_kept(void **state)
     const char *args[] = {"--drawn-cache", "100000", NULL};
     assert_true(server_start(&s, args));
     char body[128];
-    for (int seed = 0; seed < 12; seed++) {
-        snprintf(body, sizeof body,
-                 "{\"sentence\":\"a b c\",\"seed\":%d,\"return\":[\"params\"]}",
-                 seed);
-        struct reply r;
-        assert_true(post_json(&s, "/attention", body, &r));
-        assert_int_equal(r.status, 200);
-        reply_free(&r);
-    }
+    /* each seed twice: once full, the cache keeps a value on its second
+     * draw, forgetting older ones for it */
+    for (int seed = 0; seed < 12; seed++)
+        for (int draw = 0; draw < 2; draw++) {
+            snprintf(body, sizeof body,
+                     "{\"sentence\":\"a b c\",\"seed\":%d,"
+                     "\"return\":[\"params\"]}",
+                     seed);
+            struct reply r;
+            assert_true(post_json(&s, "/attention", body, &r));
+            assert_int_equal(r.status, 200);
+            reply_free(&r);
+        }
     assert_true(metric(&s, "attnd_drawn_cache_evictions_total") > 0);
+    assert_true(metric(&s, "attnd_drawn_cache_passes_total") > 0);
     assert_true(metric(&s, "attnd_drawn_cache_bytes") <= 100000);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }

@@ -3,7 +3,9 @@
  * exactly what attn_params_draw() and attn_embed_token() draw; a second
  * look finds it; it stays
  * within its cap by forgetting the least recently used tensor that no
- * lease holds, and never one that is held; a tensor over the cap is drawn
+ * lease holds, and never one that is held; once full, it keeps a value
+ * only on its second draw, so that one-off seeds pass through without
+ * forgetting what is in use; a tensor over the cap is drawn
  * for its lease alone; cap 0 keeps nothing. A lease of some tensors
  * (those a pass reads) leaves the others NULL, and attn_forward() with
  * them alone answers the same bits as with all; a later lease that
@@ -100,17 +102,19 @@ static void test_within_cap_and_never_a_held_one(void **state)
     struct attn_error err;
     const struct attn_config first = config(1, 64, 8);
     assert_true(drawn_params_lease(&c, &first, &held, &held_lease, &err));
-    for (uint64_t seed = 2; seed < 10; seed++) {
-        const struct attn_config cfg = config(seed, 64, 8);
-        struct attn_params p;
-        struct drawn_lease l;
-        assert_true(drawn_params_lease(&c, &cfg, &p, &l, &err));
-        same_as_drawn(&cfg, &p);
-        drawn_lease_end(&l);
-        struct drawn_cache_stats s;
-        drawn_cache_stats(&c, &s);
-        assert_true(s.bytes <= s.cap);
-    }
+    /* each seed twice: a full cache keeps it on the second draw */
+    for (uint64_t seed = 2; seed < 10; seed++)
+        for (int draw = 0; draw < 2; draw++) {
+            const struct attn_config cfg = config(seed, 64, 8);
+            struct attn_params p;
+            struct drawn_lease l;
+            assert_true(drawn_params_lease(&c, &cfg, &p, &l, &err));
+            same_as_drawn(&cfg, &p);
+            drawn_lease_end(&l);
+            struct drawn_cache_stats s;
+            drawn_cache_stats(&c, &s);
+            assert_true(s.bytes <= s.cap);
+        }
     /* the first seed was held all along: still the same memory, intact */
     same_as_drawn(&first, &held);
     struct drawn_cache_stats s;
@@ -209,8 +213,9 @@ static void test_many_small_entries(void **state)
     assert_int_equal(s.hits[DRAWN_TOKEN], WORDS); /* all on the second pass */
     assert_true(s.slots >= s.entries);
     assert_true(s.slots * sizeof(void *) <= s.cap / 8);
-    /* a cap that holds about a tenth of them: the oldest go, the table
-     * keeps its slots, and what is lent is still what is drawn */
+    /* a cap that holds about a tenth of them: the first fill it, the
+     * others pass through (drawn once while it is full), the table keeps
+     * its slots, and what is lent is still what is drawn */
     drawn_cache_free(&c);
     drawn_cache_init(&c, s.bytes / 10);
     drawn_embed_tokens(&c, words, WORDS, 7, DIM, got);
@@ -220,13 +225,73 @@ static void test_many_small_entries(void **state)
     assert_true(s.entries < WORDS / 5 && s.entries > 0);
     assert_true(s.slots * sizeof(void *) <= s.cap / 8 ||
                 s.slots == first_slots);
-    assert_int_equal(s.evictions, WORDS - s.entries);
+    assert_int_equal(s.evictions, 0);
+    assert_int_equal(s.passes, WORDS - s.entries);
+    /* drawn again, each of the last ten is kept, the oldest forgotten */
+    for (size_t t = WORDS - 10; t < WORDS; t++)
+        for (int draw = 0; draw < 2; draw++) {
+            memset(got, 0, DIM * sizeof(float));
+            drawn_embed_tokens(&c, words + t, 1, 7, DIM, got);
+            assert_memory_equal(got, want + t * DIM, DIM * sizeof(float));
+        }
+    drawn_cache_stats(&c, &s);
+    assert_true(s.evictions >= 10 && s.bytes <= s.cap);
+    const uint64_t hits = s.hits[DRAWN_TOKEN];
     memset(got, 0, sizeof got);
     drawn_embed_tokens(&c, words + WORDS - 10, 10, 7, DIM, got);
     assert_memory_equal(got, want + (WORDS - 10) * DIM,
                         10 * DIM * sizeof(float));
     drawn_cache_stats(&c, &s);
-    assert_int_equal(s.hits[DRAWN_TOKEN], 10); /* the newest are kept */
+    assert_int_equal(s.hits[DRAWN_TOKEN], hits + 10); /* all ten kept */
+    drawn_cache_free(&c);
+}
+
+/* A stream of one-off seeds through a full cache: each is drawn for its
+ * request alone, the same values, and what the cache held is still
+ * there; a seed that comes back is kept then. */
+static void test_one_off_seeds_pass_through(void **state)
+{
+    (void)state;
+    /* d_model 32, 4 heads: about 17 KB a seed; room for three */
+    struct drawn_cache c;
+    drawn_cache_init(&c, 60000);
+    struct attn_error err;
+    const struct attn_config hot = config(1, 32, 4);
+    struct attn_params p;
+    struct drawn_lease l;
+    assert_true(drawn_params_lease(&c, &hot, &p, &l, &err));
+    drawn_lease_end(&l);
+    for (uint64_t seed = 100; seed < 200; seed++) {
+        const struct attn_config cfg = config(seed, 32, 4);
+        assert_true(drawn_params_lease(&c, &cfg, &p, &l, &err));
+        same_as_drawn(&cfg, &p);
+        drawn_lease_end(&l);
+    }
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_true(s.bytes <= s.cap);
+    assert_int_equal(s.evictions, 0);
+    assert_true(s.passes > 0);
+    const uint64_t hits = s.hits[DRAWN_PARAM];
+    assert_true(drawn_params_lease(&c, &hot, &p, &l, &err));
+    same_as_drawn(&hot, &p);
+    drawn_lease_end(&l);
+    drawn_cache_stats(&c, &s);
+    assert_true(s.hits[DRAWN_PARAM] > hits); /* the first seed stayed */
+    /* the last one-off seed, drawn again, is kept; a third lease finds it */
+    const struct attn_config back = config(199, 32, 4);
+    assert_true(drawn_params_lease(&c, &back, &p, &l, &err));
+    drawn_lease_end(&l);
+    drawn_cache_stats(&c, &s);
+    assert_true(s.evictions > 0 && s.bytes <= s.cap);
+    const uint64_t before = s.hits[DRAWN_PARAM];
+    struct attn_params q;
+    struct drawn_lease m;
+    assert_true(drawn_params_lease(&c, &back, &q, &m, &err));
+    same_as_drawn(&back, &q);
+    drawn_lease_end(&m);
+    drawn_cache_stats(&c, &s);
+    assert_true(s.hits[DRAWN_PARAM] > before);
     drawn_cache_free(&c);
 }
 
@@ -274,9 +339,11 @@ static void test_no_room_beside_held(void **state)
         same_as_drawn(&cfg, &p[i]); /* intact */
         drawn_lease_end(&l[i]);
     }
-    /* no longer held: the tokens now make room for themselves */
-    drawn_embed_tokens(&c, words, 1, 9, dim, got);
-    assert_memory_equal(got, want, dim * sizeof *got);
+    /* no longer held: a token drawn again makes room for itself */
+    for (int draw = 0; draw < 2; draw++) {
+        drawn_embed_tokens(&c, words, 1, 9, dim, got);
+        assert_memory_equal(got, want, dim * sizeof *got);
+    }
     drawn_cache_stats(&c, &s);
     assert_true(s.bytes <= s.cap);
     assert_true(s.evictions > before.evictions);
@@ -394,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_over_the_cap_or_off_is_drawn_alone),
         cmocka_unit_test(test_token_embeddings),
         cmocka_unit_test(test_many_small_entries),
+        cmocka_unit_test(test_one_off_seeds_pass_through),
         cmocka_unit_test(test_no_room_beside_held),
         cmocka_unit_test(test_only_what_the_pass_reads),
     };
