@@ -58,18 +58,20 @@ uint64_t rng_key_prefixed(uint64_t seed, const char *prefix, const char *text,
     return seed ^ h;
 }
 
+void rng_normal_pair(uint64_t key, size_t i, size_t dim, float *out)
+{
+    const double two_pi = 6.283185307179586476925286766559;
+    // Box-Muller: two uniforms give two independent standard normals
+    const double u1 = 1.0 - rng_unit(key, 2 * i);
+    const double u2 = rng_unit(key, 2 * i + 1);
+    const double r = sqrt(-2.0 * log(u1));
+    out[2 * i] = (float)(r * cos(two_pi * u2));
+    if (2 * i + 1 < dim)
+        out[2 * i + 1] = (float)(r * sin(two_pi * u2));
+}
+
 void attn_embed_token(const char *text, size_t len, uint64_t seed, size_t dim,
                       float *out)
 {
-    const uint64_t key = rng_key_prefixed(seed, "token:", text, len);
-    const double two_pi = 6.283185307179586476925286766559;
-    for (size_t i = 0; 2 * i < dim; i++) {
-        // Box-Muller: two uniforms give two independent standard normals
-        const double u1 = 1.0 - rng_unit(key, 2 * i);
-        const double u2 = rng_unit(key, 2 * i + 1);
-        const double r = sqrt(-2.0 * log(u1));
-        out[2 * i] = (float)(r * cos(two_pi * u2));
-        if (2 * i + 1 < dim)
-            out[2 * i + 1] = (float)(r * sin(two_pi * u2));
-    }
+    rng_normals(rng_key_prefixed(seed, "token:", text, len), dim, out);
 }

@@ -29,4 +29,20 @@ void rng_uniform_floats(uint64_t key, uint64_t first, size_t n, double bound,
 void rng_uniform_floats_isa(enum vec_isa isa, uint64_t key, uint64_t first,
                             size_t n, double bound, float *out);
 
+/*
+ * Pair i of the standard normals of stream key, dim wide (Box-Muller,
+ * docs/math.md "Random streams"): out[2i] and, when 2i + 1 < dim,
+ * out[2i + 1], by the scalar formula with libm's log, cos and sin.
+ */
+void rng_normal_pair(uint64_t key, size_t i, size_t dim, float *out);
+
+/*
+ * out[0 .. dim) = every pair of rng_normal_pair(), several at once in the
+ * widest build this CPU runs, the same bits (rng_normal.c). out: [dim].
+ */
+void rng_normals(uint64_t key, size_t dim, float *out);
+
+/* The same in the build isa (which the CPU must run), for the tests. */
+void rng_normals_isa(enum vec_isa isa, uint64_t key, size_t dim, float *out);
+
 #endif
