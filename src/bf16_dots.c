@@ -45,7 +45,8 @@ bool bf16_dots_available(void)
 
 #if HAVE_AVX2_BUILD
 #define BF16_TARGET                                                            \
-    __attribute__((target("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")))
+    __attribute__((                                                            \
+        target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,avx2,fma")))
 
 /* Sixteen floats each rounded to the nearest bfloat16, ties to even (a
  * NaN stays one, made quiet), in the low half of its lane. */

@@ -17,7 +17,8 @@ static bool cpu_has_avx512(void)
 {
 #if HAVE_AVX2_BUILD
     return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512vl");
+           __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq");
 #else
     return false;
 #endif

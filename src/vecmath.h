@@ -24,11 +24,13 @@ typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
 /* x86-64 CPUs with AVX2 and FMA get a second build of each kernel, and
- * those with AVX-512 a third, chosen per call (vec_isa_best()). */
+ * those with AVX-512 (F, VL and DQ, whose 64-bit multiply the seeded
+ * draws use) a third, chosen per call (vec_isa_best()). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_AVX2_BUILD 1
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
-#define AVX512_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#define AVX512_TARGET                                                          \
+    __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 #else
 #define HAVE_AVX2_BUILD 0
 #endif
