@@ -425,8 +425,10 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
             if (found[t - first])
                 continue;
             const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
-            /* the same word twice, or another request; or not kept */
-            if (find(c, &k) || !to_keep(c, &k))
+            /* not kept (asked first: a full cache passes over most, and
+             * that needs no walk of the table); or the same word twice,
+             * or another request's */
+            if (!to_keep(c, &k) || find(c, &k))
                 continue;
             float *copy = malloc(row);
             if (copy) {
