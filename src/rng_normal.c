@@ -59,11 +59,11 @@
  * than the few dozen the two computations can differ by. */
 #define MARGIN 4096
 
-#define LN2_HI 0x1.62e42fefa4000p-1 /* ln 2 to 40 bits */
+#define LN2_HI 0x1.62e42fefa4000p-1 /* ln 2 rounded to 40 bits */
 #define LN2_LO -0x1.8432a1b0e2634p-43
 #define SQRT2 0x1.6a09e667f3bcdp+0
 #define TWO_OVER_PI 0x1.45f306dc9c883p-1
-#define PIO2_1 0x1.921fb54400000p+0 /* pi/2 to 33 bits */
+#define PIO2_1 0x1.921fb54400000p+0 /* pi/2 rounded to 33 bits */
 #define PIO2_2 0x1.0b4611a600000p-34
 #define PIO2_3 0x1.3198a2e037073p-69
 #define TINY_REDUCED 0x1p-40

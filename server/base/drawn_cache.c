@@ -158,19 +158,23 @@ static void grow(struct drawn_cache *c)
     c->n_slots = n;
 }
 
+/* The slot of `passed` that remembers the key of hash. */
+static uint64_t *passed_slot(struct drawn_cache *c, uint64_t hash)
+{
+    return &c->passed[hash & (c->n_passed - 1)];
+}
+
 /* Whether values of bytes for the key of hash go in: at once while they
  * fit beside what is kept, else on their second draw in a while. The
  * first is remembered in the key's slot of `passed`, in place of
- * whichever key was there. */
+ * whichever key was there; keep() forgets it once the values are in. */
 static bool admit(struct drawn_cache *c, uint64_t hash, size_t bytes)
 {
     if (c->bytes + bytes <= c->cap)
         return true;
-    uint64_t *slot = &c->passed[hash & (c->n_passed - 1)];
-    if (*slot == hash) {
-        *slot = 0;
+    uint64_t *slot = passed_slot(c, hash);
+    if (*slot == hash)
         return true;
-    }
     *slot = hash;
     c->passes++;
     return false;
@@ -272,6 +276,12 @@ static struct drawn *keep(struct drawn_cache *c, const struct key *k,
     lru_push(c, e);
     c->bytes += bytes;
     c->n_held++;
+    /* in now: its first draw need not be remembered; kept remembered
+     * until then, so that values admitted but not kept (no room beside
+     * the leases) go in on the next draw */
+    uint64_t *passed = passed_slot(c, k->hash);
+    if (*passed == k->hash)
+        *passed = 0;
     grow(c);
     return e;
 }
@@ -425,10 +435,8 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
             if (found[t - first])
                 continue;
             const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
-            /* not kept (asked first: a full cache passes over most, and
-             * that needs no walk of the table); or the same word twice,
-             * or another request's */
-            if (!to_keep(c, &k) || find(c, &k))
+            /* the same word twice, or another request; or not kept */
+            if (find(c, &k) || !to_keep(c, &k))
                 continue;
             float *copy = malloc(row);
             if (copy) {

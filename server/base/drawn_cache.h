@@ -16,7 +16,9 @@
  * still among the recent ones passed over (a table of their hashes, a
  * slot each): a stream of one-off seeds is drawn for each request alone
  * and does not wash out what the requests share. Its table of entries
- * grows with them, within an eighth of the cap (8 KiB at least).
+ * grows with them, within an eighth of the cap (8 KiB at least); the
+ * table of keys passed over has a slot for each 8 KiB of the cap (512
+ * bytes to 32 KiB), beside it.
  * Cap 0 turns it off.
  * Safe from every thread.
  */

@@ -295,6 +295,60 @@ static void test_one_off_seeds_pass_through(void **state)
     drawn_cache_free(&c);
 }
 
+/* What a full cache remembers of a value it passed over: a value that is
+ * kept already is neither counted as passed nor remembered (a word twice
+ * in one call); and a second draw that finds no room beside the leases
+ * stays remembered, so that the next draw keeps it once they end. */
+static void test_what_passing_over_remembers(void **state)
+{
+    (void)state;
+    struct drawn_cache c;
+    /* room for one 16-wide token entry: under 2 * (about 130) bytes */
+    drawn_cache_init(&c, 195);
+    char a[] = "a";
+    char *twice[] = {a, a};
+    float got[2 * 16];
+    drawn_embed_tokens(&c, twice, 2, 3, 16, got);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.entries, 1);
+    assert_int_equal(s.passes, 0);
+    drawn_cache_free(&c);
+
+    drawn_cache_init(&c, 50000);
+    struct attn_error err;
+    struct attn_params p[2];
+    struct drawn_lease l[2];
+    for (int i = 0; i < 2; i++) {
+        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
+        assert_true(drawn_params_lease(&c, &cfg, &p[i], &l[i], &err));
+    }
+    struct drawn_cache_stats held;
+    drawn_cache_stats(&c, &held);
+    const size_t dim = (held.cap - held.bytes) / sizeof(float) + 16;
+    float *out = malloc(dim * sizeof *out);
+    assert_non_null(out);
+    char t0[] = "t0";
+    char *word[] = {t0};
+    for (int draw = 0; draw < 2; draw++) /* passed, then no room */
+        drawn_embed_tokens(&c, word, 1, 9, dim, out);
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.entries, held.entries);
+    assert_int_equal(s.passes, held.passes + 1);
+    for (int i = 0; i < 2; i++)
+        drawn_lease_end(&l[i]);
+    drawn_embed_tokens(&c, word, 1, 9, dim, out); /* the third: kept */
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.passes, held.passes + 1);
+    assert_true(s.evictions > held.evictions);
+    const uint64_t hits = s.hits[DRAWN_TOKEN];
+    drawn_embed_tokens(&c, word, 1, 9, dim, out);
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.hits[DRAWN_TOKEN], hits + 1);
+    free(out);
+    drawn_cache_free(&c);
+}
+
 /* With leases holding most of the cap, a token whose entry does not fit
  * in the room left is drawn for its request alone (the same values), and
  * nothing held is forgotten to make room: the cache never over its cap,
@@ -339,7 +393,8 @@ static void test_no_room_beside_held(void **state)
         same_as_drawn(&cfg, &p[i]); /* intact */
         drawn_lease_end(&l[i]);
     }
-    /* no longer held: a token drawn again makes room for itself */
+    /* no longer held: the token makes room for itself on its next draw
+     * if its first (above) is still remembered, else on the one after */
     for (int draw = 0; draw < 2; draw++) {
         drawn_embed_tokens(&c, words, 1, 9, dim, got);
         assert_memory_equal(got, want, dim * sizeof *got);
@@ -462,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_token_embeddings),
         cmocka_unit_test(test_many_small_entries),
         cmocka_unit_test(test_one_off_seeds_pass_through),
+        cmocka_unit_test(test_what_passing_over_remembers),
         cmocka_unit_test(test_no_room_beside_held),
         cmocka_unit_test(test_only_what_the_pass_reads),
     };
