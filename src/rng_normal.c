@@ -87,16 +87,16 @@ static void normals_plain(uint64_t key, size_t dim, float *out)
  * doubles, VF: W floats; SQRT their square root), the pairs past the last
  * whole vector and an odd dim's last value by the scalar formula.
  */
-#define NORMALS_BODY(VU, VD, VF, W, SQRT)                                      \
+#define NORMALS_BODY(VU, VD, VF, W, SQRT, PAIRS, ANY)                          \
+    /* lane j: pair j's first draw, key + (2j + 1) gamma */                    \
+    VU z1;                                                                     \
+    for (int j = 0; j < (W); j++)                                              \
+        z1[j] = key + (2 * (uint64_t)j + 1) * SPLITMIX_GAMMA;                  \
     size_t i = 0;                                                              \
     for (; 2 * (i + (W)) <= dim; i += (W)) {                                   \
-        VU z1, z2;                                                             \
-        for (int j = 0; j < (W); j++) {                                        \
-            z1[j] = key + (2 * (i + (uint64_t)j) + 1) * SPLITMIX_GAMMA;        \
-            z2[j] = z1[j] + SPLITMIX_GAMMA;                                    \
-        }                                                                      \
         VD u[2];                                                               \
-        VU z[2] = {z1, z2};                                                    \
+        const VU z[2] = {z1, z1 + SPLITMIX_GAMMA};                             \
+        z1 += 2 * (W)*SPLITMIX_GAMMA;                                          \
         for (int d = 0; d < 2; d++) {                                          \
             VU v = z[d];                                                       \
             v = (v ^ (v >> 30)) * MIX_C1;                                      \
@@ -180,25 +180,34 @@ static void normals_plain(uint64_t key, size_t dim, float *out)
         const VD abs_x = (VD)((VU)x & ~(1ULL << 63));                          \
         const VU again =                                                       \
             near_a | near_b | (VU)(u1 == 1.0) | (VU)(abs_x < TINY_REDUCED);    \
-        const VF fa = __builtin_convertvector(a, VF);                          \
-        const VF fb = __builtin_convertvector(b, VF);                          \
-        for (int j = 0; j < (W); j++) {                                        \
-            out[2 * (i + j)] = fa[j];                                          \
-            out[2 * (i + j) + 1] = fb[j];                                      \
-        }                                                                      \
-        for (int j = 0; j < (W); j++)                                          \
-            if (again[j])                                                      \
-                rng_normal_pair(key, i + j, dim, out);                         \
+        /* the pairs side by side: a[0], b[0], a[1], b[1], ... */              \
+        const PAIRS ab = PAIRS_OF(__builtin_convertvector(a, VF),              \
+                                  __builtin_convertvector(b, VF));             \
+        __builtin_memcpy(out + 2 * i, &ab, sizeof ab);                         \
+        if (ANY(again))                                                        \
+            for (int j = 0; j < (W); j++)                                      \
+                if (again[j])                                                  \
+                    rng_normal_pair(key, i + j, dim, out);                     \
     }                                                                          \
     for (; 2 * i < dim; i++)                                                   \
         rng_normal_pair(key, i, dim, out);
 
+#define ANY4(v) (!_mm256_testz_si256((__m256i)(v), (__m256i)(v)))
+#define ANY8(v) (_mm512_test_epi64_mask((__m512i)(v), (__m512i)(v)) != 0)
+
 AVX2_TARGET static void normals_avx2(uint64_t key, size_t dim, float *out){
-    NORMALS_BODY(v4u64, v4f64, v4f32, 4, _mm256_sqrt_pd)}
+#define PAIRS_OF(fa, fb) __builtin_shufflevector(fa, fb, 0, 4, 1, 5, 2, 6, 3, 7)
+    NORMALS_BODY(v4u64, v4f64, v4f32, 4, _mm256_sqrt_pd, v8f, ANY4)
+#undef PAIRS_OF
+}
 
 AVX512_TARGET static void normals_avx512(uint64_t key, size_t dim, float *out)
 {
-    NORMALS_BODY(v8u64, v8f64, v8f32, 8, _mm512_sqrt_pd)
+#define PAIRS_OF(fa, fb)                                                       \
+    __builtin_shufflevector(fa, fb, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, \
+                            14, 7, 15)
+    NORMALS_BODY(v8u64, v8f64, v8f32, 8, _mm512_sqrt_pd, v16f, ANY8)
+#undef PAIRS_OF
 }
 #endif
 
