@@ -3,7 +3,9 @@
  * jsonnum_format() in its shortest form, checked by jsonnum_check.c: the
  * text reads back as the same float, no shorter decimal does, none as short
  * is nearer. Every FIXED_STRIDE-th pattern is also formatted to 1..9 digits
- * and compared with snprintf.
+ * and compared with snprintf. And every pattern goes through
+ * jsonnum_format_list() too, LIST_BLOCK at a time, whose loop holds its
+ * own inlined copy of the formatter: it must write the same text.
  *
  *     jsonnum_exhaustive [threads]      (default: one per online CPU)
  *
@@ -27,6 +29,7 @@
 #define FIXED_STRIDE 1021 /* prime, so every exponent and digit comes by */
 #define MAX_REPORTS 20
 #define MAX_THREADS 64
+#define LIST_BLOCK 4096 /* patterns to a jsonnum_format_list() call */
 
 static atomic_uint next_chunk;
 static atomic_uint chunks_done;
@@ -56,15 +59,29 @@ static void report(uint32_t bits, int precision, const char *why)
 static void check_chunk(uint32_t chunk, double start)
 {
     char out[JSONNUM_MAX], why[200];
+    static _Thread_local float block[LIST_BLOCK];
+    static _Thread_local char list[LIST_BLOCK * JSONNUM_MAX];
+    const char *at = list; /* the list's text of pattern i */
     unsigned long long fixed = 0;
     const uint32_t first = chunk << CHUNK_BITS;
     for (uint32_t i = 0; i < (1u << CHUNK_BITS); i++) {
         const uint32_t bits = first + i;
         float f;
         memcpy(&f, &bits, sizeof f);
-        jsonnum_format(f, 0, out);
+        if (i % LIST_BLOCK == 0) {
+            for (uint32_t j = 0; j < LIST_BLOCK; j++) {
+                const uint32_t b = bits + j;
+                memcpy(&block[j], &b, sizeof b);
+            }
+            jsonnum_format_list(block, LIST_BLOCK, 0, list);
+            at = list;
+        }
+        const size_t len = jsonnum_format(f, 0, out);
         if (!jsonnum_check_shortest(f, out, why, sizeof why))
             report(bits, 0, why);
+        if (memcmp(at, out, len) != 0 || (at[len] != ',' && at[len] != '\0'))
+            report(bits, 0, "jsonnum_format_list() wrote other text");
+        at += len + 1;
         if (bits % FIXED_STRIDE != 0)
             continue;
         fixed++;
