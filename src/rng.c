@@ -11,7 +11,6 @@
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
-#define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ULL
 
 uint64_t attn_fnv1a64(const void *bytes, size_t len)
 {
@@ -29,9 +28,8 @@ uint64_t attn_stream_key(uint64_t seed, const char *label, size_t label_len)
 
 static uint64_t mix64(uint64_t z)
 {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    RNG_MIX64(z);
+    return z;
 }
 
 /* Draw n is the (n+1)-th SplitMix64 output, so any element is reachable
@@ -39,7 +37,7 @@ static uint64_t mix64(uint64_t z)
  * order and still agree. */
 uint64_t attn_stream_draw(uint64_t key, uint64_t n)
 {
-    return mix64(key + (n + 1) * SPLITMIX_GAMMA);
+    return mix64(key + (n + 1) * RNG_GAMMA);
 }
 
 double rng_unit(uint64_t key, uint64_t n)

@@ -9,6 +9,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* SplitMix64 (docs/math.md, "Random streams"): the counter's step and
+ * the mixer, on a uint64_t or on every lane of a vector of them. */
+#define RNG_GAMMA 0x9e3779b97f4a7c15ULL
+#define RNG_MIX64(z)                                                           \
+    do {                                                                       \
+        (z) = ((z) ^ ((z) >> 30)) * 0xbf58476d1ce4e5b9ULL;                     \
+        (z) = ((z) ^ ((z) >> 27)) * 0x94d049bb133111ebULL;                     \
+        (z) ^= (z) >> 31;                                                      \
+    } while (0)
+
+/* A double's bits: 1.0's, and its mantissa's. */
+#define RNG_ONE_BITS 0x3ff0000000000000ULL
+#define RNG_MANTISSA ((1ULL << 52) - 1)
+
+/* The lanes the vector draws work in (rng_draw.c, rng_normal.c). */
+typedef uint64_t v4u64 __attribute__((vector_size(32)));
+typedef double v4f64 __attribute__((vector_size(32)));
+typedef float v4f32 __attribute__((vector_size(16)));
+typedef uint64_t v8u64 __attribute__((vector_size(64)));
+typedef double v8f64 __attribute__((vector_size(64)));
+typedef float v8f32 __attribute__((vector_size(32)));
+
 /* Draw n of the stream as a double in [0, 1) with 53 random bits. */
 double rng_unit(uint64_t key, uint64_t n);
 

@@ -20,19 +20,7 @@
 #include "attention.h"
 #include "vecmath.h"
 
-#define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ULL
-#define MIX_C1 0xbf58476d1ce4e5b9ULL
-#define MIX_C2 0x94d049bb133111ebULL
-#define ONE_BITS 0x3ff0000000000000ULL /* 1.0 */
 #define TWO_BITS 0x4000000000000000ULL /* 2.0 */
-#define MANTISSA ((1ULL << 52) - 1)
-
-typedef uint64_t v4u64 __attribute__((vector_size(32)));
-typedef double v4f64 __attribute__((vector_size(32)));
-typedef float v4f32 __attribute__((vector_size(16)));
-typedef uint64_t v8u64 __attribute__((vector_size(64)));
-typedef double v8f64 __attribute__((vector_size(64)));
-typedef float v8f32 __attribute__((vector_size(32)));
 
 /* The scalar formula, for the draws past the last whole vector. */
 static float uniform_one(uint64_t key, uint64_t n, double bound)
@@ -47,19 +35,17 @@ static float uniform_one(uint64_t key, uint64_t n, double bound)
 #define UNIFORM_BODY(VU, VD, VF, W)                                            \
     VU z0;                                                                     \
     for (int j = 0; j < (W); j++)                                              \
-        z0[j] = key + (first + (uint64_t)j + 1) * SPLITMIX_GAMMA;              \
-    const VU step = (VU){0} + (uint64_t)(W)*SPLITMIX_GAMMA;                    \
+        z0[j] = key + (first + (uint64_t)j + 1) * RNG_GAMMA;                   \
+    const VU step = (VU){0} + (uint64_t)(W)*RNG_GAMMA;                         \
     const VD bound_v = (VD){0} + bound;                                        \
     size_t i = 0;                                                              \
     for (; i + (W) <= n; i += (W)) {                                           \
         /* z = mix64(key + (first + i + j + 1) gamma), lane j */               \
         VU z = z0;                                                             \
         z0 += step;                                                            \
-        z = (z ^ (z >> 30)) * MIX_C1;                                          \
-        z = (z ^ (z >> 27)) * MIX_C2;                                          \
-        z ^= z >> 31;                                                          \
+        RNG_MIX64(z);                                                          \
         /* 2u - 1 = (1 + m 2^-52) - (2 - b), k = z >> 11 = b 2^52 + m */       \
-        const VU x = ONE_BITS | ((z >> 11) & MANTISSA);                        \
+        const VU x = RNG_ONE_BITS | ((z >> 11) & RNG_MANTISSA);                \
         const VU c = TWO_BITS - ((z >> 63) << 52);                             \
         const VD v = ((VD)x - (VD)c) * bound_v;                                \
         const VF f = __builtin_convertvector(v, VF);                           \

@@ -41,12 +41,7 @@
 #include <immintrin.h>
 #endif
 
-#define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ULL
-#define MIX_C1 0xbf58476d1ce4e5b9ULL
-#define MIX_C2 0x94d049bb133111ebULL
-#define ONE_BITS 0x3ff0000000000000ULL  /* 1.0 */
 #define HALF_BITS 0x3fe0000000000000ULL /* 0.5 */
-#define MANTISSA ((1ULL << 52) - 1)
 /* 2^52 + 2^51: added to a double in [0, 2^51), it leaves the nearest
  * integer in the low mantissa bits */
 #define ROUNDER 0x1.8p52
@@ -68,13 +63,6 @@
 #define PIO2_3 0x1.3198a2e037073p-69
 #define TINY_REDUCED 0x1p-40
 
-typedef uint64_t v4u64 __attribute__((vector_size(32)));
-typedef double v4f64 __attribute__((vector_size(32)));
-typedef float v4f32 __attribute__((vector_size(16)));
-typedef uint64_t v8u64 __attribute__((vector_size(64)));
-typedef double v8f64 __attribute__((vector_size(64)));
-typedef float v8f32 __attribute__((vector_size(32)));
-
 static void normals_plain(uint64_t key, size_t dim, float *out)
 {
     for (size_t i = 0; 2 * i < dim; i++)
@@ -91,21 +79,19 @@ static void normals_plain(uint64_t key, size_t dim, float *out)
     /* lane j: pair j's first draw, key + (2j + 1) gamma */                    \
     VU z1;                                                                     \
     for (int j = 0; j < (W); j++)                                              \
-        z1[j] = key + (2 * (uint64_t)j + 1) * SPLITMIX_GAMMA;                  \
+        z1[j] = key + (2 * (uint64_t)j + 1) * RNG_GAMMA;                       \
     size_t i = 0;                                                              \
     for (; 2 * (i + (W)) <= dim; i += (W)) {                                   \
         VD u[2];                                                               \
-        const VU z[2] = {z1, z1 + SPLITMIX_GAMMA};                             \
-        z1 += 2 * (W)*SPLITMIX_GAMMA;                                          \
+        const VU z[2] = {z1, z1 + RNG_GAMMA};                                  \
+        z1 += 2 * (W)*RNG_GAMMA;                                               \
         for (int d = 0; d < 2; d++) {                                          \
             VU v = z[d];                                                       \
-            v = (v ^ (v >> 30)) * MIX_C1;                                      \
-            v = (v ^ (v >> 27)) * MIX_C2;                                      \
-            v ^= v >> 31;                                                      \
+            RNG_MIX64(v);                                                      \
             /* u = k 2^-53, k = v >> 11 = b 2^52 + m: (1 + m 2^-52 - 1) / 2    \
              * + b / 2, each step exact */                                     \
             const VU k = v >> 11;                                              \
-            const VD x = (VD)(ONE_BITS | (k & MANTISSA));                      \
+            const VD x = (VD)(RNG_ONE_BITS | (k & RNG_MANTISSA));              \
             const VD half_b = (VD)(((VU){0} - (k >> 52)) & HALF_BITS);         \
             u[d] = (x - 1.0) * 0.5 + half_b;                                   \
         }                                                                      \
@@ -114,7 +100,7 @@ static void normals_plain(uint64_t key, size_t dim, float *out)
         /* log(u1) */                                                          \
         const VU bits = (VU)u1;                                                \
         VD e = ((VD)(TWO52_BITS | (bits >> 52)) - 0x1p52) - 1023.0;            \
-        VD m = (VD)((bits & MANTISSA) | ONE_BITS);                             \
+        VD m = (VD)((bits & RNG_MANTISSA) | RNG_ONE_BITS);                     \
         const VU big = (VU)(m > SQRT2);                                        \
         m = (VD)(((VU)(m * 0.5) & big) | ((VU)m & ~big));                      \
         e = e + (VD)((VU)((VD){0} + 1.0) & big);                               \
