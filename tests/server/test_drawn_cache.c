@@ -295,6 +295,24 @@ static void test_one_off_seeds_pass_through(void **state)
     drawn_cache_free(&c);
 }
 
+/* A cap of 50,000 bytes almost filled by two held seeds (d_model 32, 4
+ * heads: about 17 KB a seed), leased into p and l; returns the bytes of
+ * room left beside them. */
+static size_t hold_two_seeds(struct drawn_cache *c, struct attn_params p[2],
+                             struct drawn_lease l[2])
+{
+    drawn_cache_init(c, 50000);
+    struct attn_error err;
+    for (int i = 0; i < 2; i++) {
+        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
+        assert_true(drawn_params_lease(c, &cfg, &p[i], &l[i], &err));
+    }
+    struct drawn_cache_stats s;
+    drawn_cache_stats(c, &s);
+    assert_true(s.bytes <= s.cap);
+    return s.cap - s.bytes;
+}
+
 /* What a full cache remembers of a value it passed over: a value that is
  * kept already is neither counted as passed nor remembered (a word twice
  * in one call); and a second draw that finds no room beside the leases
@@ -315,17 +333,11 @@ static void test_what_passing_over_remembers(void **state)
     assert_int_equal(s.passes, 0);
     drawn_cache_free(&c);
 
-    drawn_cache_init(&c, 50000);
-    struct attn_error err;
     struct attn_params p[2];
     struct drawn_lease l[2];
-    for (int i = 0; i < 2; i++) {
-        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
-        assert_true(drawn_params_lease(&c, &cfg, &p[i], &l[i], &err));
-    }
+    const size_t dim = hold_two_seeds(&c, p, l) / sizeof(float) + 16;
     struct drawn_cache_stats held;
     drawn_cache_stats(&c, &held);
-    const size_t dim = (held.cap - held.bytes) / sizeof(float) + 16;
     float *out = malloc(dim * sizeof *out);
     assert_non_null(out);
     char t0[] = "t0";
@@ -357,20 +369,12 @@ static void test_no_room_beside_held(void **state)
 {
     (void)state;
     struct drawn_cache c;
-    drawn_cache_init(&c, 50000);
-    struct attn_error err;
     struct attn_params p[2];
     struct drawn_lease l[2];
-    for (int i = 0; i < 2; i++) {
-        /* d_model 32, 4 heads: about 17 KB a seed */
-        const struct attn_config cfg = config((uint64_t)i + 1, 32, 4);
-        assert_true(drawn_params_lease(&c, &cfg, &p[i], &l[i], &err));
-    }
+    /* each token's values alone larger than the room left */
+    const size_t dim = hold_two_seeds(&c, p, l) / sizeof(float) + 16;
     struct drawn_cache_stats before;
     drawn_cache_stats(&c, &before);
-    assert_true(before.bytes <= before.cap);
-    /* each token's values alone larger than the room left */
-    const size_t dim = (before.cap - before.bytes) / sizeof(float) + 16;
     enum { WORDS = 20 };
     char text[WORDS][8];
     char *words[WORDS];
