@@ -8,11 +8,11 @@
  * boundaries and write disjoint rows, so a team of any size computes the
  * same bits. Large inputs go QUERY_BLOCK and KV_CHUNK rows at a time; a
  * smaller one is cut into two to four units a phase, so that a team has
- * something to share (unit_rows()). Products go to cblas_sgemm or, in a
- * pass worth splitting on a CPU with AVX-512, to the core's own kernels
- * (the projections streamed, stream_product.h; a head's scores and
- * values, head_product.h), with leading dimensions, so a head is
- * addressed inside the [rows][heads * d] matrices rather than copied out.
+ * something to share (unit_rows()). Products go to the core's own
+ * kernels on a CPU with AVX-512 (the projections streamed,
+ * stream_product.h; a head's scores and values, head_product.h), else to
+ * cblas_sgemm, with leading dimensions, so a head is addressed inside the
+ * [rows][heads * d] matrices rather than copied out.
  *
  * The team is the calling thread and the helpers of a pool (pool.c): the
  * caller's, or one the call starts for itself, once, whatever the number
@@ -523,7 +523,7 @@ static void head_full(struct forward *f, const struct block *bk,
     if (f->paths.need_pv)
         // head_a = P * V_g
         head_values(w, m, bk->v + g * dv, bk->ldv, bk->rows, m, dv, 0.0f,
-                    bk->heads + a * dv, h * dv, f->paths.kernels);
+                    bk->heads + a * dv, h * dv, true);
 }
 
 /* Streaming path, one block of keys for head a: fold keys [j0, j0 + nj)
@@ -563,7 +563,7 @@ static void stream_keys(struct forward *f, const struct block *bk,
     }
     // head_a += exp(S - max) * V_g[j0 : j0 + nj]
     head_values(tile, ldt, v + g * dv, bk->ldv, bk->rows, nj, dv, 1.0f, out,
-                ldh, f->paths.kernels);
+                ldh, true);
 }
 
 /* Whether a causal block has no key at or after j0 that any row sees;

@@ -64,11 +64,6 @@ struct paths forward_paths(const struct attn_config *c)
                   c->residual != ATTN_RESIDUAL_VALUE;
     p.heads_in_output = p.key_outer && !(c->want & ATTN_WANT_HEADS) &&
                         c->heads * c->d_v == c->d_out;
-    /* below SPLIT_FLOPS the kernels gain nothing measurable (14 us either
-     * way at (10, 64, 8)); a small pass keeps OpenBLAS's products, which
-     * tests/integration/test_limits.c relies on to get a computation stuck
-     * in OpenBLAS's allocation */
-    p.kernels = flops >= SPLIT_FLOPS;
     return p;
 }
 
@@ -95,16 +90,15 @@ static size_t widest_input(const struct attn_config *c)
 /* A thread's panel: a whole one when the params may hold 16-bit
  * matrices, which widen_product() widens there. Float32 matrices stream
  * in place where the CPU allows (stream_product.h, about twice
- * OpenBLAS's speed through 256 x 768 weights at 128 rows), which packs
- * STREAM_ROWS rows of x by at most STREAM_COLS of their columns into the
- * panel: as many floats as that takes for the widest input, in a pass
- * that takes the kernels (struct paths). Else none (cblas_sgemm). */
-size_t forward_panel_floats(const struct attn_config *c, const struct paths *p)
+ * OpenBLAS's speed through 256 x 768 weights at 128 rows; a small
+ * pass, (9, 64, 8) for its weights, 6.2 -> 4.3 us), which packs STREAM_ROWS
+ * rows of x by at most STREAM_COLS of their columns into the panel: as
+ * many floats as that takes for the widest input. Else none
+ * (cblas_sgemm). */
+size_t forward_panel_floats(const struct attn_config *c)
 {
     if (c->stored_matrices)
         return WIDEN_PANEL_FLOATS;
-    if (!p->kernels)
-        return 0;
     const struct widen_product f32 = {.rows = 2, .dtype = ATTN_F32};
     if (!stream_product_can(&f32))
         return 0;
@@ -162,8 +156,8 @@ void forward_workspace(const struct attn_config *c, const struct paths *p,
         if (!size_mul(qb, w->tile_ld, &count[TILE]))
             count[TILE] = SIZE_MAX;
     if (projected)
-        count[PANEL] = forward_panel_floats(c, p);
-    if (p->kernels && (p->full_path || p->need_pv))
+        count[PANEL] = forward_panel_floats(c);
+    if (p->full_path || p->need_pv)
         count[KT] = head_scores_scratch(c->d_k);
 
     struct ws_plan pl = {0, false};

@@ -45,10 +45,6 @@ struct paths {
     bool need_pv;         /* weights times V: head outputs or the output */
     bool key_outer;       /* keys outside queries, one key block held */
     bool heads_in_output; /* key-outer head outputs summed in place */
-    bool kernels;         /* float32 products through the core's own
-                             kernels where the CPU runs them (streamed
-                             projections, head_product.h), not
-                             cblas_sgemm: a pass worth splitting */
 };
 
 /* The paths of a resolved config. */
@@ -98,9 +94,9 @@ void forward_workspace(const struct attn_config *c, const struct paths *p,
                        unsigned threads, struct workspace_plan *w);
 
 /* Floats of each thread's panel (struct scratch) in a projected pass of
- * resolved config c with paths p: what widen_product() needs of it for
- * c's matrices. */
-size_t forward_panel_floats(const struct attn_config *c, const struct paths *p);
+ * resolved config c: what widen_product() needs of it for c's
+ * matrices. */
+size_t forward_panel_floats(const struct attn_config *c);
 
 /* The arrays a result may hold, with their sizes; slots point into res. */
 struct result_part {
