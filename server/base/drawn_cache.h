@@ -16,7 +16,7 @@
  * still among the recent ones passed over (a table of their hashes, a
  * slot each): a stream of one-off seeds is drawn for each request alone
  * and does not wash out what the requests share. Its table of entries
- * grows with them, within an eighth of the cap (8 KiB at least); the
+ * grows with them, within an eighth of the cap (9 KiB at least); the
  * table of keys passed over has a slot for each 8 KiB of the cap (512
  * bytes to 32 KiB), beside it.
  * Cap 0 turns it off.
@@ -40,6 +40,8 @@ struct drawn_cache {
     pthread_mutex_t lock;
     size_t cap, bytes;
     struct drawn **slots; /* chained; n_slots a power of two */
+    uint8_t *tags; /* [n_slots]: drawn_cache.c's tag_of() of each entry in
+                      the slot, or'ed */
     size_t n_slots, n_held;
     struct drawn *lru_head, *lru_tail; /* most recent first */
     uint64_t *passed; /* hashes of keys passed over; n_passed a power of 2 */
