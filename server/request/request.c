@@ -68,7 +68,9 @@ static bool given(const struct request *req, const char *name)
 
 /* ------------------------------------------------------------ options */
 
-static bool check_known_fields(const cJSON *root, struct problem *pb)
+/* Every member of root is a body field; marks each in req->in_body. */
+static bool check_known_fields(struct request *req, const cJSON *root,
+                               struct problem *pb)
 {
     const cJSON *item;
     cJSON_ArrayForEach(item, root)
@@ -80,6 +82,7 @@ static bool check_known_fields(const cJSON *root, struct problem *pb)
             return problem_set(pb, 422, at.pointer, "unknown field \"%.60s\"",
                                item->string);
         }
+        req->in_body |= (uint64_t)1 << request_field_index(f);
     }
     return true;
 }
@@ -215,14 +218,14 @@ bool request_decode(struct request *req, const cJSON *root,
         return problem_set(pb, 422, "",
                            "the body is %s; expected a JSON object",
                            jsonin_kind(root));
-    if (!check_known_fields(root, pb))
+    if (!check_known_fields(req, root, pb))
         return false;
     /* the request's kind, decided here once */
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     req->kind = model ? REQUEST_MODEL : REQUEST_RANDOM;
     if (model)
         return request_decode_model(req, root, model, lim, pb);
-    if (!request_check_without_model(req, root, pb) ||
+    if (!request_check_without_model(req, pb) ||
         !read_options(req, root, lim, pb) ||
         !request_read_inputs(req, root, lim, pb))
         return false;

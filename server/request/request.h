@@ -197,6 +197,7 @@ struct request {
     bool compute;   /* false: "return": [] asks for tokens and config */
     unsigned extra; /* bit set of enum request_extra */
     uint64_t given; /* bit i: the client sent request_fields[i] */
+    uint64_t in_body; /* bit i: the body names request_fields[i] */
     struct drawn_cache *drawn; /* borrowed: where token embeddings are
                                   kept; NULL draws each */
     struct budget_hold *hold;  /* borrowed: what decoding reserves its

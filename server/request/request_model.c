@@ -19,16 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool request_check_without_model(const struct request *req, const cJSON *root,
+/* Whether the client sent f, in the body or the URL. */
+static bool sent(const struct request *req, const struct request_field *f)
+{
+    return ((req->given | req->in_body) >> request_field_index(f) & 1) != 0;
+}
+
+bool request_check_without_model(const struct request *req,
                                  struct problem *pb)
 {
     for (size_t i = 0; i < request_field_count; i++) {
         const struct request_field *f = &request_fields[i];
-        if (f->models != MODELS_REQUIRED)
-            continue;
-        const bool sent = request_field_given(req, f) ||
-                          cJSON_GetObjectItemCaseSensitive(root, f->name);
-        if (sent)
+        if (f->models == MODELS_REQUIRED && sent(req, f))
             return problem_set(pb, 422, f->pointer,
                                "%s is taken only with \"model\", a loaded "
                                "checkpoint (GET /models lists them)",
@@ -38,15 +40,12 @@ bool request_check_without_model(const struct request *req, const cJSON *root,
 }
 
 /* Every field sent must be one a model takes. */
-static bool check_fields(const struct request *req, const cJSON *root,
-                         const struct model *m, struct problem *pb)
+static bool check_fields(const struct request *req, const struct model *m,
+                         struct problem *pb)
 {
     for (size_t i = 0; i < request_field_count; i++) {
         const struct request_field *f = &request_fields[i];
-        if (f->models != MODELS_REFUSED)
-            continue;
-        if (request_field_given(req, f) ||
-            cJSON_GetObjectItemCaseSensitive(root, f->name))
+        if (f->models == MODELS_REFUSED && sent(req, f))
             return problem_set(
                 pb, 422, f->pointer,
                 "%s conflicts with \"model\": the model \"%s\" fixes it "
@@ -527,7 +526,7 @@ bool request_decode_model(struct request *req, const cJSON *root,
     }
     const struct model *m = e->model;
     req->model.entry = e;
-    return check_fields(req, root, m, pb) &&
+    return check_fields(req, m, pb) &&
            request_fields_read(req, root, lim, pb) &&
            read_return(req, cJSON_GetObjectItemCaseSensitive(root, "return"),
                        pb) &&

@@ -54,8 +54,8 @@ bool request_decode_model(struct request *req, const cJSON *root,
                           struct problem *pb);
 
 /* request_model.c: no field that only a model takes was sent without
- * one (root, or the URL's PNG options marked given). */
-bool request_check_without_model(const struct request *req, const cJSON *root,
+ * one (in the body, or among the URL's PNG options marked given). */
+bool request_check_without_model(const struct request *req,
                                  struct problem *pb);
 
 #endif
