@@ -426,6 +426,14 @@ void drawn_lease_end(struct drawn_lease *lease)
     memset(lease, 0, sizeof *lease);
 }
 
+/* Whether two keys of one call (the same kind, seed and shape) are the
+ * same key. */
+static bool same_text(const struct key *a, const struct key *b)
+{
+    return a->hash == b->hash && a->label_len == b->label_len &&
+           !memcmp(a->label, b->label, a->label_len);
+}
+
 void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
                         uint64_t seed, size_t dim, float *out)
 {
@@ -436,47 +444,62 @@ void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
                              out + t * dim);
         return;
     }
-    /* one look under the lock for all of them: copies of those kept;
-     * the others are drawn outside it, then kept */
-    enum { BATCH = 256 };
+    /* one look under the lock for all of them, their keys made before
+     * it: copies of those kept; the others are drawn outside it, each
+     * word once however many times it comes (a word twice in a text is
+     * one draw, not the second draw that would keep it), then kept */
+    enum { BATCH = 128, PLACES = 2 * BATCH };
     for (size_t first = 0; first < n; first += BATCH) {
-        const size_t last = first + BATCH < n ? first + BATCH : n;
+        const size_t count = first + BATCH < n ? BATCH : n - first;
+        struct key keys[BATCH];
         bool found[BATCH];
+        for (size_t i = 0; i < count; i++)
+            keys[i] = key_of(DRAWN_TOKEN, seed, text[first + i], dim, dim);
         pthread_mutex_lock(&c->lock);
-        for (size_t t = first; t < last; t++) {
-            const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
-            const struct drawn *e = take(c, &k, false);
-            found[t - first] = e != NULL;
+        for (size_t i = 0; i < count; i++) {
+            const struct drawn *e = take(c, &keys[i], false);
+            found[i] = e != NULL;
             if (e) {
-                memcpy(out + t * dim, e->values, row);
+                memcpy(out + (first + i) * dim, e->values, row);
                 c->hits[DRAWN_TOKEN]++;
             } else {
                 c->misses[DRAWN_TOKEN]++;
             }
         }
         pthread_mutex_unlock(&c->lock);
-        bool drew = false;
-        for (size_t t = first; t < last; t++)
-            if (!found[t - first]) {
-                attn_embed_token(text[t], strlen(text[t]), seed, dim,
-                                 out + t * dim);
-                drew = true;
+        /* drawn[i]: i is the first place of its word among those not
+         * found; place[] finds that first place by the key's hash */
+        bool drawn[BATCH] = {false}, drew = false;
+        uint8_t place[PLACES] = {0}; /* first place + 1, or 0 */
+        _Static_assert(BATCH < 256, "a place fits a byte");
+        for (size_t i = 0; i < count; i++) {
+            if (found[i])
+                continue;
+            size_t at = keys[i].hash & (PLACES - 1);
+            while (place[at] && !same_text(&keys[place[at] - 1], &keys[i]))
+                at = (at + 1) & (PLACES - 1);
+            float *values = out + (first + i) * dim;
+            if (place[at]) {
+                memcpy(values, out + (first + place[at] - 1) * dim, row);
+                continue;
             }
+            place[at] = (uint8_t)(i + 1);
+            attn_embed_token(text[first + i], keys[i].label_len, seed, dim,
+                             values);
+            drawn[i] = drew = true;
+        }
         if (!drew)
             continue;
         struct drawn *gone = NULL;
         pthread_mutex_lock(&c->lock);
-        for (size_t t = first; t < last; t++) {
-            if (found[t - first])
-                continue;
-            const struct key k = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
-            /* the same word twice, or another request; or not kept */
-            if (find(c, &k) || !to_keep(c, &k))
+        for (size_t i = 0; i < count; i++) {
+            /* another request may have kept it meanwhile; or not kept */
+            if (!drawn[i] || find(c, &keys[i]) || !to_keep(c, &keys[i]))
                 continue;
             float *copy = malloc(row);
             if (copy) {
-                memcpy(copy, out + t * dim, row);
-                if (!keep(c, &k, copy, false, &gone))
+                memcpy(copy, out + (first + i) * dim, row);
+                if (!keep(c, &keys[i], copy, false, &gone))
                     free(copy);
             }
         }

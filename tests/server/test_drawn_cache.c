@@ -324,6 +324,40 @@ static size_t hold_two_seeds(struct drawn_cache *c, struct attn_params p[2],
     return s.cap - s.bytes;
 }
 
+/* A word twice in one text is one draw, copied to its second place: in a
+ * full cache it is passed over once, not kept as if drawn a second time
+ * (which would forget what another request keeps for a value no request
+ * may ask for again); drawn again in a later call, it is kept. */
+static void test_a_word_twice_is_one_draw(void **state)
+{
+    (void)state;
+    struct drawn_cache c;
+    /* room for one 16-wide token entry: under 2 * (about 130) bytes */
+    drawn_cache_init(&c, 195);
+    char a[] = "a", b[] = "b";
+    char *first[] = {a}, *twice[] = {b, a, b};
+    float got[3 * 16], want[3 * 16];
+    drawn_embed_tokens(&c, first, 1, 3, 16, got);
+    struct drawn_cache_stats s;
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.entries, 1);
+    drawn_embed_tokens(&c, twice, 3, 3, 16, got);
+    for (size_t t = 0; t < 3; t++)
+        attn_embed_token(twice[t], 1, 3, 16, want + t * 16);
+    assert_memory_equal(got, want, sizeof want);
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.hits[DRAWN_TOKEN], 1); /* "a" */
+    assert_int_equal(s.misses[DRAWN_TOKEN], 3);
+    assert_int_equal(s.passes, 1);
+    assert_int_equal(s.evictions, 0);
+    drawn_embed_tokens(&c, twice, 1, 3, 16, got); /* "b" again: kept */
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.passes, 1);
+    assert_int_equal(s.evictions, 1);
+    assert_int_equal(s.entries, 1);
+    drawn_cache_free(&c);
+}
+
 /* What a full cache remembers of a value it passed over: a value that is
  * kept already is neither counted as passed nor remembered (a word twice
  * in one call); and a second draw that finds no room beside the leases
@@ -532,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_token_embeddings),
         cmocka_unit_test(test_many_small_entries),
         cmocka_unit_test(test_one_off_seeds_pass_through),
+        cmocka_unit_test(test_a_word_twice_is_one_draw),
         cmocka_unit_test(test_what_passing_over_remembers),
         cmocka_unit_test(test_no_room_beside_held),
         cmocka_unit_test(test_only_what_the_pass_reads),
