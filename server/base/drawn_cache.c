@@ -50,7 +50,12 @@ static struct key key_of(enum drawn_kind kind, uint64_t seed, const char *label,
     h ^= seed + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
     h ^= (uint64_t)cols * 0xBF58476D1CE4E5B9u;
     h ^= (uint64_t)count * 0x94D049BB133111EBu;
-    k.hash = h ^ (h >> 29);
+    /* every bit of the key into every bit of the hash: a slot's index
+     * takes its low bits, its tag (tag_of()) the top ones, and a seed
+     * below 2^53 would otherwise reach the top bits only by its carries */
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9u;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBu;
+    k.hash = h ^ (h >> 31);
     return k;
 }
 
@@ -434,77 +439,120 @@ static bool same_text(const struct key *a, const struct key *b)
            !memcmp(a->label, b->label, a->label_len);
 }
 
+/* Tokens of a call whose bookkeeping fits the stack; a longer text's is
+ * allocated. */
+enum { STACK_TOKENS = 64 };
+
+/* first[t] = the first place of token t's text among the n keys (t
+ * itself for a first place), by a table of twice n places or more. */
+static void first_places(const struct key *keys, size_t n, uint32_t *first,
+                         uint32_t *place, size_t places)
+{
+    memset(place, 0, places * sizeof *place); /* a first place + 1, or 0 */
+    for (size_t t = 0; t < n; t++) {
+        size_t at = keys[t].hash & (places - 1);
+        while (place[at] && !same_text(&keys[place[at] - 1], &keys[t]))
+            at = (at + 1) & (places - 1);
+        if (!place[at])
+            place[at] = (uint32_t)t + 1;
+        first[t] = place[at] - 1;
+    }
+}
+
+/* Tokens looked up under one hold of the lock: a long text's looks
+ * leave it to other requests between batches. */
+enum { LOOK_BATCH = 128 };
+
+/* The distinct texts among keys [t0, t1) (first places, first[t] == t)
+ * from c, or drawn and then kept: one look under the lock for all of
+ * them, copies of those kept; the others drawn outside it, then kept. */
+static void embed_distinct(struct drawn_cache *c, const struct key *keys,
+                           const uint32_t *first, size_t t0, size_t t1,
+                           uint64_t seed, size_t dim, float *out, bool *found)
+{
+    const size_t row = dim * sizeof(float);
+    bool drew = false;
+    pthread_mutex_lock(&c->lock);
+    for (size_t t = t0; t < t1; t++) {
+        if (first[t] != t)
+            continue;
+        const struct drawn *e = take(c, &keys[t], false);
+        found[t] = e != NULL;
+        if (e) {
+            memcpy(out + t * dim, e->values, row);
+            c->hits[DRAWN_TOKEN]++;
+        } else {
+            c->misses[DRAWN_TOKEN]++;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    for (size_t t = t0; t < t1; t++)
+        if (first[t] == t && !found[t]) {
+            attn_embed_token(keys[t].label, keys[t].label_len, seed, dim,
+                             out + t * dim);
+            drew = true;
+        }
+    if (!drew)
+        return;
+    struct drawn *gone = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (size_t t = t0; t < t1; t++) {
+        /* another request may have kept it meanwhile; or not kept */
+        if (first[t] != t || found[t] || find(c, &keys[t]) ||
+            !to_keep(c, &keys[t]))
+            continue;
+        float *copy = malloc(row);
+        if (copy) {
+            memcpy(copy, out + t * dim, row);
+            if (!keep(c, &keys[t], copy, false, &gone))
+                free(copy);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    free_forgotten(gone);
+}
+
 void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
                         uint64_t seed, size_t dim, float *out)
 {
-    const size_t row = dim * sizeof(float);
-    if (!c || !c->cap) {
+    /* each text once however many times it comes: a word twice in a text
+     * is one draw (or one look), not the second draw that would keep it
+     * in a full cache, then copied to its other places */
+    struct key keys_here[STACK_TOKENS];
+    uint32_t first_here[STACK_TOKENS], place_here[2 * STACK_TOKENS];
+    bool found_here[STACK_TOKENS];
+    size_t places = 2 * STACK_TOKENS;
+    while (places < 2 * n)
+        places *= 2;
+    const bool here = n <= STACK_TOKENS;
+    struct key *keys = here ? keys_here : malloc(n * sizeof *keys);
+    uint32_t *first = here ? first_here : malloc(n * sizeof *first);
+    uint32_t *place = here ? place_here : malloc(places * sizeof *place);
+    bool *found = here ? found_here : malloc(n * sizeof *found);
+    const bool listed = keys && first && place && found && n < UINT32_MAX;
+    if (!c || !c->cap || !listed) {
+        /* no cache, or no memory to list the texts in: each drawn */
         for (size_t t = 0; t < n; t++)
             attn_embed_token(text[t], strlen(text[t]), seed, dim,
                              out + t * dim);
-        return;
+    } else {
+        for (size_t t = 0; t < n; t++)
+            keys[t] = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
+        first_places(keys, n, first, place, places);
+        for (size_t t0 = 0; t0 < n; t0 += LOOK_BATCH)
+            embed_distinct(c, keys, first, t0,
+                           n - t0 < LOOK_BATCH ? n : t0 + LOOK_BATCH, seed,
+                           dim, out, found);
+        for (size_t t = 0; t < n; t++)
+            if (first[t] != t)
+                memcpy(out + t * dim, out + first[t] * dim,
+                       dim * sizeof(float));
     }
-    /* one look under the lock for all of them, their keys made before
-     * it: copies of those kept; the others are drawn outside it, each
-     * word once however many times it comes (a word twice in a text is
-     * one draw, not the second draw that would keep it), then kept */
-    enum { BATCH = 128, PLACES = 2 * BATCH };
-    for (size_t first = 0; first < n; first += BATCH) {
-        const size_t count = first + BATCH < n ? BATCH : n - first;
-        struct key keys[BATCH];
-        bool found[BATCH];
-        for (size_t i = 0; i < count; i++)
-            keys[i] = key_of(DRAWN_TOKEN, seed, text[first + i], dim, dim);
-        pthread_mutex_lock(&c->lock);
-        for (size_t i = 0; i < count; i++) {
-            const struct drawn *e = take(c, &keys[i], false);
-            found[i] = e != NULL;
-            if (e) {
-                memcpy(out + (first + i) * dim, e->values, row);
-                c->hits[DRAWN_TOKEN]++;
-            } else {
-                c->misses[DRAWN_TOKEN]++;
-            }
-        }
-        pthread_mutex_unlock(&c->lock);
-        /* drawn[i]: i is the first place of its word among those not
-         * found; place[] finds that first place by the key's hash */
-        bool drawn[BATCH] = {false}, drew = false;
-        uint8_t place[PLACES] = {0}; /* first place + 1, or 0 */
-        _Static_assert(BATCH < 256, "a place fits a byte");
-        for (size_t i = 0; i < count; i++) {
-            if (found[i])
-                continue;
-            size_t at = keys[i].hash & (PLACES - 1);
-            while (place[at] && !same_text(&keys[place[at] - 1], &keys[i]))
-                at = (at + 1) & (PLACES - 1);
-            float *values = out + (first + i) * dim;
-            if (place[at]) {
-                memcpy(values, out + (first + place[at] - 1) * dim, row);
-                continue;
-            }
-            place[at] = (uint8_t)(i + 1);
-            attn_embed_token(text[first + i], keys[i].label_len, seed, dim,
-                             values);
-            drawn[i] = drew = true;
-        }
-        if (!drew)
-            continue;
-        struct drawn *gone = NULL;
-        pthread_mutex_lock(&c->lock);
-        for (size_t i = 0; i < count; i++) {
-            /* another request may have kept it meanwhile; or not kept */
-            if (!drawn[i] || find(c, &keys[i]) || !to_keep(c, &keys[i]))
-                continue;
-            float *copy = malloc(row);
-            if (copy) {
-                memcpy(copy, out + (first + i) * dim, row);
-                if (!keep(c, &keys[i], copy, false, &gone))
-                    free(copy);
-            }
-        }
-        pthread_mutex_unlock(&c->lock);
-        free_forgotten(gone);
+    if (!here) {
+        free(keys);
+        free(first);
+        free(place);
+        free(found);
     }
 }
 

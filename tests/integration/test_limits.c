@@ -624,9 +624,10 @@ static void test_stop_cancels_long_computations(void **state)
 
 /* A computation stuck where no cancel reaches does not hold the stop for
  * ever: under a cap on address space below OpenBLAS's first buffer, its
- * first product (the values' weighted norms, which always go through
- * OpenBLAS) retries its allocation for ever; SIGTERM still ends the
- * process soon after the drain time, with status 1. */
+ * first OpenBLAS product (the Gram matrix of the value-weighted norms,
+ * value_weighted.c, which only OpenBLAS computes) retries its allocation
+ * for ever; SIGTERM still ends the process soon after the drain time,
+ * with status 1. */
 static void test_stop_is_bounded_when_stuck(void **state)
 {
     (void)state;

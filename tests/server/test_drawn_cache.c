@@ -152,7 +152,8 @@ static void test_over_the_cap_or_off_is_drawn_alone(void **state)
 }
 
 /* Token embeddings: the drawn ones, kept and found again, the same word
- * twice in one call drawn once; another seed or width is another one. */
+ * twice in one call drawn (or looked up) once; another seed or width is
+ * another one. */
 static void test_token_embeddings(void **state)
 {
     (void)state;
@@ -171,7 +172,8 @@ static void test_token_embeddings(void **state)
     struct drawn_cache_stats s;
     drawn_cache_stats(&c, &s);
     assert_int_equal(s.entries, 4); /* "the" once */
-    assert_int_equal(s.hits[DRAWN_TOKEN], 5);
+    assert_int_equal(s.misses[DRAWN_TOKEN], 4);
+    assert_int_equal(s.hits[DRAWN_TOKEN], 4);
     /* another seed: other values, not the kept ones */
     drawn_embed_tokens(&c, words, 1, 43, dim, got);
     attn_embed_token("the", 3, 43, dim, want);
@@ -327,12 +329,13 @@ static size_t hold_two_seeds(struct drawn_cache *c, struct attn_params p[2],
 /* A word twice in one text is one draw, copied to its second place: in a
  * full cache it is passed over once, not kept as if drawn a second time
  * (which would forget what another request keeps for a value no request
- * may ask for again); drawn again in a later call, it is kept. */
+ * may ask for again); drawn again in a later call, it is kept. So in a
+ * long text too, whose places are looked up a batch at a time. */
 static void test_a_word_twice_is_one_draw(void **state)
 {
     (void)state;
     struct drawn_cache c;
-    /* room for one 16-wide token entry: under 2 * (about 130) bytes */
+    /* room for one 16-wide token entry: under 2 * (about 160) bytes */
     drawn_cache_init(&c, 195);
     char a[] = "a", b[] = "b";
     char *first[] = {a}, *twice[] = {b, a, b};
@@ -346,8 +349,8 @@ static void test_a_word_twice_is_one_draw(void **state)
         attn_embed_token(twice[t], 1, 3, 16, want + t * 16);
     assert_memory_equal(got, want, sizeof want);
     drawn_cache_stats(&c, &s);
-    assert_int_equal(s.hits[DRAWN_TOKEN], 1); /* "a" */
-    assert_int_equal(s.misses[DRAWN_TOKEN], 3);
+    assert_int_equal(s.hits[DRAWN_TOKEN], 1);   /* "a" */
+    assert_int_equal(s.misses[DRAWN_TOKEN], 2); /* "b", once */
     assert_int_equal(s.passes, 1);
     assert_int_equal(s.evictions, 0);
     drawn_embed_tokens(&c, twice, 1, 3, 16, got); /* "b" again: kept */
@@ -355,6 +358,23 @@ static void test_a_word_twice_is_one_draw(void **state)
     assert_int_equal(s.passes, 1);
     assert_int_equal(s.evictions, 1);
     assert_int_equal(s.entries, 1);
+
+    /* 300 places, "x" at the first and the last, "b" (kept) between */
+    enum { LONG = 300 };
+    char x[] = "x";
+    char *text[LONG];
+    for (size_t t = 0; t < LONG; t++)
+        text[t] = t == 0 || t == LONG - 1 ? x : b;
+    float *long_got = malloc(LONG * 16 * sizeof *long_got);
+    assert_non_null(long_got);
+    drawn_embed_tokens(&c, text, LONG, 3, 16, long_got);
+    attn_embed_token("x", 1, 3, 16, want);
+    assert_memory_equal(long_got, want, 16 * sizeof(float));
+    assert_memory_equal(long_got + (LONG - 1) * 16, want, 16 * sizeof(float));
+    drawn_cache_stats(&c, &s);
+    assert_int_equal(s.passes, 2);    /* "x", once */
+    assert_int_equal(s.evictions, 1); /* "b" stays */
+    free(long_got);
     drawn_cache_free(&c);
 }
 
@@ -366,7 +386,7 @@ static void test_what_passing_over_remembers(void **state)
 {
     (void)state;
     struct drawn_cache c;
-    /* room for one 16-wide token entry: under 2 * (about 130) bytes */
+    /* room for one 16-wide token entry: under 2 * (about 160) bytes */
     drawn_cache_init(&c, 195);
     char a[] = "a";
     char *twice[] = {a, a};
