@@ -3,6 +3,8 @@
  */
 #include "drawn_cache.h"
 
+#include "rng.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +55,8 @@ static struct key key_of(enum drawn_kind kind, uint64_t seed, const char *label,
     /* every bit of the key into every bit of the hash: a slot's index
      * takes its low bits, its tag (tag_of()) the top ones, and a seed
      * below 2^53 would otherwise reach the top bits only by its carries */
-    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9u;
-    h = (h ^ (h >> 27)) * 0x94D049BB133111EBu;
-    k.hash = h ^ (h >> 31);
+    RNG_MIX64(h);
+    k.hash = h;
     return k;
 }
 
