@@ -513,37 +513,77 @@ static void embed_distinct(struct drawn_cache *c, const struct key *keys,
     free_forgotten(gone);
 }
 
+/* Places of first_places()'s table for n tokens: a power of two, twice
+ * n or more. */
+static size_t places_for(size_t n)
+{
+    size_t places = 2 * STACK_TOKENS;
+    while (places / 2 < n)
+        places *= 2;
+    return places;
+}
+
+/* Whether n tokens are listed (first_places()): a place holds a token's
+ * index + 1 in 32 bits. */
+static bool listable(size_t n)
+{
+    return n < UINT32_MAX;
+}
+
+size_t drawn_embed_tokens_scratch(size_t n)
+{
+    if (n <= STACK_TOKENS || !listable(n))
+        return 0;
+    return n * (sizeof(struct key) + sizeof(uint32_t) + sizeof(bool)) +
+           places_for(n) * sizeof(uint32_t);
+}
+
+/* Every token drawn, each place on its own. */
+static void draw_each(char *const *text, size_t n, uint64_t seed, size_t dim,
+                      float *out)
+{
+    for (size_t t = 0; t < n; t++)
+        attn_embed_token(text[t], strlen(text[t]), seed, dim, out + t * dim);
+}
+
 void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
                         uint64_t seed, size_t dim, float *out)
 {
+    if (!c || !c->cap) {
+        draw_each(text, n, seed, dim, out);
+        return;
+    }
     /* each text once however many times it comes: a word twice in a text
      * is one draw (or one look), not the second draw that would keep it
-     * in a full cache, then copied to its other places */
+     * in a full cache, then copied to its other places. The list of the
+     * texts is on the stack for a few dozen tokens, else allocated
+     * (drawn_embed_tokens_scratch()); without it, each place is drawn. */
     struct key keys_here[STACK_TOKENS];
     uint32_t first_here[STACK_TOKENS], place_here[2 * STACK_TOKENS];
     bool found_here[STACK_TOKENS];
-    size_t places = 2 * STACK_TOKENS;
-    while (places < 2 * n)
-        places *= 2;
     const bool here = n <= STACK_TOKENS;
-    struct key *keys = here ? keys_here : malloc(n * sizeof *keys);
-    uint32_t *first = here ? first_here : malloc(n * sizeof *first);
-    uint32_t *place = here ? place_here : malloc(places * sizeof *place);
-    bool *found = here ? found_here : malloc(n * sizeof *found);
-    const bool listed = keys && first && place && found && n < UINT32_MAX;
-    if (!c || !c->cap || !listed) {
-        /* no cache, or no memory to list the texts in: each drawn */
-        for (size_t t = 0; t < n; t++)
-            attn_embed_token(text[t], strlen(text[t]), seed, dim,
-                             out + t * dim);
+    size_t places = 2 * STACK_TOKENS;
+    struct key *keys = keys_here;
+    uint32_t *first = first_here, *place = place_here;
+    bool *found = found_here;
+    if (!here) {
+        const bool listed = listable(n);
+        places = listed ? places_for(n) : 0;
+        keys = listed ? malloc(n * sizeof *keys) : NULL;
+        first = listed ? malloc(n * sizeof *first) : NULL;
+        place = listed ? malloc(places * sizeof *place) : NULL;
+        found = listed ? malloc(n * sizeof *found) : NULL;
+    }
+    if (!keys || !first || !place || !found) {
+        draw_each(text, n, seed, dim, out);
     } else {
         for (size_t t = 0; t < n; t++)
             keys[t] = key_of(DRAWN_TOKEN, seed, text[t], dim, dim);
         first_places(keys, n, first, place, places);
         for (size_t t0 = 0; t0 < n; t0 += LOOK_BATCH)
             embed_distinct(c, keys, first, t0,
-                           n - t0 < LOOK_BATCH ? n : t0 + LOOK_BATCH, seed,
-                           dim, out, found);
+                           n - t0 < LOOK_BATCH ? n : t0 + LOOK_BATCH, seed, dim,
+                           out, found);
         for (size_t t = 0; t < n; t++)
             if (first[t] != t)
                 memcpy(out + t * dim, out + first[t] * dim,

@@ -94,9 +94,15 @@ unsigned drawn_params_needed(const struct attn_config *cfg);
 void drawn_lease_end(struct drawn_lease *lease);
 
 /* The embeddings of n tokens (text[i], NUL-terminated) from seed, dim
- * wide, into out [n][dim], each from c (NULL: no cache) or drawn now. */
+ * wide, into out [n][dim], each from c (NULL: no cache) or drawn now; a
+ * text that comes more than once is looked up or drawn once. */
 void drawn_embed_tokens(struct drawn_cache *c, char *const *text, size_t n,
                         uint64_t seed, size_t dim, float *out);
+
+/* The bytes drawn_embed_tokens() allocates for n tokens while it runs,
+ * beside out (a list of their texts; none for a few dozen), for the
+ * caller to reserve first. Without them it draws every place. */
+size_t drawn_embed_tokens_scratch(size_t n);
 
 struct drawn_cache_stats {
     size_t bytes, cap, entries;

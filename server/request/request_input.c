@@ -168,8 +168,10 @@ static bool embed_text(const struct request *req, struct request_input *in,
                            "%zu tokens of width %zu are more numbers than the "
                            "limit (%zu, --max-output)",
                            in->n, in->d, lim->max_output);
-    if (!request_reserve((struct request *)req, count * sizeof *in->x, at->name,
-                         pb))
+    /* the embeddings, and what drawing them lists of the tokens */
+    const size_t bytes =
+        count * sizeof *in->x + drawn_embed_tokens_scratch(in->n);
+    if (!request_reserve((struct request *)req, bytes, at->name, pb))
         return false;
     in->x = malloc(count * sizeof *in->x);
     if (!in->x)

@@ -374,6 +374,9 @@ static void test_a_word_twice_is_one_draw(void **state)
     drawn_cache_stats(&c, &s);
     assert_int_equal(s.passes, 2);    /* "x", once */
     assert_int_equal(s.evictions, 1); /* "b" stays */
+    /* what the long text's list of its places took, to be reserved */
+    assert_int_equal(drawn_embed_tokens_scratch(9), 0);
+    assert_true(drawn_embed_tokens_scratch(LONG) > LONG * 2 * sizeof(uint32_t));
     free(long_got);
     drawn_cache_free(&c);
 }
