@@ -275,9 +275,13 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
             x[r] = _mm512_loadu_si512(xb + (size_t)r * ldb + i);
 #pragma GCC unroll 4
         for (int j = 0; j < outs; j++) {
-            // the row the next call reads in its place, ahead values on:
-            // each row alone is too short for the prefetchers to find
-            __builtin_prefetch(w[j] + i + ahead);
+            // ahead values on: the row the next call reads in its place
+            // (each row alone is too short for the prefetchers to find);
+            // one output a call, W front to back, read once (widen.h)
+            if (outs == 1)
+                __builtin_prefetch(w[j] + i + ahead, 0, 0);
+            else
+                __builtin_prefetch(w[j] + i + ahead);
             const __m512i wv = _mm512_maskz_loadu_epi16(in_row, w[j] + i);
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++)
@@ -343,6 +347,9 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
         const size_t rows_in = p->rows - c0 < chunk ? p->rows - c0 : chunk;
         round_rows(p->x + c0 * p->ldx, p->ldx, rows_in, p->in, ldb, xb);
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : TOKEN_OUTS;
+        size_t ahead = outs * p->ldw; /* values */
+        if (outs == 1 && ahead < WIDEN_ONE_OUTPUT_AHEAD / sizeof *w)
+            ahead = WIDEN_ONE_OUTPUT_AHEAD / sizeof *w;
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const uint16_t *rows_of[TOKEN_OUTS];
             for (size_t j = 0; j < outs; j++)
@@ -353,7 +360,7 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
                     rows_in - r0 < TOKEN_ROWS ? rows_in - r0 : TOKEN_ROWS;
                 tokens_fn *const kernel =
                     outs == 1 ? one_output[rows - 1] : token_kernels[rows - 1];
-                kernel(xb + r0 * ldb, ldb, rows_of, p->in, outs * p->ldw, dots);
+                kernel(xb + r0 * ldb, ldb, rows_of, p->in, ahead, dots);
                 for (size_t j = 0; j < outs && o0 + j < p->out; j++)
                     for (size_t r = 0; r < rows; r++) {
                         float *y = p->y + (c0 + r0 + r) * p->ldy + o0 + j;

@@ -112,9 +112,11 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
  * sixteens in order, value k into lane k % 16. Bfloat16 W, whose words
  * hold pairs: in each block of thirty-two values the even ones (value k
  * into lane (k % 32) / 2) and then the odd ones. The rest are the tail.
- * ahead: the bytes from a row of W to the one a call after this one
- * reads, which is fetched meanwhile (each row alone is too short for the
- * prefetchers to find). */
+ * ahead: how far past each value of W it reads the one it fetches
+ * meanwhile: the same place in the rows a call after this one reads
+ * (each row alone is too short for the prefetchers to find), or, one
+ * output a call, a row or WIDEN_ONE_OUTPUT_AHEAD bytes on, whichever is
+ * further, not to be kept. */
 ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
                                size_t ldxs, int rows, const void *const *w,
                                int outs, bool bf16, size_t n, size_t ahead,
@@ -135,9 +137,15 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
 #pragma GCC unroll 4
         for (int j = 0; j < outs; j++) {
             const char *next = (const char *)w[j] + ahead;
-            __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
-            if (!bf16)
-                __builtin_prefetch(next + 4 * i + 64);
+            if (outs == 1) { /* W front to back, read once */
+                __builtin_prefetch(next + (bf16 ? 2 : 4) * i, 0, 0);
+                if (!bf16)
+                    __builtin_prefetch(next + 4 * i + 64, 0, 0);
+            } else {
+                __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
+                if (!bf16)
+                    __builtin_prefetch(next + 4 * i + 64);
+            }
             v16f wa, wb;
             if (bf16) {
                 pairs32(w[j], i, &wa, &wb);
@@ -286,9 +294,8 @@ static void put(const struct widen_product *p, size_t r0, size_t rows,
 /* The rows of x four at a time through outs rows of W from o0 (ROW_OUTS,
  * the last one repeated past out: its sums are made again and not kept;
  * or one, with ONE_OUTPUT_ROWS rows at most). w: where each row's values
- * begin, float32 or bfloat16 as bf16 says; ahead: the bytes from a row
- * to the one the next group reads in its place, which is fetched
- * meanwhile (0: nothing to fetch). */
+ * begin, float32 or bfloat16 as bf16 says; ahead: how far past each
+ * value the kernel fetches (kernel_body(); 0: nothing to fetch). */
 static void group_product(enum vec_isa isa, const struct widen_product *p,
                           const float *xs, size_t ldxs, size_t o0,
                           const void *const *w, size_t outs, bool bf16,
@@ -357,12 +364,14 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
             xs = panel;
         }
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : ROW_OUTS;
+        size_t ahead = attn_dtype_bytes(p->dtype, outs * p->ldw);
+        if (outs == 1 && ahead < WIDEN_ONE_OUTPUT_AHEAD)
+            ahead = WIDEN_ONE_OUTPUT_AHEAD;
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const void *w[ROW_OUTS];
             for (size_t j = 0; j < outs; j++)
                 w[j] = w_at(p, o0 + j < p->out ? o0 + j : p->out - 1, p->col0);
-            group_product(isa, p, xs, ldxs, o0, w, outs, bf16,
-                          attn_dtype_bytes(p->dtype, outs * p->ldw), beta);
+            group_product(isa, p, xs, ldxs, o0, w, outs, bf16, ahead, beta);
         }
         return;
     }

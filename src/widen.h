@@ -17,6 +17,18 @@
 /* Floats of one panel: 2 MiB, a few of which stay in a shared cache. */
 enum { WIDEN_PANEL_FLOATS = 1 << 19 };
 
+/* How far ahead of its reads a product of one or two rows of x (a token
+ * alone, or two sequences' step), which reads W front to back one output
+ * at a time, fetches W, at least: one row of W ahead, or this many bytes
+ * when a row is shorter (a 2048-wide bfloat16 W's is 4 KiB), with the
+ * hint that it will not be read again (prefetchnta). One row of x through
+ * an 8192 x 2048 bfloat16 W on one core (bench_quant): 16.0-17.1 GB/s
+ * fetched a row (4 KiB) ahead as before, 20.4-22.4 so; 8192-wide rows
+ * (16 KiB) and float32 within noise. A fixed 6 KiB for every W did better
+ * on two threads (docs/benchmarks.md) and worse, 20 -> 16 GB/s, through
+ * an 8192-wide bfloat16 W on one core. */
+enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
+
 /* The panel of member member of a team, in a block of one per member;
  * NULL without one (every matrix float32). */
 static inline float *widen_panel(float *panels, unsigned member)
