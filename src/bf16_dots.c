@@ -347,9 +347,9 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
         const size_t rows_in = p->rows - c0 < chunk ? p->rows - c0 : chunk;
         round_rows(p->x + c0 * p->ldx, p->ldx, rows_in, p->in, ldb, xb);
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : TOKEN_OUTS;
-        size_t ahead = outs * p->ldw; /* values */
-        if (outs == 1 && ahead < WIDEN_ONE_OUTPUT_AHEAD / sizeof *w)
-            ahead = WIDEN_ONE_OUTPUT_AHEAD / sizeof *w;
+        const size_t ahead = /* values */
+            outs == 1 ? widen_one_output_ahead(p->ldw * sizeof *w) / sizeof *w
+                      : outs * p->ldw;
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const uint16_t *rows_of[TOKEN_OUTS];
             for (size_t j = 0; j < outs; j++)

@@ -364,9 +364,10 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
             xs = panel;
         }
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : ROW_OUTS;
-        size_t ahead = attn_dtype_bytes(p->dtype, outs * p->ldw);
-        if (outs == 1 && ahead < WIDEN_ONE_OUTPUT_AHEAD)
-            ahead = WIDEN_ONE_OUTPUT_AHEAD;
+        const size_t ahead =
+            outs == 1
+                ? widen_one_output_ahead(attn_dtype_bytes(p->dtype, p->ldw))
+                : attn_dtype_bytes(p->dtype, outs * p->ldw);
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const void *w[ROW_OUTS];
             for (size_t j = 0; j < outs; j++)

@@ -29,6 +29,13 @@ enum { WIDEN_PANEL_FLOATS = 1 << 19 };
  * an 8192-wide bfloat16 W on one core. */
 enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
 
+/* That distance for W's rows of row_bytes: a row, or the minimum. */
+static inline size_t widen_one_output_ahead(size_t row_bytes)
+{
+    return row_bytes > WIDEN_ONE_OUTPUT_AHEAD ? row_bytes
+                                              : WIDEN_ONE_OUTPUT_AHEAD;
+}
+
 /* The panel of member member of a team, in a block of one per member;
  * NULL without one (every matrix float32). */
 static inline float *widen_panel(float *panels, unsigned member)
