@@ -412,12 +412,49 @@ void xf_result_free(struct xf_result *result)
     free(result->attn_out);
     free(result->mlp_out);
     free(result->last_rows);
+    free(result->scratch);
     memset(result, 0, sizeof *result);
 }
 
+/* *slot with room for count elements of elem bytes: the array it holds
+ * when *room (its elements) suffices, else a new one; NULL for none
+ * (count 0, or memory out). */
+static void *refill(void *slot, size_t *room, size_t count, size_t elem)
+{
+    if (slot && count && *room >= count)
+        return slot;
+    free(slot);
+    *room = 0;
+    void *fresh = count ? malloc(count * elem) : NULL;
+    if (fresh)
+        *room = count;
+    return fresh;
+}
+
+/* Free the arrays of r that are not kept between passes (the measures'
+ * that hold no floats, small beside the rest) and its sizes. */
+static void result_release_unkept(struct xf_result *r)
+{
+    struct attn_measures *ms = &r->measures;
+    free(ms->top_keys);
+    free(ms->top_weights);
+    free(ms->top_count);
+    free(ms->induction);
+    free(ms->head_stats);
+    free(ms->key_received);
+    ms->top_keys = ms->top_count = NULL;
+    ms->top_weights = NULL;
+    ms->induction = ms->head_stats = ms->key_received = NULL;
+    r->layers = r->weight_layers = r->heads = r->n = r->keys = 0;
+    r->hidden = r->vocab = r->lens_k = r->batch = r->captured = 0;
+}
+
+/* The result of the plan in r, refilling the arrays r holds where they
+ * have room (xf_forward_again()). */
 static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                                struct attn_error *err)
 {
+    result_release_unkept(r);
     float **slots[XF_RESULT_FLOAT_ARRAYS] = {
         [XF_RESULT_WEIGHTS] = &r->weights,
         [XF_RESULT_MEAN_WEIGHTS] = &r->mean_weights,
@@ -434,10 +471,9 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
         [XF_RESULT_MLP_OUT] = &r->mlp_out,
         [XF_RESULT_LAST_ROWS] = &r->last_rows};
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
-        if (!plan->result_count[i])
-            continue;
-        *slots[i] = malloc(plan->result_count[i] * sizeof(float));
-        if (!*slots[i]) {
+        *slots[i] = refill(*slots[i], &r->room[i], plan->result_count[i],
+                           sizeof(float));
+        if (plan->result_count[i] && !*slots[i]) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the result of %zu tokens",
@@ -480,8 +516,9 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                              "out of memory for the head measures");
         }
     }
-    if (plan->result_count[XF_RESULT_LENS]) {
-        r->lens = malloc(plan->result_count[XF_RESULT_LENS] * sizeof *r->lens);
+    const size_t lens = plan->result_count[XF_RESULT_LENS];
+    r->lens = refill(r->lens, &r->room[XF_RESULT_LENS], lens, sizeof *r->lens);
+    if (lens) {
         if (!r->lens) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
@@ -844,10 +881,24 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
     return ATTN_OK;
 }
 
-attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
-                       struct xf_result *out, struct attn_error *err)
+/* The plan's scratch block, in the one out keeps where it is large
+ * enough; NULL when memory runs out. */
+static char *scratch_block(const struct xf_plan *plan, struct xf_result *out)
 {
-    memset(out, 0, sizeof *out);
+    const struct ws_plan w = {.bytes = plan->ws_bytes};
+    if (out->scratch && out->scratch_bytes >= w.bytes)
+        return out->scratch;
+    free(out->scratch);
+    out->scratch = ws_alloc(&w);
+    out->scratch_bytes = out->scratch ? w.bytes : 0;
+    return out->scratch;
+}
+
+/* xf_forward_again() but for freeing *out on failure. */
+static attn_status forward_into(const struct xf_plan *plan,
+                                const atomic_bool *cancel,
+                                struct xf_result *out, struct attn_error *err)
+{
     const struct xf_model *m = plan->m;
     const struct xf_run *run = &plan->run;
     // the sizes were planned for the caches as they were then
@@ -872,20 +923,15 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
     attn_status st = result_init(plan, out, err);
     if (st)
         return st;
-    const struct ws_plan w = {.bytes = plan->ws_bytes};
-    char *block = ws_alloc(&w);
-    if (!block) {
-        xf_result_free(out);
+    char *block = scratch_block(plan, out);
+    if (!block)
         return attn_fail(err, ATTN_E_NOMEM, "ids",
-                         "out of memory for %zu bytes of scratch", w.bytes);
-    }
+                         "out of memory for %zu bytes of scratch",
+                         plan->ws_bytes);
     struct attn_pool *own_pool = NULL;
     st = pool_take(NULL, plan->team, &s.team.pool, &own_pool, err);
-    if (st) {
-        free(block);
-        xf_result_free(out);
+    if (st)
         return st;
-    }
     float *ws[XF_WS_PARTS];
     for (int i = 0; i < XF_WS_PARTS; i++)
         ws[i] = (float *)(block + plan->ws_offset[i]);
@@ -964,8 +1010,27 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
         run->seqs[b].cache->len++;
 #undef STATE
     pool_give_back(s.team.pool, own_pool);
-    free(block);
+    return st;
+}
+
+attn_status xf_forward_again(const struct xf_plan *plan,
+                             const atomic_bool *cancel, struct xf_result *out,
+                             struct attn_error *err)
+{
+    attn_status st = forward_into(plan, cancel, out, err);
     if (st)
         xf_result_free(out);
+    return st;
+}
+
+attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
+                       struct xf_result *out, struct attn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const attn_status st = xf_forward_again(plan, cancel, out, err);
+    // the scratch is kept only for a next pass
+    free(out->scratch);
+    out->scratch = NULL;
+    out->scratch_bytes = 0;
     return st;
 }

@@ -431,6 +431,28 @@ struct xf_run {
  * xf_run.bf16_dots asks for? */
 bool xf_bf16_dots_available(void);
 
+/* The result's float arrays, in plan.result_count, then the lens's
+ * entries (two floats' bytes each). */
+enum {
+    XF_RESULT_WEIGHTS,
+    XF_RESULT_MEAN_WEIGHTS,
+    XF_RESULT_HIDDEN,
+    XF_RESULT_ROLLOUT,
+    XF_RESULT_LOGITS,
+    XF_RESULT_VALUE_WEIGHTED,
+    XF_RESULT_VALUE_WEIGHTED_SUM,
+    XF_RESULT_FLOW,
+    XF_RESULT_POOLED,
+    XF_RESULT_RESID,
+    XF_RESULT_Z,
+    XF_RESULT_ATTN_OUT,
+    XF_RESULT_MLP_OUT,
+    XF_RESULT_LAST_ROWS,
+    XF_RESULT_FLOAT_ARRAYS,
+    XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
+    XF_RESULT_ARRAYS
+};
+
 /*
  * Arrays not asked for are NULL. With Lw = layers, or 1 when run.layer
  * names one layer:
@@ -499,6 +521,11 @@ struct xf_result {
     float *resid, *z, *attn_out, *mlp_out, *last_rows;
     struct xf_candidate *lens;
     struct attn_measures measures; /* every layer's, or Lw's (above) */
+    /* what xf_forward_again() keeps: each array's room, in its elements
+     * (XF_RESULT_*), and the pass's scratch block */
+    size_t room[XF_RESULT_ARRAYS];
+    void *scratch;
+    size_t scratch_bytes;
 };
 
 /* ----------------------------------------------------------------- plan */
@@ -508,28 +535,6 @@ struct xf_result {
  * are returned and whether its output is read, the rest the same for
  * every layer) for each kind of layer. */
 enum { XF_PLAN_ATTN = 4 * XF_MAX_LAYER_KINDS };
-
-/* The result's float arrays, in plan.result_count, then the lens's
- * entries (two floats' bytes each). */
-enum {
-    XF_RESULT_WEIGHTS,
-    XF_RESULT_MEAN_WEIGHTS,
-    XF_RESULT_HIDDEN,
-    XF_RESULT_ROLLOUT,
-    XF_RESULT_LOGITS,
-    XF_RESULT_VALUE_WEIGHTED,
-    XF_RESULT_VALUE_WEIGHTED_SUM,
-    XF_RESULT_FLOW,
-    XF_RESULT_POOLED,
-    XF_RESULT_RESID,
-    XF_RESULT_Z,
-    XF_RESULT_ATTN_OUT,
-    XF_RESULT_MLP_OUT,
-    XF_RESULT_LAST_ROWS,
-    XF_RESULT_FLOAT_ARRAYS,
-    XF_RESULT_LENS = XF_RESULT_FLOAT_ARRAYS,
-    XF_RESULT_ARRAYS
-};
 
 /* The workspace block's parts. */
 enum {
@@ -618,6 +623,22 @@ double xf_plan_flops(const struct xf_plan *plan);
  */
 attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
                        struct xf_result *out, struct attn_error *err);
+
+/*
+ * xf_forward() into the memory of the result of an earlier pass: *out
+ * is that result, or zeroed for the first pass. Each of its arrays with
+ * room for what the plan returns there, and the pass's scratch block,
+ * which *out also keeps, is filled again in place; the others are freed
+ * or allocated anew. A caller that runs passes of one size back to back
+ * so reuses pages already in memory: fresh memory from the system comes
+ * as pages the kernel zeroes on first touch, which at bert-base's 512
+ * wordpieces with every layer's attention (151 MB of weights) is over a
+ * tenth of a pass. *out holds the largest pass's memory until
+ * xf_result_free(). On failure *out is freed, as xf_forward()'s.
+ */
+attn_status xf_forward_again(const struct xf_plan *plan,
+                             const atomic_bool *cancel, struct xf_result *out,
+                             struct attn_error *err);
 void xf_result_free(struct xf_result *result);
 
 /* ------------------------------------------------------------ the pieces */

@@ -8,8 +8,9 @@
  * tests/models/generate.py --bert-base). For 128 and 512 wordpieces, every
  * layer's attention returned, each round times, one after the other: a
  * 2048^3 cblas_sgemm on all cores (the ceiling, as bench_attention.c
- * measures it), xf_plan() and xf_forward() on a team of one thread per core
- * with single-threaded OpenBLAS (the core's threading policy), and the same
+ * measures it), xf_plan() and xf_forward_again() (into a result kept from
+ * run to run, attnd_run()) on a team of one thread per core with
+ * single-threaded OpenBLAS (the core's threading policy), and the same
  * network in PyTorch (tests/bench/bert_torch.py, run by Debian's
  * /usr/bin/python3 and kept alive across rounds) on 1 and on 2 threads.
  * Interleaving the rounds makes a busy neighbour on a shared machine slow
@@ -206,23 +207,28 @@ static bool bert_rounds(const struct xf_model *m, struct torch *t,
         oo[ORT_SESSIONS][BENCH_MAX_ROUNDS];
     if (rounds < 1 || rounds > BENCH_MAX_ROUNDS)
         return false;
-    for (int r = 0; r < rounds; r++) {
+    /* each side's result, kept from run to run (attnd_run()) */
+    struct xf_result kept[1 + ORT_SESSIONS] = {{0}};
+    bool ok = true;
+    for (int r = 0; r < rounds && ok; r++) {
         ceiling_once(sg);
         ce[r] = ceiling_once(sg);
-        attnd_run(m, ids, n, XF_WANT_WEIGHTS, NULL);
-        at[r] = attnd_run(m, ids, n, XF_WANT_WEIGHTS, NULL);
+        attnd_run(m, ids, n, XF_WANT_WEIGHTS, &kept[0]);
+        at[r] = attnd_run(m, ids, n, XF_WANT_WEIGHTS, &kept[0]);
         t1[r] = torch_run(t, n, 1);
         t2[r] = torch_run(t, n, 2);
-        if (at[r] < 0 || t1[r] < 0 || t2[r] < 0)
-            return false;
-        for (int s = 0; ort && s < ORT_SESSIONS; s++) {
-            attnd_run(m, ids, n, ort_want[s], NULL);
-            ao[s][r] = attnd_run(m, ids, n, ort_want[s], NULL);
+        ok = at[r] >= 0 && t1[r] >= 0 && t2[r] >= 0;
+        for (int s = 0; ok && ort && s < ORT_SESSIONS; s++) {
+            attnd_run(m, ids, n, ort_want[s], &kept[1 + s]);
+            ao[s][r] = attnd_run(m, ids, n, ort_want[s], &kept[1 + s]);
             oo[s][r] = torch_run(&ort[s], n, ORT_THREADS);
-            if (ao[s][r] < 0 || oo[s][r] < 0)
-                return false;
+            ok = ao[s][r] >= 0 && oo[s][r] >= 0;
         }
     }
+    for (int s = 0; s < 1 + ORT_SESSIONS; s++)
+        xf_result_free(&kept[s]);
+    if (!ok)
+        return false;
     out->torch.attnd_ms = 1e3 * median(at, (size_t)rounds);
     out->torch.torch1_ms = 1e3 * median(t1, (size_t)rounds);
     out->torch.torch2_ms = 1e3 * median(t2, (size_t)rounds);

@@ -256,7 +256,11 @@ static bool bench_checkpoint(const char *dir, struct sgemm_ctx *sg, int rounds,
            m->head_dim, m->intermediate, m->vocab_size, c->file_bytes / 1e6);
     uint32_t ids[512];
     bench_ids(ids, SERVE_TOKENS, m->vocab_size);
-    if (attnd_run(m, ids, SERVE_TOKENS, XF_WANT_WEIGHTS, NULL) < 0)
+    struct xf_result pass = {0};
+    const bool ran =
+        attnd_run(m, ids, SERVE_TOKENS, XF_WANT_WEIGHTS, &pass) >= 0;
+    xf_result_free(&pass);
+    if (!ran)
         return false;
     c->mem.after_pass = self_status("VmRSS:");
     c->mem.file_after_pass = self_status("RssFile:") - base_file;

@@ -7,9 +7,10 @@
  *
  * The protocol: each round times, one after the other, a CEILING_SIZE^3
  * cblas_sgemm on all cores (the ceiling, as bench_attention.c measures
- * it), xf_plan() and xf_forward() on a team of one thread per core with
- * single-threaded OpenBLAS (the core's threading policy), and the network
- * in PyTorch on 1 and on 2 threads. Interleaving the rounds makes a busy
+ * it), xf_plan() and xf_forward_again() (into a result kept from run to
+ * run) on a team of one thread per core with single-threaded OpenBLAS
+ * (the core's threading policy), and the network in PyTorch on 1 and on
+ * 2 threads. Interleaving the rounds makes a busy
  * neighbour on a shared machine slow every side alike; each side is timed
  * on its second run in a row (the first wakes its threads and brings the
  * clocks up), and PyTorch's process is stopped while the others run.
@@ -75,11 +76,14 @@ void torch_stop(struct torch *t);
 /* The benchmarks' tokens, the scripts' too: id (7 i + 1000) % vocab. */
 void bench_ids(uint32_t *ids, size_t n, size_t vocab);
 
-/* Seconds of xf_plan() and xf_forward() over ids on a team of one thread
- * per core; with hidden_copy, the last hidden states [n][hidden] (want
- * must hold XF_WANT_HIDDEN) into a malloc'd *hidden_copy. -1 on failure. */
+/* Seconds of xf_plan() and xf_forward_again() over ids on a team of one
+ * thread per core, into *kept: the result of the caller's earlier runs
+ * (or zeroed), whose memory the pass refills and where it leaves its
+ * result, as a caller running passes of one size back to back would
+ * (and as ONNX Runtime's arena and PyTorch's allocators keep theirs).
+ * The caller frees it with xf_result_free(). -1 on failure. */
 double attnd_run(const struct xf_model *m, const uint32_t *ids, size_t n,
-                 unsigned want, float **hidden_copy);
+                 unsigned want, struct xf_result *kept);
 
 /* Both sides compute the same network: the largest difference of the
  * last hidden states over ids[0..n), or -1 when one side failed. */
