@@ -468,6 +468,14 @@ $(LLAMA_1B)-%/model.safetensors: tests/models/generate_decoders.py
 $(GEMMA2_2B)/model.safetensors:
 	$(PYTHON) tests/models/generate_gemma.py --gemma2-2b $(@D)
 
+# Drop a file's pages from the page cache, so that its next reader reads
+# it from disk, in pieces of up to 2 MiB, as after a boot, rather than in
+# the 4 KiB pieces its writer left: decoding, which reads every weight
+# once a token, runs faster so (docs/operations.md, "The weights' pages").
+# The decoders' files are dropped before their benchmarks, for attnd and
+# llama.cpp alike.
+COLD = dd iflag=nocache count=0 status=none if=
+
 bench: deps-bench
 	@$(MAKE) --no-print-directory $(BENCH_BIN) $(BENCH_SERVICE) $(BENCH_STREAMS) $(BENCH_BERT) $(BENCH_DECODER) $(BENCH_PATCH) \
 	    $(BENCH_GEMMA) $(BENCH_GGUF) $(BENCH_QUANT) $(ATTND) $(BERT_BASE)/model.safetensors $(LLAMA_1B)-f32/model.safetensors \
@@ -476,12 +484,14 @@ bench: deps-bench
 	@if $(MAKE) --no-print-directory $(ORT_MODULES) $(BERT_BASE)/encoder.onnx > $(BUILD)/bench_ort.log 2>&1; \
 	then ort=; else ort=--no-ort; echo "bench_bert: ONNX Runtime is skipped: onnxruntime-node or the ONNX export failed ($(BUILD)/bench_ort.log)"; fi; \
 	set -x; $(BENCH_BERT) $(BERT_BASE) $$ort --json $(BUILD)/bench_bert.json
+	for f in $(LLAMA_1B)-f32/model.safetensors $(LLAMA_1B)-bf16/model.safetensors; do $(COLD)$$f; done
 	ATTND_BIN=$(ATTND) $(BENCH_DECODER) $(LLAMA_1B)-f32 $(LLAMA_1B)-bf16 --json $(BUILD)/bench_decoder.json
 	ATTND_BIN=$(ATTND) $(BENCH_STREAMS) $(LLAMA_1B)-bf16 --json $(BUILD)/bench_streams.json
 	@tests/bench/llama_cpp.sh $(BUILD) && $(MAKE) --no-print-directory $(GGUF_FLOATS) $(GGUF_QUANTS) \
 	    || echo "bench_gguf: no llama.cpp (above): llama-bench is skipped, and GGUF files are made only with it"
 	@files=; for f in $(GGUF_FLOATS) $(GGUF_QUANTS); do [ -f $$f ] && files="$$files $$f"; done; \
 	if [ -n "$$files" ]; then \
+	    for f in $$files; do $(COLD)$$f; done; \
 	    set -x; $(BENCH_GGUF) $$files --llama-bench $(LLAMA_CPP_BIN)/llama-bench --json $(BUILD)/bench_gguf.json; \
 	else echo "bench_gguf: skipped: no GGUF files"; fi
 	$(BENCH_QUANT)
