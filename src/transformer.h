@@ -408,7 +408,8 @@ struct xf_run {
     /* NULL, or [n][H] the residual stream entering layer first_layer,
      * where every sequence then starts: the embeddings and the layers
      * below are not run (a patched run resumes a cached one). first_layer
-     * is 0 without it. Not with a cache. */
+     * is 0 without it, and activations are asked for only with it 0. Not
+     * with a cache. */
     const float *start;
     size_t first_layer;
     /* With XF_WANT_ACTIVATIONS (one sequence of a pre-norm model, no
@@ -634,7 +635,9 @@ attn_status xf_forward(const struct xf_plan *plan, const atomic_bool *cancel,
  * as pages the kernel zeroes on first touch, which at bert-base's 512
  * wordpieces with every layer's attention (151 MB of weights) is over a
  * tenth of a pass. *out holds the largest pass's memory until
- * xf_result_free(). On failure *out is freed, as xf_forward()'s.
+ * xf_result_free(). No input of the run may lie in *out's memory (a
+ * start taken from its resid, say): the pass frees or writes over it
+ * before it reads it. On failure *out is freed, as xf_forward()'s.
  */
 attn_status xf_forward_again(const struct xf_plan *plan,
                              const atomic_bool *cancel, struct xf_result *out,

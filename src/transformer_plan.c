@@ -329,6 +329,12 @@ static attn_status check_resumed(const struct xf_model *m,
                          "logits or activations",
                          m->layers);
     if (run->want & XF_WANT_ACTIVATIONS) {
+        // the layers below first_layer are not run: nothing to keep
+        if (run->first_layer)
+            return attn_fail(err, ATTN_E_INVALID, "want",
+                             "activations are of every layer: a run from "
+                             "layer %zu runs none below it",
+                             run->first_layer);
         if (m->arch.norm_place == XF_NORM_AFTER)
             return attn_fail(err, ATTN_E_INVALID, "want",
                              "activations are of a residual stream that no "
