@@ -181,3 +181,31 @@ struct xf_matrix test_as_bf16(struct xf_matrix w, size_t count,
     *store += count;
     return (struct xf_matrix){.data = h, .dtype = ATTN_BF16};
 }
+
+void test_model_bf16(struct test_model *o, uint16_t **store,
+                     struct xf_layer **layers)
+{
+    const struct xf_model *m = &o->m;
+    const size_t H = m->hidden, J = m->intermediate;
+    const size_t hd = m->heads * m->head_dim, gd = m->kv_heads * m->head_dim;
+    *store = malloc(o->size * sizeof **store);
+    *layers = calloc(m->layers, sizeof **layers);
+    if (!*store || !*layers)
+        abort();
+    uint16_t *at = *store;
+    for (size_t l = 0; l < m->layers; l++) {
+        const struct xf_layer *y = &o->layers[l];
+        struct xf_layer *half = &(*layers)[l];
+        *half = *y;
+        half->q_w = test_as_bf16(y->q_w, hd * H, &at);
+        half->k_w = test_as_bf16(y->k_w, gd * H, &at);
+        half->v_w = test_as_bf16(y->v_w, gd * H, &at);
+        half->o_w = test_as_bf16(y->o_w, H * hd, &at);
+        half->up_w = test_as_bf16(y->up_w, J * H, &at);
+        half->gate_w = test_as_bf16(y->gate_w, J * H, &at);
+        half->down_w = test_as_bf16(y->down_w, H * J, &at);
+    }
+    o->m.layer = *layers;
+    o->m.lm_head = o->m.word_emb =
+        test_as_bf16(o->m.word_emb, m->vocab_size * H, &at);
+}

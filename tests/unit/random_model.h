@@ -39,4 +39,11 @@ struct xf_arch random_llama_arch(void);
 struct xf_matrix test_as_bf16(struct xf_matrix w, size_t count,
                               uint16_t **store);
 
+/* o's model with every layer's matrices and the word embedding, which
+ * then serves as lm_head too, rounded to bfloat16 in place and read as
+ * bfloat16 (test_as_bf16()): the stored copies in *store and the layers
+ * in *layers, which the caller frees after o. */
+void test_model_bf16(struct test_model *o, uint16_t **store,
+                     struct xf_layer **layers);
+
 #endif

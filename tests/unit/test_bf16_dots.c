@@ -251,20 +251,9 @@ static void test_decoder_logits(void **state)
     const struct xf_arch a = random_llama_arch();
     struct test_model o;
     test_model_make(&o, &a, L, HEADS, 2, D, H, J, 77);
-    uint16_t *store = malloc(o.size * sizeof *store), *at = store;
-    struct xf_layer half[L];
-    for (size_t l = 0; l < L; l++) {
-        half[l] = o.layers[l];
-        half[l].q_w = test_as_bf16(o.layers[l].q_w, HEADS * D * H, &at);
-        half[l].k_w = test_as_bf16(o.layers[l].k_w, 2 * D * H, &at);
-        half[l].v_w = test_as_bf16(o.layers[l].v_w, 2 * D * H, &at);
-        half[l].o_w = test_as_bf16(o.layers[l].o_w, H * HEADS * D, &at);
-        half[l].up_w = test_as_bf16(o.layers[l].up_w, J * H, &at);
-        half[l].gate_w = test_as_bf16(o.layers[l].gate_w, J * H, &at);
-        half[l].down_w = test_as_bf16(o.layers[l].down_w, H * J, &at);
-    }
-    o.m.layer = half;
-    o.m.lm_head = o.m.word_emb = test_as_bf16(o.m.word_emb, V * H, &at);
+    uint16_t *store;
+    struct xf_layer *half;
+    test_model_bf16(&o, &store, &half);
     uint32_t ids[T];
     for (size_t i = 0; i < T; i++)
         ids[i] = (uint32_t)((i * 7 + 3) % V);
@@ -367,6 +356,7 @@ static void test_decoder_logits(void **state)
         xf_cache_free(&alone[b]);
         xf_cache_free(&both[b]);
     }
+    free(half);
     free(store);
     test_model_free(&o);
 }

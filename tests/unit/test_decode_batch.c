@@ -417,23 +417,7 @@ static void model_of(int k, struct test_model *o, uint16_t **store,
     *half = NULL;
     if (k != 1)
         return;
-    *store = malloc(o->size * sizeof **store);
-    *half = calloc(L, sizeof **half);
-    uint16_t *at = *store;
-    const size_t g = o->m.kv_heads;
-    for (size_t l = 0; l < L; l++) {
-        const struct xf_layer *y = &o->layers[l];
-        (*half)[l] = *y;
-        (*half)[l].q_w = test_as_bf16(y->q_w, HEADS * D * H, &at);
-        (*half)[l].k_w = test_as_bf16(y->k_w, g * D * H, &at);
-        (*half)[l].v_w = test_as_bf16(y->v_w, g * D * H, &at);
-        (*half)[l].o_w = test_as_bf16(y->o_w, H * HEADS * D, &at);
-        (*half)[l].up_w = test_as_bf16(y->up_w, J * H, &at);
-        (*half)[l].gate_w = test_as_bf16(y->gate_w, J * H, &at);
-        (*half)[l].down_w = test_as_bf16(y->down_w, H * J, &at);
-    }
-    o->m.layer = *half;
-    o->m.lm_head = o->m.word_emb = test_as_bf16(o->m.word_emb, V * H, &at);
+    test_model_bf16(o, store, half);
 }
 
 static void test_batch_same_bits_as_alone(void **state)

@@ -454,27 +454,8 @@ static void test_again_every_path(void **state)
             o.m.kind[0].window = 4;
         uint16_t *store = NULL;
         struct xf_layer *half = NULL;
-        if (kind == 4) { // every matrix at 16 bits, through the panels
-            store = malloc(o.size * sizeof *store);
-            half = calloc(LAYERS, sizeof *half);
-            assert_non_null(store);
-            assert_non_null(half);
-            uint16_t *at = store;
-            for (size_t l = 0; l < LAYERS; l++) {
-                const struct xf_layer *y = &o.layers[l];
-                half[l] = *y;
-                half[l].q_w = test_as_bf16(y->q_w, HEADS * 6 * HIDDEN, &at);
-                half[l].k_w = test_as_bf16(y->k_w, 2 * 6 * HIDDEN, &at);
-                half[l].v_w = test_as_bf16(y->v_w, 2 * 6 * HIDDEN, &at);
-                half[l].o_w = test_as_bf16(y->o_w, HIDDEN * HEADS * 6, &at);
-                half[l].up_w = test_as_bf16(y->up_w, 40 * HIDDEN, &at);
-                half[l].gate_w = test_as_bf16(y->gate_w, 40 * HIDDEN, &at);
-                half[l].down_w = test_as_bf16(y->down_w, HIDDEN * 40, &at);
-            }
-            o.m.layer = half;
-            o.m.lm_head = o.m.word_emb =
-                test_as_bf16(o.m.word_emb, VOCAB * HIDDEN, &at);
-        }
+        if (kind == 4) // every matrix at 16 bits, through the panels
+            test_model_bf16(&o, &store, &half);
         uint32_t rows[MOST], cols[MOST];
         for (size_t i = 0; i < MOST; i++) {
             rows[i] = (uint32_t)(i * 3 / MOST);

@@ -1071,24 +1071,8 @@ static void test_cache_continues_a_pass(void **state)
         o.m.lm_head = o.m.word_emb;
         uint16_t *store = NULL;
         struct xf_layer *half = NULL;
-        if (k == 2) { // every matrix at 16 bits, through the panels
-            store = malloc(o.size * sizeof *store);
-            half = calloc(L, sizeof *half);
-            uint16_t *at = store;
-            for (size_t l = 0; l < L; l++) {
-                const struct xf_layer *y = &o.layers[l];
-                half[l] = *y;
-                half[l].q_w = test_as_bf16(y->q_w, HEADS * D * H, &at);
-                half[l].k_w = test_as_bf16(y->k_w, 4 * D * H, &at);
-                half[l].v_w = test_as_bf16(y->v_w, 4 * D * H, &at);
-                half[l].o_w = test_as_bf16(y->o_w, H * HEADS * D, &at);
-                half[l].up_w = test_as_bf16(y->up_w, 40 * H, &at);
-                half[l].gate_w = test_as_bf16(y->gate_w, 40 * H, &at);
-                half[l].down_w = test_as_bf16(y->down_w, H * 40, &at);
-            }
-            o.m.layer = half;
-            o.m.lm_head = o.m.word_emb = test_as_bf16(o.m.word_emb, 40 * H, &at);
-        }
+        if (k == 2) // every matrix at 16 bits, through the panels
+            test_model_bf16(&o, &store, &half);
         const uint32_t ids[T] = {3, 1, 4, 1, 5, 9, 2, 6, 5};
         struct xf_result whole;
         const struct xf_run all = {.ids = ids,
