@@ -432,7 +432,7 @@ static void *refill(void *slot, size_t *room, size_t count, size_t elem)
 }
 
 /* Free the arrays of r that are not kept between passes (the measures'
- * that hold no floats, small beside the rest) and its sizes. */
+ * outside XF_RESULT_*, small beside the rest) and its sizes. */
 static void result_release_unkept(struct xf_result *r)
 {
     struct attn_measures *ms = &r->measures;
