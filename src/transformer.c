@@ -416,6 +416,26 @@ void xf_result_free(struct xf_result *result)
     memset(result, 0, sizeof *result);
 }
 
+float **xf_result_array(struct xf_result *r, int which)
+{
+    switch (which) {
+    case XF_RESULT_WEIGHTS: return &r->weights;
+    case XF_RESULT_MEAN_WEIGHTS: return &r->mean_weights;
+    case XF_RESULT_HIDDEN: return &r->hidden_states;
+    case XF_RESULT_ROLLOUT: return &r->rollout;
+    case XF_RESULT_LOGITS: return &r->logits;
+    case XF_RESULT_VALUE_WEIGHTED: return &r->measures.value_weighted;
+    case XF_RESULT_VALUE_WEIGHTED_SUM: return &r->measures.value_weighted_sum;
+    case XF_RESULT_FLOW: return &r->flow;
+    case XF_RESULT_POOLED: return &r->measures.pooled;
+    case XF_RESULT_RESID: return &r->resid;
+    case XF_RESULT_Z: return &r->z;
+    case XF_RESULT_ATTN_OUT: return &r->attn_out;
+    case XF_RESULT_MLP_OUT: return &r->mlp_out;
+    default: return &r->last_rows;
+    }
+}
+
 /* *slot with room for count elements of elem bytes: the array it holds
  * when *room (its elements) suffices, else a new one; NULL for none
  * (count 0, or memory out). */
@@ -455,25 +475,11 @@ static attn_status result_init(const struct xf_plan *plan, struct xf_result *r,
                                struct attn_error *err)
 {
     result_release_unkept(r);
-    float **slots[XF_RESULT_FLOAT_ARRAYS] = {
-        [XF_RESULT_WEIGHTS] = &r->weights,
-        [XF_RESULT_MEAN_WEIGHTS] = &r->mean_weights,
-        [XF_RESULT_HIDDEN] = &r->hidden_states,
-        [XF_RESULT_ROLLOUT] = &r->rollout,
-        [XF_RESULT_LOGITS] = &r->logits,
-        [XF_RESULT_VALUE_WEIGHTED] = &r->measures.value_weighted,
-        [XF_RESULT_VALUE_WEIGHTED_SUM] = &r->measures.value_weighted_sum,
-        [XF_RESULT_FLOW] = &r->flow,
-        [XF_RESULT_POOLED] = &r->measures.pooled,
-        [XF_RESULT_RESID] = &r->resid,
-        [XF_RESULT_Z] = &r->z,
-        [XF_RESULT_ATTN_OUT] = &r->attn_out,
-        [XF_RESULT_MLP_OUT] = &r->mlp_out,
-        [XF_RESULT_LAST_ROWS] = &r->last_rows};
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
-        *slots[i] = refill(*slots[i], &r->room[i], plan->result_count[i],
-                           sizeof(float));
-        if (plan->result_count[i] && !*slots[i]) {
+        float **slot = xf_result_array(r, i);
+        *slot = refill(*slot, &r->room[i], plan->result_count[i],
+                       sizeof(float));
+        if (plan->result_count[i] && !*slot) {
             xf_result_free(r);
             return attn_fail(err, ATTN_E_NOMEM, "ids",
                              "out of memory for the result of %zu tokens",

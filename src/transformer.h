@@ -529,6 +529,10 @@ struct xf_result {
     size_t scratch_bytes;
 };
 
+/* Where float array which (XF_RESULT_*, below XF_RESULT_FLOAT_ARRAYS) of
+ * r lies. */
+float **xf_result_array(struct xf_result *r, int which);
+
 /* ----------------------------------------------------------------- plan */
 
 /* The most attention configs one plan resolves: the kinds of call one

@@ -28,33 +28,12 @@
 
 enum { LAYERS = 2, HEADS = 4, HIDDEN = 24, VOCAB = 40, TOP_K = 3 };
 
-/* Where each float array of XF_RESULT_* sits in a result. */
-static float **float_slot(struct xf_result *r, int i)
-{
-    switch (i) {
-    case XF_RESULT_WEIGHTS: return &r->weights;
-    case XF_RESULT_MEAN_WEIGHTS: return &r->mean_weights;
-    case XF_RESULT_HIDDEN: return &r->hidden_states;
-    case XF_RESULT_ROLLOUT: return &r->rollout;
-    case XF_RESULT_LOGITS: return &r->logits;
-    case XF_RESULT_VALUE_WEIGHTED: return &r->measures.value_weighted;
-    case XF_RESULT_VALUE_WEIGHTED_SUM: return &r->measures.value_weighted_sum;
-    case XF_RESULT_FLOW: return &r->flow;
-    case XF_RESULT_POOLED: return &r->measures.pooled;
-    case XF_RESULT_RESID: return &r->resid;
-    case XF_RESULT_Z: return &r->z;
-    case XF_RESULT_ATTN_OUT: return &r->attn_out;
-    case XF_RESULT_MLP_OUT: return &r->mlp_out;
-    default: return &r->last_rows;
-    }
-}
-
 /* Every entry r keeps, floats as NaN and the rest as all ones, and its
  * scratch block too: what a pass reads before it writes shows. */
 static void poison(struct xf_result *r)
 {
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
-        float *a = *float_slot(r, i);
+        float *a = *xf_result_array(r, i);
         for (size_t k = 0; a && k < r->room[i]; k++)
             a[k] = __builtin_nanf("");
     }
@@ -78,7 +57,7 @@ static void assert_same_result(const struct xf_plan *plan, struct xf_result *a,
     assert_int_equal(a->captured, b->captured);
     for (int i = 0; i < XF_RESULT_FLOAT_ARRAYS; i++) {
         const size_t count = plan->result_count[i];
-        const float *x = *float_slot(a, i), *y = *float_slot(b, i);
+        const float *x = *xf_result_array(a, i), *y = *xf_result_array(b, i);
         if (!count) {
             assert_null(x);
             assert_null(y);
