@@ -74,9 +74,10 @@ struct pass {
     const float *h_in;    /* [n][H] the layer's input */
     float *h_out;         /* [n][H] the layer's output */
     float *x1;            /* [n][H] the residual sum after the attention */
-    float *inter;         /* [n][I] */
+    float *inter;         /* [n][I], rows ldi apart */
     float *normed;        /* [n][H] a sublayer's normed input (norm before) */
-    float *gate;          /* [n][I] (gated) */
+    float *gate;          /* [n][I] (gated), rows ldi apart */
+    size_t ldi;           /* xf_inter_ld() */
     const float *final_w, *final_b; /* the final norm, for final_rows */
     /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
     void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
@@ -163,17 +164,16 @@ static void activate_block(float *block, size_t ld, size_t rows, size_t cols,
         xf_activation(act, block + r * ld, cols);
 }
 
-/* out = in W^T + b over a tile, out's rows IW apart, with the product in
- * hand (p->w, p->b), then act over it when act is not NULL. (IW, not I:
- * cblas.h brings complex.h's I.) */
+/* out = in W^T + b over a tile, out's rows p->ldi apart, with the
+ * product in hand (p->w, p->b), then act over it when act is not NULL. */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
                          float *out, const xf_act *act, unsigned member)
 {
-    const size_t H = p->m->hidden, IW = p->m->intermediate;
-    float *o = out + t->r0 * IW + t->c0;
+    const size_t H = p->m->hidden;
+    float *o = out + t->r0 * p->ldi + t->c0;
     if (p->b)
         for (size_t r = 0; r < t->rows; r++)
-            memcpy(o + r * IW, p->b + t->c0, t->width * sizeof(float));
+            memcpy(o + r * p->ldi, p->b + t->c0, t->width * sizeof(float));
     const struct widen_product pr = {.x = ffn_input(p) + t->r0 * H,
                                      .ldx = H,
                                      .rows = t->rows,
@@ -183,7 +183,7 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                      .ldw = H,
                                      .out = t->width,
                                      .y = o,
-                                     .ldy = IW,
+                                     .ldy = p->ldi,
                                      .alone = p->how.alone,
                                      .bf16_dots = p->how.bf16_dots,
                                      .finish = act ? activate_block : NULL,
@@ -208,14 +208,14 @@ static void activated_tile(void *arg, size_t u, unsigned member)
 static void gated_tile(void *arg, size_t u, unsigned member)
 {
     struct pass *p = arg;
-    const size_t IW = p->m->intermediate;
-    const struct xf_tile t = xf_tile_at(p->n, IW, u);
+    const size_t ldi = p->ldi;
+    const struct xf_tile t = xf_tile_at(p->n, p->m->intermediate, u);
     tile_product(p, &t, p->inter, NULL, member);
-    float *inter = p->inter + t.r0 * IW + t.c0;
-    const float *gate = p->gate + t.r0 * IW + t.c0;
+    float *inter = p->inter + t.r0 * ldi + t.c0;
+    const float *gate = p->gate + t.r0 * ldi + t.c0;
     for (size_t r = 0; r < t.rows; r++)
         for (size_t c = 0; c < t.width; c++)
-            inter[r * IW + c] *= gate[r * IW + c];
+            inter[r * ldi + c] *= gate[r * ldi + c];
 }
 
 /* h_out = inter W_down^T + b_down + x1, a tile of it; with out norms,
@@ -240,8 +240,8 @@ static void output_tile(void *arg, size_t u, unsigned member)
         else
             memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
     }
-    const struct widen_product pr = {.x = p->inter + t.r0 * IW,
-                                     .ldx = IW,
+    const struct widen_product pr = {.x = p->inter + t.r0 * p->ldi,
+                                     .ldx = p->ldi,
                                      .rows = t.rows,
                                      .in = IW,
                                      .w = xf_matrix_rows(p->w, t.c0, IW),
@@ -800,7 +800,7 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
     const struct xf_run *run = &plan->run;
     const struct xf_model *m = plan->m;
     const struct xf_layer *y = &m->layer[l];
-    const size_t n = plan->rows, H = m->hidden, IW = m->intermediate;
+    const size_t n = plan->rows, H = m->hidden, ldi = xf_inter_ld(m);
     if (plan->hooked && !plan->step) {
         intervene_apply(run, l, XF_SITE_RESID_PRE, h_in, NULL, run->n, H,
                         m->head_dim, 0, NULL);
@@ -815,8 +815,9 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                      .h_out = h_out,
                      .x1 = s->ffn,
                      .inter = s->ffn + n * H,
-                     .normed = before ? s->ffn + n * (H + IW) : NULL,
-                     .gate = gated ? s->ffn + n * (H + IW + before * H) : NULL,
+                     .normed = before ? s->ffn + n * (H + ldi) : NULL,
+                     .gate = gated ? s->ffn + n * (H + ldi + before * H) : NULL,
+                     .ldi = ldi,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b,
                      .panels = s->panels,
@@ -854,10 +855,11 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
         pool_acquire(s->team.pool);
     run_rows(s, &p, residual_rows);
     if (gated) {
-        ffn_product(s, &p, activated_tile, y->gate_w, y->gate_b, IW);
-        ffn_product(s, &p, gated_tile, y->up_w, y->up_b, IW);
+        ffn_product(s, &p, activated_tile, y->gate_w, y->gate_b,
+                    m->intermediate);
+        ffn_product(s, &p, gated_tile, y->up_w, y->up_b, m->intermediate);
     } else {
-        ffn_product(s, &p, activated_tile, y->up_w, y->up_b, IW);
+        ffn_product(s, &p, activated_tile, y->up_w, y->up_b, m->intermediate);
     }
     ffn_product(s, &p, output_tile, y->down_w, y->down_b, H);
     if (out_norms(m))

@@ -747,17 +747,17 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
 }
 
 /* The feed-forward's floats per row (transformer.c's struct pass): the
- * residual sum and the intermediate row; with norms before, the
- * sublayer's normed input; gated, the gate's row. Under XF_MAX_DIM each,
- * their sum cannot overflow. */
+ * residual sum and the intermediate row (xf_inter_ld() apart); with
+ * norms before, the sublayer's normed input; gated, the gate's row.
+ * Under XF_MAX_DIM each, their sum cannot overflow. */
 static size_t ffn_floats_per_row(const struct xf_model *m)
 {
-    size_t per_row = m->hidden + m->intermediate;
+    size_t per_row = m->hidden + xf_inter_ld(m);
     if (m->arch.norm_place == XF_NORM_BEFORE ||
         m->arch.norm_place == XF_NORM_SANDWICH)
         per_row += m->hidden;
     if (m->arch.ffn == XF_FFN_GATED)
-        per_row += m->intermediate;
+        per_row += xf_inter_ld(m);
     return per_row;
 }
 

@@ -4,7 +4,8 @@
  * their rows go in whole blocks of the streamed product's rows, so that
  * no block is packed by two tiles of the same rows' columns once there
  * are blocks enough; there are enough tiles for a team of two or four;
- * and the cut depends on the sizes alone.
+ * and the cut depends on the sizes alone. And the intermediate rows'
+ * stride, which spreads a block of rows over the cache's sets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,11 +83,39 @@ static void test_long_inputs_keep_units(void **state)
     assert_int_equal(xf_tile_count(0, 768), 0);
 }
 
+/* The intermediate rows' stride: the row in whole cache lines, an odd
+ * number of them (then 64 rows apart by it meet 64 different sets of a
+ * 64-set cache), never more than one line over the row. */
+static void test_inter_stride(void **state)
+{
+    (void)state;
+    const size_t widths[] = {1,    15,   16,   17,   32,   37,   48,
+                             768,  1000, 3072, 5632, 8192, 11008, 14336};
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) {
+        const struct xf_model m = {.intermediate = widths[i]};
+        const size_t ld = xf_inter_ld(&m), lines = ld / 16;
+        assert_int_equal(ld % 16, 0);
+        assert_true(ld >= widths[i] && ld < widths[i] + 32);
+        assert_int_equal(lines % 2, 1);
+        unsigned char set_used[64] = {0};
+        for (size_t r = 0; r < 64; r++)
+            set_used[(r * lines) % 64] = 1;
+        for (size_t s = 0; s < 64; s++)
+            assert_int_equal(set_used[s], 1);
+    }
+    /* bert-base's, and Llama-3.2-1B's */
+    assert_int_equal(xf_inter_ld(&(struct xf_model){.intermediate = 3072}),
+                     3088);
+    assert_int_equal(xf_inter_ld(&(struct xf_model){.intermediate = 8192}),
+                     8208);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_cell_once),
         cmocka_unit_test(test_long_inputs_keep_units),
+        cmocka_unit_test(test_inter_stride),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
