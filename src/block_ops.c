@@ -24,8 +24,9 @@ void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
 }
 
 /*
- * The activations, eight or sixteen at a time with the same arithmetic
- * in every lane and build (vecmath.h), exponentials included.
+ * The activations, over N vectors of eight or sixteen at a time
+ * (vecmath.h's EACH) with the same arithmetic in every lane, build and
+ * N, exponentials included.
  *
  * "gelu" is x/2 (1 + erf(x / sqrt 2)), computed through erfc: x - x/2
  * erfc(z) for x >= 0 and x/2 erfc(z) for x < 0, z = |x| / sqrt 2. So the
@@ -39,92 +40,84 @@ void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
  *
  * "silu" is x sigmoid(x) = x / (1 + exp(-x)), likewise.
  */
-#define GELU_ERF_BODY(VF, VI, SEL, EXP)                                        \
-    const VF x = *xp;                                                          \
-    const VF zero = {0};                                                       \
-    const VI negative = x < zero;                                              \
-    const VF z = SEL(negative, -x, x) * 0.70710678118654752f;                  \
-    const VF t = 1.0f / (1.0f + 0.5f * z);                                     \
-    VF p = zero + 0.17087277f;                                                 \
-    p = p * t + -0.82215223f;                                                  \
-    p = p * t + 1.48851587f;                                                   \
-    p = p * t + -1.13520398f;                                                  \
-    p = p * t + 0.27886807f;                                                   \
-    p = p * t + -0.18628806f;                                                  \
-    p = p * t + 0.09678418f;                                                   \
-    p = p * t + 0.37409196f;                                                   \
-    p = p * t + 1.00002368f;                                                   \
-    p = p * t + -1.26551223f;                                                  \
-    VF e = p - z * z;                                                          \
-    EXP(&e);                                                                   \
-    const VF half_x_erfc = 0.5f * x * (t * e);                                 \
-    *xp = SEL(negative, half_x_erfc, x - half_x_erfc)
+#define GELU_ERF_N(VF, VI, SEL, N, xs)                                         \
+    do {                                                                       \
+        const VF zero = {0};                                                   \
+        VF gx[N], gz[N], gt[N], gp[N], ge[N];                                  \
+        VI gneg[N];                                                            \
+        EACH(i, N) gx[i] = (xs)[i];                                            \
+        EACH(i, N) gneg[i] = gx[i] < zero;                                     \
+        EACH(i, N) gz[i] = SEL(gneg[i], -gx[i], gx[i]) * 0.70710678118654752f; \
+        EACH(i, N) gt[i] = 1.0f / (1.0f + 0.5f * gz[i]);                       \
+        EACH(i, N) gp[i] = zero + 0.17087277f;                                 \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + -0.82215223f;                       \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + 1.48851587f;                        \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + -1.13520398f;                       \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + 0.27886807f;                        \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + -0.18628806f;                       \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + 0.09678418f;                        \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + 0.37409196f;                        \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + 1.00002368f;                        \
+        EACH(i, N) gp[i] = gp[i] * gt[i] + -1.26551223f;                       \
+        EACH(i, N) ge[i] = gp[i] - gz[i] * gz[i];                              \
+        EXP_N(VF, VI, SEL, N, ge);                                             \
+        EACH(i, N)                                                             \
+        {                                                                      \
+            const VF half_x_erfc = 0.5f * gx[i] * (gt[i] * ge[i]);             \
+            (xs)[i] = SEL(gneg[i], half_x_erfc, gx[i] - half_x_erfc);          \
+        }                                                                      \
+    } while (0)
 
-#define GELU_TANH_BODY(VF, VI, SEL, EXP)                                       \
-    const VF x = *xp;                                                          \
-    const VF zero = {0};                                                       \
-    const VF arg = -2.0f * 0.7978845608028654f * (x + 0.044715f * x * x * x);  \
-    LOGISTIC_BODY(VF, VI, SEL, EXP, arg)
+/* x / (1 + exp(arg)) for each of N vectors x (xs) and their args (arg),
+ * 0 where arg passes 88: exp(arg) is held at exp(88) there, and the true
+ * value is under 1e-37. */
+#define LOGISTIC_N(VF, VI, SEL, N, xs, arg)                                    \
+    do {                                                                       \
+        const VF zero_l = {0};                                                 \
+        VF le[N];                                                              \
+        EACH(i, N) le[i] = (arg)[i];                                           \
+        EXP_N(VF, VI, SEL, N, le);                                             \
+        EACH(i, N)                                                             \
+        (xs)[i] = SEL((arg)[i] > 88.0f, zero_l, (xs)[i] / (1.0f + le[i]));     \
+    } while (0)
 
-/* x / (1 + exp(-s x)), 0 where exp(-s x) passes exp(88). */
-#define LOGISTIC_BODY(VF, VI, SEL, EXP, arg)                                   \
-    VF e = arg;                                                                \
-    EXP(&e);                                                                   \
-    /* past 88, exp(arg) is held at exp(88); the true x / (1 + exp(arg))       \
-     * is then under 1e-37 */                                                  \
-    const VI vanishes = arg > 88.0f;                                           \
-    *xp = SEL(vanishes, zero, x / (1.0f + e))
+#define GELU_TANH_N(VF, VI, SEL, N, xs)                                        \
+    do {                                                                       \
+        VF arg[N];                                                             \
+        EACH(i, N)                                                             \
+        {                                                                      \
+            const VF u = (xs)[i];                                              \
+            arg[i] =                                                           \
+                -2.0f * 0.7978845608028654f * (u + 0.044715f * u * u * u);     \
+        }                                                                      \
+        LOGISTIC_N(VF, VI, SEL, N, xs, arg);                                   \
+    } while (0)
 
-#define SILU_BODY(VF, VI, SEL, EXP)                                            \
-    const VF x = *xp;                                                          \
-    const VF zero = {0};                                                       \
-    const VF arg = -x;                                                         \
-    LOGISTIC_BODY(VF, VI, SEL, EXP, arg)
+#define SILU_N(VF, VI, SEL, N, xs)                                             \
+    do {                                                                       \
+        VF arg[N];                                                             \
+        EACH(i, N) arg[i] = -(xs)[i];                                          \
+        LOGISTIC_N(VF, VI, SEL, N, xs, arg);                                   \
+    } while (0)
 
-ALWAYS_INLINE void gelu_erf_v8(v8f *xp)
-{
-    GELU_ERF_BODY(v8f, v8i, SELECT, exp_v8);
-}
-ALWAYS_INLINE void gelu_erf_v16(v16f *xp)
-{
-    GELU_ERF_BODY(v16f, v16i, SELECT16, exp_v16);
-}
-ALWAYS_INLINE void gelu_tanh_v8(v8f *xp)
-{
-    GELU_TANH_BODY(v8f, v8i, SELECT, exp_v8);
-}
-ALWAYS_INLINE void gelu_tanh_v16(v16f *xp)
-{
-    GELU_TANH_BODY(v16f, v16i, SELECT16, exp_v16);
-}
-ALWAYS_INLINE void silu_v8(v8f *xp)
-{
-    SILU_BODY(v8f, v8i, SELECT, exp_v8);
-}
-ALWAYS_INLINE void silu_v16(v16f *xp)
-{
-    SILU_BODY(v16f, v16i, SELECT16, exp_v16);
-}
+/* act over N vectors of type VF at once (vecmath.h's EACH). */
+#define ACTIVATION_N(act, VF, VI, SEL, N, xs)                                  \
+    do {                                                                       \
+        if ((act) == XF_ACT_GELU)                                              \
+            GELU_ERF_N(VF, VI, SEL, N, xs);                                    \
+        else if ((act) == XF_ACT_GELU_TANH)                                    \
+            GELU_TANH_N(VF, VI, SEL, N, xs);                                   \
+        else                                                                   \
+            SILU_N(VF, VI, SEL, N, xs);                                        \
+    } while (0)
+
+/* Vectors an activation takes at a time where it has many. */
+enum { ACT_GROUP = 4 };
 
 ALWAYS_INLINE void activation_v8(xf_act act, v8f *v)
 {
-    if (act == XF_ACT_GELU)
-        gelu_erf_v8(v);
-    else if (act == XF_ACT_GELU_TANH)
-        gelu_tanh_v8(v);
-    else
-        silu_v8(v);
+    ACTIVATION_N(act, v8f, v8i, SELECT, 1, v);
 }
-ALWAYS_INLINE void activation_v16(xf_act act, v16f *v)
-{
-    if (act == XF_ACT_GELU)
-        gelu_erf_v16(v);
-    else if (act == XF_ACT_GELU_TANH)
-        gelu_tanh_v16(v);
-    else
-        silu_v16(v);
-}
-
 /* x[i] for i in [j, count), eight at a time, the tail padded. */
 ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
 {
@@ -138,34 +131,84 @@ ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
     }
 }
 
-static void activation_plain(xf_act act, float *x, size_t count)
+/*
+ * The activation over rows [0, rows) of x, rows ld apart, cols to a row,
+ * in vectors of VF (W floats): ACT_GROUP of them at a time, from a row's
+ * consecutive vectors where a row has that many, else from the same
+ * columns of ACT_GROUP rows (a product's finish gets blocks of 48
+ * columns); then the vectors left one at a time, and eight at a time
+ * past a row's last whole vector. Every lane's arithmetic is the same
+ * whichever way it goes.
+ */
+#define ACTIVATION_ROWS(VF, VI, SEL, W)                                        \
+    do {                                                                       \
+        const size_t span = W * ACT_GROUP;                                     \
+        size_t whole = cols / W * W, r = 0;                                    \
+        if (cols < span) /* the same columns of ACT_GROUP rows */              \
+            for (; r + ACT_GROUP <= rows; r += ACT_GROUP)                      \
+                for (size_t c = 0; c < whole; c += W) {                        \
+                    VF v[ACT_GROUP];                                           \
+                    EACH(i, ACT_GROUP)                                         \
+                    memcpy(&v[i], x + (r + i) * ld + c, sizeof *v);            \
+                    ACTIVATION_N(act, VF, VI, SEL, ACT_GROUP, v);              \
+                    EACH(i, ACT_GROUP)                                         \
+                    memcpy(x + (r + i) * ld + c, &v[i], sizeof *v);            \
+                }                                                              \
+        for (size_t q = 0; q < rows; q++) {                                    \
+            float *row = x + q * ld;                                           \
+            size_t c = q < r ? whole : 0;                                      \
+            for (; c + span <= cols; c += span) {                              \
+                VF v[ACT_GROUP];                                               \
+                memcpy(v, row + c, sizeof v);                                  \
+                ACTIVATION_N(act, VF, VI, SEL, ACT_GROUP, v);                  \
+                memcpy(row + c, v, sizeof v);                                  \
+            }                                                                  \
+            for (; c + W <= cols; c += W) {                                    \
+                VF v;                                                          \
+                memcpy(&v, row + c, sizeof v);                                 \
+                ACTIVATION_N(act, VF, VI, SEL, 1, &v);                         \
+                memcpy(row + c, &v, sizeof v);                                 \
+            }                                                                  \
+            activation_from(act, row, cols, c);                                \
+        }                                                                      \
+    } while (0)
+
+static void activation_plain(xf_act act, float *x, size_t ld, size_t rows,
+                             size_t cols)
 {
-    activation_from(act, x, count, 0);
+    ACTIVATION_ROWS(v8f, v8i, SELECT, 8);
 }
 #if HAVE_AVX2_BUILD
-AVX2_TARGET static void activation_avx2(xf_act act, float *x, size_t count)
+AVX2_TARGET static void activation_avx2(xf_act act, float *x, size_t ld,
+                                        size_t rows, size_t cols)
 {
-    activation_from(act, x, count, 0);
+    ACTIVATION_ROWS(v8f, v8i, SELECT, 8);
 }
-AVX512_TARGET static void activation_avx512(xf_act act, float *x, size_t count)
+AVX512_TARGET static void activation_avx512(xf_act act, float *x, size_t ld,
+                                            size_t rows, size_t cols)
 {
-    v16f v;
-    size_t j = 0;
-    for (; j + 16 <= count; j += 16) {
-        memcpy(&v, x + j, sizeof v);
-        activation_v16(act, &v);
-        memcpy(x + j, &v, sizeof v);
-    }
-    activation_from(act, x, count, j);
+    ACTIVATION_ROWS(v16f, v16i, SELECT16, 16);
 }
 #endif
 
+void xf_activation_rows_isa(int isa, xf_act act, float *x, size_t ld,
+                            size_t rows, size_t cols)
+{
+    VEC_DISPATCH(isa, activation, act, x, ld, rows, cols);
+}
+
+void xf_activation_rows(xf_act act, float *x, size_t ld, size_t rows,
+                        size_t cols)
+{
+    VEC_DISPATCH(vec_isa_best(), activation, act, x, ld, rows, cols);
+}
+
 void xf_activation_isa(int isa, xf_act act, float *x, size_t count)
 {
-    VEC_DISPATCH(isa, activation, act, x, count);
+    VEC_DISPATCH(isa, activation, act, x, count, 1, count);
 }
 
 void xf_activation(xf_act act, float *x, size_t count)
 {
-    VEC_DISPATCH(vec_isa_best(), activation, act, x, count);
+    VEC_DISPATCH(vec_isa_best(), activation, act, x, count, 1, count);
 }

@@ -159,9 +159,7 @@ static const float *ffn_input(const struct pass *p)
 static void activate_block(float *block, size_t ld, size_t rows, size_t cols,
                            const void *arg)
 {
-    const xf_act act = *(const xf_act *)arg;
-    for (size_t r = 0; r < rows; r++)
-        xf_activation(act, block + r * ld, cols);
+    xf_activation_rows(*(const xf_act *)arg, block, ld, rows, cols);
 }
 
 /* out = in W^T + b over a tile, out's rows p->ldi apart, with the

@@ -670,4 +670,12 @@ void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
 void xf_activation(xf_act act, float *x, size_t count);
 void xf_activation_isa(int isa, xf_act act, float *x, size_t count);
 
+/* The same over rows [0, rows) of x, rows ld apart, cols to a row: the
+ * bits xf_activation() gives each row, several rows' vectors at a time
+ * when the rows are short (a product's blocks of outputs). */
+void xf_activation_rows(xf_act act, float *x, size_t ld, size_t rows,
+                        size_t cols);
+void xf_activation_rows_isa(int isa, xf_act act, float *x, size_t ld,
+                            size_t rows, size_t cols);
+
 #endif

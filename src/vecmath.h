@@ -80,42 +80,60 @@ ALWAYS_INLINE void bf16x16(const uint16_t *h, v16f *out)
 #define SELECT16(mask, yes, no)                                                \
     ((v16f)(((v16i)(yes) & (mask)) | ((v16i)(no) & ~(mask))))
 
+/* Statement-by-statement over N vectors at once: each statement of a
+ * kernel done to every vector before the next statement. A kernel's long
+ * chain of dependent steps then meets the core's scheduler as N chains
+ * side by side; one vector after another fills the scheduler with the
+ * waiting steps of one chain and runs at its latency (GELU over a 64 x
+ * 3072 block: 1.5 ns an element one vector at a time, 0.7 four at once,
+ * the same bits). */
+#define EACH(i, N) _Pragma("GCC unroll 16") for (int i = 0; i < (N); i++)
+
 /*
- * exp(x) for a vector of floats (type VF, its integer twin VI, its SELECT),
- * within 2 ulp for x in [-87, 88]; 0 below -87, including -INFINITY (a
- * masked score); exp(88) above 88. exp(x) = 2^n * exp(r),
- * n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], exp(r) by
- * Cephes' degree-6 polynomial. Each lane's arithmetic is the same at
- * every width.
+ * exp(x) for each of N vectors of floats xs[0 .. N-1] in place (type VF,
+ * its integer twin VI, its SELECT), within 2 ulp for x in [-87, 88]; 0
+ * below -87, including -INFINITY (a masked score); exp(88) above 88.
+ * exp(x) = 2^n * exp(r), n = round(x / ln 2), r = x - n ln 2 in
+ * [-ln2/2, ln2/2], exp(r) by Cephes' degree-6 polynomial. Each lane's
+ * arithmetic is the same at every width and every N.
  */
-#define EXP_BODY(VF, VI, SEL)                                                  \
-    VF x = *xp;                                                                \
-    const VF zero = {0};                                                       \
-    const VI underflow = x < EXP_FLOOR;                                        \
-    x = SEL(underflow, zero + EXP_FLOOR, x);                                   \
-    x = SEL(x > 88.0f, zero + 88.0f, x);                                       \
-    const float shifter = 12582912.0f; /* 1.5 * 2^23: adding it rounds */      \
-    const VF t = x * 1.44269504088896341f + shifter;                           \
-    const VF n = t - shifter;                                                  \
-    const VF r = x - n * 0.693359375f - n * -2.12194440e-4f;                   \
-    VF p = zero + 1.9875691500e-4f;                                            \
-    p = p * r + 1.3981999507e-3f;                                              \
-    p = p * r + 8.3334519073e-3f;                                              \
-    p = p * r + 4.1665795894e-2f;                                              \
-    p = p * r + 1.6666665459e-1f;                                              \
-    p = p * r + 5.0000001201e-1f;                                              \
-    p = p * r * r + r + 1.0f;                                                  \
-    const VI bits = ((VI)t - (VI)(zero + shifter) + 127) << 23;                \
-    *xp = SEL(underflow, zero, p * (VF)bits)
+#define EXP_N(VF, VI, SEL, N, xs)                                              \
+    do {                                                                       \
+        const VF zero_ = {0};                                                  \
+        const float shifter_ = 12582912.0f; /* 1.5 * 2^23: adding it rounds */ \
+        VF x_[N], t_[N], r_[N], p_[N];                                         \
+        VI underflow_[N];                                                      \
+        EACH(i, N) underflow_[i] = (xs)[i] < EXP_FLOOR;                        \
+        EACH(i, N) x_[i] = SEL(underflow_[i], zero_ + EXP_FLOOR, (xs)[i]);     \
+        EACH(i, N) x_[i] = SEL(x_[i] > 88.0f, zero_ + 88.0f, x_[i]);           \
+        EACH(i, N) t_[i] = x_[i] * 1.44269504088896341f + shifter_;            \
+        EACH(i, N)                                                             \
+        {                                                                      \
+            const VF n_ = t_[i] - shifter_;                                    \
+            r_[i] = x_[i] - n_ * 0.693359375f - n_ * -2.12194440e-4f;          \
+        }                                                                      \
+        EACH(i, N) p_[i] = zero_ + 1.9875691500e-4f;                           \
+        EACH(i, N) p_[i] = p_[i] * r_[i] + 1.3981999507e-3f;                   \
+        EACH(i, N) p_[i] = p_[i] * r_[i] + 8.3334519073e-3f;                   \
+        EACH(i, N) p_[i] = p_[i] * r_[i] + 4.1665795894e-2f;                   \
+        EACH(i, N) p_[i] = p_[i] * r_[i] + 1.6666665459e-1f;                   \
+        EACH(i, N) p_[i] = p_[i] * r_[i] + 5.0000001201e-1f;                   \
+        EACH(i, N) p_[i] = p_[i] * r_[i] * r_[i] + r_[i] + 1.0f;               \
+        EACH(i, N)                                                             \
+        {                                                                      \
+            const VI bits_ = ((VI)t_[i] - (VI)(zero_ + shifter_) + 127) << 23; \
+            (xs)[i] = SEL(underflow_[i], zero_, p_[i] * (VF)bits_);            \
+        }                                                                      \
+    } while (0)
 
 ALWAYS_INLINE void exp_v8(v8f *xp)
 {
-    EXP_BODY(v8f, v8i, SELECT);
+    EXP_N(v8f, v8i, SELECT, 1, xp);
 }
 
 ALWAYS_INLINE void exp_v16(v16f *xp)
 {
-    EXP_BODY(v16f, v16i, SELECT16);
+    EXP_N(v16f, v16i, SELECT16, 1, xp);
 }
 
 #endif

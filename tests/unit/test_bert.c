@@ -105,6 +105,50 @@ static void test_gelu_dense(void **state)
     }
 }
 
+/* An activation over rows (xf_activation_rows(), a product's blocks of
+ * outputs): each row the bits xf_activation() gives it alone, on every
+ * build, whether the rows go several at a time (rows narrower than a
+ * group of vectors) or each by itself, with the columns past a row's
+ * end (ld > cols) untouched. */
+static void test_activation_rows(void **state)
+{
+    (void)state;
+    const struct {
+        size_t rows, cols, ld;
+    } shapes[] = {{7, 48, 53}, {64, 48, 3088}, {5, 17, 20},
+                  {9, 3, 3},   {4, 64, 64},    {3, 100, 130},
+                  {8, 40, 40}, {13, 33, 35},   {1, 2569, 2569}};
+    enum { MOST = 64 * 3088 };
+    float *x = malloc(MOST * sizeof *x), *got = malloc(MOST * sizeof *x),
+          *want = malloc(MOST * sizeof *x);
+    assert_non_null(x);
+    assert_non_null(got);
+    assert_non_null(want);
+    for (size_t i = 0; i < MOST; i++)
+        x[i] = -20.0f + (float)(i % 2561) / 64.0f;
+    for (int act = XF_ACT_GELU; act <= XF_ACT_SILU; act++)
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+            const size_t rows = shapes[k].rows, cols = shapes[k].cols,
+                         ld = shapes[k].ld, count = rows * ld;
+            memcpy(want, x, count * sizeof *x);
+            for (size_t r = 0; r < rows; r++)
+                xf_activation((xf_act)act, want + r * ld, cols);
+            for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+                if (!vec_isa_available(isa))
+                    continue;
+                memcpy(got, x, count * sizeof *x);
+                xf_activation_rows_isa(isa, (xf_act)act, got, ld, rows, cols);
+                assert_memory_equal(got, want, count * sizeof *x);
+            }
+            memcpy(got, x, count * sizeof *x);
+            xf_activation_rows((xf_act)act, got, ld, rows, cols);
+            assert_memory_equal(got, want, count * sizeof *x);
+        }
+    free(x);
+    free(got);
+    free(want);
+}
+
 static void test_layer_norm_values(void **state)
 {
     (void)state;
@@ -856,6 +900,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gelu_values),
         cmocka_unit_test(test_gelu_dense),
+        cmocka_unit_test(test_activation_rows),
         cmocka_unit_test(test_layer_norm_values),
         cmocka_unit_test(test_encoder_matches_reference_gelu),
         cmocka_unit_test(test_encoder_matches_reference_gelu_tanh),
