@@ -143,7 +143,8 @@ ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
 #define ACTIVATION_ROWS(VF, VI, SEL, W)                                        \
     do {                                                                       \
         const size_t span = W * ACT_GROUP;                                     \
-        size_t whole = cols / W * W, r = 0;                                    \
+        const size_t whole = cols / W * W;                                     \
+        size_t r = 0;                                                          \
         if (cols < span) /* the same columns of ACT_GROUP rows */              \
             for (; r + ACT_GROUP <= rows; r += ACT_GROUP)                      \
                 for (size_t c = 0; c < whole; c += W) {                        \
