@@ -178,14 +178,16 @@ AVX512_TARGET ALWAYS_INLINE __m512 weight(const float *wf, const uint16_t *wh,
 
 /* Column k of a chunk: each of the GROUP weights meets nv vectors of
  * packed rows, one fused multiply-add into each sum. */
-AVX512_TARGET ALWAYS_INLINE void
-column(const float *packed, const float *const *wf, const uint16_t *const *wh,
-       bool bf16, bool paired, int nv, size_t k, __m512 acc[GROUP][VECTORS])
+AVX512_TARGET ALWAYS_INLINE void column(const float *packed, size_t width,
+                                        const float *const *wf,
+                                        const uint16_t *const *wh, bool bf16,
+                                        bool paired, int nv, size_t k,
+                                        __m512 acc[GROUP][VECTORS])
 {
     __m512 x[VECTORS];
 #pragma GCC unroll 8
     for (int i = 0; i < nv; i++)
-        x[i] = _mm512_loadu_ps(packed + k * 16 * (size_t)nv + 16 * i);
+        x[i] = _mm512_loadu_ps(packed + k * width + 16 * i);
 #pragma GCC unroll 8
     for (int j = 0; j < GROUP; j++) {
         const __m512 wk = weight(wf[j], wh[j], bf16, paired, k);
@@ -196,13 +198,14 @@ column(const float *packed, const float *const *wf, const uint16_t *const *wh,
 }
 
 /* sums[j][r] = sum over k < cols of packed[k][r] w[j][k], for the GROUP
- * rows w[j] of W and the first 16 nv rows r; bf16 says whether w holds
+ * rows w[j] of W and the first 16 nv rows r (packed's columns width
+ * floats apart); bf16 says whether w holds
  * bfloat16s (a float's upper half) or floats. Each sum goes in the order
  * of k, by chunks of CHUNK columns summed apart and then added to the
  * whole in sums: a long row's rounding error grows with the chunk and
  * the number of chunks, not with the row. Every loop but the one over k
  * is unrolled whole, so that the sums stay in registers. */
-AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
+AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed, size_t width,
                                              const void *const *w, bool bf16,
                                              int nv, size_t cols, float *sums)
 {
@@ -238,13 +241,13 @@ AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
                              _MM_HINT_T0);
 #pragma GCC unroll 2
             for (size_t c = k; c < k + 16; c++)
-                column(packed, wf, wh, bf16, true, nv, c, acc);
+                column(packed, width, wf, wh, bf16, true, nv, c, acc);
         }
 #pragma GCC unroll 2
         for (; k < paired; k++)
-            column(packed, wf, wh, bf16, true, nv, k, acc);
+            column(packed, width, wf, wh, bf16, true, nv, k, acc);
         if (paired < k1)
-            column(packed, wf, wh, bf16, false, nv, paired, acc);
+            column(packed, width, wf, wh, bf16, false, nv, paired, acc);
 #pragma GCC unroll 8
         for (int j = 0; j < GROUP; j++)
 #pragma GCC unroll 8
@@ -260,32 +263,45 @@ AVX512_TARGET ALWAYS_INLINE void kernel_body(const float *packed,
 typedef void kernel_fn(const float *packed, const void *const *w, size_t cols,
                        float *sums);
 
-#define KERNEL(name, bf16, nv)                                                 \
+/* A kernel for nv vectors of rows, their columns width floats apart: a
+ * constant, so that each column's loads take fixed offsets. */
+#define KERNEL(name, bf16, nv, width)                                          \
     AVX512_TARGET static void name(const float *packed, const void *const *w,  \
                                    size_t cols, float *sums)                   \
     {                                                                          \
-        kernel_body(packed, w, bf16, nv, cols, sums);                          \
+        kernel_body(packed, width, w, bf16, nv, cols, sums);                   \
     }
-KERNEL(kernel_f32_1, false, 1)
-KERNEL(kernel_f32_2, false, 2)
-KERNEL(kernel_f32_3, false, 3)
-KERNEL(kernel_f32_4, false, 4)
-KERNEL(kernel_bf16_1, true, 1)
-KERNEL(kernel_bf16_2, true, 2)
-KERNEL(kernel_bf16_3, true, 3)
-KERNEL(kernel_bf16_4, true, 4)
+KERNEL(kernel_f32_1, false, 1, 16)
+KERNEL(kernel_f32_2, false, 2, 32)
+KERNEL(kernel_f32_3, false, 3, 48)
+KERNEL(kernel_f32_4, false, 4, 64)
+KERNEL(kernel_bf16_1, true, 1, 16)
+KERNEL(kernel_bf16_2, true, 2, 32)
+KERNEL(kernel_bf16_3, true, 3, 48)
+KERNEL(kernel_bf16_4, true, 4, 64)
+/* the same over a packed x's block, STREAM_ROWS wide however many of its
+ * rows there are */
+KERNEL(kernel_f32_1_of_4, false, 1, 64)
+KERNEL(kernel_f32_2_of_4, false, 2, 64)
+KERNEL(kernel_f32_3_of_4, false, 3, 64)
+KERNEL(kernel_bf16_1_of_4, true, 1, 64)
+KERNEL(kernel_bf16_2_of_4, true, 2, 64)
+KERNEL(kernel_bf16_3_of_4, true, 3, 64)
 #undef KERNEL
+_Static_assert(STREAM_ROWS == 64, "the kernels' widths");
 
-/* The kernel for nv vectors of rows (1 to VECTORS) of dtype's weights. */
-static kernel_fn *kernel_for(attn_dtype dtype, size_t nv)
+/* The kernel for nv vectors of rows (1 to VECTORS) of dtype's weights,
+ * their columns 16 nv floats apart, or STREAM_ROWS when packed. */
+static kernel_fn *kernel_for(attn_dtype dtype, size_t nv, bool packed)
 {
-    const bool bf16 = dtype == ATTN_BF16;
-    switch (nv) {
-    case 1: return bf16 ? kernel_bf16_1 : kernel_f32_1;
-    case 2: return bf16 ? kernel_bf16_2 : kernel_f32_2;
-    case 3: return bf16 ? kernel_bf16_3 : kernel_f32_3;
-    default: return bf16 ? kernel_bf16_4 : kernel_f32_4;
-    }
+    static kernel_fn *const kernels[2][2][VECTORS] = {
+        {{kernel_f32_1, kernel_f32_2, kernel_f32_3, kernel_f32_4},
+         {kernel_bf16_1, kernel_bf16_2, kernel_bf16_3, kernel_bf16_4}},
+        {{kernel_f32_1_of_4, kernel_f32_2_of_4, kernel_f32_3_of_4,
+          kernel_f32_4},
+         {kernel_bf16_1_of_4, kernel_bf16_2_of_4, kernel_bf16_3_of_4,
+          kernel_bf16_4}}};
+    return kernels[packed][dtype == ATTN_BF16][nv - 1];
 }
 
 /* Rows of x at most that go by outputs (by_outputs_body()): the
@@ -408,22 +424,87 @@ static by_outputs_fn *by_outputs_for(attn_dtype dtype, size_t rows, int *R)
     return dtype == ATTN_BF16 ? built[i].bf16 : built[i].f32;
 }
 
+/* Sums into a packed y (widen.h): out[j][r] for outputs j < outs and
+ * lanes r < lanes of a block (rows STREAM_ROWS apart), from sums[j][r]
+ * (stride to an output); set when set, with bias[j] added when bias is
+ * not NULL, else added. */
+AVX512_TARGET static void put_sums_packed(float *out, const float *sums,
+                                          size_t stride, size_t outs,
+                                          size_t lanes, const float *bias,
+                                          bool set)
+{
+    for (size_t j = 0; j < outs; j++) {
+        const float *s = sums + j * stride;
+        float *o = out + j * STREAM_ROWS;
+        const __m512 b = _mm512_set1_ps(bias ? bias[j] : 0.0f);
+        for (size_t r = 0; r < lanes; r += 16) {
+            const __mmask16 some = lanes - r < 16
+                                       ? (__mmask16)((1u << (lanes - r)) - 1u)
+                                       : (__mmask16)0xffff;
+            __m512 v = _mm512_maskz_loadu_ps(some, s + r);
+            if (!set)
+                v = _mm512_add_ps(_mm512_maskz_loadu_ps(some, o + r), v);
+            else if (bias)
+                v = _mm512_add_ps(b, v);
+            _mm512_mask_storeu_ps(o + r, some, v);
+        }
+    }
+}
+
+/* Outputs [o0, o0 + outs) of the block of rows r0 (rows of them, lanes
+ * of its sums kept) from a group's sums: into y as the product lays it
+ * out, set when set. */
+static void put_sums(const struct widen_product *p, size_t r0, size_t rows,
+                     size_t lanes, size_t o0, size_t outs, const float *sums,
+                     size_t stride, bool set)
+{
+    if (!p->y_packed) {
+        stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, stride, set);
+        return;
+    }
+    float *block = p->y + r0 / STREAM_ROWS * p->ldy + o0 * STREAM_ROWS;
+    put_sums_packed(block, sums, stride, outs, lanes,
+                    set && p->bias ? p->bias + o0 : NULL, set);
+}
+
+/* p->finish over outputs [o0, o0 + outs) of the rows rows from r0, as
+ * widen.h says for a packed y. */
+static void finish_block(const struct widen_product *p, size_t r0, size_t rows,
+                         size_t o0, size_t outs)
+{
+    if (p->y_packed)
+        p->finish(p->y + r0 / STREAM_ROWS * p->ldy + o0 * STREAM_ROWS,
+                  STREAM_ROWS, outs, rows, p->finish_arg);
+    else
+        p->finish(p->y + r0 * p->ldy + o0, p->ldy, rows, outs, p->finish_arg);
+}
+
 /* Rows [r0, r0 + rows) of the product, BY_OUTPUTS_ROWS at most, by
- * outputs sixteen at a time: the same bits as the broadcast kernel. */
+ * outputs sixteen at a time: the same bits as the broadcast kernel. A
+ * packed x's rows are laid out as rows first, in panel. */
 static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
-                       float beta)
+                       float beta, float *panel)
 {
     int R;
     by_outputs_fn *const kernel = by_outputs_for(p->dtype, rows, &R);
     float sums[16 * 16];
     for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
         const size_t cols = p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
+        const float *x0 = p->x + r0 * p->ldx + k0;
+        size_t ldx = p->ldx;
+        if (p->x_packed) {
+            const float *block =
+                p->x + r0 / STREAM_ROWS * p->ldx + k0 * STREAM_ROWS;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t k = 0; k < cols; k++)
+                    panel[r * cols + k] = block[k * STREAM_ROWS + r];
+            x0 = panel;
+            ldx = cols;
+        }
         // rows past the last repeat it: their sums are made and not kept
         const float *x[BY_OUTPUTS_ROWS];
         for (int r = 0; r < R; r++)
-            x[r] = p->x +
-                   (r0 + ((size_t)r < rows ? (size_t)r : rows - 1)) * p->ldx +
-                   k0;
+            x[r] = x0 + ((size_t)r < rows ? (size_t)r : rows - 1) * ldx;
         for (size_t o0 = 0; o0 < p->out; o0 += 16) {
             const size_t outs = p->out - o0 < 16 ? p->out - o0 : 16;
             const void *w[16];
@@ -433,8 +514,8 @@ static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
                        attn_dtype_bytes(p->dtype, o * p->ldw + k0);
             }
             kernel(x, w, cols, sums);
-            stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, 16,
-                            k0 == 0 && beta == 0.0f);
+            put_sums(p, r0, rows, rows, o0, outs, sums, 16,
+                     k0 == 0 && beta == 0.0f);
         }
     }
 }
@@ -442,6 +523,8 @@ static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
 /* Outputs whose sums are added into y together (stream_product.h). */
 enum { FLUSH_OUTS = STREAM_FLUSH_OUTS };
 _Static_assert(FLUSH_OUTS % GROUP == 0, "whole groups to a flush");
+_Static_assert(BY_OUTPUTS_ROWS *STREAM_COLS <= WIDEN_PANEL_FLOATS,
+               "a packed x's few rows fit in the panel");
 
 void stream_product(const struct widen_product *p, float beta, float *panel)
 {
@@ -450,18 +533,23 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
         const size_t rows =
             p->rows - r0 < STREAM_ROWS ? p->rows - r0 : STREAM_ROWS;
         if (rows <= BY_OUTPUTS_ROWS) {
-            by_outputs(p, r0, rows, beta);
+            by_outputs(p, r0, rows, beta, panel);
             if (p->finish)
-                p->finish(p->y + r0 * p->ldy, p->ldy, rows, p->out,
-                          p->finish_arg);
+                finish_block(p, r0, rows, 0, p->out);
             continue;
         }
         const size_t nv = (rows + 15) / 16;
-        kernel_fn *const kernel = kernel_for(p->dtype, nv);
+        kernel_fn *const kernel = kernel_for(p->dtype, nv, p->x_packed);
         for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
             const size_t cols =
                 p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
-            stream_pack_rows(p->x, p->ldx, r0, rows, k0, cols, 16 * nv, panel);
+            // a packed x is read where it lies, its block STREAM_ROWS wide
+            const float *packed = panel;
+            if (p->x_packed)
+                packed = p->x + r0 / STREAM_ROWS * p->ldx + k0 * STREAM_ROWS;
+            else
+                stream_pack_rows(p->x, p->ldx, r0, rows, k0, cols, 16 * nv,
+                                 panel);
             for (size_t o0 = 0; o0 < p->out; o0 += FLUSH_OUTS) {
                 const size_t span =
                     p->out - o0 < FLUSH_OUTS ? p->out - o0 : FLUSH_OUTS;
@@ -475,14 +563,15 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
                         w[j] = (const char *)p->w +
                                attn_dtype_bytes(p->dtype, o * p->ldw + k0);
                     }
-                    kernel(panel, w, cols, sums + g0 * STREAM_ROWS);
+                    kernel(packed, w, cols, sums + g0 * STREAM_ROWS);
                 }
-                stream_add_sums(p->y, p->ldy, r0, rows, o0, span, sums,
-                                STREAM_ROWS, k0 == 0 && beta == 0.0f);
+                // a packed y keeps every lane the kernel made, so that
+                // the next product reads no lane unwritten
+                put_sums(p, r0, rows, 16 * nv, o0, span, sums, STREAM_ROWS,
+                         k0 == 0 && beta == 0.0f);
                 // the block's outputs are whole after W's last columns
                 if (p->finish && k0 + cols == p->in)
-                    p->finish(p->y + r0 * p->ldy + o0, p->ldy, rows, span,
-                              p->finish_arg);
+                    finish_block(p, r0, rows, o0, span);
             }
         }
     }

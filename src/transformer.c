@@ -44,6 +44,7 @@
 #include "widen.h"
 #include "workspace.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,10 +75,13 @@ struct pass {
     const float *h_in;    /* [n][H] the layer's input */
     float *h_out;         /* [n][H] the layer's output */
     float *x1;            /* [n][H] the residual sum after the attention */
-    float *inter;         /* [n][I], rows ldi apart */
+    float *inter;         /* [n][I], rows ldi apart or packed */
     float *normed;        /* [n][H] a sublayer's normed input (norm before) */
-    float *gate;          /* [n][I] (gated), rows ldi apart */
+    float *gate;          /* [n][I] (gated), laid out as inter */
     size_t ldi;           /* xf_inter_ld() */
+    bool packed;          /* inter and gate packed (xf_inter_floats()):
+                             STREAM_ROWS rows of each column side by side,
+                             STREAM_ROWS x I floats a block */
     const float *final_w, *final_b; /* the final norm, for final_rows */
     /* the by-rows phase in hand: rows [r0, r0 + rows) of it */
     void (*rows_fn)(struct pass *p, size_t r0, size_t rows);
@@ -162,31 +166,50 @@ static void activate_block(float *block, size_t ld, size_t rows, size_t cols,
     xf_activation_rows(*(const xf_act *)arg, block, ld, rows, cols);
 }
 
-/* out = in W^T + b over a tile, out's rows p->ldi apart, with the
+/* Floats from one packed block of the intermediate rows to the next. */
+static size_t inter_block(const struct pass *p)
+{
+    return STREAM_ROWS * p->m->intermediate;
+}
+
+/* out = in W^T + b over a tile, out laid out as p->inter, with the
  * product in hand (p->w, p->b), then act over it when act is not NULL. */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
                          float *out, const xf_act *act, unsigned member)
 {
     const size_t H = p->m->hidden;
-    float *o = out + t->r0 * p->ldi + t->c0;
-    if (p->b)
-        for (size_t r = 0; r < t->rows; r++)
-            memcpy(o + r * p->ldi, p->b + t->c0, t->width * sizeof(float));
-    const struct widen_product pr = {.x = ffn_input(p) + t->r0 * H,
-                                     .ldx = H,
-                                     .rows = t->rows,
-                                     .in = H,
-                                     .w = xf_matrix_rows(p->w, t->c0, H),
-                                     .dtype = p->w.dtype,
-                                     .ldw = H,
-                                     .out = t->width,
-                                     .y = o,
-                                     .ldy = p->ldi,
-                                     .alone = p->how.alone,
-                                     .bf16_dots = p->how.bf16_dots,
-                                     .finish = act ? activate_block : NULL,
-                                     .finish_arg = act};
-    widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
+    struct widen_product pr = {.x = ffn_input(p) + t->r0 * H,
+                               .ldx = H,
+                               .rows = t->rows,
+                               .in = H,
+                               .w = xf_matrix_rows(p->w, t->c0, H),
+                               .dtype = p->w.dtype,
+                               .ldw = H,
+                               .out = t->width,
+                               .alone = p->how.alone,
+                               .bf16_dots = p->how.bf16_dots,
+                               .finish = act ? activate_block : NULL,
+                               .finish_arg = act};
+    float beta = 0.0f;
+    if (p->packed) {
+        // the bias goes in with the sums
+        pr.y = out + t->r0 / STREAM_ROWS * inter_block(p) + t->c0 * STREAM_ROWS;
+        pr.ldy = inter_block(p);
+        pr.y_packed = true;
+        pr.bias = p->b ? p->b + t->c0 : NULL;
+        assert(t->r0 % STREAM_ROWS == 0 &&
+               widen_product_streams(&pr, beta, true));
+    } else {
+        pr.y = out + t->r0 * p->ldi + t->c0;
+        pr.ldy = p->ldi;
+        if (p->b) {
+            for (size_t r = 0; r < t->rows; r++)
+                memcpy(pr.y + r * p->ldi, p->b + t->c0,
+                       t->width * sizeof(float));
+            beta = 1.0f;
+        }
+    }
+    widen_product(&pr, beta, widen_panel(p->panels, member));
 }
 
 /* inter = act(up x) (plain) or gate = act(gate x) (gated), a tile of
@@ -209,6 +232,21 @@ static void gated_tile(void *arg, size_t u, unsigned member)
     const size_t ldi = p->ldi;
     const struct xf_tile t = xf_tile_at(p->n, p->m->intermediate, u);
     tile_product(p, &t, p->inter, NULL, member);
+    if (p->packed) {
+        // each block's columns are one run of floats, its rows a lane
+        for (size_t r0 = t.r0; r0 < t.r0 + t.rows; r0 += STREAM_ROWS) {
+            const size_t at =
+                r0 / STREAM_ROWS * inter_block(p) + t.c0 * STREAM_ROWS;
+            const size_t lanes = t.r0 + t.rows - r0 < STREAM_ROWS
+                                     ? t.r0 + t.rows - r0
+                                     : STREAM_ROWS;
+            for (size_t c = 0; c < t.width; c++)
+                for (size_t r = 0; r < lanes; r++)
+                    p->inter[at + c * STREAM_ROWS + r] *=
+                        p->gate[at + c * STREAM_ROWS + r];
+        }
+        return;
+    }
     float *inter = p->inter + t.r0 * ldi + t.c0;
     const float *gate = p->gate + t.r0 * ldi + t.c0;
     for (size_t r = 0; r < t.rows; r++)
@@ -238,18 +276,24 @@ static void output_tile(void *arg, size_t u, unsigned member)
         else
             memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
     }
-    const struct widen_product pr = {.x = p->inter + t.r0 * p->ldi,
-                                     .ldx = p->ldi,
-                                     .rows = t.rows,
-                                     .in = IW,
-                                     .w = xf_matrix_rows(p->w, t.c0, IW),
-                                     .dtype = p->w.dtype,
-                                     .ldw = IW,
-                                     .out = t.width,
-                                     .y = out,
-                                     .ldy = H,
-                                     .alone = p->how.alone,
-                                     .bf16_dots = p->how.bf16_dots};
+    const bool packed = p->packed;
+    const struct widen_product pr = {
+        .x = packed ? p->inter + t.r0 / STREAM_ROWS * inter_block(p)
+                    : p->inter + t.r0 * p->ldi,
+        .ldx = packed ? inter_block(p) : p->ldi,
+        .rows = t.rows,
+        .in = IW,
+        .w = xf_matrix_rows(p->w, t.c0, IW),
+        .dtype = p->w.dtype,
+        .ldw = IW,
+        .out = t.width,
+        .y = out,
+        .ldy = H,
+        .alone = p->how.alone,
+        .bf16_dots = p->how.bf16_dots,
+        .x_packed = packed};
+    assert(!packed ||
+           (t.r0 % STREAM_ROWS == 0 && widen_product_streams(&pr, 1.0f, true)));
     widen_product(&pr, 1.0f, widen_panel(p->panels, member));
 }
 
@@ -798,7 +842,10 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
     const struct xf_run *run = &plan->run;
     const struct xf_model *m = plan->m;
     const struct xf_layer *y = &m->layer[l];
-    const size_t n = plan->rows, H = m->hidden, ldi = xf_inter_ld(m);
+    const size_t n = plan->rows, H = m->hidden;
+    size_t inter = 0;
+    // the plan has sized the scratch with the same call
+    (void)xf_inter_floats(m, n, plan->ffn_packed, &inter);
     if (plan->hooked && !plan->step) {
         intervene_apply(run, l, XF_SITE_RESID_PRE, h_in, NULL, run->n, H,
                         m->head_dim, 0, NULL);
@@ -813,9 +860,11 @@ static attn_status run_layer(struct stack *s, size_t l, float *h_in,
                      .h_out = h_out,
                      .x1 = s->ffn,
                      .inter = s->ffn + n * H,
-                     .normed = before ? s->ffn + n * (H + ldi) : NULL,
-                     .gate = gated ? s->ffn + n * (H + ldi + before * H) : NULL,
-                     .ldi = ldi,
+                     .normed = before ? s->ffn + n * H + inter : NULL,
+                     .gate =
+                         gated ? s->ffn + n * (H + before * H) + inter : NULL,
+                     .ldi = xf_inter_ld(m),
+                     .packed = plan->ffn_packed,
                      .final_w = m->final_norm_w,
                      .final_b = m->final_norm_b,
                      .panels = s->panels,

@@ -587,6 +587,8 @@ struct xf_plan {
                          which the pass applies after the edits */
     size_t keys;      /* a weights row's entries (xf_result) */
     bool step;        /* one token after a non-empty cache */
+    bool ffn_packed;  /* the feed-forward's intermediate rows packed
+                         between its products (xf_inter_floats()) */
     size_t result_count[XF_RESULT_ARRAYS]; /* by XF_RESULT_* */
     size_t stats_count;                    /* doubles of head_stats */
     size_t induction_count;                /* doubles of induction */

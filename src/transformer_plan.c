@@ -746,22 +746,49 @@ static attn_status attn_config_of(const struct xf_plan *p, unsigned kind,
     return attn_config_resolve(cfg, err);
 }
 
-/* The feed-forward's floats per row (transformer.c's struct pass): the
- * residual sum and the intermediate row (xf_inter_ld() apart); with
- * norms before, the sublayer's normed input; gated, the gate's row.
- * Under XF_MAX_DIM each, their sum cannot overflow. */
-static size_t ffn_floats_per_row(const struct xf_model *m)
+/* Does every product of the feed-forward stream (widen.h), in every
+ * layer the pass runs, so that the intermediate rows may stay packed
+ * between them? */
+static bool ffn_streams(const struct xf_plan *p)
 {
-    size_t per_row = m->hidden + xf_inter_ld(m);
-    if (m->arch.norm_place == XF_NORM_BEFORE ||
-        m->arch.norm_place == XF_NORM_SANDWICH)
-        per_row += m->hidden;
-    if (m->arch.ffn == XF_FFN_GATED)
-        per_row += xf_inter_ld(m);
-    return per_row;
+    const struct xf_model *m = p->m;
+    const struct xf_products how = xf_plan_products(p);
+    const bool gated = m->arch.ffn == XF_FFN_GATED;
+    for (size_t l = 0; l < p->layers_run; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const struct xf_matrix w[] = {y->up_w, y->down_w, y->gate_w};
+        for (size_t i = 0; i < (gated ? 3u : 2u); i++) {
+            const struct widen_product pr = {.rows = p->rows,
+                                             .dtype = w[i].dtype,
+                                             .alone = how.alone,
+                                             .bf16_dots = how.bf16_dots};
+            if (!widen_product_streams(&pr, 0.0f, true))
+                return false;
+        }
+    }
+    return true;
 }
 
-static bool plan_workspace(struct xf_plan *p)
+/* The feed-forward's floats (transformer.c's struct pass): the residual
+ * sum and the intermediate rows (xf_inter_floats()); with norms before,
+ * the sublayer's normed input; gated, the gate's rows. */
+static bool ffn_floats(const struct xf_plan *p, size_t *floats)
+{
+    const struct xf_model *m = p->m;
+    size_t rows_h, inter;
+    if (!size_mul(p->rows, m->hidden, &rows_h) ||
+        !xf_inter_floats(m, p->rows, p->ffn_packed, &inter))
+        return false;
+    const bool before = m->arch.norm_place == XF_NORM_BEFORE ||
+                        m->arch.norm_place == XF_NORM_SANDWICH;
+    const bool gated = m->arch.ffn == XF_FFN_GATED;
+    *floats = rows_h;
+    return size_add_to(floats, inter) &&
+           (!before || size_add_to(floats, rows_h)) &&
+           (!gated || size_add_to(floats, inter));
+}
+
+bool xf_plan_workspace(struct xf_plan *p)
 {
     const size_t n = p->run.n, rows = p->rows;
     bool ok = true;
@@ -772,8 +799,7 @@ static bool plan_workspace(struct xf_plan *p)
         ok = ok && size_mul(n, n, &p->ws_count[XF_WS_ROLL_A]);
         p->ws_count[XF_WS_ROLL_B] = p->ws_count[XF_WS_ROLL_A];
     }
-    ok =
-        ok && size_mul(rows, ffn_floats_per_row(p->m), &p->ws_count[XF_WS_FFN]);
+    ok = ok && ffn_floats(p, &p->ws_count[XF_WS_FFN]);
     // before the first layer, two embedding rows are widened there
     if (p->ws_count[XF_WS_FFN] < 2 * p->m->hidden)
         p->ws_count[XF_WS_FFN] = 2 * p->m->hidden;
@@ -963,7 +989,8 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
                 out->keys = run->seqs[b].cache->len + 1;
     }
     out->team = pool_team_size(run->threads, xf_widest_phase(out));
-    if (!plan_workspace(out))
+    out->ffn_packed = !out->step && ffn_streams(out);
+    if (!xf_plan_workspace(out))
         return attn_fail(err, ATTN_E_TOO_BIG, "ids",
                          "the scratch memory for %zu tokens is too large",
                          run->n);

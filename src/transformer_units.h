@@ -23,6 +23,8 @@
 #ifndef ATTN_TRANSFORMER_UNITS_H
 #define ATTN_TRANSFORMER_UNITS_H
 
+#include "checked.h"
+#include "stream_product.h"
 #include "transformer.h"
 
 #include <stdbool.h>
@@ -67,6 +69,28 @@ static inline size_t xf_inter_ld(const struct xf_model *m)
     const size_t lines = (m->intermediate + 15) / 16;
     return 16 * (lines % 2 ? lines : lines + 1);
 }
+
+/* Floats of a pass's intermediate rows (or the gate's), rows of them:
+ * xf_inter_ld() apart, or packed (widen.h's x_packed) when every product
+ * of the feed-forward streams. Then the first product writes its sums as
+ * the kernel makes them, with no transpose to rows, and the second reads
+ * them as it would have packed them: at 512 rows through bert-base, the
+ * two transposes were 3 % of the pass. A packed block holds STREAM_ROWS
+ * rows of every column, the last one whole. Fails (false) when the size
+ * overflows. */
+static inline bool xf_inter_floats(const struct xf_model *m, size_t rows,
+                                   bool packed, size_t *floats)
+{
+    if (!packed)
+        return size_mul(rows, xf_inter_ld(m), floats);
+    const size_t blocks = rows / STREAM_ROWS + (rows % STREAM_ROWS != 0);
+    return size_mul3(blocks, STREAM_ROWS, m->intermediate, floats);
+}
+
+/* Lay out the plan's workspace from its fields (the rows, the team, what
+ * it wants, ffn_packed): xf_plan() does; a caller that changes one of
+ * them does it again. False when a size overflows. */
+bool xf_plan_workspace(struct xf_plan *p);
 
 /* A tile of a product: rows [r0, r0 + rows), columns [c0, c0 + width). */
 struct xf_tile {

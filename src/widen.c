@@ -10,6 +10,7 @@
 #include "vecmath.h"
 #include "widen.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <stdint.h>
@@ -147,6 +148,15 @@ static const void *w_at(const struct widen_product *p, size_t o, size_t v0)
  * unless W has fewer. */
 enum { PANEL_ALIGN = 16, PANEL_MIN_COLS = 256 };
 
+bool widen_product_streams(const struct widen_product *p, float beta,
+                           bool panel)
+{
+    const bool dots =
+        p->bf16_dots && p->dtype == ATTN_BF16 && bf16_dots_available();
+    return panel && (beta == 0.0f || beta == 1.0f) && !p->col0 && !dots &&
+           p->rows > 1 && !p->alone && stream_product_can(p);
+}
+
 /* y = beta y + x W^T by one of the ways widen_product() describes; true
  * when that way has done p->finish itself. */
 static bool product(const struct widen_product *p, float beta, float *panel)
@@ -158,6 +168,11 @@ static bool product(const struct widen_product *p, float beta, float *panel)
         widen_product(&at, beta, panel);
         return true;
     }
+    if (widen_product_streams(p, beta, panel != NULL)) {
+        stream_product(p, beta, panel);
+        return true;
+    }
+    assert(!p->x_packed && !p->y_packed && !p->bias);
     if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
         (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
         if (p->rows == 1 || p->alone)
@@ -186,10 +201,6 @@ static bool product(const struct widen_product *p, float beta, float *panel)
             .ldy = p->ldy};
         quant_product(&q, beta, panel);
         return false;
-    }
-    if (panel && (beta == 0.0f || beta == 1.0f) && stream_product_can(p)) {
-        stream_product(p, beta, panel);
-        return true;
     }
     if (p->dtype == ATTN_F32) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->rows,

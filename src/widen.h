@@ -74,7 +74,25 @@ struct widen_product {
     void (*finish)(float *block, size_t ldy, size_t rows, size_t cols,
                    const void *arg);
     const void *finish_arg;
+    /* x, or y, packed as the streamed product packs its rows
+     * (stream_product.h): by blocks of STREAM_ROWS rows, ldx (ldy) floats
+     * from one block to the next, and within a block each column's rows
+     * side by side, row r's value of column k at [k][r]. A product one
+     * layer writes and the next reads then skips the transposes to rows
+     * and back. Only for a product that streams (widen_product_streams());
+     * a packed y's finish gets blocks the other way round, rows (ldy)
+     * of one output's values of STREAM_ROWS rows. */
+    bool x_packed, y_packed;
+    /* With y_packed and beta 0, NULL or a bias: bias[o] + the sum is each
+     * output's value, the bits of a y that held the bias added to with
+     * beta 1. */
+    const float *bias;
 };
+
+/* Will widen_product(p, beta, panel) stream W in place, with a panel
+ * (stream_product.h)? Then x and y may be packed. */
+bool widen_product_streams(const struct widen_product *p, float beta,
+                           bool panel);
 
 /*
  * y = beta y + x W^T. One row of x, or rows marked alone, go to

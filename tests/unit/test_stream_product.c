@@ -1,7 +1,8 @@
 /*
  * test_stream_product.c - the streamed product (src/stream_product.h):
  * every term in its place, against exact sums; the same bits however a
- * product is cut; y not read at beta 0; and which products take it.
+ * product is cut, and with its rows packed between two products; y not
+ * read at beta 0; and which products take it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "bf16_dots.h"
 #include "stream_product.h"
 #include "vecmath.h"
 
@@ -435,6 +437,25 @@ static void test_which_products(void **state)
     p.rows = 1;
     assert_false(stream_product_can(&p));
     p.rows = 4;
+    // what widen_product() streams, and so may take packed rows: with a
+    // panel, beta 0 or 1, a whole row of W, the rows not each alone, and
+    // a bfloat16 W not meeting the CPU's bfloat16 products
+    assert_int_equal(widen_product_streams(&p, 0.0f, true), here);
+    assert_int_equal(widen_product_streams(&p, 1.0f, true), here);
+    assert_false(widen_product_streams(&p, 0.5f, true));
+    assert_false(widen_product_streams(&p, 0.0f, false));
+    p.alone = true;
+    assert_false(widen_product_streams(&p, 0.0f, true));
+    p.alone = false;
+    p.col0 = 4;
+    assert_false(widen_product_streams(&p, 0.0f, true));
+    p.col0 = 0;
+    p.dtype = ATTN_BF16;
+    p.bf16_dots = true;
+    assert_int_equal(widen_product_streams(&p, 0.0f, true),
+                     here && !bf16_dots_available());
+    p.bf16_dots = false;
+    p.dtype = ATTN_F32;
     if (!here)
         return;
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
@@ -443,6 +464,177 @@ static void test_which_products(void **state)
     p.y = z;
     stream_product(&p, 0.0f, panel);
     assert_memory_equal(y, z, sizeof y);
+    free(panel);
+}
+
+/* A finish that is the same whatever way round its block comes. */
+static void halve_and_add_one(float *block, size_t ld, size_t rows, size_t cols,
+                              const void *arg)
+{
+    (void)arg;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            block[r * ld + c] = 0.5f * block[r * ld + c] + 1.0f;
+}
+
+/* The value of row r, output o of a packed y (blocks block floats
+ * apart). */
+static float packed_at(const float *y, size_t block, size_t r, size_t o)
+{
+    return y[r / STREAM_ROWS * block + o * STREAM_ROWS + r % STREAM_ROWS];
+}
+
+/* y1 = finish(x W1^T + b1), then y2 += y1 W2^T, once with y1 in rows and
+ * once packed (widen.h's y_packed, then x_packed), the first product in
+ * the parts the feed-forward's tiles cut it into (whole blocks of rows,
+ * columns from a multiple of sixteen): the same bits either way. */
+static void check_packed(size_t rows, size_t in, size_t mid, size_t out,
+                         attn_dtype dtype, float *panel)
+{
+    assert_true(rows >= 2 && rows != STREAM_ROWS + 1); /* parts that stream */
+    const size_t blocks = (rows + STREAM_ROWS - 1) / STREAM_ROWS,
+                 block = STREAM_ROWS * mid;
+    float *x = malloc(rows * in * sizeof *x);
+    float *w1 = malloc(mid * in * sizeof *w1);
+    float *w2 = malloc(out * mid * sizeof *w2);
+    uint16_t *h1 = malloc(mid * in * sizeof *h1);
+    uint16_t *h2 = malloc(out * mid * sizeof *h2);
+    float *b1 = malloc(mid * sizeof *b1);
+    float *y1 = malloc(rows * mid * sizeof *y1);
+    float *y1p = malloc(blocks * block * sizeof *y1p);
+    float *y2 = malloc(rows * out * sizeof *y2);
+    float *y2p = malloc(rows * out * sizeof *y2p);
+    assert_true(x && w1 && w2 && h1 && h2 && b1 && y1 && y1p && y2 && y2p);
+    uint32_t seed = (uint32_t)(rows * 131 + in * 7 + mid * 3 + out);
+    for (size_t i = 0; i < rows * in; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(seed >> 8) / (float)(1u << 24) - 0.5f;
+    }
+    for (size_t i = 0; i < mid * in + out * mid + mid; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        // bfloat16 values, so that either dtype holds them exactly
+        const float v = (float)(int)(seed >> 25) / 64.0f - 1.0f;
+        if (i < mid * in)
+            h1[i] = bf16_of(w1[i] = v);
+        else if (i < mid * in + out * mid)
+            h2[i - mid * in] = bf16_of(w2[i - mid * in] = v);
+        else
+            b1[i - mid * in - out * mid] = v / 4.0f;
+    }
+    const bool bf16 = dtype == ATTN_BF16;
+    for (size_t r = 0; r < rows; r++)
+        memcpy(y1 + r * mid, b1, mid * sizeof *b1);
+    memset(y1p, 0xff, blocks * block * sizeof *y1p); /* NaN */
+    for (size_t i = 0; i < rows * out; i++)
+        y2[i] = y2p[i] = (float)(i % 7) - 3.0f;
+
+    // in rows
+    struct widen_product p1 = {.x = x,
+                               .ldx = in,
+                               .rows = rows,
+                               .in = in,
+                               .w = bf16 ? (const void *)h1 : w1,
+                               .dtype = dtype,
+                               .ldw = in,
+                               .out = mid,
+                               .y = y1,
+                               .ldy = mid,
+                               .finish = halve_and_add_one};
+    widen_product(&p1, 1.0f, panel);
+    struct widen_product p2 = {.x = y1,
+                               .ldx = mid,
+                               .rows = rows,
+                               .in = mid,
+                               .w = bf16 ? (const void *)h2 : w2,
+                               .dtype = dtype,
+                               .ldw = mid,
+                               .out = out,
+                               .y = y2,
+                               .ldy = out};
+    widen_product(&p2, 1.0f, panel);
+
+    // packed, the first product in parts
+    const size_t row_cut = rows > STREAM_ROWS ? STREAM_ROWS : rows;
+    const size_t col_cut = mid > 16 ? 16 : mid;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 2; b++) {
+            const size_t r0 = a ? row_cut : 0, r1 = a ? rows : row_cut;
+            const size_t c0 = b ? col_cut : 0, c1 = b ? mid : col_cut;
+            if (r0 == r1 || c0 == c1)
+                continue;
+            struct widen_product q = p1;
+            q.x = x + r0 * in;
+            q.rows = r1 - r0;
+            q.w = bf16 ? (const void *)(h1 + c0 * in) : w1 + c0 * in;
+            q.out = c1 - c0;
+            q.y = y1p + r0 / STREAM_ROWS * block + c0 * STREAM_ROWS;
+            q.ldy = block;
+            q.y_packed = true;
+            q.bias = b1 + c0;
+            assert_true(widen_product_streams(&q, 0.0f, true));
+            widen_product(&q, 0.0f, panel);
+        }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t o = 0; o < mid; o++)
+            if (memcmp(&y1[r * mid + o], &(float){packed_at(y1p, block, r, o)},
+                       sizeof(float)))
+                fail_msg("%s rows %zu in %zu mid %zu: packed y1[%zu][%zu] = "
+                         "%.9g, in rows %.9g",
+                         attn_dtype_name(dtype), rows, in, mid, r, o,
+                         (double)packed_at(y1p, block, r, o),
+                         (double)y1[r * mid + o]);
+    struct widen_product q2 = p2;
+    q2.x = y1p;
+    q2.ldx = block;
+    q2.x_packed = true;
+    q2.y = y2p;
+    assert_true(widen_product_streams(&q2, 1.0f, true));
+    widen_product(&q2, 1.0f, panel);
+    for (size_t i = 0; i < rows * out; i++)
+        if (memcmp(&y2[i], &y2p[i], sizeof(float)))
+            fail_msg("%s rows %zu in %zu mid %zu out %zu: from packed rows "
+                     "y2[%zu][%zu] = %.9g, from rows %.9g",
+                     attn_dtype_name(dtype), rows, in, mid, out, i / out,
+                     i % out, (double)y2p[i], (double)y2[i]);
+    free(x);
+    free(w1);
+    free(w2);
+    free(h1);
+    free(h2);
+    free(b1);
+    free(y1);
+    free(y1p);
+    free(y2);
+    free(y2p);
+}
+
+/* Packed rows between two products (widen.h's x_packed and y_packed)
+ * give the bits of rows laid out one after another: rows in whole
+ * blocks, a partial last block the kernel takes (9 rows or more), one
+ * of a few rows that goes by outputs (8 or fewer), fewer rows than a
+ * block; outputs short of a group, past a flush, cut at sixteen; each
+ * product's columns within and past one block of STREAM_COLS. */
+static void test_packed_same_bits(void **state)
+{
+    (void)state;
+    if (!kernel_here())
+        return;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    static const size_t row_counts[] = {2, 5, 9, 40, 64, 66, 72, 73, 130};
+    static const struct {
+        size_t in, mid, out;
+    } sizes[] = {{33, 7, 5},
+                 {300, 50, 48},
+                 {24, 97, 13},
+                 {STREAM_COLS + 5, 20, 3},
+                 {16, STREAM_COLS + 9, 6}};
+    static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
+    for (size_t i = 0; i < sizeof row_counts / sizeof *row_counts; i++)
+        for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j++)
+            for (size_t d = 0; d < 2; d++)
+                check_packed(row_counts[i], sizes[j].in, sizes[j].mid,
+                             sizes[j].out, dtypes[d], panel);
     free(panel);
 }
 
@@ -479,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_finish_once_when_whole),
         cmocka_unit_test(test_which_products),
         cmocka_unit_test(test_packing),
+        cmocka_unit_test(test_packed_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #include "random_model.h"
 #include "support.h"
 #include "transformer.h"
+#include "transformer_units.h"
 #include "vecmath.h"
 #include "widen.h"
 
@@ -1038,6 +1039,54 @@ static void test_stored_width_same_bits(void **state)
     }
 }
 
+/* A pass whose feed-forward products all stream keeps its intermediate
+ * rows packed between them (xf_inter_floats()); laid out as rows
+ * instead, the same pass gives the same bits, for each block of the
+ * feed-forward (plain, gated), with the rows in whole blocks, a partial
+ * last block the kernel takes, one of a few rows that goes by outputs,
+ * and fewer rows than a block (the columns cut into tiles). Without
+ * AVX-512 nothing streams, and the plan says so. */
+static void test_packed_feed_forward_same_bits(void **state)
+{
+    (void)state;
+    const struct xf_arch archs[] = {random_llama_arch(), random_gpt2_arch(),
+                                    test_bert_arch(XF_ACT_GELU)};
+    static const size_t lengths[] = {2, 9, 40, 64, 70, 72, 73, 80};
+    const bool streams = vec_isa_available(VEC_ISA_AVX512);
+    for (size_t k = 0; k < 3; k++) {
+        struct test_model o;
+        test_model_make(&o, &archs[k], 2, 4, k == 0 ? 2 : 4, 6, 24, 40, 31 + k);
+        const size_t H = 24;
+        for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+            const size_t n = lengths[i];
+            uint32_t ids[80];
+            for (size_t t = 0; t < n; t++)
+                ids[t] = (uint32_t)(t * 7 + k) % 40;
+            const struct xf_run run = {.ids = ids,
+                                       .n = n,
+                                       .want = XF_WANT_HIDDEN,
+                                       .layer = XF_ALL_LAYERS,
+                                       .threads = 2};
+            struct xf_plan packed, plain;
+            assert_int_equal(xf_plan(&o.m, &run, &packed, NULL), ATTN_OK);
+            assert_int_equal(packed.ffn_packed, streams);
+            if (!streams)
+                continue;
+            plain = packed;
+            plain.ffn_packed = false;
+            assert_true(xf_plan_workspace(&plain));
+            struct xf_result a, b;
+            assert_int_equal(xf_forward(&packed, NULL, &a, NULL), ATTN_OK);
+            assert_int_equal(xf_forward(&plain, NULL, &b, NULL), ATTN_OK);
+            assert_memory_equal(a.hidden_states, b.hidden_states,
+                                3 * n * H * sizeof(float));
+            xf_result_free(&a);
+            xf_result_free(&b);
+        }
+        test_model_free(&o);
+    }
+}
+
 /* The largest difference between a and b, n values. */
 static double max_diff(const float *a, const float *b, size_t n)
 {
@@ -1066,7 +1115,7 @@ static void test_cache_continues_a_pass(void **state)
             a.norm_place = XF_NORM_OUTPUT;
         struct test_model o;
         test_model_make(&o, &a, L, HEADS, k == 0 || k == 4 ? 2 : 4, D, H, 40,
-                   31 + k);
+                        31 + k);
         o.m.kind[0].window = k == 1 ? 3 : 0;
         o.m.lm_head = o.m.word_emb;
         uint16_t *store = NULL;
@@ -1564,6 +1613,7 @@ int main(void)
         cmocka_unit_test(test_longrope),
         cmocka_unit_test(test_longrope_cache),
         cmocka_unit_test(test_each_choice),
+        cmocka_unit_test(test_packed_feed_forward_same_bits),
         cmocka_unit_test(test_layer_kinds_and_sandwich),
         cmocka_unit_test(test_value_weighted_hooked),
         cmocka_unit_test(test_conventions_have_teeth),
