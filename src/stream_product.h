@@ -52,7 +52,9 @@ bool stream_product_can(const struct widen_product *p);
  * columns each summed apart and then added in: the same bits however
  * the caller cuts the product into rows or outputs. p->finish, when
  * set, is done to each block as it completes: 64 rows by 48 outputs, or
- * a few rows (eight at most) by all of them.
+ * a few rows (eight at most) by all of them. A packed x (widen.h) is
+ * read where it lies instead of packed into the panel, and a packed y
+ * gets the sums as the kernel leaves them, with the same bits.
  */
 void stream_product(const struct widen_product *p, float beta, float *panel);
 
