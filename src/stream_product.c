@@ -462,7 +462,7 @@ static void put_sums(const struct widen_product *p, size_t r0, size_t rows,
         stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, stride, set);
         return;
     }
-    float *block = p->y + r0 / STREAM_ROWS * p->ldy + o0 * STREAM_ROWS;
+    float *block = p->y + stream_packed_at(p->ldy, r0, o0);
     put_sums_packed(block, sums, stride, outs, lanes,
                     set && p->bias ? p->bias + o0 : NULL, set);
 }
@@ -473,8 +473,8 @@ static void finish_block(const struct widen_product *p, size_t r0, size_t rows,
                          size_t o0, size_t outs)
 {
     if (p->y_packed)
-        p->finish(p->y + r0 / STREAM_ROWS * p->ldy + o0 * STREAM_ROWS,
-                  STREAM_ROWS, outs, rows, p->finish_arg);
+        p->finish(p->y + stream_packed_at(p->ldy, r0, o0), STREAM_ROWS, outs,
+                  rows, p->finish_arg);
     else
         p->finish(p->y + r0 * p->ldy + o0, p->ldy, rows, outs, p->finish_arg);
 }
@@ -493,8 +493,7 @@ static void by_outputs(const struct widen_product *p, size_t r0, size_t rows,
         const float *x0 = p->x + r0 * p->ldx + k0;
         size_t ldx = p->ldx;
         if (p->x_packed) {
-            const float *block =
-                p->x + r0 / STREAM_ROWS * p->ldx + k0 * STREAM_ROWS;
+            const float *block = p->x + stream_packed_at(p->ldx, r0, k0);
             for (size_t r = 0; r < rows; r++)
                 for (size_t k = 0; k < cols; k++)
                     panel[r * cols + k] = block[k * STREAM_ROWS + r];
@@ -546,7 +545,7 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
             // a packed x is read where it lies, its block STREAM_ROWS wide
             const float *packed = panel;
             if (p->x_packed)
-                packed = p->x + r0 / STREAM_ROWS * p->ldx + k0 * STREAM_ROWS;
+                packed = p->x + stream_packed_at(p->ldx, r0, k0);
             else
                 stream_pack_rows(p->x, p->ldx, r0, rows, k0, cols, 16 * nv,
                                  panel);

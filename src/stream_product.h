@@ -27,6 +27,15 @@ enum { STREAM_ROWS = 64, STREAM_COLS = WIDEN_PANEL_FLOATS / STREAM_ROWS };
  * repeated row stays within the sums. */
 enum { STREAM_FLUSH_OUTS = 48 };
 
+/* Where row r0 (a multiple of STREAM_ROWS) and column k of packed rows
+ * (widen.h's x_packed and y_packed) start, in floats from the first
+ * block's start, blocks ld floats apart: that block's STREAM_ROWS rows
+ * of column k lie side by side from there. */
+static inline size_t stream_packed_at(size_t ld, size_t r0, size_t k)
+{
+    return r0 / STREAM_ROWS * ld + k * STREAM_ROWS;
+}
+
 /* Rows [r0, r0 + rows) of x (rows ldx apart), columns [k0, k0 + cols),
  * packed column by column into packed[k][r], width rows to a column, the
  * rows past x's zero; sixteen columns at a time, so that the writes stay

@@ -193,7 +193,7 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
     float beta = 0.0f;
     if (p->packed) {
         // the bias goes in with the sums
-        pr.y = out + t->r0 / STREAM_ROWS * inter_block(p) + t->c0 * STREAM_ROWS;
+        pr.y = out + stream_packed_at(inter_block(p), t->r0, t->c0);
         pr.ldy = inter_block(p);
         pr.y_packed = true;
         pr.bias = p->b ? p->b + t->c0 : NULL;
@@ -235,8 +235,7 @@ static void gated_tile(void *arg, size_t u, unsigned member)
     if (p->packed) {
         // each block's columns are one run of floats, its rows a lane
         for (size_t r0 = t.r0; r0 < t.r0 + t.rows; r0 += STREAM_ROWS) {
-            const size_t at =
-                r0 / STREAM_ROWS * inter_block(p) + t.c0 * STREAM_ROWS;
+            const size_t at = stream_packed_at(inter_block(p), r0, t.c0);
             const size_t lanes = t.r0 + t.rows - r0 < STREAM_ROWS
                                      ? t.r0 + t.rows - r0
                                      : STREAM_ROWS;
@@ -278,7 +277,7 @@ static void output_tile(void *arg, size_t u, unsigned member)
     }
     const bool packed = p->packed;
     const struct widen_product pr = {
-        .x = packed ? p->inter + t.r0 / STREAM_ROWS * inter_block(p)
+        .x = packed ? p->inter + stream_packed_at(inter_block(p), t.r0, 0)
                     : p->inter + t.r0 * p->ldi,
         .ldx = packed ? inter_block(p) : p->ldi,
         .rows = t.rows,
