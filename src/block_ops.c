@@ -111,8 +111,12 @@ void xf_rms_norm(const float *x, size_t rows, size_t cols, const float *w,
             SILU_N(VF, VI, SEL, N, xs);                                        \
     } while (0)
 
-/* Vectors an activation takes at a time where it has many. */
-enum { ACT_GROUP = 4 };
+/* Vectors an activation takes at a time where it has many: as many as
+ * the registers hold with the steps' values, eight of sixteen floats
+ * where there are 32 registers and four of eight where there are 16.
+ * GELU's steps each wait on the one before, so the more vectors go
+ * side by side the less each waits (docs/benchmarks.md). */
+enum { ACT_GROUP_8 = 4, ACT_GROUP_16 = 8 };
 
 ALWAYS_INLINE void activation_v8(xf_act act, v8f *v)
 {
@@ -133,35 +137,35 @@ ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
 
 /*
  * The activation over rows [0, rows) of x, rows ld apart, cols to a row,
- * in vectors of VF (W floats): ACT_GROUP of them at a time, from a row's
+ * in vectors of VF (W floats): G of them at a time, from a row's
  * consecutive vectors where a row has that many, else from the same
- * columns of ACT_GROUP rows (a product's finish gets blocks of 48
- * columns); then the vectors left one at a time, and eight at a time
- * past a row's last whole vector. Every lane's arithmetic is the same
- * whichever way it goes.
+ * columns of G rows (a product's finish gets blocks of 48 columns, or of
+ * 64 rows' values of one output); then the vectors left one at a time,
+ * and eight at a time past a row's last whole vector. Every lane's
+ * arithmetic is the same whichever way it goes.
  */
-#define ACTIVATION_ROWS(VF, VI, SEL, W)                                        \
+#define ACTIVATION_ROWS(VF, VI, SEL, W, G)                                     \
     do {                                                                       \
-        const size_t span = W * ACT_GROUP;                                     \
+        const size_t span = W * G;                                             \
         const size_t whole = cols / W * W;                                     \
         size_t r = 0;                                                          \
-        if (cols < span) /* the same columns of ACT_GROUP rows */              \
-            for (; r + ACT_GROUP <= rows; r += ACT_GROUP)                      \
+        if (cols < span) /* the same columns of G rows */                      \
+            for (; r + G <= rows; r += G)                                      \
                 for (size_t c = 0; c < whole; c += W) {                        \
-                    VF v[ACT_GROUP];                                           \
-                    EACH(i, ACT_GROUP)                                         \
+                    VF v[G];                                                   \
+                    EACH(i, G)                                                 \
                     memcpy(&v[i], x + (r + i) * ld + c, sizeof *v);            \
-                    ACTIVATION_N(act, VF, VI, SEL, ACT_GROUP, v);              \
-                    EACH(i, ACT_GROUP)                                         \
+                    ACTIVATION_N(act, VF, VI, SEL, G, v);                      \
+                    EACH(i, G)                                                 \
                     memcpy(x + (r + i) * ld + c, &v[i], sizeof *v);            \
                 }                                                              \
         for (size_t q = 0; q < rows; q++) {                                    \
             float *row = x + q * ld;                                           \
             size_t c = q < r ? whole : 0;                                      \
             for (; c + span <= cols; c += span) {                              \
-                VF v[ACT_GROUP];                                               \
+                VF v[G];                                                       \
                 memcpy(v, row + c, sizeof v);                                  \
-                ACTIVATION_N(act, VF, VI, SEL, ACT_GROUP, v);                  \
+                ACTIVATION_N(act, VF, VI, SEL, G, v);                          \
                 memcpy(row + c, v, sizeof v);                                  \
             }                                                                  \
             for (; c + W <= cols; c += W) {                                    \
@@ -177,18 +181,18 @@ ALWAYS_INLINE void activation_from(xf_act act, float *x, size_t count, size_t j)
 static void activation_plain(xf_act act, float *x, size_t ld, size_t rows,
                              size_t cols)
 {
-    ACTIVATION_ROWS(v8f, v8i, SELECT, 8);
+    ACTIVATION_ROWS(v8f, v8i, SELECT, 8, ACT_GROUP_8);
 }
 #if HAVE_AVX2_BUILD
 AVX2_TARGET static void activation_avx2(xf_act act, float *x, size_t ld,
                                         size_t rows, size_t cols)
 {
-    ACTIVATION_ROWS(v8f, v8i, SELECT, 8);
+    ACTIVATION_ROWS(v8f, v8i, SELECT, 8, ACT_GROUP_8);
 }
 AVX512_TARGET static void activation_avx512(xf_act act, float *x, size_t ld,
                                             size_t rows, size_t cols)
 {
-    ACTIVATION_ROWS(v16f, v16i, SELECT16, 16);
+    ACTIVATION_ROWS(v16f, v16i, SELECT16, 16, ACT_GROUP_16);
 }
 #endif
 

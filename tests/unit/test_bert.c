@@ -115,9 +115,10 @@ static void test_activation_rows(void **state)
     (void)state;
     const struct {
         size_t rows, cols, ld;
-    } shapes[] = {{7, 48, 53}, {64, 48, 3088}, {5, 17, 20},
-                  {9, 3, 3},   {4, 64, 64},    {3, 100, 130},
-                  {8, 40, 40}, {13, 33, 35},   {1, 2569, 2569}};
+    } shapes[] = {{7, 48, 53},  {64, 48, 3088}, {5, 17, 20},
+                  {9, 3, 3},    {4, 64, 64},    {3, 100, 130},
+                  {8, 40, 40},  {13, 33, 35},   {1, 2569, 2569},
+                  {48, 64, 64}, {17, 200, 203}, {16, 127, 128}};
     enum { MOST = 64 * 3088 };
     float *x = malloc(MOST * sizeof *x), *got = malloc(MOST * sizeof *x),
           *want = malloc(MOST * sizeof *x);
