@@ -539,7 +539,10 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
         }
         const size_t nv = (rows + 15) / 16;
         kernel_fn *const kernel = kernel_for(p->dtype, nv, p->x_packed);
+        const size_t row_bytes = attn_dtype_bytes(p->dtype, p->ldw);
         for (size_t k0 = 0; k0 < p->in; k0 += STREAM_COLS) {
+            const char *w0 =
+                (const char *)p->w + attn_dtype_bytes(p->dtype, k0);
             const size_t cols =
                 p->in - k0 < STREAM_COLS ? p->in - k0 : STREAM_COLS;
             // a packed x is read where it lies, its block STREAM_ROWS wide
@@ -559,8 +562,7 @@ void stream_product(const struct widen_product *p, float beta, float *panel)
                     const void *w[GROUP];
                     for (size_t j = 0; j < GROUP; j++) {
                         const size_t o = o0 + g0 + (j < outs ? j : outs - 1);
-                        w[j] = (const char *)p->w +
-                               attn_dtype_bytes(p->dtype, o * p->ldw + k0);
+                        w[j] = w0 + o * row_bytes;
                     }
                     kernel(packed, w, cols, sums + g0 * STREAM_ROWS);
                 }
