@@ -29,15 +29,15 @@
 enum { ROWS = 64, GROUP = 6, VECTORS = ROWS / 16 };
 enum { COLS = WIDEN_PANEL_FLOATS / ROWS, CHUNK_PAIRS = 128 };
 
+/* Asked afresh each time, as vecmath.c asks: the feature bits are a load
+ * from memory, and a cached answer written by whichever request came
+ * first would be a race between the threads that plan requests. */
 bool bf16_dots_available(void)
 {
 #if HAVE_AVX2_BUILD
-    static int known = -1;
-    if (known < 0)
-        known = vec_isa_best() == VEC_ISA_AVX512 &&
-                __builtin_cpu_supports("avx512bf16") &&
-                __builtin_cpu_supports("avx512bw");
-    return known == 1;
+    return vec_isa_best() == VEC_ISA_AVX512 &&
+           __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avx512bw");
 #else
     return false;
 #endif

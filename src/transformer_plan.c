@@ -775,7 +775,7 @@ static bool ffn_streams(const struct xf_plan *p)
 static bool ffn_floats(const struct xf_plan *p, size_t *floats)
 {
     const struct xf_model *m = p->m;
-    size_t rows_h, inter;
+    size_t rows_h, inter = 0; // set by the call; gcc -O1 cannot tell
     if (!size_mul(p->rows, m->hidden, &rows_h) ||
         !xf_inter_floats(m, p->rows, p->ffn_packed, &inter))
         return false;

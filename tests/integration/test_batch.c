@@ -26,6 +26,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,7 +242,7 @@ static void test_completions_among_them(void **state)
  * hundreds of KiB): generations beside it are not held up by it. */
 struct slow_reader {
     int fd;
-    volatile bool stop;
+    atomic_bool stop;
     size_t bytes;
 };
 
