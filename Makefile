@@ -45,6 +45,7 @@ WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes 
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
 
 # What each part needs, and the Debian package for each, is written once,
 # in tests/deps.sh; these are the pkg-config modules the build links.
@@ -138,7 +139,7 @@ GGUF_QUANTS := $(GGUF_1B)-Q8_0.gguf $(GGUF_1B)-Q4_K_M.gguf
 GGUF_FLOATS := $(GGUF_1B)-F32.gguf $(GGUF_1B)-BF16.gguf
 
 .PHONY: all build-all deps deps-build deps-fuzz deps-golden deps-bench load test c-test unit server-unit integration \
-        web-test client-test asan bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
+        web-test client-test asan tsan tsan-run bench golden clean format run fuzz fuzz-build fuzz-regress deploy-test
 all: deps
 	@$(MAKE) --no-print-directory build-all
 
@@ -346,6 +347,22 @@ test: deps
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS="-O1 -g $(SAN_FLAGS)" c-test
+
+# The C tests under ThreadSanitizer, but those that bound time or memory
+# by more than its cost: two tokenizer units' "under 5 s", and the
+# integration tests of peak memory, address-space caps (its shadow
+# memory cannot be reserved under one) and the drain of a long request.
+# A report anywhere, the server's included, fails its test.
+TSAN_SKIP := $(BUILD)/tests/test_bpe $(BUILD)/tests/test_spm \
+             $(addprefix $(BUILD)/tests/integration/test_,exhaustion limits models service)
+TSAN_TESTS := $(filter-out $(TSAN_SKIP),$(UNIT_BIN) $(SERVER_TEST_BIN) $(INTEG_BIN))
+
+tsan: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g $(TSAN_FLAGS)" tsan-run
+
+tsan-run: $(TSAN_TESTS) $(ATTND) $(TOKENIZER_MODULES)
+	@TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1" \
+	    ATTND_BIN=$(ATTND) tests/run-cmocka $(TSAN_TESTS)
 
 # ------------------------------------------------------------------ bench
 $(BUILD)/bench/%.o: tests/bench/%.c
