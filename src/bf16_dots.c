@@ -235,7 +235,7 @@ void bf16_dots_product(const struct widen_product *p, float beta, float *panel)
                     kernel(packed, rows_of, cols, sums + g0 * ROWS);
                 }
                 stream_add_sums(p->y, p->ldy, r0, rows, o0, span, sums, ROWS,
-                                k0 == 0 && beta == 0.0f);
+                                NULL, k0 == 0 && beta == 0.0f);
             }
         }
     }

@@ -128,9 +128,6 @@ static void linear(const float *x, size_t rows, size_t in, struct held w,
                    const float *bias, size_t out, float *y, size_t ldy,
                    float *panel)
 {
-    if (bias)
-        for (size_t r = 0; r < rows; r++)
-            memcpy(y + r * ldy, bias, out * sizeof *y);
     const struct widen_product pr = {.x = x,
                                      .ldx = in,
                                      .rows = rows,
@@ -141,8 +138,9 @@ static void linear(const float *x, size_t rows, size_t in, struct held w,
                                      .out = out,
                                      .y = y,
                                      .ldy = ldy,
-                                     .bf16_dots = w.bf16_dots};
-    widen_product(&pr, bias ? 1.0f : 0.0f, panel);
+                                     .bf16_dots = w.bf16_dots,
+                                     .bias = bias};
+    widen_product(&pr, 0.0f, panel);
 }
 
 /* What a projected q or k of heads heads gets before its scores: the

@@ -203,7 +203,7 @@ static void product_panels(enum vec_isa isa, const struct quant_product *p,
                 }
                 kernel(isa, packed, width, rows_of, cols, sums);
                 stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, ROWS,
-                                k0 == 0 && beta == 0.0f);
+                                NULL, k0 == 0 && beta == 0.0f);
             }
         }
     }

@@ -104,13 +104,13 @@ void stream_pack_rows(const float *x, size_t ldx, size_t r0, size_t rows,
  * one at a time. */
 static void add_sums_plain(float *y, size_t ldy, size_t r0, size_t rows,
                            size_t o0, size_t outs, const float *sums,
-                           size_t stride, bool set)
+                           size_t stride, const float *bias, bool set)
 {
     for (size_t r = 0; r < rows; r++) {
         float *row = y + (r0 + r) * ldy + o0;
         for (size_t j = 0; j < outs; j++) {
             const float s = sums[j * stride + r];
-            row[j] = set ? s : row[j] + s;
+            row[j] = !set ? row[j] + s : bias ? bias[j] + s : s;
         }
     }
 }
@@ -122,8 +122,9 @@ static void add_sums_plain(float *y, size_t ldy, size_t r0, size_t rows,
  * time: the transpose of a few costs more than it saves.) */
 AVX512_TARGET static void add_sums16(float *y, size_t ldy, size_t r0,
                                      size_t rows, size_t o0, const float *sums,
-                                     size_t stride, bool set)
+                                     size_t stride, const float *bias, bool set)
 {
+    const __m512 b = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
     for (size_t rb = 0; rb < rows; rb += 16) {
         const size_t nr = rows - rb < 16 ? rows - rb : 16;
         const __mmask16 some = (__mmask16)((1u << nr) - 1u);
@@ -137,8 +138,9 @@ AVX512_TARGET static void add_sums16(float *y, size_t ldy, size_t r0,
             if (r >= nr)
                 break;
             float *at = y + (r0 + rb + r) * ldy + o0;
-            const __m512 v =
-                set ? a[r] : _mm512_add_ps(_mm512_loadu_ps(at), a[r]);
+            const __m512 v = !set   ? _mm512_add_ps(_mm512_loadu_ps(at), a[r])
+                             : bias ? _mm512_add_ps(b, a[r])
+                                    : a[r];
             _mm512_storeu_ps(at, v);
         }
     }
@@ -146,17 +148,18 @@ AVX512_TARGET static void add_sums16(float *y, size_t ldy, size_t r0,
 #endif
 
 void stream_add_sums(float *y, size_t ldy, size_t r0, size_t rows, size_t o0,
-                     size_t outs, const float *sums, size_t stride, bool set)
+                     size_t outs, const float *sums, size_t stride,
+                     const float *bias, bool set)
 {
     size_t j = 0;
 #if HAVE_AVX2_BUILD
     if (vec_isa_best() == VEC_ISA_AVX512)
         for (; j + 16 <= outs; j += 16)
             add_sums16(y, ldy, r0, rows, o0 + j, sums + j * stride, stride,
-                       set);
+                       bias ? bias + j : NULL, set);
 #endif
     add_sums_plain(y, ldy, r0, rows, o0 + j, outs - j, sums + j * stride,
-                   stride, set);
+                   stride, bias ? bias + j : NULL, set);
 }
 
 #if HAVE_AVX2_BUILD
@@ -453,18 +456,19 @@ AVX512_TARGET static void put_sums_packed(float *out, const float *sums,
 
 /* Outputs [o0, o0 + outs) of the block of rows r0 (rows of them, lanes
  * of its sums kept) from a group's sums: into y as the product lays it
- * out, set when set. */
+ * out, set (to the bias and the sum, with a bias) when set. */
 static void put_sums(const struct widen_product *p, size_t r0, size_t rows,
                      size_t lanes, size_t o0, size_t outs, const float *sums,
                      size_t stride, bool set)
 {
+    const float *bias = set && p->bias ? p->bias + o0 : NULL;
     if (!p->y_packed) {
-        stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, stride, set);
+        stream_add_sums(p->y, p->ldy, r0, rows, o0, outs, sums, stride, bias,
+                        set);
         return;
     }
     float *block = p->y + stream_packed_at(p->ldy, r0, o0);
-    put_sums_packed(block, sums, stride, outs, lanes,
-                    set && p->bias ? p->bias + o0 : NULL, set);
+    put_sums_packed(block, sums, stride, outs, lanes, bias, set);
 }
 
 /* p->finish over outputs [o0, o0 + outs) of the rows rows from r0, as

@@ -46,9 +46,10 @@ void stream_pack_rows(const float *x, size_t ldx, size_t r0, size_t rows,
 
 /* A group's sums (sums[j][r], stride to an output) into rows
  * [r0, r0 + rows) and outputs [o0, o0 + outs) of y (rows ldy apart): set
- * when set, else added. */
+ * when set (to bias[j] + the sum when bias is not NULL), else added. */
 void stream_add_sums(float *y, size_t ldy, size_t r0, size_t rows, size_t o0,
-                     size_t outs, const float *sums, size_t stride, bool set);
+                     size_t outs, const float *sums, size_t stride,
+                     const float *bias, bool set);
 
 /* Can p go through stream_product() on this CPU? A float32 or bfloat16
  * matrix, two rows or more, and AVX-512. */

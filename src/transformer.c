@@ -189,27 +189,19 @@ static void tile_product(const struct pass *p, const struct xf_tile *t,
                                .alone = p->how.alone,
                                .bf16_dots = p->how.bf16_dots,
                                .finish = act ? activate_block : NULL,
-                               .finish_arg = act};
-    float beta = 0.0f;
+                               .finish_arg = act,
+                               .bias = p->b ? p->b + t->c0 : NULL};
     if (p->packed) {
-        // the bias goes in with the sums
         pr.y = out + stream_packed_at(inter_block(p), t->r0, t->c0);
         pr.ldy = inter_block(p);
         pr.y_packed = true;
-        pr.bias = p->b ? p->b + t->c0 : NULL;
         assert(t->r0 % STREAM_ROWS == 0 &&
-               widen_product_streams(&pr, beta, true));
+               widen_product_streams(&pr, 0.0f, true));
     } else {
         pr.y = out + t->r0 * p->ldi + t->c0;
         pr.ldy = p->ldi;
-        if (p->b) {
-            for (size_t r = 0; r < t->rows; r++)
-                memcpy(pr.y + r * p->ldi, p->b + t->c0,
-                       t->width * sizeof(float));
-            beta = 1.0f;
-        }
     }
-    widen_product(&pr, beta, widen_panel(p->panels, member));
+    widen_product(&pr, 0.0f, widen_panel(p->panels, member));
 }
 
 /* inter = act(up x) (plain) or gate = act(gate x) (gated), a tile of
@@ -298,16 +290,13 @@ static void output_tile(void *arg, size_t u, unsigned member)
 
 /* attn_out = z W_O^T + b_O, a tile of it, with the product in hand
  * (p->w, p->b): the output projection of a hooked layer, as the core
- * makes it (rows of the bias, the product added in). */
+ * makes it (the bias in with the product's sums: widen.h). */
 static void projection_tile(void *arg, size_t u, unsigned member)
 {
     struct pass *p = arg;
     const size_t H = p->m->hidden, hd = p->m->heads * p->m->head_dim;
     const struct xf_tile t = xf_tile_at(p->n, H, u);
     float *out = p->hooked_out + t.r0 * H + t.c0;
-    if (p->b)
-        for (size_t r = 0; r < t.rows; r++)
-            memcpy(out + r * H, p->b + t.c0, t.width * sizeof *out);
     const struct widen_product pr = {.x = p->z + t.r0 * hd,
                                      .ldx = hd,
                                      .rows = t.rows,
@@ -318,8 +307,9 @@ static void projection_tile(void *arg, size_t u, unsigned member)
                                      .out = t.width,
                                      .y = out,
                                      .ldy = H,
-                                     .bf16_dots = p->how.bf16_dots};
-    widen_product(&pr, p->b ? 1.0f : 0.0f, widen_panel(p->panels, member));
+                                     .bf16_dots = p->how.bf16_dots,
+                                     .bias = p->b ? p->b + t.c0 : NULL};
+    widen_product(&pr, 0.0f, widen_panel(p->panels, member));
 }
 
 /* attn_out = norm_ao(attn_out) (out norms). */

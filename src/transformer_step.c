@@ -115,9 +115,6 @@ static void step_tile(const struct step *s, const float *x, size_t in,
                       float *y, unsigned member)
 {
     const struct xf_tile t = xf_tile_at(s->rows, cols, u);
-    if (b)
-        for (size_t r = 0; r < t.rows; r++)
-            memcpy(y + (t.r0 + r) * cols + t.c0, b + t.c0, t.width * sizeof *y);
     const struct widen_product pr = {.x = x + t.r0 * in,
                                      .ldx = in,
                                      .rows = t.rows,
@@ -128,8 +125,9 @@ static void step_tile(const struct step *s, const float *x, size_t in,
                                      .out = t.width,
                                      .y = y + t.r0 * cols + t.c0,
                                      .ldy = cols,
-                                     .alone = true};
-    widen_product(&pr, b ? 1.0f : 0.0f, widen_panel(s->panels, member));
+                                     .alone = true,
+                                     .bias = b ? b + t.c0 : NULL};
+    widen_product(&pr, 0.0f, widen_panel(s->panels, member));
 }
 
 /* Tile u of q, then of k, then of v. */

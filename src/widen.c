@@ -172,7 +172,7 @@ static bool product(const struct widen_product *p, float beta, float *panel)
         stream_product(p, beta, panel);
         return true;
     }
-    assert(!p->x_packed && !p->y_packed && !p->bias);
+    assert(!p->x_packed && !p->y_packed);
     if (p->bf16_dots && p->dtype == ATTN_BF16 && panel &&
         (beta == 0.0f || beta == 1.0f) && bf16_dots_available()) {
         if (p->rows == 1 || p->alone)
@@ -239,6 +239,19 @@ static bool product(const struct widen_product *p, float beta, float *panel)
 
 void widen_product(const struct widen_product *p, float beta, float *panel)
 {
-    if (!product(p, beta, panel) && p->finish)
+    bool finished;
+    if (p->bias && !widen_product_streams(p, beta, panel != NULL)) {
+        // the bias in each row of y, and the product added to it
+        assert(beta == 0.0f && !p->y_packed);
+        for (size_t r = 0; r < p->rows; r++)
+            memcpy(p->y + r * p->ldy, p->bias, p->out * sizeof *p->y);
+        struct widen_product added = *p;
+        added.bias = NULL;
+        finished = product(&added, 1.0f, panel);
+    } else {
+        assert(!p->bias || beta == 0.0f);
+        finished = product(p, beta, panel);
+    }
+    if (!finished && p->finish)
         p->finish(p->y, p->ldy, p->rows, p->out, p->finish_arg);
 }

@@ -83,9 +83,10 @@ struct widen_product {
      * a packed y's finish gets blocks the other way round, rows (ldy)
      * of one output's values of STREAM_ROWS rows. */
     bool x_packed, y_packed;
-    /* With y_packed and beta 0, NULL or a bias: bias[o] + the sum is each
-     * output's value, the bits of a y that held the bias added to with
-     * beta 1. */
+    /* With beta 0, NULL or a bias: bias[o] + the sum is each output's
+     * value, the bits of a y that held the bias added to with beta 1. A
+     * streamed product adds it with the first sums it puts into y; the
+     * other ways copy it into each row of y first. */
     const float *bias;
 };
 

@@ -638,6 +638,102 @@ static void test_packed_same_bits(void **state)
     free(panel);
 }
 
+/* One product with a bias against the same product added to rows that
+ * hold the bias (beta 1): the same bits, on every way widen_product()
+ * may take, and the bias-given y never read first. */
+static void check_bias(size_t rows, size_t in, size_t out, attn_dtype dtype,
+                       bool alone, bool dots, float *panel)
+{
+    const size_t ldy = out + 3;
+    float *x = malloc(rows * in * sizeof *x);
+    float *wf = malloc(out * in * sizeof *wf);
+    uint16_t *wh = malloc(out * in * sizeof *wh);
+    float *bias = malloc(out * sizeof *bias);
+    float *got = malloc(rows * ldy * sizeof *got);
+    float *want = malloc(rows * ldy * sizeof *want);
+    assert_non_null(x);
+    assert_non_null(wf);
+    assert_non_null(wh);
+    assert_non_null(bias);
+    assert_non_null(got);
+    assert_non_null(want);
+    for (size_t i = 0; i < rows * in; i++)
+        x[i] = sinf((float)i * 0.37f);
+    for (size_t i = 0; i < out * in; i++) {
+        wf[i] = cosf((float)i * 0.11f) / 3.0f;
+        uint32_t bits;
+        memcpy(&bits, &wf[i], sizeof bits);
+        // a bfloat16 is a float's upper half; a float16 of sign, an
+        // exponent for 2^-5 to 2^2 and any mantissa
+        wh[i] = dtype == ATTN_F16
+                    ? (uint16_t)((i & 1) << 15 | (10 + i % 8) << 10 |
+                                 (i * 37 % 1024))
+                    : (uint16_t)(bits >> 16);
+    }
+    for (size_t o = 0; o < out; o++)
+        bias[o] = (float)o * 0.7f - 3.1f;
+    for (size_t i = 0; i < rows * ldy; i++)
+        got[i] = want[i] = NAN;
+    struct widen_product p = {.x = x,
+                              .ldx = in,
+                              .rows = rows,
+                              .in = in,
+                              .w = dtype == ATTN_F32 ? (void *)wf : wh,
+                              .dtype = dtype,
+                              .ldw = in,
+                              .out = out,
+                              .y = want,
+                              .ldy = ldy,
+                              .alone = alone,
+                              .bf16_dots = dots};
+    for (size_t r = 0; r < rows; r++)
+        memcpy(want + r * ldy, bias, out * sizeof *bias);
+    widen_product(&p, 1.0f, panel);
+    p.y = got;
+    p.bias = bias;
+    widen_product(&p, 0.0f, panel);
+    if (memcmp(got, want, rows * ldy * sizeof *got) != 0)
+        fail_msg("%s rows %zu in %zu out %zu alone %d dots %d panel %d: the "
+                 "bias given is not the bias added to",
+                 attn_dtype_name(dtype), rows, in, out, alone, dots,
+                 panel != NULL);
+    free(x);
+    free(wf);
+    free(wh);
+    free(bias);
+    free(got);
+    free(want);
+}
+
+/* widen.h's bias with beta 0: streamed (its sums set to the bias and the
+ * sum, in rows and in the few rows that go by outputs, a row's columns in
+ * one block of STREAM_COLS and past it), each row alone, one row, the
+ * CPU's bfloat16 products, a float32 W through cblas_sgemm (no panel) and
+ * a float16 one widened a panel at a time. */
+static void test_bias_same_bits(void **state)
+{
+    (void)state;
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    static const size_t row_counts[] = {1, 3, 9, 70};
+    static const struct {
+        size_t in, out;
+    } sizes[] = {{40, 37}, {300, 50}, {STREAM_COLS + 5, 19}};
+    for (size_t i = 0; i < sizeof row_counts / sizeof *row_counts; i++)
+        for (size_t j = 0; j < sizeof sizes / sizeof *sizes; j++) {
+            const size_t rows = row_counts[i], in = sizes[j].in,
+                         out = sizes[j].out;
+            check_bias(rows, in, out, ATTN_F32, false, false, panel);
+            check_bias(rows, in, out, ATTN_F32, false, false, NULL);
+            check_bias(rows, in, out, ATTN_F32, true, false, panel);
+            check_bias(rows, in, out, ATTN_BF16, false, false, panel);
+            check_bias(rows, in, out, ATTN_BF16, true, false, panel);
+            check_bias(rows, in, out, ATTN_BF16, false, true, panel);
+            check_bias(rows, in, out, ATTN_F16, false, false, panel);
+        }
+    free(panel);
+}
+
 /* The rows of x packed column by column, every row and column count
  * around the blocks of sixteen (the AVX-512 build transposes sixteen by
  * sixteen in registers): each value where a plain copy puts it, the rows
@@ -672,6 +768,7 @@ int main(void)
         cmocka_unit_test(test_which_products),
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_packed_same_bits),
+        cmocka_unit_test(test_bias_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
