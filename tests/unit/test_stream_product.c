@@ -651,12 +651,7 @@ static void check_bias(size_t rows, size_t in, size_t out, attn_dtype dtype,
     float *bias = malloc(out * sizeof *bias);
     float *got = malloc(rows * ldy * sizeof *got);
     float *want = malloc(rows * ldy * sizeof *want);
-    assert_non_null(x);
-    assert_non_null(wf);
-    assert_non_null(wh);
-    assert_non_null(bias);
-    assert_non_null(got);
-    assert_non_null(want);
+    assert_true(x && wf && wh && bias && got && want);
     for (size_t i = 0; i < rows * in; i++)
         x[i] = sinf((float)i * 0.37f);
     for (size_t i = 0; i < out * in; i++) {
