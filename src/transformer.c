@@ -172,25 +172,36 @@ static size_t inter_block(const struct pass *p)
     return STREAM_ROWS * p->m->intermediate;
 }
 
+/* The product in hand (p->w, p->b) over tile t, from x (in wide, rows
+ * ldx apart, the tile's first row at x): W's rows of the tile's columns,
+ * how the products take their rows, and the bias; y is the caller's. */
+static struct widen_product tile_operands(const struct pass *p,
+                                          const struct xf_tile *t,
+                                          const float *x, size_t ldx, size_t in)
+{
+    return (struct widen_product){.x = x,
+                                  .ldx = ldx,
+                                  .rows = t->rows,
+                                  .in = in,
+                                  .w = xf_matrix_rows(p->w, t->c0, in),
+                                  .dtype = p->w.dtype,
+                                  .ldw = in,
+                                  .out = t->width,
+                                  .alone = p->how.alone,
+                                  .bf16_dots = p->how.bf16_dots,
+                                  .bias = p->b ? p->b + t->c0 : NULL};
+}
+
 /* out = in W^T + b over a tile, out laid out as p->inter, with the
  * product in hand (p->w, p->b), then act over it when act is not NULL. */
 static void tile_product(const struct pass *p, const struct xf_tile *t,
                          float *out, const xf_act *act, unsigned member)
 {
     const size_t H = p->m->hidden;
-    struct widen_product pr = {.x = ffn_input(p) + t->r0 * H,
-                               .ldx = H,
-                               .rows = t->rows,
-                               .in = H,
-                               .w = xf_matrix_rows(p->w, t->c0, H),
-                               .dtype = p->w.dtype,
-                               .ldw = H,
-                               .out = t->width,
-                               .alone = p->how.alone,
-                               .bf16_dots = p->how.bf16_dots,
-                               .finish = act ? activate_block : NULL,
-                               .finish_arg = act,
-                               .bias = p->b ? p->b + t->c0 : NULL};
+    struct widen_product pr =
+        tile_operands(p, t, ffn_input(p) + t->r0 * H, H, H);
+    pr.finish = act ? activate_block : NULL;
+    pr.finish_arg = act;
     if (p->packed) {
         pr.y = out + stream_packed_at(inter_block(p), t->r0, t->c0);
         pr.ldy = inter_block(p);
@@ -268,21 +279,16 @@ static void output_tile(void *arg, size_t u, unsigned member)
             memcpy(out + r * H, x1 + r * H, t.width * sizeof *out);
     }
     const bool packed = p->packed;
-    const struct widen_product pr = {
-        .x = packed ? p->inter + stream_packed_at(inter_block(p), t.r0, 0)
-                    : p->inter + t.r0 * p->ldi,
-        .ldx = packed ? inter_block(p) : p->ldi,
-        .rows = t.rows,
-        .in = IW,
-        .w = xf_matrix_rows(p->w, t.c0, IW),
-        .dtype = p->w.dtype,
-        .ldw = IW,
-        .out = t.width,
-        .y = out,
-        .ldy = H,
-        .alone = p->how.alone,
-        .bf16_dots = p->how.bf16_dots,
-        .x_packed = packed};
+    struct widen_product pr = tile_operands(
+        p, &t,
+        packed ? p->inter + stream_packed_at(inter_block(p), t.r0, 0)
+               : p->inter + t.r0 * p->ldi,
+        packed ? inter_block(p) : p->ldi, IW);
+    // the bias and x1 are in out already (above)
+    pr.bias = NULL;
+    pr.y = out;
+    pr.ldy = H;
+    pr.x_packed = packed;
     assert(!packed ||
            (t.r0 % STREAM_ROWS == 0 && widen_product_streams(&pr, 1.0f, true)));
     widen_product(&pr, 1.0f, widen_panel(p->panels, member));
@@ -296,19 +302,9 @@ static void projection_tile(void *arg, size_t u, unsigned member)
     struct pass *p = arg;
     const size_t H = p->m->hidden, hd = p->m->heads * p->m->head_dim;
     const struct xf_tile t = xf_tile_at(p->n, H, u);
-    float *out = p->hooked_out + t.r0 * H + t.c0;
-    const struct widen_product pr = {.x = p->z + t.r0 * hd,
-                                     .ldx = hd,
-                                     .rows = t.rows,
-                                     .in = hd,
-                                     .w = xf_matrix_rows(p->w, t.c0, hd),
-                                     .dtype = p->w.dtype,
-                                     .ldw = hd,
-                                     .out = t.width,
-                                     .y = out,
-                                     .ldy = H,
-                                     .bf16_dots = p->how.bf16_dots,
-                                     .bias = p->b ? p->b + t.c0 : NULL};
+    struct widen_product pr = tile_operands(p, &t, p->z + t.r0 * hd, hd, hd);
+    pr.y = p->hooked_out + t.r0 * H + t.c0;
+    pr.ldy = H;
     widen_product(&pr, 0.0f, widen_panel(p->panels, member));
 }
 
