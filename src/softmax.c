@@ -25,6 +25,11 @@ static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
     memcpy(v, s, n * sizeof *s);
 }
 
+/* Running maxima a row's maximum keeps apart: one waits on the last
+ * comparison (0.33 cycles an element on a 512-key row); four don't. The
+ * maximum is the same whichever order the elements meet in. */
+enum { MAX_WAYS = 4 };
+
 /*
  * The row kernels. Bodies are always inlined into a plain, an AVX2 + FMA
  * and an AVX-512 wrapper, so each build gets its own instruction
@@ -36,6 +41,21 @@ static inline void load_tail(v8f *v, const float *s, size_t n, float pad)
 ALWAYS_INLINE float row_max_from(const float *s, size_t m, size_t j, v8f *mx)
 {
     v8f v;
+    if (j + 8 * MAX_WAYS <= m) {
+        v8f part[MAX_WAYS];
+        EACH(i, MAX_WAYS) part[i] = *mx;
+        for (; j + 8 * MAX_WAYS <= m; j += 8 * MAX_WAYS) {
+            EACH(i, MAX_WAYS)
+            {
+                memcpy(&v, s + j + 8 * i, sizeof v);
+                part[i] = SELECT(v > part[i], v, part[i]);
+            }
+        }
+        EACH(i, MAX_WAYS)
+        {
+            *mx = SELECT(part[i] > *mx, part[i], *mx);
+        }
+    }
     for (; j + 8 <= m; j += 8) {
         memcpy(&v, s + j, sizeof v);
         *mx = SELECT(v > *mx, v, *mx);

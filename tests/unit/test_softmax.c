@@ -3,7 +3,8 @@
  * AVX-512, whichever this CPU runs) give the same bits, and their
  * exponentials stay within 2 ulp of libm's, on rows of every length
  * around the vector widths, with masked (-inf) and extreme scores; and
- * the row functions report NaN and +inf scores wherever they are; the
+ * the row functions report NaN and +inf scores wherever they are, and
+ * find the maximum wherever it is; the
  * block form for short rows agrees with the row form.
  */
 #include <stdarg.h>
@@ -100,6 +101,34 @@ static void test_overflow_found_everywhere(void **state)
     }
 }
 
+/* Every build finds a row's maximum wherever it sits: in each running
+ * maximum the kernels keep apart, in the vectors after them, and in the
+ * tail, on rows shorter and longer than the vectors they take at once;
+ * with NaN beside it, which is never the maximum. */
+static void test_max_found_anywhere(void **state)
+{
+    (void)state;
+    static const size_t lengths[] = {1, 9, 31, 32, 33, 63, 64, 71, 97, 130};
+    float row[130];
+    for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_isa_available(isa))
+            continue;
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+            const size_t m = lengths[l];
+            for (size_t at = 0; at < m; at++) {
+                for (size_t j = 0; j < m; j++)
+                    row[j] = -(float)((j * 37) % 101) - 1.0f;
+                row[at] = 0.5f;
+                assert_true(softmax_row_max_isa(isa, row, m) == 0.5f);
+                if (at + 1 < m) {
+                    row[at + 1] = NAN;
+                    assert_true(softmax_row_max_isa(isa, row, m) == 0.5f);
+                }
+            }
+        }
+    }
+}
+
 /* softmax_row() and softmax_online_block() find NaN and +inf wherever
  * they sit, in rows of scores and in rows otherwise all masked; a row all
  * masked is that, and -inf alone is never overflow. */
@@ -185,6 +214,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builds_agree),
         cmocka_unit_test(test_overflow_found_everywhere),
+        cmocka_unit_test(test_max_found_anywhere),
         cmocka_unit_test(test_rows_report_overflow),
         cmocka_unit_test(test_short_rows_together),
     };
