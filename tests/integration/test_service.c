@@ -573,7 +573,7 @@ static void test_overload_answers_503(void **state)
 }
 
 /* The drain lets the slow request finish however long this build takes
- * over it (about 1 s optimized, 11 s under AddressSanitizer, past the
+ * over it (0.3 s optimized, 11 s under AddressSanitizer, past the
  * default 8 s drain): the test is about a request in flight being
  * finished, not about how fast. */
 static void test_sigterm_finishes_request_in_flight(void **state)

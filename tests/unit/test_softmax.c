@@ -108,8 +108,9 @@ static void test_overflow_found_everywhere(void **state)
 static void test_max_found_anywhere(void **state)
 {
     (void)state;
-    static const size_t lengths[] = {1, 9, 31, 32, 33, 63, 64, 71, 97, 130};
-    float row[130];
+    enum { LONGEST = 130 };
+    static const size_t lengths[] = {1, 9, 31, 32, 33, 63, 64, 71, 97, LONGEST};
+    float row[LONGEST];
     for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
         if (!vec_isa_available(isa))
             continue;
