@@ -115,8 +115,7 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
  * ahead: how far past each value of W it reads the one it fetches
  * meanwhile: the same place in the rows a call after this one reads
  * (each row alone is too short for the prefetchers to find), or, one
- * output a call, a row or WIDEN_ONE_OUTPUT_AHEAD bytes on, whichever is
- * further, not to be kept. */
+ * output a call, widen_one_output_ahead() bytes on, not to be kept. */
 ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
                                size_t ldxs, int rows, const void *const *w,
                                int outs, bool bf16, size_t n, size_t ahead,
@@ -366,7 +365,8 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : ROW_OUTS;
         const size_t ahead =
             outs == 1
-                ? widen_one_output_ahead(attn_dtype_bytes(p->dtype, p->ldw))
+                ? widen_one_output_ahead(attn_dtype_bytes(p->dtype, p->ldw),
+                                         p->in * sizeof *p->x)
                 : attn_dtype_bytes(p->dtype, outs * p->ldw);
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {
             const void *w[ROW_OUTS];

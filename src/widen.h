@@ -19,21 +19,28 @@ enum { WIDEN_PANEL_FLOATS = 1 << 19 };
 
 /* How far ahead of its reads a product of one or two rows of x (a token
  * alone, or two sequences' step), which reads W front to back one output
- * at a time, fetches W, at least: one row of W ahead, or this many bytes
- * when a row is shorter (a 2048-wide bfloat16 W's is 4 KiB), with the
- * hint that it will not be read again (prefetchnta). One row of x through
- * an 8192 x 2048 bfloat16 W on one core (bench_quant): 16.0-17.1 GB/s
- * fetched a row (4 KiB) ahead as before, 20.4-22.4 so; 8192-wide rows
- * (16 KiB) and float32 within noise. A fixed 6 KiB for every W did better
- * on two threads (docs/benchmarks.md) and worse, 20 -> 16 GB/s, through
- * an 8192-wide bfloat16 W on one core. */
+ * at a time, fetches W, with the hint that it will not be read again
+ * (prefetchnta): one row of W ahead, or this many bytes when a row is
+ * shorter (a 2048-wide bfloat16 W's is 4 KiB). One row of x through an
+ * 8192 x 2048 bfloat16 W on one core (bench_quant): 16.0-17.1 GB/s
+ * fetched a row (4 KiB) ahead as before, 20.4-22.4 so. */
 enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
 
-/* That distance for W's rows of row_bytes: a row, or the minimum. */
-static inline size_t widen_one_output_ahead(size_t row_bytes)
+/* But when the row of x the kernel reads is this long or longer, only
+ * WIDEN_ONE_OUTPUT_AHEAD: x and the window of W fetched ahead then share
+ * the core's first cache (48 KiB where measured), and a whole row of W
+ * ahead pushes x out of it. A 2048 x 8192 bfloat16 W (the down
+ * projection of a Llama-3.2-1B-shaped decoder, 16 KiB rows, 32 KiB of x
+ * as floats) on one core: 24 -> 32 GB/s; a whole decoding step on one
+ * thread 1.7-3 % faster (docs/benchmarks.md). */
+enum { WIDEN_X_CROWDS_BYTES = 32 << 10 };
+
+/* That distance for W's rows of row_bytes, x's of x_bytes. */
+static inline size_t widen_one_output_ahead(size_t row_bytes, size_t x_bytes)
 {
-    return row_bytes > WIDEN_ONE_OUTPUT_AHEAD ? row_bytes
-                                              : WIDEN_ONE_OUTPUT_AHEAD;
+    if (x_bytes >= WIDEN_X_CROWDS_BYTES || row_bytes <= WIDEN_ONE_OUTPUT_AHEAD)
+        return WIDEN_ONE_OUTPUT_AHEAD;
+    return row_bytes;
 }
 
 /* The panel of member member of a team, in a block of one per member;
