@@ -106,6 +106,110 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
     }
 }
 
+/* Values i .. i + 31 of a row of W as the kernel multiplies them: for a
+ * bfloat16 W its even ones and its odd ones (pairs32()), else as they
+ * lie. */
+ALWAYS_INLINE void w32(const void *w, bool bf16, size_t i, v16f *first,
+                       v16f *second)
+{
+    if (bf16) {
+        pairs32(w, i, first, second);
+    } else {
+        memcpy(first, (const float *)w + i, sizeof *first);
+        memcpy(second, (const float *)w + i + 16, sizeof *second);
+    }
+}
+
+/* Where a row of W lies against the core's 64-byte lines: a vector read
+ * where it lies spans two of them when the row does not start on one,
+ * as a checkpoint's tensors do (a safetensors file's data follows a
+ * header padded to 8 bytes), and a load across two lines costs the
+ * one-output kernel, which waits on nothing else, 5 to 8 % of a decoding
+ * step. A row off by whole 32-bit words is read instead a line at a
+ * time, each line once, and its vectors put together from two of them
+ * with one permute: the same values in the same lanes. */
+struct lines {
+    const char *line0; /* the line the row starts in */
+    v16u pick;         /* lane l: word off + l of two lines side by side */
+    v16u held;         /* the line read last, the next vector's first */
+};
+
+/* The lines of row w, when it is off a line by whole words; false when
+ * it is on one (nothing to put together) or off by half a word. */
+ALWAYS_INLINE bool lines_of(const void *w, struct lines *ln)
+{
+    const size_t off = (uintptr_t)w % 64;
+    if (off == 0 || off % 4)
+        return false;
+    ln->line0 = (const char *)w - off;
+    for (uint32_t l = 0; l < 16; l++)
+        ln->pick[l] = (uint32_t)(off / 4) + l;
+    return true;
+}
+
+/* w32() for block i, which starts in the line the last call read (or,
+ * for the first call, line 1 of the row, read here) and ends before the
+ * row's last block: every line read lies within the row. */
+ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
+                                bool first_call, v16f *first, v16f *second)
+{
+    const size_t bytes = bf16 ? 2 * i : 4 * i; /* of block i's start */
+    if (first_call)
+        memcpy(&ln->held, ln->line0 + bytes, sizeof ln->held);
+    v16u next;
+    memcpy(&next, ln->line0 + bytes + 64, sizeof next);
+    const v16u a = __builtin_shuffle(ln->held, next, ln->pick);
+    if (bf16) {
+        ln->held = next;
+        *first = (v16f)(a << 16);
+        *second = (v16f)(a & 0xffff0000u);
+        return;
+    }
+    v16u after;
+    memcpy(&after, ln->line0 + bytes + 128, sizeof after);
+    *first = (v16f)a;
+    *second = (v16f)__builtin_shuffle(next, after, ln->pick);
+    ln->held = after;
+}
+
+/* acc[j][r] += x[r] . w[j] over block i (32 values), for outs rows w[j]
+ * of W and rows rows of x, each in one sum of sixteen lanes as
+ * kernel_body() orders them. ahead, hint: as kernel_body() fetches.
+ * ln: W's one row read by lines (the first call at block 32), or NULL. */
+ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
+                           size_t ldxs, int rows, const void *const *w,
+                           int outs, bool bf16, size_t i, size_t ahead,
+                           struct lines *ln, v16f acc[ROW_OUTS][ROW_XS])
+{
+    v16f xa[ROW_XS], xb[ROW_XS];
+#pragma GCC unroll 4
+    for (int r = 0; r < rows; r++)
+        x32(x, ldx, xs, ldxs, bf16, r, i, &xa[r], &xb[r]);
+#pragma GCC unroll 4
+    for (int j = 0; j < outs; j++) {
+        const char *next = (const char *)w[j] + ahead;
+        if (outs == 1) { /* W front to back, read once */
+            __builtin_prefetch(next + (bf16 ? 2 : 4) * i, 0, 0);
+            if (!bf16)
+                __builtin_prefetch(next + 4 * i + 64, 0, 0);
+        } else {
+            __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
+            if (!bf16)
+                __builtin_prefetch(next + 4 * i + 64);
+        }
+        v16f wa, wb;
+        if (ln)
+            w32_by_lines(ln, bf16, i, i == 32, &wa, &wb);
+        else
+            w32(w[j], bf16, i, &wa, &wb);
+#pragma GCC unroll 4
+        for (int r = 0; r < rows; r++) {
+            acc[j][r] += xa[r] * wa;
+            acc[j][r] += xb[r] * wb;
+        }
+    }
+}
+
 /* dots[j * rows + r] = x[r] . w[j] over n values for the outs rows w[j]
  * of W and rows rows of x, ldx apart (constants where it is inlined),
  * each in one sum of sixteen lanes. Float32 W: the values by
@@ -115,11 +219,15 @@ ALWAYS_INLINE void x32(const float *x, size_t ldx, const float *xs, size_t ldxs,
  * ahead: how far past each value of W it reads the one it fetches
  * meanwhile: the same place in the rows a call after this one reads
  * (each row alone is too short for the prefetchers to find), or, one
- * output a call, widen_one_output_ahead() bytes on, not to be kept. */
+ * output a call, widen_one_output_ahead() bytes on, not to be kept.
+ * by_lines: one output's row off its lines is read by them (struct
+ * lines), its first and last blocks as they lie, so that no line outside
+ * the row is read; the AVX-512 build's, whose permute does it in one
+ * instruction. */
 ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
                                size_t ldxs, int rows, const void *const *w,
-                               int outs, bool bf16, size_t n, size_t ahead,
-                               float *dots)
+                               int outs, bool bf16, bool by_lines, size_t n,
+                               size_t ahead, float *dots)
 {
     v16f acc[ROW_OUTS][ROW_XS];
 #pragma GCC unroll 4
@@ -128,37 +236,15 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
         for (int r = 0; r < rows; r++)
             acc[j][r] = (v16f){0};
     size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        v16f xa[ROW_XS], xb[ROW_XS];
-#pragma GCC unroll 4
-        for (int r = 0; r < rows; r++)
-            x32(x, ldx, xs, ldxs, bf16, r, i, &xa[r], &xb[r]);
-#pragma GCC unroll 4
-        for (int j = 0; j < outs; j++) {
-            const char *next = (const char *)w[j] + ahead;
-            if (outs == 1) { /* W front to back, read once */
-                __builtin_prefetch(next + (bf16 ? 2 : 4) * i, 0, 0);
-                if (!bf16)
-                    __builtin_prefetch(next + 4 * i + 64, 0, 0);
-            } else {
-                __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
-                if (!bf16)
-                    __builtin_prefetch(next + 4 * i + 64);
-            }
-            v16f wa, wb;
-            if (bf16) {
-                pairs32(w[j], i, &wa, &wb);
-            } else {
-                memcpy(&wa, (const float *)w[j] + i, sizeof wa);
-                memcpy(&wb, (const float *)w[j] + i + 16, sizeof wb);
-            }
-#pragma GCC unroll 4
-            for (int r = 0; r < rows; r++) {
-                acc[j][r] += xa[r] * wa;
-                acc[j][r] += xb[r] * wb;
-            }
-        }
+    struct lines ln;
+    if (by_lines && outs == 1 && n >= 96 && lines_of(w[0], &ln)) {
+        const size_t last = n / 32 * 32 - 32; /* the last whole block */
+        block32(x, ldx, xs, ldxs, rows, w, 1, bf16, 0, ahead, NULL, acc);
+        for (i = 32; i < last; i += 32)
+            block32(x, ldx, xs, ldxs, rows, w, 1, bf16, i, ahead, &ln, acc);
     }
+    for (; i + 32 <= n; i += 32)
+        block32(x, ldx, xs, ldxs, rows, w, outs, bf16, i, ahead, NULL, acc);
     if (!bf16 && i + 16 <= n) {
 #pragma GCC unroll 4
         for (int j = 0; j < outs; j++) {
@@ -210,7 +296,8 @@ typedef void kernel_fn(const float *x, size_t ldx, const float *xs, size_t ldxs,
         const float *x, size_t ldx, const float *xs, size_t ldxs,              \
         const void *const *w, size_t n, size_t ahead, float *dots)             \
     {                                                                          \
-        kernel_body(x, ldx, xs, ldxs, rows, w, outs, bf16, n, ahead, dots);    \
+        kernel_body(x, ldx, xs, ldxs, rows, w, outs, bf16, BY_LINES_##isa, n,  \
+                    ahead, dots);                                              \
     }
 #define KERNELS(isa_attr, isa, kind, bf16)                                     \
     KERNEL(isa_attr, isa, kind, bf16, 1, 4)                                    \
@@ -234,6 +321,11 @@ typedef void kernel_fn(const float *x, size_t ldx, const float *xs, size_t ldxs,
     {                                                                          \
         kernel_##kind##_1x1_##isa, kernel_##kind##_2x1_##isa                   \
     }
+
+/* Which builds read a row off its lines by them (kernel_body()). */
+#define BY_LINES_plain false
+#define BY_LINES_avx2 false
+#define BY_LINES_avx512 true
 
 #define PLAIN_ATTR
 KERNELS(PLAIN_ATTR, plain, f32, false)

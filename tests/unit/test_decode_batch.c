@@ -196,6 +196,94 @@ static void test_rows_alone_same_bits(void **state)
         }
 }
 
+/* W wherever it lies against the 64-byte lines, as a checkpoint's
+ * tensors do (a float32 one off by whole words, a bfloat16 one by half
+ * words too): one row of x alone and two together give, in each build,
+ * the bits of the plain build over W on a line. Each copy of W ends
+ * where its allocation does, so that a sanitizer build sees any read
+ * past the last row; rows of 1000 and 1000 bfloat16 values are not a
+ * whole number of lines long, so their rows start at other offsets. */
+static void test_rows_any_alignment(void **state)
+{
+    (void)state;
+    static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
+    static const size_t ins[] = {96, 160, 1000, 2080};
+    enum { OUT = 5, ROWS = 2, MAX_IN = 2080 };
+    static float x[ROWS * MAX_IN];
+    fill_normal(x, ROWS * MAX_IN, 11, 1.0f);
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    assert_non_null(panel);
+    for (size_t d = 0; d < 2; d++)
+        for (size_t k = 0; k < sizeof ins / sizeof *ins; k++) {
+            const attn_dtype dtype = dtypes[d];
+            const size_t in = ins[k], bytes = attn_dtype_bytes(dtype, OUT * in);
+            void *w = random_matrix(dtype, OUT, in, 50 + d * 10 + k);
+            float want[ROWS][OUT], got[ROWS][OUT];
+            for (size_t r = 0; r < ROWS; r++) {
+                const struct widen_product one = {.x = x + r * in,
+                                                  .ldx = in,
+                                                  .rows = 1,
+                                                  .in = in,
+                                                  .w = w,
+                                                  .dtype = dtype,
+                                                  .ldw = in,
+                                                  .out = OUT,
+                                                  .y = want[r],
+                                                  .ldy = OUT};
+                row_product_isa(VEC_ISA_PLAIN, &one, 0.0f, panel);
+            }
+            const size_t step = attn_dtype_bytes(dtype, 1);
+            for (size_t off = 0; off < 64; off += step) {
+                void *block = NULL;
+                assert_int_equal(posix_memalign(&block, 64, off + bytes), 0);
+                char *at = (char *)block + off;
+                memcpy(at, w, bytes);
+                for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+                    if (!vec_isa_available((enum vec_isa)isa))
+                        continue;
+                    memset(got, 0, sizeof got);
+                    for (size_t r = 0; r < ROWS; r++) {
+                        const struct widen_product one = {.x = x + r * in,
+                                                          .ldx = in,
+                                                          .rows = 1,
+                                                          .in = in,
+                                                          .w = at,
+                                                          .dtype = dtype,
+                                                          .ldw = in,
+                                                          .out = OUT,
+                                                          .y = got[r],
+                                                          .ldy = OUT};
+                        row_product_isa((enum vec_isa)isa, &one, 0.0f, panel);
+                    }
+                    if (memcmp(got, want, sizeof got))
+                        fail_msg("%s in %zu, W %zu bytes off a line, isa %d: "
+                                 "not the bits of W on a line",
+                                 attn_dtype_name(dtype), in, off, isa);
+                    memset(got, 0, sizeof got);
+                    const struct widen_product two = {.x = x,
+                                                      .ldx = in,
+                                                      .rows = ROWS,
+                                                      .in = in,
+                                                      .w = at,
+                                                      .dtype = dtype,
+                                                      .ldw = in,
+                                                      .out = OUT,
+                                                      .y = got[0],
+                                                      .ldy = OUT,
+                                                      .alone = true};
+                    row_product_isa((enum vec_isa)isa, &two, 0.0f, panel);
+                    if (memcmp(got, want, sizeof got))
+                        fail_msg("%s in %zu, W %zu bytes off a line, isa %d, "
+                                 "two rows: not the bits of W on a line",
+                                 attn_dtype_name(dtype), in, off, isa);
+                }
+                free(block);
+            }
+            free(w);
+        }
+    free(panel);
+}
+
 /* beta 1 adds into y, and beta 2 doubles it first. */
 static void test_rows_beta(void **state)
 {
@@ -572,6 +660,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_alone_same_bits),
+        cmocka_unit_test(test_rows_any_alignment),
         cmocka_unit_test(test_rows_beta),
         cmocka_unit_test(test_batch_same_bits_as_alone),
         cmocka_unit_test(test_batch_edits_are_each_sequences),
