@@ -433,6 +433,71 @@ static void test_rows_alone(void **state)
     free(panel);
 }
 
+/* W wherever it lies against the 64-byte lines, as a checkpoint's
+ * tensors do (off by whole words or by half words): one row alone and
+ * two together give the bits of W on a line. Each copy ends where its
+ * allocation does, so that a sanitizer build sees any read past the
+ * last row; rows of 100 and 1000 values are not a whole number of lines
+ * long, so their rows start at other offsets. */
+static void test_rows_any_alignment(void **state)
+{
+    (void)state;
+    if (!bf16_dots_available())
+        skip();
+    static const size_t ins[] = {96, 100, 1000, 2080};
+    enum { OUT = 5, ROWS = 2, MAX_IN = 2080 };
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    static float x[ROWS * MAX_IN];
+    fill_normal(x, ROWS * MAX_IN, 71, 1.0f);
+    for (size_t a = 0; a < sizeof ins / sizeof *ins; a++) {
+        const size_t in = ins[a], bytes = OUT * in * sizeof(uint16_t);
+        float *wf = malloc(OUT * in * sizeof *wf);
+        uint16_t *w = malloc(bytes);
+        fill_normal(wf, OUT * in, 80 + a, 1.0f);
+        to_bf16_weights(wf, OUT * in, w);
+        float want[ROWS * OUT], got[ROWS * OUT];
+        for (size_t off = 0; off < 64; off += sizeof *w) {
+            void *block = NULL;
+            assert_int_equal(posix_memalign(&block, 64, off + bytes), 0);
+            memcpy((char *)block + off, w, bytes);
+            struct widen_product p = {.x = x,
+                                      .ldx = in,
+                                      .rows = 1,
+                                      .in = in,
+                                      .w = (char *)block + off,
+                                      .dtype = ATTN_BF16,
+                                      .ldw = in,
+                                      .out = OUT,
+                                      .ldy = OUT,
+                                      .alone = true,
+                                      .bf16_dots = true};
+            for (size_t r = 0; r < ROWS; r++) {
+                p.x = x + r * in;
+                p.y = got + r * OUT;
+                bf16_dots_rows(&p, 0.0f, panel);
+            }
+            if (off == 0)
+                memcpy(want, got, sizeof want);
+            else if (memcmp(got, want, sizeof got))
+                fail_msg("in %zu, W %zu bytes off a line: not the bits of "
+                         "W on a line",
+                         in, off);
+            p.x = x;
+            p.rows = ROWS;
+            p.y = got;
+            bf16_dots_rows(&p, 0.0f, panel);
+            if (memcmp(got, want, sizeof got))
+                fail_msg("in %zu, W %zu bytes off a line, two rows: not "
+                         "the bits of W on a line",
+                         in, off);
+            free(block);
+        }
+        free(wf);
+        free(w);
+    }
+    free(panel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_rounding),
         cmocka_unit_test(test_decoder_logits),
         cmocka_unit_test(test_rows_alone),
+        cmocka_unit_test(test_rows_any_alignment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
