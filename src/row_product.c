@@ -124,10 +124,11 @@ ALWAYS_INLINE void w32(const void *w, bool bf16, size_t i, v16f *first,
  * where it lies spans two of them when the row does not start on one,
  * as a checkpoint's tensors do (a safetensors file's data follows a
  * header padded to 8 bytes), and a load across two lines costs the
- * one-output kernel, which waits on nothing else, 5 to 8 % of a decoding
- * step. A row off by whole 32-bit words is read instead a line at a
- * time, each line once, and its vectors put together from two of them
- * with one permute: the same values in the same lanes. */
+ * one-output kernel, which waits on nothing else, 5 to 15 % of a
+ * decoding step (docs/benchmarks.md). A row off by whole 32-bit words
+ * is read instead a line at a time, each line once, and its vectors put
+ * together from two of them with one permute: the same values in the
+ * same lanes. */
 struct lines {
     const char *line0; /* the line the row starts in */
     v16u pick;         /* lane l: word off + l of two lines side by side */
@@ -147,9 +148,9 @@ ALWAYS_INLINE bool lines_of(const void *w, struct lines *ln)
     return true;
 }
 
-/* w32() for block i, which starts in the line the last call read (or,
- * for the first call, line 1 of the row, read here) and ends before the
- * row's last block: every line read lies within the row. */
+/* w32() for block i, which starts in the line the last call read (the
+ * first call reads it here) and ends before the row's last block, so
+ * that every line read lies within the row. */
 ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
                                 bool first_call, v16f *first, v16f *second)
 {
@@ -174,7 +175,7 @@ ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
 
 /* acc[j][r] += x[r] . w[j] over block i (32 values), for outs rows w[j]
  * of W and rows rows of x, each in one sum of sixteen lanes as
- * kernel_body() orders them. ahead, hint: as kernel_body() fetches.
+ * kernel_body() orders them, fetching ahead as it says.
  * ln: W's one row read by lines (the first call at block 32), or NULL. */
 ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
                            size_t ldxs, int rows, const void *const *w,
