@@ -71,6 +71,27 @@ static void *random_matrix(attn_dtype dtype, size_t out, size_t in,
     return w;
 }
 
+/* Each of rows rows of x (in values, in apart) through W [out][in] alone,
+ * in the build isa: row r's outputs at y + r * out. */
+static void each_row_alone(enum vec_isa isa, const float *x, size_t rows,
+                           size_t in, const void *w, attn_dtype dtype,
+                           size_t out, float *y, float *panel)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const struct widen_product one = {.x = x + r * in,
+                                          .ldx = in,
+                                          .rows = 1,
+                                          .in = in,
+                                          .w = w,
+                                          .dtype = dtype,
+                                          .ldw = in,
+                                          .out = out,
+                                          .y = y + r * out,
+                                          .ldy = out};
+        row_product_isa(isa, &one, 0.0f, panel);
+    }
+}
+
 /* Each row of x through W, alone (rows 1) and beside the others (rows
  * all, alone marked; and two at a time), in each build the CPU runs,
  * with beta 0 and 1:
@@ -100,19 +121,8 @@ static void test_rows_alone_same_bits(void **state)
             for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
                 if (!vec_isa_available((enum vec_isa)isa))
                     continue;
-                for (size_t r = 0; r < ROWS; r++) {
-                    const struct widen_product one = {.x = x + r * in,
-                                                      .ldx = in,
-                                                      .rows = 1,
-                                                      .in = in,
-                                                      .w = w,
-                                                      .dtype = dtype,
-                                                      .ldw = in,
-                                                      .out = OUT,
-                                                      .y = alone[r],
-                                                      .ldy = OUT};
-                    row_product_isa((enum vec_isa)isa, &one, 0.0f, panel);
-                }
+                each_row_alone((enum vec_isa)isa, x, ROWS, in, w, dtype, OUT,
+                               &alone[0][0], panel);
                 // every build gives the plain build's bits
                 if (isa == VEC_ISA_PLAIN)
                     memcpy(plain, alone, sizeof plain);
@@ -219,19 +229,8 @@ static void test_rows_any_alignment(void **state)
             const size_t in = ins[k], bytes = attn_dtype_bytes(dtype, OUT * in);
             void *w = random_matrix(dtype, OUT, in, 50 + d * 10 + k);
             float want[ROWS][OUT], got[ROWS][OUT];
-            for (size_t r = 0; r < ROWS; r++) {
-                const struct widen_product one = {.x = x + r * in,
-                                                  .ldx = in,
-                                                  .rows = 1,
-                                                  .in = in,
-                                                  .w = w,
-                                                  .dtype = dtype,
-                                                  .ldw = in,
-                                                  .out = OUT,
-                                                  .y = want[r],
-                                                  .ldy = OUT};
-                row_product_isa(VEC_ISA_PLAIN, &one, 0.0f, panel);
-            }
+            each_row_alone(VEC_ISA_PLAIN, x, ROWS, in, w, dtype, OUT,
+                           &want[0][0], panel);
             const size_t step = attn_dtype_bytes(dtype, 1);
             for (size_t off = 0; off < 64; off += step) {
                 void *block = NULL;
@@ -242,19 +241,8 @@ static void test_rows_any_alignment(void **state)
                     if (!vec_isa_available((enum vec_isa)isa))
                         continue;
                     memset(got, 0, sizeof got);
-                    for (size_t r = 0; r < ROWS; r++) {
-                        const struct widen_product one = {.x = x + r * in,
-                                                          .ldx = in,
-                                                          .rows = 1,
-                                                          .in = in,
-                                                          .w = at,
-                                                          .dtype = dtype,
-                                                          .ldw = in,
-                                                          .out = OUT,
-                                                          .y = got[r],
-                                                          .ldy = OUT};
-                        row_product_isa((enum vec_isa)isa, &one, 0.0f, panel);
-                    }
+                    each_row_alone((enum vec_isa)isa, x, ROWS, in, at, dtype,
+                                   OUT, &got[0][0], panel);
                     if (memcmp(got, want, sizeof got))
                         fail_msg("%s in %zu, W %zu bytes off a line, isa %d: "
                                  "not the bits of W on a line",
