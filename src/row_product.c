@@ -137,9 +137,10 @@ struct lines {
     v16u held;         /* the line read last, the next vector's first */
 };
 
-/* The lines of row w, when it is off a line by whole words; false when
- * it is on one (nothing to put together) or off by half a word. */
-ALWAYS_INLINE bool lines_of(const void *w, struct lines *ln)
+/* The lines of row w, when it is off a line by whole words, ready for
+ * its block 32 (the line that block starts in held); false when it is on
+ * one (nothing to put together) or off by half a word. */
+ALWAYS_INLINE bool lines_of(const void *w, bool bf16, struct lines *ln)
 {
     const size_t off = (uintptr_t)w % 64;
     if (off == 0 || off % 4)
@@ -147,18 +148,16 @@ ALWAYS_INLINE bool lines_of(const void *w, struct lines *ln)
     ln->line0 = (const char *)w - off;
     for (uint32_t l = 0; l < 16; l++)
         ln->pick[l] = (uint32_t)(off / 4) + l;
+    memcpy(&ln->held, ln->line0 + (bf16 ? 2 : 4) * 32, sizeof ln->held);
     return true;
 }
 
-/* w32() for block i, which starts in the line the last call read (the
- * first call reads it here) and ends before the row's last block, so
- * that every line read lies within the row. */
+/* w32() for block i, which starts in the line held and ends before the
+ * row's last block, so that every line read lies within the row. */
 ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
-                                bool first_call, v16f *first, v16f *second)
+                                v16f *first, v16f *second)
 {
     const size_t bytes = bf16 ? 2 * i : 4 * i; /* of block i's start */
-    if (first_call)
-        memcpy(&ln->held, ln->line0 + bytes, sizeof ln->held);
     v16u next;
     memcpy(&next, ln->line0 + bytes + 64, sizeof next);
     const v16u a = __builtin_shuffle(ln->held, next, ln->pick);
@@ -178,7 +177,7 @@ ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
 /* acc[j][r] += x[r] . w[j] over block i (32 values), for outs rows w[j]
  * of W and rows rows of x, each in one sum of sixteen lanes as
  * kernel_body() orders them, fetching ahead as it says.
- * ln: W's one row read by lines (the first call at block 32), or NULL. */
+ * ln: W's one row read by lines (from block 32 on), or NULL. */
 ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
                            size_t ldxs, bool split_x, int rows,
                            const void *const *w, int outs, bool bf16, size_t i,
@@ -203,7 +202,7 @@ ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
         }
         v16f wa, wb;
         if (ln)
-            w32_by_lines(ln, bf16, i, i == 32, &wa, &wb);
+            w32_by_lines(ln, bf16, i, &wa, &wb);
         else
             w32(w[j], bf16, i, &wa, &wb);
 #pragma GCC unroll 4
@@ -244,7 +243,7 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
             acc[j][r] = (v16f){0};
     size_t i = 0;
     struct lines ln;
-    if (by_lines && outs == 1 && n >= 96 && lines_of(w[0], &ln)) {
+    if (by_lines && outs == 1 && n >= 96 && lines_of(w[0], bf16, &ln)) {
         const size_t last = n / 32 * 32 - 32; /* the last whole block */
         block32(x, ldx, xs, ldxs, split_x, rows, w, 1, bf16, 0, ahead, NULL,
                 acc);
