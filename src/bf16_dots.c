@@ -276,12 +276,9 @@ BF16_TARGET ALWAYS_INLINE void tokens_body(const uint16_t *xb, size_t ldb,
 #pragma GCC unroll 4
         for (int j = 0; j < outs; j++) {
             // ahead values on: the row the next call reads in its place
-            // (each row alone is too short for the prefetchers to find);
-            // one output a call, W front to back, read once (widen.h)
-            if (outs == 1)
-                __builtin_prefetch(w[j] + i + ahead, 0, 0);
-            else
-                __builtin_prefetch(w[j] + i + ahead);
+            // (each row alone is too short for the prefetchers to find),
+            // or one output a call, W front to back (widen.h)
+            __builtin_prefetch(w[j] + i + ahead, 0, WIDEN_FETCH_HINT);
             const __m512i wv = _mm512_maskz_loadu_epi16(in_row, w[j] + i);
 #pragma GCC unroll 4
             for (int r = 0; r < rows; r++)

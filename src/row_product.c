@@ -191,14 +191,10 @@ ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
 #pragma GCC unroll 4
     for (int j = 0; j < outs; j++) {
         const char *next = (const char *)w[j] + ahead;
-        if (outs == 1) { /* W front to back, read once */
-            __builtin_prefetch(next + (bf16 ? 2 : 4) * i, 0, 0);
+        if (ahead) {
+            __builtin_prefetch(next + (bf16 ? 2 : 4) * i, 0, WIDEN_FETCH_HINT);
             if (!bf16)
-                __builtin_prefetch(next + 4 * i + 64, 0, 0);
-        } else if (ahead) {
-            __builtin_prefetch(next + (bf16 ? 2 : 4) * i);
-            if (!bf16)
-                __builtin_prefetch(next + 4 * i + 64);
+                __builtin_prefetch(next + 4 * i + 64, 0, WIDEN_FETCH_HINT);
         }
         v16f wa, wb;
         if (ln)

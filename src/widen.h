@@ -17,11 +17,20 @@
 /* Floats of one panel: 2 MiB, a few of which stay in a shared cache. */
 enum { WIDEN_PANEL_FLOATS = 1 << 19 };
 
+/* The hint with which the products of rows that are each a token of
+ * their own fetch W ahead of their reads (__builtin_prefetch's locality):
+ * 2, prefetcht1, into the core's second cache, where the line waits for
+ * its turn without pushing x or the lines being read out of the first.
+ * Eight rows of x through a Llama-3.2-1B-shaped layer's bfloat16
+ * matrices on a Zen 4 core, against prefetcht0: 30-36 -> 39-41 G
+ * multiply-adds a second on each of two cores at once; one row a core,
+ * against prefetchnta: 5.4-7.1 -> 8.0-10.6 (docs/benchmarks.md). */
+enum { WIDEN_FETCH_HINT = 2 };
+
 /* How far ahead of its reads a product of one or two rows of x (a token
  * alone, or two sequences' step), which reads W front to back one output
- * at a time, fetches W, with the hint that it will not be read again
- * (prefetchnta): one row of W ahead, or this many bytes when a row is
- * shorter (a 2048-wide bfloat16 W's is 4 KiB). One row of x through an
+ * at a time, fetches W (WIDEN_FETCH_HINT): one row of W ahead, or this
+ * many bytes when a row is shorter (a 2048-wide bfloat16 W's is 4 KiB). One row of x through an
  * 8192 x 2048 bfloat16 W on one core (bench_quant): 16.0-17.1 GB/s
  * fetched a row (4 KiB) ahead as before, 20.4-22.4 so. */
 enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
