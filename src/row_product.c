@@ -17,7 +17,12 @@
 #include "quant_product.h"
 #include "row_product.h"
 
+#include <math.h>
 #include <string.h>
+
+#if HAVE_AVX2_BUILD
+#include <immintrin.h>
+#endif
 
 /* Rows of x to a kernel call at most, and outputs. One or two rows (a
  * token alone, or two sequences' step) go one output at a time instead,
@@ -42,6 +47,42 @@ ALWAYS_INLINE float value_at(const void *w, bool bf16, size_t i)
     return v;
 }
 
+/* acc += x w lane by lane, each product and its sum rounded once (a
+ * fused multiply-add: the AVX2 and AVX-512 builds' instruction, the plain
+ * build's fmaf()), so that every build gives the same bits. Fused, eight
+ * rows of x through a bfloat16 W keep both of a core's multiply-add
+ * units busy, where a multiply and an add kept its multipliers and its
+ * adders busy in turn: 41 -> 49 G multiply-adds a second a core
+ * (docs/benchmarks.md). Each build's kernels take theirs as a constant
+ * (kernel_body()). */
+typedef void add_fn(v16f *acc, const v16f *x, const v16f *w);
+
+ALWAYS_INLINE void add_products_plain(v16f *acc, const v16f *x, const v16f *w)
+{
+    for (int l = 0; l < 16; l++)
+        (*acc)[l] = fmaf((*x)[l], (*w)[l], (*acc)[l]);
+}
+
+#if HAVE_AVX2_BUILD
+AVX2_TARGET ALWAYS_INLINE void add_products_avx2(v16f *acc, const v16f *x,
+                                                 const v16f *w)
+{
+    __m256 a[2], b[2], c[2];
+    memcpy(a, x, sizeof a);
+    memcpy(b, w, sizeof b);
+    memcpy(c, acc, sizeof c);
+    c[0] = _mm256_fmadd_ps(a[0], b[0], c[0]);
+    c[1] = _mm256_fmadd_ps(a[1], b[1], c[1]);
+    memcpy(acc, c, sizeof c);
+}
+
+AVX512_TARGET ALWAYS_INLINE void add_products_avx512(v16f *acc, const v16f *x,
+                                                     const v16f *w)
+{
+    *acc = (v16f)_mm512_fmadd_ps((__m512)*x, (__m512)*w, (__m512)*acc);
+}
+#endif
+
 /* The end of a dot: its sum's lanes added pairwise, lane i to lane
  * i + 8, then i + 4, i + 2 and i + 1 (a fixed tree, four vector adds),
  * then the products of values from to n one by one. */
@@ -60,7 +101,7 @@ ALWAYS_INLINE float finish(const v16f *acc, const float *x, const void *w,
                   __builtin_shufflevector(s4, s4, 2, 3);
     float sum = s2[0] + s2[1];
     for (size_t i = from; i < n; i++)
-        sum += x[i] * value_at(w, bf16, i);
+        sum = fmaf(x[i], value_at(w, bf16, i), sum);
     return sum;
 }
 
@@ -181,7 +222,7 @@ ALWAYS_INLINE void w32_by_lines(struct lines *ln, bool bf16, size_t i,
 ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
                            size_t ldxs, bool split_x, int rows,
                            const void *const *w, int outs, bool bf16, size_t i,
-                           size_t ahead, struct lines *ln,
+                           size_t ahead, struct lines *ln, add_fn *add,
                            v16f acc[ROW_OUTS][ROW_XS])
 {
     v16f xa[ROW_XS], xb[ROW_XS];
@@ -203,8 +244,8 @@ ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
             w32(w[j], bf16, i, &wa, &wb);
 #pragma GCC unroll 4
         for (int r = 0; r < rows; r++) {
-            acc[j][r] += xa[r] * wa;
-            acc[j][r] += xb[r] * wb;
+            add(&acc[j][r], &xa[r], &wa);
+            add(&acc[j][r], &xb[r], &wb);
         }
     }
 }
@@ -224,12 +265,12 @@ ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
  * by_lines: one output's row off its lines is read by them (struct
  * lines), its first and last blocks as they lie, so that no line outside
  * the row is read; the AVX-512 build's, whose permute does it in one
- * instruction. */
+ * instruction. add: the build's add_products_*(). */
 ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
                                size_t ldxs, bool split_x, int rows,
                                const void *const *w, int outs, bool bf16,
-                               bool by_lines, size_t n, size_t ahead,
-                               float *dots)
+                               bool by_lines, add_fn *add, size_t n,
+                               size_t ahead, float *dots)
 {
     v16f acc[ROW_OUTS][ROW_XS];
 #pragma GCC unroll 4
@@ -242,14 +283,14 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
     if (by_lines && outs == 1 && n >= 96 && lines_of(w[0], bf16, &ln)) {
         const size_t last = n / 32 * 32 - 32; /* the last whole block */
         block32(x, ldx, xs, ldxs, split_x, rows, w, 1, bf16, 0, ahead, NULL,
-                acc);
+                add, acc);
         for (i = 32; i < last; i += 32)
             block32(x, ldx, xs, ldxs, split_x, rows, w, 1, bf16, i, ahead, &ln,
-                    acc);
+                    add, acc);
     }
     for (; i + 32 <= n; i += 32)
         block32(x, ldx, xs, ldxs, split_x, rows, w, outs, bf16, i, ahead, NULL,
-                acc);
+                add, acc);
     if (!bf16 && i + 16 <= n) {
 #pragma GCC unroll 4
         for (int j = 0; j < outs; j++) {
@@ -259,7 +300,7 @@ ALWAYS_INLINE void kernel_body(const float *x, size_t ldx, const float *xs,
             for (int r = 0; r < rows; r++) {
                 v16f xa;
                 memcpy(&xa, x + (size_t)r * ldx + i, sizeof xa);
-                acc[j][r] += xa * wa;
+                add(&acc[j][r], &xa, &wa);
             }
         }
         i += 16;
@@ -306,7 +347,7 @@ enum w_kind { W_F32, W_BF16, W_BF16_SPLIT_X, W_KINDS };
         const void *const *w, size_t n, size_t ahead, float *dots)             \
     {                                                                          \
         kernel_body(x, ldx, xs, ldxs, split_x, rows, w, outs, bf16,            \
-                    BY_LINES_##isa, n, ahead, dots);                           \
+                    BY_LINES_##isa, add_products_##isa, n, ahead, dots);       \
     }
 #define KERNELS(isa_attr, isa, kind, bf16, split_x)                            \
     KERNEL(isa_attr, isa, kind, bf16, split_x, 1, 4)                           \

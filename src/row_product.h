@@ -13,10 +13,11 @@
  * of sixteen lanes. Float32 W: the values by sixteens in order, value k
  * into lane k % 16. Bfloat16 W (whose words hold pairs): in each block
  * of thirty-two values the even ones, value k into lane (k % 32) / 2,
- * and then the odd ones. Each product is rounded and then added (nothing
- * fused, as vecmath.h's kernels); the sum's lanes are added pairwise
- * (lane i and i + 8, then i + 4, i + 2, i + 1), and the values left over
- * after the whole blocks one by one. Every build (plain, AVX2, AVX-512)
+ * and then the odd ones. Each product is fused with its addition into
+ * one rounding (a fused multiply-add; the plain build's fmaf()); the
+ * sum's lanes are added pairwise (lane i and i + 8, then i + 4, i + 2,
+ * i + 1), and the values left over after the whole blocks one by one,
+ * each fused the same way. Every build (plain, AVX2, AVX-512)
  * gives the same bits. A 16-bit or sliced quantized row is widened
  * exactly first; a block-quantized W of whole blocks goes a row at a time
  * to quant_product() (quant_product.h), its one-row order.

@@ -206,6 +206,84 @@ static void test_rows_alone_same_bits(void **state)
         }
 }
 
+/* x . w in the order row_product.h gives, one value at a time: lane
+ * sums of whole blocks (float32: sixteen values, value k into lane
+ * k % 16; bfloat16: thirty-two, value k into lane (k % 32) / 2, the even
+ * one first), each product fused with its addition; the lanes added
+ * pairwise; the rest fused one by one. */
+static float documented_dot(const float *x, const float *w, size_t n, bool bf16)
+{
+    const size_t block = bf16 ? 32 : 16;
+    const size_t whole = n / block * block;
+    float lane[16] = {0};
+    for (size_t k = 0; k < whole; k++) {
+        const size_t l = bf16 ? (k % 32) / 2 : k % 16;
+        lane[l] = fmaf(x[k], w[k], lane[l]);
+    }
+    for (size_t width = 8; width >= 1; width /= 2)
+        for (size_t l = 0; l < width; l++)
+            lane[l] += lane[l + width];
+    float sum = lane[0];
+    for (size_t k = whole; k < n; k++)
+        sum = fmaf(x[k], w[k], sum);
+    return sum;
+}
+
+/* Every build's outputs are the documented order's bits, alone and five
+ * rows together: a product rounded before its addition, or lanes added
+ * in another order, differs in the last places. */
+static void test_rows_documented_order(void **state)
+{
+    (void)state;
+    static const attn_dtype dtypes[] = {ATTN_F32, ATTN_BF16};
+    static const size_t ins[] = {16, 37, 96, 101, 300};
+    enum { OUT = 9, ROWS = 5 };
+    float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
+    for (size_t d = 0; d < 2; d++)
+        for (size_t k = 0; k < sizeof ins / sizeof *ins; k++) {
+            const size_t in = ins[k];
+            void *w = random_matrix(dtypes[d], OUT, in, 31 + d * 10 + k);
+            float *wf = malloc(OUT * in * sizeof *wf);
+            attn_widen(w, dtypes[d], OUT * in, wf);
+            float x[ROWS * 300], alone[ROWS][OUT], together[ROWS][OUT];
+            fill_normal(x, ROWS * in, 200 + k, 1.0f);
+            for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+                if (!vec_isa_available((enum vec_isa)isa))
+                    continue;
+                each_row_alone((enum vec_isa)isa, x, ROWS, in, w, dtypes[d],
+                               OUT, &alone[0][0], panel);
+                const struct widen_product all = {.x = x,
+                                                  .ldx = in,
+                                                  .rows = ROWS,
+                                                  .in = in,
+                                                  .w = w,
+                                                  .dtype = dtypes[d],
+                                                  .ldw = in,
+                                                  .out = OUT,
+                                                  .y = &together[0][0],
+                                                  .ldy = OUT,
+                                                  .alone = true};
+                row_product_isa((enum vec_isa)isa, &all, 0.0f, panel);
+                for (size_t r = 0; r < ROWS; r++)
+                    for (size_t o = 0; o < OUT; o++) {
+                        const float want =
+                            documented_dot(x + r * in, wf + o * in, in,
+                                           dtypes[d] == ATTN_BF16);
+                        if (memcmp(&want, &alone[r][o], sizeof want) ||
+                            memcmp(&want, &together[r][o], sizeof want))
+                            fail_msg("%s build %d in %zu row %zu out %zu: "
+                                     "alone %.9g, together %.9g, documented "
+                                     "%.9g",
+                                     attn_dtype_name(dtypes[d]), isa, in, r, o,
+                                     alone[r][o], together[r][o], want);
+                    }
+            }
+            free(wf);
+            free(w);
+        }
+    free(panel);
+}
+
 /* W wherever it lies against the 64-byte lines, as a checkpoint's
  * tensors do (a float32 one off by whole words, a bfloat16 one by half
  * words too): one row of x alone and two together give, in each build,
@@ -648,6 +726,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_alone_same_bits),
+        cmocka_unit_test(test_rows_documented_order),
         cmocka_unit_test(test_rows_any_alignment),
         cmocka_unit_test(test_rows_beta),
         cmocka_unit_test(test_batch_same_bits_as_alone),
