@@ -30,9 +30,10 @@ enum { WIDEN_FETCH_HINT = 2 };
 /* How far ahead of its reads a product of one or two rows of x (a token
  * alone, or two sequences' step), which reads W front to back one output
  * at a time, fetches W (WIDEN_FETCH_HINT): one row of W ahead, or this
- * many bytes when a row is shorter (a 2048-wide bfloat16 W's is 4 KiB). One row of x through an
- * 8192 x 2048 bfloat16 W on one core (bench_quant): 16.0-17.1 GB/s
- * fetched a row (4 KiB) ahead as before, 20.4-22.4 so. */
+ * many bytes when a row is shorter (a 2048-wide bfloat16 W's is 4 KiB).
+ * One row of x through an 8192 x 2048 bfloat16 W on one core
+ * (bench_quant): 16.0-17.1 GB/s fetched a row (4 KiB) ahead as before,
+ * 20.4-22.4 so. */
 enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
 
 /* But when the row of x the kernel reads is this long or longer, only
