@@ -259,9 +259,10 @@ ALWAYS_INLINE void block32(const float *x, size_t ldx, const float *xs,
  * ahead: how far past each value of W it reads the one it fetches
  * meanwhile: the same place in the rows a call after this one reads
  * (each row alone is too short for the prefetchers to find), or, one
- * output a call, widen_one_output_ahead() bytes on, not to be kept; 0:
- * nothing to fetch. split_x: a bfloat16 W's rows of x come split in xs
- * (a constant, so that the kernel holds no pointers for the other way).
+ * output a call, widen_one_output_ahead() bytes on; either way into the
+ * second cache (WIDEN_FETCH_HINT); 0: nothing to fetch. split_x: a
+ * bfloat16 W's rows of x come split in xs (a constant, so that the
+ * kernel holds no pointers for the other way).
  * by_lines: one output's row off its lines is read by them (struct
  * lines), its first and last blocks as they lie, so that no line outside
  * the row is read; the AVX-512 build's, whose permute does it in one
@@ -446,8 +447,9 @@ static void put(const struct widen_product *p, size_t r0, size_t rows,
  * begin, float32 or bfloat16 as bf16 says; ahead: how far past each
  * value the kernel fetches (kernel_body(); 0: nothing to fetch). Every
  * four rows fetch the next outputs' rows again: fetched by the first four
- * alone, they left the first cache before their turn (eight sequences'
- * decoding step: 80 -> 70 tokens a second). */
+ * alone, into the first cache as they were then, they left it before
+ * their turn (eight sequences' decoding step: 80 -> 70 tokens a second);
+ * not measured again since they go to the second. */
 static void group_product(enum vec_isa isa, const struct widen_product *p,
                           const float *xs, size_t ldxs, size_t o0,
                           const void *const *w, size_t outs, bool bf16,
