@@ -345,7 +345,7 @@ void bf16_dots_rows(const struct widen_product *p, float beta, float *panel)
         round_rows(p->x + c0 * p->ldx, p->ldx, rows_in, p->in, ldb, xb);
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : TOKEN_OUTS;
         const size_t ahead = /* values */
-            outs == 1 ? widen_one_output_ahead(p->ldw * sizeof *w,
+            outs == 1 ? widen_one_output_ahead(sizeof *w, p->ldw * sizeof *w,
                                                p->in * sizeof *w) /
                             sizeof *w
                       : outs * p->ldw;

@@ -521,7 +521,8 @@ void row_product_isa(enum vec_isa isa, const struct widen_product *p,
         const size_t outs = p->rows <= ONE_OUTPUT_ROWS ? 1 : ROW_OUTS;
         const size_t ahead =
             outs == 1
-                ? widen_one_output_ahead(attn_dtype_bytes(p->dtype, p->ldw),
+                ? widen_one_output_ahead(attn_dtype_bytes(p->dtype, 1),
+                                         attn_dtype_bytes(p->dtype, p->ldw),
                                          p->in * sizeof *p->x)
                 : attn_dtype_bytes(p->dtype, outs * p->ldw);
         for (size_t o0 = 0; o0 < p->out; o0 += outs) {

@@ -45,9 +45,23 @@ enum { WIDEN_ONE_OUTPUT_AHEAD = 6 << 10 };
  * thread 1.7-3 % faster (docs/benchmarks.md). */
 enum { WIDEN_X_CROWDS_BYTES = 32 << 10 };
 
-/* That distance for W's rows of row_bytes, x's of x_bytes. */
-static inline size_t widen_one_output_ahead(size_t row_bytes, size_t x_bytes)
+/* A float32 W, though, only this far: its kernel takes twice the bytes a
+ * multiply-add of a 16-bit one, and fetched a row (8 KiB of a 2048-wide
+ * W) or 6 KiB ahead it waited longer than fetched not at all. One row of
+ * x through a Llama-3.2-1B-shaped F32 GGUF on one Zen 4 core: 240-247 ms
+ * a token as before, 204 fetching nothing, 186-191 anywhere from 512
+ * bytes to 4 KiB ahead, 200-219 from 5 KiB on; on two cores 153-167 ->
+ * 141-150 (docs/benchmarks.md). A bfloat16 W there wants 6 KiB or more:
+ * 102-104 ms, 120-138 from 1 to 4 KiB. */
+enum { WIDEN_F32_AHEAD = 2 << 10 };
+
+/* That distance for W's rows of row_bytes, values of value_bytes each,
+ * and x's rows of x_bytes. */
+static inline size_t widen_one_output_ahead(size_t value_bytes,
+                                            size_t row_bytes, size_t x_bytes)
 {
+    if (value_bytes >= 4)
+        return WIDEN_F32_AHEAD;
     if (x_bytes >= WIDEN_X_CROWDS_BYTES || row_bytes <= WIDEN_ONE_OUTPUT_AHEAD)
         return WIDEN_ONE_OUTPUT_AHEAD;
     return row_bytes;
