@@ -17,13 +17,14 @@
  *   + that workspace over what it held before loading;
  * - R interleaved rounds, each: attnd's prompt pass at 128 and 512 tokens
  *   (the last position's logits, nothing else returned: what llama-bench's
- *   ppN times), its decoding (bench_decode.h: 32 greedy tokens after a
- *   128-token prompt through the KV cache, and the read bandwidth measured
- *   just before: the best of bandwidth.h's read loops, which over the
- *   matrices' bytes bounds the tokens a second), then llama-bench on the
- *   same file: prompt
- *   (-p 128,512 -n 0) and decoding after 128 tokens of context
- *   (-p 0 -n 32 -d 128), each with flash attention off and on, one
+ *   ppN times), then llama-bench's prompts on the same file
+ *   (-p 128,512 -n 0); then attnd's decoding (bench_decode.h: 32 greedy
+ *   tokens after a 128-token prompt through the KV cache, and the read
+ *   bandwidth measured just before: the best of bandwidth.h's read loops,
+ *   which over the matrices' bytes bounds the tokens a second), then
+ *   llama-bench's decoding after 128 tokens of context
+ *   (-p 0 -n 32 -d 128): each test of one side next to the same test of
+ *   the other. llama-bench runs each with flash attention off and on, one
  *   repetition a round after its own warm-up; llama.cpp's better setting
  *   is taken for each test. Both sides run one thread a core (2 here):
  *   attnd a team of cores() threads with one BLAS thread each,
@@ -294,46 +295,45 @@ static void print_cpp_backend(FILE *to)
                 cpp_commit, cpp_backends, cpp_cpu);
 }
 
-/* One round of llama-bench on f: its tokens/s into round r's slots. */
-static bool cpp_round(struct file_bench *f, char cmd[2][MAX_COMMAND], int r)
+/* llama-bench's command c (0: the prompts, 1: decoding) on f: its
+ * tokens/s into round r's slots. */
+static bool cpp_run(struct file_bench *f, char cmd[2][MAX_COMMAND], int c,
+                    int r)
 {
-    for (int c = 0; c < 2; c++) {
-        cJSON *j = run_json(cmd[c]);
-        if (!j)
-            return false;
-        int found = 0;
-        const cJSON *t;
-        cJSON_ArrayForEach(t, j)
-        {
-            const double fa = number(t, "flash_attn"), ts = number(t, "avg_ts");
-            const double np = number(t, "n_prompt"), ng = number(t, "n_gen");
-            if ((fa != 0 && fa != 1) || ts <= 0)
-                continue;
-            const int k = (int)fa;
-            if (c == 1 && ng == DECODE_TOKENS) {
-                f->cpp_tg[k][r] = ts;
+    cJSON *j = run_json(cmd[c]);
+    if (!j)
+        return false;
+    int found = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, j)
+    {
+        const double fa = number(t, "flash_attn"), ts = number(t, "avg_ts");
+        const double np = number(t, "n_prompt"), ng = number(t, "n_gen");
+        if ((fa != 0 && fa != 1) || ts <= 0)
+            continue;
+        const int k = (int)fa;
+        if (c == 1 && ng == DECODE_TOKENS) {
+            f->cpp_tg[k][r] = ts;
+            found++;
+        }
+        for (int l = 0; c == 0 && l < N_LENGTHS; l++)
+            if (np == (double)lengths[l]) {
+                f->cpp_pp[l][k][r] = ts;
                 found++;
             }
-            for (int l = 0; c == 0 && l < N_LENGTHS; l++)
-                if (np == (double)lengths[l]) {
-                    f->cpp_pp[l][k][r] = ts;
-                    found++;
-                }
-        }
-        if (!cpp_backends[0] && cJSON_GetArraySize(j) > 0) {
-            const cJSON *first = cJSON_GetArrayItem(j, 0);
-            copy_string(cpp_commit, sizeof cpp_commit, first, "build_commit");
-            copy_string(cpp_backends, sizeof cpp_backends, first, "backends");
-            copy_string(cpp_cpu, sizeof cpp_cpu, first, "cpu_info");
-            print_cpp_backend(stdout);
-        }
-        cJSON_Delete(j);
-        if (found != (c == 0 ? N_LENGTHS * N_FA : N_FA)) {
-            fprintf(stderr,
-                    "bench_gguf: llama-bench gave %d of its tests: %s\n", found,
-                    cmd[c]);
-            return false;
-        }
+    }
+    if (!cpp_backends[0] && cJSON_GetArraySize(j) > 0) {
+        const cJSON *first = cJSON_GetArrayItem(j, 0);
+        copy_string(cpp_commit, sizeof cpp_commit, first, "build_commit");
+        copy_string(cpp_backends, sizeof cpp_backends, first, "backends");
+        copy_string(cpp_cpu, sizeof cpp_cpu, first, "cpu_info");
+        print_cpp_backend(stdout);
+    }
+    cJSON_Delete(j);
+    if (found != (c == 0 ? N_LENGTHS * N_FA : N_FA)) {
+        fprintf(stderr, "bench_gguf: llama-bench gave %d of its tests: %s\n",
+                found, cmd[c]);
+        return false;
     }
     return true;
 }
@@ -369,11 +369,8 @@ static bool bench_memory(const struct xf_model *m, struct file_bench *f,
     return true;
 }
 
-/* One round of attnd on m: a wake-up pass, the prompt passes, decoding
- * after the read bandwidth (probe's; every loop's figure printed in the
- * first round). */
-static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r,
-                        struct bandwidth_probe *probe)
+/* Round r's prompts on m: a wake-up pass, then the prompt passes. */
+static bool attnd_prompts(const struct xf_model *m, struct file_bench *f, int r)
 {
     uint32_t ids[512];
     round_ids(ids, lengths[0], m->vocab_size, 2u * (unsigned)r + 1);
@@ -385,6 +382,14 @@ static bool attnd_round(const struct xf_model *m, struct file_bench *f, int r,
         if (f->pp_s[l][r] < 0)
             return false;
     }
+    return true;
+}
+
+/* Round r's decoding on m, after the read bandwidth (probe's; every
+ * loop's figure printed in the first round). */
+static bool attnd_decoding(const struct xf_model *m, struct file_bench *f,
+                           int r, struct bandwidth_probe *probe)
+{
     struct decoding d;
     if (!bench_decoding(m, DECODE_PROMPT, DECODE_TOKENS, 1, probe,
                         r ? NULL : stdout, &d))
@@ -491,8 +496,14 @@ static bool bench_file(const char *path, const char *llama_bench, int rounds,
     for (int r = 0; ok && r < rounds; r++) {
         const double busy0 = machine_busy_seconds(), own0 = own_seconds(),
                      t0 = now_seconds();
-        ok = attnd_round(m, f, r, probe) &&
-             (!f->with_cpp || cpp_round(f, cmd, r));
+        /* each test of one side next to the same test of the other: the
+         * machine's read bandwidth moves by tens of percent from one
+         * minute to the next, and a minute between two decodings put one
+         * in a fast spell and the other in a slow one */
+        ok = attnd_prompts(m, f, r) &&
+             (!f->with_cpp || cpp_run(f, cmd, 0, r)) &&
+             attnd_decoding(m, f, r, probe) &&
+             (!f->with_cpp || cpp_run(f, cmd, 1, r));
         /* what the rest of the machine ran meanwhile: a neighbour slows
          * llama.cpp's spinning threads more than attnd's */
         f->others[r] =
