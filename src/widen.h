@@ -50,7 +50,7 @@ enum { WIDEN_X_CROWDS_BYTES = 32 << 10 };
  * W) or 6 KiB ahead it waited longer than fetched not at all. One row of
  * x through a Llama-3.2-1B-shaped F32 GGUF on one Zen 4 core: 240-247 ms
  * a token as before, 204 fetching nothing, 186-191 anywhere from 512
- * bytes to 4 KiB ahead, 200-219 from 5 KiB on; on two cores 153-167 ->
+ * bytes to 4 KiB ahead, 200-237 from 5 KiB on; on two cores 153-167 ->
  * 141-150 (docs/benchmarks.md). A bfloat16 W there wants 6 KiB or more:
  * 102-104 ms, 120-138 from 1 to 4 KiB. */
 enum { WIDEN_F32_AHEAD = 2 << 10 };
