@@ -383,8 +383,8 @@ AVX512_TARGET ALWAYS_INLINE void by_outputs_body(const float *const *x,
                 const size_t k = kb + 2 * (size_t)q;
 #pragma GCC unroll 16
                 for (int r = 0; r < R; r++)
-                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][k]), even,
-                                             acc[r]);
+                    acc[r] =
+                        _mm512_fmadd_ps(_mm512_set1_ps(x[r][k]), even, acc[r]);
 #pragma GCC unroll 16
                 for (int r = 0; r < R; r++)
                     acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][k + 1]), odd,
