@@ -281,7 +281,7 @@ $(BUILD)/bench/bench_jsonnum.o: tests/bench/bench_jsonnum.c
 
 $(BUILD)/bench_jsonnum: $(BUILD)/bench/bench_jsonnum.o $(SERVER_LIB)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $^ -o $@
+	@$(CC) $(CFLAGS) $^ -o $@ -lm
 
 .PHONY: jsonnum-exhaustive
 jsonnum-exhaustive: deps-build

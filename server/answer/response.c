@@ -762,46 +762,69 @@ size_t response_stream_bytes_model(const struct request *req)
 
 /* ------------------------------------------------------------ reading */
 
-/* Format the array's elements into the stage until it is nearly full, a
- * row (or what fits of one) at a time. s->at holds the index of the next
- * element in each dimension: a row opens a bracket for each dimension
- * that starts with it, and closes one for each that ends with it. */
+/* An array being read (end_row()'s context). */
+struct array_reading {
+    struct response_stream *s;
+    const struct piece *p;
+};
+
+/* After a row's last number (jsonnum_row_end_fn): close each dimension
+ * that ends with the row, moving s->at on, then, unless the array ends
+ * too, a comma and open them again for the next row. */
+static size_t end_row(void *context, char *out)
+{
+    const struct array_reading *r = context;
+    size_t *at = r->s->at;
+    const int last = r->p->ndim - 1;
+    size_t n = 0;
+    at[last] = 0;
+    out[n++] = ']';
+    int k = last - 1;
+    for (; k >= 0 && ++at[k] == r->p->dims[k]; k--) {
+        at[k] = 0;
+        out[n++] = ']';
+    }
+    if (k < 0)
+        return n;
+    out[n++] = ',';
+    for (; k < last; k++)
+        out[n++] = '[';
+    return n;
+}
+_Static_assert(2 * 4 + 1 <= JSONNUM_ROW_END_MAX,
+               "a row's end in four dimensions fits");
+
+/* Format as many of the array's elements into the (empty) stage as fit,
+ * brackets and all, in one call: s->at holds the index of the next
+ * element in each dimension. */
 static void render_array(struct response_stream *s, const struct piece *p)
 {
     const int last = p->ndim - 1;
     size_t total = 1;
     for (int k = 0; k <= last; k++)
         total *= p->dims[k];
-    const size_t row = p->dims[last];
-    const int precision = (int)s->req->precision;
-    size_t *at = s->at;
-    while (s->element < total && s->stage_len + 64 < STAGE_BYTES) {
-        char *out = s->stage + s->stage_len;
-        size_t n = 0;
-        if (at[last] == 0) {
-            int k = last;
-            while (k > 0 && at[k - 1] == 0)
-                k--;
-            for (; k <= last; k++)
+    char *out = s->stage + s->stage_len;
+    size_t n = 0;
+    /* each number, and what follows it, within its share of the stage */
+    const size_t fit = (STAGE_BYTES - s->stage_len - (size_t)p->ndim) /
+                       (JSONNUM_MAX + JSONNUM_ROW_END_MAX);
+    if (s->element < total && fit) {
+        if (s->element == 0)
+            for (int k = 0; k <= last; k++)
                 out[n++] = '[';
-        }
-        /* room for the brackets (at most 4 a side) and a comma */
-        const size_t fit = (STAGE_BYTES - s->stage_len - 16) / JSONNUM_MAX;
-        const size_t count = row - at[last] < fit ? row - at[last] : fit;
-        n += jsonnum_format_list(p->values + s->element, count, precision,
-                                 out + n);
+        const size_t count =
+            total - s->element < fit ? total - s->element : fit;
+        const size_t row = p->dims[last];
+        struct array_reading reading = {.s = s, .p = p};
+        const struct jsonnum_rows rows = {.row = row,
+                                          .col = s->at[last],
+                                          .row_end = end_row,
+                                          .context = &reading};
+        const size_t col = (s->at[last] + count) % row;
+        n += jsonnum_format_rows(p->values + s->element, count,
+                                 (int)s->req->precision, &rows, out + n);
         s->element += count;
-        at[last] += count;
-        if (at[last] == row) {
-            at[last] = 0;
-            out[n++] = ']';
-            for (int k = last - 1; k >= 0 && ++at[k] == p->dims[k]; k--) {
-                at[k] = 0;
-                out[n++] = ']';
-            }
-        }
-        if (s->element < total)
-            out[n++] = ',';
+        s->at[last] = col;
         s->stage_len += n;
     }
     if (s->element == total) {

@@ -30,6 +30,7 @@
  * that multiple, in big-integer arithmetic.
  */
 #include "jsonnum.h"
+#include "jsonnum_wide.h"
 
 #include "jsonnum_pow10.h"
 
@@ -75,12 +76,12 @@ INLINE uint64_t mul_shr(uint64_t n, uint64_t g, int shift)
 /* The table's 10^e: g, a hair above 10^e * 2^(63 - b), and b. */
 static uint64_t pow10_g(int e)
 {
-    return jsonnum_pow10[e - JSONNUM_POW10_MIN].g;
+    return jsonnum_pow10[e - JSONNUM_POW10_MIN];
 }
 
 static int pow10_b(int e)
 {
-    return jsonnum_pow10[e - JSONNUM_POW10_MIN].b;
+    return (e * JSONNUM_LOG2_10_MUL) >> JSONNUM_LOG_SHIFT;
 }
 
 /* ------------------------------------------------------------ shortest */
@@ -434,26 +435,59 @@ size_t jsonnum_format(float f, int precision, char *out)
     return format_one(f, precision, out);
 }
 
-size_t jsonnum_format_list(const float *values, size_t count, int precision,
+/* What follows a number: a comma, or at the end of a row what the
+ * caller writes there. */
+INLINE size_t after_number(const struct jsonnum_rows *rows, size_t *col,
                            char *out)
 {
+    if (++*col < rows->row) {
+        *out = ',';
+        return 1;
+    }
+    *col = 0;
+    return rows->row_end(rows->context, out);
+}
+
+/* A block of eight numbers costs jsonnum_wide.c about what four cost one
+ * at a time: fewer are formatted so. */
+enum { WIDE_FROM = 4 };
+
+size_t jsonnum_format_rows(const float *values, size_t count, int precision,
+                           const struct jsonnum_rows *rows, char *out)
+{
     assert(precision >= 0 && precision <= 9);
-    size_t n = 0;
+    assert(rows->row > 0 && rows->col < rows->row);
+    if (precision == 0 && count >= WIDE_FROM && jsonnum_wide_available())
+        return jsonnum_wide_rows(values, count, rows, out);
+    size_t n = 0, col = rows->col;
     /* one loop a form, so that each keeps its state in registers */
     if (precision == 0)
         for (size_t i = 0; i < count; i++) {
             n += format_one(values[i], 0, out + n);
-            out[n++] = ',';
+            n += after_number(rows, &col, out + n);
         }
     else
         for (size_t i = 0; i < count; i++) {
             n += format_one(values[i], precision, out + n);
-            out[n++] = ',';
+            n += after_number(rows, &col, out + n);
         }
+    return n;
+}
+
+static size_t end_of_list(void *context, char *out)
+{
+    (void)context;
+    *out = '\0';
+    return 0;
+}
+
+size_t jsonnum_format_list(const float *values, size_t count, int precision,
+                           char *out)
+{
     if (!count)
         return 0;
-    out[--n] = '\0'; /* no comma after the last */
-    return n;
+    const struct jsonnum_rows one_row = {.row = count, .row_end = end_of_list};
+    return jsonnum_format_rows(values, count, precision, &one_row, out);
 }
 
 size_t jsonnum_uint(uint64_t v, char *out)

@@ -29,6 +29,9 @@ LOG_SHIFT = 20
 LOG10_2_MUL = 315653
 LOG10_3_4_ADD = -131006
 LOG_RANGE = range(-300, 301)
+# floor(e * log2(10)) == (e * LOG2_10_MUL) >> LOG_SHIFT for the table's
+# exponents e (checked below): the binary exponent of each power.
+LOG2_10_MUL = 3483294
 
 
 def floor_log10(x):
@@ -78,6 +81,8 @@ def main():
     for e in range(POW10_MIN, POW10_MAX + 1):
         x = Fraction(10) ** e
         b = floor_log2(x)
+        check((e * LOG2_10_MUL) >> LOG_SHIFT == b,
+              "floor(log2(10^%d)) is off" % e)
         scaled = x * Fraction(2) ** (63 - b)  # in [2^63, 2^64)
         g = scaled.numerator // scaled.denominator + 1
         check(2 ** 63 < g < 2 ** 64, "10^%d does not fit 64 bits" % e)
@@ -92,11 +97,12 @@ def main():
  *     /usr/bin/python3 server/base/jsonnum_pow10.py \\
  *         > server/base/jsonnum_pow10.h
  *
- * jsonnum_pow10[e - JSONNUM_POW10_MIN] for e in [JSONNUM_POW10_MIN,
- * JSONNUM_POW10_MAX]: 10^e = (g - a fraction in [0, 1)) * 2^(b - 63).
- * g is the 64 leading bits of 10^e, rounded down, plus one, so it is never
- * below the true value and above it by less than one unit;
- * b = floor(log2(10^e)).
+ * g = jsonnum_pow10[e - JSONNUM_POW10_MIN] for e in [JSONNUM_POW10_MIN,
+ * JSONNUM_POW10_MAX]: 10^e = (g - a fraction in [0, 1)) * 2^(b - 63),
+ * with b = floor(log2(10^e)) = (e * JSONNUM_LOG2_10_MUL) >>
+ * JSONNUM_LOG_SHIFT. g is the 64 leading bits of 10^e, rounded down, plus
+ * one, so it is never below the true value and above it by less than one
+ * unit.
  */
 #ifndef ATTND_JSONNUM_POW10_H
 #define ATTND_JSONNUM_POW10_H
@@ -114,12 +120,13 @@ def main():
               "exactly). */\n" % (LOG_RANGE.start, LOG_RANGE.stop - 1))
     out.write("#define JSONNUM_LOG_SHIFT %d\n" % LOG_SHIFT)
     out.write("#define JSONNUM_LOG10_2_MUL %d\n" % LOG10_2_MUL)
-    out.write("#define JSONNUM_LOG10_3_4_ADD (%d)\n\n" % LOG10_3_4_ADD)
-    out.write("static const struct jsonnum_pow10 {\n"
-              "    uint64_t g;\n"
-              "    int b;\n"
-              "} jsonnum_pow10[] = {\n")
-    entries = ["{0x%016xu, %d}," % (g, b) for _, g, b in rows]
+    out.write("#define JSONNUM_LOG10_3_4_ADD (%d)\n" % LOG10_3_4_ADD)
+    out.write("/* floor(log2(10^e)) = (e * JSONNUM_LOG2_10_MUL) >> "
+              "JSONNUM_LOG_SHIFT for the\n"
+              " * table's e (checked exactly). */\n")
+    out.write("#define JSONNUM_LOG2_10_MUL %d\n\n" % LOG2_10_MUL)
+    out.write("static const uint64_t jsonnum_pow10[] = {\n")
+    entries = ["0x%016xu," % g for _, g, _ in rows]
     width = max(len(entry) for entry in entries)  # comments aligned
     for (e, _, _), entry in zip(rows, entries):
         out.write("    %s /* 10^%d */\n" % (entry.ljust(width), e))

@@ -14,12 +14,16 @@
 #include "attention.h"
 #include "jsonnum.h"
 #include "jsonnum_check.h"
+#include "jsonnum_wide.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static float from_bits(uint32_t bits)
 {
@@ -307,6 +311,151 @@ static void test_list_is_joined_numbers(void **state)
         }
 }
 
+/* jsonnum_wide_rows() with no row ending: a comma after every number */
+static size_t wide_list(const float *values, size_t count, char *out)
+{
+    const struct jsonnum_rows no_end = {.row = SIZE_MAX};
+    return jsonnum_wide_rows(values, count, &no_end, out);
+}
+
+/* wide_list() writes what jsonnum_format() writes, comma after comma
+ * (wide and joined: room for count * JSONNUM_MAX bytes each) */
+static void expect_wide_list(const float *values, size_t count, char *wide,
+                             char *joined)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        n += jsonnum_format(values[i], 0, joined + n);
+        joined[n++] = ',';
+    }
+    assert_int_equal(wide_list(values, count, wide), n);
+    assert_memory_equal(wide, joined, n);
+}
+
+/* The AVX-512 way writes what jsonnum_format() writes, comma after
+ * comma, for every kind of float it meets in blocks of eight: each sign
+ * with every count of digits at every decimal exponent from 1e-7 to 1e10
+ * (each shuffle and length, and the scientific forms set aside), the
+ * floats next to the plain form's ends and to powers of ten and two,
+ * zeros, subnormals, non-finite values, probabilities, and any bit
+ * pattern. */
+static void test_wide_list_is_joined_numbers(void **state)
+{
+    (void)state;
+    if (!jsonnum_wide_available())
+        skip(); /* this CPU has no AVX-512: jsonnum_format_list() loops */
+    enum { COUNT = 1 << 16, ROUNDS = 24 };
+    static float values[COUNT];
+    static char wide[COUNT * JSONNUM_MAX], joined[COUNT * JSONNUM_MAX];
+    const uint64_t key = attn_stream_key(5, "jsonnum wide", 11);
+    uint64_t draw = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        size_t count = 0;
+        static const float ends[] = {1e-5f, 1e9f,        1.0f,      1e-7f,
+                                     1e8f,  FLT_MIN,     FLT_MAX,   1e-45f,
+                                     0.0f,  -0.0f,       INFINITY,  -INFINITY,
+                                     NAN,   0.34600133f, 999999.94f};
+        for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+            values[count++] = ends[i];
+            values[count++] = nextafterf(ends[i], 0.0f);
+            values[count++] = nextafterf(ends[i], INFINITY);
+        }
+        for (int e = -45; e <= 38 && count < COUNT / 2; e++) {
+            const float power = (float)pow(10.0, e);
+            values[count++] = power;
+            values[count++] = -nextafterf(power, INFINITY);
+            values[count++] = ldexpf(1.0f, e * 3); /* irregular intervals */
+        }
+        while (count < COUNT) {
+            const uint64_t r = attn_stream_draw(key, draw++);
+            const double u = (double)(r >> 11) * 0x1.0p-53;
+            const int digits = 1 + (int)(r % 9), e = -7 + (int)(r / 9 % 18);
+            float f;
+            switch (r / 162 % 4) {
+            case 0: /* `digits` significant digits from 10^e */
+                f = (float)((double)(uint64_t)(u * pow(10.0, digits)) *
+                            pow(10.0, e - digits + 1));
+                break;
+            case 1: f = (float)u; break;
+            case 2: f = (float)((u - 0.5) * 8.0); break;
+            default: f = from_bits((uint32_t)(r >> 32)); break;
+            }
+            values[count++] = (r >> 63) ? -f : f;
+        }
+        expect_wide_list(values, COUNT, wide, joined);
+    }
+    /* lists of any length: a last block of fewer than eight floats is
+     * read no further than its last, which ends a page the next of which
+     * may not be read */
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    void *two_pages;
+    assert_int_equal(posix_memalign(&two_pages, page, 2 * page), 0);
+    char *pages = two_pages;
+    assert_int_equal(mprotect(pages + page, page, PROT_NONE), 0);
+    for (size_t count = 0; count <= 70; count++) {
+        float *from = (float *)(void *)(pages + page) - count;
+        memcpy(from, values + COUNT - count, count * sizeof *from);
+        expect_wide_list(from, count, wide, joined);
+    }
+    assert_int_equal(mprotect(pages + page, page, PROT_READ | PROT_WRITE), 0);
+    free(two_pages);
+}
+
+/* A row's end for the tests: "]", a letter that counts the ends, "[". */
+static size_t mark_row_end(void *context, char *out)
+{
+    size_t *ends = context;
+    out[0] = ']';
+    out[1] = (char)('a' + *ends % 26);
+    out[2] = '[';
+    ++*ends;
+    return 3;
+}
+
+/* Rows: each number followed by a comma, or at a row's end by what the
+ * caller writes, in its turn; rows of every length from one, starting
+ * anywhere in a row, each way of formatting (eight at a time in the
+ * shortest form, from four numbers on, where the CPU can). */
+static void test_rows_are_joined_numbers(void **state)
+{
+    (void)state;
+    enum { COUNT = 200 };
+    float values[COUNT];
+    const uint64_t key = attn_stream_key(9, "jsonnum rows", 3);
+    for (size_t i = 0; i < COUNT; i++) {
+        const uint64_t r = attn_stream_draw(key, i);
+        values[i] = i % 3 ? (float)((double)(r >> 11) * 0x1.0p-53)
+                          : from_bits((uint32_t)r);
+    }
+    static char rows_text[COUNT * (JSONNUM_MAX + JSONNUM_ROW_END_MAX)],
+        joined[COUNT * (JSONNUM_MAX + JSONNUM_ROW_END_MAX)];
+    static const size_t lengths[] = {1, 2, 3, 5, 8, 9, 16, 17, 64, 500};
+    for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+        for (int p = 0; p <= 9; p += 3)
+            for (size_t count = 0; count <= COUNT;
+                 count += count < 20 ? 1 : 45) {
+                const size_t row = lengths[l], col = count % row;
+                size_t ends = 0, expected_ends = 0, n = 0;
+                for (size_t i = 0, at = col; i < count; i++) {
+                    n += jsonnum_format(values[i], p, joined + n);
+                    if (++at < row) {
+                        joined[n++] = ',';
+                        continue;
+                    }
+                    at = 0;
+                    n += mark_row_end(&expected_ends, joined + n);
+                }
+                const struct jsonnum_rows rows = {.row = row,
+                                                  .col = col,
+                                                  .row_end = mark_row_end,
+                                                  .context = &ends};
+                assert_int_equal(
+                    jsonnum_format_rows(values, count, p, &rows, rows_text), n);
+                assert_memory_equal(rows_text, joined, n);
+                assert_int_equal(ends, expected_ends);
+            }
+}
+
 /* Rounding to p digits: carries into a new digit, and exact ties, which
  * go to the even digit as printf's do. */
 static void test_fixed_precision_edges(void **state)
@@ -441,6 +590,8 @@ int main(void)
         cmocka_unit_test(test_random_bit_patterns),
         cmocka_unit_test(test_weights_range),
         cmocka_unit_test(test_list_is_joined_numbers),
+        cmocka_unit_test(test_wide_list_is_joined_numbers),
+        cmocka_unit_test(test_rows_are_joined_numbers),
         cmocka_unit_test(test_fixed_precision_edges),
         cmocka_unit_test(test_fixed_precision_matches_printf),
         cmocka_unit_test(test_fixed_precision_ties),
