@@ -2,6 +2,7 @@
  * sampling.c - the next token from a decoder's logits (sampling.h).
  */
 #include "error.h"
+#include "logit_norm.h"
 #include "rng.h"
 #include "sampling.h"
 
@@ -118,27 +119,13 @@ uint32_t xf_sample(const float *logits, size_t vocab,
     return scratch[count - 1].id;
 }
 
-/* The largest finite logit into *most and sum exp(logit - most) over the
- * finite ones into *total: softmax's normalizer, in double. */
-static void softmax_norm(const float *logits, size_t vocab, double *most,
-                         double *total)
-{
-    *most = -INFINITY;
-    for (size_t i = 0; i < vocab; i++)
-        if (isfinite(logits[i]) && logits[i] > *most)
-            *most = logits[i];
-    *total = 0.0;
-    for (size_t i = 0; i < vocab; i++)
-        *total += isfinite(logits[i]) ? exp(logits[i] - *most) : 0.0;
-}
-
 size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
                      struct xf_candidate *top)
 {
     n = n < vocab ? n : vocab;
     size_t have = 0;
     double most, total;
-    softmax_norm(logits, vocab, &most, &total);
+    logit_norm(logits, vocab, &most, &total); /* softmax's normalizer */
     // the n largest by insertion: n is small (at most a few dozen)
     for (size_t i = 0; i < vocab; i++) {
         const struct xf_candidate c = {(uint32_t)i, logits[i]};
@@ -164,7 +151,7 @@ size_t xf_top_logprobs(const float *logits, size_t vocab, size_t n,
                        double *id_logprob)
 {
     double most, total;
-    softmax_norm(logits, vocab, &most, &total);
+    logit_norm(logits, vocab, &most, &total); /* softmax's normalizer */
     // log softmax: logit - max - log(sum exp(logit - max))
     const double norm = most + log(total);
     if (id_logprob)
