@@ -248,7 +248,7 @@ void decoding_end(struct decoding *d)
 
 /* The scratch, the cache, the prompt's pass and the first token: false
  * when the generation has ended already (its outcome says how). */
-static bool begin(struct decoding *d)
+static bool begin(struct decoding *d, unsigned threads)
 {
     const struct xf_model *x = &d->g->req.model.entry->model->xf;
     const size_t vocab = x->vocab_size;
@@ -272,15 +272,30 @@ static bool begin(struct decoding *d)
         return false;
     }
     size_t keys = 0;
-    d->st = cached(d, &d->run.cache, enc->ids, enc->count, 1, d->run.logits,
-                   d->run.row, &keys, &d->err);
+    d->st = cached(d, &d->run.cache, enc->ids, enc->count, threads,
+                   d->run.logits, d->run.row, &keys, &d->err);
     return d->st == ATTN_OK && decoding_take(d, d->run.logits);
+}
+
+/* The prompt's threads: its whole team when it is the server's only
+ * computation (this job the pool's one running, this generation the
+ * batch's one), else one. Asked once, as it starts: what comes later
+ * shares the cores with it for one prompt's time at most. */
+static unsigned prompt_threads(const struct decoding *d, struct batcher *b,
+                               struct workers *workers)
+{
+    if (d->prompt_team <= 1)
+        return 1;
+    return workers_running(workers) <= 1 && workers_waiting(workers) == 0 &&
+                   batcher_in_flight(b) <= 1 && batcher_waiting(b) == 0
+               ? d->prompt_team
+               : 1;
 }
 
 void decoding_start(struct decoding *d, struct batcher *b,
                     struct workers *workers)
 {
-    if (begin(d)) {
+    if (begin(d, prompt_threads(d, b, workers))) {
         d->run.workers = workers; /* ended() from the batch's thread */
         batcher_join(b, d);
         return;
@@ -291,7 +306,7 @@ void decoding_start(struct decoding *d, struct batcher *b,
 
 void decoding_run(struct decoding *d)
 {
-    bool more = begin(d);
+    bool more = begin(d, 1);
     while (more) {
         const enum decode_turn turn = decoding_turn(d);
         if (turn == DECODE_ENDED)
@@ -343,7 +358,7 @@ bool decoding_plan(const struct decoding *d, const struct request_limits *lim,
     run.n = d->prompt;
     run.want = XF_WANT_LOGITS | d->row_want;
     run.layer = d->row_want ? req->model.run.layer : XF_ALL_LAYERS;
-    run.threads = 1;
+    run.threads = d->prompt_team ? d->prompt_team : 1;
     // the flow of the finished sequence: its limit named where the length
     // comes from
     if ((req->model.run.want & XF_WANT_FLOW) && req->compute &&

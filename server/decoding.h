@@ -44,6 +44,11 @@ struct decoding {
     size_t prompt;              /* the prompt's tokens */
     size_t capacity;            /* prompt + max_new */
     const atomic_bool *cancel;  /* the server's: stop computing */
+    /* threads the prompt takes when nothing else computes (no other job
+     * on the pool, no other generation in flight), its memory reserved
+     * for as many; one otherwise, and 0 means one: a lone client's first
+     * token comes sooner, and under load each prompt keeps to its core */
+    unsigned prompt_team;
     /* XF_WANT_WEIGHTS or XF_WANT_MEAN_WEIGHTS for each token's row (of
      * g->req.model.run.layer's layers), or 0 */
     unsigned row_want;

@@ -14,20 +14,20 @@
  * streams' tokens over the time from the first request to the last
  * answer, prompts included) and the decoding rate alone (each stream's
  * tokens after its first over the time they took, summed over the
- * streams), and each stream's median and p99 time per token (between
- * consecutive token events). Medians over the rounds; the speed-up is
- * each count's total tokens/s over one stream's, measured in the same
- * rounds. The server's OpenBLAS core is printed; it runs with the
- * defaults (--threads: the cores, --max-batch 16). --products bfloat16
- * asks every request for the CPU's bfloat16 dot products (the API's
- * "products"); the default is the exact float32 products. Every request
- * asks "return": [], so that its last event holds the generation (its
- * text and tokens) and no answer about the finished sequence: that
- * answer (by default every layer's weights over all its tokens, 11.5 M
- * numbers for this model at 150 tokens) is a pass of its own after the
- * generation, not a part of generating. --answer leaves "return" out,
- * so that each stream ends with that default answer, as a request that
- * names nothing else gets. Loopback only.
+ * streams), each stream's median and p99 time per token (between
+ * consecutive token events), and the median stream's time from its
+ * request to its first token (its prompt's). Medians over the rounds; the
+ * speed-up is each count's total tokens/s over one stream's, measured in the
+ * same rounds. The server's OpenBLAS core is printed; it runs with the defaults
+ * (--threads: the cores, --max-batch 16). --products bfloat16 asks every
+ * request for the CPU's bfloat16 dot products (the API's "products"); the
+ * default is the exact float32 products. Every request asks "return": [], so
+ * that its last event holds the generation (its text and tokens) and no answer
+ * about the finished sequence: that answer (by default every layer's weights
+ * over all its tokens, 11.5 M numbers for this model at 150 tokens) is a pass
+ * of its own after the generation, not a part of generating. --answer leaves
+ * "return" out, so that each stream ends with that default answer, as a request
+ * that names nothing else gets. Loopback only.
  */
 #include "harness.h"
 
@@ -142,6 +142,7 @@ struct measure {
     double total_rate;  /* tokens/s, prompts included */
     double decode_rate; /* tokens/s after each stream's first */
     double median[MAX_STREAMS], p99[MAX_STREAMS]; /* s per token */
+    double first[MAX_STREAMS]; /* s from the request to its first token */
 };
 
 static const char *products = "float32";
@@ -190,6 +191,7 @@ static bool run_count(const struct server *s, int n, size_t tokens,
             gaps[k - 1] = st[i].token_at[k] - st[i].token_at[k - 1];
         decode += (double)(st[i].tokens - 1) /
                   (st[i].token_at[st[i].tokens - 1] - st[i].token_at[0]);
+        m->first[i] = st[i].token_at[0] - st[i].sent;
         m->median[i] = quantile(gaps, st[i].tokens - 1, 0.5);
         m->p99[i] = quantile(gaps, st[i].tokens - 1, 0.99);
     }
@@ -254,8 +256,9 @@ int main(int argc, char **argv)
     const int stop = server_stop(&s, 30);
     if (!ok)
         return 1;
-    printf("  %7s %12s %10s %13s %17s %17s\n", "streams", "tokens/s", "vs one",
-           "decoding t/s", "median ms/token", "p99 ms/token");
+    printf("  %7s %12s %10s %13s %17s %17s %16s\n", "streams", "tokens/s",
+           "vs one", "decoding t/s", "median ms/token", "p99 ms/token",
+           "first token ms");
     FILE *out = json ? fopen(json, "w") : NULL;
     if (out)
         fprintf(out,
@@ -267,7 +270,8 @@ int main(int argc, char **argv)
     for (int c = 0; c < N_COUNTS; c++) {
         const int n = counts[c];
         double total[MAX_ROUNDS], decode[MAX_ROUNDS], ratio[MAX_ROUNDS];
-        double med[MAX_ROUNDS * MAX_STREAMS], p99[MAX_ROUNDS * MAX_STREAMS];
+        double med[MAX_ROUNDS * MAX_STREAMS], p99[MAX_ROUNDS * MAX_STREAMS],
+            first[MAX_ROUNDS * MAX_STREAMS];
         size_t k = 0;
         for (int r = 0; r < rounds; r++) {
             total[r] = m[r][c].total_rate;
@@ -276,6 +280,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < n; i++, k++) {
                 med[k] = m[r][c].median[i];
                 p99[k] = m[r][c].p99[i];
+                first[k] = m[r][c].first[i];
             }
         }
         const double t = quantile(total, (size_t)rounds, 0.5);
@@ -286,19 +291,21 @@ int main(int argc, char **argv)
         const double med_max = k ? med[k - 1] : 0;
         const double p99_mid = quantile(p99, k, 0.5);
         const double p99_max = k ? p99[k - 1] : 0;
+        // time to the first token (the prompt's): the median stream's
+        const double first_mid = quantile(first, k, 0.5);
         one = c == 0 ? t : one;
         printf("  %7d %12.2f %9.2fx %13.2f %8.1f (max %5.1f) %8.1f (max "
-               "%5.1f)\n",
+               "%5.1f) %16.0f\n",
                n, t, x, d, med_mid * 1e3, med_max * 1e3, p99_mid * 1e3,
-               p99_max * 1e3);
+               p99_max * 1e3, first_mid * 1e3);
         if (out)
             fprintf(out,
                     "%s{\"streams\":%d,\"tokens_per_s\":%.3f,\"vs_one\":%.3f,"
                     "\"decoding_tokens_per_s\":%.3f,\"median_ms\":%.2f,"
                     "\"median_ms_worst\":%.2f,\"p99_ms\":%.2f,"
-                    "\"p99_ms_worst\":%.2f}",
+                    "\"p99_ms_worst\":%.2f,\"first_token_ms\":%.1f}",
                     c ? "," : "", n, t, x, d, med_mid * 1e3, med_max * 1e3,
-                    p99_mid * 1e3, p99_max * 1e3);
+                    p99_mid * 1e3, p99_max * 1e3, first_mid * 1e3);
     }
     (void)one;
     double eight[MAX_ROUNDS];

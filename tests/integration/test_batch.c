@@ -119,7 +119,9 @@ static double metric(const char *name)
     return v;
 }
 
-/* Each stream, served beside the others, is the bytes it is alone. */
+/* Each stream, served beside the others, is the bytes it is alone
+ * (alone, its prompt takes both of the server's threads once the stream
+ * before has left the batch; beside the others, one). */
 static void test_together_as_alone(void **state)
 {
     (void)state;
