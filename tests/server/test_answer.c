@@ -14,6 +14,7 @@
 
 #include "answer.h"
 #include "heatmap.h"
+#include "jsonnum.h"
 #include "models.h"
 #include "response.h"
 
@@ -113,6 +114,68 @@ static void answer_through_ops(const char *body, const char *format,
     request_free(&req);
 }
 
+/* A weights array of 3 x 60 x 60 numbers, more than a stage of the
+ * stream holds, read back in reads of odd sizes: its text parses, its
+ * nesting is the array's shape, and every number reads back as the
+ * float it was, through the stage's ends in the middle of a row and at
+ * its end. */
+static void test_large_array_read_in_pieces(void **state)
+{
+    (void)state;
+    enum { HEADS = 3, N = 60 };
+    char body[1024];
+    size_t at = (size_t)snprintf(body, sizeof body, "{\"sentence\":\"");
+    for (int i = 0; i < N; i++)
+        at += (size_t)snprintf(body + at, sizeof body - at, "%sw%d",
+                               i ? " " : "", i % 7);
+    snprintf(body + at, sizeof body - at,
+             "\",\"heads\":%d,\"d_model\":12,\"return\":[\"weights\"]}", HEADS);
+    struct request req;
+    decode(&req, body, "json");
+    const struct answer_ops *ops = answer_ops(req.kind);
+    struct answer_plan plan;
+    struct answer_result res;
+    struct problem pb;
+    memset(&res, 0, sizeof res);
+    assert_true(ops->plan(&req, &plan, &pb));
+    assert_true(ops->run(&req, 1, NULL, NULL, &res, &pb));
+    struct response_stream *s = ops->encode_json(&req, &res);
+    assert_non_null(s);
+    /* the stream holds answer_bytes; its numbers go through, not held */
+    const size_t cap = plan.answer_bytes + HEADS * N * N * (JSONNUM_MAX + 4);
+    char *text = malloc(cap);
+    assert_non_null(text);
+    size_t len = 0, got;
+    static const size_t reads[] = {1, 7, 4093, 65536, 333};
+    for (size_t r = 0;
+         (got = response_stream_read(s, text + len,
+                                     reads[r % 5] < cap - len ? reads[r % 5]
+                                                              : cap - len)) > 0;
+         r++)
+        len += got;
+    assert_true(len < cap);
+    cJSON *doc = cJSON_ParseWithLength(text, len);
+    assert_non_null(doc);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(doc, "weights");
+    assert_int_equal(cJSON_GetArraySize(w), HEADS);
+    const float *want = res.attn.weights;
+    size_t k = 0;
+    for (const cJSON *h = w->child; h; h = h->next) {
+        assert_int_equal(cJSON_GetArraySize(h), N);
+        for (const cJSON *row = h->child; row; row = row->next) {
+            assert_int_equal(cJSON_GetArraySize(row), N);
+            for (const cJSON *v = row->child; v; v = v->next, k++)
+                assert_true((float)v->valuedouble == want[k]);
+        }
+    }
+    assert_int_equal(k, HEADS * N * N);
+    cJSON_Delete(doc);
+    free(text);
+    response_stream_free(s);
+    answer_result_free(&res);
+    request_free(&req);
+}
+
 static void test_one_path_for_every_kind(void **state)
 {
     (void)state;
@@ -174,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_each_kind_has_its_operations),
         cmocka_unit_test(test_decoding_decides_the_kind),
         cmocka_unit_test(test_one_path_for_every_kind),
+        cmocka_unit_test(test_large_array_read_in_pieces),
         cmocka_unit_test(test_plan_of_no_computation),
         cmocka_unit_test(test_tags),
     };
