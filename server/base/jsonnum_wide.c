@@ -12,10 +12,10 @@
  * scaled to nine (the first nonzero), split into bytes, and laid out in
  * sixteen bytes with the characters a number may need besides digits
  * ("-", "0", ".") beside them. One byte shuffle a number, chosen by its
- * sign and where its point falls, writes its text: no branch depends on
- * a value. A float in scientific form (below 1e-5 or from 1e9 on), or
- * Inf or NaN, goes to jsonnum_format() instead: rare in answers, and
- * their text differs only there.
+ * sign and where its point falls, writes its text: the only branch on a
+ * value is whether it is set aside. A float in scientific form (below
+ * 1e-5 or from 1e9 on), or Inf or NaN, is set aside for
+ * jsonnum_format(): rare in answers, and a layout of its own.
  */
 #include "jsonnum_wide.h"
 #include "jsonnum.h"
