@@ -72,23 +72,35 @@ static void test_decoding_decides_the_kind(void **state)
 
 /* Plan, run and answer of one request, by its kind's operations alone;
  * the result says its kind, and the JSON answer parses. */
+/* Decode body, plan it and run it through its kind's operations, which
+ * it returns. */
+static const struct answer_ops *
+plan_and_run(const char *body, const char *format, struct request *req,
+             struct answer_plan *plan, struct answer_result *res)
+{
+    decode(req, body, format);
+    const struct answer_ops *ops = answer_ops(req->kind);
+    struct problem pb;
+    memset(res, 0, sizeof *res);
+    assert_true(ops->plan(req, plan, &pb));
+    assert_true(ops->run(req, 1, NULL, NULL, res, &pb));
+    return ops;
+}
+
 static void answer_through_ops(const char *body, const char *format,
                                enum request_kind kind)
 {
     struct request req;
-    decode(&req, body, format);
-    const struct answer_ops *ops = answer_ops(req.kind);
     struct answer_plan plan;
     struct answer_result res;
     struct problem pb;
-    memset(&res, 0, sizeof res);
-    assert_true(ops->plan(&req, &plan, &pb));
+    const struct answer_ops *ops =
+        plan_and_run(body, format, &req, &plan, &res);
     assert_true(plan.flops > 0);
     assert_true(plan.run_bytes > 0);
     assert_true(plan.answer_bytes > 0);
     if (req.png.format != IMAGE_JSON)
         assert_true(req.png.width > 0 && req.png.height > 0);
-    assert_true(ops->run(&req, 1, NULL, NULL, &res, &pb));
     assert_int_equal(res.kind, kind);
     if (req.png.format != IMAGE_JSON) {
         unsigned char *png = NULL;
@@ -131,14 +143,10 @@ static void test_large_array_read_in_pieces(void **state)
     snprintf(body + at, sizeof body - at,
              "\",\"heads\":%d,\"d_model\":12,\"return\":[\"weights\"]}", HEADS);
     struct request req;
-    decode(&req, body, "json");
-    const struct answer_ops *ops = answer_ops(req.kind);
     struct answer_plan plan;
     struct answer_result res;
-    struct problem pb;
-    memset(&res, 0, sizeof res);
-    assert_true(ops->plan(&req, &plan, &pb));
-    assert_true(ops->run(&req, 1, NULL, NULL, &res, &pb));
+    const struct answer_ops *ops =
+        plan_and_run(body, "json", &req, &plan, &res);
     struct response_stream *s = ops->encode_json(&req, &res);
     assert_non_null(s);
     /* the stream holds answer_bytes; its numbers go through, not held */
