@@ -119,15 +119,15 @@ uint32_t xf_sample(const float *logits, size_t vocab,
     return scratch[count - 1].id;
 }
 
-size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
-                     struct xf_candidate *top)
+/* The n largest finite logits into top, most probable first (by_score),
+ * their logits as scores; returns how many there are. */
+static size_t largest(const float *logits, size_t vocab, size_t n,
+                      struct xf_candidate *top)
 {
     n = n < vocab ? n : vocab;
     size_t have = 0;
-    double most, total;
-    logit_norm(logits, vocab, &most, &total); /* softmax's normalizer */
-    // the n largest by insertion: n is small (at most a few dozen)
-    for (size_t i = 0; i < vocab; i++) {
+    // by insertion: n is small (at most a few dozen)
+    for (size_t i = 0; i < vocab && n; i++) {
         const struct xf_candidate c = {(uint32_t)i, logits[i]};
         if (!isfinite(c.score))
             continue;
@@ -141,6 +141,17 @@ size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
         top[at] = c;
         have += have < n;
     }
+    return have;
+}
+
+size_t xf_top_tokens(const float *logits, size_t vocab, size_t n,
+                     struct xf_candidate *top)
+{
+    if (!n)
+        return 0; /* no candidates asked: no normalizer to sum */
+    double most, total;
+    logit_norm(logits, vocab, &most, &total); /* softmax's normalizer */
+    const size_t have = largest(logits, vocab, n, top);
     for (size_t i = 0; i < have; i++)
         top[i].score = (float)(exp(top[i].score - most) / total);
     return have;
@@ -158,8 +169,8 @@ size_t xf_top_logprobs(const float *logits, size_t vocab, size_t n,
         *id_logprob = id < vocab && isfinite(logits[id])
                           ? (double)logits[id] - norm
                           : -INFINITY;
-    const size_t have = n ? xf_top_tokens(logits, vocab, n, top) : 0;
+    const size_t have = largest(logits, vocab, n, top);
     for (size_t i = 0; i < have; i++)
-        top[i].score = (float)((double)logits[top[i].id] - norm);
+        top[i].score = (float)((double)top[i].score - norm);
     return have;
 }
