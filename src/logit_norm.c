@@ -21,7 +21,6 @@
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef int64_t v8l __attribute__((vector_size(64)));
-typedef float v8s __attribute__((vector_size(32)));
 
 /* Below this, exp(y) is under 1e-304: a term of nothing beside the 1 of
  * the largest logit, and its 2^k would need a subnormal. */
@@ -63,17 +62,18 @@ ALWAYS_INLINE void exp8(v8d *yp)
     *yp = SELECT8D(under, zero, p * (v8d)two_k);
 }
 
-/* Logits i .. i + 7 as doubles, those past n -INFINITY: a constant-size
- * copy but for the last eight. */
-ALWAYS_INLINE void load8(const float *x, size_t i, size_t n, v8d *out)
+/* Logits i .. i + 7, those past n -INFINITY: a constant-size copy but
+ * for the last eight. */
+ALWAYS_INLINE void load8(const float *x, size_t i, size_t n, v8f *out)
 {
-    v8s f = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-             -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    const v8f none = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                      -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    v8f v = none;
     if (n - i >= 8)
-        memcpy(&f, x + i, sizeof f);
+        memcpy(&v, x + i, sizeof v);
     else
-        memcpy(&f, x + i, (n - i) * sizeof *x);
-    *out = __builtin_convertvector(f, v8d);
+        memcpy(&v, x + i, (n - i) * sizeof *x);
+    *out = v;
 }
 
 /* The largest finite logit, -INFINITY when none is: eight floats wide,
@@ -81,15 +81,10 @@ ALWAYS_INLINE void load8(const float *x, size_t i, size_t n, v8d *out)
  * out. */
 ALWAYS_INLINE float max_body(const float *logits, size_t vocab)
 {
-    const v8f none = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                      -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    v8f top = none, v;
+    v8f top, v;
+    load8(logits, vocab, vocab, &top); /* all -INFINITY */
     for (size_t i = 0; i < vocab; i += 8) {
-        v = none;
-        if (vocab - i >= 8)
-            memcpy(&v, logits + i, sizeof v);
-        else
-            memcpy(&v, logits + i, (vocab - i) * sizeof *logits);
+        load8(logits, i, vocab, &v);
         const v8i finite = ((v8i)v & 0x7f800000) != 0x7f800000;
         top = SELECT(finite & (v > top), v, top);
     }
@@ -108,8 +103,10 @@ ALWAYS_INLINE double sum_body(const float *logits, size_t vocab, double most)
     const v8d none = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
                       -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     v8d sum = {0}, v;
+    v8f f;
     for (size_t i = 0; i < vocab; i += 8) {
-        load8(logits, i, vocab, &v);
+        load8(logits, i, vocab, &f);
+        v = __builtin_convertvector(f, v8d);
         v8d y = SELECT8D(FINITE8(v), v - most, none);
         exp8(&y);
         sum += y;
