@@ -39,8 +39,10 @@ struct batcher {
     size_t n_active;
     struct decoding **group; /* [max_batch] a step's members of one model */
     struct xf_seq *seqs;     /* [max_batch] */
-    uint32_t *ids;           /* [max_batch] */
+    uint32_t *ids;           /* [max_batch + DECODE_STEP_PROMPT] */
     size_t *at;              /* [max_batch] where a group's members are */
+    size_t *allot;           /* [max_batch] the tokens each brings to a
+                                step */
     bool *takes, *ended, *group_ended; /* [max_batch] each */
 };
 
@@ -171,13 +173,16 @@ static bool bf16_dots_of(const struct decoding *d)
 }
 
 /* One batched pass over the n members of group (one model, one way with
- * its products), each then taking its token; those that end are marked
- * in ended. */
+ * its products), each bringing its next token or the tokens of its
+ * prompt allotted to it; a member that has brought all of its tokens
+ * then takes its next one. Those that end are marked in ended. */
 static void step_group(struct batcher *b, size_t n, bool *ended)
 {
     const struct xf_model *x = model_of(b->group[0]);
+    size_t rows = 0;
     for (size_t i = 0; i < n; i++)
-        decoding_seq(b->group[i], &b->seqs[i], &b->ids[i]);
+        rows += decoding_seq(b->group[i], &b->seqs[i], b->ids + rows,
+                             b->allot[b->at[i]]);
     const struct xf_run run = {.ids = b->ids,
                                .n = 1,
                                .want = XF_WANT_LOGITS,
@@ -197,6 +202,7 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
         metrics_decode_step(n);
         for (size_t i = 0; i < n; i++)
             ended[i] =
+                decoding_pending(b->group[i]) == 0 &&
                 !decoding_take(b->group[i], r.logits + i * x->vocab_size);
         xf_result_free(&r);
         return;
@@ -218,6 +224,7 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
 static bool step(struct batcher *b)
 {
     bool took = false;
+    size_t prompt_rows = DECODE_STEP_PROMPT; /* the step may take yet */
     // each member's turn; those that take a token are marked, the ended
     // leave
     bool *takes = b->takes, *ended = b->ended;
@@ -229,6 +236,16 @@ static bool step(struct batcher *b)
         case DECODE_ENDED: ended[i] = true; break;
         case DECODE_WAITS: break;
         case DECODE_TAKES:
+            // a prompt's tokens as many as the step has rows left for,
+            // in the batch's order; with none left it waits a step
+            b->allot[i] = decoding_pending(d);
+            if (b->allot[i] > 1) {
+                if (prompt_rows == 0)
+                    break;
+                b->allot[i] =
+                    b->allot[i] < prompt_rows ? b->allot[i] : prompt_rows;
+                prompt_rows -= b->allot[i];
+            }
             if (decoding_outgrown(d)) {
                 ended[i] = !decoding_alone(d, b->lim.threads);
                 took = true;
@@ -345,6 +362,7 @@ static void batcher_free(struct batcher *b)
     free(b->group);
     free(b->seqs);
     free(b->ids);
+    free(b->allot);
     free(b->at);
     free(b->takes);
     free(b->ended);
@@ -363,7 +381,8 @@ struct batcher *batcher_start(const struct batcher_limits *lim)
     b->active = calloc(lim->max_batch, sizeof *b->active);
     b->group = calloc(lim->max_batch, sizeof *b->group);
     b->seqs = calloc(lim->max_batch, sizeof *b->seqs);
-    b->ids = calloc(lim->max_batch, sizeof *b->ids);
+    b->ids = calloc(lim->max_batch + DECODE_STEP_PROMPT, sizeof *b->ids);
+    b->allot = calloc(lim->max_batch, sizeof *b->allot);
     b->at = calloc(lim->max_batch, sizeof *b->at);
     b->takes = calloc(lim->max_batch, sizeof *b->takes);
     b->ended = calloc(lim->max_batch, sizeof *b->ended);
@@ -374,8 +393,8 @@ struct batcher *batcher_start(const struct batcher_limits *lim)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&b->wake, &attr);
     pthread_condattr_destroy(&attr);
-    if (!b->active || !b->group || !b->seqs || !b->ids || !b->at || !b->takes ||
-        !b->ended || !b->group_ended ||
+    if (!b->active || !b->group || !b->seqs || !b->ids || !b->allot || !b->at ||
+        !b->takes || !b->ended || !b->group_ended ||
         pthread_create(&b->thread, NULL, run, b)) {
         fprintf(stderr, "attnd: cannot start the decoding batch's thread\n");
         batcher_free(b);

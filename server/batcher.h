@@ -8,10 +8,14 @@
  * A generation holds a slot from its prompt to its end: at most
  * max_batch at once. One that finds every slot taken waits, at most
  * max_waiting of them in order, each until its deadline; past it (or with
- * no room to wait) it is answered 503 with Retry-After. Its prompt runs on
- * the compute pool as its own work; it then joins at the next step, and
- * leaves at the first step after its end, its cache freed then. The
- * steps run on the batcher's own thread and pool.
+ * no room to wait) it is answered 503 with Retry-After. It joins at the
+ * next step, bringing its prompt's tokens as rows of the steps (a step
+ * takes DECODE_STEP_PROMPT rows of prompts at most: what is left waits
+ * for the next), so that prompts arriving together share one pass over
+ * the weights with each other and with the generations decoding; a
+ * longer prompt, or one with edits, runs first on the compute pool as its
+ * own work. It leaves at the first step after its end, its cache freed
+ * then. The steps run on the batcher's own thread and pool.
  */
 #ifndef ATTND_BATCHER_H
 #define ATTND_BATCHER_H

@@ -106,6 +106,75 @@ static attn_status cached(const struct decoding *d, struct xf_cache *cache,
     return ATTN_OK;
 }
 
+size_t decoding_pending(const struct decoding *d)
+{
+    return d->g->req.model.enc.count - d->run.cache.len;
+}
+
+size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
+                    size_t most)
+{
+    const struct xf_run *asked = &d->g->req.model.run;
+    const struct tok_encoding *enc = &d->g->req.model.enc;
+    const size_t pending = decoding_pending(d);
+    const size_t tokens = pending < most ? pending : most;
+    // the row of weights is the last token's, which chooses the next
+    float *row = tokens == pending ? d->run.row : NULL;
+    *seq = (struct xf_seq){
+        .cache = &d->run.cache,
+        .tokens = tokens,
+        .edits = asked->edits,
+        .n_edits = asked->n_edits,
+        .layer = d->row_want ? asked->layer : XF_ALL_LAYERS,
+        .weights = d->row_want == XF_WANT_WEIGHTS ? row : NULL,
+        .mean_weights = d->row_want == XF_WANT_MEAN_WEIGHTS ? row : NULL};
+    memcpy(ids, enc->ids + d->run.cache.len, tokens * sizeof *ids);
+    return tokens;
+}
+
+/* Whether d's prompt goes through steps (DECODE_STEP_PROMPT). */
+static bool prompt_by_steps(const struct decoding *d)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    return d->prompt <= DECODE_STEP_PROMPT &&
+           d->g->req.model.run.n_edits == 0 &&
+           xf_cache_rerun_length(x, 0, d->prompt) == 0;
+}
+
+/* What is left of d's prompt, or its next token, as a step of its own on
+ * threads: the bits it gets in a batch. */
+static attn_status stepped(struct decoding *d, unsigned threads)
+{
+    const struct xf_model *x = &d->g->req.model.entry->model->xf;
+    const size_t pending = decoding_pending(d);
+    uint32_t *ids = malloc(pending * sizeof *ids);
+    if (!ids) {
+        d->err = (struct attn_error){.message = "out of memory for a step"};
+        return ATTN_E_NOMEM;
+    }
+    struct xf_seq seq;
+    decoding_seq(d, &seq, ids, pending);
+    const struct xf_run run = {.ids = ids,
+                               .n = 1,
+                               .want = XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = threads,
+                               .batch = 1,
+                               .seqs = &seq,
+                               .bf16_dots = d->g->req.model.run.bf16_dots};
+    struct xf_plan plan;
+    struct xf_result r;
+    attn_status st = xf_plan(x, &run, &plan, &d->err);
+    if (st == ATTN_OK)
+        st = xf_forward(&plan, d->cancel, &r, &d->err);
+    if (st == ATTN_OK) {
+        memcpy(d->run.logits, r.logits, x->vocab_size * sizeof *d->run.logits);
+        xf_result_free(&r);
+    }
+    free(ids);
+    return st;
+}
+
 /* The token after logits: chosen, appended to the encoding and the
  * text, handed to the route's hook, and checked against the stops.
  * false when the generation has ended (its outcome set). */
@@ -153,6 +222,10 @@ bool decoding_take(struct decoding *d, const float *logits)
 
 bool decoding_alone(struct decoding *d, unsigned threads)
 {
+    if (decoding_pending(d) > 1 || d->run.cache.len == 0) {
+        d->st = stepped(d, threads);
+        return d->st == ATTN_OK && decoding_take(d, d->run.logits);
+    }
     struct tok_encoding *enc = &d->g->req.model.enc;
     const uint32_t *next = &enc->ids[enc->count - 1];
     size_t n = 1;
@@ -190,21 +263,6 @@ enum decode_turn decoding_turn(struct decoding *d)
         return DECODE_ENDED;
     }
     return d->ready && !d->ready(d->arg) ? DECODE_WAITS : DECODE_TAKES;
-}
-
-void decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *id)
-{
-    const struct xf_run *asked = &d->g->req.model.run;
-    const struct tok_encoding *enc = &d->g->req.model.enc;
-    *seq = (struct xf_seq){
-        .cache = &d->run.cache,
-        .edits = asked->edits,
-        .n_edits = asked->n_edits,
-        .layer = d->row_want ? asked->layer : XF_ALL_LAYERS,
-        .weights = d->row_want == XF_WANT_WEIGHTS ? d->run.row : NULL,
-        .mean_weights =
-            d->row_want == XF_WANT_MEAN_WEIGHTS ? d->run.row : NULL};
-    *id = enc->ids[enc->count - 1];
 }
 
 void decoding_fail(struct decoding *d, attn_status st,
@@ -246,8 +304,9 @@ void decoding_end(struct decoding *d)
         d->ended(d->arg);
 }
 
-/* The scratch, the cache, the prompt's pass and the first token: false
- * when the generation has ended already (its outcome says how). */
+/* The scratch, the cache, and (for a prompt that does not go through
+ * steps) the prompt's pass and the first token: false when the
+ * generation has ended already (its outcome says how). */
 static bool begin(struct decoding *d, unsigned threads)
 {
     const struct xf_model *x = &d->g->req.model.entry->model->xf;
@@ -271,16 +330,18 @@ static bool begin(struct decoding *d, unsigned threads)
         d->abandoned = true;
         return false;
     }
+    if (prompt_by_steps(d))
+        return true; /* the batch's steps run it */
     size_t keys = 0;
     d->st = cached(d, &d->run.cache, enc->ids, enc->count, threads,
                    d->run.logits, d->run.row, &keys, &d->err);
     return d->st == ATTN_OK && decoding_take(d, d->run.logits);
 }
 
-/* The prompt's threads: its whole team when it is the server's only
- * computation (this job the pool's one running, this generation the
- * batch's one), else one. Asked once, as it starts: what comes later
- * shares the cores with it for one prompt's time at most. */
+/* The threads of a prompt that runs as its own pass: its whole team when it is
+ * the server's only computation (this job the pool's one running, this
+ * generation the batch's one), else one. Asked once, as it starts: what comes
+ * later shares the cores with it for one prompt's time at most. */
 static unsigned prompt_threads(const struct decoding *d, struct batcher *b,
                                struct workers *workers)
 {

@@ -44,10 +44,12 @@ struct decoding {
     size_t prompt;              /* the prompt's tokens */
     size_t capacity;            /* prompt + max_new */
     const atomic_bool *cancel;  /* the server's: stop computing */
-    /* threads the prompt takes when nothing else computes (no other job
-     * on the pool, no other generation in flight), its memory reserved
-     * for as many; one otherwise, and 0 means one: a lone client's first
-     * token comes sooner, and under load each prompt keeps to its core */
+    /* threads a prompt that runs as its own pass (one that does not go
+     * through the steps: DECODE_STEP_PROMPT) takes when nothing else
+     * computes (no other job on the pool, no other generation in
+     * flight), its memory reserved for as many; one otherwise, and 0
+     * means one: a lone client's first token comes sooner, and under
+     * load each prompt keeps to its core */
     unsigned prompt_team;
     /* XF_WANT_WEIGHTS or XF_WANT_MEAN_WEIGHTS for each token's row (of
      * g->req.model.run.layer's layers), or 0 */
@@ -117,10 +119,12 @@ bool decoding_plan(const struct decoding *d, const struct request_limits *lim,
 
 /*
  * Start the generation d describes, on a worker of workers, holding a
- * slot of b (batcher_admit()): the prompt starts its cache and chooses
- * the first token; then the generation joins b's steps, or, ended
- * already, gives its slot back. Either way d->ended() follows once, with
- * the outcome in d. The text is d's to free (buf_free()).
+ * slot of b (batcher_admit()): its scratch and cache, and for a prompt
+ * that does not go through the steps (DECODE_STEP_PROMPT) its pass,
+ * which starts the cache and chooses the first token; then the
+ * generation joins b's steps, or, ended already, gives its slot back.
+ * Either way d->ended() follows once, with the outcome in d. The text is
+ * d's to free (buf_free()).
  */
 void decoding_start(struct decoding *d, struct batcher *b,
                     struct workers *workers);
@@ -146,16 +150,36 @@ enum decode_turn decoding_turn(struct decoding *d);
  * after its cache (a longrope model past its original length). */
 bool decoding_outgrown(const struct decoding *d);
 
-/* d's sequence in a step: its cache, edits and rows, and its token. */
-void decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *id);
+/*
+ * Prompts of at most this many tokens go through the batch's steps, a
+ * row for each token (xf_seq.tokens), beside the other sequences' rows:
+ * one pass over the weights serves every prompt that arrived together
+ * and every generation decoding. A step takes at most this many rows of
+ * prompts; a prompt that finds them taken brings the rest of its tokens
+ * to the next step. Its bits are those of its tokens one a step, so they
+ * are the same alone, beside others, or cut between steps. A prompt with
+ * edits, one longer, or one reaching a longrope model's long rotary runs
+ * as its own pass on the compute pool.
+ */
+enum { DECODE_STEP_PROMPT = 128 };
+
+/* Tokens of d's sequence that its cache does not hold yet: its prompt's
+ * (or what is left of it) before its first token, then 1. */
+size_t decoding_pending(const struct decoding *d);
+
+/* d's sequence in a step: its cache, edits and rows, and its tokens
+ * (at most most, 1 or more) into ids. Returns how many it brings. */
+size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
+                    size_t most);
 
 /* d's token from its logits [vocab] after a step: chosen, written, and
  * checked against the stops. false when d has ended. */
 bool decoding_take(struct decoding *d, const float *logits);
 
 /* d's next token run alone on threads (a sequence run again whole, or a
- * step that failed, run again one by one to find whose it was), then
- * taken. false when d has ended (the outcome says how). */
+ * step that failed, run again one by one to find whose it was), after
+ * what is left of its prompt, then taken. false when d has ended (the
+ * outcome says how). */
 bool decoding_alone(struct decoding *d, unsigned threads);
 
 /* d fails as st and err say (a step that failed). */

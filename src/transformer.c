@@ -365,14 +365,25 @@ static void embedding_row(struct xf_matrix w, size_t r, size_t H, float *out)
                H, out);
 }
 
-/* The embeddings of the run's tokens into h, at positions pos0 on, or
- * each at its sequence's position in a batched step; rows: [2][H]
- * scratch. */
+/* Position of row i of a batched step: its sequence's cache's length
+ * and the tokens before it of its sequence. */
+static size_t step_position(const struct xf_run *run, size_t i)
+{
+    for (size_t b = 0;; b++) {
+        const size_t tokens = xf_seq_tokens(&run->seqs[b]);
+        if (i < tokens)
+            return run->seqs[b].cache->len + i;
+        i -= tokens;
+    }
+}
+
+/* The embeddings of the run's tokens into h, count of them, at positions
+ * pos0 on, or each at its position in its sequence in a batched step;
+ * rows: [2][H] scratch. */
 static void embed(const struct xf_model *m, const struct xf_run *run,
-                  size_t pos0, float *h, float *rows)
+                  size_t count, size_t pos0, float *h, float *rows)
 {
     const size_t H = m->hidden;
-    const size_t count = run->seqs ? run->batch : run->n;
     float *p = rows, *t = rows + H;
     for (size_t i = 0; i < count; i++) {
         float *hi = h + i * H;
@@ -382,7 +393,7 @@ static void embed(const struct xf_model *m, const struct xf_run *run,
                 hi[c] *= m->embed_scale;
         if (m->arch.positions == XF_POS_ROTARY)
             continue; /* positions enter at q and k */
-        const size_t pos = run->seqs ? run->seqs[i].cache->len : pos0 + i;
+        const size_t pos = run->seqs ? step_position(run, i) : pos0 + i;
         embedding_row(m->pos_emb, pos, H, p);
         if (!m->arch.token_types) {
             for (size_t c = 0; c < H; c++)
@@ -735,6 +746,7 @@ static float *cached_attention(struct stack *s, size_t l, const float *x)
                                .x = x,
                                .rows = plan->rows,
                                .seqs = run->seqs ? run->seqs : &one,
+                               .batch = run->seqs ? plan->batch : 1,
                                .scratch = s->step,
                                .panels = s->panels};
     if (s->team.pool)
@@ -934,6 +946,19 @@ static char *scratch_block(const struct xf_plan *plan, struct xf_result *out)
     return out->scratch;
 }
 
+/* A batched step's last row of each sequence moved to row b of h
+ * [rows][H], in order: row b comes from row b or one after it, which no
+ * earlier move has written. */
+static void gather_last_rows(const struct xf_run *run, size_t H, float *h)
+{
+    size_t row = 0;
+    for (size_t b = 0; b < run->batch; b++) {
+        row += xf_seq_tokens(&run->seqs[b]);
+        if (row - 1 != b)
+            memcpy(h + b * H, h + (row - 1) * H, H * sizeof *h);
+    }
+}
+
 /* xf_forward_again() but for freeing *out on failure. */
 static attn_status forward_into(const struct xf_plan *plan,
                                 const atomic_bool *cancel,
@@ -949,7 +974,8 @@ static attn_status forward_into(const struct xf_plan *plan,
                          run->cache->len, plan->cache_len);
     for (size_t b = 0; run->seqs && b < plan->batch; b++) {
         const struct xf_cache *c = run->seqs[b].cache;
-        if (c->len + 1 > plan->keys || c->len >= c->capacity)
+        const size_t tokens = xf_seq_tokens(&run->seqs[b]);
+        if (c->len + tokens > plan->keys || tokens > c->capacity - c->len)
             return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
                                 "seqs[%zu]: the cache holds %zu positions, "
                                 "more than it was planned with: plan the "
@@ -997,7 +1023,8 @@ static attn_status forward_into(const struct xf_plan *plan,
                    run->n * m->hidden * sizeof(float));
     } else {
         // the feed-forward rows are free yet
-        embed(m, run, run->cache ? run->cache->len : 0, STATE(0), s.ffn);
+        embed(m, run, plan->rows, run->cache ? run->cache->len : 0, STATE(0),
+              s.ffn);
     }
     for (size_t l = run->first_layer; l < plan->layers_run && !st; l++) {
         struct attn_result attn = {0};
@@ -1032,6 +1059,8 @@ static attn_status forward_into(const struct xf_plan *plan,
         // batch's together
         // (a batched step's rows are its sequences' last ones)
         const bool every = plan->want & XF_WANT_ALL_LOGITS;
+        if (run->seqs)
+            gather_last_rows(run, m->hidden, STATE(m->layers));
         const float *last =
             run->seqs           ? STATE(m->layers)
             : plan->batch > 1   ? out->last_rows
@@ -1047,7 +1076,7 @@ static attn_status forward_into(const struct xf_plan *plan,
     if (!st && run->cache)
         run->cache->len += run->n;
     for (size_t b = 0; !st && run->seqs && b < plan->batch; b++)
-        run->seqs[b].cache->len++;
+        run->seqs[b].cache->len += xf_seq_tokens(&run->seqs[b]);
 #undef STATE
     pool_give_back(s.team.pool, own_pool);
     return st;

@@ -327,25 +327,37 @@ void xf_cache_free(struct xf_cache *cache);
 /*
  * One sequence of a batched decoding step (xf_run.seqs). The step reads
  * every weight once for all its sequences, and each sequence's logits,
- * rows of weights and cache are the same bits as a run of its token
- * alone after its cache, with its edits and its layer, would give
- * (row_product.h says how the products keep to that).
+ * rows of weights and cache are the same bits as runs of its tokens
+ * alone after its cache, one token a run, with its edits and its layer,
+ * would give (row_product.h says how the products keep to that). A
+ * sequence may bring several tokens, a prompt's, each a row of the step
+ * at its own position: each row attends to the cache and to the rows
+ * before it, as the same tokens one a step would.
  */
 struct xf_seq {
     struct xf_cache *cache; /* its own (no two sequences share one),
-                               holding 1 or more positions, with room for
-                               one more; its len grows by one */
+                               with room for its tokens; its len grows
+                               by them */
+    /* its tokens this step, 0 meaning 1: run.ids holds each sequence's
+     * in turn. More than one only without edits */
+    size_t tokens;
     /* its edits: ZERO and MEAN at XF_SITE_Z, of sequence 0 (the means
      * are the cache's) */
     const struct xf_edit *edits;
     size_t n_edits;
     /* the layer whose row of weights is kept, or XF_ALL_LAYERS */
     size_t layer;
-    /* NULL, or the caller's arrays for the token's row of each kept
-     * layer, keys = cache->len + 1 before the step:
+    /* NULL, or the caller's arrays for its last token's row of each kept
+     * layer, keys = cache->len + tokens before the step:
      * [Lw][heads][keys] and [Lw][keys] (Lw as xf_result says) */
     float *weights, *mean_weights;
 };
+
+/* Tokens sequence q brings to a step (xf_seq.tokens, 0 meaning 1). */
+static inline size_t xf_seq_tokens(const struct xf_seq *q)
+{
+    return q->tokens ? q->tokens : 1;
+}
 
 /* A token and its score (a logit or a probability). */
 struct xf_candidate {
@@ -401,9 +413,10 @@ struct xf_run {
      * with start, asking for XF_WANT_LAST_ROWS alone, or with seqs */
     size_t batch;
     /* NULL, or a batched decoding step: [batch] sequences, each taking
-     * its token ids[b] after its own cache (struct xf_seq); n is 1, cache
-     * and edits are not given (each sequence has its own), and want is
-     * XF_WANT_LOGITS alone: logits [batch][vocab_size] */
+     * its tokens (struct xf_seq), one after another in ids, after its own
+     * cache; n is 1, cache and edits are not given (each sequence has its
+     * own), and want is XF_WANT_LOGITS alone: logits [batch][vocab_size],
+     * each sequence's after its last token */
     const struct xf_seq *seqs;
     /* NULL, or [n][H] the residual stream entering layer first_layer,
      * where every sequence then starts: the embeddings and the layers

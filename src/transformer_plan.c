@@ -360,9 +360,10 @@ static bool cache_fits(const struct xf_model *m, const struct xf_cache *c)
            c->len <= c->capacity;
 }
 
-/* A batched step's sequences: each a token after its own cache, with
- * room for it, its layer and its edits as a run of that token alone
- * would be checked. Fails naming "seqs" with the sequence's index. */
+/* A batched step's sequences: each its tokens after its own cache, with
+ * room for them, its layer and its edits as a run of one token alone
+ * would be checked. Fails naming "seqs" with the sequence's index, or
+ * "ids" with the token's. */
 static attn_status check_seqs(const struct xf_model *m,
                               const struct xf_run *run, struct attn_error *err)
 {
@@ -374,32 +375,38 @@ static attn_status check_seqs(const struct xf_model *m,
     if (run->n != 1 || run->cache || run->start || run->n_edits ||
         run->want != XF_WANT_LOGITS || !run->ids)
         return attn_fail(err, ATTN_E_INVALID, "seqs",
-                         "a batched step takes one token of each sequence "
+                         "a batched step takes the tokens of each sequence "
                          "after its own cache, with its own edits, and "
                          "returns the logits alone");
     if (!m->arch.causal || !m->lm_head.data)
         return attn_fail(err, ATTN_E_INVALID, "seqs",
                          "a batched step needs a causal model with an "
                          "output head");
+    size_t row = 0; /* the sequence's first token in ids */
     for (size_t b = 0; b < batch; b++) {
         const struct xf_seq *q = &run->seqs[b];
         const struct xf_cache *c = q->cache;
-        if (run->ids[b] >= m->vocab_size)
-            return attn_fail_at(err, ATTN_E_INVALID, "ids", 1, &b,
-                                "ids[%zu] (%u) is not below vocab_size (%zu)",
-                                b, (unsigned)run->ids[b], m->vocab_size);
+        const size_t tokens = xf_seq_tokens(q);
         for (size_t e = 0; c && e < b; e++)
             if (run->seqs[e].cache == c)
                 return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
                                     "seqs[%zu] has the cache of seqs[%zu]: "
                                     "each sequence has its own",
                                     b, e);
-        if (!c || !cache_fits(m, c) || c->len == 0 || c->len >= c->capacity)
+        if (!c || !cache_fits(m, c) || tokens > c->capacity - c->len)
             return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
                                 "seqs[%zu]: the cache is not one of this "
-                                "model's, or holds nothing, or is full",
-                                b);
-        if (xf_cache_outgrown(m, c, 1))
+                                "model's, or has no room for its %zu "
+                                "tokens",
+                                b, tokens);
+        for (size_t t = 0; t < tokens; t++, row++)
+            if (run->ids[row] >= m->vocab_size)
+                return attn_fail_at(err, ATTN_E_INVALID, "ids", 1, &row,
+                                    "ids[%zu] (%u) is not below vocab_size "
+                                    "(%zu)",
+                                    row, (unsigned)run->ids[row],
+                                    m->vocab_size);
+        if (xf_cache_outgrown(m, c, tokens))
             return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
                                 "seqs[%zu]: the cache's keys were turned by "
                                 "the short rotary, and the next position "
@@ -411,7 +418,15 @@ static attn_status check_seqs(const struct xf_model *m,
                                 "seqs[%zu]: layer (%zu) must be below the "
                                 "model's %zu layers",
                                 b, q->layer, m->layers);
-        const struct xf_run alone = {.ids = &run->ids[b],
+        // a MEAN edit reads the means of the positions that started the
+        // cache, which a prompt's rows in a step have not kept
+        if (q->n_edits && (tokens > 1 || c->len == 0))
+            return attn_fail_at(err, ATTN_E_INVALID, "seqs", 1, &b,
+                                "seqs[%zu]: a sequence with edits takes one "
+                                "token a step, after a cache that its "
+                                "prompt started",
+                                b);
+        const struct xf_run alone = {.ids = &run->ids[row - 1],
                                      .n = 1,
                                      .want = XF_WANT_LOGITS,
                                      .cache = q->cache,
@@ -422,6 +437,15 @@ static attn_status check_seqs(const struct xf_model *m,
             return st;
     }
     return ATTN_OK;
+}
+
+/* The rows of a batched step: every sequence's tokens. */
+static size_t step_rows(const struct xf_run *run)
+{
+    size_t rows = 0;
+    for (size_t b = 0; b < run->batch; b++)
+        rows += xf_seq_tokens(&run->seqs[b]);
+    return rows;
 }
 
 static attn_status check_run(const struct xf_model *m, const struct xf_run *run,
@@ -828,7 +852,9 @@ bool xf_plan_workspace(struct xf_plan *p)
              size_add_to(&p->ws_count[XF_WS_HOOK],
                          p->batch * m->heads * m->head_dim);
     // a step's rows of q, k, v, head outputs and attention output, a
-    // row of scores per member, and where each row's units begin
+    // row of scores per member, where each row's units begin, its
+    // sequence and position (transformer_step.c), and whether it is its
+    // sequence's last
     if (p->step) {
         const size_t hd = m->heads * m->head_dim;
         const size_t gd = m->kv_heads * m->head_dim;
@@ -839,7 +865,8 @@ bool xf_plan_workspace(struct xf_plan *p)
              size_mul(p->team, p->keys, &scores) &&
              size_add_to(&p->ws_count[XF_WS_STEP], scores) &&
              size_add_to(&p->ws_count[XF_WS_STEP],
-                         (rows + 1) * (sizeof(size_t) / sizeof(float)));
+                         (3 * rows + 1) * (sizeof(size_t) / sizeof(float)) +
+                             rows / sizeof(float) + 1);
     }
     struct ws_plan w = {0, false};
     for (int i = 0; i < XF_WS_PARTS && ok; i++)
@@ -963,7 +990,7 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
     out->want = run->want ? run->want : XF_WANT_WEIGHTS;
     out->batch = run->batch ? run->batch : 1;
     // under XF_MAX_BATCH and max_positions, the rows fit in size_t
-    out->rows = out->batch * run->n;
+    out->rows = run->seqs ? step_rows(run) : out->batch * run->n;
     out->hooked = run->n_edits || run->start ||
                   (out->want & (XF_WANT_ACTIVATIONS | XF_WANT_LAST_ROWS));
     out->weight_layers = run->layer == XF_ALL_LAYERS ? m->layers : 1;
@@ -984,9 +1011,11 @@ attn_status xf_plan(const struct xf_model *m, const struct xf_run *run,
         // the longest sequence's keys: a row of scores holds them
         out->step = true;
         out->keys = 0;
-        for (size_t b = 0; b < out->batch; b++)
-            if (run->seqs[b].cache->len + 1 > out->keys)
-                out->keys = run->seqs[b].cache->len + 1;
+        for (size_t b = 0; b < out->batch; b++) {
+            const struct xf_seq *q = &run->seqs[b];
+            if (q->cache->len + xf_seq_tokens(q) > out->keys)
+                out->keys = q->cache->len + xf_seq_tokens(q);
+        }
     }
     out->team = pool_team_size(run->threads, xf_widest_phase(out));
     out->ffn_packed = !out->step && ffn_streams(out);
@@ -1043,8 +1072,13 @@ double xf_plan_flops(const struct xf_plan *p)
         double keys = (double)p->keys;
         if (p->run.seqs) {
             keys = 0;
-            for (size_t b = 0; b < p->batch; b++)
-                keys += (double)(p->run.seqs[b].cache->len + 1);
+            // each row's keys: its position and those before it
+            for (size_t b = 0; b < p->batch; b++) {
+                const struct xf_seq *q = &p->run.seqs[b];
+                const double len = (double)q->cache->len,
+                             t = (double)xf_seq_tokens(q);
+                keys += t * len + t * (t + 1) / 2;
+            }
         }
         total = (2.0 * n * (2.0 * hd * H + 2.0 * gd * H) + 4.0 * keys * hd) *
                 (double)p->layers_run;

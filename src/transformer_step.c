@@ -286,7 +286,10 @@ static void step_head(const struct xf_cache *c, size_t l, size_t g,
 struct heads {
     const struct xf_model *m;
     const struct xf_seq *seqs;
-    const size_t *first; /* [rows + 1]: each sequence's first unit */
+    const size_t *first;  /* [rows + 1]: each row's first unit */
+    const size_t *seq_of; /* [rows]: each row's sequence */
+    const size_t *pos_of; /* [rows]: each row's position */
+    const bool *last;     /* [rows]: is it its sequence's last? */
     size_t l, at_all, group, D;
     const struct attn_config *cfg;
     const float *q;
@@ -305,11 +308,11 @@ static float *kept_row(const struct xf_seq *q, float *base, size_t l,
     return base + (q->layer == XF_ALL_LAYERS ? l : 0) * per_layer;
 }
 
-/* Head a of sequence b: its scores into w, its output into out. */
+/* Head a of row b: its scores into w, its output into out. */
 static void one_head(const struct heads *hs, size_t b, size_t a, float *w)
 {
-    const struct xf_seq *q = &hs->seqs[b];
-    const size_t pos = q->cache->len, keys = pos + 1;
+    const struct xf_seq *q = &hs->seqs[hs->seq_of[b]];
+    const size_t pos = hs->pos_of[b], keys = pos + 1;
     const size_t window = hs->cfg->window;
     const size_t lo = window && keys > window ? keys - window : 0;
     const size_t hd = hs->m->heads * hs->D;
@@ -324,10 +327,13 @@ static void head_unit(void *arg, size_t u, unsigned member)
     size_t b = 0;
     while (hs->first[b + 1] <= u)
         b++;
-    const struct xf_seq *q = &hs->seqs[b];
-    const size_t h = hs->m->heads, keys = q->cache->len + 1;
-    float *weights = kept_row(q, q->weights, hs->l, h * keys);
-    float *mean = kept_row(q, q->mean_weights, hs->l, keys);
+    const struct xf_seq *q = &hs->seqs[hs->seq_of[b]];
+    const size_t h = hs->m->heads, keys = hs->pos_of[b] + 1;
+    // a sequence's rows of weights are its last token's
+    float *weights =
+        hs->last[b] ? kept_row(q, q->weights, hs->l, h * keys) : NULL;
+    float *mean =
+        hs->last[b] ? kept_row(q, q->mean_weights, hs->l, keys) : NULL;
     float *own = hs->scores + member * hs->keys;
     if (weights || !mean) {
         const size_t g = u - hs->first[b];
@@ -359,12 +365,23 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     const struct xf_model *m = plan->m;
     const size_t l = io->layer, D = m->head_dim, h = m->heads;
     const size_t rows = io->rows, hd = h * D, gd = m->kv_heads * D;
-    // the scratch: where each row's units begin, then q, k, v, the
-    // heads' outputs, the output, and a row of scores per member
+    // the scratch: where each row's units begin, each row's sequence
+    // and position, then q, k, v, the heads' outputs, the output, a row
+    // of scores per member, and which rows are their sequence's last
     size_t *first = (size_t *)(void *)io->scratch;
-    float *q = io->scratch + (rows + 1) * (sizeof(size_t) / sizeof(float));
+    size_t *seq_of = first + rows + 1, *pos_of = seq_of + rows;
+    float *q = (float *)(void *)(pos_of + rows);
     float *k = q + rows * hd, *v = k + rows * gd, *heads = v + rows * gd,
           *out = heads + rows * hd, *scores = out + rows * m->hidden;
+    bool *last = (bool *)(void *)(scores + plan->team * plan->keys);
+    for (size_t b = 0, r = 0; b < io->batch; b++) {
+        const size_t tokens = xf_seq_tokens(&io->seqs[b]);
+        for (size_t t = 0; t < tokens; t++, r++) {
+            seq_of[r] = b;
+            pos_of[r] = io->seqs[b].cache->len + t;
+            last[r] = t + 1 == tokens;
+        }
+    }
     struct step s = {.m = m,
                      .y = &m->layer[l],
                      .rows = rows,
@@ -378,34 +395,38 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     pool_phase(team, qkv_unit, &s,
                xf_tile_count(rows, hd) + 2 * xf_tile_count(rows, gd));
     // as attn_forward() places q and k: the same config, one row each at
-    // its sequence's position
+    // its position
     const struct attn_config *cfg = xf_layer_attn(plan, l);
     for (size_t b = 0; b < rows; b++) {
-        const size_t pos = io->seqs[b].cache->len;
-        attn_place_heads(cfg, q + b * hd, 1, h, s.y->q_norm_w, pos);
-        attn_place_heads(cfg, k + b * gd, 1, m->kv_heads, s.y->k_norm_w, pos);
+        attn_place_heads(cfg, q + b * hd, 1, h, s.y->q_norm_w, pos_of[b]);
+        attn_place_heads(cfg, k + b * gd, 1, m->kv_heads, s.y->k_norm_w,
+                         pos_of[b]);
     }
     // nothing that float32 cannot hold goes into a cache
     if (!all_finite(q, rows * hd) || !all_finite(k, rows * gd) ||
         !all_finite(v, rows * gd))
         return NULL;
     for (size_t b = 0; b < rows; b++) {
-        struct xf_cache *c = io->seqs[b].cache;
-        memcpy(c->k + (l * c->capacity + c->len) * c->row, k + b * gd,
+        struct xf_cache *c = io->seqs[seq_of[b]].cache;
+        memcpy(c->k + (l * c->capacity + pos_of[b]) * c->row, k + b * gd,
                gd * sizeof *k);
-        memcpy(c->v + (l * c->capacity + c->len) * c->row, v + b * gd,
+        memcpy(c->v + (l * c->capacity + pos_of[b]) * c->row, v + b * gd,
                gd * sizeof *v);
     }
     first[0] = 0;
     for (size_t b = 0; b < rows; b++) {
-        const struct xf_seq *sq = &io->seqs[b];
-        const bool mean_alone = kept_row(sq, sq->mean_weights, l, 1) &&
+        const struct xf_seq *sq = &io->seqs[seq_of[b]];
+        const bool mean_alone = last[b] &&
+                                kept_row(sq, sq->mean_weights, l, 1) &&
                                 !kept_row(sq, sq->weights, l, 1);
         first[b + 1] = first[b] + (mean_alone ? 1 : m->kv_heads);
     }
     const struct heads hs = {.m = m,
                              .seqs = io->seqs,
                              .first = first,
+                             .seq_of = seq_of,
+                             .pos_of = pos_of,
+                             .last = last,
                              .l = l,
                              .group = h / m->kv_heads,
                              .D = D,
@@ -417,11 +438,11 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     pool_phase(team, head_unit, (void *)&hs, first[rows]);
     // a sequence's kept rows: their mean, added in the order of heads
     for (size_t b = 0; b < rows; b++) {
-        const struct xf_seq *sq = &io->seqs[b];
-        const size_t keys = sq->cache->len + 1;
+        const struct xf_seq *sq = &io->seqs[seq_of[b]];
+        const size_t keys = pos_of[b] + 1;
         const float *w = kept_row(sq, sq->weights, l, h * keys);
         float *mean = kept_row(sq, sq->mean_weights, l, keys);
-        if (!w || !mean)
+        if (!last[b] || !w || !mean)
             continue;
         memset(mean, 0, keys * sizeof *mean);
         for (size_t a = 0; a < h; a++)
@@ -430,13 +451,14 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
         for (size_t j = 0; j < keys; j++)
             mean[j] /= (float)h;
     }
-    // each sequence's ablations of this position, the means its prompt's
+    // each sequence's ablations of its position, the means its prompt's
+    // (a sequence with edits brings one token)
     for (size_t b = 0; b < rows; b++) {
-        const struct xf_seq *sq = &io->seqs[b];
+        const struct xf_seq *sq = &io->seqs[seq_of[b]];
         const struct xf_run edits = {.edits = sq->edits,
                                      .n_edits = sq->n_edits};
         intervene_apply(&edits, l, XF_SITE_Z, heads + b * hd, NULL, 1, hd, D,
-                        sq->cache->len, sq->cache->z_mean + l * hd);
+                        pos_of[b], sq->cache->z_mean + l * hd);
     }
     pool_phase(team, out_unit, &s, xf_tile_count(rows, m->hidden));
     return out;

@@ -654,6 +654,204 @@ static void test_batch_edits_are_each_sequences(void **state)
     test_model_free(&o);
 }
 
+/* -------------------------------------- several tokens of a sequence */
+
+/* What sequence b keeps of its last token each step (no edits: a
+ * sequence that brings several tokens has none). */
+static const struct keeps kept_of[4] = {
+    {0, XF_ALL_LAYERS, false},
+    {XF_WANT_WEIGHTS, XF_ALL_LAYERS, false},
+    {XF_WANT_MEAN_WEIGHTS, 1, false},
+    {XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS, 0, false},
+};
+
+/* A sequence's record: the logits after its prompt and after each token,
+ * the rows of weights kept with them, and its cache at the end. */
+struct tokens_record {
+    float logits[STEPS + 1][V];
+    float weights[STEPS + 1][L * HEADS * CAP];
+    float mean[STEPS + 1][L * CAP];
+    uint32_t ids[CAP];
+    size_t n;
+    float k[L * CAP * HEADS * D], v[L * CAP * HEADS * D];
+};
+
+/* Sequence b's prompt: 1 to 8 tokens. */
+static size_t tokens_prompt(size_t b)
+{
+    return 1 + (b * 5) % 8;
+}
+
+/* Sequence b of a step: its cache, tokens and what it keeps of its last
+ * one into rec's row `at`. */
+static struct xf_seq tokens_seq(size_t b, struct xf_cache *c, size_t tokens,
+                                struct tokens_record *rec, size_t at)
+{
+    const struct keeps *k = &kept_of[b % 4];
+    return (struct xf_seq){
+        .cache = c,
+        .tokens = tokens,
+        .layer = k->layer,
+        .weights = k->want & XF_WANT_WEIGHTS ? rec->weights[at] : NULL,
+        .mean_weights = k->want & XF_WANT_MEAN_WEIGHTS ? rec->mean[at] : NULL};
+}
+
+/* The cache's keys and values (len positions of each layer) into rec. */
+static void keep_cache(const struct xf_cache *c, struct tokens_record *rec)
+{
+    memset(rec->k, 0, sizeof rec->k);
+    memset(rec->v, 0, sizeof rec->v);
+    for (size_t l = 0; l < L; l++) {
+        memcpy(rec->k + l * CAP * c->row, c->k + l * c->capacity * c->row,
+               c->len * c->row * sizeof(float));
+        memcpy(rec->v + l * CAP * c->row, c->v + l * c->capacity * c->row,
+               c->len * c->row * sizeof(float));
+    }
+}
+
+/* One step of the sequences seqs[0 .. n), their tokens in ids; the
+ * logits of each into logits[i]. */
+static void tokens_step(const struct xf_model *m, const struct xf_seq *seqs,
+                        size_t n, const uint32_t *ids, unsigned threads,
+                        float (*logits[])[V])
+{
+    const struct xf_run run = {.ids = ids,
+                               .n = 1,
+                               .want = XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = threads,
+                               .batch = n,
+                               .seqs = seqs};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+    for (size_t i = 0; i < n; i++)
+        memcpy(logits[i], r.logits + i * V, sizeof *logits[i]);
+    xf_result_free(&r);
+}
+
+/* Sequence b alone, every token a step of its own from an empty cache:
+ * its prompt, then STEPS greedy tokens. */
+static void tokens_alone(const struct xf_model *m, size_t b,
+                         struct tokens_record *rec, unsigned threads)
+{
+    struct xf_cache c;
+    assert_int_equal(xf_cache_init(m, CAP, &c, NULL), ATTN_OK);
+    rec->n = tokens_prompt(b);
+    for (size_t i = 0; i < rec->n; i++)
+        rec->ids[i] = (uint32_t)((b * 11 + i * 5 + 2) % V);
+    for (size_t i = 0; i < rec->n; i++) {
+        // only the prompt's last token keeps its rows
+        const bool last = i + 1 == rec->n;
+        struct xf_seq seq = tokens_seq(b, &c, 1, rec, 0);
+        if (!last)
+            seq.weights = seq.mean_weights = NULL;
+        float(*out[1])[V] = {&rec->logits[0]};
+        tokens_step(m, &seq, 1, &rec->ids[i], threads, out);
+    }
+    for (size_t t = 0; t < STEPS; t++) {
+        rec->ids[rec->n] = greedy(rec->logits[t]);
+        rec->n++;
+        const struct xf_seq seq = tokens_seq(b, &c, 1, rec, t + 1);
+        float(*out[1])[V] = {&rec->logits[t + 1]};
+        tokens_step(m, &seq, 1, &rec->ids[rec->n - 1], threads, out);
+    }
+    rec->ids[rec->n++] = greedy(rec->logits[STEPS]);
+    keep_cache(&c, rec);
+    xf_cache_free(&c);
+}
+
+/* Every sequence together: sequence b joins at step b % 3 with its
+ * prompt as the tokens of one step, or (odd b) of steps of three tokens
+ * at most, beside sequences bringing their prompts and sequences taking
+ * their next token. */
+static void tokens_together(const struct xf_model *m,
+                            struct tokens_record *recs, unsigned threads)
+{
+    struct xf_cache caches[SEQS];
+    size_t done[SEQS] = {0}; /* logits made: the prompt's, each token's */
+    for (size_t b = 0; b < SEQS; b++) {
+        assert_int_equal(xf_cache_init(m, CAP, &caches[b], NULL), ATTN_OK);
+        recs[b].n = tokens_prompt(b);
+        for (size_t i = 0; i < recs[b].n; i++)
+            recs[b].ids[i] = (uint32_t)((b * 11 + i * 5 + 2) % V);
+    }
+    for (size_t step = 0;; step++) {
+        struct xf_seq seqs[SEQS];
+        uint32_t ids[SEQS * CAP];
+        float(*out[SEQS])[V];
+        static float scrap[V]; /* a prompt's logits before its end */
+        size_t who[SEQS], n = 0, rows = 0;
+        for (size_t b = 0; b < SEQS; b++) {
+            if (step < b % 3 || done[b] == STEPS + 1)
+                continue;
+            struct tokens_record *rec = &recs[b];
+            const size_t t = done[b];
+            if (t > 0 && caches[b].len == rec->n)
+                rec->ids[rec->n++] = greedy(rec->logits[t - 1]);
+            const size_t pending = rec->n - caches[b].len;
+            const size_t tokens = b % 2 && pending > 3 ? 3 : pending;
+            memcpy(ids + rows, rec->ids + caches[b].len, tokens * sizeof *ids);
+            rows += tokens;
+            seqs[n] = tokens_seq(b, &caches[b], tokens, rec, t);
+            if (tokens < pending)
+                seqs[n].weights = seqs[n].mean_weights = NULL;
+            out[n] = tokens < pending ? &scrap : &rec->logits[t];
+            who[n++] = b;
+        }
+        if (n == 0)
+            break;
+        tokens_step(m, seqs, n, ids, threads, out);
+        for (size_t i = 0; i < n; i++)
+            if (caches[who[i]].len == recs[who[i]].n)
+                done[who[i]]++;
+    }
+    for (size_t b = 0; b < SEQS; b++) {
+        recs[b].ids[recs[b].n++] = greedy(recs[b].logits[STEPS]);
+        keep_cache(&caches[b], &recs[b]);
+        xf_cache_free(&caches[b]);
+    }
+}
+
+/* A prompt brought to a step as its tokens is the bits of the same
+ * tokens one a step, alone, on one thread or two: every logit, the kept
+ * rows of weights and mean weights, the tokens chosen, the cache. The
+ * four models of the case above. */
+static void test_batch_tokens_as_steps(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        struct test_model o;
+        uint16_t *store;
+        struct xf_layer *half;
+        model_of(k, &o, &store, &half);
+        static struct tokens_record want[SEQS], got[SEQS];
+        for (unsigned threads = 1; threads <= 2; threads++) {
+            memset(want, 0, sizeof want);
+            memset(got, 0, sizeof got);
+            for (size_t b = 0; b < SEQS; b++)
+                tokens_alone(&o.m, b, &want[b], 3 - threads);
+            tokens_together(&o.m, got, threads);
+            for (size_t b = 0; b < SEQS; b++) {
+                assert_int_equal(got[b].n, want[b].n);
+                assert_memory_equal(got[b].ids, want[b].ids,
+                                    want[b].n * sizeof(uint32_t));
+                if (memcmp(got[b].logits, want[b].logits,
+                           sizeof want[b].logits))
+                    fail_msg("case %d, sequence %zu: the logits differ", k, b);
+                assert_memory_equal(got[b].weights, want[b].weights,
+                                    sizeof want[b].weights);
+                assert_memory_equal(got[b].mean, want[b].mean,
+                                    sizeof want[b].mean);
+                assert_memory_equal(got[b].k, want[b].k, sizeof want[b].k);
+                assert_memory_equal(got[b].v, want[b].v, sizeof want[b].v);
+            }
+        }
+        free(half);
+        free(store);
+        test_model_free(&o);
+    }
+}
+
 /* What a batched step refuses, each naming the field and the sequence,
  * with every cache left as it was. */
 static void test_batch_refusals(void **state)
@@ -680,10 +878,41 @@ static void test_batch_refusals(void **state)
                      ATTN_E_INVALID);
     assert_string_equal(err.field, "seqs");
     assert_non_null(strstr(err.message, "seqs[1]"));
+    // more tokens than the cache has room for
     seqs[1].cache = &empty;
+    seqs[1].tokens = 5;
+    uint32_t five[6] = {1, 2, 3, 4, 5, 6};
+    run.ids = five;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "seqs");
+    assert_non_null(strstr(err.message, "seqs[1]"));
+    assert_non_null(strstr(err.message, "5 tokens"));
+    // edits with several tokens, or before a prompt has started the cache
+    seqs[1].tokens = 2;
+    seqs[1].edits = ablations;
+    seqs[1].n_edits = 1;
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
     assert_non_null(strstr(err.message, "seqs[1]"));
+    assert_non_null(strstr(err.message, "edits"));
+    seqs[1].tokens = 1;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "edits"));
+    seqs[1].edits = NULL;
+    seqs[1].n_edits = 0;
+    // a token past the vocabulary among a sequence's several
+    seqs[1].tokens = 3;
+    five[3] = V;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_string_equal(err.field, "ids");
+    assert_non_null(strstr(err.message, "ids[3]"));
+    five[3] = 4;
+    seqs[1].tokens = 0;
+    run.ids = ids;
+    assert_int_equal(empty.len, 0);
     seqs[1].cache = &fine; /* seqs[0]'s */
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
@@ -731,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_rows_beta),
         cmocka_unit_test(test_batch_same_bits_as_alone),
         cmocka_unit_test(test_batch_edits_are_each_sequences),
+        cmocka_unit_test(test_batch_tokens_as_steps),
         cmocka_unit_test(test_batch_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
