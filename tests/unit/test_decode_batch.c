@@ -852,6 +852,58 @@ static void test_batch_tokens_as_steps(void **state)
     }
 }
 
+/* A prompt's rows in a step need no more memory than the prompt's own
+ * pass, which a generation reserves before it joins (server/decoding.c),
+ * nor more work: on one thread or two, for every length a test model
+ * holds, and for the four model cases. */
+static void test_batch_tokens_within_pass(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 4; k++) {
+        struct test_model o;
+        uint16_t *store;
+        struct xf_layer *half;
+        model_of(k, &o, &store, &half);
+        uint32_t ids[CAP];
+        for (size_t i = 0; i < CAP; i++)
+            ids[i] = (uint32_t)(i * 7 % V);
+        struct xf_cache c;
+        assert_int_equal(xf_cache_init(&o.m, CAP, &c, NULL), ATTN_OK);
+        for (unsigned threads = 1; threads <= 2; threads++)
+            for (size_t n = 1; n <= CAP; n++) {
+                const struct xf_run pass = {.ids = ids,
+                                            .n = n,
+                                            .want = XF_WANT_LOGITS,
+                                            .layer = XF_ALL_LAYERS,
+                                            .threads = threads,
+                                            .cache = &c};
+                const struct xf_seq seq = {
+                    .cache = &c, .tokens = n, .layer = XF_ALL_LAYERS};
+                const struct xf_run step = {.ids = ids,
+                                            .n = 1,
+                                            .want = XF_WANT_LOGITS,
+                                            .layer = XF_ALL_LAYERS,
+                                            .threads = threads,
+                                            .batch = 1,
+                                            .seqs = &seq};
+                const size_t pass_bytes = test_xf_bytes(&o.m, &pass),
+                             step_bytes = test_xf_bytes(&o.m, &step);
+                assert_true(pass_bytes != SIZE_MAX && step_bytes != SIZE_MAX);
+                if (step_bytes > pass_bytes)
+                    fail_msg("case %d, %zu tokens on %u threads: a step's "
+                             "%zu bytes, the pass's %zu",
+                             k, n, threads, step_bytes, pass_bytes);
+                const double pass_flops = test_xf_flops(&o.m, &pass),
+                             step_flops = test_xf_flops(&o.m, &step);
+                assert_true(step_flops > 0 && step_flops <= pass_flops);
+            }
+        xf_cache_free(&c);
+        free(half);
+        free(store);
+        test_model_free(&o);
+    }
+}
+
 /* What a batched step refuses, each naming the field and the sequence,
  * with every cache left as it was. */
 static void test_batch_refusals(void **state)
@@ -961,6 +1013,7 @@ int main(void)
         cmocka_unit_test(test_batch_same_bits_as_alone),
         cmocka_unit_test(test_batch_edits_are_each_sequences),
         cmocka_unit_test(test_batch_tokens_as_steps),
+        cmocka_unit_test(test_batch_tokens_within_pass),
         cmocka_unit_test(test_batch_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
