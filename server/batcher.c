@@ -179,10 +179,14 @@ static bool bf16_dots_of(const struct decoding *d)
 static void step_group(struct batcher *b, size_t n, bool *ended)
 {
     const struct xf_model *x = model_of(b->group[0]);
-    size_t rows = 0;
-    for (size_t i = 0; i < n; i++)
-        rows += decoding_seq(b->group[i], &b->seqs[i], b->ids + rows,
-                             b->allot[b->at[i]]);
+    size_t rows = 0, prompt_tokens = 0;
+    for (size_t i = 0; i < n; i++) {
+        const bool prompt = decoding_in_prompt(b->group[i]);
+        const size_t tokens = decoding_seq(b->group[i], &b->seqs[i],
+                                           b->ids + rows, b->allot[b->at[i]]);
+        prompt_tokens += prompt ? tokens : 0;
+        rows += tokens;
+    }
     const struct xf_run run = {.ids = b->ids,
                                .n = 1,
                                .want = XF_WANT_LOGITS,
@@ -199,7 +203,11 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
         st = xf_forward(&plan, b->lim.cancel, &r, &err);
     if (st == ATTN_OK) {
         metrics_add_flops(xf_plan_flops(&plan));
-        metrics_decode_step(n);
+        // counted before any client can see its token
+        size_t made = 0;
+        for (size_t i = 0; i < n; i++)
+            made += decoding_pending(b->group[i]) == 0;
+        metrics_decode_step(made, prompt_tokens);
         for (size_t i = 0; i < n; i++)
             ended[i] =
                 decoding_pending(b->group[i]) == 0 &&

@@ -111,6 +111,11 @@ size_t decoding_pending(const struct decoding *d)
     return d->g->req.model.enc.count - d->run.cache.len;
 }
 
+bool decoding_in_prompt(const struct decoding *d)
+{
+    return d->run.cache.len < d->prompt;
+}
+
 size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
                     size_t most)
 {

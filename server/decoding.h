@@ -167,6 +167,9 @@ enum { DECODE_STEP_PROMPT = 128 };
  * (or what is left of it) before its first token, then 1. */
 size_t decoding_pending(const struct decoding *d);
 
+/* Is d's cache still short of its prompt (its next tokens the prompt's)? */
+bool decoding_in_prompt(const struct decoding *d);
+
 /* d's sequence in a step: its cache, edits and rows, and its tokens
  * (at most most, 1 or more) into ids. Returns how many it brings. */
 size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,

@@ -28,7 +28,7 @@ static atomic_uint_fast64_t latency_micros[N_ROUTES];
 static atomic_uint_fast64_t bytes_out;
 static atomic_uint_fast64_t flops_total;
 static atomic_uint_fast64_t tokens_generated, token_micros, abandoned;
-static atomic_uint_fast64_t decode_steps, decode_rows;
+static atomic_uint_fast64_t decode_steps, decode_rows, decode_prompt_tokens;
 static atomic_uint_fast64_t patched_runs, patches_abandoned;
 static atomic_int in_flight;
 static atomic_int computing;
@@ -101,10 +101,11 @@ void metrics_generation_abandoned(void)
     atomic_fetch_add(&abandoned, 1);
 }
 
-void metrics_decode_step(size_t sequences)
+void metrics_decode_step(size_t sequences, size_t prompt_tokens)
 {
     atomic_fetch_add(&decode_steps, 1);
     atomic_fetch_add(&decode_rows, sequences);
+    atomic_fetch_add(&decode_prompt_tokens, prompt_tokens);
 }
 
 void metrics_patched_runs(size_t count)
@@ -305,6 +306,11 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
                     "steps made a token for.\n"
                     "# TYPE attnd_decode_step_sequences_total counter\n"
                     "attnd_decode_step_sequences_total %llu\n"
+                    "# HELP attnd_decode_step_prompt_tokens_total Prompt "
+                    "tokens those steps brought, beside the generations "
+                    "decoding.\n"
+                    "# TYPE attnd_decode_step_prompt_tokens_total counter\n"
+                    "attnd_decode_step_prompt_tokens_total %llu\n"
                     "# HELP attnd_generations_in_flight Generations holding a "
                     "place in the batch (--max-batch) now.\n"
                     "# TYPE attnd_generations_in_flight gauge\n"
@@ -315,6 +321,7 @@ char *metrics_render(const struct metrics_now *now, size_t *len)
                     "attnd_generations_waiting %zu\n",
                     (unsigned long long)atomic_load(&decode_steps),
                     (unsigned long long)atomic_load(&decode_rows),
+                    (unsigned long long)atomic_load(&decode_prompt_tokens),
                     now->generating, now->generations_waiting);
     const struct drawn_cache_stats *d = &now->drawn;
     ok = ok &&

@@ -42,8 +42,9 @@ void metrics_add_flops(double flops);
 void metrics_generated_token(double seconds);
 void metrics_generation_abandoned(void);
 
-/* A batched decoding step that made a token for each of its sequences. */
-void metrics_decode_step(size_t sequences);
+/* A batched decoding step that made a token for sequences of its
+ * members, and brought prompt_tokens of their prompts. */
+void metrics_decode_step(size_t sequences, size_t prompt_tokens);
 
 /* A patch made count more patched runs; or stopped because its client
  * went away. */

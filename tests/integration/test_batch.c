@@ -133,12 +133,22 @@ static void test_together_as_alone(void **state)
             200);
         assert_non_null(strstr(alone[i].data, "event: done"));
     }
+    // every prompt but the ablated ones goes through the steps
+    double prompt_tokens = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        const char *at = strstr(alone[i].data, "\"prompt_tokens\":");
+        assert_non_null(at);
+        if (!strstr(bodies[i], "ablate"))
+            prompt_tokens += atof(at + strlen("\"prompt_tokens\":"));
+    }
     const double steps0 = metric("attnd_decode_steps_total");
     const double rows0 = metric("attnd_decode_step_sequences_total");
+    const double prompts0 = metric("attnd_decode_step_prompt_tokens_total");
     // three rounds, so that the clients overlap however the machine is
     // loaded
     bool shared = false;
-    for (int round = 0; round < 3 && !shared; round++) {
+    int rounds = 0;
+    for (int round = 0; round < 3 && !shared; round++, rounds++) {
         pthread_barrier_t go;
         pthread_barrier_init(&go, NULL, CLIENTS);
         struct client c[CLIENTS];
@@ -166,6 +176,11 @@ static void test_together_as_alone(void **state)
     }
     if (!shared)
         fail_msg("no step served more than one sequence in three rounds");
+    const double prompts =
+        metric("attnd_decode_step_prompt_tokens_total") - prompts0;
+    if (prompts != rounds * prompt_tokens)
+        fail_msg("the steps brought %g prompt tokens in %d rounds of %g",
+                 prompts, rounds, prompt_tokens);
     for (int i = 0; i < CLIENTS; i++)
         free(alone[i].data);
 }
