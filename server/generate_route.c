@@ -257,8 +257,9 @@ static void generation_ended(void *arg)
     models_count(entry, flops);
 }
 
-/* Its prompt and first token, on the compute pool; its steps then go on
- * in the batch. */
+/* Its start on the compute pool (decoding_start(): a prompt that does
+ * not go through the steps, and its first token, there too); its steps
+ * then go on in the batch. */
 static void run_generation(struct job *job, double waited)
 {
     struct generation *gen = generation_of_job(job);
@@ -311,7 +312,7 @@ static bool generation_stream(struct generation *gen, struct exchange *ex,
 }
 
 /* A slot after waiting for one (on the batch's thread): the stream's
- * response prepared, the prompt handed to the pool, the exchange back. */
+ * response prepared, its start handed to the pool, the exchange back. */
 static void generation_granted(struct batch_ticket *t)
 {
     struct generation *gen = generation_of_ticket(t);
