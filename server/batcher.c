@@ -199,10 +199,12 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
     struct xf_result r = {0};
     struct attn_error err;
     attn_status st = xf_plan(x, &run, &plan, &err);
+    // the work as planned, before the pass grows the caches it counts by
+    const double flops = st == ATTN_OK ? xf_plan_flops(&plan) : 0.0;
     if (st == ATTN_OK)
         st = xf_forward(&plan, b->lim.cancel, &r, &err);
     if (st == ATTN_OK) {
-        metrics_add_flops(xf_plan_flops(&plan));
+        metrics_add_flops(flops);
         // counted before any client can see its token
         size_t made = 0;
         for (size_t i = 0; i < n; i++)

@@ -409,10 +409,13 @@ size_t completion_chunk_bytes(const struct completion *c, size_t keys)
 bool completion_ready(void *arg)
 {
     const struct completion *c = arg;
-    // the row of the next token is of every position so far and itself
+    // the row of the next token is of every position its cache holds and
+    // of those the step brings (the prompt's, before the first token)
+    const struct decoding *d = &c->decoding;
     return !c->events ||
-           event_stream_ready(c->events, completion_chunk_bytes(
-                                             c, c->decoding.run.cache.len + 1));
+           event_stream_ready(c->events,
+                              completion_chunk_bytes(
+                                  c, d->run.cache.len + decoding_pending(d)));
 }
 
 void completion_run(struct job *job, double waited)

@@ -525,6 +525,10 @@ struct attn_config {
 attn_status attn_config_resolve(struct attn_config *cfg,
                                 struct attn_error *err);
 
+/* The defaults attn_config_resolve() gives a rotary left 0 in part, for
+ * heads d_k wide: dims d_k, base 10000, factor 1. */
+void attn_rotary_defaults(struct attn_rotary *r, size_t d_k);
+
 /* The factor the scores are scaled by, for a resolved config: cfg->scale
  * when given, else 1/sqrt(d_k) (projected) or 1 (basic). */
 float attn_config_scale(const struct attn_config *cfg);

@@ -169,6 +169,16 @@ static attn_status resolve_basic(struct attn_config *cfg,
 /* The rotary options, defaults filled in: a known pairing, an even count
  * of dims within the head, a base above 1 and a finite factor above 0,
  * and frequencies (when given) finite and above 0. */
+void attn_rotary_defaults(struct attn_rotary *r, size_t d_k)
+{
+    if (r->dims == 0)
+        r->dims = d_k;
+    if (r->base == 0.0)
+        r->base = DEFAULT_ROPE_BASE;
+    if (r->factor == 0.0)
+        r->factor = 1.0;
+}
+
 static attn_status resolve_rotary(struct attn_config *cfg,
                                   struct attn_error *err)
 {
@@ -184,20 +194,15 @@ static attn_status resolve_rotary(struct attn_config *cfg,
                              r->inv_freq ? "rope_inv_freq" : "rope_dims");
         return ATTN_OK;
     }
-    if (r->dims == 0)
-        r->dims = cfg->d_k;
+    attn_rotary_defaults(r, cfg->d_k);
     if (r->dims > cfg->d_k || r->dims % 2)
         return attn_fail(err, ATTN_E_INVALID, "rope_dims",
                          "rope_dims (%zu) must be even and at most d_k (%zu)",
                          r->dims, cfg->d_k);
-    if (r->base == 0.0)
-        r->base = DEFAULT_ROPE_BASE;
     if (!(isfinite(r->base) && r->base > 1.0))
         return attn_fail(err, ATTN_E_INVALID, "rope_base",
                          "rope_base (%g) must be a finite number above 1",
                          r->base);
-    if (r->factor == 0.0)
-        r->factor = 1.0;
     if (!(isfinite(r->factor) && r->factor > 0.0))
         return attn_fail(err, ATTN_E_INVALID, "rope_factor",
                          "rope_factor (%g) must be finite and above 0",

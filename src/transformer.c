@@ -972,6 +972,7 @@ static attn_status forward_into(const struct xf_plan *plan,
                          "the cache holds %zu positions, not the %zu it was "
                          "planned with: plan the run again",
                          run->cache->len, plan->cache_len);
+    size_t rows = 0; /* a step's: every sequence's tokens */
     for (size_t b = 0; run->seqs && b < plan->batch; b++) {
         const struct xf_cache *c = run->seqs[b].cache;
         const size_t tokens = xf_seq_tokens(&run->seqs[b]);
@@ -981,7 +982,13 @@ static attn_status forward_into(const struct xf_plan *plan,
                                 "more than it was planned with: plan the "
                                 "step again",
                                 b, c->len);
+        rows += tokens;
     }
+    if (run->seqs && rows != plan->rows)
+        return attn_fail(err, ATTN_E_INVALID, "seqs",
+                         "the sequences bring %zu tokens, not the %zu the "
+                         "step was planned with: plan the step again",
+                         rows, plan->rows);
     struct stack s = {.plan = plan,
                       .cancel = cancel,
                       .out = out,

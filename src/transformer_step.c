@@ -395,11 +395,19 @@ float *step_attention(const struct step_io *io, struct pool_team *team)
     pool_phase(team, qkv_unit, &s,
                xf_tile_count(rows, hd) + 2 * xf_tile_count(rows, gd));
     // as attn_forward() places q and k: the same config, one row each at
-    // its position
+    // its position, turned by the rotary of its own sequence's length
+    // (a longrope kind's long one past long_after), as alone
     const struct attn_config *cfg = xf_layer_attn(plan, l);
+    const struct xf_layer_kind *lk = xf_kind_of(m, l);
     for (size_t b = 0; b < rows; b++) {
-        attn_place_heads(cfg, q + b * hd, 1, h, s.y->q_norm_w, pos_of[b]);
-        attn_place_heads(cfg, k + b * gd, 1, m->kv_heads, s.y->k_norm_w,
+        const struct xf_seq *sq = &io->seqs[seq_of[b]];
+        struct attn_config own = *cfg; /* the plan's: the longest's */
+        if (m->arch.positions == XF_POS_ROTARY && lk->long_after) {
+            own.rope = *xf_kind_rope(lk, sq->cache->len + xf_seq_tokens(sq));
+            attn_rotary_defaults(&own.rope, cfg->d_k);
+        }
+        attn_place_heads(&own, q + b * hd, 1, h, s.y->q_norm_w, pos_of[b]);
+        attn_place_heads(&own, k + b * gd, 1, m->kv_heads, s.y->k_norm_w,
                          pos_of[b]);
     }
     // nothing that float32 cannot hold goes into a cache

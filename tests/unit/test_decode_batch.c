@@ -904,6 +904,132 @@ static void test_batch_tokens_within_pass(void **state)
     }
 }
 
+/* A longrope kind turns a sequence past long_after by its long rotary
+ * and a shorter one by its short rotary, in the same step as alone: a
+ * sequence decoding past long_after beside a prompt and a short
+ * sequence's token, each the bits of its own step alone. */
+static void test_batch_longrope_each_its_own(void **state)
+{
+    (void)state;
+    static const double short_freq[2] = {1.0, 0.05}, long_freq[2] = {0.6, 0.01};
+    struct test_model o;
+    const struct xf_arch a = random_llama_arch();
+    test_model_make(&o, &a, L, HEADS, 2, D, H, J, 71);
+    o.m.lm_head = o.m.word_emb;
+    o.m.kind[0].rope = (struct attn_rotary){.base = 500.0,
+                                            .pairing = ATTN_ROPE_HALF,
+                                            .dims = 4,
+                                            .inv_freq = short_freq,
+                                            .factor = 1.2f};
+    o.m.kind[0].long_rope = o.m.kind[0].rope;
+    o.m.kind[0].long_rope.inv_freq = long_freq;
+    o.m.kind[0].long_after = 9;
+    // A: 12 positions (past long_after, its prompt's pass turned them by
+    // the long rotary); C: 3 positions; B: a prompt of 3 into an empty
+    // cache; each twice, for alone and together
+    uint32_t ids[12];
+    for (size_t i = 0; i < 12; i++)
+        ids[i] = (uint32_t)(i * 7 % V);
+    struct xf_cache c[2][3];
+    const size_t started[3] = {12, 0, 3};
+    for (int w = 0; w < 2; w++)
+        for (int q = 0; q < 3; q++) {
+            assert_int_equal(xf_cache_init(&o.m, 20, &c[w][q], NULL), ATTN_OK);
+            if (!started[q])
+                continue;
+            const struct xf_run pass = {.ids = ids,
+                                        .n = started[q],
+                                        .want = XF_WANT_LOGITS,
+                                        .layer = XF_ALL_LAYERS,
+                                        .cache = &c[w][q]};
+            struct xf_result r;
+            assert_int_equal(test_xf_forward(&o.m, &pass, NULL, &r, NULL),
+                             ATTN_OK);
+            xf_result_free(&r);
+        }
+    const uint32_t step_ids[5] = {5, 3, 1, 4, 9}; /* A's, B's 3, C's */
+    const size_t tokens[3] = {1, 3, 1}, first[3] = {0, 1, 4};
+    float alone[3][V];
+    for (int q = 0; q < 3; q++) {
+        const struct xf_seq seq = {
+            .cache = &c[0][q], .tokens = tokens[q], .layer = XF_ALL_LAYERS};
+        float(*out[1])[V] = {&alone[q]};
+        tokens_step(&o.m, &seq, 1, step_ids + first[q], 1, out);
+    }
+    float together[3][V];
+    struct xf_seq seqs[3];
+    float(*out[3])[V];
+    for (int q = 0; q < 3; q++) {
+        seqs[q] = (struct xf_seq){
+            .cache = &c[1][q], .tokens = tokens[q], .layer = XF_ALL_LAYERS};
+        out[q] = &together[q];
+    }
+    tokens_step(&o.m, seqs, 3, step_ids, 2, out);
+    for (int q = 0; q < 3; q++) {
+        if (memcmp(alone[q], together[q], sizeof alone[q]))
+            fail_msg("sequence %d beside the others differs from alone", q);
+        assert_int_equal(c[1][q].len, c[0][q].len);
+        const size_t row = c[0][q].row, len = c[0][q].len;
+        for (size_t l = 0; l < L; l++) {
+            assert_memory_equal(c[1][q].k + l * 20 * row,
+                                c[0][q].k + l * 20 * row,
+                                len * row * sizeof(float));
+            assert_memory_equal(c[1][q].v + l * 20 * row,
+                                c[0][q].v + l * 20 * row,
+                                len * row * sizeof(float));
+        }
+    }
+    for (int w = 0; w < 2; w++)
+        for (int q = 0; q < 3; q++)
+            xf_cache_free(&c[w][q]);
+    test_model_free(&o);
+}
+
+/* A planned step run again (xf_forward_again()) refuses sequences that
+ * bring other tokens than it was planned for, the caches untouched. */
+static void test_batch_again_same_tokens(void **state)
+{
+    (void)state;
+    struct test_model o;
+    uint16_t *store;
+    struct xf_layer *half;
+    model_of(0, &o, &store, &half);
+    struct xf_cache a, b;
+    assert_int_equal(xf_cache_init(&o.m, 16, &a, NULL), ATTN_OK);
+    assert_int_equal(xf_cache_init(&o.m, 16, &b, NULL), ATTN_OK);
+    struct xf_seq seqs[2] = {{.cache = &a, .tokens = 2, .layer = XF_ALL_LAYERS},
+                             {.cache = &b, .layer = XF_ALL_LAYERS}};
+    const uint32_t ids[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const struct xf_run run = {.ids = ids,
+                               .n = 1,
+                               .want = XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .batch = 2,
+                               .seqs = seqs};
+    struct xf_plan plan;
+    struct xf_result r = {0};
+    struct attn_error err;
+    assert_int_equal(xf_plan(&o.m, &run, &plan, &err), ATTN_OK);
+    seqs[1].tokens = 0; /* 1: fewer rows than planned */
+    seqs[0].tokens = 1;
+    assert_int_equal(xf_forward_again(&plan, NULL, &r, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "seqs");
+    seqs[0].tokens = 2;
+    seqs[1].tokens = 2; /* more */
+    assert_int_equal(xf_forward_again(&plan, NULL, &r, &err), ATTN_E_INVALID);
+    assert_string_equal(err.field, "seqs");
+    assert_int_equal(a.len, 0);
+    assert_int_equal(b.len, 0);
+    seqs[1].tokens = 1;
+    assert_int_equal(xf_forward_again(&plan, NULL, &r, &err), ATTN_OK);
+    assert_int_equal(a.len, 2);
+    assert_int_equal(b.len, 1);
+    xf_result_free(&r);
+    xf_cache_free(&a);
+    xf_cache_free(&b);
+    test_model_free(&o);
+}
+
 /* What a batched step refuses, each naming the field and the sequence,
  * with every cache left as it was. */
 static void test_batch_refusals(void **state)
@@ -952,6 +1078,15 @@ static void test_batch_refusals(void **state)
     assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
                      ATTN_E_INVALID);
     assert_non_null(strstr(err.message, "edits"));
+    // after a started cache, still one token a step
+    empty.len = 1;
+    seqs[1].tokens = 2;
+    assert_int_equal(test_xf_forward(&o.m, &run, NULL, &r, &err),
+                     ATTN_E_INVALID);
+    assert_non_null(strstr(err.message, "one token a step"));
+    assert_int_equal(empty.len, 1);
+    empty.len = 0;
+    seqs[1].tokens = 1;
     seqs[1].edits = NULL;
     seqs[1].n_edits = 0;
     // a token past the vocabulary among a sequence's several
@@ -1014,6 +1149,8 @@ int main(void)
         cmocka_unit_test(test_batch_edits_are_each_sequences),
         cmocka_unit_test(test_batch_tokens_as_steps),
         cmocka_unit_test(test_batch_tokens_within_pass),
+        cmocka_unit_test(test_batch_longrope_each_its_own),
+        cmocka_unit_test(test_batch_again_same_tokens),
         cmocka_unit_test(test_batch_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
