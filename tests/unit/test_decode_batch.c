@@ -412,14 +412,23 @@ static const struct xf_edit ablations[2] = {{.site = XF_SITE_Z,
                                              .head = 2,
                                              .position = XF_ALL}};
 
-/* One sequence's record: each step's logits, rows and cache. */
+/* One sequence's record: the logits of each step (and, where a case
+ * records it, after its prompt too: STEPS + 1 of them), the rows of
+ * weights kept with them, the tokens, and (where a case records it) its
+ * cache at the end. What a case does not record stays 0. */
 struct record {
-    float logits[STEPS][V];
-    float weights[STEPS][L * HEADS * CAP];
-    float mean[STEPS][L * CAP];
+    float logits[STEPS + 1][V];
+    float weights[STEPS + 1][L * HEADS * CAP];
+    float mean[STEPS + 1][L * CAP];
     uint32_t ids[CAP];
     size_t n;
+    float k[L * CAP * HEADS * D], v[L * CAP * HEADS * D];
 };
+
+typedef void alone_fn(const struct xf_model *m, size_t b, struct record *rec,
+                      unsigned threads);
+typedef void together_fn(const struct xf_model *m, struct record *recs,
+                         unsigned threads);
 
 static size_t prompt_of(size_t b)
 {
@@ -493,6 +502,26 @@ static void alone(const struct xf_model *m, size_t b, struct record *rec,
     xf_cache_free(&c);
 }
 
+/* One step of the sequences seqs[0 .. n), their tokens in ids; the
+ * logits of each into logits[i]. */
+static void tokens_step(const struct xf_model *m, const struct xf_seq *seqs,
+                        size_t n, const uint32_t *ids, unsigned threads,
+                        float (*logits[])[V])
+{
+    const struct xf_run run = {.ids = ids,
+                               .n = 1,
+                               .want = XF_WANT_LOGITS,
+                               .layer = XF_ALL_LAYERS,
+                               .threads = threads,
+                               .batch = n,
+                               .seqs = seqs};
+    struct xf_result r;
+    assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+    for (size_t i = 0; i < n; i++)
+        memcpy(logits[i], r.logits + i * V, sizeof *logits[i]);
+    xf_result_free(&r);
+}
+
 /* Every sequence together: sequence b joins at step b % 3 (its prompt
  * run then) and the batch's members change every step; the records as
  * alone() makes them. */
@@ -505,6 +534,7 @@ static void together(const struct xf_model *m, struct record *recs,
     for (size_t step = 0;; step++) {
         struct xf_seq seqs[SEQS];
         uint32_t ids[SEQS];
+        float(*out[SEQS])[V];
         size_t who[SEQS], n = 0;
         for (size_t b = 0; b < SEQS; b++) {
             if (!started[b] && step >= b % 3) {
@@ -525,27 +555,17 @@ static void together(const struct xf_model *m, struct record *recs,
                 .mean_weights =
                     k->want & XF_WANT_MEAN_WEIGHTS ? recs[b].mean[t] : NULL};
             ids[n] = recs[b].ids[recs[b].n - 1];
+            out[n] = &recs[b].logits[t];
             who[n++] = b;
         }
         if (n == 0)
             break;
-        const struct xf_run run = {.ids = ids,
-                                   .n = 1,
-                                   .want = XF_WANT_LOGITS,
-                                   .layer = XF_ALL_LAYERS,
-                                   .threads = threads,
-                                   .batch = n,
-                                   .seqs = seqs};
-        struct xf_result r;
-        assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
+        tokens_step(m, seqs, n, ids, threads, out);
         for (size_t i = 0; i < n; i++) {
             struct record *rec = &recs[who[i]];
-            memcpy(rec->logits[done[who[i]]], r.logits + i * V,
-                   sizeof rec->logits[0]);
-            rec->ids[rec->n++] = greedy(r.logits + i * V);
+            rec->ids[rec->n++] = greedy(rec->logits[done[who[i]]]);
             done[who[i]]++;
         }
-        xf_result_free(&r);
     }
     for (size_t b = 0; b < SEQS; b++)
         xf_cache_free(&caches[b]);
@@ -574,9 +594,12 @@ static void model_of(int k, struct test_model *o, uint16_t **store,
     test_model_bf16(o, store, half);
 }
 
-static void test_batch_same_bits_as_alone(void **state)
+/* Every sequence together (all_together()) as alone (each_alone(), one
+ * at a time, on the other count of threads), for the four models of
+ * model_of() and on one thread or two: every record the same bits. */
+static void check_together_as_alone(alone_fn *each_alone,
+                                    together_fn *all_together)
 {
-    (void)state;
     for (int k = 0; k < 4; k++) {
         struct test_model o;
         uint16_t *store;
@@ -587,8 +610,8 @@ static void test_batch_same_bits_as_alone(void **state)
             memset(want, 0, sizeof want);
             memset(got, 0, sizeof got);
             for (size_t b = 0; b < SEQS; b++)
-                alone(&o.m, b, &want[b], 3 - threads);
-            together(&o.m, got, threads);
+                each_alone(&o.m, b, &want[b], 3 - threads);
+            all_together(&o.m, got, threads);
             for (size_t b = 0; b < SEQS; b++) {
                 assert_int_equal(got[b].n, want[b].n);
                 assert_memory_equal(got[b].ids, want[b].ids,
@@ -600,12 +623,20 @@ static void test_batch_same_bits_as_alone(void **state)
                                     sizeof want[b].weights);
                 assert_memory_equal(got[b].mean, want[b].mean,
                                     sizeof want[b].mean);
+                assert_memory_equal(got[b].k, want[b].k, sizeof want[b].k);
+                assert_memory_equal(got[b].v, want[b].v, sizeof want[b].v);
             }
         }
         free(half);
         free(store);
         test_model_free(&o);
     }
+}
+
+static void test_batch_same_bits_as_alone(void **state)
+{
+    (void)state;
+    check_together_as_alone(alone, together);
 }
 
 /* The ablations reach the batched sequence that asks for them and no
@@ -665,17 +696,6 @@ static const struct keeps kept_of[4] = {
     {XF_WANT_WEIGHTS | XF_WANT_MEAN_WEIGHTS, 0, false},
 };
 
-/* A sequence's record: the logits after its prompt and after each token,
- * the rows of weights kept with them, and its cache at the end. */
-struct tokens_record {
-    float logits[STEPS + 1][V];
-    float weights[STEPS + 1][L * HEADS * CAP];
-    float mean[STEPS + 1][L * CAP];
-    uint32_t ids[CAP];
-    size_t n;
-    float k[L * CAP * HEADS * D], v[L * CAP * HEADS * D];
-};
-
 /* Sequence b's prompt: 1 to 8 tokens. */
 static size_t tokens_prompt(size_t b)
 {
@@ -685,7 +705,7 @@ static size_t tokens_prompt(size_t b)
 /* Sequence b of a step: its cache, tokens and what it keeps of its last
  * one into rec's row `at`. */
 static struct xf_seq tokens_seq(size_t b, struct xf_cache *c, size_t tokens,
-                                struct tokens_record *rec, size_t at)
+                                struct record *rec, size_t at)
 {
     const struct keeps *k = &kept_of[b % 4];
     return (struct xf_seq){
@@ -697,7 +717,7 @@ static struct xf_seq tokens_seq(size_t b, struct xf_cache *c, size_t tokens,
 }
 
 /* The cache's keys and values (len positions of each layer) into rec. */
-static void keep_cache(const struct xf_cache *c, struct tokens_record *rec)
+static void keep_cache(const struct xf_cache *c, struct record *rec)
 {
     memset(rec->k, 0, sizeof rec->k);
     memset(rec->v, 0, sizeof rec->v);
@@ -709,30 +729,10 @@ static void keep_cache(const struct xf_cache *c, struct tokens_record *rec)
     }
 }
 
-/* One step of the sequences seqs[0 .. n), their tokens in ids; the
- * logits of each into logits[i]. */
-static void tokens_step(const struct xf_model *m, const struct xf_seq *seqs,
-                        size_t n, const uint32_t *ids, unsigned threads,
-                        float (*logits[])[V])
-{
-    const struct xf_run run = {.ids = ids,
-                               .n = 1,
-                               .want = XF_WANT_LOGITS,
-                               .layer = XF_ALL_LAYERS,
-                               .threads = threads,
-                               .batch = n,
-                               .seqs = seqs};
-    struct xf_result r;
-    assert_int_equal(test_xf_forward(m, &run, NULL, &r, NULL), ATTN_OK);
-    for (size_t i = 0; i < n; i++)
-        memcpy(logits[i], r.logits + i * V, sizeof *logits[i]);
-    xf_result_free(&r);
-}
-
 /* Sequence b alone, every token a step of its own from an empty cache:
  * its prompt, then STEPS greedy tokens. */
-static void tokens_alone(const struct xf_model *m, size_t b,
-                         struct tokens_record *rec, unsigned threads)
+static void tokens_alone(const struct xf_model *m, size_t b, struct record *rec,
+                         unsigned threads)
 {
     struct xf_cache c;
     assert_int_equal(xf_cache_init(m, CAP, &c, NULL), ATTN_OK);
@@ -764,8 +764,8 @@ static void tokens_alone(const struct xf_model *m, size_t b,
  * prompt as the tokens of one step, or (odd b) of steps of three tokens
  * at most, beside sequences bringing their prompts and sequences taking
  * their next token. */
-static void tokens_together(const struct xf_model *m,
-                            struct tokens_record *recs, unsigned threads)
+static void tokens_together(const struct xf_model *m, struct record *recs,
+                            unsigned threads)
 {
     struct xf_cache caches[SEQS];
     size_t done[SEQS] = {0}; /* logits made: the prompt's, each token's */
@@ -784,7 +784,7 @@ static void tokens_together(const struct xf_model *m,
         for (size_t b = 0; b < SEQS; b++) {
             if (step < b % 3 || done[b] == STEPS + 1)
                 continue;
-            struct tokens_record *rec = &recs[b];
+            struct record *rec = &recs[b];
             const size_t t = done[b];
             if (t > 0 && caches[b].len == rec->n)
                 rec->ids[rec->n++] = greedy(rec->logits[t - 1]);
@@ -813,43 +813,12 @@ static void tokens_together(const struct xf_model *m,
 }
 
 /* A prompt brought to a step as its tokens is the bits of the same
- * tokens one a step, alone, on one thread or two: every logit, the kept
- * rows of weights and mean weights, the tokens chosen, the cache. The
- * four models of the case above. */
+ * tokens one a step, alone: every logit, the kept rows of weights and
+ * mean weights, the tokens chosen, the cache. */
 static void test_batch_tokens_as_steps(void **state)
 {
     (void)state;
-    for (int k = 0; k < 4; k++) {
-        struct test_model o;
-        uint16_t *store;
-        struct xf_layer *half;
-        model_of(k, &o, &store, &half);
-        static struct tokens_record want[SEQS], got[SEQS];
-        for (unsigned threads = 1; threads <= 2; threads++) {
-            memset(want, 0, sizeof want);
-            memset(got, 0, sizeof got);
-            for (size_t b = 0; b < SEQS; b++)
-                tokens_alone(&o.m, b, &want[b], 3 - threads);
-            tokens_together(&o.m, got, threads);
-            for (size_t b = 0; b < SEQS; b++) {
-                assert_int_equal(got[b].n, want[b].n);
-                assert_memory_equal(got[b].ids, want[b].ids,
-                                    want[b].n * sizeof(uint32_t));
-                if (memcmp(got[b].logits, want[b].logits,
-                           sizeof want[b].logits))
-                    fail_msg("case %d, sequence %zu: the logits differ", k, b);
-                assert_memory_equal(got[b].weights, want[b].weights,
-                                    sizeof want[b].weights);
-                assert_memory_equal(got[b].mean, want[b].mean,
-                                    sizeof want[b].mean);
-                assert_memory_equal(got[b].k, want[b].k, sizeof want[b].k);
-                assert_memory_equal(got[b].v, want[b].v, sizeof want[b].v);
-            }
-        }
-        free(half);
-        free(store);
-        test_model_free(&o);
-    }
+    check_together_as_alone(tokens_alone, tokens_together);
 }
 
 /* A prompt's rows in a step need no more memory than the prompt's own
