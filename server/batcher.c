@@ -33,6 +33,7 @@ struct batcher {
     size_t waiting;
     struct decoding *joining; /* prompts done, joining at the next step */
     bool closed;              /* no more tickets */
+    struct timespec next_look; /* when to ask the waiting if they left */
     bool stopping;            /* end once nothing is in flight */
     /* the thread's own */
     struct decoding **active; /* [max_batch] */
@@ -62,6 +63,32 @@ static bool passed(const struct timespec *t, const struct timespec *now)
 {
     return now->tv_sec > t->tv_sec ||
            (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+/* Has t's client gone away? */
+static bool ticket_left(struct batch_ticket *t)
+{
+    return t->left && t->left(t);
+}
+
+/* The tickets waiting whose clients have left, out of the line onto
+ * *gone; under the lock. */
+static void drop_left(struct batcher *b, struct batch_ticket **gone)
+{
+    struct batch_ticket **at = &b->wait_head, *last = NULL;
+    while (*at) {
+        struct batch_ticket *t = *at;
+        if (!ticket_left(t)) {
+            last = t;
+            at = &t->next;
+            continue;
+        }
+        *at = t->next;
+        b->waiting--;
+        t->next = *gone;
+        *gone = t;
+    }
+    b->wait_tail = last;
 }
 
 /* The 503 of a generation that finds no slot, the batch closed or not
@@ -302,8 +329,12 @@ static void *run(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &now);
         // tickets past their deadline, or all once closed, are refused;
         // free slots go to the first in line
-        struct batch_ticket *refused = NULL, *granted = NULL;
+        struct batch_ticket *refused = NULL, *granted = NULL, *gone = NULL;
         const bool closed = b->closed;
+        if (b->wait_head && passed(&b->next_look, &now)) {
+            drop_left(b, &gone);
+            after(&b->next_look, BATCH_LOOK_SECONDS);
+        }
         while (b->wait_head &&
                (b->closed || passed(&b->wait_head->deadline, &now) ||
                 b->in_flight < b->lim.max_batch)) {
@@ -312,6 +343,11 @@ static void *run(void *arg)
             if (!b->wait_head)
                 b->wait_tail = NULL;
             b->waiting--;
+            if (ticket_left(t)) {
+                t->next = gone;
+                gone = t;
+                continue;
+            }
             const bool give = !b->closed && b->in_flight < b->lim.max_batch;
             if (give)
                 b->in_flight++;
@@ -326,17 +362,31 @@ static void *run(void *arg)
             b->joining = d->run.next;
             b->active[b->n_active++] = d;
         }
-        if (!refused && !granted && b->n_active == 0) {
+        if (!refused && !granted && !gone && b->n_active == 0) {
             if (b->stopping && b->in_flight == 0)
                 break;
+            // until the first in line's deadline, or the next look
             if (b->wait_head)
-                pthread_cond_timedwait(&b->wake, &b->lock,
-                                       &b->wait_head->deadline);
+                pthread_cond_timedwait(
+                    &b->wake, &b->lock,
+                    passed(&b->wait_head->deadline, &b->next_look)
+                        ? &b->wait_head->deadline
+                        : &b->next_look);
             else
                 pthread_cond_wait(&b->wake, &b->lock);
             continue;
         }
         pthread_mutex_unlock(&b->lock);
+        while (gone) {
+            struct batch_ticket *t = gone;
+            gone = t->next;
+            struct problem pb;
+            problem_set(&pb, 503, "",
+                        "the client went away while it waited for a place "
+                        "in the batch");
+            pb.reason = "client_gone";
+            t->refused(t, &pb);
+        }
         while (refused) {
             struct batch_ticket *t = refused;
             refused = t->next;

@@ -47,7 +47,16 @@ struct batch_ticket {
      * a 503) */
     void (*granted)(struct batch_ticket *t);
     void (*refused)(struct batch_ticket *t, const struct problem *pb);
+    /* NULL, or: has its client gone away? Asked on the batcher's thread
+     * while the ticket waits (every BATCH_LOOK_SECONDS at most) and as a
+     * slot is to be granted: one whose client has left is refused (the
+     * problem's reason "client_gone") and its place in line freed, so that no
+     * slot, prompt or step goes to a client that is not there. */
+    bool (*left)(struct batch_ticket *t);
 };
+
+/* How often the tickets waiting are asked whether their clients left. */
+#define BATCH_LOOK_SECONDS 0.1
 
 /* Start the thread. NULL, with a line on stderr, when it cannot be. */
 struct batcher *batcher_start(const struct batcher_limits *lim);

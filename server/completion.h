@@ -32,6 +32,7 @@ struct completion {
      * suspended, waiting for its answer */
     struct exchange *ex;
     struct MHD_Connection *conn;
+    int fd; /* its socket, watched while it waits for its place */
     /* streamed: the chunks, and the reservation taken over from the
      * exchange (a stream outlives it when the client leaves) */
     struct event_stream *events;

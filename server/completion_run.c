@@ -94,7 +94,8 @@ static bool send_chunk(struct completion *c, size_t end, const struct buf *lp,
 bool completion_gone(void *arg)
 {
     struct completion *c = arg;
-    return c->events && event_stream_gone(c->events);
+    return (c->events && event_stream_gone(c->events)) ||
+           reply_client_left(c->fd);
 }
 
 static bool is_eos(const struct model *m, uint32_t id)
@@ -361,6 +362,14 @@ static void completion_ended(void *arg)
         } else {
             send_error(c, &pb);
         }
+    } else if (d->abandoned && whole) {
+        // its socket read its end: the answer goes nowhere, the exchange
+        // ends as a failed send
+        metrics_generation_abandoned();
+        problem_set(&pb, 503, "", "the client went away");
+        pb.reason = "client_gone";
+        reply_prepare_problem(c->ex, &pb);
+        completion_free(c);
     } else if (d->abandoned) {
         metrics_generation_abandoned();
         event_stream_finish(c->events, NULL, 0, "", completion_free, c);

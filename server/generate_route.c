@@ -50,6 +50,7 @@ struct generation {
     struct exchange *ex;        /* while it waits there: the exchange,
                                    suspended */
     struct MHD_Connection *conn;
+    int fd; /* its socket, watched while it waits for a slot */
     struct http_server *srv;
     struct generate_request g;
     struct budget_hold hold; /* taken over from the exchange */
@@ -206,10 +207,12 @@ static void send_done(struct generation *gen, enum decode_finish why)
                         gen);
 }
 
+/* A write that failed, or a socket that reads its end (a client that
+ * left while its prompt was in the steps, before any event). */
 static bool generation_gone(void *arg)
 {
     struct generation *gen = arg;
-    return event_stream_gone(gen->events);
+    return event_stream_gone(gen->events) || reply_client_left(gen->fd);
 }
 
 static bool generation_token(void *arg, const struct decode_step *step)
@@ -336,7 +339,14 @@ static void generation_granted(struct batch_ticket *t)
     MHD_resume_connection(conn); /* nothing touches ex after this */
 }
 
-/* No slot in time, or the server stops: the 503 it waited for. */
+/* Has the client of a waiting generation gone away? */
+static bool generation_left(struct batch_ticket *t)
+{
+    return reply_client_left(generation_of_ticket(t)->fd);
+}
+
+/* No slot in time, the server stops, or the client left: the 503 it
+ * waited for. */
 static void generation_refused(struct batch_ticket *t, const struct problem *pb)
 {
     struct generation *gen = generation_of_ticket(t);
@@ -367,6 +377,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
+    gen->fd = reply_socket(conn);
     gen->srv = s;
     gen->format = format_of(conn);
     buf_init(&gen->decoding.text, (size_t)64 << 20);
@@ -408,6 +419,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
     gen->job.refuse = refuse_generation;
     gen->ticket.granted = generation_granted;
     gen->ticket.refused = generation_refused;
+    gen->ticket.left = generation_left;
     // suspended first: a slot may be granted on the batch's thread at once
     gen->ex = ex;
     ex->handed_over = true;

@@ -233,7 +233,14 @@ static void completion_granted(struct batch_ticket *t)
         MHD_resume_connection(conn); /* nothing touches ex after this */
 }
 
-/* No place in time, or the server stops: the 503 it waited for. */
+/* Has the client of a waiting completion gone away? */
+static bool completion_left(struct batch_ticket *t)
+{
+    return reply_client_left(completion_of_ticket(t)->fd);
+}
+
+/* No place in time, the server stops, or the client left: the 503 it
+ * waited for. */
 static void completion_refused(struct batch_ticket *t, const struct problem *pb)
 {
     struct completion *c = completion_of_ticket(t);
@@ -256,6 +263,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
         problem_set(&pb, 503, "", "out of memory");
         return reply_problem(ex, conn, &pb);
     }
+    c->fd = reply_socket(conn);
     c->srv = s;
     buf_init(&c->decoding.text, (size_t)64 << 20);
     const size_t lp_cap = (size_t)256 << 20;
@@ -302,6 +310,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
     c->job.refuse = completion_refuse;
     c->ticket.granted = completion_granted;
     c->ticket.refused = completion_refused;
+    c->ticket.left = completion_left;
     if (c->o.stream) {
         // a stream holds its reservation from now on, past the exchange
         // if the client leaves first

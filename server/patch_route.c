@@ -19,11 +19,9 @@
 #include "patch_request.h"
 #include "reply.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
 /* A patch's body is decoded on the HTTP thread: two texts and a metric
@@ -84,23 +82,6 @@ static void send_error(struct patch_job *pj, int status, const char *detail)
     event_stream_finish(pj->events, NULL, 0, "", patch_job_free, pj);
 }
 
-/* Has the client of a waiting exchange closed its side? Its socket reads
- * an end of file (a byte already sent is no sign either way). MHD does
- * not read a suspended connection, so looking here takes nothing from
- * it. */
-static bool client_left(int fd)
-{
-    if (fd < 0)
-        return false;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 0) <= 0)
-        return false;
-    if (p.revents & (POLLHUP | POLLERR))
-        return true;
-    char byte;
-    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK) == 0;
-}
-
 /* After each batch: the progress to a stream, and whether to go on. */
 static void on_progress(void *ctx, size_t done, size_t of)
 {
@@ -110,7 +91,7 @@ static void on_progress(void *ctx, size_t done, size_t of)
     if (atomic_load(&pj->srv->cancel))
         atomic_store(&pj->stop, true);
     if (!pj->events) {
-        if (client_left(pj->fd) && !atomic_exchange(&pj->stop, true))
+        if (reply_client_left(pj->fd) && !atomic_exchange(&pj->stop, true))
             pj->left = true;
         return;
     }
@@ -319,9 +300,7 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
     // its socket watched for a client that leaves
     pj->ex = ex;
     pj->conn = conn;
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    pj->fd = info ? info->connect_fd : -1;
+    pj->fd = reply_socket(conn);
     ex->conn = conn;
     ex->handed_over = true;
     MHD_suspend_connection(conn);

@@ -3,10 +3,12 @@
  */
 #include "reply.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 enum MHD_Result reply_queue(struct exchange *ex, struct MHD_Connection *conn,
                             int status, struct MHD_Response *resp, size_t bytes)
@@ -133,6 +135,26 @@ enum MHD_Result reply_prepared(struct exchange *ex, struct MHD_Connection *conn)
 const char *reply_header(struct MHD_Connection *conn, const char *name)
 {
     return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
+}
+
+int reply_socket(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
+}
+
+bool reply_client_left(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    if (p.revents & (POLLHUP | POLLERR))
+        return true;
+    char byte;
+    return (p.revents & POLLIN) && recv(fd, &byte, 1, MSG_PEEK) == 0;
 }
 
 enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn)

@@ -51,6 +51,15 @@ enum MHD_Result reply_prepared(struct exchange *ex,
 /* The request header name, or NULL. */
 const char *reply_header(struct MHD_Connection *conn, const char *name);
 
+/* The connection's socket, or -1: for reply_client_left(). */
+int reply_socket(struct MHD_Connection *conn);
+
+/* Has the client of a suspended exchange, whose socket is fd, closed its
+ * side? Its socket reads an end of file (a byte already sent is no sign
+ * either way). MHD does not read a suspended connection, so looking
+ * takes nothing from it. false for fd -1. */
+bool reply_client_left(int fd);
+
 /* The compute pool is full (503 "capacity", retry in a second) or closed
  * (the stopping answer). */
 enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn);

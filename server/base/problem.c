@@ -73,7 +73,7 @@ const char *const problem_reasons[] = {
     "malformed",   "unauthorized", "not_found",     "method",
     "too_large",   "media_type",   "invalid",       "compute_budget",
     "capacity",    "stopping",     "out_of_memory", "memory_budget",
-    "memory_busy", "server_fault"};
+    "memory_busy", "client_gone",  "server_fault"};
 const size_t problem_reason_count =
     sizeof problem_reasons / sizeof problem_reasons[0];
 

@@ -119,9 +119,8 @@ static double metric(const char *name)
     return v;
 }
 
-/* Each stream, served beside the others, is the bytes it is alone
- * (alone, its prompt takes both of the server's threads once the stream
- * before has left the batch; beside the others, one). */
+/* Each stream, served beside the others, is the bytes it is alone (its
+ * prompt, but an ablated one, brought to the steps either way). */
 static void test_together_as_alone(void **state)
 {
     (void)state;
@@ -313,15 +312,9 @@ static void test_slow_reader_of_rows_holds_back_only_itself(void **state)
                  worst);
 }
 
-/* A raw connection that sends a long generation's request with a small
- * receive buffer, reads its status line and then nothing: its 4000
- * events of twenty candidates, some 4 MB, are more than the server's
- * 1 MiB of unread events and the sockets' buffers hold. */
 /* A raw connection with a small receive buffer that POSTs body to path
- * and reads the status line (200) and no more: what the client reads
- * after that is the caller's. */
-static int small_window_post(const struct server *s, const char *path,
-                             const char *body)
+ * and reads nothing: its socket. */
+static int sent_post(const struct server *s, const char *path, const char *body)
 {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
@@ -339,12 +332,25 @@ static int small_window_post(const struct server *s, const char *path,
                            path, strlen(body), body);
     assert_true(n > 0 && (size_t)n < sizeof req);
     assert_int_equal(send(fd, req, (size_t)n, 0), n);
+    return fd;
+}
+
+/* The same, the status line (200) read and no more: what the client
+ * reads after that is the caller's. */
+static int small_window_post(const struct server *s, const char *path,
+                             const char *body)
+{
+    const int fd = sent_post(s, path, body);
     char head[64];
     assert_true(recv(fd, head, sizeof head, 0) > 0);
     assert_memory_equal(head, "HTTP/1.1 200", 12);
     return fd;
 }
 
+/* A raw connection that sends a long generation's request with a small
+ * receive buffer, reads its status line and then nothing: its 4000
+ * events of twenty candidates, some 4 MB, are more than the server's
+ * 1 MiB of unread events and the sockets' buffers hold. */
 static int stalled_client(const struct server *s)
 {
     return small_window_post(s, "/generate",
@@ -483,6 +489,97 @@ static void test_places_and_line_are_bounded(void **state)
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
+/* Clients that leave while they wait in line (a generation, an OpenAI
+ * stream and a whole completion) give their places back within a look or
+ * two (BATCH_LOOK_SECONDS), and none of their prompts is computed: the
+ * line takes a new waiter at once, and when the place frees only the one
+ * still there is served. A whole completion's client that leaves while
+ * its tokens are made is let go as a stream's is. */
+static void test_waiters_that_leave_give_back_their_places(void **state)
+{
+    (void)state;
+    const char *args[] = {"--model",
+                          "llama3=tests/models/llama3",
+                          "--max-batch",
+                          "1",
+                          "--batch-queue",
+                          "3",
+                          "--batch-wait-seconds",
+                          "60",
+                          NULL};
+    struct server s;
+    assert_true(server_start(&s, args));
+    const int stalled = stalled_client(&s);
+    wait_metric(&s, "attnd_generations_in_flight", 1);
+    // its prompt brought: it has made a token
+    double made = 0;
+    for (double until = clock_seconds() + 20.0;
+         made == 0 && clock_seconds() < until; pause_ms(20))
+        assert_true(metric_read(&s, "127.0.0.1",
+                                "attnd_decode_step_sequences_total", &made));
+    assert_true(made > 0);
+    double prompts0 = -1;
+    assert_true(metric_read(
+        &s, "127.0.0.1", "attnd_decode_step_prompt_tokens_total", &prompts0));
+    static const char *const paths[3] = {"/generate", "/v1/completions",
+                                         "/v1/completions"};
+    static const char *const leaving[3] = {
+        "{\"model\":\"llama3\",\"prompt\":\"one two three\","
+        "\"max_new_tokens\":5}",
+        "{\"model\":\"llama3\",\"prompt\":\"one two three\","
+        "\"max_tokens\":5,\"stream\":true}",
+        "{\"model\":\"llama3\",\"prompt\":\"one two three\","
+        "\"max_tokens\":5}"};
+    int fds[3];
+    for (int i = 0; i < 3; i++)
+        fds[i] = sent_post(&s, paths[i], leaving[i]);
+    wait_metric(&s, "attnd_generations_waiting", 3);
+    // the line is full; its clients leave, and their places come back
+    struct reply r;
+    const char *small =
+        "{\"model\":\"llama3\",\"prompt\":\"b\",\"max_new_tokens\":2}";
+    assert_true(post_json(&s, "/generate", small, &r));
+    assert_503_retry(&r, "--batch-queue");
+    reply_free(&r);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    wait_metric(&s, "attnd_generations_waiting", 0);
+    struct waiter w = {.s = &s, .path = "/generate", .body = small};
+    pthread_t t;
+    pthread_create(&t, NULL, run_waiter, &w);
+    wait_metric(&s, "attnd_generations_waiting", 1);
+    close(stalled);
+    pthread_join(t, NULL);
+    assert_int_equal(w.r.status, 200);
+    assert_non_null(strstr(w.r.body, "event: done"));
+    const char *at = strstr(w.r.body, "\"prompt_tokens\":");
+    assert_non_null(at);
+    const double served = atof(at + strlen("\"prompt_tokens\":"));
+    reply_free(&w.r);
+    double prompts = -1;
+    assert_true(metric_read(&s, "127.0.0.1",
+                            "attnd_decode_step_prompt_tokens_total", &prompts));
+    if (prompts - prompts0 != served)
+        fail_msg("the steps brought %g prompt tokens; the one served had %g",
+                 prompts - prompts0, served);
+    wait_metric(&s, "attnd_generations_in_flight", 0);
+    // a whole completion's client that leaves while it is generated: its
+    // socket reads its end, and the generation is let go
+    double abandoned0 = -1, abandoned = -1;
+    assert_true(metric_read(&s, "127.0.0.1",
+                            "attnd_generations_abandoned_total", &abandoned0));
+    const int whole = sent_post(&s, "/v1/completions",
+                                "{\"model\":\"llama3\",\"prompt\":\"a\","
+                                "\"max_tokens\":4000}");
+    wait_metric(&s, "attnd_generations_in_flight", 1);
+    close(whole);
+    wait_metric(&s, "attnd_generations_in_flight", 0);
+    assert_true(metric_read(&s, "127.0.0.1",
+                            "attnd_generations_abandoned_total", &abandoned));
+    assert_true(abandoned == abandoned0 + 1);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
 /* A generation waiting in line when the server is told to stop is
  * answered 503 at once, not left to its deadline. */
 static void test_stop_answers_the_line(void **state)
@@ -572,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_slow_reader_of_rows_holds_back_only_itself),
         cmocka_unit_test(test_slow_client_holds_back_only_itself),
         cmocka_unit_test(test_places_and_line_are_bounded),
+        cmocka_unit_test(test_waiters_that_leave_give_back_their_places),
         cmocka_unit_test(test_stop_answers_the_line),
         cmocka_unit_test(test_stop_ends_the_batch),
     };
