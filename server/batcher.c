@@ -97,8 +97,7 @@ static void no_slot(const struct batcher *b, bool closed, struct problem *pb,
                     bool waited)
 {
     if (closed) {
-        problem_set(pb, 503, "", "the server is stopping");
-        pb->reason = "stopping";
+        *pb = *b->lim.stopping;
         return;
     }
     if (waited)

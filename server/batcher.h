@@ -36,6 +36,7 @@ struct batcher_limits {
     double wait_seconds;       /* how long one may wait */
     unsigned threads;          /* the steps' team */
     const atomic_bool *cancel; /* the server's: stop computing */
+    const struct problem *stopping; /* the server's answer once it stops */
 };
 
 /* A generation's place in the line for a slot. */

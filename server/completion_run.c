@@ -375,7 +375,7 @@ static void completion_ended(void *arg)
         event_stream_finish(c->events, NULL, 0, "", completion_free, c);
     } else if (d->st != ATTN_OK) {
         if (d->st == ATTN_E_CANCELLED)
-            problem_set(&pb, 503, "", "the server is stopping");
+            pb = c->srv->stopping;
         else
             problem_from_core(&pb, d->st, &d->err, "");
         if (whole) {

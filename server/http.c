@@ -379,7 +379,8 @@ struct http_server *http_start(const struct options *o, struct models *models)
                                          .max_waiting = o->batch_queue,
                                          .wait_seconds = o->batch_wait,
                                          .threads = o->threads,
-                                         .cancel = &s->cancel};
+                                         .cancel = &s->cancel,
+                                         .stopping = &s->stopping};
     s->batcher = batcher_start(&batch);
     if (!s->batcher) {
         listener_close(&s->listener);

@@ -152,7 +152,7 @@ static void run_patch(struct job *job, double waited)
     const bool gone = pj->events && event_stream_gone(pj->events);
     bool ok = st == ATTN_OK;
     if (!ok && st == ATTN_E_CANCELLED)
-        problem_set(&pb, 503, "", "the server is stopping");
+        pb = pj->srv->stopping;
     else if (!ok)
         problem_from_core(&pb, st, &err, "");
     ok = ok && answer_of(pj, &r, &body, &len, &type, &pb);
