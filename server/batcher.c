@@ -31,7 +31,7 @@ struct batcher {
     size_t in_flight; /* slots held */
     struct batch_ticket *wait_head, *wait_tail;
     size_t waiting;
-    struct decoding *joining; /* prompts done, joining at the next step */
+    struct decoding *joining; /* started, joining at the next step */
     bool closed;              /* no more tickets */
     struct timespec next_look; /* when to ask the waiting if they left */
     bool stopping;            /* end once nothing is in flight */

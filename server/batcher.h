@@ -73,11 +73,12 @@ enum batch_admit batcher_admit(struct batcher *b, struct batch_ticket *t,
                                struct problem *pb);
 
 /* A slot given back by a generation that ended before it joined (its
- * prompt failed or finished it). */
+ * prompt's own pass failed or finished it, or its client had gone). */
 void batcher_release(struct batcher *b);
 
-/* d, its prompt run, continues in the batch from the next step. When it
- * ends, its slot is given back and decoding_end() answers it. */
+/* d, started (its prompt run, or to be brought to the steps), goes on in
+ * the batch from the next step. When it ends, its slot is given back and
+ * decoding_end() answers it. */
 void batcher_join(struct batcher *b, struct decoding *d);
 
 /* Generations in flight (holding a slot) and waiting, now. */
