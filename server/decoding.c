@@ -141,7 +141,7 @@ size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
 static bool prompt_by_steps(const struct decoding *d)
 {
     const struct xf_model *x = &d->g->req.model.entry->model->xf;
-    return d->prompt <= DECODE_STEP_PROMPT &&
+    return d->prompt <= DECODE_STEP_PROMPT && d->prompt <= xf_step_tokens(x) &&
            d->g->req.model.run.n_edits == 0 &&
            xf_cache_rerun_length(x, 0, d->prompt) == 0;
 }

@@ -151,15 +151,17 @@ enum decode_turn decoding_turn(struct decoding *d);
 bool decoding_outgrown(const struct decoding *d);
 
 /*
- * Prompts of at most this many tokens go through the batch's steps, a
- * row for each token (xf_seq.tokens), beside the other sequences' rows:
- * one pass over the weights serves every prompt that arrived together
- * and every generation decoding. A step takes at most this many rows of
- * prompts; a prompt that finds them taken brings the rest of its tokens
- * to the next step. Its bits are those of its tokens one a step, so they
- * are the same alone, beside others, or cut between steps. A prompt with
- * edits, one longer, or one reaching a longrope model's long rotary runs
- * as its own pass on the compute pool.
+ * Prompts of at most this many tokens (and at most the core's
+ * xf_step_tokens() for the model: fewer on block-quantized weights) go
+ * through the batch's steps, a row for each token (xf_seq.tokens),
+ * beside the other sequences' rows: one pass over the weights serves
+ * every prompt that arrived together and every generation decoding. A
+ * step takes at most this many rows of prompts; a prompt that finds them
+ * taken brings the rest of its tokens to the next step. Its bits are
+ * those of its tokens one a step, so they are the same alone, beside
+ * others, or cut between steps. A prompt with edits, one longer, or one
+ * reaching a longrope model's long rotary runs as its own pass on the
+ * compute pool.
  */
 enum { DECODE_STEP_PROMPT = 128 };
 

@@ -359,6 +359,18 @@ static inline size_t xf_seq_tokens(const struct xf_seq *q)
     return q->tokens ? q->tokens : 1;
 }
 
+/*
+ * The most tokens of a prompt that a step takes about as fast as the
+ * prompt's own pass, on m's weights: a step meets each row through the
+ * row kernels, faster than the streamed product's vectors of sixteen
+ * rows on float weights up to about a hundred rows (XF_STEP_TOKENS_FLOAT),
+ * but a block-quantized matrix is unpacked again for every row, so
+ * there the pass is faster from about ten rows (XF_STEP_TOKENS_QUANT).
+ * Measured on Llama-3.2-1B-sized weights (docs/benchmarks.md).
+ */
+enum { XF_STEP_TOKENS_FLOAT = 128, XF_STEP_TOKENS_QUANT = 8 };
+size_t xf_step_tokens(const struct xf_model *m);
+
 /* A token and its score (a logit or a probability). */
 struct xf_candidate {
     uint32_t id;

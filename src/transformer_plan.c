@@ -439,6 +439,21 @@ static attn_status check_seqs(const struct xf_model *m,
     return ATTN_OK;
 }
 
+size_t xf_step_tokens(const struct xf_model *m)
+{
+    const struct xf_matrix *lm = &m->lm_head;
+    bool quantized = lm->data && attn_dtype_block(lm->dtype) > 1;
+    for (size_t l = 0; l < m->layers && !quantized; l++) {
+        const struct xf_layer *y = &m->layer[l];
+        const struct xf_matrix w[] = {y->q_w,  y->k_w,    y->v_w,   y->o_w,
+                                      y->up_w, y->gate_w, y->down_w};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            quantized =
+                quantized || (w[i].data && attn_dtype_block(w[i].dtype) > 1);
+    }
+    return quantized ? XF_STEP_TOKENS_QUANT : XF_STEP_TOKENS_FLOAT;
+}
+
 /* The rows of a batched step: every sequence's tokens. */
 static size_t step_rows(const struct xf_run *run)
 {

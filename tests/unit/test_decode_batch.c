@@ -954,6 +954,38 @@ static void test_batch_longrope_each_its_own(void **state)
     test_model_free(&o);
 }
 
+/* How many tokens of a prompt a step takes as fast as its own pass:
+ * xf_step_tokens() follows the weights, fewer as soon as one matrix (a
+ * layer's, or the output head) is block-quantized. */
+static void test_batch_step_tokens_follow_weights(void **state)
+{
+    (void)state;
+    struct test_model o;
+    uint16_t *store;
+    struct xf_layer *half;
+    model_of(0, &o, &store, &half);
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    test_model_free(&o);
+    model_of(1, &o, &store, &half); /* bfloat16 */
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    free(half);
+    free(store);
+    test_model_free(&o);
+    model_of(0, &o, &store, &half);
+    void *q8 = random_matrix(ATTN_Q8_0, H, J, 5); /* down's [H][J] */
+    const struct xf_matrix kept = o.layers[1].down_w;
+    o.layers[1].down_w = (struct xf_matrix){.data = q8, .dtype = ATTN_Q8_0};
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_QUANT);
+    o.layers[1].down_w = kept;
+    const struct xf_matrix head = o.m.lm_head;
+    o.m.lm_head = (struct xf_matrix){.data = q8, .dtype = ATTN_Q8_0};
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_QUANT);
+    o.m.lm_head = head;
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    free(q8);
+    test_model_free(&o);
+}
+
 /* A planned step run again (xf_forward_again()) refuses sequences that
  * bring other tokens than it was planned for, the caches untouched. */
 static void test_batch_again_same_tokens(void **state)
@@ -1120,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_batch_tokens_within_pass),
         cmocka_unit_test(test_batch_longrope_each_its_own),
         cmocka_unit_test(test_batch_again_same_tokens),
+        cmocka_unit_test(test_batch_step_tokens_follow_weights),
         cmocka_unit_test(test_batch_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
