@@ -152,7 +152,8 @@ bool decoding_outgrown(const struct decoding *d);
 
 /*
  * Prompts of at most this many tokens (and at most the core's
- * xf_step_tokens() for the model: fewer on block-quantized weights) go
+ * xf_step_tokens() for the model: fewer on float32 and block-quantized
+ * weights) go
  * through the batch's steps, a row for each token (xf_seq.tokens),
  * beside the other sequences' rows: one pass over the weights serves
  * every prompt that arrived together and every generation decoding. A

@@ -361,14 +361,20 @@ static inline size_t xf_seq_tokens(const struct xf_seq *q)
 
 /*
  * The most tokens of a prompt that a step takes about as fast as the
- * prompt's own pass, on m's weights: a step meets each row through the
- * row kernels, faster than the streamed product's vectors of sixteen
- * rows on float weights up to about a hundred rows (XF_STEP_TOKENS_FLOAT),
- * but a block-quantized matrix is unpacked again for every row, so
- * there the pass is faster from about ten rows (XF_STEP_TOKENS_QUANT).
- * Measured on Llama-3.2-1B-sized weights (docs/benchmarks.md).
+ * prompt's own pass, on m's weights (the least over its matrices): a step
+ * meets each row through the row kernels, which beat the streamed
+ * product's vectors of sixteen rows on 16-bit weights up to about a
+ * hundred rows (XF_STEP_TOKENS_HALF) and on float32 ones up to a few
+ * dozen (XF_STEP_TOKENS_F32), while a block-quantized matrix is unpacked
+ * again for every row, the pass faster from about ten rows
+ * (XF_STEP_TOKENS_QUANT). Measured on Llama-3.2-1B-sized weights
+ * (docs/benchmarks.md).
  */
-enum { XF_STEP_TOKENS_FLOAT = 128, XF_STEP_TOKENS_QUANT = 8 };
+enum {
+    XF_STEP_TOKENS_HALF = 128,
+    XF_STEP_TOKENS_F32 = 48,
+    XF_STEP_TOKENS_QUANT = 8
+};
 size_t xf_step_tokens(const struct xf_model *m);
 
 /* A token and its score (a logit or a probability). */

@@ -439,19 +439,29 @@ static attn_status check_seqs(const struct xf_model *m,
     return ATTN_OK;
 }
 
+/* xf_step_tokens() of one matrix; SIZE_MAX for none. */
+static size_t step_tokens_of(struct xf_matrix w)
+{
+    if (!w.data)
+        return SIZE_MAX;
+    if (attn_dtype_block(w.dtype) > 1)
+        return XF_STEP_TOKENS_QUANT;
+    return w.dtype == ATTN_F32 ? XF_STEP_TOKENS_F32 : XF_STEP_TOKENS_HALF;
+}
+
 size_t xf_step_tokens(const struct xf_model *m)
 {
-    const struct xf_matrix *lm = &m->lm_head;
-    bool quantized = lm->data && attn_dtype_block(lm->dtype) > 1;
-    for (size_t l = 0; l < m->layers && !quantized; l++) {
+    size_t most = step_tokens_of(m->lm_head);
+    for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
         const struct xf_matrix w[] = {y->q_w,  y->k_w,    y->v_w,   y->o_w,
                                       y->up_w, y->gate_w, y->down_w};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            quantized =
-                quantized || (w[i].data && attn_dtype_block(w[i].dtype) > 1);
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            const size_t t = step_tokens_of(w[i]);
+            most = t < most ? t : most;
+        }
     }
-    return quantized ? XF_STEP_TOKENS_QUANT : XF_STEP_TOKENS_FLOAT;
+    return most;
 }
 
 /* The rows of a batched step: every sequence's tokens. */

@@ -134,7 +134,8 @@ static void test_together_as_alone(void **state)
     }
     // every prompt goes through the steps but the ablated ones and,
     // on the GGUF models' block-quantized weights, those over 8 tokens
-    // (xf_step_tokens())
+    // (xf_step_tokens(); its bounds for float weights are far above
+    // these prompts)
     double prompt_tokens = 0;
     for (int i = 0; i < CLIENTS; i++) {
         const char *at = strstr(alone[i].data, "\"prompt_tokens\":");

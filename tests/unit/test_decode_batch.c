@@ -955,8 +955,8 @@ static void test_batch_longrope_each_its_own(void **state)
 }
 
 /* How many tokens of a prompt a step takes as fast as its own pass:
- * xf_step_tokens() follows the weights, fewer as soon as one matrix (a
- * layer's, or the output head) is block-quantized. */
+ * xf_step_tokens() follows the weights, 16-bit, float32, and fewer as
+ * soon as one matrix (a layer's, or the output head) is block-quantized. */
 static void test_batch_step_tokens_follow_weights(void **state)
 {
     (void)state;
@@ -964,10 +964,10 @@ static void test_batch_step_tokens_follow_weights(void **state)
     uint16_t *store;
     struct xf_layer *half;
     model_of(0, &o, &store, &half);
-    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_F32);
     test_model_free(&o);
     model_of(1, &o, &store, &half); /* bfloat16 */
-    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_HALF);
     free(half);
     free(store);
     test_model_free(&o);
@@ -981,7 +981,7 @@ static void test_batch_step_tokens_follow_weights(void **state)
     o.m.lm_head = (struct xf_matrix){.data = q8, .dtype = ATTN_Q8_0};
     assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_QUANT);
     o.m.lm_head = head;
-    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_FLOAT);
+    assert_int_equal(xf_step_tokens(&o.m), XF_STEP_TOKENS_F32);
     free(q8);
     test_model_free(&o);
 }
