@@ -91,11 +91,12 @@ static bool send_chunk(struct completion *c, size_t end, const struct buf *lp,
 
 /* --------------------------------------------------------- the tokens */
 
+/* A stream's failed write; a whole answer's suspended socket that reads
+ * its end (as the line's look at a waiting client, reply_client_left()). */
 bool completion_gone(void *arg)
 {
     struct completion *c = arg;
-    return (c->events && event_stream_gone(c->events)) ||
-           reply_client_left(c->fd);
+    return c->events ? event_stream_gone(c->events) : reply_client_left(c->fd);
 }
 
 static bool is_eos(const struct model *m, uint32_t id)

@@ -50,7 +50,7 @@ struct generation {
     struct exchange *ex;        /* while it waits there: the exchange,
                                    suspended */
     struct MHD_Connection *conn;
-    int fd; /* its socket, watched while it waits for a slot */
+    int fd; /* its socket, watched while it waits for a slot (suspended) */
     struct http_server *srv;
     struct generate_request g;
     struct budget_hold hold; /* taken over from the exchange */
@@ -207,12 +207,10 @@ static void send_done(struct generation *gen, enum decode_finish why)
                         gen);
 }
 
-/* A write that failed, or a socket that reads its end (a client that
- * left while its prompt was in the steps, before any event). */
 static bool generation_gone(void *arg)
 {
     struct generation *gen = arg;
-    return event_stream_gone(gen->events) || reply_client_left(gen->fd);
+    return event_stream_gone(gen->events);
 }
 
 static bool generation_token(void *arg, const struct decode_step *step)

@@ -361,7 +361,8 @@ static inline size_t xf_seq_tokens(const struct xf_seq *q)
 
 /*
  * The most tokens of a prompt that a step takes about as fast as the
- * prompt's own pass, on m's weights (the least over its matrices): a step
+ * prompt's own pass, on m's weights (the least over its layers'
+ * matrices; the output head meets one row a sequence either way): a step
  * meets each row through the row kernels, which beat the streamed
  * product's vectors of sixteen rows on 16-bit weights up to about a
  * hundred rows (XF_STEP_TOKENS_HALF) and on float32 ones up to a few

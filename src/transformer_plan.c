@@ -451,7 +451,8 @@ static size_t step_tokens_of(struct xf_matrix w)
 
 size_t xf_step_tokens(const struct xf_model *m)
 {
-    size_t most = step_tokens_of(m->lm_head);
+    // the output head meets one row a sequence either way
+    size_t most = SIZE_MAX;
     for (size_t l = 0; l < m->layers; l++) {
         const struct xf_layer *y = &m->layer[l];
         const struct xf_matrix w[] = {y->q_w,  y->k_w,    y->v_w,   y->o_w,
@@ -461,7 +462,7 @@ size_t xf_step_tokens(const struct xf_model *m)
             most = t < most ? t : most;
         }
     }
-    return most;
+    return most < XF_STEP_TOKENS_HALF ? most : XF_STEP_TOKENS_HALF;
 }
 
 /* The rows of a batched step: every sequence's tokens. */

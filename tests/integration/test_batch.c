@@ -81,7 +81,8 @@ static const char *const bodies[CLIENTS] = {
     "\"max_new_tokens\":60,\"top_candidates\":3}",
     "{\"model\":\"bf16\",\"prompt\":\"why\",\"max_new_tokens\":70,"
     "\"temperature\":0.8,\"seed\":5,\"return\":[\"mean_weights\"]}",
-    "{\"model\":\"q4\",\"prompt\":\"the cat sat on\","
+    "{\"model\":\"q4\",\"prompt\":\"the cat sat on the mat and then it "
+    "ran far away from the big dog\","
     "\"max_new_tokens\":64,\"top_candidates\":2}",
     "{\"model\":\"q4\",\"prompt\":\"one\",\"max_new_tokens\":50,"
     "\"temperature\":0.9,\"seed\":21}",
@@ -500,7 +501,8 @@ static void test_places_and_line_are_bounded(void **state)
  * two (BATCH_LOOK_SECONDS), and none of their prompts is computed: the
  * line takes a new waiter at once, and when the place frees only the one
  * still there is served. A whole completion's client that leaves while
- * its tokens are made is let go as a stream's is. */
+ * its tokens are made is let go as a stream's is; one that leaves from
+ * the middle of the line leaves those before and after it their places. */
 static void test_waiters_that_leave_give_back_their_places(void **state)
 {
     (void)state;
@@ -579,10 +581,36 @@ static void test_waiters_that_leave_give_back_their_places(void **state)
                                 "\"max_tokens\":4000}");
     wait_metric(&s, "attnd_generations_in_flight", 1);
     close(whole);
+    wait_metric(&s, "attnd_generations_abandoned_total", abandoned0 + 1);
     wait_metric(&s, "attnd_generations_in_flight", 0);
+    // one that leaves from the middle of the line: those before and after
+    // it are still served
+    const int holder = stalled_client(&s);
+    wait_metric(&s, "attnd_generations_in_flight", 1);
+    struct waiter first = {.s = &s, .path = "/generate", .body = small},
+                  last = first;
+    pthread_t tf, tl;
+    pthread_create(&tf, NULL, run_waiter, &first);
+    wait_metric(&s, "attnd_generations_waiting", 1);
+    const int middle = sent_post(&s, "/generate", leaving[0]);
+    wait_metric(&s, "attnd_generations_waiting", 2);
+    pthread_create(&tl, NULL, run_waiter, &last);
+    wait_metric(&s, "attnd_generations_waiting", 3);
+    close(middle);
+    wait_metric(&s, "attnd_generations_waiting", 2);
+    close(holder);
+    pthread_join(tf, NULL);
+    pthread_join(tl, NULL);
+    assert_int_equal(first.r.status, 200);
+    assert_int_equal(last.r.status, 200);
+    assert_non_null(strstr(first.r.body, "event: done"));
+    assert_non_null(strstr(last.r.body, "event: done"));
+    reply_free(&first.r);
+    reply_free(&last.r);
     assert_true(metric_read(&s, "127.0.0.1",
                             "attnd_generations_abandoned_total", &abandoned));
-    assert_true(abandoned == abandoned0 + 1);
+    assert_true(abandoned >= abandoned0 + 2); /* the holder too */
+    wait_metric(&s, "attnd_generations_in_flight", 0);
     assert_int_equal(server_stop(&s, 10.0), 0);
 }
 
