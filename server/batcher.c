@@ -213,14 +213,8 @@ static void step_group(struct batcher *b, size_t n, bool *ended)
         prompt_tokens += prompt ? tokens : 0;
         rows += tokens;
     }
-    const struct xf_run run = {.ids = b->ids,
-                               .n = 1,
-                               .want = XF_WANT_LOGITS,
-                               .layer = XF_ALL_LAYERS,
-                               .threads = b->lim.threads,
-                               .batch = n,
-                               .seqs = b->seqs,
-                               .bf16_dots = bf16_dots_of(b->group[0])};
+    const struct xf_run run = decoding_step_run(
+        b->seqs, n, b->ids, b->lim.threads, bf16_dots_of(b->group[0]));
     struct xf_plan plan;
     struct xf_result r = {0};
     struct attn_error err;

@@ -137,6 +137,20 @@ size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
     return tokens;
 }
 
+struct xf_run decoding_step_run(const struct xf_seq *seqs, size_t n,
+                                const uint32_t *ids, unsigned threads,
+                                bool bf16_dots)
+{
+    return (struct xf_run){.ids = ids,
+                           .n = 1,
+                           .want = XF_WANT_LOGITS,
+                           .layer = XF_ALL_LAYERS,
+                           .threads = threads,
+                           .batch = n,
+                           .seqs = seqs,
+                           .bf16_dots = bf16_dots};
+}
+
 /* Whether d's prompt goes through steps (DECODE_STEP_PROMPT). */
 static bool prompt_by_steps(const struct decoding *d)
 {
@@ -159,14 +173,8 @@ static attn_status stepped(struct decoding *d, unsigned threads)
     }
     struct xf_seq seq;
     decoding_seq(d, &seq, ids, pending);
-    const struct xf_run run = {.ids = ids,
-                               .n = 1,
-                               .want = XF_WANT_LOGITS,
-                               .layer = XF_ALL_LAYERS,
-                               .threads = threads,
-                               .batch = 1,
-                               .seqs = &seq,
-                               .bf16_dots = d->g->req.model.run.bf16_dots};
+    const struct xf_run run =
+        decoding_step_run(&seq, 1, ids, threads, d->g->req.model.run.bf16_dots);
     struct xf_plan plan;
     struct xf_result r;
     attn_status st = xf_plan(x, &run, &plan, &d->err);

@@ -173,6 +173,13 @@ size_t decoding_pending(const struct decoding *d);
 /* Is d's cache still short of its prompt (its next tokens the prompt's)? */
 bool decoding_in_prompt(const struct decoding *d);
 
+/* The run of a step over the n sequences seqs (decoding_seq()'s), their
+ * tokens in ids, on threads: their logits alone, bfloat16 products or
+ * not (all of them the same way). */
+struct xf_run decoding_step_run(const struct xf_seq *seqs, size_t n,
+                                const uint32_t *ids, unsigned threads,
+                                bool bf16_dots);
+
 /* d's sequence in a step: its cache, edits and rows, and its tokens
  * (at most most, 1 or more) into ids. Returns how many it brings. */
 size_t decoding_seq(struct decoding *d, struct xf_seq *seq, uint32_t *ids,
