@@ -1,8 +1,9 @@
 /*
- * quant_dot.c - one row of x through block-quantized weights, a dot
+ * quant_dot.c - rows of x through block-quantized weights, each a dot
  * product per output (quant_product.h): the order of its sums, which
  * every build keeps, the plain C build, and the choice of build. The
- * AVX2 and AVX-512 builds, which decode each block in registers, are in
+ * AVX2 and AVX-512 builds, which decode each block in registers (and,
+ * for several rows of x, once for two or more of them), are in
  * quant_dot_avx2.c and quant_dot_avx512.c.
  *
  * Every dot product sums in one order, whatever the build: value k of
@@ -58,6 +59,17 @@ static void quant_dots_plain(quant_type type, const float *x, const void *w,
     }
 }
 
+/* The plain build has no decoding to share: each row alone. */
+static void quant_rows_dots_plain(quant_type type, const float *x, size_t ldx,
+                                  size_t xrows, const void *w, size_t row_bytes,
+                                  size_t in, size_t n, float *dots,
+                                  size_t lddots)
+{
+    for (size_t r = 0; r < xrows; r++)
+        quant_dots_plain(type, x + r * ldx, w, row_bytes, in, n,
+                         dots + r * lddots);
+}
+
 static void quant_decode_plain(quant_type type, const void *src, size_t count,
                                float *dst)
 {
@@ -71,14 +83,27 @@ void quant_dot_outputs(enum vec_isa isa, const struct quant_product *p,
                        float beta)
 {
     const unsigned char *w = p->w;
-    float dots[DOTS];
-    for (size_t o0 = 0; o0 < p->out; o0 += DOTS) {
-        const size_t n = p->out - o0 < DOTS ? p->out - o0 : DOTS;
-        VEC_DISPATCH(isa, quant_dots, p->type, p->x, w + o0 * p->row_bytes,
-                     p->row_bytes, p->in, n, dots);
-        float *y = p->y + o0;
-        for (size_t j = 0; j < n; j++)
-            y[j] = beta == 0.0f ? dots[j] : y[j] + dots[j];
+    float dots[QUANT_BY_ROWS * DOTS];
+    for (size_t r0 = 0; r0 < p->rows; r0 += QUANT_BY_ROWS) {
+        const size_t rows =
+            p->rows - r0 < QUANT_BY_ROWS ? p->rows - r0 : QUANT_BY_ROWS;
+        const float *x = p->x + r0 * p->ldx;
+        for (size_t o0 = 0; o0 < p->out; o0 += DOTS) {
+            const size_t n = p->out - o0 < DOTS ? p->out - o0 : DOTS;
+            if (rows == 1) /* each block decoded in registers */
+                VEC_DISPATCH(isa, quant_dots, p->type, x, w + o0 * p->row_bytes,
+                             p->row_bytes, p->in, n, dots);
+            else
+                VEC_DISPATCH(isa, quant_rows_dots, p->type, x, p->ldx, rows,
+                             w + o0 * p->row_bytes, p->row_bytes, p->in, n,
+                             dots, DOTS);
+            for (size_t r = 0; r < rows; r++) {
+                float *y = p->y + (r0 + r) * p->ldy + o0;
+                const float *d = dots + r * DOTS;
+                for (size_t j = 0; j < n; j++)
+                    y[j] = beta == 0.0f ? d[j] : y[j] + d[j];
+            }
+        }
     }
 }
 

@@ -232,6 +232,19 @@ void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
     product_panels(isa, p, beta, panel);
 }
 
+void quant_product_by_rows(enum vec_isa isa, const struct quant_product *p,
+                           float beta)
+{
+    assert(beta == 0.0f || beta == 1.0f);
+    if (p->rows == 1 || p->in == 0) {
+        quant_product_isa(isa, p, beta, NULL);
+        return;
+    }
+    assert(quant_block_values((int)p->type) &&
+           p->in % quant_block_values((int)p->type) == 0);
+    quant_dot_outputs(isa, p, beta);
+}
+
 void quant_product(const struct quant_product *p, float beta, float *panel)
 {
     quant_product_isa(vec_isa_best(), p, beta, panel);

@@ -27,7 +27,8 @@
  *    chunks of QUANT_CHUNK columns each summed from zero and added to
  *    the panel's sum in turn, and the panels' sums are added into y one
  *    after another (the first one set into y when beta is 0). The two
- *    ways may differ in the last places.
+ *    ways may differ in the last places. quant_product_by_rows() takes
+ *    every row the one-row way, however many there are.
  *
  *  - The plain C build keeps the same order with fmaf(), which is slow
  *    on a CPU without fused multiply-adds; x86-64 CPUs with AVX2 take the
@@ -78,9 +79,22 @@ void quant_product(const struct quant_product *p, float beta, float *panel);
 void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
                        float beta, float *panel);
 
+/*
+ * The same, every row of x in the one-row order whatever rows is: each
+ * output of each row has the bits of that row's product alone. For a
+ * batched step, whose rows belong to sequences that must each get what
+ * they would alone. Two rows or more decode each piece of W's row once
+ * for QUANT_BY_ROWS rows of x (into a buffer of its own on the stack,
+ * then summed row by row), rather than once a row; the panels' way does
+ * more per weight but sums in another order. Needs no panel.
+ */
+void quant_product_by_rows(enum vec_isa isa, const struct quant_product *p,
+                           float beta);
+
 /* Between quant_product.c and the kernels' files (quant_dot*.c). */
 
-/* y[o] = beta y[o] + x[0] . W[o] for every output o (rows == 1). */
+/* y[r][o] = beta y[r][o] + x[r] . W[o] for every row r and output o,
+ * each in the one-row order (quant_product_by_rows()). */
 void quant_dot_outputs(enum vec_isa isa, const struct quant_product *p,
                        float beta);
 
@@ -93,11 +107,23 @@ void quant_decode(enum vec_isa isa, quant_type type, const void *src,
  * reduced as quant_dot.c says. */
 enum { QUANT_SUMS = 4, QUANT_LANES = 16 };
 
+/* Rows of x that share each decoded piece of W at most, and the values
+ * of W's row decoded at a time for them (a whole number of every type's
+ * blocks and of 64, one round of the four sums). */
+enum { QUANT_BY_ROWS = 8, QUANT_ROW_PIECE = 1024 };
+
 /* Each build's: dots[j] = x . W[j] for n rows of W (row_bytes apart, in
- * values each), and the decoding of count values. */
+ * values each); the same for xrows <= QUANT_BY_ROWS rows of x (ldx
+ * apart) into dots[r * lddots + j]; and the decoding of count values. */
 #if HAVE_AVX2_BUILD
 void quant_dots_avx2(quant_type type, const float *x, const void *w,
                      size_t row_bytes, size_t in, size_t n, float *dots);
+void quant_rows_dots_avx2(quant_type type, const float *x, size_t ldx,
+                          size_t xrows, const void *w, size_t row_bytes,
+                          size_t in, size_t n, float *dots, size_t lddots);
+void quant_rows_dots_avx512(quant_type type, const float *x, size_t ldx,
+                            size_t xrows, const void *w, size_t row_bytes,
+                            size_t in, size_t n, float *dots, size_t lddots);
 void quant_decode_avx2(quant_type type, const void *src, size_t count,
                        float *dst);
 void quant_dots_avx512(quant_type type, const float *x, const void *w,

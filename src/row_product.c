@@ -32,8 +32,8 @@
  * time; from three rows on, the four outputs' shared loads of x win. */
 enum { ROW_XS = 4, ROW_OUTS = 4, ONE_OUTPUT_ROWS = 2 };
 
-/* Outputs whose quantized rows are read for one row of x after another:
- * a few tens of KiB, which stay in the core's second cache. */
+/* Outputs whose quantized rows are read for one group of rows of x after
+ * another: a few tens of KiB, which stay in the core's second cache. */
 enum { QUANT_OUT_TILE = 32 };
 
 /* Value i of a row of W as a float. */
@@ -473,8 +473,8 @@ static const void *w_at(const struct widen_product *p, size_t o, size_t v0)
     return (const char *)p->w + attn_dtype_bytes(p->dtype, o * p->ldw + v0);
 }
 
-/* Whole blocks of a quantized W: every row of x through quant_product()'s
- * one-row way, a tile of outputs at a time. */
+/* Whole blocks of a quantized W: every row of x the one-row way
+ * (quant_product_by_rows()), a tile of outputs at a time. */
 static void quant_rows(enum vec_isa isa, const struct widen_product *p,
                        float beta)
 {
@@ -482,20 +482,18 @@ static void quant_rows(enum vec_isa isa, const struct widen_product *p,
     for (size_t o0 = 0; o0 < p->out; o0 += QUANT_OUT_TILE) {
         const size_t outs =
             p->out - o0 < QUANT_OUT_TILE ? p->out - o0 : QUANT_OUT_TILE;
-        for (size_t r = 0; r < p->rows; r++) {
-            const struct quant_product q = {
-                .x = p->x + r * p->ldx,
-                .ldx = p->ldx,
-                .rows = 1,
-                .in = p->in,
-                .w = w_at(p, o0, p->col0),
-                .type = (quant_type)type,
-                .row_bytes = attn_dtype_bytes(p->dtype, p->ldw),
-                .out = outs,
-                .y = p->y + r * p->ldy + o0,
-                .ldy = p->ldy};
-            quant_product_isa(isa, &q, beta, NULL);
-        }
+        const struct quant_product q = {.x = p->x,
+                                        .ldx = p->ldx,
+                                        .rows = p->rows,
+                                        .in = p->in,
+                                        .w = w_at(p, o0, p->col0),
+                                        .type = (quant_type)type,
+                                        .row_bytes =
+                                            attn_dtype_bytes(p->dtype, p->ldw),
+                                        .out = outs,
+                                        .y = p->y + o0,
+                                        .ldy = p->ldy};
+        quant_product_by_rows(isa, &q, beta);
     }
 }
 

@@ -223,6 +223,9 @@ static const size_t block_counts[] = {1, 2, 9};
 static const size_t out_counts[] = {1, 5, 6, 7, 13, 100};
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
+/* Outputs past one call of the kernels' (64), so that calls are cut. */
+enum { DOTS_PAST = 67 };
+
 static void check_type(quant_type type)
 {
     float *panel = malloc(WIDEN_PANEL_FLOATS * sizeof *panel);
@@ -409,6 +412,62 @@ static void test_builds_same_bits(void **state)
     free(panel);
 }
 
+/*
+ * quant_product_by_rows(): every row of x, in a call of many rows, has
+ * the bits of its product alone (rows 1), in every build, for every type,
+ * at beta 0 and 1, with infinite and NaN scales, for row counts around
+ * QUANT_BY_ROWS and rows longer than QUANT_ROW_PIECE; y's pad is not
+ * written.
+ */
+static void test_by_rows_as_alone(void **state)
+{
+    (void)state;
+    static const size_t rows_of[] = {2, 3, QUANT_BY_ROWS, QUANT_BY_ROWS + 1,
+                                     2 * QUANT_BY_ROWS + 3};
+    for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
+        if (!vec_isa_available((enum vec_isa)isa))
+            continue;
+        for (size_t t = 0; t < N_TYPES; t++) {
+            const size_t long_row =
+                QUANT_ROW_PIECE / quant_block_values((int)types[t]) * 2 + 3;
+            const size_t blocks_of[] = {1, 2, 9, long_row};
+            for (size_t a = 0; a < COUNT(rows_of); a++)
+                for (size_t b = 0; b < COUNT(blocks_of); b++)
+                    for (int beta = 0; beta <= 1; beta++) {
+                        struct operands o;
+                        operands_init(&o, types[t], rows_of[a], blocks_of[b],
+                                      DOTS_PAST, true);
+                        fill_y(&o, (float)beta);
+                        const size_t n = o.rows * o.ldy;
+                        float *alone = malloc(n * sizeof *alone);
+                        assert_non_null(alone);
+                        memcpy(alone, o.y, n * sizeof *alone);
+                        struct quant_product p = product_of(&o);
+                        quant_product_by_rows((enum vec_isa)isa, &p,
+                                              (float)beta);
+                        for (size_t r = 0; r < o.rows; r++) {
+                            struct quant_product q = p;
+                            q.x = o.x + r * o.ldx;
+                            q.rows = 1;
+                            q.y = alone + r * o.ldy;
+                            quant_product_isa((enum vec_isa)isa, &q,
+                                              (float)beta, NULL);
+                        }
+                        for (size_t i = 0; i < n; i++)
+                            if (!same_bits(&o.y[i], &alone[i]))
+                                fail_msg("%s build %d rows %zu in %zu beta "
+                                         "%d: y[%zu][%zu] %.9g, alone %.9g",
+                                         quant_type_name((int)types[t]), isa,
+                                         o.rows, o.in, beta, i / o.ldy,
+                                         i % o.ldy, (double)o.y[i],
+                                         (double)alone[i]);
+                        free(alone);
+                        operands_free(&o);
+                    }
+        }
+    }
+}
+
 /* Each build's decoding of blocks (what the panels hold for two rows or
  * more) is quant_widen()'s, bit for bit, zeros' signs and all, on every
  * type, on runs of one to nine blocks, also with infinite and NaN
@@ -482,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_builds_same_bits),
         cmocka_unit_test(test_decode_is_widen),
         cmocka_unit_test(test_one_row_no_panel),
+        cmocka_unit_test(test_by_rows_as_alone),
     };
     return cmocka_run_group_tests_name("quant_product", tests, NULL, NULL);
 }
