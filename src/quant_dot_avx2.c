@@ -1,6 +1,6 @@
 /*
  * quant_dot_avx2.c - the AVX2 build of the quantized kernels
- * (quant_product.h): one row's dot products, in quant_dot.c's order of
+ * (quant_product.h): rows' dot products, each in quant_dot.c's order of
  * sums, and the decoding of blocks into a panel.
  *
  * As quant_dot_avx512.c's, a piece of 64 values at a time, each vector
@@ -472,7 +472,7 @@ TARGET void quant_dots_avx2(quant_type type, const float *x, const void *w,
  * sixteen registers, so they stay in memory between pieces, and the
  * piece is loaded again for every row: from four rows on that costs less
  * than decoding each row's blocks again (Q4_K, 2048 x 2048, a core:
- * eight rows 1.18x, two 0.86x), so fewer rows go one at a time. */
+ * eight rows 1.18-1.21x, two 0.86x), so fewer rows go one at a time. */
 TARGET void quant_rows_dots_avx2(quant_type type, const float *x, size_t ldx,
                                  size_t xrows, const void *w, size_t row_bytes,
                                  size_t in, size_t n, float *dots,

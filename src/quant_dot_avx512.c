@@ -1,6 +1,6 @@
 /*
  * quant_dot_avx512.c - the AVX-512 build of the quantized kernels
- * (quant_product.h): one row's dot products, in quant_dot.c's order of
+ * (quant_product.h): rows' dot products, each in quant_dot.c's order of
  * sums, and the decoding of blocks into a panel.
  *
  * Every type is decoded in registers, a piece of 64 values (four

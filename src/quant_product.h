@@ -81,12 +81,15 @@ void quant_product_isa(enum vec_isa isa, const struct quant_product *p,
 
 /*
  * The same, every row of x in the one-row order whatever rows is: each
- * output of each row has the bits of that row's product alone. For a
- * batched step, whose rows belong to sequences that must each get what
- * they would alone. Two rows or more decode each piece of W's row once
- * for QUANT_BY_ROWS rows of x (into a buffer of its own on the stack,
- * then summed row by row), rather than once a row; the panels' way does
- * more per weight but sums in another order. Needs no panel.
+ * output of each row has the bits of that row's product alone (a NaN
+ * stays a NaN, its sign and payload as the multiply-adds' operands
+ * happen to give it). For a batched step, whose rows belong to sequences
+ * that must each get what they would alone. The AVX-512 build decodes
+ * each piece of W in registers once for two rows of x; the AVX2 build,
+ * from four rows on, into a buffer on the stack once for up to
+ * QUANT_BY_ROWS rows, then sums it row by row; the plain build, and AVX2
+ * below four rows, take each row alone. The panels' way does more per
+ * weight but sums in another order. Needs no panel.
  */
 void quant_product_by_rows(enum vec_isa isa, const struct quant_product *p,
                            float beta);

@@ -19,8 +19,9 @@
  * i + 1), and the values left over after the whole blocks one by one,
  * each fused the same way. Every build (plain, AVX2, AVX-512)
  * gives the same bits. A 16-bit or sliced quantized row is widened
- * exactly first; a block-quantized W of whole blocks goes a row at a time
- * to quant_product() (quant_product.h), its one-row order.
+ * exactly first; a block-quantized W of whole blocks goes to
+ * quant_product_by_rows() (quant_product.h), every row in its one-row
+ * order.
  */
 #ifndef ATTN_ROW_PRODUCT_H
 #define ATTN_ROW_PRODUCT_H

@@ -367,8 +367,8 @@ static inline size_t xf_seq_tokens(const struct xf_seq *q)
  * product's vectors of sixteen rows on 16-bit weights up to about a
  * hundred rows (XF_STEP_TOKENS_HALF) and on float32 ones up to a few
  * dozen (XF_STEP_TOKENS_F32), while a block-quantized matrix's blocks
- * are unpacked again for every second row, where the pass unpacks them
- * once for 64, the pass faster from about thirty rows
+ * are unpacked again for every second row (AVX-512), where the pass
+ * unpacks them once for 64, the pass faster from about thirty rows
  * (XF_STEP_TOKENS_QUANT). Measured on Llama-3.2-1B-sized weights
  * (docs/benchmarks.md).
  */

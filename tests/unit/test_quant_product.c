@@ -415,28 +415,31 @@ static void test_builds_same_bits(void **state)
 /*
  * quant_product_by_rows(): every row of x, in a call of many rows, has
  * the bits of its product alone (rows 1), in every build, for every type,
- * at beta 0 and 1, with infinite and NaN scales, for row counts around
- * QUANT_BY_ROWS and rows longer than QUANT_ROW_PIECE; y's pad is not
- * written.
+ * at beta 0 and 1, for every row count from 2 to past QUANT_BY_ROWS (each
+ * way a build takes a group of rows, and its tail), even and odd numbers
+ * of blocks, and rows longer than QUANT_ROW_PIECE; y's pad is not
+ * written. The short rows have infinite and NaN scales too (a NaN stays
+ * a NaN); the longer ones have finite scales only, so that their outputs
+ * are numbers whose every bit counts.
  */
 static void test_by_rows_as_alone(void **state)
 {
     (void)state;
-    static const size_t rows_of[] = {2, 3, QUANT_BY_ROWS, QUANT_BY_ROWS + 1,
-                                     2 * QUANT_BY_ROWS + 3};
+    static const size_t rows_of[] = {
+        2, 3, 4, 5, 7, QUANT_BY_ROWS, QUANT_BY_ROWS + 1, 2 * QUANT_BY_ROWS + 3};
     for (int isa = VEC_ISA_PLAIN; isa <= VEC_ISA_AVX512; isa++) {
         if (!vec_isa_available((enum vec_isa)isa))
             continue;
         for (size_t t = 0; t < N_TYPES; t++) {
             const size_t long_row =
                 QUANT_ROW_PIECE / quant_block_values((int)types[t]) * 2 + 3;
-            const size_t blocks_of[] = {1, 2, 9, long_row};
+            const size_t blocks_of[] = {1, 2, 4, 9, 10, long_row - 1, long_row};
             for (size_t a = 0; a < COUNT(rows_of); a++)
                 for (size_t b = 0; b < COUNT(blocks_of); b++)
                     for (int beta = 0; beta <= 1; beta++) {
                         struct operands o;
                         operands_init(&o, types[t], rows_of[a], blocks_of[b],
-                                      DOTS_PAST, true);
+                                      DOTS_PAST, blocks_of[b] <= 2);
                         fill_y(&o, (float)beta);
                         const size_t n = o.rows * o.ldy;
                         float *alone = malloc(n * sizeof *alone);
