@@ -669,32 +669,20 @@ TARGET void quant_rows_dots_avx512(quant_type type, const float *x, size_t ldx,
                           lddots);
         return;
     }
+#define ROWS(name, count)                                                      \
+    name##_rows(x, ldx, xrows, w, row_bytes, count, n, dots, lddots);          \
+    return
     switch (type) {
-    case QUANT_Q8_0:
-        q8_0_rows(x, ldx, xrows, w, row_bytes, pairs, n, dots, lddots);
-        return;
-    case QUANT_Q4_0:
-        q4_0_rows(x, ldx, xrows, w, row_bytes, pairs, n, dots, lddots);
-        return;
-    case QUANT_Q4_1:
-        q4_1_rows(x, ldx, xrows, w, row_bytes, pairs, n, dots, lddots);
-        return;
-    case QUANT_Q5_0:
-        q5_0_rows(x, ldx, xrows, w, row_bytes, pairs, n, dots, lddots);
-        return;
-    case QUANT_Q5_1:
-        q5_1_rows(x, ldx, xrows, w, row_bytes, pairs, n, dots, lddots);
-        return;
-    case QUANT_Q4_K:
-        q4_k_rows(x, ldx, xrows, w, row_bytes, blocks, n, dots, lddots);
-        return;
-    case QUANT_Q5_K:
-        q5_k_rows(x, ldx, xrows, w, row_bytes, blocks, n, dots, lddots);
-        return;
-    case QUANT_Q6_K:
-        q6_k_rows(x, ldx, xrows, w, row_bytes, blocks, n, dots, lddots);
-        return;
+    case QUANT_Q8_0: ROWS(q8_0, pairs);
+    case QUANT_Q4_0: ROWS(q4_0, pairs);
+    case QUANT_Q4_1: ROWS(q4_1, pairs);
+    case QUANT_Q5_0: ROWS(q5_0, pairs);
+    case QUANT_Q5_1: ROWS(q5_1, pairs);
+    case QUANT_Q4_K: ROWS(q4_k, blocks);
+    case QUANT_Q5_K: ROWS(q5_k, blocks);
+    case QUANT_Q6_K: ROWS(q6_k, blocks);
     }
+#undef ROWS
     widened_rows_dots(type, x, ldx, xrows, w, row_bytes, in, n, dots, lddots);
 }
 
