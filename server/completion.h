@@ -81,7 +81,7 @@ size_t completion_characters(const char *s, size_t len);
 
 /* How much of the generated text may go out now: not a stop string nor
  * what follows it, not the start of one that the next token may
- * complete, not half a character. */
+ * complete, not half a character; never less than sent. */
 size_t completion_sendable(const struct completion *c);
 
 /* The text's end once finished: before a stop string that ended it. */

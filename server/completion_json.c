@@ -35,32 +35,33 @@ static size_t whole_characters(const char *text, size_t end)
 
 /* How much of the text may go out now: not a stop string nor what
  * follows it, not the start of one that the next token may complete,
- * not half a character. */
+ * not half a character; and never less than has gone out. */
 size_t completion_sendable(const struct completion *c)
 {
     const struct generate_request *g = &c->o.g;
     const char *text = c->decoding.text.data;
-    size_t limit = c->text_end;
-    // a whole stop string the newest token completed
-    for (size_t i = 0; i < g->n_stop; i++) {
-        const size_t len = strlen(g->stop[i]);
-        for (size_t p = c->sent >= len ? c->sent - len + 1 : 0;
-             p + len <= limit; p++)
-            if (!memcmp(text + p, g->stop[i], len)) {
-                limit = p;
-                break;
-            }
+    const size_t end = c->text_end;
+    // a whole stop string the newest token completed: the text ends where
+    // the generation's does (decoding_find_stop()), and no later token
+    // can complete another
+    size_t limit;
+    if (!decoding_find_stop(g, text, end, c->sent, &limit)) {
+        // else the longest end of the text that begins a stop string,
+        // each stop against the text's own end
+        size_t held = 0;
+        for (size_t i = 0; i < g->n_stop; i++) {
+            const size_t len = strlen(g->stop[i]);
+            for (size_t k = len - 1 < end ? len - 1 : end; k > held; k--)
+                if (!memcmp(text + end - k, g->stop[i], k)) {
+                    held = k;
+                    break;
+                }
+        }
+        limit = end - held;
     }
-    // the start of one it may complete
-    for (size_t i = 0; i < g->n_stop; i++) {
-        const size_t len = strlen(g->stop[i]);
-        for (size_t k = len - 1; k > 0; k--)
-            if (k <= limit && !memcmp(text + limit - k, g->stop[i], k)) {
-                limit -= k;
-                break;
-            }
-    }
-    return whole_characters(text, limit);
+    // what has gone out was whole characters, none of a stop string
+    const size_t whole = whole_characters(text, limit);
+    return whole > c->sent ? whole : c->sent;
 }
 
 /* ------------------------------------------------------------ writers */

@@ -14,19 +14,16 @@
 
 const char *const decode_finish_names[] = {"eos", "stop", "length"};
 
-/* Does the generated text now hold a stop string? Only the part a new
- * token can have completed is searched; *at is where the earliest match
- * begins. */
-static bool stopped(const struct decoding *d, size_t before, size_t *at)
+bool decoding_find_stop(const struct generate_request *g, const char *text,
+                        size_t len, size_t before, size_t *at)
 {
-    const struct generate_request *g = d->g;
     bool found = false;
     for (size_t i = 0; i < g->n_stop; i++) {
         const char *stop = g->stop[i];
-        const size_t len = strlen(stop);
-        for (size_t p = before >= len ? before - len + 1 : 0;
-             p + len <= d->text.len; p++)
-            if (!memcmp(d->text.data + p, stop, len)) {
+        const size_t stop_len = strlen(stop);
+        for (size_t p = before >= stop_len ? before - stop_len + 1 : 0;
+             p + stop_len <= len; p++)
+            if (!memcmp(text + p, stop, stop_len)) {
                 if (!found || p < *at)
                     *at = p;
                 found = true;
@@ -226,7 +223,8 @@ bool decoding_take(struct decoding *d, const float *logits)
         d->why = DECODE_EOS;
         return false;
     }
-    if (stopped(d, before, &d->stop_at)) {
+    if (decoding_find_stop(d->g, d->text.data, d->text.len, before,
+                           &d->stop_at)) {
         d->why = DECODE_STOP;
         return false;
     }

@@ -32,6 +32,12 @@ struct decode_step {
 };
 
 enum decode_finish { DECODE_EOS, DECODE_STOP, DECODE_LENGTH };
+
+/* Does text[0, len) hold one of g's stop strings that text[before, len)
+ * (what came after before) helped complete? *at: where the earliest
+ * such one begins, the end of the text the generation leaves. */
+bool decoding_find_stop(const struct generate_request *g, const char *text,
+                        size_t len, size_t before, size_t *at);
 extern const char *const decode_finish_names[]; /* "eos", "stop", "length" */
 
 struct batcher;

@@ -46,16 +46,18 @@ static int setup(void **state)
     make_bad_template_copy();
     char bad_model[200];
     snprintf(bad_model, sizeof bad_model, "bad=%s", bad_dir);
-    const char *const args[] = {"--model", bad_model,
-                                "--model", "llama3=tests/models/llama3",
-                                "--model", "qwen3=tests/models/qwen3",
-                                "--model", "gemma2=tests/models/gemma2",
-                                "--model", "gemma3=tests/models/gemma3",
-                                "--model", "mistral=tests/models/mistral",
-                                "--model", "gpt2=tests/models/gpt2",
-                                "--model", "wide=tests/models/llama_16x32",
-                                "--model", "bert=tests/models/f32",
-                                NULL};
+    const char *const args[] = {
+        "--model", bad_model,
+        "--model", "llama3=tests/models/llama3",
+        "--model", "qwen3=tests/models/qwen3",
+        "--model", "gemma2=tests/models/gemma2",
+        "--model", "gemma3=tests/models/gemma3",
+        "--model", "mistral=tests/models/mistral",
+        "--model", "gpt2=tests/models/gpt2",
+        "--model", "wide=tests/models/llama_16x32",
+        "--model", "bert=tests/models/f32",
+        "--model", "q8=tests/models/gguf/qwen2-Q8_0.gguf",
+        NULL};
     return server_start(&srv, args) ? 0 : -1;
 }
 
@@ -226,7 +228,7 @@ static void test_models_list(void **state)
     assert_string_equal(get(doc, "object")->valuestring, "list");
     const cJSON *data = get(doc, "data");
     // the decoders; bert completes nothing
-    assert_int_equal(cJSON_GetArraySize(data), 8);
+    assert_int_equal(cJSON_GetArraySize(data), 9);
     const cJSON *m;
     cJSON_ArrayForEach(m, data)
     {
@@ -494,6 +496,49 @@ static void test_stop_strings(void **state)
     free_chunks(chunks, n);
     free(escaped);
     cJSON_Delete(stopped);
+    cJSON_Delete(free_run);
+}
+
+/* A stop whose text before it ends with its own start, which went out
+ * with an earlier chunk: the stream, a chunk a token (log-probabilities
+ * asked), ends at the stop with [DONE], its text the whole answer's. The
+ * Q8_0 test model says " looks" over and over, then " quick", so "looks
+ * q" begins after "looks ". */
+static void test_stop_after_its_own_start(void **state)
+{
+    (void)state;
+    const char *ask = "{\"model\":\"q8\",\"prompt\":\"The cat\","
+                      "\"max_tokens\":45,\"temperature\":0";
+    char body[512];
+    snprintf(body, sizeof body, "%s}", ask);
+    cJSON *free_run = post_ok("/v1/completions", body);
+    const char *text =
+        get(at(get(free_run, "choices"), 0), "text")->valuestring;
+    // the case this test is for: the text holds it
+    assert_non_null(strstr(text, " looks looks quick"));
+    snprintf(body, sizeof body, "%s,\"stop\":[\"looks q\"]}", ask);
+    cJSON *whole = post_ok("/v1/completions", body);
+    const cJSON *c = at(get(whole, "choices"), 0);
+    assert_string_equal(get(c, "finish_reason")->valuestring, "stop");
+    const char *cut = get(c, "text")->valuestring;
+    assert_int_equal(strlen(cut), (size_t)(strstr(text, "looks q") - text));
+    snprintf(body, sizeof body,
+             "%s,\"stop\":[\"looks q\"],\"stream\":true,\"logprobs\":0}", ask);
+    cJSON *chunks[MAX_CHUNKS];
+    bool done;
+    const size_t n = stream("/v1/completions", body, chunks, &done);
+    assert_true(done);
+    char joined[1024] = "";
+    for (size_t i = 0; i < n; i++)
+        strncat(joined,
+                get(at(get(chunks[i], "choices"), 0), "text")->valuestring,
+                sizeof joined - strlen(joined) - 1);
+    assert_string_equal(joined, cut);
+    assert_string_equal(
+        get(at(get(chunks[n - 1], "choices"), 0), "finish_reason")->valuestring,
+        "stop");
+    free_chunks(chunks, n);
+    cJSON_Delete(whole);
     cJSON_Delete(free_run);
 }
 
@@ -1116,6 +1161,7 @@ int main(void)
         cmocka_unit_test(test_logprobs_against_reference),
         cmocka_unit_test(test_echo_scores_the_prompt),
         cmocka_unit_test(test_stop_strings),
+        cmocka_unit_test(test_stop_after_its_own_start),
         cmocka_unit_test(test_special_tokens_skipped),
         cmocka_unit_test(test_unrenderable_template_is_named),
         cmocka_unit_test(test_tokenize_messages_renders_the_goldens),

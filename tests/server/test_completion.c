@@ -59,6 +59,97 @@ static void test_stop_strings_held_back(void **state)
     assert_int_equal(sendable("abEN", 2, stops, 2), 2);
 }
 
+/* A text that grows token by token (pieces, ending at ends[]) under the
+ * stops: what goes out after each token, never less than before, never
+ * a byte of a stop string. Returns what went out in all. */
+static size_t stream_text(const char *text, const size_t *ends, size_t n_tokens,
+                          const char *const *stops, size_t n_stops)
+{
+    struct completion c;
+    make(&c, "", 0, stops, n_stops);
+    size_t before = 0;
+    for (size_t t = 0; t < n_tokens; t++) {
+        c.decoding.text.len = 0;
+        assert_true(buf_append(&c.decoding.text, text, ends[t]));
+        c.text_end = ends[t];
+        const size_t out = completion_sendable(&c);
+        assert_true(out >= c.sent);
+        assert_true(out <= ends[t]);
+        c.sent = out;
+        size_t at;
+        if (decoding_find_stop(&c.o.g, text, ends[t], before, &at)) {
+            // the generation ends here, its text before the stop
+            if (c.sent > at)
+                fail_msg("%zu bytes went out, %zu are before the stop", c.sent,
+                         at);
+            break;
+        }
+        before = ends[t];
+    }
+    buf_free(&c.decoding.text);
+    return c.sent;
+}
+
+/* A stop whose text before it ends with its own start, which went out
+ * with an earlier token: the stop's start is not held back then, and the
+ * text goes out up to the stop (it had been taken for a start to hold
+ * once the stop was whole, below what had gone out). */
+static void test_stop_after_its_own_start(void **state)
+{
+    (void)state;
+    const char *const stops[] = {"looks q"};
+    const char *text = " looks looks looks quick";
+    const size_t ends[] = {6, 12, 18, 24};
+    assert_int_equal(stream_text(text, ends, 4, stops, 1), 13);
+    // a stop inside a token's text, beside one never whole: up to it
+    const char *const two[] = {"ks q", "s qx"};
+    assert_int_equal(stream_text(text, ends, 4, two, 2), 16);
+}
+
+/* Two stops one token completes: the text ends where the first begins,
+ * as the generation's does. */
+static void test_first_stop_begins_the_end(void **state)
+{
+    (void)state;
+    const char *const stops[] = {"bcd", "ab"};
+    assert_int_equal(sendable("xabcd", 1, stops, 2), 1);
+}
+
+/* Random texts of three letters, cut into random tokens, under random
+ * stops of the same letters: no byte of a stop goes out, and what goes
+ * out never shrinks (stream_text()). */
+static void test_stops_random(void **state)
+{
+    (void)state;
+    uint64_t r = 0x2545F4914F6CDD1Du;
+    for (int trial = 0; trial < 20000; trial++) {
+        char text[48], stop_bytes[3][6];
+        const char *stops[3];
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        const size_t len = 1 + r % 40, n_stops = 1 + (r >> 8) % 3;
+        for (size_t i = 0; i < len; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            text[i] = (char)('a' + r % 3);
+        }
+        text[len] = '\0';
+        for (size_t i = 0; i < n_stops; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            const size_t n = 1 + r % 5;
+            for (size_t k = 0; k < n; k++)
+                stop_bytes[i][k] = (char)('a' + (r >> (8 + 2 * k)) % 3);
+            stop_bytes[i][n] = '\0';
+            stops[i] = stop_bytes[i];
+        }
+        size_t ends[48], n_tokens = 0;
+        for (size_t at = 0; at < len;) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            at += 1 + r % 4;
+            ends[n_tokens++] = at < len ? at : len;
+        }
+        stream_text(text, ends, n_tokens, stops, n_stops);
+    }
+}
+
 static void test_characters_never_split(void **state)
 {
     (void)state;
@@ -87,6 +178,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stop_strings_held_back),
+        cmocka_unit_test(test_stop_after_its_own_start),
+        cmocka_unit_test(test_first_stop_begins_the_end),
+        cmocka_unit_test(test_stops_random),
         cmocka_unit_test(test_characters_never_split),
         cmocka_unit_test(test_characters_counted),
     };
