@@ -83,11 +83,12 @@ static bool append_token(struct buf *b, const struct model *m, uint32_t id,
     size_t n = tok_token_bytes(&m->tokenizer, id, bytes, TOKEN_BYTES);
     n = n < TOKEN_BYTES ? n : TOKEN_BYTES;
     bytes[n] = 0;
-    // a NUL byte (a byte token's) cannot be in the string: U+FFFD
+    // a byte token's NUL as U+FFFD, as the text shows it
+    // (token_text_append()): 0xFF, which starts no character, goes out so
     for (size_t i = 0; i < n; i++)
         if (!bytes[i])
-            bytes[i] = '\x01';
-    bool ok = buf_append_json_string(b, bytes);
+            bytes[i] = '\xff';
+    bool ok = buf_append_json_bytes(b, bytes, n);
     if (ok && with_bytes) {
         n = tok_token_bytes(&m->tokenizer, id, bytes, TOKEN_BYTES);
         n = n < TOKEN_BYTES ? n : TOKEN_BYTES;
@@ -137,12 +138,38 @@ bool completion_legacy_logprob(struct completion *c, uint32_t id, bool has,
               buf_printf(&c->lp_offsets, "%s%zu", sep, offset);
     if (ok && !has)
         return buf_append_str(&c->lp_tops, "null");
+    // the object's keys are the tokens' texts, which byte tokens can
+    // share (each byte that is no whole character is U+FFFD): a key
+    // already there keeps its first, likelier, token, so that no key is
+    // written twice (I-JSON, RFC 7493)
+    struct buf keys;
+    buf_init(&keys, (size_t)(OPENAI_MAX_LOGPROBS + 1) * (6 * TOKEN_BYTES + 2));
+    size_t key_at[OPENAI_MAX_LOGPROBS + 1], n_keys = 0;
     ok = ok && buf_append_str(&c->lp_tops, "{");
-    for (size_t i = 0; ok && i < n_top; i++)
-        ok = buf_append_str(&c->lp_tops, i ? "," : "") &&
-             append_token(&c->lp_tops, m, top[i].id, false) &&
+    for (size_t i = 0; ok && i < n_top && n_keys <= OPENAI_MAX_LOGPROBS; i++) {
+        const size_t from = keys.len;
+        ok = append_token(&keys, m, top[i].id, false);
+        const size_t len = keys.len - from;
+        bool seen = false;
+        for (size_t k = 0; ok && !seen && k < n_keys; k++) {
+            const size_t k_len =
+                (k + 1 < n_keys ? key_at[k + 1] : from) - key_at[k];
+            seen = k_len == len &&
+                   !memcmp(keys.data + key_at[k], keys.data + from, len);
+        }
+        if (!ok || seen) {
+            keys.len = from; /* the key taken back */
+            if (keys.data)
+                keys.data[from] = '\0';
+            continue;
+        }
+        key_at[n_keys++] = from;
+        ok = buf_append_str(&c->lp_tops, n_keys > 1 ? "," : "") &&
+             buf_append(&c->lp_tops, keys.data + from, len) &&
              buf_append_str(&c->lp_tops, ":") &&
              append_number(&c->lp_tops, top[i].score);
+    }
+    buf_free(&keys);
     return ok && buf_append_str(&c->lp_tops, "}");
 }
 
@@ -181,15 +208,11 @@ bool completion_usage(struct buf *b, const struct completion *c)
                       prompt, made, prompt + made);
 }
 
-/* text[from, to) as a JSON string. */
+/* text[from, to) as a JSON string (a NUL in it as \u0000). */
 bool completion_text(struct buf *b, const char *text, size_t from, size_t to)
 {
-    struct buf piece;
-    buf_init(&piece, to - from + 1);
-    bool ok = buf_append(&piece, text + from, to - from) &&
-              buf_append_json_string(b, piece.data ? piece.data : "");
-    buf_free(&piece);
-    return ok;
+    return to > from ? buf_append_json_bytes(b, text + from, to - from)
+                     : buf_append_str(b, "\"\"");
 }
 
 /* A token's attention row as a chunk carries it: {"position", "token_id",

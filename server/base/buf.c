@@ -95,10 +95,11 @@ bool buf_printf(struct buf *b, const char *fmt, ...)
     return true;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, surrogates or values above U+10FFFF), or 0 when none starts
- * there. Stops at a NUL, which is never a continuation byte. */
-static size_t utf8_sequence(const unsigned char *s)
+/* Length of the well-formed UTF-8 sequence at s, of which avail bytes
+ * may be read (RFC 3629: no overlong forms, surrogates or values above
+ * U+10FFFF), or 0 when none starts there. A NUL is never a continuation
+ * byte, so a NUL-terminated string may pass 4. */
+static size_t utf8_sequence(const unsigned char *s, size_t avail)
 {
     const unsigned c = s[0];
     unsigned lo = 0x80, hi = 0xBF;
@@ -116,7 +117,7 @@ static size_t utf8_sequence(const unsigned char *s)
     } else {
         return 0;
     }
-    if (s[1] < lo || s[1] > hi)
+    if (avail < n || s[1] < lo || s[1] > hi)
         return 0;
     for (size_t i = 2; i < n; i++)
         if ((s[i] & 0xC0) != 0x80)
@@ -129,7 +130,7 @@ size_t buf_utf8_prefix(const char *s)
     const unsigned char *p = (const unsigned char *)s;
     size_t at = 0;
     while (p[at]) {
-        const size_t n = p[at] < 0x80 ? 1 : utf8_sequence(p + at);
+        const size_t n = p[at] < 0x80 ? 1 : utf8_sequence(p + at, 4);
         if (!n)
             return at;
         at += n;
@@ -137,12 +138,13 @@ size_t buf_utf8_prefix(const char *s)
     return at;
 }
 
-bool buf_append_json_string(struct buf *b, const char *s)
+bool buf_append_json_bytes(struct buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     if (!buf_append(b, "\"", 1))
         return false;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *const end = (const unsigned char *)s + len;
+    for (const unsigned char *p = (const unsigned char *)s; p < end; p++) {
         char esc[6] = {'\\', 0, 0, 0, 0, 0};
         size_t n = 2;
         switch (*p) {
@@ -159,7 +161,7 @@ bool buf_append_json_string(struct buf *b, const char *s)
                  * no well-formed sequence, such as a stray byte a client
                  * sent or a character cut short by "%.40s", goes out as
                  * U+FFFD */
-                const size_t seq = utf8_sequence(p);
+                const size_t seq = utf8_sequence(p, (size_t)(end - p));
                 const bool ok = seq ? buf_append(b, p, seq)
                                     : buf_append(b, "\xEF\xBF\xBD", 3);
                 if (!ok)
@@ -184,6 +186,11 @@ bool buf_append_json_string(struct buf *b, const char *s)
             return false;
     }
     return buf_append(b, "\"", 1);
+}
+
+bool buf_append_json_string(struct buf *b, const char *s)
+{
+    return buf_append_json_bytes(b, s, strlen(s));
 }
 
 bool buf_append_json_strings(struct buf *b, const char *const *items, size_t n)

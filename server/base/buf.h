@@ -33,6 +33,9 @@ bool buf_printf(struct buf *b, const char *fmt, ...);
  * well-formed UTF-8 go out as U+FFFD, so the text stays valid JSON. */
 bool buf_append_json_string(struct buf *b, const char *s);
 
+/* The same for the len bytes at s, which may hold NULs (as \u0000). */
+bool buf_append_json_bytes(struct buf *b, const char *s, size_t len);
+
 /* Bytes of the well-formed UTF-8 at the start of the NUL-terminated s:
  * strlen(s) when all of it is. */
 size_t buf_utf8_prefix(const char *s);

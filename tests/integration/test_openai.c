@@ -542,6 +542,55 @@ static void test_stop_after_its_own_start(void **state)
     cJSON_Delete(free_run);
 }
 
+/* The keys of each legacy top_logprobs object of a completion's answer
+ * to body are all different. */
+static void expect_unique_top_keys(const char *body)
+{
+    cJSON *doc = post_ok("/v1/completions", body);
+    const cJSON *lp = get(at(get(doc, "choices"), 0), "logprobs");
+    const cJSON *top;
+    cJSON_ArrayForEach(top, get(lp, "top_logprobs"))
+    {
+        const cJSON *a, *b;
+        cJSON_ArrayForEach(
+            a, top) for (b = a->next; b;
+                         b = b->next) if (!strcmp(a->string, b->string))
+            fail_msg("top_logprobs key %s twice", a->string);
+    }
+    // a prompt's NUL token shows as the text shows it, U+FFFD
+    bool nul_shown = false;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, get(lp, "tokens")) nul_shown |=
+        !strcmp(t->valuestring, "\xEF\xBF\xBD");
+    assert_true(nul_shown);
+    cJSON_Delete(doc);
+}
+
+/* A NUL in a prompt reaches the echo as sent, with all that follows
+ * it; byte tokens that show the same text (U+FFFD) are one key of a
+ * legacy top_logprobs object, never written twice. */
+static void test_echo_keeps_nul(void **state)
+{
+    (void)state;
+    const char *body = "{\"model\":\"llama3\",\"prompt\":\"x\\u0000yz\","
+                       "\"max_tokens\":3,\"temperature\":0,\"echo\":true,"
+                       "\"logprobs\":20}";
+    struct reply r;
+    const char *const headers[] = {"Content-Type: application/json", NULL};
+    assert_true(http_call(&srv, "POST", "/v1/completions", body, strlen(body),
+                          headers, &r));
+    assert_int_equal(r.status, 200);
+    // the prompt, then the completion's three tokens
+    if (!strstr(r.body, "\"text\":\"x\\u0000yz"))
+        fail_msg("no echoed prompt in %.400s", r.body);
+    reply_free(&r);
+    expect_unique_top_keys(body);
+    // this one's candidates hold several byte tokens shown as U+FFFD
+    expect_unique_top_keys(
+        "{\"model\":\"llama3\",\"prompt\":\"a\\u0000\",\"max_tokens\":2,"
+        "\"temperature\":0,\"echo\":true,\"logprobs\":20}");
+}
+
 /* Special tokens the model makes are left out of the text, as vLLM's
  * skip_special_tokens leaves them, unless the request keeps them; the
  * sequence's tokens hold them either way. */
@@ -1162,6 +1211,7 @@ int main(void)
         cmocka_unit_test(test_echo_scores_the_prompt),
         cmocka_unit_test(test_stop_strings),
         cmocka_unit_test(test_stop_after_its_own_start),
+        cmocka_unit_test(test_echo_keeps_nul),
         cmocka_unit_test(test_special_tokens_skipped),
         cmocka_unit_test(test_unrenderable_template_is_named),
         cmocka_unit_test(test_tokenize_messages_renders_the_goldens),

@@ -1,7 +1,8 @@
 /*
  * test_buf.c - the JSON array of strings that labels, text chunks and
  * tokens are written as: escapes as buf_append_json_string() writes them,
- * its cap, and a failed append that leaves nothing owned.
+ * its cap, and a failed append that leaves nothing owned; and bytes of a
+ * given length, NULs and all.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,11 +46,32 @@ static void test_append_json_strings(void **state)
     buf_free(&b);
 }
 
+/* Bytes of a given length: a NUL in them as \u0000, and a character
+ * that the length cuts short as U+FFFD, even when its bytes go on past
+ * the length in memory. */
+static void test_json_bytes(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 1024);
+    assert_true(buf_append_json_bytes(&b, "x\0yz", 4));
+    assert_string_equal(b.data, "\"x\\u0000yz\"");
+    b.len = 0;
+    // "caf\xc3\xa9" cut after its \xc3
+    assert_true(buf_append_json_bytes(&b, "caf\xc3\xa9", 4));
+    assert_string_equal(b.data, "\"caf\xEF\xBF\xBD\"");
+    b.len = 0;
+    assert_true(buf_append_json_bytes(&b, "caf\xc3\xa9", 5));
+    assert_string_equal(b.data, "\"caf\xc3\xa9\"");
+    buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_strings),
         cmocka_unit_test(test_append_json_strings),
+        cmocka_unit_test(test_json_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
