@@ -5,9 +5,11 @@
 #include "decoding.h"
 #include "exchange.h"
 #include "models.h"
+#include "response.h"
 #include "token_text.h"
 #include "widen.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -409,6 +411,42 @@ bool decoding_widen(struct decoding *d)
     *enc = (struct tok_encoding){
         .count = count, .ids = block, .type_ids = types, .added = added};
     d->g->req.model.run.ids = block;
+    return true;
+}
+
+bool decoding_answer_fits(const struct decoding *d,
+                          const struct request_limits *lim, const char *under,
+                          double *stream_bytes, struct problem *pb)
+{
+    // the request as the finished sequence's pass takes it: a copy
+    // whose length is the sequence's longest
+    struct request whole = d->g->req;
+    whole.model.run.n = d->capacity;
+    *stream_bytes = (double)response_stream_bytes_model(&whole);
+    if (!whole.compute)
+        return true;
+    const size_t numbers = request_model_output(&whole);
+    if (numbers > lim->max_output) {
+        char pointer[sizeof pb->pointer];
+        snprintf(pointer, sizeof pointer, "%s/return", under);
+        return problem_set(pb, 422, pointer,
+                           "the arrays asked of the whole sequence (%zu "
+                           "tokens at most: the prompt's %zu and %zu new) "
+                           "hold %zu numbers, more than %zu (--max-output): "
+                           "one layer, fewer arrays or fewer new tokens",
+                           d->capacity, d->prompt, d->capacity - d->prompt,
+                           numbers, lim->max_output);
+    }
+    if (!response_measures_fit(&whole, pb)) {
+        // the field the measures name, under the route's prefix
+        if (*under && pb->pointer[0] == '/' &&
+            strncmp(pb->pointer, under, strlen(under))) {
+            char was[sizeof pb->pointer];
+            snprintf(was, sizeof was, "%s", pb->pointer);
+            snprintf(pb->pointer, sizeof pb->pointer, "%s%.100s", under, was);
+        }
+        return false;
+    }
     return true;
 }
 

@@ -111,6 +111,17 @@ size_t decoding_scratch_bytes(const struct decoding *d);
 bool decoding_widen(struct decoding *d);
 
 /*
+ * The answer of d's finished sequence, at its longest (d->capacity
+ * tokens), when the request asks for arrays of it: their numbers within
+ * --max-output and its measures' text within an answer's, else a 422 in
+ * pb naming the field under prefix under ("" or "/attention"). Into
+ * *stream_bytes what streaming that answer holds.
+ */
+bool decoding_answer_fits(const struct decoding *d,
+                          const struct request_limits *lim, const char *under,
+                          double *stream_bytes, struct problem *pb);
+
+/*
  * The costs of d's whole generation, from the request alone, before
  * anything is computed: its work into *flops (refused past
  * --max-flops), and into *bytes the cache for every position, the

@@ -280,16 +280,20 @@ static void refuse_generation(struct job *job)
 /* ------------------------------------------------------------ the plan */
 
 /* The costs of the whole generation (decoding_plan()), and what the
- * events take: each token's, the finished sequence's answer, and what a
- * client may leave unread. */
+ * events take: each token's, the finished sequence's answer (its arrays
+ * within --max-output: decoding_answer_fits()), and what a client may
+ * leave unread. */
 static bool plan_generation(struct generation *gen,
                             const struct request_limits *lim, size_t *bytes,
                             struct problem *pb)
 {
     const struct model *m = gen->g.req.model.entry->model;
     const size_t per_token = 32 + 6 * m->longest_text;
-    const double extra = (double)response_stream_bytes_model(&gen->g.req) +
-                         (double)EVENT_BYTES + (double)sizeof *gen;
+    double answer_bytes;
+    if (!decoding_answer_fits(&gen->decoding, lim, "", &answer_bytes, pb))
+        return false;
+    const double extra =
+        answer_bytes + (double)EVENT_BYTES + (double)sizeof *gen;
     return decoding_plan(&gen->decoding, lim, per_token, extra, &gen->flops,
                          bytes, pb);
 }

@@ -68,35 +68,13 @@ static bool plan_completion(struct completion *c,
                    3.0 * (double)o->prompt_len + 65536.0 + 2.0 * entry +
                    2.0 * 14.0 * row_numbers;
     // the attention answer is of the whole sequence, at its longest
-    struct request *req = &c->o.g.req;
-    const size_t prompt_n = req->model.run.n;
-    req->model.run.n = c->decoding.capacity;
-    const size_t numbers =
-        o->attention && req->compute ? request_model_output(req) : 0;
-    bool fits = numbers <= lim->max_output;
-    if (!fits)
-        problem_set(pb, 422, "/attention/return",
-                    "the attention asked of the whole sequence (%zu tokens "
-                    "at most) holds %zu numbers, more than %zu "
-                    "(--max-output): one layer, fewer arrays or fewer tokens",
-                    c->decoding.capacity, numbers, lim->max_output);
-    // its text too (sparse_weights, head_stats), as /attention's
-    if (fits && o->attention && req->compute) {
-        fits = response_measures_fit(req, pb);
-        if (!fits && !strncmp(pb->pointer, "/", 1) &&
-            strncmp(pb->pointer, "/attention", 10)) {
-            char was[sizeof pb->pointer];
-            snprintf(was, sizeof was, "%s", pb->pointer);
-            snprintf(pb->pointer, sizeof pb->pointer, "/attention%.100s", was);
-        }
-    }
-    if (fits && o->attention)
-        extra += (double)response_stream_bytes_model(req);
-    req->model.run.n = prompt_n;
-    if (!fits) {
+    double answer_bytes = 0;
+    if (o->attention && !decoding_answer_fits(&c->decoding, lim, "/attention",
+                                              &answer_bytes, pb)) {
         *length_bound = true;
         return false;
     }
+    extra += answer_bytes;
     // echo with logprobs: every prompt position's logits in one pass
     if (o->echo && o->logprobs) {
         const double n = (double)c->decoding.prompt;

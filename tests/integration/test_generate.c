@@ -459,6 +459,11 @@ static void test_refusals(void **state)
         {"{\"model\":\"llama3\",\"prompt\":7}", "/prompt"},
         {"{\"model\":\"llama3\",\"prompt\":\"hi\",\"return\":[\"q\"]}",
          "/return/0"},
+        // the finished sequence's weights, at its longest: 2 layers x 4
+        // heads x 4096 x 4096 numbers, twice --max-output's 2^26
+        {"{\"model\":\"llama3\",\"prompt\":\"hi\",\"max_new_tokens\":4093,"
+         "\"return\":[\"weights\"]}",
+         "/return"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct stream s = {0};
