@@ -433,7 +433,8 @@ bool decoding_answer_fits(const struct decoding *d,
                            "the arrays asked of the whole sequence (%zu "
                            "tokens at most: the prompt's %zu and %zu new) "
                            "hold %zu numbers, more than %zu (--max-output): "
-                           "one layer, fewer arrays or fewer new tokens",
+                           "fewer arrays (none: \"return\": []), one layer "
+                           "or fewer new tokens",
                            d->capacity, d->prompt, d->capacity - d->prompt,
                            numbers, lim->max_output);
     }

@@ -37,10 +37,6 @@
 #include <string.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
-/* A generation's body is decoded on the HTTP thread, where a long one
- * would hold up its other connections: a prompt of 1 MiB is far more
- * than any model's positions hold. */
-#define GENERATE_BODY_BYTES ((size_t)1 << 20)
 
 enum event_format { EVENTS_SSE, EVENTS_NDJSON };
 
@@ -372,7 +368,7 @@ enum MHD_Result handle_generate_post(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!reply_small_json(ex, conn, GENERATE_BODY_BYTES, "a generation's", &pb))
+    if (!reply_small_json(ex, conn, &pb))
         return reply_problem(ex, conn, &pb);
     struct generation *gen = calloc(1, sizeof *gen);
     if (!gen) {

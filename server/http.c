@@ -61,8 +61,9 @@ static bool authorized(const struct exchange *ex, struct MHD_Connection *conn)
 /* ------------------------------------------------------- MHD callbacks */
 
 struct length_headers {
-    unsigned count;
+    unsigned count; /* Content-Length headers */
     const char *first;
+    bool transfer_encoding; /* a Transfer-Encoding header too */
 };
 
 static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
@@ -73,6 +74,8 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
     if (!strcasecmp(key, "Content-Length")) {
         if (!l->count++)
             l->first = value;
+    } else if (!strcasecmp(key, "Transfer-Encoding")) {
+        l->transfer_encoding = true;
     }
     return MHD_YES;
 }
@@ -127,13 +130,22 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     metrics_request_started();
     /* Two Content-Length headers: a proxy in front may have framed the body
      * by the other one (request smuggling); refuse before reading it. */
-    struct length_headers lengths = {0, NULL};
+    struct length_headers lengths = {0, NULL, false};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, &lengths);
     if (lengths.count > 1) {
         struct problem pb;
         problem_set(&pb, 400, "",
                     "the request has %u Content-Length headers; send one",
                     lengths.count);
+        return reply_problem(ex, conn, &pb);
+    }
+    /* So does a Content-Length beside a Transfer-Encoding (RFC 9112 6.1):
+     * refused, the body unread, and with it the connection closed. */
+    if (lengths.count && lengths.transfer_encoding) {
+        struct problem pb;
+        problem_set(&pb, 400, "",
+                    "the request has both Content-Length and "
+                    "Transfer-Encoding; send one");
         return reply_problem(ex, conn, &pb);
     }
     /* refuse an oversized body before reading it */
@@ -161,12 +173,28 @@ static enum MHD_Result begin_exchange(struct http_server *s,
         return reply_problem(ex, conn, &pb);
     }
     ex->handler = r;
-    /* the body's bytes, before any is read, when their number is known */
+    /* a route that takes small bodies: past its own limit, refused by the
+     * headers too, and never kept past it */
+    if (r->takes_body && r->body_bytes && r->body_bytes < s->opt.max_body) {
+        ex->body.cap_bytes = r->body_bytes;
+        if (cl && strtoull(cl, NULL, 10) > r->body_bytes) {
+            problem_set(&pb, 413, "",
+                        "the body has %.20s bytes; %s %s takes at most %zu "
+                        "(%.3g MiB)",
+                        cl, r->method, r->path, r->body_bytes,
+                        (double)r->body_bytes / (1 << 20));
+            return reply_problem(ex, conn, &pb);
+        }
+    }
+    /* whether the body's bytes could be had now, before any is read, when
+     * their number is known: a 503 then rather than after the upload. They
+     * are reserved as they come, so that a client that announces a body
+     * and sends none holds nothing. */
     if (r->takes_body && cl) {
         const size_t bytes = (size_t)strtoull(cl, NULL, 10);
         if (!budget_reserve(&ex->hold, bytes, "the body", true, &pb))
             return reply_problem(ex, conn, &pb);
-        ex->body_reserved = bytes;
+        budget_release(&ex->hold, bytes);
     }
     return MHD_YES;
 }
@@ -199,8 +227,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
             ex->body_refused = true;
         if (keep && !ex->body_refused &&
             !buf_append(&ex->body, upload_data, *upload_size)) {
-            /* past --max-body, or no memory to grow into: not the same */
-            if (ex->body.len + *upload_size > s->opt.max_body) {
+            /* past the limit, or no memory to grow into: not the same */
+            if (ex->body.len + *upload_size > ex->body.cap_bytes) {
                 ex->body_too_big = true;
             } else {
                 problem_set(&ex->refusal, 503, "",
@@ -222,10 +250,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (ex->body_refused)
         return reply_problem(ex, conn, &ex->refusal);
     if (ex->body_too_big) {
-        problem_set(&pb, 413, "",
-                    "the body is over the limit of %zu bytes "
-                    "(--max-body)",
-                    s->opt.max_body);
+        problem_set(&pb, 413, "", "the body is over the limit of %zu bytes%s",
+                    ex->body.cap_bytes,
+                    ex->body.cap_bytes == s->opt.max_body ? " (--max-body)"
+                                                          : "");
         return reply_problem(ex, conn, &pb);
     }
     return ex->handler->handler(ex, conn);

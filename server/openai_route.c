@@ -29,9 +29,6 @@
 #include <string.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread chunks a client may leave */
-/* A body is decoded (and a chat rendered) on the HTTP thread: 1 MiB of
- * messages is far more than any model's positions hold. */
-#define OPENAI_BODY_BYTES ((size_t)1 << 20)
 
 /* --------------------------------------------------------- the routes */
 
@@ -234,7 +231,7 @@ static enum MHD_Result handle_completion(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!reply_small_json(ex, conn, OPENAI_BODY_BYTES, "a completion's", &pb))
+    if (!reply_small_json(ex, conn, &pb))
         return reply_problem(ex, conn, &pb);
     struct completion *c = calloc(1, sizeof *c);
     if (!c) {

@@ -24,9 +24,6 @@
 #include <string.h>
 
 #define EVENT_BYTES ((size_t)1 << 20) /* unread events a client may leave */
-/* A patch's body is decoded on the HTTP thread: two texts and a metric
- * fit in far less than 1 MiB. */
-#define PATCH_BODY_BYTES ((size_t)1 << 20)
 #define MAX_PARAMS 16
 
 struct patch_job {
@@ -256,7 +253,7 @@ enum MHD_Result handle_patch_post(struct exchange *ex,
 {
     struct http_server *s = ex->srv;
     struct problem pb;
-    if (!reply_small_json(ex, conn, PATCH_BODY_BYTES, "a patch's", &pb))
+    if (!reply_small_json(ex, conn, &pb))
         return reply_problem(ex, conn, &pb);
     struct params q = {0};
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect, &q);

@@ -173,7 +173,7 @@ enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn)
 }
 
 bool reply_small_json(const struct exchange *ex, struct MHD_Connection *conn,
-                      size_t cap, const char *whose, struct problem *pb)
+                      struct problem *pb)
 {
     if (!reply_json_body(conn, pb))
         return false;
@@ -181,11 +181,6 @@ bool reply_small_json(const struct exchange *ex, struct MHD_Connection *conn,
         *pb = ex->srv->stopping;
         return false;
     }
-    if (ex->body.len > cap)
-        return problem_set(pb, 413, "",
-                           "the body has %zu bytes; %s has at most %zu "
-                           "(%.3g MiB)",
-                           ex->body.len, whose, cap, (double)cap / (1 << 20));
     return true;
 }
 

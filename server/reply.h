@@ -69,9 +69,10 @@ enum MHD_Result reply_busy(struct exchange *ex, struct MHD_Connection *conn);
 bool reply_json_body(struct MHD_Connection *conn, struct problem *pb);
 
 /* May a POST whose JSON body is decoded on the HTTP thread go on? Its
- * body is JSON of at most cap bytes (whose: "a generation's", for the
- * 413), and the server is not stopping; else pb holds the refusal. */
+ * body is JSON (its route's ROUTE_SMALL_BODY bound its size as it came,
+ * so that a long one holds up no other connection) and the server is not
+ * stopping; else pb holds the refusal. */
 bool reply_small_json(const struct exchange *ex, struct MHD_Connection *conn,
-                      size_t cap, const char *whose, struct problem *pb);
+                      struct problem *pb);
 
 #endif

@@ -15,7 +15,14 @@ struct route {
     enum metrics_route metric;
     bool needs_key;  /* behind --api-key when one is set */
     bool takes_body; /* a request body is read (else discarded unread) */
+    /* the largest body it reads, refused (413) from its Content-Length
+     * before any of it is read; 0: --max-body's */
+    size_t body_bytes;
 };
+
+/* The most bytes a JSON request of a route that takes small ones may
+ * have: far more than any model's positions hold of text. */
+#define ROUTE_SMALL_BODY ((size_t)1 << 20)
 
 /* The whole table, for the document that describes it: *count rows. */
 const struct route *route_table(size_t *count);

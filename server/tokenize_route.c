@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOKENIZE_BODY_BYTES ((size_t)1 << 20)
-
 static const char *const tokenize_fields[] = {"model",
                                               "prompt",
                                               "messages",
@@ -157,8 +155,7 @@ enum MHD_Result handle_tokenize(struct exchange *ex,
                                 struct MHD_Connection *conn)
 {
     struct problem pb = {0};
-    if (!reply_small_json(ex, conn, TOKENIZE_BODY_BYTES, "a tokenization's",
-                          &pb))
+    if (!reply_small_json(ex, conn, &pb))
         return reply_problem(ex, conn, &pb);
     const struct request_limits *lim = &ex->srv->limits;
     cJSON *root = jsonin_parse_body(ex->body.data ? ex->body.data : "",
@@ -222,8 +219,7 @@ enum MHD_Result handle_detokenize(struct exchange *ex,
                                   struct MHD_Connection *conn)
 {
     struct problem pb = {0};
-    if (!reply_small_json(ex, conn, TOKENIZE_BODY_BYTES, "a detokenization's",
-                          &pb))
+    if (!reply_small_json(ex, conn, &pb))
         return reply_problem(ex, conn, &pb);
     const struct request_limits *lim = &ex->srv->limits;
     cJSON *root = jsonin_parse_body(ex->body.data ? ex->body.data : "",

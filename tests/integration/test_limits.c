@@ -61,6 +61,65 @@ static void test_two_content_lengths_are_refused(void **state)
     }
 }
 
+/* A Content-Length beside a Transfer-Encoding is refused, and the
+ * connection with it: a request pipelined after it is not answered. */
+static void test_length_and_transfer_encoding_are_refused(void **state)
+{
+    (void)state;
+    const int fd = raw_connect(&srv, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[4096];
+    raw_exchange(fd,
+                 "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: 4\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n"
+                 "12\r\n{\"sentence\":\"a b\"}\r\n0\r\n\r\n"
+                 "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                 out, sizeof out, 3000);
+    close(fd);
+    if (strncmp(out, "HTTP/1.1 400", 12) || !strstr(out, "Transfer-Encoding"))
+        fail_msg("Content-Length with Transfer-Encoding answered: %.200s", out);
+    if (strstr(out + 12, "HTTP/1.1 "))
+        fail_msg("the request after it was answered: %.400s", out);
+}
+
+/* A body is reserved as it comes, not as announced: connections that
+ * announce bodies and send none hold none of the memory budget. A small
+ * route's limit is enforced from the headers. */
+static void test_announced_bodies_hold_nothing(void **state)
+{
+    (void)state;
+    int fds[8];
+    for (int i = 0; i < 8; i++) {
+        fds[i] = raw_connect(&srv, "127.0.0.1");
+        assert_true(fds[i] >= 0);
+        const char *head = "POST /attention HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Type: application/json\r\n"
+                           "Content-Length: 30000000\r\n\r\n";
+        assert_int_equal(write(fds[i], head, strlen(head)),
+                         (ssize_t)strlen(head));
+    }
+    pause_ms(300); /* their headers read */
+    double reserved = -1;
+    assert_true(metric_read(&srv, "127.0.0.1", "attnd_memory_reserved_bytes",
+                            &reserved));
+    if (reserved > 1e6)
+        fail_msg("8 announced bodies hold %.0f bytes", reserved);
+    for (int i = 0; i < 8; i++)
+        close(fds[i]);
+    const int fd = raw_connect(&srv, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[4096];
+    raw_exchange(fd,
+                 "POST /generate HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nContent-Length: 33554432\r\n\r\n",
+                 out, sizeof out, 3000);
+    close(fd);
+    if (strncmp(out, "HTTP/1.1 413", 12) || !strstr(out, "POST /generate") ||
+        !strstr(out, "1 MiB"))
+        fail_msg("an announced 32 MiB generation answered: %.300s", out);
+}
+
 /* A path that decodes to a newline and a made-up log line stays on one
  * line of the log, escaped. */
 static void test_log_lines_cannot_be_forged(void **state)
@@ -669,6 +728,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_content_lengths_are_refused),
+        cmocka_unit_test(test_length_and_transfer_encoding_are_refused),
+        cmocka_unit_test(test_announced_bodies_hold_nothing),
         cmocka_unit_test(test_log_lines_cannot_be_forged),
         cmocka_unit_test(test_long_request_lines),
         cmocka_unit_test(test_compute_budget),
