@@ -137,10 +137,21 @@ const char *jsonin_kind(const cJSON *v)
     return "an object";
 }
 
+void jsonin_show_number(double v, char *out, size_t len)
+{
+    // the fewest digits that read back as v: 2.0000001 as sent, not
+    // rounded into a range it is out of, nor 2.0000000999999998
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(out, len, "%.*g", digits, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
 void jsonin_show(const cJSON *v, char *out, size_t len)
 {
     if (cJSON_IsNumber(v))
-        snprintf(out, len, "%.17g", v->valuedouble);
+        jsonin_show_number(v->valuedouble, out, len);
     else if (cJSON_IsString(v)) {
         size_t n;
         const char *s = jsonin_text(v, &n);
@@ -169,9 +180,11 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
     if (!cJSON_IsNumber(v))
         return wrong_type(v, at, "an integer", pb);
     const double d = v->valuedouble;
+    char shown[32];
+    jsonin_show_number(d, shown, sizeof shown);
     if (d != floor(d))
-        return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) must be an integer", at->name, d);
+        return problem_set(pb, 422, at->pointer, "%s (%s) must be an integer",
+                           at->name, shown);
     // (double)hi may round up past hi (SIZE_MAX - 1 to 2^64): a size is
     // below 2^64 first, then compared as an integer
     if (d >= (double)lo && d < 0x1p64 && (size_t)d <= hi) {
@@ -182,13 +195,14 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
     // range only where it is the field's
     if (hi != SIZE_MAX - 1)
         return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) must be between %zu and %zu", at->name,
-                           d, lo, hi);
+                           "%s (%s) must be between %zu and %zu", at->name,
+                           shown, lo, hi);
     return d < (double)lo
                ? problem_set(pb, 422, at->pointer,
-                             "%s (%.17g) must be at least %zu", at->name, d, lo)
-               : problem_set(pb, 422, at->pointer, "%s (%.17g) is too large",
-                             at->name, d);
+                             "%s (%s) must be at least %zu", at->name, shown,
+                             lo)
+               : problem_set(pb, 422, at->pointer, "%s (%s) is too large",
+                             at->name, shown);
 }
 
 bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,
@@ -204,10 +218,13 @@ static bool to_float(const cJSON *v, const struct jpath *at, float *out,
                      struct problem *pb)
 {
     const double d = v->valuedouble;
-    if (!isfinite(d) || fabs(d) > FLT_MAX)
+    if (!isfinite(d) || fabs(d) > FLT_MAX) {
+        char shown[32];
+        jsonin_show_number(d, shown, sizeof shown);
         return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) is outside the float32 range", at->name,
-                           d);
+                           "%s (%s) is outside the float32 range", at->name,
+                           shown);
+    }
     *out = (float)d;
     return true;
 }
@@ -246,11 +263,14 @@ bool jsonin_u64(const cJSON *v, const struct jpath *at, uint64_t *out,
     const double d = v->valuedouble;
     /* A JSON number from 2^53 on may already have lost digits: 2^53 + 1
      * reads as 2^53, so 2^53 itself is refused too. */
-    if (d != floor(d) || d < 0 || d >= 9007199254740992.0)
+    if (d != floor(d) || d < 0 || d >= 9007199254740992.0) {
+        char shown[32];
+        jsonin_show_number(d, shown, sizeof shown);
         return problem_set(pb, 422, at->pointer,
-                           "%s (%.17g) must be an integer from 0 to 2^53 - 1; "
+                           "%s (%s) must be an integer from 0 to 2^53 - 1; "
                            "send larger seeds as a string of digits",
-                           at->name, d);
+                           at->name, shown);
+    }
     *out = (uint64_t)d;
     return true;
 }

@@ -78,6 +78,10 @@ const char *jsonin_kind(const cJSON *v);
  * shortened, containers by kind. */
 void jsonin_show(const cJSON *v, char *out, size_t len);
 
+/* v as a message shows it: the fewest digits (15 to 17) that read back
+ * as v, into out (len bytes, 32 enough). */
+void jsonin_show_number(double v, char *out, size_t len);
+
 bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
                  size_t *out, struct problem *pb);
 bool jsonin_bool(const cJSON *v, const struct jpath *at, bool *out,

@@ -176,9 +176,12 @@ static bool read_number(const cJSON *root, const char *name, double fallback,
     if (!cJSON_IsNumber(v))
         return problem_set(pb, 422, pointer, "%s is %s; expected a number",
                            name, jsonin_kind(v));
-    if (!(v->valuedouble >= lo && v->valuedouble <= hi))
-        return problem_set(pb, 422, pointer, "%s (%g) must be from %g to %g",
-                           name, v->valuedouble, lo, hi);
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi)) {
+        char shown[32];
+        jsonin_show_number(v->valuedouble, shown, sizeof shown);
+        return problem_set(pb, 422, pointer, "%s (%s) must be from %g to %g",
+                           name, shown, lo, hi);
+    }
     *out = v->valuedouble;
     return true;
 }

@@ -84,7 +84,7 @@ static bool mask_kind(struct request *req, const struct jsonin_mask *m,
         if (m->first_other != SIZE_MAX) {
             jsonin_pointer_at(at, m->dims, m->rank, m->first_other, &where);
             return problem_set(pb, 422, where.pointer,
-                               "%s (%g) is neither 0 nor 1; mask_type "
+                               "%s (%.9g) is neither 0 nor 1; mask_type "
                                "\"boolean\" takes true, false, 1 or 0",
                                where.name, (double)m->values[m->first_other]);
         }

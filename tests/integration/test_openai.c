@@ -936,6 +936,11 @@ static void test_errors_in_openai_shape(void **state)
     expect_error("/v1/completions",
                  "{\"model\":\"llama3\",\"prompt\":\"x\",\"temperature\":3}",
                  400, "temperature", NULL);
+    // the value as sent, not rounded into the range it is out of
+    expect_error("/v1/completions",
+                 "{\"model\":\"llama3\",\"prompt\":\"x\","
+                 "\"temperature\":2.0000001}",
+                 400, "temperature", "(2.0000001");
     expect_error("/v1/completions", "{\"model\":\"nope\",\"prompt\":\"x\"}",
                  404, "model", "does not exist");
     expect_error("/v1/completions", "{\"model\":\"bert\",\"prompt\":\"x\"}",

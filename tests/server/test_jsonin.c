@@ -199,10 +199,33 @@ static void test_nul_elsewhere(void **state)
     assert_int_equal(pb.status, 400);
 }
 
+/* A number in a message: the fewest digits that read back as it. */
+static void test_numbers_shown_as_sent(void **state)
+{
+    (void)state;
+    const struct {
+        double v;
+        const char *shown;
+    } cases[] = {
+        {2.0000001, "2.0000001"},
+        {0.1, "0.1"},
+        {2, "2"},
+        {-1e300, "-1e+300"},
+        {0.30000000000000004, "0.30000000000000004"},
+        {9007199254740993.0, "9007199254740992"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char out[32];
+        jsonin_show_number(cases[i].v, out, sizeof out);
+        assert_string_equal(out, cases[i].shown);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keys_once),
+        cmocka_unit_test(test_numbers_shown_as_sent),
         cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_texts_keep_nul),
         cmocka_unit_test(test_nul_elsewhere),
