@@ -63,7 +63,7 @@ static bool authorized(const struct exchange *ex, struct MHD_Connection *conn)
 struct length_headers {
     unsigned count; /* Content-Length headers */
     const char *first;
-    bool transfer_encoding; /* a Transfer-Encoding header too */
+    const char *transfer_encoding; /* the Transfer-Encoding, or NULL */
 };
 
 static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
@@ -75,7 +75,7 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
         if (!l->count++)
             l->first = value;
     } else if (!strcasecmp(key, "Transfer-Encoding")) {
-        l->transfer_encoding = true;
+        l->transfer_encoding = value;
     }
     return MHD_YES;
 }
@@ -130,7 +130,7 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     metrics_request_started();
     /* Two Content-Length headers: a proxy in front may have framed the body
      * by the other one (request smuggling); refuse before reading it. */
-    struct length_headers lengths = {0, NULL, false};
+    struct length_headers lengths = {0, NULL, NULL};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, &lengths);
     if (lengths.count > 1) {
         struct problem pb;
@@ -146,6 +146,18 @@ static enum MHD_Result begin_exchange(struct http_server *s,
         problem_set(&pb, 400, "",
                     "the request has both Content-Length and "
                     "Transfer-Encoding; send one");
+        return reply_problem(ex, conn, &pb);
+    }
+    /* A coding other than chunked (gzip, or a list of them) would be read
+     * as no body at all, or until the client closes: 501, as RFC 9112 6.1
+     * asks of a coding the server does not understand. */
+    if (lengths.transfer_encoding &&
+        strcasecmp(lengths.transfer_encoding, "chunked")) {
+        struct problem pb;
+        problem_set(&pb, 501, "",
+                    "Transfer-Encoding \"%.40s\" is not understood; send "
+                    "the body chunked or with a Content-Length",
+                    lengths.transfer_encoding);
         return reply_problem(ex, conn, &pb);
     }
     /* refuse an oversized body before reading it */

@@ -107,6 +107,7 @@ const char *problem_title(int status)
     case 415: return "unsupported media type";
     case 422: return "invalid request";
     case 500: return "internal error";
+    case 501: return "not implemented";
     case 503: return "service unavailable";
     default: return "error";
     }

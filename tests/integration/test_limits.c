@@ -83,6 +83,24 @@ static void test_length_and_transfer_encoding_are_refused(void **state)
         fail_msg("the request after it was answered: %.400s", out);
 }
 
+/* A transfer coding other than chunked is answered at once (501), not
+ * waited on as a body that never ends. */
+static void test_unknown_transfer_coding_is_refused(void **state)
+{
+    (void)state;
+    const int fd = raw_connect(&srv, "127.0.0.1");
+    assert_true(fd >= 0);
+    char out[4096];
+    raw_exchange(fd,
+                 "POST /attention HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                 "application/json\r\nTransfer-Encoding: gzip, chunked\r\n"
+                 "\r\n12\r\n{\"sentence\":\"a b\"}\r\n0\r\n\r\n",
+                 out, sizeof out, 3000);
+    close(fd);
+    if (strncmp(out, "HTTP/1.1 501", 12) || !strstr(out, "gzip, chunked"))
+        fail_msg("Transfer-Encoding gzip, chunked answered: %.300s", out);
+}
+
 /* A body is reserved as it comes, not as announced: connections that
  * announce bodies and send none hold none of the memory budget. A small
  * route's limit is enforced from the headers. */
@@ -729,6 +747,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_content_lengths_are_refused),
         cmocka_unit_test(test_length_and_transfer_encoding_are_refused),
+        cmocka_unit_test(test_unknown_transfer_coding_is_refused),
         cmocka_unit_test(test_announced_bodies_hold_nothing),
         cmocka_unit_test(test_log_lines_cannot_be_forged),
         cmocka_unit_test(test_long_request_lines),
