@@ -452,6 +452,23 @@ static void test_echo_scores_the_prompt(void **state)
     cJSON_Delete(g);
 }
 
+/* A completion's chunks, n of them, add up to text and the last ends
+ * with finish. */
+static void expect_stream_text(cJSON **chunks, size_t n, const char *text,
+                               const char *finish)
+{
+    assert_true(n > 0);
+    char joined[1024] = "";
+    for (size_t i = 0; i < n; i++)
+        strncat(joined,
+                get(at(get(chunks[i], "choices"), 0), "text")->valuestring,
+                sizeof joined - strlen(joined) - 1);
+    assert_string_equal(joined, text);
+    assert_string_equal(
+        get(at(get(chunks[n - 1], "choices"), 0), "finish_reason")->valuestring,
+        finish);
+}
+
 /* A stop string ends the text before it, streamed or whole. */
 static void test_stop_strings(void **state)
 {
@@ -484,15 +501,7 @@ static void test_stop_strings(void **state)
     bool done;
     const size_t n = stream("/v1/completions", body, chunks, &done);
     assert_true(done);
-    char joined[1024] = "";
-    for (size_t i = 0; i < n; i++)
-        strncat(joined,
-                get(at(get(chunks[i], "choices"), 0), "text")->valuestring,
-                sizeof joined - strlen(joined) - 1);
-    assert_string_equal(joined, cut);
-    assert_string_equal(
-        get(at(get(chunks[n - 1], "choices"), 0), "finish_reason")->valuestring,
-        "stop");
+    expect_stream_text(chunks, n, cut, "stop");
     free_chunks(chunks, n);
     free(escaped);
     cJSON_Delete(stopped);
@@ -528,15 +537,7 @@ static void test_stop_after_its_own_start(void **state)
     bool done;
     const size_t n = stream("/v1/completions", body, chunks, &done);
     assert_true(done);
-    char joined[1024] = "";
-    for (size_t i = 0; i < n; i++)
-        strncat(joined,
-                get(at(get(chunks[i], "choices"), 0), "text")->valuestring,
-                sizeof joined - strlen(joined) - 1);
-    assert_string_equal(joined, cut);
-    assert_string_equal(
-        get(at(get(chunks[n - 1], "choices"), 0), "finish_reason")->valuestring,
-        "stop");
+    expect_stream_text(chunks, n, cut, "stop");
     free_chunks(chunks, n);
     cJSON_Delete(whole);
     cJSON_Delete(free_run);
