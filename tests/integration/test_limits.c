@@ -113,7 +113,18 @@ static void test_announced_bodies_hold_nothing(void **state)
         assert_int_equal(write(fds[i], head, strlen(head)),
                          (ssize_t)strlen(head));
     }
-    pause_ms(300); /* their headers read */
+    // their headers read: the 8 are in flight (the metric's own GET too),
+    // within 10 s
+    double in_flight = 0;
+    for (int waited = 0; in_flight < 9 && waited < 10000; waited += 20) {
+        assert_true(metric_read(&srv, "127.0.0.1", "attnd_requests_in_flight",
+                                &in_flight));
+        if (in_flight < 9)
+            pause_ms(20);
+    }
+    if (in_flight < 9)
+        fail_msg("8 announced bodies: %.0f requests in flight after 10 s",
+                 in_flight);
     double reserved = -1;
     assert_true(metric_read(&srv, "127.0.0.1", "attnd_memory_reserved_bytes",
                             &reserved));
