@@ -64,6 +64,7 @@ struct length_headers {
     unsigned count; /* Content-Length headers */
     const char *first;
     const char *transfer_encoding; /* the Transfer-Encoding, or NULL */
+    unsigned transfer_encodings;   /* Transfer-Encoding headers */
 };
 
 static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
@@ -76,6 +77,7 @@ static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
             l->first = value;
     } else if (!strcasecmp(key, "Transfer-Encoding")) {
         l->transfer_encoding = value;
+        l->transfer_encodings++;
     }
     return MHD_YES;
 }
@@ -130,7 +132,7 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     metrics_request_started();
     /* Two Content-Length headers: a proxy in front may have framed the body
      * by the other one (request smuggling); refuse before reading it. */
-    struct length_headers lengths = {0, NULL, NULL};
+    struct length_headers lengths = {0, NULL, NULL, 0};
     MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, &lengths);
     if (lengths.count > 1) {
         struct problem pb;
@@ -146,6 +148,13 @@ static enum MHD_Result begin_exchange(struct http_server *s,
         problem_set(&pb, 400, "",
                     "the request has both Content-Length and "
                     "Transfer-Encoding; send one");
+        return reply_problem(ex, conn, &pb);
+    }
+    if (lengths.transfer_encodings > 1) {
+        struct problem pb;
+        problem_set(&pb, 400, "",
+                    "the request has %u Transfer-Encoding headers; send one",
+                    lengths.transfer_encodings);
         return reply_problem(ex, conn, &pb);
     }
     /* A coding other than chunked (gzip, or a list of them) would be read

@@ -63,9 +63,10 @@ static void test_two_content_lengths_are_refused(void **state)
 
 /* Framings a proxy in front could read otherwise are refused from the
  * headers, and the connection with them: a request pipelined after one
- * is not answered. A Content-Length beside a Transfer-Encoding is 400; a
- * transfer coding other than chunked 501, at once, where it had been
- * waited on as a body that never ends. */
+ * is not answered. A Content-Length beside a Transfer-Encoding is 400,
+ * so are two Transfer-Encoding headers; a transfer coding other than
+ * chunked 501, at once, where it had been waited on as a body that never
+ * ends. */
 static void test_ambiguous_framing_is_refused(void **state)
 {
     (void)state;
@@ -76,6 +77,8 @@ static void test_ambiguous_framing_is_refused(void **state)
          "Transfer-Encoding"},
         {"Transfer-Encoding: gzip, chunked\r\n", "HTTP/1.1 501",
          "gzip, chunked"},
+        {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+         "HTTP/1.1 400", "2 Transfer-Encoding headers"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char request[512], out[4096];
