@@ -63,6 +63,7 @@ struct exchange {
     bool body_too_big;
     struct budget_hold hold; /* all it has reserved of the memory budget */
     size_t body_reserved;    /* of which for the body */
+    size_t body_announced;   /* its Content-Length, 0 when unknown */
     bool body_refused;       /* the body could not be reserved: refusal */
     struct problem refusal;
     bool answered;

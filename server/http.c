@@ -209,13 +209,15 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     }
     /* whether the body's bytes could be had now, before any is read, when
      * their number is known: a 503 then rather than after the upload. They
-     * are reserved as they come, so that a client that announces a body
-     * and sends none holds nothing. */
+     * are reserved, all of them, with its first byte (on_request()), so
+     * that a client that announces a body and sends none holds nothing,
+     * and one whose body has begun is not refused halfway. */
     if (r->takes_body && cl) {
         const size_t bytes = (size_t)strtoull(cl, NULL, 10);
         if (!budget_reserve(&ex->hold, bytes, "the body", true, &pb))
             return reply_problem(ex, conn, &pb);
         budget_release(&ex->hold, bytes);
+        ex->body_announced = bytes;
     }
     return MHD_YES;
 }
@@ -236,11 +238,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (*upload_size) { /* body data, kept only where the route reads it */
         const bool keep = !ex->answered && !ex->body_too_big &&
                           !ex->body_refused && ex->handler->takes_body;
-        /* a body of unknown length is reserved as it grows */
+        /* a body whose length was announced is reserved whole with its
+         * first bytes; one of unknown length as it grows */
+        const size_t held = ex->body.len + *upload_size > ex->body_announced
+                                ? ex->body.len + *upload_size
+                                : ex->body_announced;
         const size_t beyond =
-            ex->body.len + *upload_size > ex->body_reserved
-                ? ex->body.len + *upload_size - ex->body_reserved
-                : 0;
+            held > ex->body_reserved ? held - ex->body_reserved : 0;
         if (keep && beyond &&
             budget_reserve(&ex->hold, beyond, "the body", true, &ex->refusal))
             ex->body_reserved += beyond;
@@ -258,7 +262,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                 ex->refusal.retry_after = 1;
                 ex->body_refused = true;
             }
+        }
+        /* a body refused here is read to its end and dropped: what it held
+         * goes back at once, so that a body growing beside it can finish */
+        if (keep && (ex->body_refused || ex->body_too_big)) {
             buf_free(&ex->body);
+            budget_release(&ex->hold, ex->body_reserved);
+            ex->body_reserved = 0;
         }
         *upload_size = 0;
         return MHD_YES;
@@ -271,10 +281,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (ex->body_refused)
         return reply_problem(ex, conn, &ex->refusal);
     if (ex->body_too_big) {
-        problem_set(&pb, 413, "", "the body is over the limit of %zu bytes%s",
-                    ex->body.cap_bytes,
-                    ex->body.cap_bytes == s->opt.max_body ? " (--max-body)"
-                                                          : "");
+        if (ex->body.cap_bytes == s->opt.max_body)
+            problem_set(&pb, 413, "",
+                        "the body is over the limit of %zu bytes "
+                        "(--max-body)",
+                        s->opt.max_body);
+        else
+            problem_set(&pb, 413, "",
+                        "the body is over the limit of %zu bytes (%.3g MiB) "
+                        "%s %s takes",
+                        ex->body.cap_bytes,
+                        (double)ex->body.cap_bytes / (1 << 20),
+                        ex->handler->method, ex->handler->path);
         return reply_problem(ex, conn, &pb);
     }
     return ex->handler->handler(ex, conn);

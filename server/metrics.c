@@ -14,7 +14,7 @@
 
 /* The statuses attnd answers with; anything else is counted as "other". */
 static const int statuses[] = {200, 304, 400, 401, 404, 405,
-                               413, 415, 422, 500, 503};
+                               413, 415, 422, 500, 501, 503};
 enum { N_STATUSES = sizeof statuses / sizeof statuses[0] + 1 };
 
 /* Upper bounds of the latency buckets, seconds. */

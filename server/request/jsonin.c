@@ -180,17 +180,17 @@ bool jsonin_size(const cJSON *v, const struct jpath *at, size_t lo, size_t hi,
     if (!cJSON_IsNumber(v))
         return wrong_type(v, at, "an integer", pb);
     const double d = v->valuedouble;
-    char shown[32];
+    // (double)hi may round up past hi (SIZE_MAX - 1 to 2^64): a size is
+    // below 2^64 first, then compared as an integer
+    if (d == floor(d) && d >= (double)lo && d < 0x1p64 && (size_t)d <= hi) {
+        *out = (size_t)d;
+        return true;
+    }
+    char shown[32]; /* formatted for a refusal only */
     jsonin_show_number(d, shown, sizeof shown);
     if (d != floor(d))
         return problem_set(pb, 422, at->pointer, "%s (%s) must be an integer",
                            at->name, shown);
-    // (double)hi may round up past hi (SIZE_MAX - 1 to 2^64): a size is
-    // below 2^64 first, then compared as an integer
-    if (d >= (double)lo && d < 0x1p64 && (size_t)d <= hi) {
-        *out = (size_t)d;
-        return true;
-    }
     // a caller taking any size checks its own bound after this: name the
     // range only where it is the field's
     if (hi != SIZE_MAX - 1)

@@ -148,6 +148,73 @@ static void test_announced_bodies_hold_nothing(void **state)
         fail_msg("an announced 32 MiB generation answered: %.300s", out);
 }
 
+/* Two bodies that each fit the budget alone but not together, sent side
+ * by side: the first to begin holds all of its length, the other is
+ * refused as it begins (503) and holds nothing, so that the first is read
+ * whole (and answered by its handler) rather than both being refused
+ * halfway. */
+static void test_bodies_side_by_side(void **state)
+{
+    (void)state;
+    struct server s;
+    const char *args[] = {"--max-memory", "100000000", "--max-body", "67108864",
+                          NULL};
+    assert_true(server_start(&s, args));
+    enum { BODY = 50000000, PIECE = 1 << 20 };
+    char *piece = malloc(PIECE);
+    memset(piece, 'x', PIECE);
+    int fds[2];
+    for (int i = 0; i < 2; i++) {
+        fds[i] = raw_connect(&s, "127.0.0.1");
+        assert_true(fds[i] >= 0);
+        char head[256];
+        const int n = snprintf(head, sizeof head,
+                               "POST /attention HTTP/1.1\r\nHost: x\r\n"
+                               "Content-Type: application/json\r\n"
+                               "Content-Length: %d\r\n\r\n",
+                               BODY);
+        assert_int_equal(write(fds[i], head, (size_t)n), n);
+    }
+    // a side the server has refused may be answered and closed before
+    // all of it is sent: it takes no more
+    bool open[2] = {true, true};
+    for (size_t sent = 0; sent < BODY;) {
+        const size_t n = BODY - sent < PIECE ? BODY - sent : PIECE;
+        for (int i = 0; i < 2; i++)
+            for (size_t off = 0; open[i] && off < n;) {
+                const ssize_t w =
+                    send(fds[i], piece + off, n - off, MSG_NOSIGNAL);
+                if (w <= 0)
+                    open[i] = false;
+                off += w > 0 ? (size_t)w : 0;
+            }
+        sent += n;
+    }
+    int whole = 0, refused = 0;
+    for (int i = 0; i < 2; i++) {
+        char out[4096];
+        raw_exchange(fds[i], NULL, out, sizeof out, 10000);
+        close(fds[i]);
+        // read whole, its answer the handler's (a 413: parsing 50 MB of
+        // it would need more than the budget), or refused as it began
+        if (!strncmp(out, "HTTP/1.1 503", 12) &&
+            strstr(out, "memory is in use"))
+            refused++;
+        else if (!strncmp(out, "HTTP/1.1 4", 10))
+            whole++;
+        else
+            fail_msg("a body beside another answered: %.300s", out);
+    }
+    free(piece);
+    if (whole != 1)
+        fail_msg("%d of the two bodies read whole, %d refused", whole, refused);
+    double reserved = -1;
+    assert_true(
+        metric_read(&s, "127.0.0.1", "attnd_memory_reserved_bytes", &reserved));
+    assert_true(reserved == 0);
+    assert_int_equal(server_stop(&s, 10.0), 0);
+}
+
 /* A path that decodes to a newline and a made-up log line stays on one
  * line of the log, escaped. */
 static void test_log_lines_cannot_be_forged(void **state)
@@ -758,6 +825,7 @@ int main(void)
         cmocka_unit_test(test_two_content_lengths_are_refused),
         cmocka_unit_test(test_ambiguous_framing_is_refused),
         cmocka_unit_test(test_announced_bodies_hold_nothing),
+        cmocka_unit_test(test_bodies_side_by_side),
         cmocka_unit_test(test_log_lines_cannot_be_forged),
         cmocka_unit_test(test_long_request_lines),
         cmocka_unit_test(test_compute_budget),
