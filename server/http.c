@@ -60,26 +60,57 @@ static bool authorized(const struct exchange *ex, struct MHD_Connection *conn)
 
 /* ------------------------------------------------------- MHD callbacks */
 
-struct length_headers {
-    unsigned count; /* Content-Length headers */
-    const char *first;
-    const char *transfer_encoding; /* the Transfer-Encoding, or NULL */
+/* The headers that frame a request's body. */
+struct framing {
+    unsigned content_lengths;      /* Content-Length headers */
+    const char *content_length;    /* the first one's value, or NULL */
     unsigned transfer_encodings;   /* Transfer-Encoding headers */
+    const char *transfer_encoding; /* the last one's value, or NULL */
 };
 
-static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind,
+static enum MHD_Result read_framing(void *cls, enum MHD_ValueKind kind,
                                     const char *key, const char *value)
 {
     (void)kind;
-    struct length_headers *l = cls;
+    struct framing *f = cls;
     if (!strcasecmp(key, "Content-Length")) {
-        if (!l->count++)
-            l->first = value;
+        if (!f->content_lengths++)
+            f->content_length = value;
     } else if (!strcasecmp(key, "Transfer-Encoding")) {
-        l->transfer_encoding = value;
-        l->transfer_encodings++;
+        f->transfer_encoding = value;
+        f->transfer_encodings++;
     }
     return MHD_YES;
+}
+
+/* A framing that a proxy in front could read otherwise than attnd
+ * (request smuggling), refused before the body is read, and with it the
+ * connection (RFC 9112 6.1): two Content-Length or two Transfer-Encoding
+ * headers, or one of each, 400; a coding other than chunked, which would
+ * be read as no body at all or until the client closes, 501. False with
+ * pb set when refused. */
+static bool framing_ok(const struct framing *f, struct problem *pb)
+{
+    if (f->content_lengths > 1)
+        return problem_set(pb, 400, "",
+                           "the request has %u Content-Length headers; send "
+                           "one",
+                           f->content_lengths);
+    if (f->transfer_encodings > 1)
+        return problem_set(pb, 400, "",
+                           "the request has %u Transfer-Encoding headers; "
+                           "send one",
+                           f->transfer_encodings);
+    if (f->content_lengths && f->transfer_encodings)
+        return problem_set(pb, 400, "",
+                           "the request has both Content-Length and "
+                           "Transfer-Encoding; send one");
+    if (f->transfer_encoding && strcasecmp(f->transfer_encoding, "chunked"))
+        return problem_set(pb, 501, "",
+                           "Transfer-Encoding \"%.40s\" is not understood; "
+                           "send the body chunked or with a Content-Length",
+                           f->transfer_encoding);
+    return true;
 }
 
 /* Text from outside as one log field: spaces, bytes below 0x20, 0x7f and the
@@ -130,49 +161,14 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     *con_cls = ex;
     atomic_fetch_add(&s->exchanges, 1);
     metrics_request_started();
-    /* Two Content-Length headers: a proxy in front may have framed the body
-     * by the other one (request smuggling); refuse before reading it. */
-    struct length_headers lengths = {0, NULL, NULL, 0};
-    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_length, &lengths);
-    if (lengths.count > 1) {
-        struct problem pb;
-        problem_set(&pb, 400, "",
-                    "the request has %u Content-Length headers; send one",
-                    lengths.count);
+    struct framing framing = {0, NULL, 0, NULL};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, read_framing, &framing);
+    struct problem pb;
+    if (!framing_ok(&framing, &pb))
         return reply_problem(ex, conn, &pb);
-    }
-    /* So does a Content-Length beside a Transfer-Encoding (RFC 9112 6.1):
-     * refused, the body unread, and with it the connection closed. */
-    if (lengths.count && lengths.transfer_encoding) {
-        struct problem pb;
-        problem_set(&pb, 400, "",
-                    "the request has both Content-Length and "
-                    "Transfer-Encoding; send one");
-        return reply_problem(ex, conn, &pb);
-    }
-    if (lengths.transfer_encodings > 1) {
-        struct problem pb;
-        problem_set(&pb, 400, "",
-                    "the request has %u Transfer-Encoding headers; send one",
-                    lengths.transfer_encodings);
-        return reply_problem(ex, conn, &pb);
-    }
-    /* A coding other than chunked (gzip, or a list of them) would be read
-     * as no body at all, or until the client closes: 501, as RFC 9112 6.1
-     * asks of a coding the server does not understand. */
-    if (lengths.transfer_encoding &&
-        strcasecmp(lengths.transfer_encoding, "chunked")) {
-        struct problem pb;
-        problem_set(&pb, 501, "",
-                    "Transfer-Encoding \"%.40s\" is not understood; send "
-                    "the body chunked or with a Content-Length",
-                    lengths.transfer_encoding);
-        return reply_problem(ex, conn, &pb);
-    }
     /* refuse an oversized body before reading it */
-    const char *cl = lengths.first;
+    const char *cl = framing.content_length;
     if (cl && strtoull(cl, NULL, 10) > s->opt.max_body) {
-        struct problem pb;
         problem_set(&pb, 413, "",
                     "the body has %.20s bytes; the limit is %zu "
                     "(--max-body)",
@@ -181,7 +177,6 @@ static enum MHD_Result begin_exchange(struct http_server *s,
     }
     /* where it goes and whether it may, from the headers alone: a body
      * nobody may send is never read */
-    struct problem pb;
     const struct route *r = route_find(s, method, url, &ex->route, &pb);
     if (!r)
         return reply_problem(ex, conn, &pb);
