@@ -21,7 +21,6 @@
 #include "completion.h"
 #include "models.h"
 #include "reply.h"
-#include "response.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
